@@ -1,0 +1,103 @@
+import type { DType } from "./dtype.js";
+import type { KernelName, Kernels } from "./kernels/index.js";
+
+/** The contract's version. A backend states the version it implements. */
+export const CONTRACT_VERSION = 1 as const;
+
+/** An opaque device buffer. Shapes and dtypes live in core, not here. */
+export interface BufferHandle {
+  readonly id: number;
+  readonly byteLength: number;
+}
+
+/** A byte offset into a buffer: how a kernel addresses a named view of a larger buffer. */
+export interface BufferSlice {
+  readonly buffer: BufferHandle;
+  readonly byteOffset: number;
+}
+
+/** What a kernel argument points at: a whole buffer (offset 0) or a slice. */
+export type Operand = BufferHandle | BufferSlice;
+
+export function isBufferSlice(op: Operand): op is BufferSlice {
+  return (op as BufferSlice).buffer !== undefined;
+}
+
+/** The buffer and byte offset an operand names. */
+export function resolveOperand(op: Operand): { buffer: BufferHandle; byteOffset: number } {
+  return isBufferSlice(op) ? { buffer: op.buffer, byteOffset: op.byteOffset } : { buffer: op, byteOffset: 0 };
+}
+
+/** A slice `byteOffset` bytes into `op`. */
+export function sliceOperand(op: Operand, byteOffset: number): BufferSlice {
+  const r = resolveOperand(op);
+  return { buffer: r.buffer, byteOffset: r.byteOffset + byteOffset };
+}
+
+export interface MemoryStats {
+  /** Bytes in live allocations. */
+  inUseBytes: number;
+  /** Highest inUseBytes since creation or the last resetPeakMemory(). */
+  peakBytes: number;
+  /** Bytes the device can hold in all (address-space limit for wasm, device memory for GPUs). */
+  totalBytes: number;
+  /** Number of live allocations. */
+  liveAllocations: number;
+  /** Number of alloc() calls since creation (a steady-state step must not raise it). */
+  allocCalls: number;
+}
+
+export type DeviceKind = "cpu" | "gpu" | "reference";
+
+export interface DeviceDescription {
+  /** e.g. "WebAssembly SIMD (relaxed) x 2 threads", "NVIDIA H100 80GB HBM3". */
+  name: string;
+  kind: DeviceKind;
+  /** Bytes this device can allocate in all. */
+  memoryBytes: number;
+  /** CPU: worker threads used by kernels. GPU: streaming multiprocessors. */
+  parallelism: number;
+  /** CPU: "none" | "simd128" | "relaxed-simd". */
+  simd?: string;
+  /** GPU: compute capability, e.g. "9.0". */
+  computeCapability?: string;
+}
+
+export interface Capabilities {
+  device: DeviceDescription;
+  /** The activation dtypes each kernel accepts; an empty list means not implemented. */
+  kernelDTypes: Record<KernelName, readonly DType[]>;
+  /** Peak FLOP/s per compute dtype (for MFU); absent when unknown. */
+  peakFlops: Partial<Record<DType, number>>;
+}
+
+/**
+ * The backend contract, v1. Calls are issued in order on one stream: kernels,
+ * upload and copy may run later than they return, but always in issue order;
+ * download() and synchronize() resolve once everything issued before them is done.
+ */
+export interface Backend {
+  readonly contractVersion: typeof CONTRACT_VERSION;
+  /** Short registry name: "reference", "wasm", "cuda". */
+  readonly name: string;
+  capabilities(): Capabilities;
+
+  /** A new buffer of `byteLength` bytes, contents undefined. Throws MemoryError when it cannot. */
+  alloc(byteLength: number): BufferHandle;
+  free(buffer: BufferHandle): void;
+  /** Copies `data`'s bytes to `dst`. `data` may be reused as soon as this returns. */
+  upload(dst: Operand, data: ArrayBufferView): void;
+  /** Copies `out.byteLength` bytes from `src` into `out`. */
+  download(src: Operand, out: ArrayBufferView): Promise<void>;
+  /** Copies `byteLength` bytes between buffers (regions must not overlap). */
+  copy(src: Operand, dst: Operand, byteLength: number): void;
+  memoryStats(): MemoryStats;
+  resetPeakMemory(): void;
+
+  /** Every v1 kernel; see kernels/*.ts for each one's layout. */
+  readonly kernels: Kernels;
+
+  synchronize(): Promise<void>;
+  /** Frees everything; the backend is unusable afterwards. */
+  dispose(): void;
+}

@@ -1,0 +1,219 @@
+import { FLOAT_DTYPES, type DType, type FloatDType } from "../dtype.js";
+import { KERNEL_NAMES, type KernelName } from "../kernels/index.js";
+import { oracle } from "../oracle/index.js";
+import type { ConformanceCase, ShapeClass } from "./case.js";
+
+type Def = Omit<ConformanceCase, "kernel" | "dtype" | "label"> & { label?: string };
+type Defs = (dtype: FloatDType) => Def[];
+
+const dimsLabel = (args: Record<string, unknown>) =>
+  Object.entries(args)
+    .filter(([k]) => k !== "dtype")
+    .map(([k, v]) => (v === true ? k : `${k}=${typeof v === "number" && !Number.isInteger(v) ? +v.toFixed(4) : v}`))
+    .join(" ");
+
+const d = (shape: ShapeClass, args: Record<string, unknown>, extra: Partial<Def> = {}): Def => ({ shape, args, ...extra });
+
+const unarySizes = (name: string): Def[] => [
+  d("one", { n: 1 }),
+  d("prime", { n: 37 }),
+  d("odd", { n: 1023 }),
+  d("long", { n: 4099 }),
+  d("large", { n: 100_003 }),
+  d("in-place", { n: 257 }, { inPlace: name.endsWith("Forward") ? ["out", "x"] : ["dX", "dOut"] }),
+];
+
+const normShapes: Def[] = [
+  d("one", { rows: 1, dim: 1 }),
+  d("prime", { rows: 7, dim: 13 }),
+  d("odd", { rows: 33, dim: 65 }),
+  d("long", { rows: 3, dim: 4099 }),
+  d("large", { rows: 256, dim: 384 }),
+];
+
+/** Saved statistics for a backward case, computed by the oracle's forward from the case's inputs. */
+function deriveFrom(forward: KernelName, outputs: Record<string, string>, extraInputs: Record<string, string> = {}) {
+  return (args: Record<string, unknown>, v: Record<string, Float64Array>) => {
+    const fv: Record<string, Float64Array> = { ...v };
+    for (const [fwdKey, bwdKey] of Object.entries(extraInputs)) fv[fwdKey] = v[bwdKey];
+    for (const [fwdKey, bwdKey] of Object.entries(outputs)) fv[fwdKey] = v[bwdKey] ?? new Float64Array(0);
+    fv.out ??= new Float64Array(v.x?.length ?? 0);
+    (oracle[forward] as (a: unknown, v: Record<string, Float64Array>) => void)(args, fv);
+  };
+}
+
+const attentionShapes: Def[] = [
+  d("one", { batch: 1, seqLen: 1, heads: 1, kvHeads: 1, headDim: 1 }),
+  d("prime", { batch: 1, seqLen: 7, heads: 2, kvHeads: 2, headDim: 5 }),
+  d("odd", { batch: 2, seqLen: 13, heads: 4, kvHeads: 2, headDim: 6 }, { label: "gqa" }),
+  d("options", { batch: 1, seqLen: 17, heads: 3, kvHeads: 1, headDim: 8, scale: 0.3 }, { label: "mqa scale=0.3" }),
+  d("strided", { batch: 2, seqLen: 9, heads: 2, kvHeads: 2, headDim: 4, qRowStride: 24, kvRowStride: 24, outRowStride: 11 }, { label: "packed qkv" }),
+  d("long", { batch: 1, seqLen: 130, heads: 1, kvHeads: 1, headDim: 16 }),
+  d("large", { batch: 2, seqLen: 64, heads: 4, kvHeads: 4, headDim: 32 }),
+];
+
+const ropeShapes: Def[] = [
+  d("one", { batch: 1, seqLen: 1, heads: 1, headDim: 2, theta: 10000 }),
+  d("prime", { batch: 2, seqLen: 7, heads: 3, headDim: 6, theta: 10000 }),
+  d("strided", { batch: 1, seqLen: 13, heads: 5, headDim: 10, rowStride: 150, posOffset: 5, theta: 500000 }, { label: "packed posOffset" }),
+  d("large", { batch: 4, seqLen: 64, heads: 6, headDim: 64, theta: 10000 }),
+  d("in-place", { batch: 2, seqLen: 9, heads: 2, headDim: 8, theta: 10000 }, { inPlace: ["out", "x"] }),
+];
+
+const ceShapes = (backward: boolean): Def[] => {
+  const s = (rows: number, vocab: number) => (backward ? { rows, vocab, lossScale: 1 / rows } : { rows, vocab });
+  const derive = backward ? deriveFrom("crossEntropyForward", { lse: "lse", losses: "losses" }) : undefined;
+  return [
+    d("one", s(1, 1), { derive }),
+    d("prime", s(7, 13), { derive }),
+    d("odd", s(33, 65), { derive }),
+    d("long", s(5, 4099), { derive }),
+    d("large", s(64, 2048), { derive }),
+    ...(backward ? [d("in-place", s(9, 31), { derive, inPlace: ["dLogits", "logits"] as const })] : []),
+  ];
+};
+
+const specials = [0, -0, 1, -1, 65504, 65520, 70000, -1e30, 3e38, 1e-8, 6e-8, 1e-40, 2 ** -24, 2 ** -25, 1.00390625, 1.005859375, Infinity, -Infinity, NaN];
+const withSpecials = (key: string) => (_a: Record<string, unknown>, v: Record<string, Float64Array>) => {
+  for (let i = 0; i < v[key].length; i++) v[key][i] = specials[i % specials.length];
+};
+
+const CASES: Record<KernelName, Defs> = {
+  matmul: () => [
+    d("one", { m: 1, n: 1, k: 1 }),
+    d("prime", { m: 7, n: 13, k: 37 }),
+    d("odd", { m: 33, n: 65, k: 17 }),
+    d("options", { m: 19, n: 23, k: 29, transA: true }),
+    d("options", { m: 19, n: 23, k: 29, transB: true }),
+    d("options", { m: 17, n: 31, k: 9, transA: true, transB: true, alpha: 0.5, accumulate: true }, { present: ["bias"], label: "transA transB alpha accumulate bias" }),
+    d("batch", { m: 5, n: 9, k: 11, batch: 3 }),
+    d("batch", { m: 6, n: 10, k: 7, batch: 4, strideB: 0, transB: true }, { label: "broadcast B" }),
+    d("long", { m: 3, n: 5, k: 4099 }),
+    d("large", { m: 128, n: 192, k: 160 }, { present: ["bias"] }),
+  ],
+  sumRows: () => [
+    d("one", { rows: 1, cols: 1 }),
+    d("prime", { rows: 7, cols: 13 }),
+    d("odd", { rows: 33, cols: 65, accumulate: true }),
+    d("large", { rows: 300, cols: 97 }),
+  ],
+  embeddingForward: () => [
+    d("one", { count: 1, vocab: 1, dim: 1 }),
+    d("prime", { count: 7, vocab: 13, dim: 37 }),
+    d("odd", { count: 65, vocab: 50, dim: 33 }),
+    d("large", { count: 512, vocab: 300, dim: 96 }),
+  ],
+  embeddingBackward: () => [
+    d("one", { count: 1, vocab: 1, dim: 1 }),
+    d("prime", { count: 7, vocab: 13, dim: 37 }),
+    d("odd", { count: 65, vocab: 50, dim: 33 }, { label: "repeated ids" }),
+    d("large", { count: 512, vocab: 300, dim: 96 }),
+  ],
+  layerNormForward: () => [
+    ...normShapes.map((s) => ({ ...s, args: { ...s.args, eps: 1e-5 }, present: ["bias"] })),
+    d("options", { rows: 9, dim: 17, eps: 1e-3 }, { label: "no bias" }),
+    d("in-place", { rows: 9, dim: 31, eps: 1e-5 }, { present: ["bias"], inPlace: ["out", "x"] }),
+  ],
+  layerNormBackward: () =>
+    [...normShapes, d("options", { rows: 9, dim: 17 }, { label: "no bias" })].map((s) => ({
+      ...s,
+      present: s.label === "no bias" ? [] : ["dBias"],
+      derive: deriveFrom("layerNormForward", { mean: "mean", rstd: "rstd" }, {}),
+      args: { ...s.args, eps: 1e-5 },
+    })),
+  rmsNormForward: () => [
+    ...normShapes.map((s) => ({ ...s, args: { ...s.args, eps: 1e-6 } })),
+    d("in-place", { rows: 9, dim: 31, eps: 1e-6 }, { inPlace: ["out", "x"] }),
+  ],
+  rmsNormBackward: () =>
+    normShapes.map((s) => ({ ...s, args: { ...s.args, eps: 1e-6 }, derive: deriveFrom("rmsNormForward", { rstd: "rstd" }) })),
+  geluForward: () => unarySizes("geluForward"),
+  geluBackward: () => unarySizes("geluBackward"),
+  siluForward: () => unarySizes("siluForward"),
+  siluBackward: () => unarySizes("siluBackward"),
+  swiGluForward: () => unarySizes("swiGluForward").filter((s) => s.shape !== "in-place"),
+  swiGluBackward: () => unarySizes("swiGluBackward").filter((s) => s.shape !== "in-place"),
+  ropeForward: () => ropeShapes,
+  ropeBackward: () => ropeShapes,
+  attentionForward: () => attentionShapes,
+  attentionBackward: () => attentionShapes.map((s) => ({ ...s, derive: deriveFrom("attentionForward", { out: "out", lse: "lse" }) })),
+  crossEntropyForward: () => ceShapes(false),
+  crossEntropyBackward: () => ceShapes(true),
+  softmaxForward: () => [
+    d("one", { rows: 1, dim: 1 }),
+    d("prime", { rows: 7, dim: 13 }),
+    d("long", { rows: 3, dim: 4099, temperature: 0.7 }),
+    d("large", { rows: 64, dim: 2048 }),
+    d("in-place", { rows: 9, dim: 31 }, { inPlace: ["out", "x"] }),
+  ],
+  add: () => [...unarySizes("add").filter((s) => s.shape !== "in-place"), d("in-place", { n: 257 }, { inPlace: ["out", "a"] }), d("in-place", { n: 31 }, { inPlace: ["out", "b"] })],
+  scale: () => unarySizes("scaleForward").map((s) => ({ ...s, args: { ...s.args, alpha: -0.37 } })),
+  sum: () => [d("one", { n: 1 }), d("prime", { n: 37 }), d("long", { n: 4099, accumulate: true }), d("large", { n: 100_003 })],
+  sumSquares: () => [d("one", { n: 1 }), d("prime", { n: 37 }), d("long", { n: 4099, accumulate: true }), d("large", { n: 100_003 })],
+  adamW: (dtype) => {
+    const hp = { lr: 1e-3, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, step: 3 };
+    return [
+      d("one", { n: 1, ...hp }),
+      d("prime", { n: 37, ...hp, step: 1, weightDecay: 0 }),
+      d("odd", { n: 1023, ...hp, gradScale: 0.25 }),
+      d("large", { n: 100_003, ...hp }),
+      ...(dtype === "f32" ? [] : [d("options", { n: 4099, ...hp, step: 7 }, { present: ["master"], label: "f32 master" })]),
+    ];
+  },
+  cast: () => [],
+  fill: () => [],
+  checkFinite: () => [
+    d("one", { n: 1 }),
+    d("prime", { n: 37 }, { label: "all finite" }),
+    d("special", { n: 4099 }, { derive: (_a, v) => (v.x[4098] = Infinity) }),
+    d("special", { n: 1023 }, { derive: (_a, v) => (v.x[511] = NaN), label: "nan" }),
+    d("large", { n: 100_003 }, { derive: (_a, v) => (v.x[77_777] = -Infinity) }),
+  ],
+};
+
+/** The cast cases: every float dtype pair, with specials (NaN, inf, overflow, subnormals, ties). */
+function castCases(src: FloatDType): ConformanceCase[] {
+  return FLOAT_DTYPES.flatMap((dst) =>
+    [d("prime", { n: 37 }), d("large", { n: 100_003 }), d("special", { n: specials.length }, { derive: withSpecials("src") })].map((c) => ({
+      kernel: "cast" as const,
+      dtype: src,
+      shape: c.shape,
+      label: `to ${dst} ${dimsLabel(c.args)}`,
+      args: { ...c.args, srcDtype: src, dstDtype: dst },
+      derive: c.derive,
+    })),
+  );
+}
+
+function fillCases(dtype: DType): ConformanceCase[] {
+  const value = dtype === "f32" || dtype === "bf16" || dtype === "f16" ? -1.5 : 7;
+  return [d("one", { n: 1, value }), d("prime", { n: 37, value }), d("large", { n: 100_003, value: 0 })].map((c) => ({
+    kernel: "fill" as const,
+    dtype,
+    shape: c.shape,
+    label: dimsLabel(c.args),
+    args: { ...c.args, dtype },
+  }));
+}
+
+/** Every conformance case for the given dtypes (default: f32, bf16, f16; fill also tries i32). */
+export function conformanceCases(dtypes: readonly FloatDType[] = FLOAT_DTYPES): ConformanceCase[] {
+  const out: ConformanceCase[] = [];
+  for (const kernel of KERNEL_NAMES) {
+    for (const dtype of dtypes) {
+      if (kernel === "cast") {
+        out.push(...castCases(dtype));
+        continue;
+      }
+      if (kernel === "fill") {
+        out.push(...fillCases(dtype));
+        continue;
+      }
+      for (const def of CASES[kernel](dtype)) {
+        out.push({ kernel, dtype, ...def, label: def.label ? `${dimsLabel(def.args)} (${def.label})` : dimsLabel(def.args), args: { ...def.args, dtype } });
+      }
+    }
+  }
+  if (dtypes.includes("f32")) out.push(...fillCases("i32"));
+  return out;
+}

@@ -1,0 +1,50 @@
+/**
+ * Errors a user can cause. Each says what was wrong, where (file, key, line,
+ * value) and what to do about it; `toString()` prints all three.
+ */
+export interface KilnErrorDetails {
+  /** Where it happened: a file path, a config key, `file:line`, a kernel name. */
+  where?: string;
+  /** What to do about it. */
+  hint?: string;
+  cause?: unknown;
+}
+
+export class KilnError extends Error {
+  readonly where: string | undefined;
+  readonly hint: string | undefined;
+  /** Process exit code the CLI uses for this class of error. */
+  readonly exitCode: number = 1;
+
+  constructor(message: string, details: KilnErrorDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.name = new.target.name;
+    this.where = details.where;
+    this.hint = details.hint;
+  }
+
+  /** One readable block: "ConfigError in models/x.yaml (model.hidden_size): ... \n  hint: ..." */
+  describe(): string {
+    const where = this.where ? ` in ${this.where}` : "";
+    const hint = this.hint ? `\n  what to do: ${this.hint}` : "";
+    return `${this.name}${where}: ${this.message}${hint}`;
+  }
+}
+
+/** A config file or flag is wrong: unknown key, wrong type, out of range, inconsistent. */
+export class ConfigError extends KilnError {}
+
+/** Training or token data is missing, malformed, or inconsistent with the model. */
+export class DataError extends KilnError {}
+
+/** A request does not fit in (device) memory, or would pass an address-space limit. */
+export class MemoryError extends KilnError {}
+
+/** The device asked for is missing or unusable (no CUDA driver, no GPU, kernel missing). */
+export class DeviceError extends KilnError {}
+
+/** A checkpoint is missing, corrupt, or does not match the model. */
+export class CheckpointError extends KilnError {}
+
+/** A kernel was called with arguments that break its contract (shapes, dtypes, bounds). */
+export class KernelArgumentError extends KilnError {}

@@ -1,0 +1,98 @@
+import type { Operand } from "../backend.js";
+import type { FloatDType } from "../dtype.js";
+import { type KernelSpec, operand, positiveInts } from "./spec.js";
+
+/** Element-wise unary op over n elements: out = f(x). out may alias x. */
+export interface UnaryForwardArgs {
+  x: Operand;
+  out: Operand;
+  n: number;
+  dtype: FloatDType;
+}
+
+/** Element-wise unary gradient: dX = f'(x) * dOut. dX may alias dOut. */
+export interface UnaryBackwardArgs {
+  x: Operand;
+  dOut: Operand;
+  dX: Operand;
+  n: number;
+  dtype: FloatDType;
+}
+
+function unaryForwardSpec(name: string): KernelSpec<UnaryForwardArgs> {
+  return {
+    name,
+    operands: (a) => [operand("x", "in", a.dtype, a.n, { init: { kind: "uniform", lo: -4, hi: 4 } }), operand("out", "out", a.dtype, a.n)],
+    check: (a) => positiveInts(name, { n: a.n }),
+    aliases: [["out", "x"]],
+  };
+}
+
+function unaryBackwardSpec(name: string): KernelSpec<UnaryBackwardArgs> {
+  return {
+    name,
+    operands: (a) => [
+      operand("x", "in", a.dtype, a.n, { init: { kind: "uniform", lo: -4, hi: 4 } }),
+      operand("dOut", "in", a.dtype, a.n),
+      operand("dX", "out", a.dtype, a.n),
+    ],
+    check: (a) => positiveInts(name, { n: a.n }),
+    aliases: [["dX", "dOut"]],
+  };
+}
+
+/**
+ * GELU, tanh approximation (GPT-2; PyTorch `gelu(approximate="tanh")`):
+ *   gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+ */
+export const geluForwardSpec = unaryForwardSpec("geluForward");
+export const geluBackwardSpec = unaryBackwardSpec("geluBackward");
+
+/** SiLU: silu(x) = x * sigmoid(x);  silu'(x) = s (1 + x (1 - s)), s = sigmoid(x). */
+export const siluForwardSpec = unaryForwardSpec("siluForward");
+export const siluBackwardSpec = unaryBackwardSpec("siluBackward");
+
+/**
+ * SwiGLU gate (Llama MLP): out = silu(gate) * up, over n elements.
+ * gate and up may be slices of one (rows, 2*inner) buffer only when each is contiguous.
+ */
+export interface SwiGluForwardArgs {
+  gate: Operand;
+  up: Operand;
+  out: Operand;
+  n: number;
+  dtype: FloatDType;
+}
+
+export const swiGluForwardSpec: KernelSpec<SwiGluForwardArgs> = {
+  name: "swiGluForward",
+  operands: (a) => [
+    operand("gate", "in", a.dtype, a.n, { init: { kind: "uniform", lo: -4, hi: 4 } }),
+    operand("up", "in", a.dtype, a.n),
+    operand("out", "out", a.dtype, a.n),
+  ],
+  check: (a) => positiveInts("swiGluForward", { n: a.n }),
+};
+
+/** dGate = dOut * up * silu'(gate);  dUp = dOut * silu(gate). Both overwritten. */
+export interface SwiGluBackwardArgs {
+  gate: Operand;
+  up: Operand;
+  dOut: Operand;
+  dGate: Operand;
+  dUp: Operand;
+  n: number;
+  dtype: FloatDType;
+}
+
+export const swiGluBackwardSpec: KernelSpec<SwiGluBackwardArgs> = {
+  name: "swiGluBackward",
+  operands: (a) => [
+    operand("gate", "in", a.dtype, a.n, { init: { kind: "uniform", lo: -4, hi: 4 } }),
+    operand("up", "in", a.dtype, a.n),
+    operand("dOut", "in", a.dtype, a.n),
+    operand("dGate", "out", a.dtype, a.n),
+    operand("dUp", "out", a.dtype, a.n),
+  ],
+  check: (a) => positiveInts("swiGluBackward", { n: a.n }),
+};

@@ -1,0 +1,48 @@
+import type { Operand } from "../backend.js";
+import type { FloatDType } from "../dtype.js";
+import { type KernelSpec, operand, positiveInts, require } from "./spec.js";
+
+/**
+ * Fused AdamW step (decoupled weight decay, as torch.optim.AdamW), per element:
+ *   g = grad * gradScale                      (clipping and loss-scale undo folded in)
+ *   w = master ?? param                       (f32 master weights under mixed precision)
+ *   w = w - lr * weightDecay * w
+ *   m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2
+ *   w = w - lr * (m / (1 - beta1^step)) / (sqrt(v / (1 - beta2^step)) + eps)
+ *   master = w (if given);  param = w rounded to dtype
+ * param and grad are in `dtype`; m, v, master are f32. step counts from 1.
+ */
+export interface AdamWArgs {
+  param: Operand;
+  grad: Operand;
+  m: Operand;
+  v: Operand;
+  master?: Operand;
+  n: number;
+  lr: number;
+  beta1: number;
+  beta2: number;
+  eps: number;
+  weightDecay: number;
+  step: number;
+  gradScale?: number;
+  dtype: FloatDType;
+}
+
+export const adamWSpec: KernelSpec<AdamWArgs> = {
+  name: "adamW",
+  operands: (a) => [
+    operand("param", "inout", a.dtype, a.n),
+    operand("grad", "in", a.dtype, a.n),
+    operand("m", "inout", "f32", a.n, { init: { kind: "uniform", lo: -0.1, hi: 0.1 } }),
+    operand("v", "inout", "f32", a.n, { init: { kind: "uniform", lo: 0, hi: 0.05 } }),
+    operand("master", "inout", "f32", a.n, { optional: true }),
+  ],
+  check: (a) => {
+    positiveInts("adamW", { n: a.n, step: a.step });
+    require("adamW", a.beta1 >= 0 && a.beta1 < 1, `beta1 must be in [0, 1), got ${a.beta1}`);
+    require("adamW", a.beta2 >= 0 && a.beta2 < 1, `beta2 must be in [0, 1), got ${a.beta2}`);
+    require("adamW", a.eps > 0, `eps must be > 0, got ${a.eps}`);
+    require("adamW", a.lr >= 0 && Number.isFinite(a.lr), `lr must be finite and >= 0, got ${a.lr}`);
+  },
+};

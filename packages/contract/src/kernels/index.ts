@@ -1,0 +1,130 @@
+import type { AdamWArgs } from "./adamw.js";
+import { adamWSpec } from "./adamw.js";
+import type { SwiGluBackwardArgs, SwiGluForwardArgs, UnaryBackwardArgs, UnaryForwardArgs } from "./activation.js";
+import { geluBackwardSpec, geluForwardSpec, siluBackwardSpec, siluForwardSpec, swiGluBackwardSpec, swiGluForwardSpec } from "./activation.js";
+import type { AttentionBackwardArgs, AttentionForwardArgs } from "./attention.js";
+import { attentionBackwardSpec, attentionForwardSpec } from "./attention.js";
+import type { CastArgs, CheckFiniteArgs, FillArgs } from "./convert.js";
+import { castSpec, checkFiniteSpec, fillSpec } from "./convert.js";
+import type { CrossEntropyBackwardArgs, CrossEntropyForwardArgs, SoftmaxForwardArgs } from "./cross-entropy.js";
+import { crossEntropyBackwardSpec, crossEntropyForwardSpec, softmaxForwardSpec } from "./cross-entropy.js";
+import type { AddArgs, ScaleArgs } from "./elementwise.js";
+import { addSpec, scaleSpec } from "./elementwise.js";
+import type { EmbeddingBackwardArgs, EmbeddingForwardArgs } from "./embedding.js";
+import { embeddingBackwardSpec, embeddingForwardSpec } from "./embedding.js";
+import type { MatmulArgs, SumRowsArgs } from "./matmul.js";
+import { matmulSpec, sumRowsSpec } from "./matmul.js";
+import type { LayerNormBackwardArgs, LayerNormForwardArgs, RmsNormBackwardArgs, RmsNormForwardArgs } from "./norm.js";
+import { layerNormBackwardSpec, layerNormForwardSpec, rmsNormBackwardSpec, rmsNormForwardSpec } from "./norm.js";
+import type { RopeBackwardArgs, RopeForwardArgs } from "./rope.js";
+import { ropeBackwardSpec, ropeForwardSpec } from "./rope.js";
+import type { ReduceArgs } from "./reduce.js";
+import { sumSpec, sumSquaresSpec } from "./reduce.js";
+import type { KernelSpec } from "./spec.js";
+
+/** The arguments of every v1 kernel, by name. */
+export interface KernelArgsMap {
+  matmul: MatmulArgs;
+  sumRows: SumRowsArgs;
+  embeddingForward: EmbeddingForwardArgs;
+  embeddingBackward: EmbeddingBackwardArgs;
+  layerNormForward: LayerNormForwardArgs;
+  layerNormBackward: LayerNormBackwardArgs;
+  rmsNormForward: RmsNormForwardArgs;
+  rmsNormBackward: RmsNormBackwardArgs;
+  geluForward: UnaryForwardArgs;
+  geluBackward: UnaryBackwardArgs;
+  siluForward: UnaryForwardArgs;
+  siluBackward: UnaryBackwardArgs;
+  swiGluForward: SwiGluForwardArgs;
+  swiGluBackward: SwiGluBackwardArgs;
+  ropeForward: RopeForwardArgs;
+  ropeBackward: RopeBackwardArgs;
+  attentionForward: AttentionForwardArgs;
+  attentionBackward: AttentionBackwardArgs;
+  crossEntropyForward: CrossEntropyForwardArgs;
+  crossEntropyBackward: CrossEntropyBackwardArgs;
+  softmaxForward: SoftmaxForwardArgs;
+  add: AddArgs;
+  scale: ScaleArgs;
+  sum: ReduceArgs;
+  sumSquares: ReduceArgs;
+  adamW: AdamWArgs;
+  cast: CastArgs;
+  fill: FillArgs;
+  checkFinite: CheckFiniteArgs;
+}
+
+export type KernelName = keyof KernelArgsMap;
+
+/** A backend's kernel table: one function per kernel, enqueued in call order. */
+export type Kernels = { readonly [K in KernelName]: (args: KernelArgsMap[K]) => void };
+
+/** Layout, operand and check specs for every kernel. */
+export const kernelSpecs: { readonly [K in KernelName]: KernelSpec<KernelArgsMap[K]> } = {
+  matmul: matmulSpec,
+  sumRows: sumRowsSpec,
+  embeddingForward: embeddingForwardSpec,
+  embeddingBackward: embeddingBackwardSpec,
+  layerNormForward: layerNormForwardSpec,
+  layerNormBackward: layerNormBackwardSpec,
+  rmsNormForward: rmsNormForwardSpec,
+  rmsNormBackward: rmsNormBackwardSpec,
+  geluForward: geluForwardSpec,
+  geluBackward: geluBackwardSpec,
+  siluForward: siluForwardSpec,
+  siluBackward: siluBackwardSpec,
+  swiGluForward: swiGluForwardSpec,
+  swiGluBackward: swiGluBackwardSpec,
+  ropeForward: ropeForwardSpec,
+  ropeBackward: ropeBackwardSpec,
+  attentionForward: attentionForwardSpec,
+  attentionBackward: attentionBackwardSpec,
+  crossEntropyForward: crossEntropyForwardSpec,
+  crossEntropyBackward: crossEntropyBackwardSpec,
+  softmaxForward: softmaxForwardSpec,
+  add: addSpec,
+  scale: scaleSpec,
+  sum: sumSpec,
+  sumSquares: sumSquaresSpec,
+  adamW: adamWSpec,
+  cast: castSpec,
+  fill: fillSpec,
+  checkFinite: checkFiniteSpec,
+};
+
+/** Typed kernel-name constants: `Kernel.matmul === "matmul"`. */
+export const Kernel = Object.freeze(
+  Object.fromEntries(Object.keys(kernelSpecs).map((k) => [k, k])) as { readonly [K in KernelName]: K },
+);
+
+export const KERNEL_NAMES = Object.freeze(Object.keys(kernelSpecs) as KernelName[]);
+
+/** Forward kernels and the backward kernel that differentiates them. */
+export const BACKWARD_OF: Readonly<Partial<Record<KernelName, KernelName>>> = {
+  embeddingForward: "embeddingBackward",
+  layerNormForward: "layerNormBackward",
+  rmsNormForward: "rmsNormBackward",
+  geluForward: "geluBackward",
+  siluForward: "siluBackward",
+  swiGluForward: "swiGluBackward",
+  ropeForward: "ropeBackward",
+  attentionForward: "attentionBackward",
+  crossEntropyForward: "crossEntropyBackward",
+  // matmul is its own backward (transposed calls) with sumRows for the bias.
+  matmul: "matmul",
+};
+
+export type { KernelSpec, OperandSpec, OperandRole, OperandInit } from "./spec.js";
+export * from "./adamw.js";
+export * from "./activation.js";
+export * from "./attention.js";
+export * from "./convert.js";
+export * from "./cross-entropy.js";
+export * from "./elementwise.js";
+export * from "./embedding.js";
+export * from "./matmul.js";
+export * from "./norm.js";
+export * from "./rope.js";
+export * from "./reduce.js";
+export { operand, stridedExtent } from "./spec.js";

@@ -1,0 +1,88 @@
+import type { Operand } from "../backend.js";
+import type { FloatDType } from "../dtype.js";
+import { type KernelSpec, operand, positiveInts, require } from "./spec.js";
+
+/**
+ * matmul: for each batch item i,
+ *   C_i = (accumulate ? C_i : 0) + alpha * op(A_i) @ op(B_i) + bias
+ * Row-major. op(A) is (m, k): A is stored (m, k), or (k, m) when transA.
+ * op(B) is (k, n): B is stored (k, n), or (n, k) when transB. C is (m, n).
+ * Batch item i starts at i*strideA / i*strideB / i*strideC elements
+ * (defaults: m*k, k*n, m*n; strideA or strideB 0 broadcasts one matrix).
+ * bias (length n) is added to every row of every batch item.
+ * All operands are in `dtype`; products accumulate in f32.
+ * C must not overlap A, B or bias.
+ */
+export interface MatmulArgs {
+  a: Operand;
+  b: Operand;
+  c: Operand;
+  bias?: Operand;
+  m: number;
+  n: number;
+  k: number;
+  batch?: number;
+  transA?: boolean;
+  transB?: boolean;
+  strideA?: number;
+  strideB?: number;
+  strideC?: number;
+  alpha?: number;
+  accumulate?: boolean;
+  dtype: FloatDType;
+}
+
+/** Effective strides of a matmul call, defaults filled in. */
+export function matmulStrides(args: Omit<MatmulArgs, "a" | "b" | "c" | "bias">) {
+  const { m, n, k } = args;
+  return {
+    batch: args.batch ?? 1,
+    strideA: args.strideA ?? m * k,
+    strideB: args.strideB ?? k * n,
+    strideC: args.strideC ?? m * n,
+  };
+}
+
+export const matmulSpec: KernelSpec<MatmulArgs> = {
+  name: "matmul",
+  operands(args) {
+    const { m, n, k, dtype } = args;
+    const s = matmulStrides(args);
+    const ext = (stride: number, size: number) => (s.batch - 1) * stride + size;
+    return [
+      operand("a", "in", dtype, ext(s.strideA, m * k)),
+      operand("b", "in", dtype, ext(s.strideB, k * n)),
+      operand("bias", "in", dtype, n, { optional: true }),
+      operand("c", args.accumulate ? "inout" : "out", dtype, ext(s.strideC, m * n)),
+    ];
+  },
+  check(args) {
+    const s = matmulStrides(args);
+    positiveInts("matmul", { m: args.m, n: args.n, k: args.k, batch: s.batch });
+    require("matmul", s.strideC >= args.m * args.n || s.batch === 1, "strideC must be >= m*n so batch items do not overlap");
+    require("matmul", s.strideA >= 0 && s.strideB >= 0, "strideA and strideB must be >= 0");
+  },
+  flops: (args) => 2 * args.m * args.n * args.k * (args.batch ?? 1),
+};
+
+/**
+ * sumRows: out[j] = (accumulate ? out[j] : 0) + sum_i x[i, j], x is (rows, cols) row-major.
+ * The bias gradient of a linear layer. x and out in `dtype`, sums in f32.
+ */
+export interface SumRowsArgs {
+  x: Operand;
+  out: Operand;
+  rows: number;
+  cols: number;
+  accumulate?: boolean;
+  dtype: FloatDType;
+}
+
+export const sumRowsSpec: KernelSpec<SumRowsArgs> = {
+  name: "sumRows",
+  operands: (a) => [
+    operand("x", "in", a.dtype, a.rows * a.cols),
+    operand("out", a.accumulate ? "inout" : "out", a.dtype, a.cols),
+  ],
+  check: (a) => positiveInts("sumRows", { rows: a.rows, cols: a.cols }),
+};

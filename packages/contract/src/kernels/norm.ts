@@ -1,0 +1,137 @@
+import type { Operand } from "../backend.js";
+import type { FloatDType } from "../dtype.js";
+import { type KernelSpec, operand, positiveInts, require } from "./spec.js";
+
+/**
+ * layernormForward, per row r of x (rows, dim):
+ *   mean[r] = sum_j x[r,j] / dim
+ *   rstd[r] = 1 / sqrt(sum_j (x[r,j]-mean[r])^2 / dim + eps)     (biased variance, as PyTorch)
+ *   out[r,j] = (x[r,j]-mean[r]) * rstd[r] * weight[j] + bias[j]
+ * mean and rstd are f32 (rows), saved for the backward pass. out may alias x.
+ */
+export interface LayerNormForwardArgs {
+  x: Operand;
+  weight: Operand;
+  bias?: Operand;
+  out: Operand;
+  mean: Operand;
+  rstd: Operand;
+  rows: number;
+  dim: number;
+  eps: number;
+  dtype: FloatDType;
+}
+
+export const layerNormForwardSpec: KernelSpec<LayerNormForwardArgs> = {
+  name: "layerNormForward",
+  operands: (a) => [
+    operand("x", "in", a.dtype, a.rows * a.dim),
+    operand("weight", "in", a.dtype, a.dim),
+    operand("bias", "in", a.dtype, a.dim, { optional: true }),
+    operand("out", "out", a.dtype, a.rows * a.dim),
+    operand("mean", "out", "f32", a.rows),
+    operand("rstd", "out", "f32", a.rows),
+  ],
+  check: (a) => {
+    positiveInts("layerNormForward", { rows: a.rows, dim: a.dim });
+    require("layerNormForward", a.eps > 0, `eps must be > 0, got ${a.eps}`);
+  },
+  aliases: [["out", "x"]],
+};
+
+/**
+ * layerNormBackward, with xhat = (x - mean) * rstd and g = dOut * weight:
+ *   dX[r,j]     = rstd[r] * (g[r,j] - mean_j(g[r,:]) - xhat[r,j] * mean_j(g[r,:] * xhat[r,:]))
+ *   dWeight[j] += sum_r dOut[r,j] * xhat[r,j]
+ *   dBias[j]   += sum_r dOut[r,j]
+ * dX is overwritten; dWeight and dBias accumulate.
+ */
+export interface LayerNormBackwardArgs {
+  dOut: Operand;
+  x: Operand;
+  weight: Operand;
+  mean: Operand;
+  rstd: Operand;
+  dX: Operand;
+  dWeight: Operand;
+  dBias?: Operand;
+  rows: number;
+  dim: number;
+  dtype: FloatDType;
+}
+
+export const layerNormBackwardSpec: KernelSpec<LayerNormBackwardArgs> = {
+  name: "layerNormBackward",
+  operands: (a) => [
+    operand("dOut", "in", a.dtype, a.rows * a.dim),
+    operand("x", "in", a.dtype, a.rows * a.dim),
+    operand("weight", "in", a.dtype, a.dim),
+    operand("mean", "in", "f32", a.rows),
+    operand("rstd", "in", "f32", a.rows),
+    operand("dX", "out", a.dtype, a.rows * a.dim),
+    operand("dWeight", "inout", a.dtype, a.dim),
+    operand("dBias", "inout", a.dtype, a.dim, { optional: true }),
+  ],
+  check: (a) => positiveInts("layerNormBackward", { rows: a.rows, dim: a.dim }),
+};
+
+/**
+ * rmsNormForward, per row r of x (rows, dim):
+ *   rstd[r] = 1 / sqrt(sum_j x[r,j]^2 / dim + eps);  out[r,j] = x[r,j] * rstd[r] * weight[j]
+ * rstd is f32 (rows). out may alias x.
+ */
+export interface RmsNormForwardArgs {
+  x: Operand;
+  weight: Operand;
+  out: Operand;
+  rstd: Operand;
+  rows: number;
+  dim: number;
+  eps: number;
+  dtype: FloatDType;
+}
+
+export const rmsNormForwardSpec: KernelSpec<RmsNormForwardArgs> = {
+  name: "rmsNormForward",
+  operands: (a) => [
+    operand("x", "in", a.dtype, a.rows * a.dim),
+    operand("weight", "in", a.dtype, a.dim),
+    operand("out", "out", a.dtype, a.rows * a.dim),
+    operand("rstd", "out", "f32", a.rows),
+  ],
+  check: (a) => {
+    positiveInts("rmsNormForward", { rows: a.rows, dim: a.dim });
+    require("rmsNormForward", a.eps > 0, `eps must be > 0, got ${a.eps}`);
+  },
+  aliases: [["out", "x"]],
+};
+
+/**
+ * rmsNormBackward, with xhat = x * rstd and g = dOut * weight:
+ *   dX[r,j]     = rstd[r] * (g[r,j] - xhat[r,j] * mean_j(g[r,:] * xhat[r,:]))
+ *   dWeight[j] += sum_r dOut[r,j] * xhat[r,j]
+ */
+export interface RmsNormBackwardArgs {
+  dOut: Operand;
+  x: Operand;
+  weight: Operand;
+  rstd: Operand;
+  dX: Operand;
+  dWeight: Operand;
+  rows: number;
+  dim: number;
+  dtype: FloatDType;
+}
+
+export const rmsNormBackwardSpec: KernelSpec<RmsNormBackwardArgs> = {
+  name: "rmsNormBackward",
+  operands: (a) => [
+    operand("dOut", "in", a.dtype, a.rows * a.dim),
+    operand("x", "in", a.dtype, a.rows * a.dim),
+    operand("weight", "in", a.dtype, a.dim),
+    operand("rstd", "in", "f32", a.rows),
+    operand("dX", "out", a.dtype, a.rows * a.dim),
+    operand("dWeight", "inout", a.dtype, a.dim),
+  ],
+  check: (a) => positiveInts("rmsNormBackward", { rows: a.rows, dim: a.dim }),
+};

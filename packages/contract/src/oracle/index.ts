@@ -1,0 +1,48 @@
+import type { KernelArgsMap, KernelName } from "../kernels/index.js";
+import { adamWOracle } from "./adamw.js";
+import { geluBackwardOracle, geluForwardOracle, siluBackwardOracle, siluForwardOracle, swiGluBackwardOracle, swiGluForwardOracle } from "./activation.js";
+import { attentionBackwardOracle, attentionForwardOracle } from "./attention.js";
+import { castOracle, checkFiniteOracle, fillOracle } from "./convert.js";
+import { crossEntropyBackwardOracle, crossEntropyForwardOracle, softmaxForwardOracle } from "./cross-entropy.js";
+import { addOracle, scaleOracle, sumOracle, sumSquaresOracle } from "./elementwise.js";
+import { embeddingBackwardOracle, embeddingForwardOracle } from "./embedding.js";
+import { matmulOracle, sumRowsOracle } from "./matmul.js";
+import { layerNormBackwardOracle, layerNormForwardOracle, rmsNormBackwardOracle, rmsNormForwardOracle } from "./norm.js";
+import { ropeBackwardOracle, ropeForwardOracle } from "./rope.js";
+import type { OracleKernel } from "./types.js";
+
+/** The reference implementation of every v1 kernel (f64, plain loops). */
+export const oracle: { readonly [K in KernelName]: OracleKernel<KernelArgsMap[K]> } = {
+  matmul: matmulOracle,
+  sumRows: sumRowsOracle,
+  embeddingForward: embeddingForwardOracle,
+  embeddingBackward: embeddingBackwardOracle,
+  layerNormForward: layerNormForwardOracle,
+  layerNormBackward: layerNormBackwardOracle,
+  rmsNormForward: rmsNormForwardOracle,
+  rmsNormBackward: rmsNormBackwardOracle,
+  geluForward: geluForwardOracle,
+  geluBackward: geluBackwardOracle,
+  siluForward: siluForwardOracle,
+  siluBackward: siluBackwardOracle,
+  swiGluForward: swiGluForwardOracle,
+  swiGluBackward: swiGluBackwardOracle,
+  ropeForward: ropeForwardOracle,
+  ropeBackward: ropeBackwardOracle,
+  attentionForward: attentionForwardOracle,
+  attentionBackward: attentionBackwardOracle,
+  crossEntropyForward: crossEntropyForwardOracle,
+  crossEntropyBackward: crossEntropyBackwardOracle,
+  softmaxForward: softmaxForwardOracle,
+  add: addOracle,
+  scale: scaleOracle,
+  sum: sumOracle,
+  sumSquares: sumSquaresOracle,
+  adamW: adamWOracle,
+  cast: castOracle,
+  fill: fillOracle,
+  checkFinite: checkFiniteOracle,
+};
+
+export type { OracleKernel } from "./types.js";
+export { gelu, geluGrad, silu, siluGrad, sigmoid } from "./activation.js";

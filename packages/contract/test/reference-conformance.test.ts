@@ -1,0 +1,6 @@
+import { runConformance } from "@kiln/contract/conformance";
+import { createReferenceBackend } from "@kiln/contract";
+
+// The reference backend checked against itself still exercises the suite's
+// plumbing: guards, in-place cases, derived inputs, unmodified inputs.
+runConformance(() => createReferenceBackend(), { name: "reference" });

@@ -1,0 +1,22 @@
+// Shared vitest settings: tests import workspace packages from their TypeScript
+// sources (the "@kiln/source" export condition), so no build is needed to test.
+import { fileURLToPath } from "node:url";
+import path from "node:path";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const conditions = ["@kiln/source", "import", "module", "node", "default"];
+
+/** @param {{ name: string, testTimeout?: number }} opts */
+export function kilnVitestConfig(opts) {
+  return {
+    resolve: { conditions },
+    ssr: { resolve: { conditions, externalConditions: ["@kiln/source"] } },
+    test: {
+      name: opts.name,
+      include: ["test/**/*.test.ts"],
+      testTimeout: opts.testTimeout ?? 60_000,
+      hookTimeout: 120_000,
+      reporters: ["default", path.join(here, "vitest-count-reporter.js")],
+    },
+  };
+}
