@@ -1,0 +1,34 @@
+import type { DoctorReport } from "./gather.js";
+
+const gib = (bytes: number) => `${(bytes / 2 ** 30).toFixed(1)} GiB`;
+const found = (path: string | null, what: string) => (path ? `found (${path})` : `not found (${what})`);
+
+/** The report as aligned "label  value" lines. */
+export function formatDoctorReport(r: DoctorReport): string {
+  const rows: [string, string][] = [
+    ["node", `${r.node.version} (${r.node.platform}-${r.node.arch})`],
+    ["cpu", `${r.cpu.model}, ${r.cpu.cores} cores, ${gib(r.cpu.memoryBytes)}`],
+    [
+      "cpu kernels",
+      r.wasm.ok
+        ? `WebAssembly ${r.wasm.simd}, ${r.wasm.threads} thread${r.wasm.threads === 1 ? "" : "s"}${r.wasm.sharedMemory ? "" : " (no shared memory)"}${r.wasm.note ? ` — ${r.wasm.note}` : ""}`
+        : `unavailable: ${r.wasm.error}`,
+    ],
+    ...cudaRows(r.cuda),
+  ];
+  const width = Math.max(...rows.map(([k]) => k.length));
+  const verdict = r.wasm.ok
+    ? `ready: kiln can train on the CPU${"driver" in r.cuda && r.cuda.driver.found && r.cuda.addon.built ? " and the GPU" : ""}`
+    : "not ready: the CPU kernels did not load (see above)";
+  return [...rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`), "", verdict].join("\n");
+}
+
+function cudaRows(c: DoctorReport["cuda"]): [string, string][] {
+  if (!("driver" in c)) return [["gpu", c.missing]];
+  return [
+    ["nvidia driver", c.driver.found ? c.driver.detail : `not found: ${c.driver.detail}`],
+    ["gpu kernels", c.addon.built ? "built" : `not built: ${c.addon.detail}`],
+    ["cuBLAS", found(c.libraries.cublas, "libcublas.so")],
+    ["NCCL", found(c.libraries.nccl, "libnccl.so.2; multi-GPU sync falls back to --sync-backend cpu")],
+  ];
+}

@@ -1,0 +1,54 @@
+import os from "node:os";
+import type { CudaStatus } from "@kiln/kernels-cuda";
+import { createKernels } from "@kiln/kernels-wasm";
+
+/** Everything `kiln doctor` reports, as data (printed as text or JSON). */
+export interface DoctorReport {
+  node: { version: string; platform: string; arch: string };
+  cpu: { model: string; cores: number; memoryBytes: number };
+  wasm:
+    | { ok: true; simd: string; threads: number; sharedMemory: boolean; note?: string }
+    | { ok: false; error: string };
+  /** Absent when @kiln/kernels-cuda is not installed. */
+  cuda: CudaStatus | { missing: string };
+}
+
+export async function gatherDoctorReport(): Promise<DoctorReport> {
+  const cpus = os.cpus();
+  return {
+    node: { version: process.version, platform: process.platform, arch: process.arch },
+    cpu: { model: cpus[0]?.model.trim() ?? "unknown", cores: os.availableParallelism(), memoryBytes: os.totalmem() },
+    wasm: await probeWasm(),
+    cuda: await probeCuda(),
+  };
+}
+
+async function probeWasm(): Promise<DoctorReport["wasm"]> {
+  try {
+    const kernels = await createKernels();
+    try {
+      const info = kernels.info;
+      return {
+        ok: true,
+        simd: info.simd === "relaxed" ? "relaxed SIMD (fused multiply-add)" : "SIMD128",
+        threads: info.threads,
+        sharedMemory: info.sharedMemory,
+        ...(info.threadLimitReason ? { note: info.threadLimitReason } : {}),
+      };
+    } finally {
+      kernels.dispose();
+    }
+  } catch (err) {
+    return { ok: false, error: err instanceof Error ? err.message : String(err) };
+  }
+}
+
+/** @kiln/kernels-cuda is optional: kiln installs and runs without it. */
+async function probeCuda(): Promise<DoctorReport["cuda"]> {
+  try {
+    const cuda = await import("@kiln/kernels-cuda");
+    return cuda.cudaStatus();
+  } catch (err) {
+    return { missing: `@kiln/kernels-cuda is not installed (${err instanceof Error ? err.message.split("\n")[0] : String(err)})` };
+  }
+}

@@ -1,0 +1,3 @@
+export { buildProgram, main } from "./main.js";
+export { gatherDoctorReport, type DoctorReport } from "./doctor/gather.js";
+export { formatDoctorReport } from "./doctor/format.js";

@@ -1,0 +1,2 @@
+export type { Communicator } from "./communicator.js";
+export { createSingleRankCommunicator } from "./single-rank.js";

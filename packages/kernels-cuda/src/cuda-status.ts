@@ -1,0 +1,44 @@
+import fs from "node:fs";
+import { findSharedLibrary } from "./shared-library.js";
+
+export interface CudaStatus {
+  /** The NVIDIA kernel driver, from /proc/driver/nvidia/version and libcuda. */
+  driver: { found: boolean; version?: string; library?: string; detail: string };
+  /** Whether this package's native addon (the CUDA kernels) was built. */
+  addon: { built: boolean; detail: string };
+  /** Libraries loaded at run time when present; kiln works without them where it can. */
+  libraries: { cublas: string | null; cublasLt: string | null; nccl: string | null };
+}
+
+const PROC_VERSION = "/proc/driver/nvidia/version";
+
+function driverStatus(): CudaStatus["driver"] {
+  const library = findSharedLibrary(["libcuda.so.1", "libcuda.so"]) ?? undefined;
+  let version: string | undefined;
+  try {
+    const text = fs.readFileSync(PROC_VERSION, "utf8");
+    version = /Kernel Module\s+(?:for \S+\s+)?([\d.]+)/.exec(text)?.[1] ?? text.split("\n")[0].trim();
+  } catch {
+    // no kernel module loaded
+  }
+  if (version && library) return { found: true, version, library, detail: `driver ${version} (${library})` };
+  if (library) return { found: false, library, detail: `${library} is installed but no NVIDIA kernel module is loaded (${PROC_VERSION} missing)` };
+  if (version) return { found: false, version, detail: `kernel module ${version} is loaded but libcuda.so.1 was not found; install the NVIDIA driver's user-space libraries` };
+  return { found: false, detail: `no NVIDIA driver (${PROC_VERSION} missing, libcuda.so.1 not found)` };
+}
+
+/** What this machine offers for the GPU backend, found without loading any CUDA code. */
+export function cudaStatus(): CudaStatus {
+  return {
+    driver: driverStatus(),
+    addon: {
+      built: false,
+      detail: "the CUDA kernels are not part of this build of @kiln/kernels-cuda",
+    },
+    libraries: {
+      cublas: findSharedLibrary(["libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"]),
+      cublasLt: findSharedLibrary(["libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so.11", "libcublasLt.so"]),
+      nccl: findSharedLibrary(["libnccl.so.2", "libnccl.so"]),
+    },
+  };
+}

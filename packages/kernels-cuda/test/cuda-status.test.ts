@@ -1,0 +1,44 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { DeviceError } from "@kiln/contract";
+import { createCudaBackend, cudaStatus, findSharedLibrary } from "@kiln/kernels-cuda";
+
+const hasDriver = fs.existsSync("/proc/driver/nvidia/version");
+
+describe("cuda status", () => {
+  it("reports the driver as this machine has it", () => {
+    const s = cudaStatus();
+    expect(s.driver.found).toBe(hasDriver && findSharedLibrary(["libcuda.so.1", "libcuda.so"]) !== null);
+    expect(s.driver.detail.length).toBeGreaterThan(10);
+  });
+
+  it.skipIf(hasDriver)("refuses the GPU backend without a driver, saying what is missing and what to do", () => {
+    let err: unknown;
+    try {
+      createCudaBackend();
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(DeviceError);
+    const e = err as DeviceError;
+    expect(e.message).toMatch(/no NVIDIA driver|kernel module/);
+    expect(e.hint).toMatch(/--target-device cpu/);
+  });
+
+  it("finds a shared library through LD_LIBRARY_PATH", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kiln-lib-"));
+    const file = path.join(dir, "libkilnprobe.so.7");
+    fs.writeFileSync(file, "");
+    const saved = process.env.LD_LIBRARY_PATH;
+    process.env.LD_LIBRARY_PATH = dir;
+    try {
+      expect(findSharedLibrary(["libmissing.so", "libkilnprobe.so.7"])).toBe(file);
+      expect(findSharedLibrary(["libdefinitely-not-here.so.99"])).toBeNull();
+    } finally {
+      process.env.LD_LIBRARY_PATH = saved;
+      fs.rmSync(dir, { recursive: true });
+    }
+  });
+});

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs what kiln needs on a fresh Debian/Ubuntu machine with Node >= 20 and
+# git, then builds every package. Safe to run again; skips what is present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PNPM_VERSION=10.34.8
+APT_PACKAGES=(emscripten node-acorn clang-16 lld-16)
+
+fail() { echo "bootstrap: $*" >&2; exit 1; }
+
+node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null) || fail "Node.js is not installed; install Node >= 20 first"
+[ "$node_major" -ge 20 ] || fail "Node $(node -v) is too old; kiln needs Node >= 20"
+
+if ! command -v pnpm >/dev/null 2>&1 || [ "$(pnpm --version)" != "$PNPM_VERSION" ]; then
+  echo "bootstrap: installing pnpm $PNPM_VERSION"
+  npm install -g "pnpm@$PNPM_VERSION" >/dev/null 2>&1 \
+    || fail "could not install pnpm with 'npm install -g pnpm@$PNPM_VERSION'; run it with the rights to write npm's global prefix"
+fi
+
+missing=()
+command -v emcc >/dev/null 2>&1 || missing+=(emscripten)
+[ -d /usr/share/nodejs/acorn ] || missing+=(node-acorn)
+command -v clang-16 >/dev/null 2>&1 || missing+=(clang-16)
+[ -x /usr/lib/llvm-16/bin/wasm-ld ] || missing+=(lld-16)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "bootstrap: installing ${missing[*]} with apt-get"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${APT_PACKAGES[@]}" >/dev/null
+  else
+    fail "missing ${missing[*]} (the WebAssembly kernel toolchain); install with: sudo apt-get install ${APT_PACKAGES[*]}"
+  fi
+fi
+
+echo "bootstrap: installing JavaScript dependencies"
+pnpm install --frozen-lockfile --reporter=silent
+echo "bootstrap: building"
+pnpm turbo run build --output-logs=errors-only
+echo "bootstrap: ready"
