@@ -3,6 +3,7 @@
 # git, then builds every package. Safe to run again; skips what is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export TURBO_TELEMETRY_DISABLED=1 DO_NOT_TRACK=1
 
 PNPM_VERSION=10.34.8
 APT_PACKAGES=(emscripten node-acorn clang-16 lld-16)

@@ -3,6 +3,7 @@
 # the counts summed over the workspace. Exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+export TURBO_TELEMETRY_DISABLED=1 DO_NOT_TRACK=1
 
 bash tooling/bootstrap.sh || exit 1
 
