@@ -1,0 +1,405 @@
+import { describe, expect, it } from "vitest";
+import { BACKWARD_OF } from "../src/kernels/index.js";
+import { oracle } from "../src/oracle/index.js";
+import type { OracleKernel } from "../src/oracle/types.js";
+import { dotAt, gradientMismatches, maxAbs, rng, stridedIndices, uniform } from "./support/finite-difference.js";
+
+// Every backward oracle against central finite differences of its forward oracle, in f64.
+// The scalar loss is sum(forwardOutput * R) for a fixed random R, so dOut = R.
+
+type Values = Record<string, Float64Array>;
+
+function call<A>(kernel: OracleKernel<A>, dims: Record<string, unknown>, values: Values): Values {
+  kernel(dims as unknown as A, values);
+  return values;
+}
+
+/** Asserts the analytic gradient matches finite differences and is not trivially zero. */
+function expectGradient(
+  what: string,
+  input: Float64Array,
+  analytic: ArrayLike<number>,
+  loss: () => number,
+  indices?: readonly number[],
+): void {
+  expect(gradientMismatches(input, analytic, loss, indices), what).toEqual([]);
+  expect(maxAbs(analytic, indices), `${what} is all zero`).toBeGreaterThan(1e-3);
+}
+
+/** Checks that `after` equals `before` plus `grad`, element by element. */
+function expectAccumulated(after: Float64Array, before: Float64Array, grad: Float64Array): void {
+  const expected = before.map((b, i) => b + grad[i]);
+  const bad = [...after.keys()].filter((i) => Math.abs(after[i] - expected[i]) > 1e-12 * (1 + Math.abs(expected[i])));
+  expect(bad, "elements that did not accumulate").toEqual([]);
+}
+
+const checked = new Set<string>();
+function forwardKernel(name: keyof typeof BACKWARD_OF, body: () => void): void {
+  checked.add(name);
+  describe(`${name} -> ${BACKWARD_OF[name]}`, body);
+}
+
+it("covers every forward kernel that has a backward", () => {
+  expect(Object.keys(BACKWARD_OF).filter((k) => !checked.has(k))).toEqual([]);
+});
+
+forwardKernel("embeddingForward", () => {
+  const count = 9, vocab = 7, dim = 5;
+  const rand = rng(11);
+  const ids = Float64Array.from([3, 0, 3, 6, 1, 3, 0, 5, 1]); // repeats; id 2 and 4 unused
+  const table = uniform(rand, vocab * dim);
+  const R = uniform(rand, count * dim);
+  const loss = () => {
+    const v = call(oracle.embeddingForward, { count, vocab, dim }, { ids, table, out: new Float64Array(count * dim) });
+    return dotAt(v.out, R);
+  };
+  const backward = (start: Float64Array) =>
+    call(oracle.embeddingBackward, { count, vocab, dim }, { ids, dOut: R, dTable: start.slice() }).dTable;
+
+  it("dTable matches finite differences (repeated ids sum, unused rows zero)", () => {
+    expectGradient("dTable", table, backward(new Float64Array(vocab * dim)), loss);
+  });
+
+  it("dTable accumulates onto a non-zero start", () => {
+    const start = uniform(rand, vocab * dim);
+    expectAccumulated(backward(start), start, backward(new Float64Array(vocab * dim)));
+  });
+});
+
+forwardKernel("layerNormForward", () => {
+  const rows = 4, dim = 7, eps = 1e-5;
+  for (const withBias of [true, false]) {
+    describe(withBias ? "with bias" : "without bias", () => {
+      const rand = rng(withBias ? 21 : 22);
+      const x = uniform(rand, rows * dim, -2, 2);
+      const weight = uniform(rand, dim, 0.5, 1.5);
+      const bias = uniform(rand, dim);
+      const R = uniform(rand, rows * dim);
+      const forward = () => {
+        const v: Values = { x, weight, out: new Float64Array(rows * dim), mean: new Float64Array(rows), rstd: new Float64Array(rows) };
+        if (withBias) v.bias = bias;
+        return call(oracle.layerNormForward, { rows, dim, eps }, v);
+      };
+      const loss = () => dotAt(forward().out, R);
+      const backward = (dWeight: Float64Array, dBias: Float64Array) => {
+        const f = forward();
+        const v: Values = { dOut: R, x, weight, mean: f.mean, rstd: f.rstd, dX: new Float64Array(rows * dim), dWeight: dWeight.slice() };
+        if (withBias) v.dBias = dBias.slice();
+        return call(oracle.layerNormBackward, { rows, dim }, v);
+      };
+      const zeros = () => new Float64Array(dim);
+
+      it("dX matches finite differences", () => {
+        expectGradient("dX", x, backward(zeros(), zeros()).dX, loss);
+      });
+
+      it("dWeight matches finite differences", () => {
+        expectGradient("dWeight", weight, backward(zeros(), zeros()).dWeight, loss);
+      });
+
+      if (withBias) {
+        it("dBias matches finite differences", () => {
+          expectGradient("dBias", bias, backward(zeros(), zeros()).dBias, loss);
+        });
+
+        it("dWeight and dBias accumulate onto a non-zero start", () => {
+          const w0 = uniform(rand, dim), b0 = uniform(rand, dim);
+          const fresh = backward(zeros(), zeros());
+          const acc = backward(w0, b0);
+          expectAccumulated(acc.dWeight, w0, fresh.dWeight);
+          expectAccumulated(acc.dBias, b0, fresh.dBias);
+        });
+      }
+    });
+  }
+});
+
+forwardKernel("rmsNormForward", () => {
+  const rows = 3, dim = 8, eps = 1e-5;
+  const rand = rng(31);
+  const x = uniform(rand, rows * dim, -2, 2);
+  const weight = uniform(rand, dim, 0.5, 1.5);
+  const R = uniform(rand, rows * dim);
+  const forward = () =>
+    call(oracle.rmsNormForward, { rows, dim, eps }, { x, weight, out: new Float64Array(rows * dim), rstd: new Float64Array(rows) });
+  const loss = () => dotAt(forward().out, R);
+  const backward = (dWeight: Float64Array) =>
+    call(
+      oracle.rmsNormBackward,
+      { rows, dim },
+      { dOut: R, x, weight, rstd: forward().rstd, dX: new Float64Array(rows * dim), dWeight: dWeight.slice() },
+    );
+
+  it("dX matches finite differences", () => {
+    expectGradient("dX", x, backward(new Float64Array(dim)).dX, loss);
+  });
+
+  it("dWeight matches finite differences", () => {
+    expectGradient("dWeight", weight, backward(new Float64Array(dim)).dWeight, loss);
+  });
+
+  it("dWeight accumulates onto a non-zero start", () => {
+    const w0 = uniform(rand, dim);
+    expectAccumulated(backward(w0).dWeight, w0, backward(new Float64Array(dim)).dWeight);
+  });
+});
+
+for (const [fwd, bwd, seed] of [
+  ["geluForward", oracle.geluBackward, 41],
+  ["siluForward", oracle.siluBackward, 42],
+] as const) {
+  forwardKernel(fwd, () => {
+    it("dX matches finite differences over [-4, 4]", () => {
+      const n = 60;
+      const rand = rng(seed);
+      const x = uniform(rand, n, -4, 4);
+      const R = uniform(rand, n);
+      const loss = () => dotAt(call(oracle[fwd], { n }, { x, out: new Float64Array(n) }).out, R);
+      const dX = call(bwd, { n }, { x, dOut: R, dX: new Float64Array(n) }).dX;
+      expectGradient("dX", x, dX, loss);
+    });
+  });
+}
+
+forwardKernel("swiGluForward", () => {
+  const n = 50;
+  const rand = rng(51);
+  const gate = uniform(rand, n, -4, 4);
+  const up = uniform(rand, n, -2, 2);
+  const R = uniform(rand, n);
+  const loss = () => dotAt(call(oracle.swiGluForward, { n }, { gate, up, out: new Float64Array(n) }).out, R);
+  const grads = () => call(oracle.swiGluBackward, { n }, { gate, up, dOut: R, dGate: new Float64Array(n), dUp: new Float64Array(n) });
+
+  it("dGate matches finite differences", () => {
+    expectGradient("dGate", gate, grads().dGate, loss);
+  });
+
+  it("dUp matches finite differences", () => {
+    expectGradient("dUp", up, grads().dUp, loss);
+  });
+});
+
+forwardKernel("ropeForward", () => {
+  const cases = [
+    { name: "dense, posOffset 1", batch: 2, seqLen: 3, heads: 2, headDim: 6, theta: 10000, posOffset: 1 },
+    { name: "strided rows (q inside packed qkv), theta 500000", batch: 1, seqLen: 4, heads: 2, headDim: 8, theta: 500000, rowStride: 16 * 3 },
+  ];
+  for (const c of cases) {
+    it(`dX matches finite differences: ${c.name}`, () => {
+      const { name: _name, ...dims } = c;
+      const rand = rng(61);
+      const rows = c.batch * c.seqLen, width = c.heads * c.headDim;
+      const stride = c.rowStride ?? width;
+      const extent = (rows - 1) * stride + width;
+      const logical = stridedIndices(rows, width, stride);
+      const isLogical = new Set(logical);
+      const x = uniform(rand, extent);
+      const R = uniform(rand, extent).map((r, i) => (isLogical.has(i) ? r : NaN)); // gaps must not be read
+      const loss = () => dotAt(call(oracle.ropeForward, dims, { x, out: new Float64Array(extent) }).out, R, logical);
+      const dX = call(oracle.ropeBackward, dims, { x: R, out: new Float64Array(extent).fill(12345) }).out;
+      expectGradient("dX", x, dX, loss, logical);
+      expect([...dX.keys()].filter((i) => !isLogical.has(i) && dX[i] !== 12345), "gaps written").toEqual([]);
+    });
+  }
+});
+
+forwardKernel("attentionForward", () => {
+  interface AttnCase {
+    name: string;
+    batch: number;
+    seqLen: number;
+    heads: number;
+    kvHeads: number;
+    headDim: number;
+    scale?: number;
+    /** q, k, v as slices of one (rows, (heads + 2 kvHeads) headDim) buffer. */
+    packed?: boolean;
+    /** Extra elements after each row of q / kv / out (gaps). */
+    gaps?: { q: number; kv: number; out: number };
+  }
+  const cases: AttnCase[] = [
+    { name: "dense MHA", batch: 2, seqLen: 5, heads: 2, kvHeads: 2, headDim: 4 },
+    { name: "GQA heads 4, kvHeads 2", batch: 1, seqLen: 6, heads: 4, kvHeads: 2, headDim: 4 },
+    { name: "MQA heads 3, kvHeads 1, scale 0.3", batch: 2, seqLen: 4, heads: 3, kvHeads: 1, headDim: 2, scale: 0.3 },
+    { name: "strided rows with gaps, GQA", batch: 2, seqLen: 4, heads: 4, kvHeads: 2, headDim: 3, gaps: { q: 2, kv: 3, out: 1 } },
+    { name: "packed qkv (GPT-2 layout)", batch: 2, seqLen: 4, heads: 2, kvHeads: 2, headDim: 3, packed: true, gaps: { q: 0, kv: 0, out: 2 } },
+    { name: "packed qkv with GQA (Llama layout)", batch: 1, seqLen: 5, heads: 4, kvHeads: 2, headDim: 2, packed: true },
+  ];
+
+  for (const c of cases) {
+    describe(c.name, () => {
+      const rand = rng(71);
+      const { batch: B, seqLen: T, heads: Hq, kvHeads: KH, headDim: D } = c;
+      const rows = B * T;
+      const qW = Hq * D, kvW = KH * D;
+      const gaps = c.gaps ?? { q: 0, kv: 0, out: 0 };
+      const outStride = qW + gaps.out;
+      const outExtent = (rows - 1) * outStride + qW;
+      const outLogical = stridedIndices(rows, qW, outStride);
+      const R = new Float64Array(outExtent).fill(NaN); // dOut: gaps are NaN and must not be read
+      for (const i of outLogical) R[i] = rand() * 2 - 1;
+
+      // Inputs: either one packed buffer with three views, or three buffers.
+      let qStride: number, kvStride: number;
+      let inputs: { buf: Float64Array; logical: number[]; label: string }[];
+      let q: Float64Array, k: Float64Array, v: Float64Array;
+      let gradBuffers: () => { dQ: Float64Array; dK: Float64Array; dV: Float64Array; all: Float64Array[] };
+      if (c.packed) {
+        qStride = kvStride = qW + 2 * kvW;
+        const qkv = uniform(rand, rows * qStride, -1.5, 1.5);
+        q = qkv.subarray(0);
+        k = qkv.subarray(qW);
+        v = qkv.subarray(qW + kvW);
+        inputs = [{ buf: qkv, logical: [...qkv.keys()], label: "dQKV" }];
+        gradBuffers = () => {
+          const d = new Float64Array(rows * qStride).fill(12345);
+          return { dQ: d.subarray(0), dK: d.subarray(qW), dV: d.subarray(qW + kvW), all: [d] };
+        };
+      } else {
+        qStride = qW + gaps.q;
+        kvStride = kvW + gaps.kv;
+        const qExt = (rows - 1) * qStride + qW, kvExt = (rows - 1) * kvStride + kvW;
+        const qLogical = stridedIndices(rows, qW, qStride), kvLogical = stridedIndices(rows, kvW, kvStride);
+        const withNaNGaps = (ext: number, logical: number[]) => {
+          const b = new Float64Array(ext).fill(NaN);
+          for (const i of logical) b[i] = rand() * 3 - 1.5;
+          return b;
+        };
+        q = withNaNGaps(qExt, qLogical);
+        k = withNaNGaps(kvExt, kvLogical);
+        v = withNaNGaps(kvExt, kvLogical);
+        inputs = [
+          { buf: q, logical: qLogical, label: "dQ" },
+          { buf: k, logical: kvLogical, label: "dK" },
+          { buf: v, logical: kvLogical, label: "dV" },
+        ];
+        gradBuffers = () => {
+          const dQ = new Float64Array(qExt).fill(12345), dK = new Float64Array(kvExt).fill(12345), dV = new Float64Array(kvExt).fill(12345);
+          return { dQ, dK, dV, all: [dQ, dK, dV] };
+        };
+      }
+      const dims = {
+        batch: B, seqLen: T, heads: Hq, kvHeads: KH, headDim: D, scale: c.scale,
+        qRowStride: qStride, kvRowStride: kvStride, outRowStride: outStride,
+      };
+      const forward = () => call(oracle.attentionForward, dims, { q, k, v, out: new Float64Array(outExtent), lse: new Float64Array(B * Hq * T) });
+      const loss = () => dotAt(forward().out, R, outLogical);
+      const backward = () => {
+        const f = forward();
+        const g = gradBuffers();
+        call(oracle.attentionBackward, dims, { dOut: R, q, k, v, out: f.out, lse: f.lse, dQ: g.dQ, dK: g.dK, dV: g.dV });
+        return g.all;
+      };
+
+      it("forward output is finite (gaps of the inputs are not read)", () => {
+        const out = forward().out;
+        expect(outLogical.filter((i) => !Number.isFinite(out[i]))).toEqual([]);
+      });
+
+      it("dQ, dK, dV match finite differences", () => {
+        const grads = backward();
+        inputs.forEach((inp, j) => expectGradient(inp.label, inp.buf, grads[j], loss, inp.logical));
+      });
+
+      if (!c.packed && gaps.q + gaps.kv > 0) it("leaves the gaps of dQ, dK, dV untouched", () => {
+        const grads = backward();
+        inputs.forEach((inp, j) => {
+          const logical = new Set(inp.logical);
+          const touched = [...grads[j].keys()].filter((i) => !logical.has(i) && grads[j][i] !== 12345);
+          expect(touched, inp.label).toEqual([]);
+        });
+      });
+    });
+  }
+});
+
+forwardKernel("crossEntropyForward", () => {
+  const rows = 5, vocab = 7, lossScale = 0.37;
+  const rand = rng(81);
+  const logits = uniform(rand, rows * vocab, -3, 3);
+  const targets = Float64Array.from([2, -1, 6, 0, 2]);
+  const loss = () => {
+    const v = call(oracle.crossEntropyForward, { rows, vocab }, { logits, targets, losses: new Float64Array(rows), lse: new Float64Array(rows) });
+    let s = 0;
+    for (let r = 0; r < rows; r++) if (targets[r] >= 0) s += v.losses[r];
+    return lossScale * s;
+  };
+  const backward = () => {
+    const f = call(oracle.crossEntropyForward, { rows, vocab }, { logits, targets, losses: new Float64Array(rows), lse: new Float64Array(rows) });
+    return call(
+      oracle.crossEntropyBackward,
+      { rows, vocab, lossScale },
+      { logits, targets, lse: f.lse, dLogits: new Float64Array(rows * vocab).fill(9) },
+    ).dLogits;
+  };
+
+  it("dLogits matches finite differences of lossScale * sum(losses), ignored rows zero", () => {
+    const dLogits = backward();
+    expectGradient("dLogits", logits, dLogits, loss);
+    expect(Array.from(dLogits.subarray(vocab, 2 * vocab))).toEqual(new Array(vocab).fill(0));
+  });
+});
+
+forwardKernel("matmul", () => {
+  interface MatmulGrads {
+    dA: Float64Array;
+    dB: Float64Array;
+    dBias: Float64Array;
+  }
+
+  /**
+   * Gradients of C = alpha op(A) op(B) + bias with dC given, through the oracle itself:
+   * dA = alpha dC op(B)^T and dB = alpha op(A)^T dC stored in A's and B's layouts, dBias = sumRows(dC).
+   * With broadcastB (strideB 0), dB sums over the batch items.
+   */
+  function matmulGrads(
+    dims: { m: number; n: number; k: number; batch: number; transA: boolean; transB: boolean; alpha: number; broadcastB: boolean },
+    A: Float64Array,
+    B: Float64Array,
+    dC: Float64Array,
+  ): MatmulGrads {
+    const { m, n, k, batch, transA, transB, alpha, broadcastB } = dims;
+    const dA = new Float64Array(A.length);
+    const dB = new Float64Array(B.length);
+    // dA (m x k) = dC (m x n) op(B)^T;  stored transposed when transA: dA^T = op(B) dC^T.
+    if (!transA) {
+      call(oracle.matmul, { m, n: k, k: n, batch, transA: false, transB: !transB, alpha, strideB: broadcastB ? 0 : undefined }, { a: dC, b: B, c: dA });
+    } else {
+      call(oracle.matmul, { m: k, n: m, k: n, batch, transA: transB, transB: true, alpha, strideA: broadcastB ? 0 : undefined }, { a: B, b: dC, c: dA });
+    }
+    // dB (k x n) = op(A)^T dC;  stored transposed when transB: dB^T = dC^T op(A).
+    const items = broadcastB ? batch : 1;
+    const perCall = broadcastB ? 1 : batch;
+    for (let i = 0; i < items; i++) {
+      const Ai = A.subarray(i * m * k), dCi = dC.subarray(i * m * n);
+      const acc = { batch: perCall, alpha, accumulate: broadcastB };
+      if (!transB) call(oracle.matmul, { ...acc, m: k, n, k: m, transA: !transA, transB: false }, { a: Ai, b: dCi, c: dB });
+      else call(oracle.matmul, { ...acc, m: n, n: k, k: m, transA: true, transB: transA }, { a: dCi, b: Ai, c: dB });
+    }
+    const dBias = call(oracle.sumRows, { rows: batch * m, cols: n }, { x: dC, out: new Float64Array(n) }).out;
+    return { dA, dB, dBias };
+  }
+
+  const cases: { transA: boolean; transB: boolean; alpha: number; broadcastB: boolean; batch: number }[] = [];
+  for (const transA of [false, true]) for (const transB of [false, true]) cases.push({ transA, transB, alpha: 1, broadcastB: false, batch: 2 });
+  cases.push({ transA: false, transB: true, alpha: 0.7, broadcastB: false, batch: 1 });
+  for (const transA of [false, true]) for (const transB of [false, true]) cases.push({ transA, transB, alpha: 1, broadcastB: true, batch: 3 });
+
+  for (const c of cases) {
+    const label = `transA=${c.transA} transB=${c.transB} alpha=${c.alpha} batch=${c.batch}${c.broadcastB ? " (B broadcast)" : ""}`;
+    it(`dA, dB (matmul with transposes) and dBias (sumRows) match finite differences: ${label}`, () => {
+      const m = 3, k = 4, n = 5;
+      const rand = rng(91);
+      const A = uniform(rand, c.batch * m * k);
+      const B = uniform(rand, (c.broadcastB ? 1 : c.batch) * k * n);
+      const bias = uniform(rand, n);
+      const R = uniform(rand, c.batch * m * n);
+      const fdims = { m, n, k, batch: c.batch, transA: c.transA, transB: c.transB, alpha: c.alpha, strideB: c.broadcastB ? 0 : undefined };
+      const loss = () => dotAt(call(oracle.matmul, fdims, { a: A, b: B, bias, c: new Float64Array(c.batch * m * n) }).c, R);
+      const g = matmulGrads({ m, n, k, ...c }, A, B, R);
+      expectGradient("dA", A, g.dA, loss);
+      expectGradient("dB", B, g.dB, loss);
+      expectGradient("dBias", bias, g.dBias, loss);
+    });
+  }
+});

@@ -1,0 +1,67 @@
+import { seededRandom } from "../../src/conformance/rng.js";
+
+export const H = 1e-6;
+
+/** |analytic - numeric| <= ABS + REL * |numeric| */
+export const ABS_TOL = 1e-6;
+export const REL_TOL = 1e-5;
+
+export function uniform(rand: () => number, n: number, lo = -1, hi = 1): Float64Array {
+  const out = new Float64Array(n);
+  for (let i = 0; i < n; i++) out[i] = lo + (hi - lo) * rand();
+  return out;
+}
+
+export function rng(seed: number): () => number {
+  return seededRandom(seed);
+}
+
+/** sum_i x[i] * r[i] over the listed indices (all when omitted). */
+export function dotAt(x: Float64Array, r: Float64Array, indices?: readonly number[]): number {
+  let s = 0;
+  if (indices) for (const i of indices) s += x[i] * r[i];
+  else for (let i = 0; i < x.length; i++) s += x[i] * r[i];
+  return s;
+}
+
+/** Indices of the logical elements of `rows` rows of `width`, `stride` apart. */
+export function stridedIndices(rows: number, width: number, stride: number): number[] {
+  const out: number[] = [];
+  for (let r = 0; r < rows; r++) for (let j = 0; j < width; j++) out.push(r * stride + j);
+  return out;
+}
+
+/**
+ * Central differences of `loss` with respect to `input[i]` for every listed i, compared with
+ * `analytic[i]`. Returns a list of mismatches (empty when all agree); `input` is restored.
+ */
+export function gradientMismatches(
+  input: Float64Array,
+  analytic: ArrayLike<number>,
+  loss: () => number,
+  indices: readonly number[] = [...input.keys()],
+): string[] {
+  const bad: string[] = [];
+  for (const i of indices) {
+    const x0 = input[i];
+    input[i] = x0 + H;
+    const up = loss();
+    input[i] = x0 - H;
+    const down = loss();
+    input[i] = x0;
+    const numeric = (up - down) / (2 * H);
+    const a = analytic[i];
+    if (!(Math.abs(a - numeric) <= ABS_TOL + REL_TOL * Math.abs(numeric))) {
+      bad.push(`[${i}] analytic ${a}, numeric ${numeric}`);
+    }
+  }
+  return bad;
+}
+
+/** Largest |g[i]| over the listed indices: guards against a check passing on all-zero gradients. */
+export function maxAbs(g: ArrayLike<number>, indices?: readonly number[]): number {
+  let m = 0;
+  const idx = indices ?? Array.from({ length: g.length }, (_, i) => i);
+  for (const i of idx) m = Math.max(m, Math.abs(g[i]));
+  return m;
+}
