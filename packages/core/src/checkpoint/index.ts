@@ -1,0 +1,16 @@
+export * from "./safetensors-dtype.js";
+export {
+  parseSafetensorsHeader,
+  readSafetensorsHeaderLength,
+  SAFETENSORS_LENGTH_BYTES,
+  SAFETENSORS_MAX_HEADER_BYTES,
+  SAFETENSORS_METADATA_KEY,
+  type SafetensorsHeader,
+  type SafetensorsSource,
+  type SafetensorsTensorInfo,
+} from "./safetensors-header.js";
+export { planSafetensorsLayout, type SafetensorsTensorInput, type SafetensorsLayout, type PlannedTensor } from "./safetensors-layout.js";
+export { encodeSafetensors, decodeSafetensors, type SafetensorsTensor, type DecodedSafetensors } from "./safetensors-codec.js";
+export { writeSafetensors, readSafetensors } from "./safetensors-file.js";
+export { openSafetensors, SafetensorsReader } from "./safetensors-reader.js";
+export { writeFileAtomically } from "./atomic-file.js";

@@ -1,0 +1,52 @@
+import type { SafetensorsDType } from "./safetensors-dtype.js";
+import { parseSafetensorsHeader, type SafetensorsHeader } from "./safetensors-header.js";
+import { bytesOf, planSafetensorsLayout, type SafetensorsTensorInput } from "./safetensors-layout.js";
+
+/** A tensor read from a file: its bytes as stored (little-endian), unconverted. */
+export interface SafetensorsTensor {
+  name: string;
+  dtype: SafetensorsDType;
+  shape: number[];
+  data: Uint8Array;
+}
+
+export interface DecodedSafetensors {
+  /** Tensors by name, in the order their data lies in the file. */
+  tensors: Map<string, SafetensorsTensor>;
+  metadata: Record<string, string>;
+}
+
+const IN_MEMORY = "<in-memory safetensors>";
+
+/** The bytes of a safetensors file holding `tensors` (see planSafetensorsLayout for the order). */
+export function encodeSafetensors(
+  tensors: readonly SafetensorsTensorInput[],
+  metadata: Readonly<Record<string, string>> = {},
+  fileName = IN_MEMORY,
+): Uint8Array {
+  const layout = planSafetensorsLayout(tensors, metadata, fileName);
+  const out = new Uint8Array(layout.fileSize);
+  out.set(layout.head, 0);
+  for (const t of layout.tensors) out.set(bytesOf(t.input.data), layout.head.byteLength + t.begin);
+  return out;
+}
+
+/** Parses a whole file held in memory. Tensor data are views into `bytes`, not copies. */
+export function decodeSafetensors(bytes: Uint8Array, fileName = IN_MEMORY): DecodedSafetensors {
+  const header = parseSafetensorsHeader(bytes, { fileName, fileSize: bytes.byteLength });
+  return { tensors: tensorViews(header, bytes), metadata: header.metadata };
+}
+
+function tensorViews(header: SafetensorsHeader, bytes: Uint8Array): Map<string, SafetensorsTensor> {
+  const tensors = new Map<string, SafetensorsTensor>();
+  for (const info of header.tensors.values()) {
+    const [begin, end] = info.dataOffsets;
+    tensors.set(info.name, {
+      name: info.name,
+      dtype: info.dtype,
+      shape: info.shape,
+      data: bytes.subarray(header.dataStart + begin, header.dataStart + end),
+    });
+  }
+  return tensors;
+}
