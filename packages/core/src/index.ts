@@ -1,1 +1,18 @@
 export * from "./checkpoint/index.js";
+export { Graph, type GraphNode } from "./graph/graph.js";
+export type { TensorInfo, TensorKind } from "./graph/tensor.js";
+export { appendBackward } from "./autodiff/append-backward.js";
+export { planStep, type StepPlan } from "./plan/plan-step.js";
+export { packArena, type ArenaPacking } from "./plan/pack-arena.js";
+export { tensorLifetimes, type Lifetime } from "./plan/liveness.js";
+export { CompiledStep, type ParameterBinding } from "./exec/compiled-step.js";
+export { resolveModelConfig, type ModelConfig, type ModelConfigInput } from "./model/config.js";
+export { paramLayout, type ParamLayout, type ParamSpec } from "./model/param-layout.js";
+export { buildTrainingGraph, buildForwardGraph, buildEvalGraph, positionIds, type ModelGraph } from "./model/build-graph.js";
+export { initialParamBytes } from "./model/init-params.js";
+export { learningRateAt, type LrScheduleConfig } from "./optim/lr-schedule.js";
+export { AdamW, type AdamWConfig } from "./optim/adamw.js";
+export { Trainer, type TrainerConfig, type Batch, type StepResult } from "./train/trainer.js";
+export { ForwardRunner } from "./train/forward-runner.js";
+export type { MemoryPlan } from "./train/memory-plan.js";
+export { philox4x32, fillNormal, streamOf } from "./rng/philox.js";

@@ -1,0 +1,87 @@
+import type { Graph } from "../graph/graph.js";
+import { addKernelNode, type KernelNodeAttrs } from "../graph/kernel-node.js";
+import type { BackwardBuilder } from "../graph/op.js";
+import { gradRules } from "../ops/index.js";
+
+export interface BackwardResult {
+  /** Parameter tensor id -> its gradient tensor id. */
+  paramGrads: Map<number, number>;
+}
+
+/**
+ * Reverse-mode autodiff: walks the forward nodes from the loss node back to the
+ * start and appends each one's gradient nodes to the same graph. Gradients that
+ * reach a tensor from several consumers are summed with `add` nodes; parameter
+ * gradients accumulate into their gradient tensors (zeroed before the step).
+ */
+export function appendBackward(g: Graph, lossNodeIndex: number): BackwardResult {
+  const requires = tensorsRequiringGrad(g, lossNodeIndex);
+  const contributions = new Map<number, number[]>();
+  const paramGrads = new Map<number, number>();
+
+  const builder: BackwardBuilder = {
+    graph: g,
+    needsGrad: (id) => requires.has(id),
+    addGrad(id, grad) {
+      if (!requires.has(id)) return;
+      const list = contributions.get(id);
+      if (list) list.push(grad);
+      else contributions.set(id, [grad]);
+    },
+    paramGrad(id) {
+      const p = g.info(id);
+      if (p.kind !== "param") throw new Error(`${p.name} is not a parameter`);
+      let grad = paramGrads.get(id);
+      if (grad === undefined) {
+        grad = g.tensor(p.shape, p.dtype, "grad", `grad(${p.name})`, id);
+        paramGrads.set(id, grad);
+      }
+      return grad;
+    },
+    activation: (shape, like, name) => g.tensor(shape, g.info(like).dtype, "activation", name),
+  };
+
+  /** The single gradient of `id`: the sum of every contribution. */
+  const gradientOf = (id: number): number | undefined => {
+    const list = contributions.get(id);
+    if (!list || list.length === 0) return undefined;
+    let total = list[0];
+    for (let i = 1; i < list.length; i++) {
+      const sum = g.tensor(g.info(id).shape, g.info(id).dtype, "activation", `d(${g.info(id).name})`);
+      addKernelNode(g, "add", { a: total, b: list[i], out: sum }, { n: g.elements(id), dtype: g.info(id).dtype });
+      total = sum;
+    }
+    contributions.set(id, [total]);
+    return total;
+  };
+
+  g.asBackward(() => {
+    const lossNode = g.nodes[lossNodeIndex];
+    const rule = gradRules[(lossNode.attrs as unknown as KernelNodeAttrs).grad ?? ""];
+    if (!rule) throw new Error(`node ${lossNodeIndex} (${lossNode.op}) cannot start a backward pass`);
+    g.withScope(lossNode.scope, () => rule(lossNode, builder, []));
+    for (let i = lossNodeIndex - 1; i >= 0; i--) {
+      const node = g.nodes[i];
+      const name = (node.attrs as unknown as KernelNodeAttrs).grad;
+      if (!name) continue;
+      const outGrads = node.outputs.map((o) => (requires.has(o) ? gradientOf(o) : undefined));
+      if (outGrads.every((x) => x === undefined)) continue;
+      const r = gradRules[name];
+      if (!r) throw new Error(`no gradient rule "${name}"`);
+      g.withScope(node.scope, () => r(node, builder, outGrads));
+    }
+  });
+  return { paramGrads };
+}
+
+/** Parameters, and every output of a differentiable node that reads one, up to the loss node. */
+function tensorsRequiringGrad(g: Graph, lossNodeIndex: number): Set<number> {
+  const requires = new Set<number>();
+  for (const t of g.tensors) if (t.kind === "param") requires.add(t.id);
+  for (let i = 0; i < lossNodeIndex; i++) {
+    const node = g.nodes[i];
+    if (!(node.attrs as unknown as KernelNodeAttrs).grad) continue;
+    if (node.inputs.some((t) => requires.has(t))) for (const o of node.outputs) requires.add(o);
+  }
+  return requires;
+}

@@ -1,0 +1,101 @@
+import { type Backend, type BufferHandle, type Operand, bytesPerElement } from "@kiln/contract";
+import type { Graph } from "../graph/graph.js";
+import { kernelOp } from "../graph/kernel-node.js";
+import type { CompileContext, OpDef, RuntimeScalars } from "../graph/op.js";
+import type { StepPlan } from "../plan/plan-step.js";
+
+const OPS: Record<string, OpDef> = { kernel: kernelOp };
+
+/** Where parameters and their gradients live: shared by every step compiled for a model. */
+export interface ParameterBinding {
+  params: BufferHandle;
+  grads?: BufferHandle;
+  /** Parameter name -> byte offset (the same offset in the gradient buffer). */
+  offsets: ReadonlyMap<string, number>;
+}
+
+/**
+ * A planned graph bound to a backend: its buffers allocated once and every node
+ * turned into a kernel call with resolved operands. `run()` replays the calls
+ * and allocates nothing.
+ */
+export class CompiledStep {
+  readonly runtime: RuntimeScalars = { lossScale: 1 };
+  private readonly calls: (() => void)[] = [];
+  private readonly arena: BufferHandle | undefined;
+  private readonly io: BufferHandle | undefined;
+  private readonly owned: BufferHandle[] = [];
+
+  constructor(
+    readonly graph: Graph,
+    readonly plan: StepPlan,
+    private readonly backend: Backend,
+    private readonly parameters: ParameterBinding,
+    /** Which nodes to run (default all): a forward-only step skips backward nodes. */
+    nodeFilter: (index: number) => boolean = () => true,
+  ) {
+    const ioBytes = plan.inputBytes + plan.constantBytes + plan.outputBytes;
+    if (plan.arena.bytes > 0) this.owned.push((this.arena = backend.alloc(plan.arena.bytes)));
+    if (ioBytes > 0) this.owned.push((this.io = backend.alloc(ioBytes)));
+    const ctx: CompileContext = {
+      graph,
+      kernels: backend.kernels,
+      runtime: this.runtime,
+      operand: (id, elementOffset = 0) => this.operand(id, elementOffset),
+    };
+    for (const node of graph.nodes) {
+      if (!nodeFilter(node.index)) continue;
+      const op = OPS[node.op];
+      if (!op) throw new Error(`no op "${node.op}"`);
+      this.calls.push(...op.compile(node, ctx));
+    }
+  }
+
+  /** Bytes this step allocated on the backend (arena + inputs, constants, outputs). */
+  get allocatedBytes(): number {
+    return this.owned.reduce((s, b) => s + b.byteLength, 0);
+  }
+
+  /** The operand of tensor `id`, `elementOffset` elements in. */
+  operand(id: number, elementOffset = 0): Operand {
+    const t = this.graph.info(id);
+    const extra = elementOffset * bytesPerElement(t.dtype);
+    const at = (buffer: BufferHandle | undefined, offset: number | undefined): Operand => {
+      if (!buffer || offset === undefined) throw new Error(`tensor ${t.name} has no place in this step`);
+      return { buffer, byteOffset: offset + extra };
+    };
+    switch (t.kind) {
+      case "activation":
+        return at(this.arena, this.plan.arena.offsets.get(id));
+      case "input":
+        return at(this.io, this.plan.inputs.get(id));
+      case "constant":
+        return at(this.io, this.plan.inputBytes + (this.plan.constants.get(id) ?? NaN));
+      case "output":
+        return at(this.io, this.plan.inputBytes + this.plan.constantBytes + (this.plan.outputs.get(id) ?? NaN));
+      case "param":
+        return at(this.parameters.params, this.parameters.offsets.get(t.name));
+      case "grad":
+        return at(this.parameters.grads, this.parameters.offsets.get(this.graph.info(t.gradOf!).name));
+    }
+  }
+
+  /** Copies host data into an input or constant tensor. */
+  upload(id: number, data: ArrayBufferView): void {
+    this.backend.upload(this.operand(id), data);
+  }
+
+  /** Issues every kernel call of the step, in order. */
+  run(): void {
+    for (const call of this.calls) call();
+  }
+
+  /** Copies an output tensor back to the host. */
+  download(id: number, out: ArrayBufferView): Promise<void> {
+    return this.backend.download(this.operand(id), out);
+  }
+
+  dispose(): void {
+    for (const b of this.owned.splice(0)) this.backend.free(b);
+  }
+}

@@ -1,0 +1,78 @@
+import { type DType, bytesPerElement } from "@kiln/contract";
+import { type TensorInfo, type TensorKind, elementCount } from "./tensor.js";
+
+/** One operation of the graph: its op name, the tensors it reads and writes, and its attributes. */
+export interface GraphNode {
+  readonly index: number;
+  readonly op: string;
+  readonly inputs: readonly number[];
+  readonly outputs: readonly number[];
+  readonly attrs: Readonly<Record<string, unknown>>;
+  /** The model scope that created it, e.g. "transformer.h.3.attn" (for plans and recomputation). */
+  readonly scope: string;
+  /** True for nodes appended by autodiff. */
+  readonly backward: boolean;
+}
+
+/**
+ * A training or inference step as data: tensors and the nodes between them, in
+ * execution order. Forward nodes are traced from a model; autodiff appends the
+ * reverse pass; the planner gives every tensor its bytes.
+ */
+export class Graph {
+  readonly tensors: TensorInfo[] = [];
+  readonly nodes: GraphNode[] = [];
+  private scopes: string[] = [];
+  private inBackward = false;
+
+  tensor(shape: readonly number[], dtype: DType, kind: TensorKind, name: string, gradOf?: number): number {
+    const id = this.tensors.length;
+    for (const d of shape) {
+      if (!Number.isSafeInteger(d) || d < 1) throw new Error(`tensor ${name}: bad shape [${shape}]`);
+    }
+    this.tensors.push({ id, shape: [...shape], dtype, kind, name, ...(gradOf === undefined ? {} : { gradOf }) });
+    return id;
+  }
+
+  info(id: number): TensorInfo {
+    const t = this.tensors[id];
+    if (!t) throw new Error(`no tensor ${id}`);
+    return t;
+  }
+
+  bytes(id: number): number {
+    const t = this.info(id);
+    return elementCount(t.shape) * bytesPerElement(t.dtype);
+  }
+
+  elements(id: number): number {
+    return elementCount(this.info(id).shape);
+  }
+
+  node(op: string, inputs: readonly number[], outputs: readonly number[], attrs: Record<string, unknown> = {}): GraphNode {
+    const n: GraphNode = { index: this.nodes.length, op, inputs, outputs, attrs, scope: this.scopes.join("."), backward: this.inBackward };
+    this.nodes.push(n);
+    return n;
+  }
+
+  /** Runs `body` with `name` appended to the scope of the nodes it creates. */
+  withScope<T>(name: string, body: () => T): T {
+    this.scopes.push(name);
+    try {
+      return body();
+    } finally {
+      this.scopes.pop();
+    }
+  }
+
+  /** Nodes created inside `body` are marked as backward nodes. */
+  asBackward<T>(body: () => T): T {
+    const was = this.inBackward;
+    this.inBackward = true;
+    try {
+      return body();
+    } finally {
+      this.inBackward = was;
+    }
+  }
+}

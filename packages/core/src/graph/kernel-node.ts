@@ -1,0 +1,71 @@
+import { type KernelArgsMap, type KernelName, kernelSpecs } from "@kiln/contract";
+import type { Graph, GraphNode } from "./graph.js";
+import type { CompileContext, OpDef, RuntimeScalars } from "./op.js";
+
+/** A kernel operand bound to a tensor, `offset` elements into it (packed qkv slices). */
+export interface BoundOperand {
+  id: number;
+  offset?: number;
+}
+
+export interface KernelNodeAttrs {
+  kernel: KernelName;
+  operands: Record<string, BoundOperand>;
+  /** Every non-buffer kernel argument (dims, eps, flags). */
+  args: Record<string, unknown>;
+  /** Kernel arguments read from the runtime scalars at each run, e.g. { lossScale: "lossScale" }. */
+  runtimeArgs?: Record<string, keyof RuntimeScalars>;
+  /** The gradient rule of this node (see autodiff/grad-rules.ts); absent = not differentiable. */
+  grad?: string;
+}
+
+type OperandsOf<K extends KernelName> = Partial<Record<keyof KernelArgsMap[K] & string, number | BoundOperand>>;
+type ArgsOf<K extends KernelName> = Omit<KernelArgsMap[K], "dtype"> | Record<string, unknown>;
+
+/**
+ * Appends a node that runs one kernel. Which tensors it reads and writes follows
+ * from the kernel's operand roles; `inout` operands count as both.
+ */
+export function addKernelNode<K extends KernelName>(
+  g: Graph,
+  kernel: K,
+  operands: OperandsOf<K>,
+  args: ArgsOf<K>,
+  extra: { grad?: string; runtimeArgs?: KernelNodeAttrs["runtimeArgs"]; extraAttrs?: Record<string, unknown> } = {},
+): GraphNode {
+  const bound: Record<string, BoundOperand> = {};
+  for (const [key, v] of Object.entries(operands)) {
+    if (v === undefined) continue;
+    bound[key] = typeof v === "number" ? { id: v } : (v as BoundOperand);
+  }
+  const specArgs = { ...args } as never;
+  const inputs = new Set<number>();
+  const outputs = new Set<number>();
+  for (const s of kernelSpecs[kernel].operands(specArgs)) {
+    const b = bound[s.key];
+    if (!b) continue;
+    if (s.role !== "out") inputs.add(b.id);
+    if (s.role !== "in") outputs.add(b.id);
+  }
+  const attrs: KernelNodeAttrs = { kernel, operands: bound, args: args as Record<string, unknown>, ...extra };
+  return g.node("kernel", [...inputs], [...outputs], { ...attrs, ...(extra.extraAttrs ?? {}) });
+}
+
+/** Runs a kernel node: one kernel call with operands resolved once. */
+export const kernelOp: OpDef = {
+  name: "kernel",
+  compile(node, ctx: CompileContext) {
+    const a = node.attrs as unknown as KernelNodeAttrs;
+    const args: Record<string, unknown> = { ...a.args };
+    for (const [key, b] of Object.entries(a.operands)) args[key] = ctx.operand(b.id, b.offset ?? 0);
+    const call = ctx.kernels[a.kernel] as (x: unknown) => void;
+    const runtime = a.runtimeArgs ? Object.entries(a.runtimeArgs) : [];
+    if (runtime.length === 0) return [() => call(args)];
+    return [
+      () => {
+        for (const [key, name] of runtime) args[key] = ctx.runtime[name];
+        call(args);
+      },
+    ];
+  },
+};

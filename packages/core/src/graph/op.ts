@@ -1,0 +1,44 @@
+import type { Kernels, Operand } from "@kiln/contract";
+import type { Graph, GraphNode } from "./graph.js";
+
+/** Values a compiled step reads at run time (set before each run, read by kernel calls). */
+export interface RuntimeScalars {
+  /** d(total loss)/d(each row's loss): 1 / (valid rows x accumulation steps). */
+  lossScale: number;
+}
+
+/** What an op needs to turn a node into kernel calls. */
+export interface CompileContext {
+  readonly graph: Graph;
+  readonly kernels: Kernels;
+  readonly runtime: RuntimeScalars;
+  /** The operand holding tensor `id`, `elementOffset` elements in. */
+  operand(id: number, elementOffset?: number): Operand;
+}
+
+/** What an op's gradient rule may do while autodiff walks the graph backwards. */
+export interface BackwardBuilder {
+  readonly graph: Graph;
+  /** Whether a gradient must flow into tensor `id` (a parameter, or computed from one). */
+  needsGrad(id: number): boolean;
+  /** Adds a gradient contribution for activation `id` (summed when several arrive). */
+  addGrad(id: number, grad: number): void;
+  /** The gradient tensor of parameter `id`; kernels accumulate into it. */
+  paramGrad(id: number): number;
+  /** A new activation tensor for the backward pass. */
+  activation(shape: readonly number[], like: number, name: string): number;
+}
+
+/** An operation: how to run a node, and (when differentiable) how to differentiate it. */
+export interface OpDef {
+  readonly name: string;
+  /** Kernel calls that run the node, bound once to their operands. */
+  compile(node: GraphNode, ctx: CompileContext): (() => void)[];
+  /**
+   * Appends the gradient nodes of `node`. `outGrads[i]` is the gradient of output i,
+   * or undefined when nothing downstream needs it.
+   */
+  backward?(node: GraphNode, b: BackwardBuilder, outGrads: readonly (number | undefined)[]): void;
+  /** Ops whose outputs may be written over their first input (planner in-place reuse). */
+  readonly inPlace?: boolean;
+}

@@ -1,0 +1,59 @@
+import type { Graph } from "../graph/graph.js";
+import { appendBackward } from "../autodiff/append-backward.js";
+import { crossEntropyLoss } from "../ops/index.js";
+import type { ModelConfig } from "./config.js";
+import { gpt2Forward } from "./gpt2.js";
+import { llamaForward } from "./llama.js";
+import type { ParamLayout } from "./param-layout.js";
+import { startTrace } from "./trace.js";
+
+export interface ModelGraph {
+  graph: Graph;
+  batch: number;
+  seqLen: number;
+  /** i32 token ids (batch*seqLen), uploaded per step. */
+  ids: number;
+  /** i32 positions 0..seqLen-1 per sequence (GPT-2 only), uploaded once. */
+  positions?: number;
+  logits: number;
+  /** Present on training graphs. */
+  training?: { targets: number; lossSum: number; lossNode: number; paramGrads: Map<number, number> };
+}
+
+function forward(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number) {
+  const t = startTrace(config, layout, batch, seqLen);
+  const ids = t.g.tensor([batch * seqLen], "i32", "input", "input_ids");
+  const positions = config.arch === "gpt2" ? t.g.tensor([batch * seqLen], "i32", "constant", "position_ids") : undefined;
+  const logits = config.arch === "gpt2" ? gpt2Forward(t, ids, positions!) : llamaForward(t, ids);
+  return { t, ids, positions, logits };
+}
+
+/** The forward pass alone (evaluation, generation). */
+export function buildForwardGraph(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number): ModelGraph {
+  const { t, ids, positions, logits } = forward(config, layout, batch, seqLen);
+  return { graph: t.g, batch, seqLen, ids, ...(positions === undefined ? {} : { positions }), logits };
+}
+
+/** Forward and the summed cross-entropy loss, no backward (evaluation). */
+export function buildEvalGraph(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number): ModelGraph & { eval: { targets: number; lossSum: number } } {
+  const { t, ids, positions, logits } = forward(config, layout, batch, seqLen);
+  const targets = t.g.tensor([batch * seqLen], "i32", "input", "labels");
+  const { lossSum } = crossEntropyLoss(t.g, logits, targets, "loss");
+  return { graph: t.g, batch, seqLen, ids, ...(positions === undefined ? {} : { positions }), logits, eval: { targets, lossSum } };
+}
+
+/** Forward, mean cross-entropy loss and the whole backward pass, as one graph. */
+export function buildTrainingGraph(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number): ModelGraph {
+  const { t, ids, positions, logits } = forward(config, layout, batch, seqLen);
+  const targets = t.g.tensor([batch * seqLen], "i32", "input", "labels");
+  const { lossSum, lossNode } = crossEntropyLoss(t.g, logits, targets, "loss");
+  const { paramGrads } = appendBackward(t.g, lossNode);
+  return { graph: t.g, batch, seqLen, ids, ...(positions === undefined ? {} : { positions }), logits, training: { targets, lossSum, lossNode, paramGrads } };
+}
+
+/** Position ids for a (batch, seqLen) step: 0..seqLen-1 repeated per sequence. */
+export function positionIds(batch: number, seqLen: number): Int32Array {
+  const out = new Int32Array(batch * seqLen);
+  for (let i = 0; i < out.length; i++) out[i] = i % seqLen;
+  return out;
+}

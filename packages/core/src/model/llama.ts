@@ -1,0 +1,45 @@
+import { add, attention, embedding, linear, rmsNorm, rope, swiGlu } from "../ops/index.js";
+import type { Trace } from "./trace.js";
+
+/**
+ * Llama forward (rows = B*T, C = hidden, H / KVH heads of D, F = intermediate):
+ *   x = embed_tokens[ids]
+ *   per layer: h = rmsnorm(x); q,k,v = h·Wq^T, h·Wk^T, h·Wv^T  (rows, H*D | KVH*D)
+ *              q,k = rope(q), rope(k); x += o_proj(attn(q, k, v))   (GQA)
+ *              x += down_proj(silu(gate_proj(h2)) * up_proj(h2)), h2 = rmsnorm(x)
+ *   logits = norm(x) · lm_head^T (or embed_tokens^T when tied)
+ * Weights use torch.nn.Linear's (out, in) layout.
+ */
+export function llamaForward(t: Trace, ids: number): number {
+  const { g, config: c, p } = t;
+  const D = c.hiddenSize / c.numHeads;
+  const dims = { batch: t.batch, seqLen: t.seqLen, headDim: D, theta: c.ropeTheta };
+  let x = embedding(g, ids, p("model.embed_tokens.weight"), "embed");
+  for (let i = 0; i < c.numLayers; i++) {
+    const n = `model.layers.${i}`;
+    x = g.withScope(n, () => {
+      const h = rmsNorm(g, x, p(`${n}.input_layernorm.weight`), c.normEps, `${n}.input_layernorm`);
+      const q = rope(g, linear(g, h, p(`${n}.self_attn.q_proj.weight`), undefined, "out_in", `${n}.q`), { ...dims, heads: c.numHeads }, `${n}.q_rope`);
+      const k = rope(g, linear(g, h, p(`${n}.self_attn.k_proj.weight`), undefined, "out_in", `${n}.k`), { ...dims, heads: c.kvHeads }, `${n}.k_rope`);
+      const v = linear(g, h, p(`${n}.self_attn.v_proj.weight`), undefined, "out_in", `${n}.v`);
+      const a = attention(
+        g,
+        { id: q },
+        { id: k },
+        { id: v },
+        { batch: t.batch, seqLen: t.seqLen, heads: c.numHeads, kvHeads: c.kvHeads, headDim: D },
+        {},
+        `${n}.attn`,
+      );
+      const x1 = add(g, x, linear(g, a, p(`${n}.self_attn.o_proj.weight`), undefined, "out_in", `${n}.o`), `${n}.resid_attn`);
+      const h2 = rmsNorm(g, x1, p(`${n}.post_attention_layernorm.weight`), c.normEps, `${n}.post_attention_layernorm`);
+      const gate = linear(g, h2, p(`${n}.mlp.gate_proj.weight`), undefined, "out_in", `${n}.gate`);
+      const up = linear(g, h2, p(`${n}.mlp.up_proj.weight`), undefined, "out_in", `${n}.up`);
+      const d = linear(g, swiGlu(g, gate, up, `${n}.swiglu`), p(`${n}.mlp.down_proj.weight`), undefined, "out_in", `${n}.down`);
+      return add(g, x1, d, `${n}.resid_mlp`);
+    });
+  }
+  const xf = rmsNorm(g, x, p("model.norm.weight"), c.normEps, "norm");
+  const head = c.tieEmbeddings ? p("model.embed_tokens.weight") : p("lm_head.weight");
+  return linear(g, xf, head, undefined, "out_in", "logits");
+}

@@ -1,0 +1,36 @@
+import type { Graph } from "../graph/graph.js";
+import { addKernelNode } from "../graph/kernel-node.js";
+import { type GradRule, kernelAttrs, operandOf } from "./grad-rule.js";
+
+/** GELU (tanh approximation), element-wise. */
+export function gelu(g: Graph, x: number, name: string): number {
+  const out = g.tensor(g.info(x).shape, g.info(x).dtype, "activation", name);
+  addKernelNode(g, "geluForward", { x, out }, { n: g.elements(x), dtype: g.info(x).dtype }, { grad: "gelu" });
+  return out;
+}
+
+export const geluGrad: GradRule = (node, b, [dOut]) => {
+  const x = operandOf(node, "x");
+  if (dOut === undefined || !b.needsGrad(x)) return;
+  const dX = b.activation(b.graph.info(x).shape, x, `d(${b.graph.info(x).name})`);
+  addKernelNode(b.graph, "geluBackward", { x, dOut, dX }, { ...kernelAttrs(node).args });
+  b.addGrad(x, dX);
+};
+
+/** SwiGLU: silu(gate) * up, element-wise (Llama's MLP). */
+export function swiGlu(g: Graph, gate: number, up: number, name: string): number {
+  const out = g.tensor(g.info(gate).shape, g.info(gate).dtype, "activation", name);
+  addKernelNode(g, "swiGluForward", { gate, up, out }, { n: g.elements(gate), dtype: g.info(gate).dtype }, { grad: "swiGlu" });
+  return out;
+}
+
+export const swiGluGrad: GradRule = (node, b, [dOut]) => {
+  if (dOut === undefined) return;
+  const gate = operandOf(node, "gate");
+  const up = operandOf(node, "up");
+  const dGate = b.activation(b.graph.info(gate).shape, gate, `d(${b.graph.info(gate).name})`);
+  const dUp = b.activation(b.graph.info(up).shape, up, `d(${b.graph.info(up).name})`);
+  addKernelNode(b.graph, "swiGluBackward", { gate, up, dOut, dGate, dUp }, { ...kernelAttrs(node).args });
+  b.addGrad(gate, dGate);
+  b.addGrad(up, dUp);
+};

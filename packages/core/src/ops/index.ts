@@ -1,0 +1,33 @@
+import { linearGrad } from "./linear.js";
+import { embeddingGrad } from "./embedding.js";
+import { addGrad } from "./residual.js";
+import { layerNormGrad, rmsNormGrad } from "./norm.js";
+import { geluGrad, swiGluGrad } from "./activation.js";
+import { ropeGrad } from "./rope.js";
+import { attentionGrad } from "./attention.js";
+import { crossEntropyGrad } from "./loss.js";
+import type { GradRule } from "./grad-rule.js";
+
+/** Gradient rules by name (a forward node's `grad` attribute). */
+export const gradRules: Readonly<Record<string, GradRule>> = {
+  linear: linearGrad,
+  embedding: embeddingGrad,
+  add: addGrad,
+  layerNorm: layerNormGrad,
+  rmsNorm: rmsNormGrad,
+  gelu: geluGrad,
+  swiGlu: swiGluGrad,
+  rope: ropeGrad,
+  attention: attentionGrad,
+  crossEntropy: crossEntropyGrad,
+};
+
+export { linear, type WeightLayout } from "./linear.js";
+export { embedding } from "./embedding.js";
+export { add } from "./residual.js";
+export { layerNorm, rmsNorm } from "./norm.js";
+export { gelu, swiGlu } from "./activation.js";
+export { rope } from "./rope.js";
+export { attention, type AttentionShape } from "./attention.js";
+export { crossEntropyLoss } from "./loss.js";
+export type { GradRule } from "./grad-rule.js";

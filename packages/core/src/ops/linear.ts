@@ -1,0 +1,58 @@
+import type { Graph } from "../graph/graph.js";
+import { addKernelNode } from "../graph/kernel-node.js";
+import { type GradRule, kernelAttrs, operandOf } from "./grad-rule.js";
+
+/**
+ * Weight layouts: "out_in" is torch.nn.Linear's (out, in), y = x W^T;
+ * "in_out" is GPT-2's Conv1D (in, out), y = x W.
+ */
+export type WeightLayout = "out_in" | "in_out";
+
+/** y (N, out) = x (N, in) · W (+ bias). */
+export function linear(g: Graph, x: number, w: number, bias: number | undefined, layout: WeightLayout, name: string): number {
+  const [rows, inF] = g.info(x).shape;
+  const ws = g.info(w).shape;
+  const outF = layout === "out_in" ? ws[0] : ws[1];
+  const wIn = layout === "out_in" ? ws[1] : ws[0];
+  if (wIn !== inF) throw new Error(`${name}: input has ${inF} features, weight ${g.info(w).name} expects ${wIn}`);
+  const y = g.tensor([rows, outF], g.info(x).dtype, "activation", name);
+  addKernelNode(
+    g,
+    "matmul",
+    { a: x, b: w, c: y, ...(bias === undefined ? {} : { bias }) },
+    { m: rows, n: outF, k: inF, transB: layout === "out_in", dtype: g.info(x).dtype },
+    { grad: "linear", extraAttrs: { layout } },
+  );
+  return y;
+}
+
+export const linearGrad: GradRule = (node, b, [dY]) => {
+  if (dY === undefined) return;
+  const g = b.graph;
+  const a = kernelAttrs(node);
+  const layout = node.attrs.layout as WeightLayout;
+  const { m: rows, n: outF, k: inF } = a.args as { m: number; n: number; k: number };
+  const x = operandOf(node, "a");
+  const w = operandOf(node, "b");
+  const dtype = g.info(x).dtype;
+  if (b.needsGrad(x)) {
+    const dX = b.activation([rows, inF], x, `d(${g.info(x).name})`);
+    // dX (rows, in) = dY (rows, out) · W as (out, in)
+    addKernelNode(g, "matmul", { a: dY, b: w, c: dX }, { m: rows, n: inF, k: outF, transB: layout === "in_out", dtype });
+    b.addGrad(x, dX);
+  }
+  if (b.needsGrad(w)) {
+    const dW = b.paramGrad(w);
+    if (layout === "out_in") {
+      // dW (out, in) += dY^T · x
+      addKernelNode(g, "matmul", { a: dY, b: x, c: dW }, { m: outF, n: inF, k: rows, transA: true, accumulate: true, dtype });
+    } else {
+      // dW (in, out) += x^T · dY
+      addKernelNode(g, "matmul", { a: x, b: dY, c: dW }, { m: inF, n: outF, k: rows, transA: true, accumulate: true, dtype });
+    }
+  }
+  const bias = a.operands.bias?.id;
+  if (bias !== undefined && b.needsGrad(bias)) {
+    addKernelNode(g, "sumRows", { x: dY, out: b.paramGrad(bias) }, { rows, cols: outF, accumulate: true, dtype });
+  }
+};

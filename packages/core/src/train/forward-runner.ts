@@ -1,0 +1,54 @@
+import type { Backend, BufferHandle } from "@kiln/contract";
+import { CompiledStep } from "../exec/compiled-step.js";
+import type { ModelConfig } from "../model/config.js";
+import { buildEvalGraph, positionIds } from "../model/build-graph.js";
+import type { ParamLayout } from "../model/param-layout.js";
+import { planStep } from "../plan/plan-step.js";
+
+/**
+ * The forward pass and loss for a fixed (batch, seqLen), over shared parameters:
+ * evaluation losses and logits for generation. The logits stay readable after a
+ * run: the loss is the only thing computed after them and it lives beside them.
+ */
+export class ForwardRunner {
+  private readonly graph;
+  private readonly compiled: CompiledStep;
+  private readonly lossHost = new Float32Array(1);
+
+  constructor(
+    backend: Backend,
+    readonly model: ModelConfig,
+    layout: ParamLayout,
+    params: BufferHandle,
+    readonly batchSize: number,
+    readonly seqLen: number,
+  ) {
+    this.graph = buildEvalGraph(model, layout, batchSize, seqLen);
+    this.compiled = new CompiledStep(this.graph.graph, planStep(this.graph.graph), backend, { params, offsets: layout.offsets });
+    if (this.graph.positions !== undefined) this.compiled.upload(this.graph.positions, positionIds(batchSize, seqLen));
+  }
+
+  /** Device bytes this runner allocated (its arena and I/O). */
+  get allocatedBytes(): number {
+    return this.compiled.allocatedBytes;
+  }
+
+  /** Runs the forward pass; returns the summed loss over targets >= 0 (all -1 targets give 0). */
+  async run(ids: Int32Array, targets?: Int32Array): Promise<number> {
+    this.compiled.upload(this.graph.ids, ids);
+    this.compiled.upload(this.graph.eval.targets, targets ?? new Int32Array(ids.length).fill(-1));
+    this.compiled.run();
+    await this.compiled.download(this.graph.eval.lossSum, this.lossHost);
+    return this.lossHost[0];
+  }
+
+  /** Logits of the last run, (batchSize*seqLen, vocab) row-major. */
+  async logits(out = new Float32Array(this.batchSize * this.seqLen * this.model.vocabSize)): Promise<Float32Array> {
+    await this.compiled.download(this.graph.logits, out);
+    return out;
+  }
+
+  dispose(): void {
+    this.compiled.dispose();
+  }
+}
