@@ -76,9 +76,18 @@ function runOracle<K extends KernelName>(memory: HostMemory, name: K, args: Kern
     views[s.key] = memory.view(op, s.elements * bytesPerElement(s.dtype), `${name}.${s.key}`);
     values[s.key] = decodeElements(views[s.key], s.dtype, s.elements);
   }
+  const before: Record<string, Float64Array> = {};
+  for (const { spec: s } of operands) if (s.role !== "in") before[s.key] = values[s.key].slice();
   oracle[name](args, values);
+  // Store only the elements the oracle changed: strided outputs (dQ, dK, dV slices of
+  // one packed buffer) interleave, and writing a whole extent back would overwrite a
+  // neighbour's fresh values with the stale ones decoded before the call.
   for (const { spec: s } of operands) {
-    if (s.role !== "in") encodeElements(values[s.key], s.dtype, views[s.key]);
+    if (s.role === "in") continue;
+    const v = values[s.key], old = before[s.key], width = bytesPerElement(s.dtype);
+    for (let i = 0; i < v.length; i++) {
+      if (!Object.is(v[i], old[i])) encodeElements([v[i]], s.dtype, views[s.key].subarray(i * width, (i + 1) * width));
+    }
   }
 }
 

@@ -1,0 +1,8 @@
+import { describe } from "vitest";
+import { createReferenceBackend } from "@kiln/contract";
+import { pytorchParity } from "./support/pytorch-parity.js";
+
+describe("PyTorch parity on the reference backend", () => {
+  pytorchParity("gpt2-tiny", () => createReferenceBackend());
+  pytorchParity("llama-tiny", () => createReferenceBackend());
+});
