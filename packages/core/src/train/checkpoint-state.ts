@@ -68,7 +68,7 @@ export async function loadTrainerCheckpoint(trainer: Trainer, path: string): Pro
             hint: "resume with the model config the checkpoint was trained with",
           });
         }
-        const data = await reader.read(name);
+        const { data } = await reader.read(name);
         if (data.byteLength !== elementCount(s.shape) * 4) throw new CheckpointError(`tensor ${name} has the wrong size`, { where: path });
         trainer.backend.upload({ buffer, byteOffset: layout.offsets.get(s.name)! }, data);
       }

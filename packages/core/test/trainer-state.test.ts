@@ -1,0 +1,72 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { CheckpointError, createReferenceBackend } from "@kiln/contract";
+import { resolveModelConfig } from "../src/model/config.js";
+import { Trainer, type TrainerConfig } from "../src/train/trainer.js";
+import { loadTrainerCheckpoint, saveTrainerCheckpoint } from "../src/train/checkpoint-state.js";
+
+const config = (arch: "gpt2" | "llama"): TrainerConfig => ({
+  model: resolveModelConfig({ arch, vocabSize: 24, hiddenSize: 16, numLayers: 2, numHeads: 4, maxSeqLen: 8, ...(arch === "llama" ? { kvHeads: 2, intermediateSize: 32 } : {}) }),
+  batchSize: 2,
+  seqLen: 8,
+  optimizer: { beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 },
+  schedule: { kind: "cosine", peak: 3e-3, min: 3e-4, warmupSteps: 2, maxSteps: 8 },
+  seed: 7,
+});
+
+const batchAt = (step: number) => {
+  const ids = Int32Array.from({ length: 16 }, (_, i) => (i * 5 + step * 3) % 24);
+  const targets = Int32Array.from({ length: 16 }, (_, i) => (i * 5 + step * 3 + 1) % 24);
+  return [{ ids, targets }];
+};
+
+describe.each(["gpt2", "llama"] as const)("%s trainer state", (arch) => {
+  it("resumes from a checkpoint bit-exactly", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kiln-ckpt-"));
+    const file = path.join(dir, "step_3.safetensors");
+    const straight = new Trainer(createReferenceBackend(), config(arch));
+    const lossesA: number[] = [];
+    for (let s = 0; s < 6; s++) lossesA.push((await straight.step(batchAt(s))).loss);
+
+    const first = new Trainer(createReferenceBackend(), config(arch));
+    const lossesB: number[] = [];
+    for (let s = 0; s < 3; s++) lossesB.push((await first.step(batchAt(s))).loss);
+    await saveTrainerCheckpoint(first, file, { "data.cursor": "3" });
+    const resumed = new Trainer(createReferenceBackend(), { ...config(arch), seed: 99 });
+    const meta = await loadTrainerCheckpoint(resumed, file);
+    expect(meta["data.cursor"]).toBe("3");
+    expect(resumed.stepCount).toBe(3);
+    for (let s = 3; s < 6; s++) lossesB.push((await resumed.step(batchAt(s))).loss);
+
+    expect(lossesB).toEqual(lossesA);
+    const a = await straight.readParameters();
+    const b = await resumed.readParameters();
+    for (const [name, v] of a) expect(Buffer.from(b.get(name)!.buffer).equals(Buffer.from(v.buffer)), name).toBe(true);
+    fs.rmSync(dir, { recursive: true });
+  });
+
+  it("refuses a checkpoint of another model, naming the tensor", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kiln-ckpt-"));
+    const file = path.join(dir, "other.safetensors");
+    const other = new Trainer(createReferenceBackend(), { ...config(arch), model: { ...config(arch).model, hiddenSize: 8 } });
+    await saveTrainerCheckpoint(other, file);
+    const trainer = new Trainer(createReferenceBackend(), config(arch));
+    await expect(loadTrainerCheckpoint(trainer, file)).rejects.toThrow(CheckpointError);
+    await expect(loadTrainerCheckpoint(trainer, file)).rejects.toThrow(/the model needs F32 \[/);
+    fs.rmSync(dir, { recursive: true });
+  });
+
+  it("allocates nothing in steady state and peaks exactly at the plan", async () => {
+    const backend = createReferenceBackend();
+    const trainer = new Trainer(backend, config(arch));
+    await trainer.step(batchAt(0));
+    const before = backend.memoryStats();
+    for (let s = 1; s < 4; s++) await trainer.step(batchAt(s));
+    const after = backend.memoryStats();
+    expect(after.allocCalls).toBe(before.allocCalls);
+    expect(after.peakBytes).toBe(trainer.memoryPlan.total);
+    expect(trainer.memoryPlan.activations).toBeLessThan(trainer.memoryPlan.activationsUnpacked);
+  });
+});
