@@ -16,3 +16,5 @@ export { Trainer, type TrainerConfig, type Batch, type StepResult } from "./trai
 export { ForwardRunner } from "./train/forward-runner.js";
 export type { MemoryPlan } from "./train/memory-plan.js";
 export { philox4x32, fillNormal, streamOf } from "./rng/philox.js";
+export { planTrainingMemory, trainingFlopsPerToken } from "./train/plan-training.js";
+export { saveTrainerCheckpoint, loadTrainerCheckpoint, META_STEP, META_MODEL } from "./train/checkpoint-state.js";

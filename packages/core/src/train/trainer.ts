@@ -1,14 +1,14 @@
 import { type Backend, type BufferHandle, KilnError } from "@kiln/contract";
 import { CompiledStep } from "../exec/compiled-step.js";
 import type { ModelConfig } from "../model/config.js";
-import { type ModelGraph, buildTrainingGraph, positionIds } from "../model/build-graph.js";
+import { type ModelGraph, positionIds } from "../model/build-graph.js";
 import { initialParamBytes } from "../model/init-params.js";
-import { type ParamLayout, paramLayout } from "../model/param-layout.js";
+import type { ParamLayout } from "../model/param-layout.js";
 import { AdamW, type AdamWConfig } from "../optim/adamw.js";
 import { type LrScheduleConfig, learningRateAt } from "../optim/lr-schedule.js";
-import { planStep } from "../plan/plan-step.js";
 import { ForwardRunner } from "./forward-runner.js";
-import { type MemoryPlan, totalOf } from "./memory-plan.js";
+import type { MemoryPlan } from "./memory-plan.js";
+import { TRAINER_SCALAR_BYTES, planTraining } from "./plan-training.js";
 
 export interface TrainerConfig {
   model: ModelConfig;
@@ -35,8 +35,6 @@ export interface StepResult {
   /** Tokens processed (every position of every micro-batch). */
   tokens: number;
 }
-
-const SCALAR_BYTES = 64;
 
 /**
  * Trains a model on a backend: plans the step once (exact memory before any
@@ -67,23 +65,17 @@ export class Trainer {
         hint: "lower seq_len or raise model.max_seq_len",
       });
     }
-    this.layout = paramLayout(model, "f32");
-    this.stateLayout = paramLayout(model, "f32");
-    this.model = buildTrainingGraph(model, this.layout, batchSize, seqLen);
-    const plan = planStep(this.model.graph);
-    this.memoryPlan = totalOf({
-      parameters: this.layout.bytes,
-      gradients: this.layout.bytes,
-      optimizerState: 2 * this.stateLayout.bytes,
-      activations: plan.arena.bytes,
-      activationsUnpacked: plan.arena.unpackedBytes,
-      io: plan.inputBytes + plan.constantBytes + plan.outputBytes + SCALAR_BYTES,
-    });
+    const planned = planTraining(model, batchSize, seqLen, "f32");
+    this.layout = planned.layout;
+    this.stateLayout = planned.stateLayout;
+    this.model = planned.graph;
+    this.memoryPlan = planned.memory;
+    const plan = planned.step;
     const params = backend.alloc(this.layout.bytes);
     const grads = backend.alloc(this.layout.bytes);
     const m = backend.alloc(this.stateLayout.bytes);
     const v = backend.alloc(this.stateLayout.bytes);
-    const scalars = backend.alloc(SCALAR_BYTES);
+    const scalars = backend.alloc(TRAINER_SCALAR_BYTES);
     this.buffers = { params, grads, m, v, scalars };
     this.compiled = new CompiledStep(this.model.graph, plan, backend, { params, grads, offsets: this.layout.offsets });
     this.adamw = new AdamW(backend, this.layout, this.stateLayout, { params, grads, m, v }, config.optimizer);

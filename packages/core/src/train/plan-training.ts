@@ -1,0 +1,46 @@
+import type { FloatDType } from "@kiln/contract";
+import type { ModelConfig } from "../model/config.js";
+import { buildTrainingGraph } from "../model/build-graph.js";
+import { paramLayout } from "../model/param-layout.js";
+import { planStep } from "../plan/plan-step.js";
+import { type MemoryPlan, totalOf } from "./memory-plan.js";
+
+/** Bytes of the small scalar buffer a trainer keeps (gradient norm). */
+export const TRAINER_SCALAR_BYTES = 64;
+
+/**
+ * The exact device bytes a Trainer will allocate for (model, batch, seqLen), from
+ * the planned training graph, without allocating anything. With a 16-bit dtype the
+ * parameters, gradients and activations are 16-bit and f32 master weights are added.
+ */
+export function planTrainingMemory(model: ModelConfig, batchSize: number, seqLen: number, dtype: FloatDType = "f32"): MemoryPlan {
+  return planTraining(model, batchSize, seqLen, dtype).memory;
+}
+
+/** The training graph of (model, batch, seqLen), its step plan and its memory plan. */
+export function planTraining(model: ModelConfig, batchSize: number, seqLen: number, dtype: FloatDType = "f32") {
+  const layout = paramLayout(model, dtype);
+  const state = paramLayout(model, "f32");
+  const graph = buildTrainingGraph(model, layout, batchSize, seqLen);
+  const step = planStep(graph.graph);
+  const memory = totalOf({
+    parameters: layout.bytes + (dtype === "f32" ? 0 : state.bytes),
+    gradients: layout.bytes,
+    optimizerState: 2 * state.bytes,
+    activations: step.arena.bytes,
+    activationsUnpacked: step.arena.unpackedBytes,
+    io: step.inputBytes + step.constantBytes + step.outputBytes + TRAINER_SCALAR_BYTES,
+  });
+  return { layout, stateLayout: state, graph, step, memory };
+}
+
+/**
+ * Training FLOPs per token: 6 per parameter that takes part in a matmul (every
+ * parameter but the position embedding) plus attention's score and value products,
+ * 12 * layers * hidden * seqLen (forward 4, backward 8; as in PaLM's MFU accounting).
+ */
+export function trainingFlopsPerToken(model: ModelConfig, seqLen: number): number {
+  const layout = paramLayout(model, "f32");
+  const positions = model.arch === "gpt2" ? model.maxSeqLen * model.hiddenSize : 0;
+  return 6 * (layout.count - positions) + 12 * model.numLayers * model.hiddenSize * seqLen;
+}
