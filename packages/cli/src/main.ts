@@ -1,6 +1,7 @@
 import { Command, CommanderError } from "commander";
 import { KilnError } from "@kiln/contract";
 import { registerDoctor } from "./commands/doctor.js";
+import { registerEstimate } from "./commands/estimate.js";
 import { KILN_VERSION } from "./version.js";
 
 export function buildProgram(): Command {
@@ -10,6 +11,7 @@ export function buildProgram(): Command {
     .exitOverride()
     .showHelpAfterError();
   registerDoctor(program);
+  registerEstimate(program);
   return program;
 }
 

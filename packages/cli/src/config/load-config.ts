@@ -1,0 +1,95 @@
+import fs from "node:fs";
+import { ConfigError } from "@kiln/contract";
+import { LineCounter, type Document, isNode, parseDocument } from "yaml";
+import type { z } from "zod";
+import { didYouMean } from "./did-you-mean.js";
+import { KNOWN_KEYS, type KilnConfig, configSchema } from "./schema.js";
+
+/** A YAML config checked against the schema, with where each key sits in the file. */
+export interface LoadedConfig {
+  path: string;
+  config: KilnConfig;
+  /** The file's text, stored in checkpoints so a run can be reproduced. */
+  text: string;
+}
+
+/** Reads and validates a config file. Every problem becomes a ConfigError naming the file, line and key. */
+export function loadConfigFile(path: string): LoadedConfig {
+  let text: string;
+  try {
+    text = fs.readFileSync(path, "utf8");
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new ConfigError(code === "ENOENT" ? "the config file does not exist" : `cannot read the config file (${code ?? String(err)})`, {
+      where: path,
+      hint: code === "ENOENT" ? "check the path given to -f; ready configs are in models/" : "check the file's permissions",
+    });
+  }
+  return { path, config: parseConfigText(text, path), text };
+}
+
+export function parseConfigText(text: string, path: string): KilnConfig {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false });
+  if (doc.errors.length > 0) {
+    const e = doc.errors[0];
+    const at = lines.linePos(e.pos[0]);
+    throw new ConfigError(`YAML syntax error: ${e.message.split("\n")[0]}`, { where: `${path}:${at.line}`, hint: "fix the YAML syntax at that line" });
+  }
+  const raw = doc.toJS() as unknown;
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
+    throw new ConfigError("the config must be a mapping with model: and trainer: sections", { where: path, hint: "see models/nano-start.yaml for the layout" });
+  }
+  const parsed = configSchema.safeParse(raw);
+  if (!parsed.success) throw issuesToError(parsed.error.issues, doc, lines, path);
+  return parsed.data;
+}
+
+/** Line of the YAML node at `keyPath`, or of its parent when the key is absent. */
+function lineOf(doc: Document, lines: LineCounter, keyPath: readonly PropertyKey[]): number | undefined {
+  for (let n = keyPath.length; n >= 0; n--) {
+    const node = doc.getIn(keyPath.slice(0, n) as (string | number)[], true);
+    if (isNode(node) && node.range) return lines.linePos(node.range[0]).line;
+  }
+  return undefined;
+}
+
+function describeValue(v: unknown): string {
+  return typeof v === "string" ? `"${v}"` : JSON.stringify(v);
+}
+
+function issuesToError(issues: readonly z.core.$ZodIssue[], doc: Document, lines: LineCounter, path: string): ConfigError {
+  const messages: string[] = [];
+  let firstLine: number | undefined;
+  let hint = "fix the value; see models/nano-start.yaml for a complete example";
+  for (const issue of issues) {
+    const keyPath = issue.path.map(String);
+    const section = keyPath.join(".");
+    if (issue.code === "unrecognized_keys") {
+      for (const key of issue.keys) {
+        const full = section ? `${section}.${key}` : key;
+        const suggestion = didYouMean(key, KNOWN_KEYS[section] ?? []);
+        const line = lineOf(doc, lines, [...keyPath, key]);
+        firstLine ??= line;
+        messages.push(`unknown key ${full}${line ? ` (line ${line})` : ""}${suggestion ? `; did you mean ${section ? `${section}.` : ""}${suggestion}?` : ""}`);
+        if (suggestion) hint = `rename ${full} to ${section ? `${section}.` : ""}${suggestion}`;
+        else hint = `remove ${full}; ${section || "the top level"} accepts ${(KNOWN_KEYS[section] ?? []).join(", ")}`;
+      }
+      continue;
+    }
+    const line = lineOf(doc, lines, keyPath);
+    firstLine ??= line;
+    const value = doc.getIn(keyPath as string[]);
+    const where = `${section}${line ? ` (line ${line})` : ""}`;
+    if (issue.code === "invalid_type") {
+      messages.push(value === undefined ? `${where} is required` : `${where} must be ${issue.expected === "int" ? "an integer" : `a ${issue.expected}`}, got ${describeValue(value)}`);
+    } else if (issue.code === "too_small" || issue.code === "too_big") {
+      messages.push(`${where} is ${describeValue(value)}: ${issue.message.replace(/^Too (small|big): expected number to be /, "must be ")}`);
+    } else if (issue.code === "invalid_value") {
+      messages.push(`${where} is ${describeValue(value)}, expected one of ${issue.values.map((v) => describeValue(v)).join(", ")}`);
+    } else {
+      messages.push(`${where}: ${issue.message}${value === undefined ? "" : ` (got ${describeValue(value)})`}`);
+    }
+  }
+  return new ConfigError(messages.join("\n  "), { where: firstLine ? `${path}:${firstLine}` : path, hint });
+}

@@ -1,0 +1,79 @@
+import { z } from "zod";
+
+const positiveInt = z.number().int().positive();
+const nonNegativeInt = z.number().int().nonnegative();
+
+/** `model:` — Oxidizr's field names where they exist. */
+export const modelSchema = z
+  .object({
+    arch: z.enum(["gpt2", "llama"]).default("llama"),
+    vocab_size: positiveInt,
+    hidden_size: positiveInt,
+    num_layers: positiveInt,
+    num_heads: positiveInt,
+    kv_heads: positiveInt.optional(),
+    max_seq_len: positiveInt,
+    intermediate_size: positiveInt.optional(),
+    rope_theta: z.number().positive().optional(),
+    norm_eps: z.number().positive().optional(),
+    tie_embeddings: z.boolean().optional(),
+  })
+  .strict();
+
+/** `trainer:` — Oxidizr's field names where they exist, plus kiln's. */
+export const trainerSchema = z
+  .object({
+    learning_rate: z.number().positive().default(3e-4),
+    min_learning_rate: z.number().nonnegative().optional(),
+    batch_size: positiveInt.default(8),
+    seq_len: positiveInt.optional(),
+    max_steps: positiveInt.optional(),
+    num_epochs: z.number().positive().optional(),
+    gradient_accumulation: positiveInt.default(1),
+    checkpoint_dir: z.string().min(1).optional(),
+    log_interval: positiveInt.default(10),
+    save_interval: positiveInt.default(500),
+    eval_interval: positiveInt.default(200),
+    eval_iters: positiveInt.default(10),
+    warmup_steps: nonNegativeInt.default(0),
+    lr_schedule: z.enum(["cosine", "linear", "constant"]).default("cosine"),
+    weight_decay: z.number().nonnegative().default(0.1),
+    beta1: z.number().min(0).lt(1).default(0.9),
+    beta2: z.number().min(0).lt(1).default(0.95),
+    eps: z.number().positive().default(1e-8),
+    grad_clip: z.number().nonnegative().default(1.0),
+    target_device: z.enum(["cpu", "gpu"]).default("cpu"),
+    dtype: z.enum(["f32", "bf16", "f16"]).default("f32"),
+    seed: nonNegativeInt.default(1337),
+    prefetch: nonNegativeInt.default(2),
+  })
+  .strict();
+
+/** `data:` — where tokens come from (the CLI's -d overrides `path`). */
+export const dataSchema = z
+  .object({
+    path: z.string().min(1).optional(),
+    tokenizer: z.enum(["gpt2", "cl100k", "o200k", "bytes"]).optional(),
+    val_fraction: z.number().min(0).lt(1).default(0.01),
+  })
+  .strict();
+
+export const configSchema = z
+  .object({
+    model: modelSchema,
+    trainer: trainerSchema.default(trainerSchema.parse({})),
+    data: dataSchema.default(dataSchema.parse({})),
+  })
+  .strict();
+
+export type KilnConfig = z.infer<typeof configSchema>;
+export type ModelSection = z.infer<typeof modelSchema>;
+export type TrainerSection = z.infer<typeof trainerSchema>;
+
+/** Every key each section accepts (for did-you-mean). */
+export const KNOWN_KEYS: Record<string, readonly string[]> = {
+  "": Object.keys(configSchema.shape),
+  model: Object.keys(modelSchema.shape),
+  trainer: Object.keys(trainerSchema.shape),
+  data: Object.keys(dataSchema.shape),
+};

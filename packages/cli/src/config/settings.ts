@@ -1,0 +1,129 @@
+import path from "node:path";
+import { ConfigError } from "@kiln/contract";
+import { type ModelConfig, resolveModelConfig } from "@kiln/core";
+import type { LoadedConfig } from "./load-config.js";
+
+/** Flags that override the config file (undefined = keep the file's value). */
+export interface ConfigOverrides {
+  batchSize?: number;
+  seqLen?: number;
+  gradAccum?: number;
+  maxSteps?: number;
+  targetDevice?: "cpu" | "gpu";
+  dtype?: "f32" | "bf16" | "f16";
+  seed?: number;
+  evalInterval?: number;
+  logInterval?: number;
+  prefetch?: number;
+  outputDir?: string;
+  data?: string;
+}
+
+/** Everything a training run needs, resolved from the file, the flags and the defaults. */
+export interface RunSettings {
+  configPath: string;
+  configText: string;
+  model: ModelConfig;
+  batchSize: number;
+  seqLen: number;
+  gradAccum: number;
+  maxSteps: number | undefined;
+  numEpochs: number | undefined;
+  lr: number;
+  minLr: number;
+  warmupSteps: number;
+  schedule: "cosine" | "linear" | "constant";
+  weightDecay: number;
+  beta1: number;
+  beta2: number;
+  eps: number;
+  gradClip: number;
+  logInterval: number;
+  saveInterval: number;
+  evalInterval: number;
+  evalIters: number;
+  targetDevice: "cpu" | "gpu";
+  dtype: "f32" | "bf16" | "f16";
+  seed: number;
+  prefetch: number;
+  /** Where checkpoints and metrics.jsonl go. */
+  outputDir: string;
+  dataPath: string | undefined;
+  tokenizer: string | undefined;
+  valFraction: number;
+}
+
+/** Applies flags over the file and checks what no single key can: divisibility, lengths, ranges. */
+export function resolveSettings(loaded: LoadedConfig, o: ConfigOverrides = {}): RunSettings {
+  const { model: m, trainer: t, data } = loaded.config;
+  const file = loaded.path;
+  const fail = (key: string, message: string, hint: string): never => {
+    throw new ConfigError(message, { where: `${file} (${key})`, hint });
+  };
+  const kvHeads = m.kv_heads ?? m.num_heads;
+  if (m.hidden_size % m.num_heads !== 0) {
+    fail("model.hidden_size", `hidden_size ${m.hidden_size} is not divisible by num_heads ${m.num_heads}`, `pick a hidden_size that is a multiple of ${m.num_heads} (e.g. ${Math.ceil(m.hidden_size / m.num_heads) * m.num_heads}) or change num_heads`);
+  }
+  if (m.num_heads % kvHeads !== 0) {
+    fail("model.kv_heads", `num_heads ${m.num_heads} is not a multiple of kv_heads ${kvHeads}`, "kv_heads must divide num_heads (grouped-query attention)");
+  }
+  if (m.arch === "llama" && (m.hidden_size / m.num_heads) % 2 !== 0) {
+    fail("model.num_heads", `head size ${m.hidden_size / m.num_heads} is odd; rotary embeddings need an even head size`, "change hidden_size or num_heads so hidden_size / num_heads is even");
+  }
+  if (m.arch === "gpt2" && m.kv_heads !== undefined && m.kv_heads !== m.num_heads) {
+    fail("model.kv_heads", "the gpt2 architecture has no grouped-query attention", "remove kv_heads or use arch: llama");
+  }
+  const seqLen = o.seqLen ?? t.seq_len ?? m.max_seq_len;
+  if (seqLen > m.max_seq_len) {
+    fail(o.seqLen !== undefined ? "--seq-len" : "trainer.seq_len", `seq_len ${seqLen} is longer than model.max_seq_len ${m.max_seq_len}`, `use --seq-len ${m.max_seq_len} or less, or raise model.max_seq_len`);
+  }
+  const model = resolveModelConfig({
+    arch: m.arch,
+    vocabSize: m.vocab_size,
+    hiddenSize: m.hidden_size,
+    numLayers: m.num_layers,
+    numHeads: m.num_heads,
+    kvHeads,
+    maxSeqLen: m.max_seq_len,
+    ...(m.intermediate_size === undefined ? {} : { intermediateSize: m.intermediate_size }),
+    ...(m.rope_theta === undefined ? {} : { ropeTheta: m.rope_theta }),
+    ...(m.norm_eps === undefined ? {} : { normEps: m.norm_eps }),
+    ...(m.tie_embeddings === undefined ? {} : { tieEmbeddings: m.tie_embeddings }),
+  });
+  const maxSteps = o.maxSteps ?? t.max_steps;
+  if (maxSteps === undefined && t.num_epochs === undefined) {
+    fail("trainer.max_steps", "neither trainer.max_steps nor trainer.num_epochs is set, so training would never end", "set trainer.max_steps (or pass --max-steps), or trainer.num_epochs");
+  }
+  const name = path.basename(file).replace(/\.ya?ml$/i, "");
+  return {
+    configPath: file,
+    configText: loaded.text,
+    model,
+    batchSize: o.batchSize ?? t.batch_size,
+    seqLen,
+    gradAccum: o.gradAccum ?? t.gradient_accumulation,
+    maxSteps,
+    numEpochs: t.num_epochs,
+    lr: t.learning_rate,
+    minLr: t.min_learning_rate ?? t.learning_rate / 10,
+    warmupSteps: t.warmup_steps,
+    schedule: t.lr_schedule,
+    weightDecay: t.weight_decay,
+    beta1: t.beta1,
+    beta2: t.beta2,
+    eps: t.eps,
+    gradClip: t.grad_clip,
+    logInterval: o.logInterval ?? t.log_interval,
+    saveInterval: t.save_interval,
+    evalInterval: o.evalInterval ?? t.eval_interval,
+    evalIters: t.eval_iters,
+    targetDevice: o.targetDevice ?? t.target_device,
+    dtype: o.dtype ?? t.dtype,
+    seed: o.seed ?? t.seed,
+    prefetch: o.prefetch ?? t.prefetch,
+    outputDir: o.outputDir ?? t.checkpoint_dir ?? path.join("checkpoints", name),
+    dataPath: o.data ?? data.path,
+    tokenizer: data.tokenizer,
+    valFraction: data.val_fraction,
+  };
+}

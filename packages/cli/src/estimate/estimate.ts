@@ -1,0 +1,51 @@
+import { type ModelConfig, type MemoryPlan, paramLayout, planTrainingMemory, trainingFlopsPerToken } from "@kiln/core";
+import type { DeviceProfile } from "./devices.js";
+
+export interface Estimate {
+  parameters: number;
+  tokensPerStep: number;
+  flopsPerToken: number;
+  flopsPerStep: number;
+  memory: MemoryPlan;
+  device: DeviceProfile;
+  /** Fraction of device memory the plan uses. */
+  fits: boolean;
+  usedFraction: number;
+  /** Largest micro-batch whose plan stays within 90% of device memory (0: not even 1). */
+  largestBatch: number;
+  /** Step time at 100% of peak (a lower bound). */
+  idealStepSeconds: number;
+}
+
+export const HEADROOM = 0.9;
+
+/** Memory and FLOPs of training `model` with these sizes on `device`, from the exact plan. */
+export function estimateTraining(model: ModelConfig, batch: number, seqLen: number, gradAccum: number, dtype: "f32" | "bf16" | "f16", device: DeviceProfile): Estimate {
+  const memory = planTrainingMemory(model, batch, seqLen, dtype);
+  const tokensPerStep = batch * seqLen * gradAccum;
+  const flopsPerToken = trainingFlopsPerToken(model, seqLen);
+  const budget = device.memoryBytes * HEADROOM;
+  let lo = 0;
+  let hi = 1;
+  while (hi <= 65536 && planTrainingMemory(model, hi, seqLen, dtype).total <= budget) {
+    lo = hi;
+    hi *= 2;
+  }
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >> 1;
+    if (planTrainingMemory(model, mid, seqLen, dtype).total <= budget) lo = mid;
+    else hi = mid;
+  }
+  return {
+    parameters: paramLayout(model).count,
+    tokensPerStep,
+    flopsPerToken,
+    flopsPerStep: flopsPerToken * tokensPerStep,
+    memory,
+    device,
+    fits: memory.total <= device.memoryBytes,
+    usedFraction: memory.total / device.memoryBytes,
+    largestBatch: lo,
+    idealStepSeconds: (flopsPerToken * tokensPerStep) / device.peakFlops[dtype],
+  };
+}
