@@ -2,6 +2,7 @@ export * from "./checkpoint/index.js";
 export { Graph, type GraphNode } from "./graph/graph.js";
 export type { TensorInfo, TensorKind } from "./graph/tensor.js";
 export { appendBackward } from "./autodiff/append-backward.js";
+export { rematerialize, type RecomputePolicy } from "./autodiff/rematerialize.js";
 export { planStep, type StepPlan } from "./plan/plan-step.js";
 export { packArena, type ArenaPacking } from "./plan/pack-arena.js";
 export { tensorLifetimes, type Lifetime } from "./plan/liveness.js";

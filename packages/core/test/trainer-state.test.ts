@@ -70,3 +70,17 @@ describe.each(["gpt2", "llama"] as const)("%s trainer state", (arch) => {
     expect(trainer.memoryPlan.activations).toBeLessThan(trainer.memoryPlan.activationsUnpacked);
   });
 });
+
+describe("activation recomputation", () => {
+  it("shrinks the planned arena and leaves the training numbers unchanged", async () => {
+    const kept = new Trainer(createReferenceBackend(), { ...config("gpt2"), recompute: "none" });
+    const recomputed = new Trainer(createReferenceBackend(), { ...config("gpt2"), recompute: "cheap" });
+    expect(recomputed.memoryPlan.activations).toBeLessThan(kept.memoryPlan.activations);
+    for (let s = 0; s < 3; s++) {
+      const a = await kept.step(batchAt(s));
+      const b = await recomputed.step(batchAt(s));
+      expect(b.loss).toBe(a.loss);
+      expect(b.gradNorm).toBe(a.gradNorm);
+    }
+  });
+});

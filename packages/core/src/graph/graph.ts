@@ -55,6 +55,12 @@ export class Graph {
     return n;
   }
 
+  /** Replaces the node list (a graph rewrite), renumbering the nodes in their new order. */
+  setNodes(nodes: readonly Omit<GraphNode, "index">[]): void {
+    this.nodes.length = 0;
+    nodes.forEach((n, index) => this.nodes.push({ ...n, index }));
+  }
+
   /** Runs `body` with `name` appended to the scope of the nodes it creates. */
   withScope<T>(name: string, body: () => T): T {
     this.scopes.push(name);

@@ -1,5 +1,6 @@
 import type { Graph } from "../graph/graph.js";
 import { appendBackward } from "../autodiff/append-backward.js";
+import { type RecomputePolicy, rematerialize } from "../autodiff/rematerialize.js";
 import { crossEntropyLoss } from "../ops/index.js";
 import type { ModelConfig } from "./config.js";
 import { gpt2Forward } from "./gpt2.js";
@@ -43,11 +44,12 @@ export function buildEvalGraph(config: ModelConfig, layout: ParamLayout, batch: 
 }
 
 /** Forward, mean cross-entropy loss and the whole backward pass, as one graph. */
-export function buildTrainingGraph(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number): ModelGraph {
+export function buildTrainingGraph(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number, recompute: RecomputePolicy = "cheap"): ModelGraph {
   const { t, ids, positions, logits } = forward(config, layout, batch, seqLen);
   const targets = t.g.tensor([batch * seqLen], "i32", "input", "labels");
   const { lossSum, lossNode } = crossEntropyLoss(t.g, logits, targets, "loss");
   const { paramGrads } = appendBackward(t.g, lossNode);
+  rematerialize(t.g, recompute);
   return { graph: t.g, batch, seqLen, ids, ...(positions === undefined ? {} : { positions }), logits, training: { targets, lossSum, lossNode, paramGrads } };
 }
 

@@ -1,4 +1,5 @@
 import type { Graph } from "../graph/graph.js";
+import { mergeInPlace } from "./in-place.js";
 import { tensorLifetimes } from "./liveness.js";
 import { type ArenaPacking, alignUp, packArena } from "./pack-arena.js";
 
@@ -35,8 +36,15 @@ export function planStep(g: Graph): StepPlan {
   const inputs = sequential(g, "input");
   const constants = sequential(g, "constant");
   const outputs = sequential(g, "output");
+  const merged = mergeInPlace(g, tensorLifetimes(g, ACTIVATION_KINDS));
+  const arena = packArena(merged.lifetimes);
+  for (const [id, target] of merged.alias) {
+    let r = target;
+    while (merged.alias.has(r)) r = merged.alias.get(r)!;
+    arena.offsets.set(id, arena.offsets.get(r)!);
+  }
   return {
-    arena: packArena(tensorLifetimes(g, ACTIVATION_KINDS)),
+    arena,
     inputs: inputs.offsets,
     inputBytes: inputs.bytes,
     constants: constants.offsets,

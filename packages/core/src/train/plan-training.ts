@@ -3,6 +3,7 @@ import type { ModelConfig } from "../model/config.js";
 import { buildTrainingGraph } from "../model/build-graph.js";
 import { paramLayout } from "../model/param-layout.js";
 import { planStep } from "../plan/plan-step.js";
+import type { RecomputePolicy } from "../autodiff/rematerialize.js";
 import { type MemoryPlan, totalOf } from "./memory-plan.js";
 
 /** Bytes of the small scalar buffer a trainer keeps (gradient norm). */
@@ -13,15 +14,15 @@ export const TRAINER_SCALAR_BYTES = 64;
  * the planned training graph, without allocating anything. With a 16-bit dtype the
  * parameters, gradients and activations are 16-bit and f32 master weights are added.
  */
-export function planTrainingMemory(model: ModelConfig, batchSize: number, seqLen: number, dtype: FloatDType = "f32"): MemoryPlan {
-  return planTraining(model, batchSize, seqLen, dtype).memory;
+export function planTrainingMemory(model: ModelConfig, batchSize: number, seqLen: number, dtype: FloatDType = "f32", recompute: RecomputePolicy = "cheap"): MemoryPlan {
+  return planTraining(model, batchSize, seqLen, dtype, recompute).memory;
 }
 
 /** The training graph of (model, batch, seqLen), its step plan and its memory plan. */
-export function planTraining(model: ModelConfig, batchSize: number, seqLen: number, dtype: FloatDType = "f32") {
+export function planTraining(model: ModelConfig, batchSize: number, seqLen: number, dtype: FloatDType = "f32", recompute: RecomputePolicy = "cheap") {
   const layout = paramLayout(model, dtype);
   const state = paramLayout(model, "f32");
-  const graph = buildTrainingGraph(model, layout, batchSize, seqLen);
+  const graph = buildTrainingGraph(model, layout, batchSize, seqLen, recompute);
   const step = planStep(graph.graph);
   const memory = totalOf({
     parameters: layout.bytes + (dtype === "f32" ? 0 : state.bytes),

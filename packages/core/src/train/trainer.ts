@@ -5,6 +5,7 @@ import { type ModelGraph, positionIds } from "../model/build-graph.js";
 import { initialParamBytes } from "../model/init-params.js";
 import type { ParamLayout } from "../model/param-layout.js";
 import { AdamW, type AdamWConfig } from "../optim/adamw.js";
+import type { RecomputePolicy } from "../autodiff/rematerialize.js";
 import { type LrScheduleConfig, learningRateAt } from "../optim/lr-schedule.js";
 import { ForwardRunner } from "./forward-runner.js";
 import type { MemoryPlan } from "./memory-plan.js";
@@ -17,6 +18,8 @@ export interface TrainerConfig {
   optimizer: AdamWConfig & { gradClip: number };
   schedule: LrScheduleConfig;
   seed: number;
+  /** Activations recomputed in the backward pass instead of kept (default "cheap"). */
+  recompute?: RecomputePolicy;
 }
 
 /** One micro-batch: token ids and next-token targets, batchSize*seqLen each (targets < 0 are ignored). */
@@ -65,7 +68,7 @@ export class Trainer {
         hint: "lower seq_len or raise model.max_seq_len",
       });
     }
-    const planned = planTraining(model, batchSize, seqLen, "f32");
+    const planned = planTraining(model, batchSize, seqLen, "f32", config.recompute ?? "cheap");
     this.layout = planned.layout;
     this.stateLayout = planned.stateLayout;
     this.model = planned.graph;

@@ -1,0 +1,60 @@
+import type { Graph, GraphNode } from "../graph/graph.js";
+import type { BoundOperand, KernelNodeAttrs } from "../graph/kernel-node.js";
+
+/** Which activations the backward pass recomputes instead of keeping from the forward pass. */
+export type RecomputePolicy = "none" | "cheap";
+
+/** Forward kernels cheap enough (element-wise or one pass over a row) to run again in backward. */
+const CHEAP = new Set(["geluForward", "layerNormForward", "rmsNormForward", "swiGluForward"]);
+
+/**
+ * Activation recomputation: where a backward node reads an activation made by a
+ * recomputable forward node, a copy of that node is inserted just before it and
+ * the backward node reads the copy. The forward activation then dies at its last
+ * forward use, so the arena shrinks (GELU and norm outputs, ~30% of a GPT-2
+ * block's saved bytes) for the price of repeating those cheap kernels.
+ */
+export function rematerialize(g: Graph, policy: RecomputePolicy): void {
+  if (policy === "none") return;
+  const firstBackward = g.nodes.findIndex((n) => n.backward);
+  if (firstBackward < 0) return;
+  const producer = new Map<number, GraphNode>();
+  for (const n of g.nodes.slice(0, firstBackward)) for (const t of n.outputs) producer.set(t, n);
+  const recomputable = (n: GraphNode | undefined) => n !== undefined && n.op === "kernel" && CHEAP.has((n.attrs as unknown as KernelNodeAttrs).kernel);
+
+  const out: Omit<GraphNode, "index">[] = g.nodes.slice(0, firstBackward);
+  const copies = new Map<number, number>();
+
+  const remap = (attrs: KernelNodeAttrs): KernelNodeAttrs => {
+    const operands: Record<string, BoundOperand> = {};
+    for (const [k, b] of Object.entries(attrs.operands)) operands[k] = { ...b, id: copies.get(b.id) ?? b.id };
+    return { ...attrs, operands };
+  };
+
+  /** Makes sure a recomputed copy of `t` exists, recomputing its inputs first where they are recomputable too. */
+  const ensure = (t: number): void => {
+    if (copies.has(t)) return;
+    const n = producer.get(t)!;
+    for (const i of n.inputs) if (g.info(i).kind === "activation" && recomputable(producer.get(i))) ensure(i);
+    for (const o of n.outputs) {
+      const info = g.info(o);
+      copies.set(o, g.tensor(info.shape, info.dtype, info.kind, `${info.name} (recomputed)`));
+    }
+    const attrs = remap(n.attrs as unknown as KernelNodeAttrs);
+    out.push({
+      op: n.op,
+      inputs: n.inputs.map((i) => copies.get(i) ?? i),
+      outputs: n.outputs.map((o) => copies.get(o)!),
+      attrs: { ...n.attrs, ...attrs, grad: undefined },
+      scope: n.scope,
+      backward: true,
+    });
+  };
+
+  for (const n of g.nodes.slice(firstBackward)) {
+    for (const t of n.inputs) if (g.info(t).kind === "activation" && recomputable(producer.get(t))) ensure(t);
+    const attrs = remap(n.attrs as unknown as KernelNodeAttrs);
+    out.push({ ...n, inputs: n.inputs.map((i) => copies.get(i) ?? i), outputs: n.outputs.map((o) => copies.get(o) ?? o), attrs: { ...n.attrs, ...attrs } });
+  }
+  g.setNodes(out);
+}
