@@ -1,0 +1,30 @@
+import type { KernelRuntime } from "./kernel-runtime.js";
+
+export interface CeilingResult {
+  threads: number;
+  seconds: number;
+  flops: number;
+  gflops: number;
+}
+
+/**
+ * Register-only f32x4 multiply-add throughput (csrc/ceiling.c) on `threads`
+ * threads: the upper bound for any kernel of this build. Each thread runs
+ * `iterations` rounds of its chains.
+ */
+export function measureCeiling(rt: KernelRuntime, iterations: number, threads: number): CeilingResult {
+  const n = Math.max(1, Math.min(threads, rt.info.threads));
+  const out = rt.heap.alloc(4 * n);
+  try {
+    const view = new DataView(rt.memory.buffer, rt.argsPtr, 8);
+    view.setInt32(0, iterations, true);
+    view.setUint32(4, out, true);
+    const t0 = performance.now();
+    rt.run("kiln_ceiling_madd", n);
+    const seconds = (performance.now() - t0) / 1000;
+    const flops = iterations * rt.exports.kiln_ceiling_chains() * 8 * n;
+    return { threads: n, seconds, flops, gflops: flops / seconds / 1e9 };
+  } finally {
+    rt.heap.release(out);
+  }
+}

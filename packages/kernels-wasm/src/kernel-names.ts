@@ -1,0 +1,12 @@
+/**
+ * Entry points every kernel module exports with the pool calling convention
+ * `(argsPtr, thread, nthreads)`. A kernel is addressed by its index here,
+ * both on the calling thread and in the workers.
+ */
+export const KERNEL_NAMES = ["kiln_matmul_f32", "kiln_ceiling_madd"] as const;
+
+export type KernelName = (typeof KERNEL_NAMES)[number];
+
+export function kernelIndex(name: KernelName): number {
+  return KERNEL_NAMES.indexOf(name);
+}

@@ -1,0 +1,147 @@
+import { instantiateKernels, kernelEntry, type KernelExports } from "./kernel-instance.js";
+import { KERNEL_NAMES, kernelIndex, type KernelName } from "./kernel-names.js";
+import { SharedHeap, WASM32_MAX_BYTES, WASM_PAGE_BYTES } from "./shared-heap.js";
+import { chooseSimdVariant, type SimdVariant } from "./simd-support.js";
+import { canBlockOnAtomics, createInlinePool, createWorkerPool, type ThreadPool } from "./thread-pool.js";
+import { hasKernelModule, loadKernelModule, type MemoryKind } from "./wasm-module-loader.js";
+
+export interface RuntimeOptions {
+  /** Threads for kernels, the calling thread included. Default: every core. */
+  threads?: number;
+  /** "auto" (default) picks relaxed SIMD where the engine has it. */
+  simd?: SimdVariant | "auto";
+  /** Upper bound of the linear memory, at most 4 GiB (the default). */
+  maxMemoryBytes?: number;
+  /** Atomics.load polls before a waiting thread sleeps; more = lower call latency, more idle CPU. */
+  spinIterations?: number;
+  /** Work (flops) a thread must get before another one is woken for a call (default 2^19). */
+  minFlopsPerThread?: number;
+}
+
+export interface RuntimeInfo {
+  simd: SimdVariant;
+  /** Threads kernels run on, the calling thread included. */
+  threads: number;
+  /** Whether memory is a shared WebAssembly.Memory (false in the single-threaded fallback). */
+  sharedMemory: boolean;
+  /** Why fewer threads than asked for are used, when that happens. */
+  threadLimitReason?: string;
+  /** Register tile and k block of the matmul kernel. */
+  matmulTile: { mr: number; nr: number; kc: number };
+  maxMemoryBytes: number;
+  minFlopsPerThread: number;
+}
+
+/** Bytes of stack each thread's instance gets; kernels keep big buffers in scratch, not on the stack. */
+const STACK_BYTES = 256 * 1024;
+const INITIAL_MEMORY_BYTES = 16 * 1024 * 1024;
+const ARGS_BLOCK_BYTES = 256;
+/** Below this many flops per thread, waking another thread costs more than it saves. */
+const DEFAULT_MIN_FLOPS_PER_THREAD = 1 << 19;
+
+/** One kernel module on one linear memory, its heap, and the threads that run it. */
+export interface KernelRuntime {
+  readonly info: RuntimeInfo;
+  readonly memory: WebAssembly.Memory;
+  readonly heap: SharedHeap;
+  /** The calling thread's instance. */
+  readonly exports: KernelExports;
+  /** A small block reserved for the argument struct of the call in flight. */
+  readonly argsPtr: number;
+  /** Per-thread matmul scratch: thread t owns [matmulScratch + t * matmulScratchStride, +stride). */
+  readonly matmulScratch: number;
+  readonly matmulScratchStride: number;
+  /** Runs `name` on `active` threads (clamped to the pool) with the argument block at argsPtr. */
+  run(name: KernelName, active: number): void;
+  dispose(): Promise<void>;
+}
+
+/** Logical cores: os.availableParallelism() in Node, navigator.hardwareConcurrency in browsers. */
+async function coreCount(): Promise<number> {
+  if (typeof process !== "undefined" && typeof process.versions?.node === "string") {
+    const os = await import("node:os");
+    return os.availableParallelism();
+  }
+  const nav = (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator;
+  return nav?.hardwareConcurrency ?? 1;
+}
+
+/** A memory with the largest maximum the engine grants, from `maxBytes` down to 256 MiB. */
+function createMemory(shared: boolean, maxBytes: number): { memory: WebAssembly.Memory; maxBytes: number } {
+  let maximum = Math.floor(maxBytes / WASM_PAGE_BYTES);
+  const initial = INITIAL_MEMORY_BYTES / WASM_PAGE_BYTES;
+  for (;;) {
+    try {
+      return { memory: new WebAssembly.Memory({ initial, maximum, shared }), maxBytes: maximum * WASM_PAGE_BYTES };
+    } catch (error) {
+      if (maximum <= 4096) throw error;
+      maximum = Math.max(4096, maximum >> 1);
+    }
+  }
+}
+
+export async function createKernelRuntime(options: RuntimeOptions = {}): Promise<KernelRuntime> {
+  let simd = await chooseSimdVariant(options.simd ?? "auto");
+  if (options.threads !== undefined && !(Number.isInteger(options.threads) && options.threads >= 1)) {
+    throw new RangeError(`threads must be a positive integer, got ${options.threads}`);
+  }
+  const wanted = options.threads ?? (await coreCount());
+
+  let threadLimitReason: string | undefined;
+  let memoryKind: MemoryKind = "shared";
+  if (wanted > 1 && !canBlockOnAtomics()) {
+    threadLimitReason =
+      typeof SharedArrayBuffer === "undefined"
+        ? "SharedArrayBuffer is unavailable (browsers need Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp)"
+        : "this thread may not block in Atomics.wait (a browser main thread): create the kernels inside a Worker";
+  }
+  if (typeof SharedArrayBuffer === "undefined") memoryKind = "single";
+  const threads = threadLimitReason ? 1 : wanted;
+
+  if (simd === "relaxed" && options.simd !== "relaxed" && !(await hasKernelModule("relaxed", memoryKind))) simd = "plain";
+  const module = await loadKernelModule(simd, memoryKind);
+  const maxMemoryBytes = Math.min(options.maxMemoryBytes ?? WASM32_MAX_BYTES, WASM32_MAX_BYTES);
+  const { memory, maxBytes: grantedMax } = createMemory(memoryKind === "shared", maxMemoryBytes);
+
+  const exports = instantiateKernels(module, memory);
+  const heap = new SharedHeap(memory, exports.__heap_base.value >>> 0, grantedMax);
+  const stackTops = Array.from({ length: threads }, () => heap.alloc(STACK_BYTES) + STACK_BYTES);
+  exports.__stack_pointer.value = stackTops[0];
+
+  const argsPtr = heap.alloc(ARGS_BLOCK_BYTES);
+  const matmulScratchStride = Math.ceil(exports.kiln_matmul_scratch_bytes() / 64) * 64;
+  const matmulScratch = heap.alloc(matmulScratchStride * threads);
+  heap.resetPeak();
+
+  const callerKernels = KERNEL_NAMES.map((name) => kernelEntry(exports, name));
+  const spinIterations = options.spinIterations ?? 20_000;
+  const pool: ThreadPool =
+    threads === 1
+      ? createInlinePool(callerKernels)
+      : await createWorkerPool({ module, memory, kernelNames: KERNEL_NAMES, callerKernels, stackTops, threads, spinIterations });
+
+  const tile = exports.kiln_matmul_tile_shape();
+  const info: RuntimeInfo = {
+    simd,
+    threads,
+    sharedMemory: memoryKind === "shared",
+    ...(threadLimitReason ? { threadLimitReason } : {}),
+    matmulTile: { mr: tile & 0xff, nr: (tile >> 8) & 0xff, kc: tile >>> 16 },
+    maxMemoryBytes: grantedMax,
+    minFlopsPerThread: options.minFlopsPerThread ?? DEFAULT_MIN_FLOPS_PER_THREAD,
+  };
+
+  return {
+    info,
+    memory,
+    heap,
+    exports,
+    argsPtr,
+    matmulScratch,
+    matmulScratchStride,
+    run(name, active) {
+      pool.run(kernelIndex(name), argsPtr, active);
+    },
+    dispose: () => pool.dispose(),
+  };
+}

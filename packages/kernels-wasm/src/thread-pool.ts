@@ -1,0 +1,195 @@
+import { CONTROL, STOP_KERNEL, type WorkerInit } from "./dispatch-control.js";
+import type { KernelEntry } from "./kernel-instance.js";
+
+const isNode = typeof process !== "undefined" && typeof process.versions?.node === "string";
+
+/** The calling thread plus `threads - 1` workers that run kernels on one shared memory. */
+export interface ThreadPool {
+  /** Threads a call may use, the calling thread included. */
+  readonly threads: number;
+  /**
+   * Runs kernel `kernel` (an index into the pool's kernel names) with its
+   * argument block at `argsPtr` on threads 0..active-1 and returns when all
+   * are done. The calling thread is thread 0.
+   */
+  run(kernel: number, argsPtr: number, active: number): void;
+  dispose(): Promise<void>;
+}
+
+export interface WorkerThreadOptions {
+  module: WebAssembly.Module;
+  memory: WebAssembly.Memory;
+  kernelNames: readonly string[];
+  /** Entry points of the calling thread's own instance, by kernel index. */
+  callerKernels: readonly KernelEntry[];
+  /** Stack tops for workers 1..threads-1 (index 0 is the caller's and unused here). */
+  stackTops: readonly number[];
+  threads: number;
+  /** Atomics.load polls before a thread falls asleep in Atomics.wait. */
+  spinIterations: number;
+}
+
+/** Runs every call on the calling thread: no SharedArrayBuffer needed. */
+export function createInlinePool(callerKernels: readonly KernelEntry[]): ThreadPool {
+  return {
+    threads: 1,
+    run(kernel, argsPtr) {
+      callerKernels[kernel](argsPtr, 0, 1);
+    },
+    async dispose() {},
+  };
+}
+
+/** Whether this thread may block in Atomics.wait (Node: always; browsers: workers only). */
+export function canBlockOnAtomics(): boolean {
+  if (typeof SharedArrayBuffer === "undefined") return false;
+  try {
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 1, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+interface PortLike {
+  post(message: unknown): void;
+  on(handler: (message: { type: string; threadIndex: number; message?: string }) => void): void;
+  exited: Promise<void>;
+  terminate(): void;
+}
+
+async function spawnWorker(): Promise<PortLike> {
+  const url = new URL("./thread-worker.js", import.meta.url);
+  if (isNode) {
+    const { Worker } = await import("node:worker_threads");
+    const worker = new Worker(url);
+    worker.unref();
+    const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
+    return {
+      post: (m) => worker.postMessage(m),
+      on: (h) => worker.on("message", h),
+      exited,
+      terminate: () => void worker.terminate(),
+    };
+  }
+  const worker = new Worker(url, { type: "module" });
+  let exit: () => void = () => {};
+  const exited = new Promise<void>((resolve) => (exit = resolve));
+  return {
+    post: (m) => worker.postMessage(m),
+    on: (h) =>
+      worker.addEventListener("message", (e: MessageEvent) => {
+        if (e.data?.type === "exited") exit();
+        h(e.data);
+      }),
+    exited,
+    terminate: () => {
+      worker.terminate();
+      exit();
+    },
+  };
+}
+
+/** Starts `threads - 1` workers, each with its own instance of `module` on `memory`, and waits until all are ready. */
+export async function createWorkerPool(opts: WorkerThreadOptions): Promise<ThreadPool> {
+  const control = new Int32Array(new SharedArrayBuffer(CONTROL.LENGTH * 4));
+  const workerErrors: string[] = [];
+  const ports = await Promise.all(Array.from({ length: opts.threads - 1 }, () => spawnWorker()));
+  const ready = ports.map(
+    (port, i) =>
+      new Promise<void>((resolve, reject) => {
+        port.on((msg) => {
+          if (msg.type === "ready") resolve();
+          else if (msg.type === "failed") reject(new Error(`kernel worker ${i + 1} failed to start: ${msg.message}`));
+          else if (msg.type === "error") workerErrors.push(`worker ${msg.threadIndex}: ${msg.message}`);
+        });
+        const init: WorkerInit = {
+          module: opts.module,
+          memory: opts.memory,
+          control: control.buffer as SharedArrayBuffer,
+          layout: CONTROL,
+          kernelNames: opts.kernelNames,
+          threadIndex: i + 1,
+          stackTop: opts.stackTops[i + 1],
+          spinIterations: opts.spinIterations,
+        };
+        port.post(init);
+      }),
+  );
+  try {
+    await Promise.all(ready);
+  } catch (error) {
+    for (const p of ports) p.terminate();
+    throw error;
+  }
+  return new AtomicsPool(control, ports, opts, workerErrors);
+}
+
+class AtomicsPool implements ThreadPool {
+  readonly threads: number;
+  private disposed = false;
+
+  constructor(
+    private readonly control: Int32Array,
+    private readonly ports: PortLike[],
+    private readonly opts: WorkerThreadOptions,
+    private readonly workerErrors: string[],
+  ) {
+    this.threads = opts.threads;
+  }
+
+  run(kernel: number, argsPtr: number, active: number): void {
+    if (this.disposed) throw new Error("the kernel thread pool was disposed");
+    const n = Math.max(1, Math.min(active, this.threads));
+    if (n === 1) {
+      this.opts.callerKernels[kernel](argsPtr, 0, 1);
+      return;
+    }
+    const c = this.control;
+    Atomics.store(c, CONTROL.KERNEL, kernel);
+    Atomics.store(c, CONTROL.ARGS, argsPtr);
+    Atomics.store(c, CONTROL.ACTIVE, n);
+    Atomics.store(c, CONTROL.FAILED, 0);
+    Atomics.store(c, CONTROL.REMAINING, n - 1);
+    Atomics.add(c, CONTROL.GENERATION, 1);
+    Atomics.notify(c, CONTROL.GENERATION);
+
+    let callerError: unknown;
+    try {
+      this.opts.callerKernels[kernel](argsPtr, 0, n);
+    } catch (error) {
+      callerError = error;
+    }
+    this.waitForWorkers();
+    if (callerError !== undefined) throw callerError;
+    const failed = Atomics.load(c, CONTROL.FAILED);
+    if (failed) {
+      const name = this.opts.kernelNames[kernel];
+      throw new Error(`kernel ${name} threw in worker ${failed - 1}${this.workerErrors.length ? `: ${this.workerErrors.join("; ")}` : ""}`);
+    }
+  }
+
+  private waitForWorkers(): void {
+    const c = this.control;
+    let remaining = Atomics.load(c, CONTROL.REMAINING);
+    for (let i = 0; remaining !== 0 && i < this.opts.spinIterations; i++) remaining = Atomics.load(c, CONTROL.REMAINING);
+    while (remaining !== 0) {
+      Atomics.wait(c, CONTROL.REMAINING, remaining);
+      remaining = Atomics.load(c, CONTROL.REMAINING);
+    }
+  }
+
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    Atomics.store(this.control, CONTROL.KERNEL, STOP_KERNEL);
+    Atomics.add(this.control, CONTROL.GENERATION, 1);
+    Atomics.notify(this.control, CONTROL.GENERATION);
+    const timeout = new Promise<"timeout">((resolve) => {
+      const t = setTimeout(() => resolve("timeout"), 2000);
+      (t as { unref?: () => void }).unref?.();
+    });
+    const result = await Promise.race([Promise.all(this.ports.map((p) => p.exited)), timeout]);
+    if (result === "timeout") for (const p of this.ports) p.terminate();
+  }
+}
