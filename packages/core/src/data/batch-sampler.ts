@@ -1,0 +1,192 @@
+import { ConfigError, DataError } from "@kiln/contract";
+import type { Batch } from "../train/trainer.js";
+import type { TokenDataset } from "./token-dataset.js";
+import { DEFAULT_VAL_FRACTION, type DataSplit, splitTokens, windowsIn } from "./token-split.js";
+import { WindowPermutation } from "./window-permutation.js";
+
+export interface BatchSamplerOptions {
+  batchSize: number;
+  seqLen: number;
+  seed: number;
+  /** Which part of the token stream to draw from (default "train"). */
+  split?: DataSplit;
+  /** Fraction of the stream, at its end, that is validation data (default 0.01). */
+  valFraction?: number;
+  /** Visit windows in a seeded per-epoch shuffle (default true) or in file order. */
+  shuffle?: boolean;
+  /** Data-parallel rank and number of ranks: each rank gets its own windows of every global batch. */
+  rank?: number;
+  worldSize?: number;
+}
+
+/** Where a sampler is: `index` windows of epoch `epoch` have been handed out (by all ranks). JSON-serializable. */
+export interface SamplerCursor {
+  epoch: number;
+  index: number;
+}
+
+/** The windows of one batch, chosen but not yet read. */
+export interface BatchPlan {
+  /** First token of each window, one per batch row. */
+  starts: Float64Array;
+  cursorBefore: SamplerCursor;
+  cursorAfter: SamplerCursor;
+}
+
+/**
+ * Draws batches of next-token windows from a TokenDataset. The split's tokens are
+ * cut into non-overlapping windows on a grid (starts seqLen apart, seqLen + 1 tokens
+ * each, so ids = tokens[s, s+seqLen) and targets = tokens[s+1, s+seqLen]); each epoch
+ * visits every window once, in an order that depends only on (seed, epoch). The
+ * cursor says how far the sampler has gone, so a resumed run continues exactly.
+ */
+export class BatchSampler {
+  readonly batchSize: number;
+  readonly seqLen: number;
+  readonly seed: number;
+  readonly split: DataSplit;
+  readonly shuffle: boolean;
+  readonly rank: number;
+  readonly worldSize: number;
+  /** First token of the split in the dataset. */
+  readonly splitStart: number;
+  /** Tokens in the split. */
+  readonly splitTokens: number;
+  /** Windows per epoch. */
+  readonly windowCount: number;
+
+  /** Windows handed out since epoch 0 began, over all ranks. */
+  private position = 0;
+  private permutation: WindowPermutation | undefined;
+  private readonly scratchPool: Int32Array[] = [];
+
+  constructor(
+    readonly dataset: TokenDataset,
+    options: BatchSamplerOptions,
+  ) {
+    const { batchSize, seqLen, seed, split = "train", valFraction = DEFAULT_VAL_FRACTION, shuffle = true, rank = 0, worldSize = 1 } = options;
+    positiveInteger(batchSize, "batch_size");
+    positiveInteger(seqLen, "seq_len");
+    positiveInteger(worldSize, "world_size");
+    if (!Number.isSafeInteger(seed)) throw new ConfigError(`seed must be an integer, got ${seed}`, { where: "seed" });
+    if (!Number.isInteger(rank) || rank < 0 || rank >= worldSize) throw new ConfigError(`rank ${rank} is outside [0, ${worldSize})`, { where: "rank" });
+    this.batchSize = batchSize;
+    this.seqLen = seqLen;
+    this.seed = seed;
+    this.split = split;
+    this.shuffle = shuffle;
+    this.rank = rank;
+    this.worldSize = worldSize;
+
+    const { trainTokens, valTokens } = splitTokens(dataset.tokenCount, seqLen, valFraction, dataset.path);
+    this.splitStart = split === "train" ? 0 : trainTokens;
+    this.splitTokens = split === "train" ? trainTokens : valTokens;
+    this.windowCount = windowsIn(this.splitTokens, seqLen);
+    if (this.windowCount === 0) {
+      throw new DataError(
+        valFraction === 0
+          ? "there is no validation data: the validation fraction is 0"
+          : `the data (${dataset.tokenCount} tokens) is too small for a validation split of whole ${seqLen + 1}-token windows next to a training one`,
+        { where: dataset.path, hint: "Use a validation fraction above 0 (for example 0.01), add more text, or lower seq_len." },
+      );
+    }
+  }
+
+  /** Tokens in one batch (batchSize * seqLen). */
+  get tokensPerBatch(): number {
+    return this.batchSize * this.seqLen;
+  }
+
+  /** Global batches (all ranks together) per epoch, as a fraction when windows do not divide evenly. */
+  get batchesPerEpoch(): number {
+    return this.windowCount / (this.batchSize * this.worldSize);
+  }
+
+  getCursor(): SamplerCursor {
+    return this.cursorAt(this.position);
+  }
+
+  setCursor(cursor: SamplerCursor): void {
+    const { epoch, index } = cursor;
+    if (!Number.isSafeInteger(epoch) || epoch < 0 || !Number.isSafeInteger(index) || index < 0 || index >= this.windowCount) {
+      throw new DataError(`data cursor {epoch: ${epoch}, index: ${index}} does not fit this data's ${this.windowCount} windows per epoch`, {
+        where: this.dataset.path,
+        hint: "Resume with the same data file, seq_len and validation fraction the checkpoint was trained with.",
+      });
+    }
+    this.position = epoch * this.windowCount + index;
+  }
+
+  /** Epochs completed so far, with the current one as a fraction (1.25 = a quarter into the second). */
+  get epochProgress(): number {
+    return this.epochOf(this.getCursor());
+  }
+
+  epochOf(cursor: SamplerCursor): number {
+    return cursor.epoch + cursor.index / this.windowCount;
+  }
+
+  /** First token of the window at `index` in epoch `epoch`'s order. */
+  windowStart(epoch: number, index: number): number {
+    let window = index;
+    if (this.shuffle) {
+      if (this.permutation === undefined || this.permutation.epoch !== epoch) {
+        this.permutation = new WindowPermutation(this.windowCount, this.seed, epoch);
+      }
+      window = this.permutation.at(index);
+    }
+    return this.splitStart + window * this.seqLen;
+  }
+
+  /** Chooses this rank's windows of the next global batch and moves the cursor past all ranks' windows. */
+  planNext(): BatchPlan {
+    const cursorBefore = this.getCursor();
+    const starts = new Float64Array(this.batchSize);
+    const first = this.position + this.rank * this.batchSize;
+    for (let row = 0; row < this.batchSize; row++) {
+      const p = first + row;
+      starts[row] = this.windowStart(Math.floor(p / this.windowCount), p % this.windowCount);
+    }
+    this.position += this.batchSize * this.worldSize;
+    return { starts, cursorBefore, cursorAfter: this.getCursor() };
+  }
+
+  /** Reads a planned batch's windows into `into` (or a new batch). */
+  async load(plan: BatchPlan, into: Batch = this.allocateBatch()): Promise<Batch> {
+    const { batchSize, seqLen } = this;
+    const n = batchSize * seqLen;
+    if (into.ids.length !== n || into.targets.length !== n) {
+      throw new RangeError(`a batch of ${batchSize} x ${seqLen} needs ${n} ids and targets, got ${into.ids.length} and ${into.targets.length}`);
+    }
+    const span = seqLen + 1;
+    const scratch = this.scratchPool.pop() ?? new Int32Array(batchSize * span);
+    try {
+      await Promise.all(Array.from(plan.starts, (start, row) => this.dataset.read(start, span, scratch.subarray(row * span, (row + 1) * span))));
+      for (let row = 0; row < batchSize; row++) {
+        into.ids.set(scratch.subarray(row * span, row * span + seqLen), row * seqLen);
+        into.targets.set(scratch.subarray(row * span + 1, row * span + span), row * seqLen);
+      }
+    } finally {
+      this.scratchPool.push(scratch);
+    }
+    return into;
+  }
+
+  /** The next batch, read now. */
+  next(into?: Batch): Promise<Batch> {
+    return this.load(this.planNext(), into);
+  }
+
+  allocateBatch(): Batch {
+    const n = this.batchSize * this.seqLen;
+    return { ids: new Int32Array(n), targets: new Int32Array(n) };
+  }
+
+  private cursorAt(position: number): SamplerCursor {
+    return { epoch: Math.floor(position / this.windowCount), index: position % this.windowCount };
+  }
+}
+
+function positiveInteger(value: number, key: string): void {
+  if (!Number.isSafeInteger(value) || value <= 0) throw new ConfigError(`${key} must be a positive integer, got ${value}`, { where: key });
+}

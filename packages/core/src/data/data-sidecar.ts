@@ -1,0 +1,85 @@
+import { readFile } from "node:fs/promises";
+import { DataError } from "@kiln/contract";
+import { AtomicOutputFile } from "./atomic-output-file.js";
+import { errorCode, readError } from "./file-errors.js";
+import type { TokenFileFormat } from "./token-file-format.js";
+
+/**
+ * What a token file holds, stored beside it as `<file>.json`: training checks
+ * the model against it, and checkpoints and `kiln sample` reuse its tokenizer.
+ */
+export interface DataSidecar {
+  /** Tokenizer name: "gpt2", "cl100k", "o200k" or "bytes". */
+  tokenizer: string;
+  vocab_size: number;
+  tokens: number;
+  /** Fraction of the tokens, at the end of the file, kept for validation. */
+  val_fraction: number;
+  /** The inputs the tokens came from, in order. */
+  sources: string[];
+  format: TokenFileFormat;
+}
+
+const FORMATS: readonly TokenFileFormat[] = ["u32", "llmc-u16", "llmc-u32"];
+
+/** `data/my.bin` -> `data/my.bin.json`. */
+export function dataSidecarPath(binPath: string): string {
+  return `${binPath}.json`;
+}
+
+/** Reads and checks the sidecar of a token file; undefined when there is none. */
+export async function readDataSidecar(binPath: string): Promise<DataSidecar | undefined> {
+  const file = dataSidecarPath(binPath);
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (err) {
+    if (errorCode(err) === "ENOENT") return undefined;
+    throw readError(err, file, "token file sidecar");
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new DataError(`sidecar is not valid JSON (${err instanceof Error ? err.message : String(err)})`, {
+      where: file,
+      hint: "Re-create it with `kiln prepare`, or delete it to use the token file without one.",
+    });
+  }
+  return checkSidecar(value, file);
+}
+
+export async function writeDataSidecar(binPath: string, sidecar: DataSidecar): Promise<void> {
+  const output = await AtomicOutputFile.create(dataSidecarPath(binPath), "token file sidecar");
+  await output.append(new TextEncoder().encode(`${JSON.stringify(sidecar, null, 2)}\n`));
+  await output.commit();
+}
+
+function checkSidecar(value: unknown, file: string): DataSidecar {
+  const fail = (key: string, want: string): never => {
+    throw new DataError(`sidecar key "${key}" must be ${want}`, {
+      where: `${file} (${key})`,
+      hint: "Re-create it with `kiln prepare`, or delete it to use the token file without one.",
+    });
+  };
+  if (typeof value !== "object" || value === null || Array.isArray(value)) fail("(top level)", "a JSON object");
+  const v = value as Record<string, unknown>;
+  if (typeof v.tokenizer !== "string" || v.tokenizer === "") fail("tokenizer", "a tokenizer name");
+  if (!isCount(v.vocab_size) || v.vocab_size === 0) fail("vocab_size", "a positive integer");
+  if (!isCount(v.tokens)) fail("tokens", "a non-negative integer");
+  if (typeof v.val_fraction !== "number" || !(v.val_fraction >= 0 && v.val_fraction < 1)) fail("val_fraction", "a number in [0, 1)");
+  if (!Array.isArray(v.sources) || !v.sources.every((s) => typeof s === "string")) fail("sources", "an array of strings");
+  if (!FORMATS.includes(v.format as TokenFileFormat)) fail("format", `one of ${FORMATS.join(", ")}`);
+  return {
+    tokenizer: v.tokenizer as string,
+    vocab_size: v.vocab_size as number,
+    tokens: v.tokens as number,
+    val_fraction: v.val_fraction as number,
+    sources: v.sources as string[],
+    format: v.format as TokenFileFormat,
+  };
+}
+
+function isCount(x: unknown): x is number {
+  return typeof x === "number" && Number.isSafeInteger(x) && x >= 0;
+}

@@ -1,0 +1,24 @@
+export {
+  detectTokenFileLayout,
+  encodeLlmcHeader,
+  LLMC_HEADER_BYTES,
+  LLMC_U16_MAGIC,
+  LLMC_U16_VERSION,
+  LLMC_U32_MAGIC,
+  LLMC_U32_VERSION,
+  type TokenFileFormat,
+  type TokenFileLayout,
+} from "./token-file-format.js";
+export { openTokenDataset, type TokenDataset, type OpenTokenDatasetOptions } from "./token-dataset.js";
+export { splitTokens, windowsIn, DEFAULT_VAL_FRACTION, type DataSplit, type TokenSplit } from "./token-split.js";
+export { WindowPermutation } from "./window-permutation.js";
+export { BatchSampler, type BatchSamplerOptions, type BatchPlan, type SamplerCursor } from "./batch-sampler.js";
+export { Prefetcher } from "./prefetcher.js";
+export { getTokenizer, isTokenizerName, TOKENIZER_NAMES, type Tokenizer, type TokenizerName } from "./tokenizer.js";
+export { readDataSidecar, writeDataSidecar, dataSidecarPath, type DataSidecar } from "./data-sidecar.js";
+export { TokenFileWriter } from "./token-file-writer.js";
+export { TextTokenWriter } from "./text-token-writer.js";
+export { tokenizeFiles, type TokenizeFilesOptions, type TokenizeProgress } from "./tokenize-files.js";
+export { builtinCorpus, builtinCorpusSource, DEFAULT_BUILTIN_CORPUS_CHARS, type BuiltinCorpus, type BuiltinCorpusOptions } from "./builtin-corpus.js";
+export { generateStories, generateStory, STORY_GRAMMAR_VERSION } from "./stories/story-generator.js";
+export { StoryRandom } from "./stories/story-random.js";

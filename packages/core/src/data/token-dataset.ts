@@ -1,0 +1,104 @@
+import { open, type FileHandle } from "node:fs/promises";
+import path from "node:path";
+import { ConfigError, DataError } from "@kiln/contract";
+import { readDataSidecar, type DataSidecar } from "./data-sidecar.js";
+import { readError } from "./file-errors.js";
+import { findTokenAtOrAbove } from "./token-id-scan.js";
+import { LLMC_HEADER_BYTES, detectTokenFileLayout, type TokenFileFormat, type TokenFileLayout } from "./token-file-format.js";
+import { readTokensInto } from "./token-reader.js";
+
+/** A token file opened for reading windows of ids; never loaded whole. */
+export interface TokenDataset {
+  readonly path: string;
+  readonly format: TokenFileFormat;
+  readonly tokenCount: number;
+  /** The file's `<path>.json` sidecar, when it has one. */
+  readonly sidecar: DataSidecar | undefined;
+  /** Reads tokens [startToken, startToken + count) into `into[0 .. count)`. */
+  read(startToken: number, count: number, into: Int32Array): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface OpenTokenDatasetOptions {
+  /** The model's vocabulary size: every id in the file must be below it. */
+  vocabSize: number;
+  /** Scan every id against vocabSize when opening (default true). */
+  validate?: boolean;
+}
+
+/**
+ * Opens a token file, detects its format (llm.c magic first, otherwise raw u32),
+ * checks its size against its format and, unless told not to, streams through it
+ * once to check every id is below `vocabSize`.
+ */
+export async function openTokenDataset(filePath: string, options: OpenTokenDatasetOptions): Promise<TokenDataset> {
+  const { vocabSize, validate = true } = options;
+  if (!Number.isSafeInteger(vocabSize) || vocabSize <= 0) {
+    throw new ConfigError(`vocab_size must be a positive integer, got ${vocabSize}`, { where: "model.vocab_size" });
+  }
+  let file: FileHandle;
+  try {
+    file = await open(filePath, "r");
+  } catch (err) {
+    throw readError(err, filePath);
+  }
+  try {
+    const stat = await file.stat();
+    if (stat.isDirectory()) throw readError(Object.assign(new Error("is a directory"), { code: "EISDIR" }), filePath);
+    const head = new Uint8Array(Math.min(stat.size, LLMC_HEADER_BYTES));
+    if (head.byteLength > 0) await file.read(head, 0, head.byteLength, 0);
+    const layout = detectTokenFileLayout(head, stat.size, filePath);
+    const sidecar = await readDataSidecar(filePath);
+    if (sidecar !== undefined && sidecar.tokens !== layout.tokenCount) {
+      throw new DataError(`${path.basename(filePath)} holds ${layout.tokenCount} tokens but its sidecar says ${sidecar.tokens}`, {
+        where: filePath,
+        hint: "The file changed after it was prepared; re-run kiln prepare to write both again.",
+      });
+    }
+    if (validate) await checkTokenIds(file, layout, filePath, vocabSize, sidecar);
+    return new FileTokenDataset(filePath, layout, sidecar, file);
+  } catch (err) {
+    await file.close().catch(() => undefined);
+    throw readError(err, filePath);
+  }
+}
+
+async function checkTokenIds(file: FileHandle, layout: TokenFileLayout, filePath: string, vocabSize: number, sidecar: DataSidecar | undefined): Promise<void> {
+  const bad = await findTokenAtOrAbove(file, layout, filePath, vocabSize);
+  if (bad === undefined) return;
+  const madeWith = sidecar === undefined ? "" : ` (it was prepared with the ${sidecar.tokenizer} tokenizer, vocab ${sidecar.vocab_size})`;
+  throw new DataError(
+    `token id ${bad.value} at position ${bad.position} is not below the model's vocab_size ${vocabSize}; the largest id in the file is ${bad.maxId}${madeWith}`,
+    {
+      where: filePath,
+      hint: `re-run kiln prepare with the model's tokenizer or raise model.vocab_size (to at least ${bad.maxId + 1})`,
+    },
+  );
+}
+
+class FileTokenDataset implements TokenDataset {
+  readonly format: TokenFileFormat;
+  readonly tokenCount: number;
+  private closed = false;
+
+  constructor(
+    readonly path: string,
+    private readonly layout: TokenFileLayout,
+    readonly sidecar: DataSidecar | undefined,
+    private readonly file: FileHandle,
+  ) {
+    this.format = layout.format;
+    this.tokenCount = layout.tokenCount;
+  }
+
+  read(startToken: number, count: number, into: Int32Array): Promise<void> {
+    if (this.closed) return Promise.reject(new Error(`token dataset ${this.path} is closed`));
+    return readTokensInto(this.file, this.layout, this.path, startToken, count, into);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.file.close();
+  }
+}
