@@ -29,13 +29,30 @@
  */
 #include "kiln_simd.h"
 
+/*
+ * Register tile MR x (4 * NRV). V8 gives wasm 15 of the 16 xmm registers and
+ * loads every operand of a k step before the first multiply-add, so the tile
+ * must hold MR*NRV accumulators + NRV B vectors + MR A splats (+1 product
+ * for mul+add) in 15 registers: 3x12 for fused madd, 4x8 for mul+add.
+ * Unrolling the k loop makes V8 hoist two steps of loads and spill.
+ */
+#if defined(KILN_RELAXED_SIMD) && KILN_RELAXED_SIMD
+#define DEFAULT_MR 3
+#define DEFAULT_NRV 3
+#else
+#define DEFAULT_MR 4
+#define DEFAULT_NRV 2
+#endif
 #ifndef MATMUL_MR
-#define MATMUL_MR 6   /* rows of the register tile */
+#define MATMUL_MR DEFAULT_MR   /* rows of the register tile */
 #endif
 #ifndef MATMUL_NRV
-#define MATMUL_NRV 2  /* f32x4 vectors per row of the register tile */
+#define MATMUL_NRV DEFAULT_NRV /* f32x4 vectors per row of the register tile */
 #endif
 #define MATMUL_NR (MATMUL_NRV * 4)
+#ifndef MATMUL_UNROLL
+#define MATMUL_UNROLL 1        /* k steps per iteration of the register tile loop */
+#endif
 #ifndef MATMUL_KC
 #define MATMUL_KC 256
 #endif
@@ -67,8 +84,8 @@ typedef struct {
   uint32_t scratch_stride; /* bytes, at least kiln_matmul_scratch_bytes() */
 } MatmulArgs;
 
-/* Per-thread scratch: Ap (MC x KC), Bp (KC x NC), one spare register tile. */
-#define AP_FLOATS (MC * KC)
+/* Per-thread scratch: Ap (MC x KC, each value stored 4x), Bp (KC x NC), one spare register tile. */
+#define AP_FLOATS (MC * KC * 4)
 #define BP_FLOATS (KC * NC)
 #define TILE_FLOATS (MR * NR)
 
@@ -85,29 +102,34 @@ uint32_t kiln_matmul_tile_shape(void) {
 
 /* ---- packing ---------------------------------------------------------- */
 
-/* Ap[s][p][r] = op(A)(i0 + s*MR + r, p0 + p), zero past row mc. */
-static void pack_a(const float* a, int lda, int trans_a, int i0, int mc, int p0, int kc, float* ap) {
+/*
+ * Ap[s][p][r] = splat(op(A)(i0 + s*MR + r, p0 + p)), zero past row mc.
+ * Each value is stored as a whole f32x4 so the register tile reads it with a
+ * plain v128.load (V8 folds its offset into the address; it does not for
+ * load32_splat, and the extra address registers spill the tile).
+ */
+static void pack_a(const float* a, int lda, int trans_a, int i0, int mc, int p0, int kc, v128_t* ap) {
   for (int s = 0; s < mc; s += MR) {
     const int rows = kiln_min(MR, mc - s);
-    float* dst = ap + s * kc;
+    v128_t* dst = ap + s * kc;
     if (trans_a) {
       /* A stored (k, m): the MR values of one p are contiguous. */
       const float* src = a + (size_t)p0 * lda + i0 + s;
       for (int p = 0; p < kc; p++, src += lda, dst += MR) {
         int r = 0;
-        for (; r < rows; r++) dst[r] = src[r];
-        for (; r < MR; r++) dst[r] = 0.0f;
+        for (; r < rows; r++) dst[r] = wasm_f32x4_splat(src[r]);
+        for (; r < MR; r++) dst[r] = wasm_f32x4_splat(0.0f);
       }
     } else {
       /* A stored (m, k): walk each row contiguously, write with stride MR. */
       for (int r = 0; r < rows; r++) {
         const float* src = a + (size_t)(i0 + s + r) * lda + p0;
-        float* d = dst + r;
-        for (int p = 0; p < kc; p++) d[p * MR] = src[p];
+        v128_t* d = dst + r;
+        for (int p = 0; p < kc; p++) d[p * MR] = wasm_f32x4_splat(src[p]);
       }
       for (int r = rows; r < MR; r++) {
-        float* d = dst + r;
-        for (int p = 0; p < kc; p++) d[p * MR] = 0.0f;
+        v128_t* d = dst + r;
+        for (int p = 0; p < kc; p++) d[p * MR] = wasm_f32x4_splat(0.0f);
       }
     }
   }
@@ -154,18 +176,18 @@ static void pack_b(const float* b, int ldb, int trans_b, int p0, int kc, int j0,
  *   C(rows x cols) = alpha * acc + (keep_c ? C : 0) + (bias ? bias[col] : 0).
  * Full tiles are written straight to C; edge tiles go through `tile`.
  */
-KILN_INLINE void register_tile(int kc, const float* restrict ap, const float* restrict bp, float* c, int ldc,
+KILN_INLINE void register_tile(int kc, const v128_t* restrict ap, const float* restrict bp, float* c, int ldc,
                                int rows, int cols, float alpha, int keep_c, const float* bias, float* tile) {
   v128_t acc[MR][NRV];
   for (int r = 0; r < MR; r++)
     for (int v = 0; v < NRV; v++) acc[r][v] = wasm_f32x4_splat(0.0f);
 
-#pragma clang loop unroll_count(4)
+#pragma clang loop unroll_count(MATMUL_UNROLL)
   for (int p = 0; p < kc; p++) {
     v128_t bv[NRV];
     for (int v = 0; v < NRV; v++) bv[v] = wasm_v128_load(bp + 4 * v);
     for (int r = 0; r < MR; r++) {
-      const v128_t av = wasm_v128_load32_splat(ap + r);
+      const v128_t av = ap[r];
       for (int v = 0; v < NRV; v++) acc[r][v] = KILN_MADD(acc[r][v], av, bv[v]);
     }
     ap += MR;
@@ -201,7 +223,7 @@ KILN_INLINE void register_tile(int kc, const float* restrict ap, const float* re
 /* ---- one rectangle of one batch item ---------------------------------- */
 
 typedef struct {
-  float* ap;
+  v128_t* ap;
   float* bp;
   float* tile;
 } Scratch;
@@ -279,7 +301,7 @@ static void thread_grid(int m, int n, int k, int nthreads, int* tm_out) {
 KILN_EXPORT(kiln_matmul_f32)
 void kiln_matmul_f32(const MatmulArgs* g, int thread, int nthreads) {
   uint8_t* base = g->scratch + (size_t)thread * g->scratch_stride;
-  const Scratch s = {(float*)base, (float*)base + AP_FLOATS, (float*)base + AP_FLOATS + BP_FLOATS};
+  const Scratch s = {(v128_t*)base, (float*)base + AP_FLOATS, (float*)base + AP_FLOATS + BP_FLOATS};
   const int batch = g->batch;
 
   /* Whole batch items per thread when that balances well. */

@@ -93,6 +93,8 @@ function buildWithClang({ clang, ld }, v) {
     const obj = path.join(objDir, `${path.basename(src, ".c")}-${v.simd}-${v.memory}.o`);
     run(clang, [
       "--target=wasm32", "-O3", "-std=c11", "-ffreestanding", "-nostdlib", "-Wall", "-Wextra", "-Werror",
+      // Keep constant offsets in load/store immediates (V8 folds those into the address).
+      "-mllvm", "-disable-lsr",
       ...features, "-c", path.join(srcDir, src), "-o", obj,
     ]);
     return obj;
@@ -107,7 +109,7 @@ function buildWithClang({ clang, ld }, v) {
 
 function buildWithEmcc({ emcc, env }, v) {
   const flags = [
-    "-O3", "-msimd128", "-mbulk-memory", "-mmutable-globals", "--no-entry", "-sSTANDALONE_WASM", "-sIMPORTED_MEMORY",
+    "-O3", "-msimd128", "-mbulk-memory", "-mmutable-globals", "-mllvm", "-disable-lsr", "--no-entry", "-sSTANDALONE_WASM", "-sIMPORTED_MEMORY",
     "-sALLOW_MEMORY_GROWTH", `-sMAXIMUM_MEMORY=${MAX_MEMORY}`, `-sTOTAL_STACK=${STACK_SIZE}`,
     "-Wl,--export=__stack_pointer", "-Wl,--export=__heap_base",
   ];

@@ -56,6 +56,8 @@ interface PortLike {
   on(handler: (message: { type: string; threadIndex: number; message?: string }) => void): void;
   exited: Promise<void>;
   terminate(): void;
+  /** Whether a live worker keeps a Node process running (it must while we await it). */
+  keepAlive(on: boolean): void;
 }
 
 async function spawnWorker(): Promise<PortLike> {
@@ -63,13 +65,13 @@ async function spawnWorker(): Promise<PortLike> {
   if (isNode) {
     const { Worker } = await import("node:worker_threads");
     const worker = new Worker(url);
-    worker.unref();
     const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
     return {
       post: (m) => worker.postMessage(m),
       on: (h) => worker.on("message", h),
       exited,
       terminate: () => void worker.terminate(),
+      keepAlive: (on) => (on ? worker.ref() : worker.unref()),
     };
   }
   const worker = new Worker(url, { type: "module" });
@@ -87,6 +89,7 @@ async function spawnWorker(): Promise<PortLike> {
       worker.terminate();
       exit();
     },
+    keepAlive: () => {},
   };
 }
 
@@ -122,6 +125,8 @@ export async function createWorkerPool(opts: WorkerThreadOptions): Promise<Threa
     for (const p of ports) p.terminate();
     throw error;
   }
+  // Idle workers block in Atomics.wait; they must not keep the process alive.
+  for (const p of ports) p.keepAlive(false);
   return new AtomicsPool(control, ports, opts, workerErrors);
 }
 
@@ -182,14 +187,14 @@ class AtomicsPool implements ThreadPool {
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
+    for (const p of this.ports) p.keepAlive(true);
     Atomics.store(this.control, CONTROL.KERNEL, STOP_KERNEL);
     Atomics.add(this.control, CONTROL.GENERATION, 1);
     Atomics.notify(this.control, CONTROL.GENERATION);
-    const timeout = new Promise<"timeout">((resolve) => {
-      const t = setTimeout(() => resolve("timeout"), 2000);
-      (t as { unref?: () => void }).unref?.();
-    });
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), 2000)));
     const result = await Promise.race([Promise.all(this.ports.map((p) => p.exited)), timeout]);
+    clearTimeout(timer);
     if (result === "timeout") for (const p of this.ports) p.terminate();
   }
 }
