@@ -1,0 +1,99 @@
+import {
+  type Backend,
+  CONTRACT_VERSION,
+  type Capabilities,
+  DeviceError,
+  KERNEL_NAMES,
+  type KernelName,
+  type Kernels,
+
+} from "@kiln/contract";
+import { BackendMemory } from "./backend-memory.js";
+import { backendMatmul } from "./backend-matmul.js";
+import { measureCeiling } from "./ceiling-call.js";
+import { createKernelRuntime, type KernelRuntime, type RuntimeOptions } from "./kernel-runtime.js";
+
+export interface WasmBackendOptions extends RuntimeOptions {
+  /** Measure the multiply-add ceiling at creation for capabilities().peakFlops (about 30 ms; default true). */
+  measurePeak?: boolean;
+}
+
+/** Kernels this backend runs, with the dtypes each takes; the rest are declared empty. */
+const IMPLEMENTED: Partial<Record<KernelName, readonly ["f32"]>> = { matmul: ["f32"] };
+
+function bytesOf(data: ArrayBufferView): Uint8Array {
+  return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+}
+
+/** V8 runs a wasm function in its baseline tier until it has been called often: warm up, then measure. */
+function measurePeakFlops(rt: KernelRuntime): number {
+  for (let i = 0; i < 400; i++) measureCeiling(rt, 200, rt.info.threads);
+  return measureCeiling(rt, 200_000, rt.info.threads).gflops * 1e9;
+}
+
+/**
+ * The contract's Backend on WebAssembly SIMD kernels in one linear memory,
+ * run by every core. Kernels run synchronously on the calling thread plus the
+ * pool's workers, so every call is complete when it returns.
+ */
+export async function createWasmBackend(options: WasmBackendOptions = {}): Promise<Backend> {
+  const rt = await createKernelRuntime(options);
+  const memory = new BackendMemory(rt.heap);
+  const peakF32 = options.measurePeak === false ? undefined : measurePeakFlops(rt);
+  let disposed = false;
+
+  const notImplemented = (name: KernelName) => () => {
+    throw new DeviceError(`kernel ${name} is not implemented by the wasm backend yet`, {
+      where: `@kiln/kernels-wasm ${name}`,
+      hint: "capabilities().kernelDTypes lists the kernels this backend runs",
+    });
+  };
+  const kernels = Object.fromEntries(KERNEL_NAMES.map((name) => [name, notImplemented(name)])) as Record<KernelName, unknown>;
+  kernels.matmul = (args: Parameters<Kernels["matmul"]>[0]) => backendMatmul(rt, memory, args);
+
+  const kernelDTypes = Object.fromEntries(KERNEL_NAMES.map((name) => [name, IMPLEMENTED[name] ?? []])) as unknown as Capabilities["kernelDTypes"];
+  const simdName = rt.info.simd === "relaxed" ? "relaxed-simd" : "simd128";
+  const view = () => new Uint8Array(rt.memory.buffer);
+
+  return {
+    contractVersion: CONTRACT_VERSION,
+    name: "wasm",
+    capabilities: () => ({
+      device: {
+        name: `WebAssembly SIMD (${rt.info.simd}) x ${rt.info.threads} thread${rt.info.threads > 1 ? "s" : ""}`,
+        kind: "cpu",
+        memoryBytes: rt.info.maxMemoryBytes,
+        parallelism: rt.info.threads,
+        simd: simdName,
+      },
+      kernelDTypes,
+      peakFlops: peakF32 === undefined ? {} : { f32: peakF32 },
+    }),
+    alloc: (byteLength) => memory.alloc(byteLength),
+    free: (buffer) => memory.free(buffer),
+    upload(dst, data) {
+      const ptr = memory.address(dst, data.byteLength, "upload");
+      view().set(bytesOf(data), ptr);
+    },
+    async download(src, out) {
+      const ptr = memory.address(src, out.byteLength, "download");
+      bytesOf(out).set(view().subarray(ptr, ptr + out.byteLength));
+    },
+    copy(src, dst, byteLength) {
+      const from = memory.address(src, byteLength, "copy source");
+      const to = memory.address(dst, byteLength, "copy destination");
+      view().copyWithin(to, from, from + byteLength);
+    },
+    memoryStats: () => memory.stats(rt.info.maxMemoryBytes),
+    resetPeakMemory: () => memory.resetPeak(),
+    kernels: kernels as unknown as Kernels,
+    synchronize: async () => {},
+    dispose() {
+      if (disposed) return;
+      disposed = true;
+      memory.clear();
+      void rt.dispose();
+    },
+  };
+}
+

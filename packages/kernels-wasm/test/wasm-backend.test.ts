@@ -1,0 +1,61 @@
+import { DeviceError, KernelArgumentError, sliceOperand } from "@kiln/contract";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createWasmBackend } from "../src/index.js";
+import type { Backend } from "@kiln/contract";
+
+describe("wasm backend", () => {
+  let backend: Backend;
+  beforeAll(async () => {
+    backend = await createWasmBackend({ threads: 2 });
+  });
+  afterAll(() => backend.dispose());
+
+  it("describes its device and measured f32 peak", () => {
+    const caps = backend.capabilities();
+    expect(caps.device.kind).toBe("cpu");
+    expect(caps.device.parallelism).toBe(2);
+    expect(["relaxed-simd", "simd128"]).toContain(caps.device.simd);
+    expect(caps.device.memoryBytes).toBeLessThanOrEqual(2 ** 32);
+    expect(caps.kernelDTypes.matmul).toEqual(["f32"]);
+    expect(caps.kernelDTypes.adamW).toEqual([]);
+    expect(caps.peakFlops.f32).toBeGreaterThan(1e9);
+  });
+
+  it("round-trips bytes through upload, copy and download, slices included", async () => {
+    const a = backend.alloc(64);
+    const b = backend.alloc(64);
+    backend.upload(a, new Float32Array([1, 2, 3, 4, 5, 6, 7, 8]));
+    backend.copy(sliceOperand(a, 8), sliceOperand(b, 4), 16);
+    const out = new Float32Array(4);
+    await backend.download(sliceOperand(b, 4), out);
+    expect(Array.from(out)).toEqual([3, 4, 5, 6]);
+    backend.free(a);
+    backend.free(b);
+  });
+
+  it("counts memory like the contract says", () => {
+    backend.resetPeakMemory();
+    const before = backend.memoryStats();
+    const x = backend.alloc(1000);
+    const y = backend.alloc(24);
+    const during = backend.memoryStats();
+    expect(during.inUseBytes - before.inUseBytes).toBe(1024);
+    expect(during.liveAllocations - before.liveAllocations).toBe(2);
+    expect(during.allocCalls - before.allocCalls).toBe(2);
+    backend.free(x);
+    backend.free(y);
+    const after = backend.memoryStats();
+    expect(after.inUseBytes).toBe(before.inUseBytes);
+    expect(after.peakBytes).toBe(before.inUseBytes + 1024);
+  });
+
+  it("refuses out-of-bounds operands, overlapping outputs and missing kernels", () => {
+    const a = backend.alloc(4 * 6);
+    const c = backend.alloc(4 * 4);
+    expect(() => backend.kernels.matmul({ a, b: a, c, m: 2, n: 2, k: 4, dtype: "f32" })).toThrow(KernelArgumentError);
+    expect(() => backend.kernels.matmul({ a, b: a, c: a, m: 1, n: 1, k: 1, dtype: "f32" })).toThrow(/overlaps/);
+    expect(() => backend.kernels.fill({ out: c, value: 0, n: 4, dtype: "f32" })).toThrow(DeviceError);
+    backend.free(a);
+    backend.free(c);
+  });
+});
