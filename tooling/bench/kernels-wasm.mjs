@@ -3,7 +3,7 @@
 //
 //   node tooling/bench/kernels-wasm.mjs [--size 1024] [--repeats 5] [--threads N]
 //
-// Needs the package built (`pnpm --filter @kiln/kernels-wasm build`).
+// Needs the package and its dependencies built: pnpm --filter "@kiln/kernels-wasm..." build
 // For each SIMD build (plain mul+add, relaxed fused madd):
 //   ceiling  register-only f32x4 multiply-add GFLOP/s on 1 thread and on all threads
 //   gemm     size^3 f32 matmul GFLOP/s on 1 thread and on all threads (zero-copy buffers),
@@ -28,7 +28,7 @@ const ceilingSeconds = Number(values["ceiling-seconds"]);
 
 const kernelsUrl = new URL("../../packages/kernels-wasm/dist/index.js", import.meta.url);
 const { createKernels } = await import(kernelsUrl.href).catch((cause) => {
-  console.error("bench: @kiln/kernels-wasm is not built; run `pnpm --filter @kiln/kernels-wasm build` first");
+  console.error("bench: @kiln/kernels-wasm is not built; run `pnpm --filter "@kiln/kernels-wasm..." build` first (builds @kiln/contract too)");
   throw cause;
 });
 

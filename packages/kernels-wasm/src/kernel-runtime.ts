@@ -51,6 +51,8 @@ export interface KernelRuntime {
   /** Per-thread matmul scratch: thread t owns [matmulScratch + t * matmulScratchStride, +stride). */
   readonly matmulScratch: number;
   readonly matmulScratchStride: number;
+  /** Views of the argument block (little-endian words), valid until the memory grows. */
+  argsViews(): { u32: Uint32Array; f32: Float32Array };
   /** Runs `name` on `active` threads (clamped to the pool) with the argument block at argsPtr. */
   run(name: KernelName, active: number): void;
   dispose(): Promise<void>;
@@ -131,6 +133,9 @@ export async function createKernelRuntime(options: RuntimeOptions = {}): Promise
     minFlopsPerThread: options.minFlopsPerThread ?? DEFAULT_MIN_FLOPS_PER_THREAD,
   };
 
+  let argsBuffer: ArrayBufferLike | undefined;
+  let argsU32 = new Uint32Array(0);
+  let argsF32 = new Float32Array(0);
   return {
     info,
     memory,
@@ -139,6 +144,15 @@ export async function createKernelRuntime(options: RuntimeOptions = {}): Promise
     argsPtr,
     matmulScratch,
     matmulScratchStride,
+    argsViews() {
+      const buffer = memory.buffer;
+      if (buffer !== argsBuffer) {
+        argsBuffer = buffer;
+        argsU32 = new Uint32Array(buffer, argsPtr, ARGS_BLOCK_BYTES / 4);
+        argsF32 = new Float32Array(buffer, argsPtr, ARGS_BLOCK_BYTES / 4);
+      }
+      return { u32: argsU32, f32: argsF32 };
+    },
     run(name, active) {
       pool.run(kernelIndex(name), argsPtr, active);
     },

@@ -95,7 +95,13 @@ export class Kernels {
     runMatmul(
       this.rt,
       {
-        ...shape,
+        m: shape.m,
+        n: shape.n,
+        k: shape.k,
+        batch: shape.batch,
+        strideA: shape.strideA,
+        strideB: shape.strideB,
+        strideC: shape.strideC,
         a: buffers.a.ptr,
         b: buffers.b.ptr,
         c: buffers.c.ptr,

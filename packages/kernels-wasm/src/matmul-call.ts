@@ -26,38 +26,45 @@ export interface MatmulCall {
   alpha: number;
 }
 
-/** Byte offsets of the fields of MatmulArgs (csrc/matmul.c); every field is 4 bytes. */
+/** Index (in 4-byte words) of each field of MatmulArgs in csrc/matmul.c. */
 const FIELD = {
-  m: 0, n: 4, k: 8, batch: 12, a: 16, b: 20, c: 24, bias: 28,
-  strideA: 32, strideB: 36, strideC: 40, transA: 44, transB: 48, accumulate: 52,
-  alpha: 56, scratch: 60, scratchStride: 64,
+  m: 0, n: 1, k: 2, batch: 3, a: 4, b: 5, c: 6, bias: 7,
+  strideA: 8, strideB: 9, strideC: 10, transA: 11, transB: 12, accumulate: 13,
+  alpha: 14, scratch: 15, scratchStride: 16,
 } as const;
 
 const INT32_MAX = 0x7fffffff;
 
+function checkDim(name: string, v: number): void {
+  if (!Number.isInteger(v) || v < 0 || v > INT32_MAX) throw new RangeError(`matmul: ${name} must be an integer in [0, 2^31), got ${v}`);
+}
+
 export function writeMatmulArgs(rt: KernelRuntime, call: MatmulCall): void {
-  for (const key of ["m", "n", "k", "batch", "strideA", "strideB", "strideC"] as const) {
-    const v = call[key];
-    if (!Number.isInteger(v) || v < 0 || v > INT32_MAX) throw new RangeError(`matmul: ${key} must be an integer in [0, 2^31), got ${v}`);
-  }
-  const view = new DataView(rt.memory.buffer, rt.argsPtr, 68);
-  view.setInt32(FIELD.m, call.m, true);
-  view.setInt32(FIELD.n, call.n, true);
-  view.setInt32(FIELD.k, call.k, true);
-  view.setInt32(FIELD.batch, call.batch, true);
-  view.setUint32(FIELD.a, call.a, true);
-  view.setUint32(FIELD.b, call.b, true);
-  view.setUint32(FIELD.c, call.c, true);
-  view.setUint32(FIELD.bias, call.bias, true);
-  view.setInt32(FIELD.strideA, call.strideA, true);
-  view.setInt32(FIELD.strideB, call.strideB, true);
-  view.setInt32(FIELD.strideC, call.strideC, true);
-  view.setInt32(FIELD.transA, call.transA ? 1 : 0, true);
-  view.setInt32(FIELD.transB, call.transB ? 1 : 0, true);
-  view.setInt32(FIELD.accumulate, call.accumulate ? 1 : 0, true);
-  view.setFloat32(FIELD.alpha, call.alpha, true);
-  view.setUint32(FIELD.scratch, rt.matmulScratch, true);
-  view.setUint32(FIELD.scratchStride, rt.matmulScratchStride, true);
+  checkDim("m", call.m);
+  checkDim("n", call.n);
+  checkDim("k", call.k);
+  checkDim("batch", call.batch);
+  checkDim("strideA", call.strideA);
+  checkDim("strideB", call.strideB);
+  checkDim("strideC", call.strideC);
+  const { u32, f32 } = rt.argsViews();
+  u32[FIELD.m] = call.m;
+  u32[FIELD.n] = call.n;
+  u32[FIELD.k] = call.k;
+  u32[FIELD.batch] = call.batch;
+  u32[FIELD.a] = call.a;
+  u32[FIELD.b] = call.b;
+  u32[FIELD.c] = call.c;
+  u32[FIELD.bias] = call.bias;
+  u32[FIELD.strideA] = call.strideA;
+  u32[FIELD.strideB] = call.strideB;
+  u32[FIELD.strideC] = call.strideC;
+  u32[FIELD.transA] = call.transA ? 1 : 0;
+  u32[FIELD.transB] = call.transB ? 1 : 0;
+  u32[FIELD.accumulate] = call.accumulate ? 1 : 0;
+  f32[FIELD.alpha] = call.alpha;
+  u32[FIELD.scratch] = rt.matmulScratch;
+  u32[FIELD.scratchStride] = rt.matmulScratchStride;
 }
 
 /** Threads worth waking for `flops` of work. */
