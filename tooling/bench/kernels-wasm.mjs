@@ -8,10 +8,13 @@
 //   ceiling  register-only f32x4 multiply-add GFLOP/s on 1 thread and on all threads
 //   gemm     size^3 f32 matmul GFLOP/s on 1 thread and on all threads (zero-copy buffers),
 //            its fraction of the ceiling, and time(all threads) / time(1 thread)
+// and, where tooling/bench's own dependencies are installed, TensorFlow.js's
+// wasm backend matMul at the same size.
 // V8 runs a wasm function in its baseline tier until it has been called often
 // enough, so every kernel is warmed up with many short calls before timing.
 import os from "node:os";
 import { parseArgs } from "node:util";
+import { benchTfjsMatmul } from "./tfjs-matmul.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -28,7 +31,7 @@ const ceilingSeconds = Number(values["ceiling-seconds"]);
 
 const kernelsUrl = new URL("../../packages/kernels-wasm/dist/index.js", import.meta.url);
 const { createKernels } = await import(kernelsUrl.href).catch((cause) => {
-  console.error("bench: @kiln/kernels-wasm is not built; run `pnpm --filter "@kiln/kernels-wasm..." build` first (builds @kiln/contract too)");
+  console.error('bench: @kiln/kernels-wasm is not built; run `pnpm --filter "@kiln/kernels-wasm..." build` first (builds @kiln/contract too)');
   throw cause;
 });
 
@@ -105,11 +108,31 @@ for (const simd of ["plain", "relaxed"]) {
   }
 }
 
+const tfjs = await benchTfjsMatmul(size, repeats).catch((error) => ({ error: String(error?.message ?? error) }));
+const best = builds.relaxed?.gemm ? builds.relaxed : builds.plain;
+const comparison =
+  tfjs.gflops && best?.gemm
+    ? {
+        oneThreadSpeedup: round(best.gemm.oneThread.gflops / tfjs.gflops, 2),
+        allThreadsSpeedup: round(best.gemm.allThreads.gflops / tfjs.gflops, 2),
+        kilnBuild: best.simd,
+      }
+    : undefined;
+
 const result = {
   bench: "kernels-wasm",
   date: new Date().toISOString(),
-  machine: { cpu: os.cpus()[0]?.model, cores: os.availableParallelism(), node: process.version, arch: process.arch },
+  machine: {
+    cpu: os.cpus()[0]?.model,
+    cores: os.availableParallelism(),
+    node: process.version,
+    arch: process.arch,
+    // Other processes on the cores skew the all-threads figures: compare with the ceiling's scaling.
+    loadAverage1m: round(os.loadavg()[0], 2),
+  },
   threads,
   builds,
+  tfjsWasmMatmul: tfjs,
+  ...(comparison ? { kilnVsTfjs: comparison } : {}),
 };
 console.log(JSON.stringify(result, null, 2));
