@@ -1,5 +1,6 @@
 import { instantiateKernels, kernelEntry, type KernelExports } from "./kernel-instance.js";
 import { KERNEL_NAMES, kernelIndex, type KernelName } from "./kernel-names.js";
+import { warmUpMatmul } from "./warm-up.js";
 import { SharedHeap, WASM32_MAX_BYTES, WASM_PAGE_BYTES } from "./shared-heap.js";
 import { chooseSimdVariant, type SimdVariant } from "./simd-support.js";
 import { canBlockOnAtomics, createInlinePool, createWorkerPool, type ThreadPool } from "./thread-pool.js";
@@ -16,6 +17,8 @@ export interface RuntimeOptions {
   spinIterations?: number;
   /** Work (flops) a thread must get before another one is woken for a call (default 2^19). */
   minFlopsPerThread?: number;
+  /** Run the matmul on a small problem until V8 has optimised it (up to ~150 ms; default true). */
+  warmUp?: boolean;
 }
 
 export interface RuntimeInfo {
@@ -113,8 +116,6 @@ export async function createKernelRuntime(options: RuntimeOptions = {}): Promise
   const argsPtr = heap.alloc(ARGS_BLOCK_BYTES);
   const matmulScratchStride = Math.ceil(exports.kiln_matmul_scratch_bytes() / 64) * 64;
   const matmulScratch = heap.alloc(matmulScratchStride * threads);
-  heap.resetPeak();
-
   const callerKernels = KERNEL_NAMES.map((name) => kernelEntry(exports, name));
   const spinIterations = options.spinIterations ?? 20_000;
   const pool: ThreadPool =
@@ -136,7 +137,7 @@ export async function createKernelRuntime(options: RuntimeOptions = {}): Promise
   let argsBuffer: ArrayBufferLike | undefined;
   let argsU32 = new Uint32Array(0);
   let argsF32 = new Float32Array(0);
-  return {
+  const runtime: KernelRuntime = {
     info,
     memory,
     heap,
@@ -158,4 +159,7 @@ export async function createKernelRuntime(options: RuntimeOptions = {}): Promise
     },
     dispose: () => pool.dispose(),
   };
+  if (options.warmUp !== false) warmUpMatmul(runtime);
+  runtime.heap.resetPeak();
+  return runtime;
 }
