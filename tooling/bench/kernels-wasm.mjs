@@ -76,6 +76,22 @@ function gemm(kernels, n, nthreads) {
   return { seconds: round(best, 5), medianSeconds: round(median(seconds), 5), gflops: round((2 * n ** 3) / best / 1e9, 1) };
 }
 
+/** Microseconds for one empty kernel call on `nthreads` threads: the pool's wake-and-join cost. */
+function dispatchMicroseconds(kernels, nthreads) {
+  const rt = kernels.runtime;
+  const out = rt.heap.alloc(64 * nthreads);
+  const { u32 } = rt.argsViews();
+  u32[0] = 0; // iterations
+  u32[1] = out;
+  for (let i = 0; i < 2000; i++) rt.run("kiln_ceiling_madd", nthreads);
+  const calls = 20000;
+  const t0 = performance.now();
+  for (let i = 0; i < calls; i++) rt.run("kiln_ceiling_madd", nthreads);
+  const us = ((performance.now() - t0) * 1000) / calls;
+  rt.heap.release(out);
+  return round(us, 2);
+}
+
 async function benchBuild(simd) {
   const kernels = await createKernels({ threads, simd });
   try {
@@ -83,6 +99,12 @@ async function benchBuild(simd) {
     const ceil = { oneThread: round(ceiling(kernels, 1), 1), allThreads: round(ceiling(kernels, threads), 1) };
     const one = gemm(kernels, size, 1);
     const all = gemm(kernels, size, threads);
+    const scaling = {};
+    for (const n of [128, 256, 512]) {
+      const a = gemm(kernels, n, 1);
+      const b = gemm(kernels, n, threads);
+      scaling[n] = { oneThreadGflops: a.gflops, allThreadsGflops: b.gflops, timeRatioAllToOne: round(b.seconds / a.seconds, 3) };
+    }
     return {
       simd: kernels.info.simd,
       tile: kernels.info.matmulTile,
@@ -93,6 +115,8 @@ async function benchBuild(simd) {
         allThreads: { ...all, fractionOfCeiling: round(all.gflops / ceil.allThreads, 3) },
         timeRatioAllToOne: round(all.seconds / one.seconds, 3),
       },
+      smallerGemm: scaling,
+      dispatchMicroseconds: { oneThread: dispatchMicroseconds(kernels, 1), allThreads: dispatchMicroseconds(kernels, threads) },
     };
   } finally {
     await kernels.dispose();
