@@ -28,6 +28,7 @@
  * needed inside the kernel.
  */
 #include "kiln_simd.h"
+#include "matmul_vector.h"
 
 /*
  * Register tile MR x (4 * NRV). V8 gives wasm 15 of the 16 xmm registers and
@@ -298,31 +299,60 @@ static void thread_grid(int m, int n, int k, int nthreads, int* tm_out) {
   *tm_out = best_tm;
 }
 
+/* One output row or column: a matrix-vector product, no packing (matmul_vector.c). */
+static void matvec_part(const MatmulArgs* g, const float* a, const float* b, float* c, int part, int parts) {
+  int lo, hi;
+  if (g->m == 1) {
+    /* C(1, n) = a(k) . op(B): a is contiguous whether or not trans_a. */
+    if (!g->trans_b) {
+      split_range(g->n, 24, part, parts, &lo, &hi);
+      kiln_vector_times_rows(b, g->n, a, g->k, c, lo, hi, g->alpha, g->accumulate, g->bias, 1);
+    } else {
+      split_range(g->n, 4, part, parts, &lo, &hi);
+      kiln_rows_dot_vector(b, g->k, a, g->k, c, lo, hi, g->alpha, g->accumulate, g->bias, 1);
+    }
+  } else {
+    /* C(m, 1) = op(A) . b(k): b is contiguous whether or not trans_b; C is a contiguous column. */
+    if (!g->trans_a) {
+      split_range(g->m, 4, part, parts, &lo, &hi);
+      kiln_rows_dot_vector(a, g->k, b, g->k, c, lo, hi, g->alpha, g->accumulate, g->bias, 0);
+    } else {
+      split_range(g->m, 24, part, parts, &lo, &hi);
+      kiln_vector_times_rows(a, g->m, b, g->k, c, lo, hi, g->alpha, g->accumulate, g->bias, 0);
+    }
+  }
+}
+
+/* Part `part` of `parts` of batch item i. */
+static void matmul_item_part(const MatmulArgs* g, int i, int part, int parts, const Scratch* s) {
+  const float* a = g->a + (size_t)i * g->stride_a;
+  const float* b = g->b + (size_t)i * g->stride_b;
+  float* c = g->c + (size_t)i * g->stride_c;
+  if ((g->m == 1 || g->n == 1) && g->k > 0) {
+    matvec_part(g, a, b, c, part, parts);
+    return;
+  }
+  int tm;
+  thread_grid(g->m, g->n, g->k, parts, &tm);
+  const int tn = parts / tm;
+  int m0, m1, n0, n1;
+  split_range(g->m, MR, part / tn, tm, &m0, &m1);
+  split_range(g->n, NR, part % tn, tn, &n0, &n1);
+  gemm_rect(g, a, b, c, m0, m1, n0, n1, s);
+}
+
 KILN_EXPORT(kiln_matmul_f32)
 void kiln_matmul_f32(const MatmulArgs* g, int thread, int nthreads) {
   uint8_t* base = g->scratch + (size_t)thread * g->scratch_stride;
   const Scratch s = {(v128_t*)base, (float*)base + AP_FLOATS, (float*)base + AP_FLOATS + BP_FLOATS};
   const int batch = g->batch;
 
-  /* Whole batch items per thread when that balances well. */
+  /* Whole batch items per thread when that balances well; else every thread takes part of every item. */
   if (nthreads > 1 && batch >= nthreads && (batch % nthreads == 0 || batch >= 4 * nthreads)) {
     int b0, b1;
     split_range(batch, 1, thread, nthreads, &b0, &b1);
-    for (int i = b0; i < b1; i++) {
-      gemm_rect(g, g->a + (size_t)i * g->stride_a, g->b + (size_t)i * g->stride_b, g->c + (size_t)i * g->stride_c,
-                0, g->m, 0, g->n, &s);
-    }
+    for (int i = b0; i < b1; i++) matmul_item_part(g, i, 0, 1, &s);
     return;
   }
-
-  int tm;
-  thread_grid(g->m, g->n, g->k, nthreads, &tm);
-  const int tn = nthreads / tm;
-  int m0, m1, n0, n1;
-  split_range(g->m, MR, thread / tn, tm, &m0, &m1);
-  split_range(g->n, NR, thread % tn, tn, &n0, &n1);
-  for (int i = 0; i < batch; i++) {
-    gemm_rect(g, g->a + (size_t)i * g->stride_a, g->b + (size_t)i * g->stride_b, g->c + (size_t)i * g->stride_c,
-              m0, m1, n0, n1, &s);
-  }
+  for (int i = 0; i < batch; i++) matmul_item_part(g, i, thread, nthreads, &s);
 }

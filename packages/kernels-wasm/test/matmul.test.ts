@@ -28,6 +28,14 @@ const cases: Case[] = [
   { name: "bias", m: 19, n: 23, k: 29, bias: true },
   { name: "accumulate bias alpha batch", m: 11, n: 21, k: 300, batch: 3, accumulate: true, bias: true, alpha: -0.5 },
   { name: "alpha 0.25 transB", m: 33, n: 17, k: 9, alpha: 0.25, transB: true },
+  { name: "one row 1x100x300 bias accumulate alpha", m: 1, n: 100, k: 300, bias: true, accumulate: true, alpha: 0.5 },
+  { name: "one row transB 1x50x33", m: 1, n: 50, k: 33, transB: true, bias: true },
+  { name: "one row transA transB 1x7x19", m: 1, n: 7, k: 19, transA: true, transB: true },
+  { name: "one column transA 53x1x19", m: 53, n: 1, k: 19, transA: true },
+  { name: "one column 70x1x40 bias accumulate batch 3", m: 70, n: 1, k: 40, transA: true, bias: true, accumulate: true, batch: 3 },
+  { name: "one column transB 29x1x300 bias", m: 29, n: 1, k: 300, transB: true, bias: true, alpha: -2 },
+  { name: "batch 4 of one row 1x61x17", m: 1, n: 61, k: 17, batch: 4, strideA: 0 },
+  { name: "dot product 1x1x1000", m: 1, n: 1, k: 1000, bias: true },
 ];
 
 function check(kernels: Kernels, c: Case, seed: number) {
