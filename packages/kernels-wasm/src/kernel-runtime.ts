@@ -15,7 +15,7 @@ export interface RuntimeOptions {
   maxMemoryBytes?: number;
   /** Atomics.load polls before a waiting thread sleeps; more = lower call latency, more idle CPU. */
   spinIterations?: number;
-  /** Work (flops) a thread must get before another one is woken for a call (default 2^19). */
+  /** Work (flops) a thread must get before another one is woken for a call (default 2^17). */
   minFlopsPerThread?: number;
   /** Run the matmul on a small problem until V8 has optimised it (up to ~150 ms; default true). */
   warmUp?: boolean;
@@ -40,7 +40,7 @@ const STACK_BYTES = 256 * 1024;
 const INITIAL_MEMORY_BYTES = 16 * 1024 * 1024;
 const ARGS_BLOCK_BYTES = 256;
 /** Below this many flops per thread, waking another thread costs more than it saves. */
-const DEFAULT_MIN_FLOPS_PER_THREAD = 1 << 19;
+const DEFAULT_MIN_FLOPS_PER_THREAD = 1 << 17;
 
 /** One kernel module on one linear memory, its heap, and the threads that run it. */
 export interface KernelRuntime {
