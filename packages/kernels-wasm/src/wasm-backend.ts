@@ -9,7 +9,7 @@ import {
 
 } from "@kiln/contract";
 import { BackendMemory } from "./backend-memory.js";
-import { backendMatmul } from "./backend-matmul.js";
+import { WASM_KERNELS, type WasmKernel } from "./kernel-table.js";
 import { measureCeiling } from "./ceiling-call.js";
 import { createKernelRuntime, type KernelRuntime, type RuntimeOptions } from "./kernel-runtime.js";
 
@@ -17,9 +17,6 @@ export interface WasmBackendOptions extends RuntimeOptions {
   /** Measure the multiply-add ceiling at creation for capabilities().peakFlops (about 30 ms; default true). */
   measurePeak?: boolean;
 }
-
-/** Kernels this backend runs, with the dtypes each takes; the rest are declared empty. */
-const IMPLEMENTED: Partial<Record<KernelName, readonly ["f32"]>> = { matmul: ["f32"] };
 
 function bytesOf(data: ArrayBufferView): Uint8Array {
   return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
@@ -48,10 +45,15 @@ export async function createWasmBackend(options: WasmBackendOptions = {}): Promi
       hint: "capabilities().kernelDTypes lists the kernels this backend runs",
     });
   };
-  const kernels = Object.fromEntries(KERNEL_NAMES.map((name) => [name, notImplemented(name)])) as Record<KernelName, unknown>;
-  kernels.matmul = (args: Parameters<Kernels["matmul"]>[0]) => backendMatmul(rt, memory, args);
+  const ctx = { rt, memory };
+  const kernels = Object.fromEntries(
+    KERNEL_NAMES.map((name) => {
+      const k = WASM_KERNELS[name] as WasmKernel<KernelName> | undefined;
+      return [name, k ? (args: never) => k.run(ctx, args) : notImplemented(name)];
+    }),
+  ) as Record<KernelName, unknown>;
 
-  const kernelDTypes = Object.fromEntries(KERNEL_NAMES.map((name) => [name, IMPLEMENTED[name] ?? []])) as unknown as Capabilities["kernelDTypes"];
+  const kernelDTypes = Object.fromEntries(KERNEL_NAMES.map((name) => [name, WASM_KERNELS[name]?.dtypes ?? []])) as unknown as Capabilities["kernelDTypes"];
   const simdName = rt.info.simd === "relaxed" ? "relaxed-simd" : "simd128";
   const view = () => new Uint8Array(rt.memory.buffer);
 

@@ -1,0 +1,27 @@
+import type { DType, KernelArgsMap, KernelName } from "@kiln/contract";
+import type { BackendMemory } from "./backend-memory.js";
+import { backendMatmul } from "./backend-matmul.js";
+import type { KernelRuntime } from "./kernel-runtime.js";
+
+/** What a contract kernel runs with: the runtime (threads, args block) and the buffer table. */
+export interface WasmKernelContext {
+  rt: KernelRuntime;
+  memory: BackendMemory;
+}
+
+/** One contract kernel on the wasm runtime: the dtypes it takes and how it runs. */
+export interface WasmKernel<K extends KernelName> {
+  dtypes: readonly DType[];
+  run(ctx: WasmKernelContext, args: KernelArgsMap[K]): void;
+}
+
+export type WasmKernelTable = { [K in KernelName]?: WasmKernel<K> };
+
+/**
+ * Every contract kernel this backend implements. Each kernel family lives in its
+ * own backend-<family>.ts and is merged here; a kernel missing here is declared
+ * with no dtypes (and the conformance suite says so).
+ */
+export const WASM_KERNELS: WasmKernelTable = {
+  matmul: { dtypes: ["f32"], run: (ctx, args) => backendMatmul(ctx.rt, ctx.memory, args) },
+};
