@@ -25,6 +25,14 @@ describe("tokenizers", () => {
     ]);
   });
 
+  it("covers every special id of cl100k and o200k (the library's vocabularySize counts tokens, not ids)", async () => {
+    const cl100k = await getTokenizer("cl100k");
+    expect(cl100k.decode([100276])).toBe("<|endofprompt|>");
+    expect(cl100k.decode([cl100k.endOfText!])).toBe("<|endoftext|>");
+    const o200k = await getTokenizer("o200k");
+    expect(o200k.decode([o200k.endOfText!])).toBe("<|endoftext|>");
+  });
+
   it("gpt2 gives GPT-2's ids", async () => {
     const gpt2 = await getTokenizer("gpt2");
     expect(gpt2.encode("Hello world")).toEqual([15496, 995]);

@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { open, rename, rm, type FileHandle } from "node:fs/promises";
+import { open, rename, rm, stat, type FileHandle } from "node:fs/promises";
 import path from "node:path";
-import { errorCode, writeError } from "./file-errors.js";
+import { DataError } from "@kiln/contract";
+import { errorCode, messageOf, writeError } from "./file-errors.js";
 
 /**
  * A file that appears at its target path whole or not at all: bytes go to a
@@ -27,6 +28,13 @@ export class AtomicOutputFile {
     try {
       file = await open(temp, "wx");
     } catch (err) {
+      if (errorCode(err) === "ENOENT" && (await isDirectory(path.dirname(absolute)))) {
+        throw new DataError(`cannot write ${what}: the output directory does not take new files (${messageOf(err)})`, {
+          where: target,
+          hint: "Choose an output path on an ordinary writable disk.",
+          cause: err,
+        });
+      }
       throw writeError(err, target, what);
     }
     return new AtomicOutputFile(absolute, temp, file, what);
@@ -90,4 +98,11 @@ async function syncDirectory(dir: string): Promise<void> {
   } finally {
     await handle?.close().catch(() => undefined);
   }
+}
+
+async function isDirectory(dir: string): Promise<boolean> {
+  return stat(dir).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
 }
