@@ -1,3 +1,5 @@
+import { DeviceError } from "@kiln/contract";
+
 /**
  * Which SIMD flavour this engine runs: relaxed SIMD (fused f32x4 multiply-add)
  * where the engine validates it, plain SIMD otherwise.
@@ -60,12 +62,18 @@ export async function hasRelaxedSimd(): Promise<boolean> {
 /** Resolves "auto" to the best variant the engine supports; an explicit request the engine lacks is refused. */
 export async function chooseSimdVariant(requested: SimdVariant | "auto"): Promise<SimdVariant> {
   if (!hasWasmSimd()) {
-    throw new Error("this JavaScript engine has no WebAssembly SIMD (Node >= 16.4, Chrome >= 91, Firefox >= 89, Safari >= 16.4 have it)");
+    throw new DeviceError("this JavaScript engine has no WebAssembly SIMD", {
+      where: "@kiln/kernels-wasm",
+      hint: "use Node >= 16.4, Chrome >= 91, Firefox >= 89 or Safari >= 16.4",
+    });
   }
   if (requested === "plain") return "plain";
   const relaxed = await hasRelaxedSimd();
   if (requested === "relaxed" && !relaxed) {
-    throw new Error("relaxed SIMD was requested but this engine does not validate f32x4.relaxed_madd");
+    throw new DeviceError("relaxed SIMD was requested but this engine does not validate f32x4.relaxed_madd", {
+      where: "@kiln/kernels-wasm",
+      hint: 'pass simd: "auto" or "plain" (Node 20 gets relaxed SIMD from --experimental-wasm-relaxed-simd)',
+    });
   }
   return relaxed ? "relaxed" : "plain";
 }
