@@ -2,6 +2,7 @@ import { Command, CommanderError } from "commander";
 import { KilnError } from "@kiln/contract";
 import { registerDoctor } from "./commands/doctor.js";
 import { registerEstimate } from "./commands/estimate.js";
+import { registerPrepare } from "./commands/prepare.js";
 import { KILN_VERSION } from "./version.js";
 
 export function buildProgram(): Command {
@@ -12,6 +13,7 @@ export function buildProgram(): Command {
     .showHelpAfterError();
   registerDoctor(program);
   registerEstimate(program);
+  registerPrepare(program);
   return program;
 }
 

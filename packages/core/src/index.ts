@@ -13,9 +13,10 @@ export { buildTrainingGraph, buildForwardGraph, buildEvalGraph, positionIds, typ
 export { initialParamBytes } from "./model/init-params.js";
 export { learningRateAt, type LrScheduleConfig } from "./optim/lr-schedule.js";
 export { AdamW, type AdamWConfig } from "./optim/adamw.js";
-export { Trainer, type TrainerConfig, type Batch, type StepResult } from "./train/trainer.js";
+export { Trainer, type TrainerConfig, type Batch, type BatchSource, type StepResult } from "./train/trainer.js";
 export { ForwardRunner } from "./train/forward-runner.js";
 export type { MemoryPlan } from "./train/memory-plan.js";
 export { philox4x32, fillNormal, streamOf } from "./rng/philox.js";
 export { planTrainingMemory, trainingFlopsPerToken } from "./train/plan-training.js";
 export { saveTrainerCheckpoint, loadTrainerCheckpoint, META_STEP, META_MODEL } from "./train/checkpoint-state.js";
+export * from "./data/index.js";

@@ -28,6 +28,12 @@ export interface Batch {
   targets: Int32Array;
 }
 
+/** Micro-batches read one at a time (the previous one may be overwritten by the next). */
+export interface BatchSource {
+  count: number;
+  next(): Promise<Batch>;
+}
+
 export interface StepResult {
   /** Mean loss over the valid targets of every micro-batch. */
   loss: number;
@@ -100,24 +106,27 @@ export class Trainer {
   }
 
   /**
-   * One optimizer step over `microBatches` (gradient accumulation): forward and
+   * One optimizer step over micro-batches (gradient accumulation): forward and
    * backward on each, gradients summed, clipped to the global norm, AdamW.
+   * With an array, the loss is the mean over every valid target of every
+   * micro-batch. With a source (batches read one at a time, e.g. from a
+   * Prefetcher whose buffers are reused), it is the mean of the micro-batches'
+   * means, as nanoGPT does; the two agree when micro-batches have equal valid counts.
    */
-  async step(microBatches: readonly Batch[]): Promise<StepResult> {
-    if (microBatches.length === 0) throw new Error("step() needs at least one batch");
-    const valid = microBatches.reduce((s, b) => s + countValid(b.targets), 0);
-    const { grads, scalars } = this.buffers;
-    this.backend.kernels.fill({ out: grads, n: this.layout.bytes / 4, value: 0, dtype: "f32" });
-    this.compiled.runtime.lossScale = valid > 0 ? 1 / valid : 0;
-    let lossSum = 0;
-    for (const batch of microBatches) {
-      this.checkBatch(batch);
-      this.compiled.upload(this.model.ids, batch.ids);
-      this.compiled.upload(this.model.training!.targets, batch.targets);
-      this.compiled.run();
-      await this.compiled.download(this.model.training!.lossSum, this.lossHost);
-      lossSum += this.lossHost[0];
+  async step(microBatches: readonly Batch[] | BatchSource): Promise<StepResult> {
+    const count = "next" in microBatches ? microBatches.count : microBatches.length;
+    if (count < 1) throw new Error("step() needs at least one batch");
+    const totalValid = "next" in microBatches ? undefined : microBatches.reduce((s, b) => s + countValid(b.targets), 0);
+    this.backend.kernels.fill({ out: this.buffers.grads, n: this.layout.bytes / 4, value: 0, dtype: "f32" });
+    let loss = 0;
+    for (let i = 0; i < count; i++) {
+      const batch = "next" in microBatches ? await microBatches.next() : microBatches[i];
+      const valid = countValid(batch.targets);
+      // The loss is a mean over `denominator` target rows; each row's gradient is 1 / denominator.
+      const denominator = totalValid ?? valid * count;
+      if (denominator > 0) loss += (await this.forwardBackward(batch, 1 / denominator)) / denominator;
     }
+    const { grads, scalars } = this.buffers;
     this.backend.kernels.sumSquares({ x: grads, out: scalars, n: this.layout.bytes / 4, dtype: "f32" });
     await this.backend.download(scalars, this.scalarHost);
     const gradNorm = Math.sqrt(this.scalarHost[0]);
@@ -128,7 +137,21 @@ export class Trainer {
     this.adamw.update(lr, this.stepCount + 1, gradScale);
     this.stepCount++;
     await this.backend.synchronize();
-    return { loss: valid > 0 ? lossSum / valid : 0, gradNorm, lr, tokens: microBatches.length * this.tokensPerBatch };
+    return { loss, gradNorm, lr, tokens: count * this.tokensPerBatch };
+  }
+
+  /**
+   * Forward and backward of one micro-batch: adds its gradients, each target row
+   * weighted by lossScale, to the gradient buffer; returns its summed row losses.
+   */
+  private async forwardBackward(batch: Batch, lossScale: number): Promise<number> {
+    this.checkBatch(batch);
+    this.compiled.runtime.lossScale = lossScale;
+    this.compiled.upload(this.model.ids, batch.ids);
+    this.compiled.upload(this.model.training!.targets, batch.targets);
+    this.compiled.run();
+    await this.compiled.download(this.model.training!.lossSum, this.lossHost);
+    return this.lossHost[0];
   }
 
   /** Overwrites parameters by name (f32 values), e.g. from a checkpoint or a PyTorch dump. */
@@ -155,16 +178,12 @@ export class Trainer {
     return out;
   }
 
-  /** Runs forward and backward on one batch without updating (gradients stay in the grads buffer). */
+  /** Runs forward and backward on one batch without updating; returns its mean loss (gradients stay in the grads buffer). */
   async lossAndGradients(batch: Batch): Promise<number> {
     const valid = countValid(batch.targets);
     this.backend.kernels.fill({ out: this.buffers.grads, n: this.layout.bytes / 4, value: 0, dtype: "f32" });
-    this.compiled.runtime.lossScale = valid > 0 ? 1 / valid : 0;
-    this.compiled.upload(this.model.ids, batch.ids);
-    this.compiled.upload(this.model.training!.targets, batch.targets);
-    this.compiled.run();
-    await this.compiled.download(this.model.training!.lossSum, this.lossHost);
-    return valid > 0 ? this.lossHost[0] / valid : 0;
+    if (valid === 0) return 0;
+    return (await this.forwardBackward(batch, 1 / valid)) / valid;
   }
 
   /** A forward-only runner over this trainer's parameters (evaluation, generation). */
