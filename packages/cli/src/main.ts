@@ -3,6 +3,8 @@ import { KilnError } from "@kiln/contract";
 import { registerDoctor } from "./commands/doctor.js";
 import { registerEstimate } from "./commands/estimate.js";
 import { registerPrepare } from "./commands/prepare.js";
+import { registerSample } from "./commands/sample.js";
+import { registerTrain } from "./commands/train.js";
 import { KILN_VERSION } from "./version.js";
 
 export function buildProgram(): Command {
@@ -11,16 +13,20 @@ export function buildProgram(): Command {
     .version(KILN_VERSION)
     .exitOverride()
     .showHelpAfterError();
+  registerTrain(program);
+  registerPrepare(program);
+  registerSample(program);
   registerDoctor(program);
   registerEstimate(program);
-  registerPrepare(program);
   return program;
 }
 
 /** Runs the CLI; resolves to the process exit code. User errors print what, where and what to do. */
 export async function main(argv: string[]): Promise<number> {
   try {
-    await buildProgram().parseAsync(argv, { from: "user" });
+    // `kiln -f cfg.yaml ...` without a subcommand trains.
+    const args = argv.length > 0 && argv[0].startsWith("-") && (argv.includes("-f") || argv.includes("--file") || argv.some((a) => a.startsWith("--file="))) ? ["train", ...argv] : argv;
+    await buildProgram().parseAsync(args, { from: "user" });
     return typeof process.exitCode === "number" ? process.exitCode : 0;
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode;

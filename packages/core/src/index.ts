@@ -17,6 +17,8 @@ export { Trainer, type TrainerConfig, type Batch, type BatchSource, type StepRes
 export { ForwardRunner } from "./train/forward-runner.js";
 export type { MemoryPlan } from "./train/memory-plan.js";
 export { philox4x32, fillNormal, streamOf } from "./rng/philox.js";
-export { planTrainingMemory, trainingFlopsPerToken } from "./train/plan-training.js";
+export { planTrainingMemory, planForwardMemory, trainingFlopsPerToken } from "./train/plan-training.js";
 export { saveTrainerCheckpoint, loadTrainerCheckpoint, META_STEP, META_MODEL } from "./train/checkpoint-state.js";
 export * from "./data/index.js";
+export { InferenceSession } from "./generate/inference-session.js";
+export { sampleToken, type SamplingOptions } from "./generate/sample-token.js";

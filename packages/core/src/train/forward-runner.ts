@@ -43,7 +43,7 @@ export class ForwardRunner {
   }
 
   /** Logits of the last run, (batchSize*seqLen, vocab) row-major. */
-  async logits(out = new Float32Array(this.batchSize * this.seqLen * this.model.vocabSize)): Promise<Float32Array> {
+  async logits(out: Float32Array = new Float32Array(this.batchSize * this.seqLen * this.model.vocabSize)): Promise<Float32Array> {
     await this.compiled.download(this.graph.logits, out);
     return out;
   }

@@ -1,6 +1,6 @@
 import type { FloatDType } from "@kiln/contract";
 import type { ModelConfig } from "../model/config.js";
-import { buildTrainingGraph } from "../model/build-graph.js";
+import { buildEvalGraph, buildTrainingGraph } from "../model/build-graph.js";
 import { paramLayout } from "../model/param-layout.js";
 import { planStep } from "../plan/plan-step.js";
 import type { RecomputePolicy } from "../autodiff/rematerialize.js";
@@ -44,4 +44,11 @@ export function trainingFlopsPerToken(model: ModelConfig, seqLen: number): numbe
   const layout = paramLayout(model, "f32");
   const positions = model.arch === "gpt2" ? model.maxSeqLen * model.hiddenSize : 0;
   return 6 * (layout.count - positions) + 12 * model.numLayers * model.hiddenSize * seqLen;
+}
+
+/** Device bytes of a ForwardRunner (evaluation or generation) for (batch, seqLen): its arena and I/O. */
+export function planForwardMemory(model: ModelConfig, batchSize: number, seqLen: number, dtype: FloatDType = "f32"): number {
+  const g = buildEvalGraph(model, paramLayout(model, dtype), batchSize, seqLen);
+  const p = planStep(g.graph);
+  return p.arena.bytes + p.inputBytes + p.constantBytes + p.outputBytes;
 }

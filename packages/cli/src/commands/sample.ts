@@ -1,0 +1,68 @@
+import type { Command } from "commander";
+import { CheckpointError } from "@kiln/contract";
+import { InferenceSession, getTokenizer, isTokenizerName } from "@kiln/core";
+import { openBackend } from "../train/open-backend.js";
+import { nonNegativeInt, positiveInt } from "./parse-flags.js";
+
+interface SampleFlags {
+  checkpoint: string;
+  prompt: string;
+  maxTokens: number;
+  temperature: number;
+  topK: number;
+  seed: number;
+  tokenizer?: string;
+  threads?: number;
+}
+
+function temperature(value: string): number {
+  const t = Number(value);
+  if (!Number.isFinite(t) || t < 0) throw new Error(`expected a temperature >= 0, got "${value}"`);
+  return t;
+}
+
+export function registerSample(program: Command): void {
+  program
+    .command("sample")
+    .description("generate text from a checkpoint")
+    .requiredOption("--checkpoint <file>", "a .safetensors written by kiln train")
+    .option("--prompt <text>", "text to continue", "\n")
+    .option("--max-tokens <n>", "tokens to generate", positiveInt, 200)
+    .option("--temperature <t>", "0 = greedy; higher = more varied", temperature, 0.8)
+    .option("--top-k <k>", "sample among the k most likely tokens (0 = all)", nonNegativeInt, 40)
+    .option("--seed <n>", "sampling seed", nonNegativeInt, 0)
+    .option("--tokenizer <name>", "override the checkpoint's tokenizer (gpt2, cl100k, o200k, bytes)")
+    .option("--threads <n>", "CPU threads", positiveInt)
+    .action(async (f: SampleFlags) => {
+      const backend = await openBackend("cpu", { ...(f.threads ? { threads: f.threads } : {}) });
+      try {
+        const session = await InferenceSession.fromCheckpoint(backend, f.checkpoint);
+        const name = f.tokenizer ?? session.metadata["kiln.tokenizer"];
+        if (!name || !isTokenizerName(name)) {
+          throw new CheckpointError(name ? `unknown tokenizer "${name}"` : "the checkpoint does not say which tokenizer its data used", {
+            where: f.checkpoint,
+            hint: "pass --tokenizer gpt2|cl100k|o200k|bytes",
+          });
+        }
+        const tokenizer = await getTokenizer(name);
+        const prompt = tokenizer.encode(f.prompt);
+        process.stdout.write(f.prompt);
+        const generated: number[] = [];
+        let printed = "";
+        await session.generate(prompt, f.maxTokens, { temperature: f.temperature, topK: f.topK, seed: f.seed }, (id) => {
+          generated.push(id);
+          const text = tokenizer.decode(generated);
+          // Print only complete characters: a multi-byte character may span tokens.
+          const stable = text.endsWith("\uFFFD") ? text.slice(0, -1) : text;
+          if (stable.length > printed.length) {
+            process.stdout.write(stable.slice(printed.length));
+            printed = stable;
+          }
+        });
+        process.stdout.write("\n");
+        session.dispose();
+      } finally {
+        backend.dispose();
+      }
+    });
+}

@@ -1,0 +1,26 @@
+import type { Backend } from "@kiln/contract";
+import type { MemoryPlan } from "@kiln/core";
+import type { RunSettings } from "../config/settings.js";
+import { formatBytes, formatCount } from "../estimate/format-bytes.js";
+
+/** The start-of-run summary: device, model size, tokens per step, the memory plan against what is available. */
+export function formatBanner(s: RunSettings, backend: Backend, parameters: number, plan: MemoryPlan & { evaluation: number }, data: string): string {
+  const dev = backend.capabilities().device;
+  const available = dev.memoryBytes;
+  const total = plan.total + plan.evaluation;
+  const pct = (b: number) => `${((100 * b) / available).toFixed(1)}%`;
+  const rows: [string, string][] = [
+    ["device", `${dev.name}${dev.computeCapability ? `, compute ${dev.computeCapability}` : ""}`],
+    ["model", `${s.model.arch}, ${formatCount(parameters)} parameters, ${s.model.numLayers} layers, hidden ${s.model.hiddenSize}`],
+    ["step", `${s.batchSize} x ${s.seqLen} tokens x ${s.gradAccum} accumulation = ${s.batchSize * s.seqLen * s.gradAccum} tokens`],
+    ["data", data],
+    [
+      "memory",
+      `${formatBytes(total)} of ${formatBytes(available)} (${pct(total)}): parameters ${formatBytes(plan.parameters)}, gradients ${formatBytes(plan.gradients)}, ` +
+        `AdamW ${formatBytes(plan.optimizerState)}, activations ${formatBytes(plan.activations)}, evaluation ${formatBytes(plan.evaluation)}`,
+    ],
+    ["output", s.outputDir],
+  ];
+  const width = Math.max(...rows.map(([k]) => k.length));
+  return rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`).join("\n");
+}

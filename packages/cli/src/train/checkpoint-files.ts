@@ -1,0 +1,59 @@
+import fs from "node:fs";
+import path from "node:path";
+import { CheckpointError } from "@kiln/contract";
+
+const STEP_FILE = /^step_(\d+)\.safetensors$/;
+
+/** step_<N>.safetensors inside `dir`. */
+export function checkpointPath(dir: string, step: number): string {
+  return path.join(dir, `step_${step}.safetensors`);
+}
+
+/** The step checkpoints in `dir`, oldest first (none when the folder does not exist). */
+export function listCheckpoints(dir: string): { step: number; path: string }[] {
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+  return names
+    .map((n) => STEP_FILE.exec(n))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => ({ step: Number(m[1]), path: path.join(dir, m[0]) }))
+    .sort((a, b) => a.step - b.step);
+}
+
+/** Deletes all but the newest `keep` step checkpoints. */
+export function pruneCheckpoints(dir: string, keep: number): void {
+  const all = listCheckpoints(dir);
+  for (const c of all.slice(0, Math.max(0, all.length - keep))) fs.rmSync(c.path, { force: true });
+}
+
+/**
+ * The checkpoint `--resume` names: "auto" = the newest in the output folder (undefined
+ * when there is none yet), else a path that must exist.
+ */
+export function resolveResume(resume: string, dir: string): string | undefined {
+  if (resume === "auto") return listCheckpoints(dir).at(-1)?.path;
+  if (!fs.existsSync(resume)) {
+    throw new CheckpointError("the checkpoint to resume from does not exist", { where: resume, hint: `pass an existing .safetensors file, or --resume auto to continue from the newest in ${dir}` });
+  }
+  return resume;
+}
+
+/** Makes sure checkpoints can be written to `dir`, creating it; refuses with the reason otherwise. */
+export function ensureWritableDir(dir: string): void {
+  try {
+    fs.mkdirSync(dir, { recursive: true });
+    fs.accessSync(dir, fs.constants.W_OK);
+    const probe = path.join(dir, `.kiln-write-probe-${process.pid}`);
+    fs.writeFileSync(probe, "");
+    fs.rmSync(probe);
+  } catch (err) {
+    throw new CheckpointError(`cannot write checkpoints to this folder (${(err as NodeJS.ErrnoException).code ?? String(err)})`, {
+      where: dir,
+      hint: "choose another --output-dir (or trainer.checkpoint_dir) that you can write to",
+    });
+  }
+}

@@ -1,0 +1,38 @@
+import fs from "node:fs";
+import path from "node:path";
+
+/** One training log line (DESIGN.md §4), or an evaluation line with val_loss. */
+export interface MetricsLine {
+  step: number;
+  loss?: number;
+  grad_norm?: number;
+  learning_rate?: number;
+  epoch?: number;
+  "it/s"?: number;
+  "tokens/s"?: number;
+  mfu?: number | null;
+  mem_bytes?: number;
+  val_loss?: number;
+}
+
+/** Appends JSON lines to <output>/metrics.jsonl, and to stdout when headless. */
+export class MetricsLog {
+  private readonly fd: number;
+
+  constructor(
+    outputDir: string,
+    private readonly toStdout: boolean,
+  ) {
+    this.fd = fs.openSync(path.join(outputDir, "metrics.jsonl"), "a");
+  }
+
+  write(line: MetricsLine): void {
+    const text = `${JSON.stringify(line, (_k, v: unknown) => (typeof v === "number" && !Number.isInteger(v) ? Number(v.toPrecision(6)) : v))}\n`;
+    fs.writeSync(this.fd, text);
+    if (this.toStdout) process.stdout.write(text);
+  }
+
+  close(): void {
+    fs.closeSync(this.fd);
+  }
+}

@@ -1,0 +1,41 @@
+import cliProgress from "cli-progress";
+import type { MetricsLine } from "./metrics-log.js";
+
+/** A progress bar on a TTY: step/total, loss, it/s, tokens/s, MFU, memory, ETA. */
+export class ProgressDisplay {
+  private readonly multi: cliProgress.MultiBar;
+  private readonly bar: cliProgress.SingleBar;
+
+  constructor(total: number, start: number) {
+    this.multi = new cliProgress.MultiBar(
+      {
+        format: "step {value}/{total} |{bar}| loss {loss} | {its} it/s | {tps} tok/s | mfu {mfu} | {mem} | eta {eta_formatted}",
+        barsize: 24,
+        hideCursor: true,
+        etaBuffer: 20,
+        clearOnComplete: false,
+      },
+      cliProgress.Presets.shades_classic,
+    );
+    this.bar = this.multi.create(total, start, { loss: "-", its: "-", tps: "-", mfu: "-", mem: "-" });
+  }
+
+  update(m: MetricsLine): void {
+    this.bar.update(m.step, {
+      loss: m.loss?.toFixed(4) ?? "-",
+      its: m["it/s"]?.toFixed(2) ?? "-",
+      tps: m["tokens/s"] !== undefined ? Math.round(m["tokens/s"]) : "-",
+      mfu: m.mfu === null || m.mfu === undefined ? "-" : `${(100 * m.mfu).toFixed(1)}%`,
+      mem: m.mem_bytes !== undefined ? `${(m.mem_bytes / 2 ** 20).toFixed(0)} MiB` : "-",
+    });
+  }
+
+  /** Prints a line above the bar (evaluation results, checkpoints). */
+  log(text: string): void {
+    this.multi.log(`${text}\n`);
+  }
+
+  stop(): void {
+    this.multi.stop();
+  }
+}

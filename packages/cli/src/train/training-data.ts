@@ -1,0 +1,45 @@
+import os from "node:os";
+import path from "node:path";
+import { BatchSampler, type TokenDataset, builtinCorpus, openTokenDataset } from "@kiln/core";
+import type { RunSettings } from "../config/settings.js";
+
+export interface TrainingData {
+  dataset: TokenDataset;
+  train: BatchSampler;
+  val: BatchSampler;
+  /** Tokenizer name from the data's sidecar (or the built-in corpus), for checkpoints and sampling. */
+  tokenizer: string | undefined;
+  /** One line for the banner. */
+  description: string;
+}
+
+/** kiln's cache folder: $XDG_CACHE_HOME/kiln or ~/.cache/kiln. */
+export function cacheDir(): string {
+  return path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "kiln");
+}
+
+/** Opens (and validates) the token file, or the built-in corpus when none is given. */
+export async function openTrainingData(s: RunSettings): Promise<TrainingData> {
+  let file = s.dataPath;
+  let description: string;
+  if (file === undefined) {
+    const tokenizer = (s.tokenizer ?? "bytes") as "bytes";
+    const corpus = await builtinCorpus({ cacheDir: path.join(cacheDir(), "corpus"), tokenizer });
+    file = corpus.path;
+    description = `built-in story corpus, ${tokenizer} tokens (${corpus.created ? "tokenized now" : "cached"} at ${corpus.path})`;
+  } else {
+    description = file;
+  }
+  const dataset = await openTokenDataset(file, { vocabSize: s.model.vocabSize });
+  const valFraction = dataset.sidecar?.val_fraction ?? s.valFraction;
+  const common = { batchSize: s.batchSize, seqLen: s.seqLen, seed: s.seed, valFraction };
+  const train = new BatchSampler(dataset, { ...common, split: "train" });
+  const val = new BatchSampler(dataset, { ...common, split: "val", shuffle: false });
+  return {
+    dataset,
+    train,
+    val,
+    tokenizer: dataset.sidecar?.tokenizer ?? (s.dataPath === undefined ? (s.tokenizer ?? "bytes") : s.tokenizer),
+    description: `${description}: ${dataset.tokenCount.toLocaleString("en-US")} tokens (${dataset.format}), ${train.windowCount} training windows`,
+  };
+}
