@@ -1,0 +1,107 @@
+"""One training configuration in PyTorch, timed: the reference side of train-step.mjs.
+
+GPT-2 architecture written as nanoGPT does (nn.Linear layers, learned positions,
+tied embeddings, tanh GELU, manual causal attention since torch 1.13 has no
+scaled_dot_product_attention), f32, AdamW, gradient clipping. Prints one JSON line.
+
+Usage: /usr/bin/python3 train_step_torch.py --layers 4 --heads 4 --hidden 256 --vocab 4096 --seq 128 --batch 8 --steps 10 --threads 2
+"""
+import argparse
+import json
+import math
+import resource
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    def __init__(self, c, h):
+        super().__init__()
+        self.h = h
+        self.ln_1 = nn.LayerNorm(c)
+        self.c_attn = nn.Linear(c, 3 * c)
+        self.c_proj = nn.Linear(c, c)
+        self.ln_2 = nn.LayerNorm(c)
+        self.c_fc = nn.Linear(c, 4 * c)
+        self.mlp_proj = nn.Linear(4 * c, c)
+
+    def forward(self, x, mask):
+        b, t, c = x.shape
+        q, k, v = self.c_attn(self.ln_1(x)).split(c, dim=2)
+        q = q.view(b, t, self.h, c // self.h).transpose(1, 2)
+        k = k.view(b, t, self.h, c // self.h).transpose(1, 2)
+        v = v.view(b, t, self.h, c // self.h).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = F.softmax(att.masked_fill(mask[:, :, :t, :t] == 0, float("-inf")), dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(b, t, c)
+        x = x + self.c_proj(y)
+        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab, seq, layers, heads, hidden):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, hidden)
+        self.wpe = nn.Embedding(seq, hidden)
+        self.blocks = nn.ModuleList([Block(hidden, heads) for _ in range(layers)])
+        self.ln_f = nn.LayerNorm(hidden)
+        self.register_buffer("mask", torch.tril(torch.ones(seq, seq)).view(1, 1, seq, seq))
+        for m in self.modules():  # GPT-2 init, as nanoGPT
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(m.weight, 0.0, 0.02)
+            if isinstance(m, nn.Linear):
+                nn.init.zeros_(m.bias)
+
+    def forward(self, ids, targets):
+        t = ids.size(1)
+        x = self.wte(ids) + self.wpe(torch.arange(t))
+        for blk in self.blocks:
+            x = blk(x, self.mask)
+        logits = self.ln_f(x) @ self.wte.weight.t()
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    for name, default in [("layers", 4), ("heads", 4), ("hidden", 256), ("vocab", 4096), ("seq", 128), ("batch", 8), ("steps", 10), ("warmup", 3), ("threads", 2)]:
+        p.add_argument(f"--{name}", type=int, default=default)
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    model = GPT(a.vocab, a.seq, a.layers, a.heads, a.hidden)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1)
+    gen = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, a.vocab, (a.batch, a.seq), generator=gen)
+    targets = torch.randint(0, a.vocab, (a.batch, a.seq), generator=gen)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = model(ids, targets)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return loss.item()
+
+    for _ in range(a.warmup):
+        step()
+    t0 = time.perf_counter()
+    for _ in range(a.steps):
+        loss = step()
+    seconds = (time.perf_counter() - t0) / a.steps
+    print(json.dumps({
+        "impl": "pytorch",
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "ms_per_step": seconds * 1000,
+        "tokens_per_s": a.batch * a.seq / seconds,
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "loss": loss,
+        "params": sum(x.numel() for x in model.parameters()),
+    }))
+
+
+if __name__ == "__main__":
+    main()
