@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { checkConformance } from "@kiln/contract/conformance";
-import { dropsLastRow, forgetsToAccumulate, modifiesInput, withKernels, writesPastEnd } from "./fixtures/broken-backends.js";
+import { clobbersInterleavedGradients, dropsLastRow, forgetsToAccumulate, modifiesInput, withKernels, writesPastEnd } from "./fixtures/broken-backends.js";
 
 const only = (kernel: string) => ({ filter: (c: { kernel: string }) => c.kernel === kernel, dtypes: ["f32", "bf16"] as const });
 
@@ -35,6 +35,14 @@ describe("the conformance suite catches broken backends", () => {
   it("reports a parameter gradient that does not accumulate", async () => {
     const outcomes = await checkConformance(forgetsToAccumulate(), { ...only("embeddingBackward"), dtypes: ["f32"] });
     for (const o of outcomes) expect(o.status, o.name).toBe("failed");
+  });
+
+  it("reports gradients that overwrite their neighbours in one packed buffer", async () => {
+    const outcomes = await checkConformance(clobbersInterleavedGradients(), { ...only("attentionBackward"), dtypes: ["f32"] });
+    const packed = outcomes.find((o) => o.case.shared !== undefined)!;
+    expect(packed.status).toBe("failed");
+    expect(packed.details.join()).toMatch(/^dQ\+dK\+dV: \d+ of \d+ elements off/);
+    for (const o of outcomes.filter((x) => x.case.shared === undefined)) expect(o.status, o.name).toBe("passed");
   });
 
   it("skips, with the reason, kernels a backend declares unsupported", async () => {

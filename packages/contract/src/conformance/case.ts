@@ -19,6 +19,11 @@ export interface ConformanceCase {
   present?: readonly string[];
   /** Run in place: the first operand names the same memory as the second. */
   inPlace?: readonly [string, string];
+  /**
+   * Operands that share one buffer, each at an element offset: { q: 0, k: C, v: 2C }
+   * is a packed qkv buffer (their strided rows interleave).
+   */
+  shared?: readonly Record<string, number>[];
   /** Replaces generated inputs with consistent ones (saved statistics, special values). */
   derive?: (args: Record<string, unknown>, values: Record<string, Float64Array>) => void;
 }

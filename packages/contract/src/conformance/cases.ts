@@ -52,6 +52,13 @@ const attentionShapes: Def[] = [
   d("large", { batch: 2, seqLen: 64, heads: 4, kvHeads: 4, headDim: 32 }),
 ];
 
+/** GPT-2's layout: q, k, v (and dQ, dK, dV) as three slices of one (B*T, 3C) buffer. */
+const packedQkv = (backward: boolean): Def =>
+  d("strided", { batch: 2, seqLen: 11, heads: 3, kvHeads: 3, headDim: 4, qRowStride: 36, kvRowStride: 36 }, {
+    label: "one packed qkv buffer",
+    shared: backward ? [{ q: 0, k: 12, v: 24 }, { dQ: 0, dK: 12, dV: 24 }] : [{ q: 0, k: 12, v: 24 }],
+  });
+
 const ropeShapes: Def[] = [
   d("one", { batch: 1, seqLen: 1, heads: 1, headDim: 2, theta: 10000 }),
   d("prime", { batch: 2, seqLen: 7, heads: 3, headDim: 6, theta: 10000 }),
@@ -135,8 +142,8 @@ const CASES: Record<KernelName, Defs> = {
   swiGluBackward: () => unarySizes("swiGluBackward").filter((s) => s.shape !== "in-place"),
   ropeForward: () => ropeShapes,
   ropeBackward: () => ropeShapes,
-  attentionForward: () => attentionShapes,
-  attentionBackward: () => attentionShapes.map((s) => ({ ...s, derive: deriveFrom("attentionForward", { out: "out", lse: "lse" }) })),
+  attentionForward: () => [...attentionShapes, packedQkv(false)],
+  attentionBackward: () => [...attentionShapes, packedQkv(true)].map((s) => ({ ...s, derive: deriveFrom("attentionForward", { out: "out", lse: "lse" }) })),
   crossEntropyForward: () => ceShapes(false),
   crossEntropyBackward: () => ceShapes(true),
   softmaxForward: () => [

@@ -1,5 +1,5 @@
-import type { Backend, BufferHandle, BufferSlice } from "../backend.js";
-import { isFloatDType } from "../dtype.js";
+import type { Backend, BufferHandle } from "../backend.js";
+import { bytesPerElement, isFloatDType } from "../dtype.js";
 import { decodeElements, encodeToBytes } from "../host-codec.js";
 import { type KernelName, kernelSpecs } from "../kernels/index.js";
 import type { OperandSpec } from "../kernels/spec.js";
@@ -7,7 +7,7 @@ import { type ConformanceCase, caseName } from "./case.js";
 import { hashString, seededRandom } from "./rng.js";
 import { TOLERANCES, compareValues, looser } from "./tolerance.js";
 
-/** Bytes of sentinel before and after every operand; a backend must leave them alone. */
+/** Bytes of sentinel before and after every buffer; a backend must leave them alone. */
 const GUARD = 64;
 const SENTINEL = 0xa5;
 
@@ -17,66 +17,91 @@ export function caseOperands(c: ConformanceCase): OperandSpec[] {
   return spec.operands(c.args).filter((s) => !s.optional || (c.present ?? []).includes(s.key));
 }
 
-/** Test data for every operand (outputs too, so untouched or accumulated elements show), rounded to its dtype. */
+/**
+ * One buffer of a case: a single operand, or several operands sharing one buffer
+ * at element offsets (a packed qkv buffer and its packed gradient).
+ */
+interface Placement {
+  name: string;
+  members: { spec: OperandSpec; offset: number }[];
+  dtype: OperandSpec["dtype"];
+  elements: number;
+}
+
+function placements(c: ConformanceCase): Placement[] {
+  const specs = caseOperands(c);
+  const out: Placement[] = [];
+  const grouped = new Set<string>();
+  for (const group of c.shared ?? []) {
+    const members = Object.entries(group).map(([key, offset]) => ({ spec: specs.find((s) => s.key === key)!, offset }));
+    for (const m of members) grouped.add(m.spec.key);
+    out.push({
+      name: members.map((m) => m.spec.key).join("+"),
+      members,
+      dtype: members[0].spec.dtype,
+      elements: Math.max(...members.map((m) => m.offset + m.spec.elements)),
+    });
+  }
+  for (const s of specs) {
+    if (grouped.has(s.key) || s.key === c.inPlace?.[0]) continue;
+    out.push({ name: s.key, members: [{ spec: s, offset: 0 }], dtype: s.dtype, elements: s.elements });
+  }
+  return out;
+}
+
+/** Test data for every buffer (outputs too, so untouched or accumulated elements show), rounded to its dtype. */
 export function caseInputs(c: ConformanceCase): Record<string, Uint8Array> {
   const rand = seededRandom(hashString(caseName(c)));
+  const places = placements(c);
+  const whole: Record<string, Float64Array> = {};
   const values: Record<string, Float64Array> = {};
-  const specs = caseOperands(c);
-  for (const s of specs) {
-    const v = new Float64Array(s.elements);
-    const init = s.init ?? { kind: "uniform", lo: -1, hi: 1 };
+  for (const p of places) {
+    const v = new Float64Array(p.elements);
+    const init = p.members[0].spec.init ?? { kind: "uniform", lo: -1, hi: 1 };
     for (let i = 0; i < v.length; i++) {
       if (init.kind === "uniform") v[i] = init.lo + (init.hi - init.lo) * rand();
       else if (init.kind === "index") v[i] = Math.floor(rand() * init.max);
       else v[i] = rand() < 0.1 ? -1 : Math.floor(rand() * init.max);
     }
-    values[s.key] = decodeElements(encodeToBytes(v, s.dtype), s.dtype, s.elements);
+    whole[p.name] = decodeElements(encodeToBytes(v, p.dtype), p.dtype, p.elements);
+    for (const m of p.members) values[m.spec.key] = whole[p.name].subarray(m.offset);
   }
   c.derive?.(c.args, values);
-  return Object.fromEntries(specs.map((s) => [s.key, encodeToBytes(values[s.key], s.dtype)]));
+  return Object.fromEntries(places.map((p) => [p.name, encodeToBytes(whole[p.name], p.dtype)]));
 }
 
 interface Placed {
-  spec: OperandSpec;
+  place: Placement;
   buffer: BufferHandle;
-  slice: BufferSlice;
   bytes: Uint8Array;
-  /** Another operand's key when this one shares its memory (in-place). */
-  aliasOf?: string;
 }
 
-/** Uploads each operand inside guard bytes, calls the kernel, and downloads every buffer whole. */
+/** Uploads each buffer inside guard bytes, calls the kernel, and downloads every buffer whole. */
 export async function executeCase(backend: Backend, c: ConformanceCase, inputs: Record<string, Uint8Array>) {
-  const placed: Record<string, Placed> = {};
-  const specs = caseOperands(c);
-  const [aliasOut, aliasIn] = c.inPlace ?? [];
-  for (const s of specs) {
-    if (s.key === aliasOut) continue;
-    const bytes = inputs[s.key];
-    const buffer = backend.alloc(GUARD + bytes.byteLength + GUARD);
-    const image = new Uint8Array(buffer.byteLength).fill(SENTINEL);
-    image.set(bytes, GUARD);
-    backend.upload(buffer, image);
-    placed[s.key] = { spec: s, buffer, slice: { buffer, byteOffset: GUARD }, bytes };
-  }
-  if (aliasOut && aliasIn) {
-    const target = placed[aliasIn];
-    placed[aliasOut] = { ...target, spec: specs.find((s) => s.key === aliasOut)!, aliasOf: aliasIn };
-  }
+  const placed: Placed[] = [];
   const args: Record<string, unknown> = { ...c.args };
-  for (const [key, p] of Object.entries(placed)) args[key] = p.slice;
   try {
+    for (const place of placements(c)) {
+      const bytes = inputs[place.name];
+      const buffer = backend.alloc(GUARD + bytes.byteLength + GUARD);
+      placed.push({ place, buffer, bytes });
+      const image = new Uint8Array(buffer.byteLength).fill(SENTINEL);
+      image.set(bytes, GUARD);
+      backend.upload(buffer, image);
+      for (const m of place.members) args[m.spec.key] = { buffer, byteOffset: GUARD + m.offset * bytesPerElement(place.dtype) };
+    }
+    if (c.inPlace) args[c.inPlace[0]] = args[c.inPlace[1]];
     (backend.kernels[c.kernel] as (a: unknown) => void)(args);
     await backend.synchronize();
     const images: Record<string, Uint8Array> = {};
-    for (const [key, p] of Object.entries(placed)) {
+    for (const p of placed) {
       const image = new Uint8Array(p.buffer.byteLength);
       await backend.download(p.buffer, image);
-      images[key] = image;
+      images[p.place.name] = image;
     }
     return { placed, images };
   } finally {
-    for (const [key, p] of Object.entries(placed)) if (!p.aliasOf || key === p.aliasOf) backend.free(p.buffer);
+    for (const p of placed) backend.free(p.buffer);
   }
 }
 
@@ -90,32 +115,31 @@ export async function checkCase(backend: Backend, reference: Backend, c: Conform
   const got = await executeCase(backend, c, inputs);
   const want = await executeCase(reference, c, inputs);
   const problems: string[] = [];
-  const caseTol = TOLERANCES[c.dtype];
-  for (const [key, p] of Object.entries(got.placed)) {
-    if (p.aliasOf) continue;
-    const image = got.images[key];
-    const n = p.bytes.byteLength;
+  const specs = caseOperands(c);
+  for (const { place, bytes } of got.placed) {
+    const image = got.images[place.name];
+    const n = bytes.byteLength;
     for (const [lo, hi] of [[0, GUARD], [GUARD + n, GUARD + n + GUARD]]) {
       const bad = image.subarray(lo, hi).findIndex((b) => b !== SENTINEL);
-      if (bad >= 0) problems.push(`${key}: byte ${lo + bad - GUARD} outside the operand was written`);
+      if (bad >= 0) problems.push(`${place.name}: byte ${lo + bad - GUARD} outside the operand was written`);
     }
-    const writer = Object.values(got.placed).find((q) => q.aliasOf === key);
-    const written = p.spec.role !== "in" || writer !== undefined;
+    const writer = c.inPlace && place.name === c.inPlace[1] ? specs.find((s) => s.key === c.inPlace![0]) : undefined;
+    const outputs = place.members.filter((m) => m.spec.role !== "in").map((m) => m.spec);
+    const written = writer ?? outputs[0];
     const actual = image.subarray(GUARD, GUARD + n);
     if (!written) {
-      const changed = actual.findIndex((b, i) => b !== p.bytes[i]);
-      if (changed >= 0) problems.push(`${key}: input was modified (byte ${changed})`);
+      const changed = actual.findIndex((b, i) => b !== bytes[i]);
+      if (changed >= 0) problems.push(`${place.name}: input was modified (byte ${changed})`);
       continue;
     }
-    const spec = writer ? writer.spec : p.spec;
-    const expected = want.images[key].subarray(GUARD, GUARD + n);
-    const a = decodeElements(actual, spec.dtype, spec.elements);
-    const e = decodeElements(expected, spec.dtype, spec.elements);
-    const tol = isFloatDType(spec.dtype) ? looser(TOLERANCES[spec.dtype], caseTol) : TOLERANCES[spec.dtype];
+    const a = decodeElements(actual, place.dtype, place.elements);
+    const e = decodeElements(want.images[place.name].subarray(GUARD, GUARD + n), place.dtype, place.elements);
+    const tol = isFloatDType(place.dtype) ? looser(TOLERANCES[place.dtype], TOLERANCES[c.dtype]) : TOLERANCES[place.dtype];
     const { mismatches, count } = compareValues(a, e, tol);
     if (count > 0) {
       const shown = mismatches.map((m) => `[${m.index}] got ${m.actual} want ${m.expected}`).join(", ");
-      problems.push(`${writer ? `${writer.spec.key} (in place over ${key})` : key}: ${count} of ${spec.elements} elements off (rtol ${tol.rtol}, atol ${tol.atol}): ${shown}`);
+      const label = writer ? `${writer.key} (in place over ${place.name})` : place.name;
+      problems.push(`${label}: ${count} of ${place.elements} elements off (rtol ${tol.rtol}, atol ${tol.atol}): ${shown}`);
     }
   }
   return problems;
@@ -129,4 +153,3 @@ export function unsupportedReason(backend: Backend, c: ConformanceCase): string 
   const missing = needed.find((t) => !dtypes.includes(t as never));
   return missing ? `${backend.name} declares no ${missing} for ${c.kernel}` : undefined;
 }
-
