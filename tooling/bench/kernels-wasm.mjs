@@ -8,6 +8,8 @@
 //   ceiling  register-only f32x4 multiply-add GFLOP/s on 1 thread and on all threads
 //   gemm     size^3 f32 matmul GFLOP/s on 1 thread and on all threads (zero-copy buffers),
 //            its fraction of the ceiling, and time(all threads) / time(1 thread)
+// then, on the default build, cross-entropy (2048 x 8192 logits), AdamW (14M parameters),
+// add, sumSquares and cast (10M elements) in ms and GB/s (loss-optimizer-wasm.mjs),
 // and, where tooling/bench's own dependencies are installed, TensorFlow.js's
 // wasm backend matMul at the same size.
 // V8 runs a wasm function in its baseline tier until it has been called often
@@ -15,6 +17,7 @@
 import os from "node:os";
 import { parseArgs } from "node:util";
 import { benchTfjsMatmul } from "./tfjs-matmul.mjs";
+import { benchLossOptimizer } from "./loss-optimizer-wasm.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -30,7 +33,7 @@ const threads = values.threads ? Number(values.threads) : os.availableParallelis
 const ceilingSeconds = Number(values["ceiling-seconds"]);
 
 const kernelsUrl = new URL("../../packages/kernels-wasm/dist/index.js", import.meta.url);
-const { createKernels } = await import(kernelsUrl.href).catch((cause) => {
+const { createKernels, createWasmBackend } = await import(kernelsUrl.href).catch((cause) => {
   console.error('bench: @kiln/kernels-wasm is not built; run `pnpm --filter "@kiln/kernels-wasm..." build` first (builds @kiln/contract too)');
   throw cause;
 });
@@ -132,6 +135,10 @@ for (const simd of ["plain", "relaxed"]) {
   }
 }
 
+const lossOptimizer = await benchLossOptimizer(createWasmBackend, { threads: [...new Set([1, threads])], repeats }).catch((error) => ({
+  error: String(error?.message ?? error),
+}));
+
 const tfjs = await benchTfjsMatmul(size, repeats).catch((error) => ({ error: String(error?.message ?? error) }));
 const best = builds.relaxed?.gemm ? builds.relaxed : builds.plain;
 const comparison =
@@ -156,6 +163,7 @@ const result = {
   },
   threads,
   builds,
+  lossOptimizer,
   tfjsWasmMatmul: tfjs,
   ...(comparison ? { kilnVsTfjs: comparison } : {}),
 };

@@ -2,6 +2,11 @@ import type { DType, KernelArgsMap, KernelName } from "@kiln/contract";
 import type { BackendMemory } from "./backend-memory.js";
 import { backendMatmul } from "./backend-matmul.js";
 import type { KernelRuntime } from "./kernel-runtime.js";
+import { ADAMW_KERNELS } from "./backend-adamw.js";
+import { CONVERT_KERNELS } from "./backend-convert.js";
+import { CROSS_ENTROPY_KERNELS } from "./backend-cross-entropy.js";
+import { ELEMENTWISE_KERNELS } from "./backend-elementwise.js";
+import { REDUCE_KERNELS } from "./backend-reduce.js";
 
 /** What a contract kernel runs with: the runtime (threads, args block) and the buffer table. */
 export interface WasmKernelContext {
@@ -24,4 +29,9 @@ export type WasmKernelTable = { [K in KernelName]?: WasmKernel<K> };
  */
 export const WASM_KERNELS: WasmKernelTable = {
   matmul: { dtypes: ["f32"], run: (ctx, args) => backendMatmul(ctx.rt, ctx.memory, args) },
+  ...CROSS_ENTROPY_KERNELS,
+  ...ELEMENTWISE_KERNELS,
+  ...REDUCE_KERNELS,
+  ...ADAMW_KERNELS,
+  ...CONVERT_KERNELS,
 };

@@ -1,4 +1,4 @@
-import { DeviceError, KernelArgumentError, sliceOperand } from "@kiln/contract";
+import { KernelArgumentError, sliceOperand } from "@kiln/contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createWasmBackend } from "../src/index.js";
 import type { Backend } from "@kiln/contract";
@@ -17,7 +17,7 @@ describe("wasm backend", () => {
     expect(["relaxed-simd", "simd128"]).toContain(caps.device.simd);
     expect(caps.device.memoryBytes).toBeLessThanOrEqual(2 ** 32);
     expect(caps.kernelDTypes.matmul).toEqual(["f32"]);
-    expect(caps.kernelDTypes.adamW).toEqual([]);
+    expect(caps.kernelDTypes.adamW).toEqual(["f32", "bf16", "f16"]);
     expect(caps.peakFlops.f32).toBeGreaterThan(1e9);
   });
 
@@ -49,12 +49,13 @@ describe("wasm backend", () => {
     expect(after.peakBytes).toBe(before.inUseBytes + 1024);
   });
 
-  it("refuses out-of-bounds operands, overlapping outputs and missing kernels", () => {
+  it("refuses out-of-bounds operands and overlapping outputs", () => {
     const a = backend.alloc(4 * 6);
     const c = backend.alloc(4 * 4);
     expect(() => backend.kernels.matmul({ a, b: a, c, m: 2, n: 2, k: 4, dtype: "f32" })).toThrow(KernelArgumentError);
     expect(() => backend.kernels.matmul({ a, b: a, c: a, m: 1, n: 1, k: 1, dtype: "f32" })).toThrow(/overlaps/);
-    expect(() => backend.kernels.fill({ out: c, value: 0, n: 4, dtype: "f32" })).toThrow(DeviceError);
+    expect(() => backend.kernels.fill({ out: c, value: 0, n: 5, dtype: "f32" })).toThrow(KernelArgumentError);
+    expect(() => backend.kernels.add({ a, b: a, out: sliceOperand(a, 4), n: 4, dtype: "f32" })).toThrow(/overlaps/);
     backend.free(a);
     backend.free(c);
   });

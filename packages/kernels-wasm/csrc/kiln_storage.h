@@ -1,0 +1,219 @@
+/*
+ * Storage dtypes for the elementwise, reduction, loss, optimizer and
+ * conversion kernels: f32x4 loads and stores that convert on the way, a
+ * vector exp and a scalar log (the build has no libm), and the split of a
+ * range among threads.
+ *
+ * Dtype codes (mirrored in src/storage-dtype.ts):
+ *   0 f32   4 bytes, IEEE binary32
+ *   1 bf16  2 bytes, the top half of an f32
+ *   2 f16   2 bytes, IEEE binary16 (1 sign, 5 exponent, 10 mantissa, bias 15)
+ *
+ * 16-bit to f32 is exact. f32 to 16-bit rounds to nearest, ties to even; NaN
+ * stays a quiet NaN with its sign and top payload bits; overflow goes to
+ * infinity; f16 keeps subnormals. Bit-exact with packages/contract/src/half.ts.
+ *
+ * Every helper takes the dtype as an argument: call it with a constant (one
+ * case of a switch) and it inlines into a loop for that dtype alone.
+ */
+#ifndef KILN_STORAGE_H
+#define KILN_STORAGE_H
+
+#include "kiln_simd.h"
+
+#define KILN_DT_F32 0
+#define KILN_DT_BF16 1
+#define KILN_DT_F16 2
+
+/* ---- 16-bit <-> f32 on four u32 lanes (each holding one 16-bit pattern) ---- */
+
+KILN_INLINE v128_t kiln_bf16_to_f32(v128_t h) { return wasm_i32x4_shl(h, 16); }
+
+/* f16 bits -> f32: rebias the exponent; infinities and NaN get the all-ones
+ * exponent; zeros and subnormals are rebuilt exactly by a float subtraction. */
+KILN_INLINE v128_t kiln_f16_to_f32(v128_t h) {
+  const v128_t sign = wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x8000)), 16);
+  v128_t o = wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x7fff)), 13);
+  const v128_t exp = wasm_v128_and(o, wasm_i32x4_splat(0x7c00 << 13));
+  o = wasm_i32x4_add(o, wasm_i32x4_splat((127 - 15) << 23));
+  const v128_t inf_nan = wasm_i32x4_eq(exp, wasm_i32x4_splat(0x7c00 << 13));
+  o = wasm_i32x4_add(o, wasm_v128_and(inf_nan, wasm_i32x4_splat((128 - 16) << 23)));
+  const v128_t tiny = wasm_i32x4_eq(exp, wasm_i32x4_splat(0));
+  const v128_t rebuilt = wasm_f32x4_sub(wasm_i32x4_add(o, wasm_i32x4_splat(1 << 23)), wasm_i32x4_splat(113 << 23));
+  o = wasm_v128_bitselect(rebuilt, o, tiny);
+  return wasm_v128_or(o, sign);
+}
+
+/* f32 -> bf16 bits in the low half of each lane. */
+KILN_INLINE v128_t kiln_f32_to_bf16(v128_t f) {
+  const v128_t lsb = wasm_v128_and(wasm_u32x4_shr(f, 16), wasm_i32x4_splat(1));
+  const v128_t rounded = wasm_u32x4_shr(wasm_i32x4_add(wasm_i32x4_add(f, wasm_i32x4_splat(0x7fff)), lsb), 16);
+  const v128_t quiet = wasm_v128_or(wasm_u32x4_shr(f, 16), wasm_i32x4_splat(0x0040));
+  return wasm_v128_bitselect(quiet, rounded, wasm_f32x4_ne(f, f));
+}
+
+/* f32 -> f16 bits in the low half of each lane. Three cases on |f|:
+ *   >= 2^16      infinity (or NaN with the payload's top bits, quiet)
+ *   <  2^-14     subnormal or zero: adding 0.5 leaves the f16 subnormal in the
+ *                low mantissa bits, rounded to nearest even by the add itself
+ *   otherwise    rebias the exponent and round the mantissa to 10 bits (may
+ *                carry into the exponent, up to infinity) */
+KILN_INLINE v128_t kiln_f32_to_f16(v128_t f) {
+  const v128_t sign = wasm_v128_and(f, wasm_i32x4_splat((int32_t)0x80000000u));
+  const v128_t a = wasm_v128_xor(f, sign);
+  const v128_t is_nan = wasm_i32x4_gt(a, wasm_i32x4_splat(0x7f800000));
+  const v128_t nan = wasm_v128_or(wasm_i32x4_splat(0x7e00), wasm_v128_and(wasm_u32x4_shr(a, 13), wasm_i32x4_splat(0x3ff)));
+  const v128_t big = wasm_v128_bitselect(nan, wasm_i32x4_splat(0x7c00), is_nan);
+  const v128_t half = wasm_i32x4_splat(126 << 23);
+  const v128_t small = wasm_i32x4_sub(wasm_f32x4_add(a, half), half);
+  const v128_t odd = wasm_v128_and(wasm_u32x4_shr(a, 13), wasm_i32x4_splat(1));
+  const v128_t normal = wasm_u32x4_shr(wasm_i32x4_add(wasm_i32x4_sub(a, wasm_i32x4_splat(((127 - 15) << 23) - 0xfff)), odd), 13);
+  v128_t o = wasm_v128_bitselect(small, normal, wasm_i32x4_lt(a, wasm_i32x4_splat(113 << 23)));
+  o = wasm_v128_bitselect(big, o, wasm_i32x4_ge(a, wasm_i32x4_splat((127 + 16) << 23)));
+  return wasm_v128_or(o, wasm_u32x4_shr(sign, 16));
+}
+
+KILN_INLINE v128_t kiln_half_to_f32(v128_t h, int dt) { return dt == KILN_DT_BF16 ? kiln_bf16_to_f32(h) : kiln_f16_to_f32(h); }
+KILN_INLINE v128_t kiln_f32_to_half(v128_t f, int dt) { return dt == KILN_DT_BF16 ? kiln_f32_to_bf16(f) : kiln_f32_to_f16(f); }
+
+/* ---- loads and stores of elements [i, i+4) / [i, i+8) of a dtype array ---- */
+
+KILN_INLINE v128_t kiln_load4(const void* base, size_t i, int dt) {
+  if (dt == KILN_DT_F32) return wasm_v128_load((const float*)base + i);
+  return kiln_half_to_f32(wasm_u32x4_load16x4((const uint16_t*)base + i), dt);
+}
+
+KILN_INLINE void kiln_store4(void* base, size_t i, v128_t v, int dt) {
+  if (dt == KILN_DT_F32) {
+    wasm_v128_store((float*)base + i, v);
+    return;
+  }
+  const v128_t h = kiln_f32_to_half(v, dt);
+  wasm_v128_store64_lane((uint16_t*)base + i, wasm_u16x8_narrow_i32x4(h, h), 0);
+}
+
+/* Two vectors from one 16-byte load for the 16-bit dtypes. */
+KILN_INLINE void kiln_load8(const void* base, size_t i, int dt, v128_t* lo, v128_t* hi) {
+  if (dt == KILN_DT_F32) {
+    *lo = wasm_v128_load((const float*)base + i);
+    *hi = wasm_v128_load((const float*)base + i + 4);
+    return;
+  }
+  const v128_t h = wasm_v128_load((const uint16_t*)base + i);
+  *lo = kiln_half_to_f32(wasm_u32x4_extend_low_u16x8(h), dt);
+  *hi = kiln_half_to_f32(wasm_u32x4_extend_high_u16x8(h), dt);
+}
+
+KILN_INLINE void kiln_store8(void* base, size_t i, v128_t lo, v128_t hi, int dt) {
+  if (dt == KILN_DT_F32) {
+    wasm_v128_store((float*)base + i, lo);
+    wasm_v128_store((float*)base + i + 4, hi);
+    return;
+  }
+  wasm_v128_store((uint16_t*)base + i, wasm_u16x8_narrow_i32x4(kiln_f32_to_half(lo, dt), kiln_f32_to_half(hi, dt)));
+}
+
+/* One element, through the same vector conversion. */
+KILN_INLINE float kiln_load1(const void* base, size_t i, int dt) {
+  if (dt == KILN_DT_F32) return ((const float*)base)[i];
+  return wasm_f32x4_extract_lane(kiln_half_to_f32(wasm_i32x4_splat(((const uint16_t*)base)[i]), dt), 0);
+}
+
+KILN_INLINE void kiln_store1(void* base, size_t i, float x, int dt) {
+  if (dt == KILN_DT_F32) {
+    ((float*)base)[i] = x;
+    return;
+  }
+  ((uint16_t*)base)[i] = (uint16_t)wasm_i32x4_extract_lane(kiln_f32_to_half(wasm_f32x4_splat(x), dt), 0);
+}
+
+/* Elements [i, i+count), count < 4, into the low lanes; the other lanes hold `fill`. */
+KILN_INLINE v128_t kiln_load_partial(const void* base, size_t i, size_t count, int dt, float fill) {
+  float lanes[4] = {fill, fill, fill, fill};
+  for (size_t k = 0; k < count; k++) lanes[k] = kiln_load1(base, i + k, dt);
+  return wasm_v128_load(lanes);
+}
+
+/* The low `count` lanes (count < 4) into elements [i, i+count). */
+KILN_INLINE void kiln_store_partial(void* base, size_t i, v128_t v, size_t count, int dt) {
+  float lanes[4];
+  wasm_v128_store(lanes, v);
+  for (size_t k = 0; k < count; k++) kiln_store1(base, i + k, lanes[k], dt);
+}
+
+KILN_INLINE float kiln_hsum(v128_t v) {
+  return (wasm_f32x4_extract_lane(v, 0) + wasm_f32x4_extract_lane(v, 1)) +
+         (wasm_f32x4_extract_lane(v, 2) + wasm_f32x4_extract_lane(v, 3));
+}
+
+KILN_INLINE float kiln_hmax(v128_t v) {
+  v = wasm_f32x4_pmax(v, wasm_i32x4_shuffle(v, v, 2, 3, 0, 1));
+  v = wasm_f32x4_pmax(v, wasm_i32x4_shuffle(v, v, 1, 0, 3, 2));
+  return wasm_f32x4_extract_lane(v, 0);
+}
+
+/* ---- math ---- */
+
+/* e^x on four lanes, within 2 ulp of the f32 result: x = n ln2 + r with
+ * |r| <= ln2/2, e^r by a degree-6 polynomial, 2^n put into the exponent.
+ * Inputs are clamped to [-87.3, 88]: below, the result is ~1e-38 instead of a
+ * subnormal or 0; NaN stays NaN. */
+KILN_INLINE v128_t kiln_exp_f32x4(v128_t x) {
+  x = wasm_f32x4_pmax(x, wasm_f32x4_splat(-87.33654f));
+  x = wasm_f32x4_pmin(x, wasm_f32x4_splat(88.0f));
+  const v128_t n = wasm_f32x4_nearest(wasm_f32x4_mul(x, wasm_f32x4_splat(1.44269504088896341f)));
+  v128_t r = KILN_MADD(x, n, wasm_f32x4_splat(-0.693359375f));
+  r = KILN_MADD(r, n, wasm_f32x4_splat(2.12194440e-4f));
+  v128_t p = wasm_f32x4_splat(1.9875691500e-4f);
+  p = KILN_MADD(wasm_f32x4_splat(1.3981999507e-3f), p, r);
+  p = KILN_MADD(wasm_f32x4_splat(8.3334519073e-3f), p, r);
+  p = KILN_MADD(wasm_f32x4_splat(4.1665795894e-2f), p, r);
+  p = KILN_MADD(wasm_f32x4_splat(1.6666665459e-1f), p, r);
+  p = KILN_MADD(wasm_f32x4_splat(5.0000001201e-1f), p, r);
+  const v128_t r2 = wasm_f32x4_mul(r, r);
+  const v128_t y = wasm_f32x4_add(KILN_MADD(r, p, r2), wasm_f32x4_splat(1.0f));
+  const v128_t scale = wasm_i32x4_shl(wasm_i32x4_add(wasm_i32x4_trunc_sat_f32x4(n), wasm_i32x4_splat(127)), 23);
+  return wasm_f32x4_mul(y, scale);
+}
+
+/* Natural log in f64 for x > 0 (normal numbers): x = 2^e m with m in
+ * [sqrt(1/2), sqrt(2)), log m = 2 atanh(s), s = (m-1)/(m+1), |s| < 0.172,
+ * by its series to s^15 (relative error below 1e-13). 0 gives -inf, +inf
+ * gives +inf, negatives and NaN give NaN. */
+KILN_INLINE double kiln_log(double x) {
+  if (!(x > 0)) return x == 0 ? -__builtin_inf() : __builtin_nan("");
+  if (x == __builtin_inf()) return x;
+  union { double d; uint64_t u; } b = {x};
+  int e = (int)((b.u >> 52) & 0x7ff) - 1023;
+  b.u = (b.u & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
+  double m = b.d;
+  if (m > 1.41421356237309505) {
+    m *= 0.5;
+    e += 1;
+  }
+  const double s = (m - 1.0) / (m + 1.0);
+  const double s2 = s * s;
+  double t = 1.0 / 15;
+  t = t * s2 + 1.0 / 13;
+  t = t * s2 + 1.0 / 11;
+  t = t * s2 + 1.0 / 9;
+  t = t * s2 + 1.0 / 7;
+  t = t * s2 + 1.0 / 5;
+  t = t * s2 + 1.0 / 3;
+  t = t * s2 + 1.0;
+  return (double)e * 0.693147180559945309 + 2.0 * s * t;
+}
+
+/* ---- threads ---- */
+
+/* Thread `thread` of `nthreads` takes [*lo, *hi) of [0, n), in chunks that are
+ * whole multiples of `align` (so neighbouring threads do not share cache lines). */
+KILN_INLINE void kiln_split(size_t n, size_t align, int thread, int nthreads, size_t* lo, size_t* hi) {
+  size_t chunk = (n + (size_t)nthreads - 1) / (size_t)nthreads;
+  chunk = (chunk + align - 1) / align * align;
+  size_t start = chunk * (size_t)thread;
+  *lo = start < n ? start : n;
+  *hi = start + chunk < n ? start + chunk : n;
+}
+
+#endif
