@@ -79,11 +79,24 @@ async function spawnWorker(): Promise<PortLike> {
   const exited = new Promise<void>((resolve) => (exit = resolve));
   return {
     post: (m) => worker.postMessage(m),
-    on: (h) =>
+    on: (h) => {
       worker.addEventListener("message", (e: MessageEvent) => {
         if (e.data?.type === "exited") exit();
         h(e.data);
-      }),
+      });
+      // A script that fails to load (404, a wrong MIME type, blocked by COEP) never answers: say so.
+      worker.addEventListener("error", (e: ErrorEvent) => {
+        e.preventDefault();
+        h({
+          type: "failed",
+          threadIndex: -1,
+          message:
+            e.message ||
+            `could not load ${url.href} as a module Worker (missing, not served as JavaScript, or ` +
+              "served without Cross-Origin-Embedder-Policy to a cross-origin isolated page)",
+        });
+      });
+    },
     exited,
     terminate: () => {
       worker.terminate();
