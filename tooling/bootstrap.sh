@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 export TURBO_TELEMETRY_DISABLED=1 DO_NOT_TRACK=1
 
 PNPM_VERSION=10.34.8
-APT_PACKAGES=(emscripten node-acorn clang-16 lld-16)
+APT_PACKAGES=(emscripten node-acorn clang-16 lld-16 chromium)
 
 fail() { echo "bootstrap: $*" >&2; exit 1; }
 
@@ -24,13 +24,14 @@ command -v emcc >/dev/null 2>&1 || missing+=(emscripten)
 [ -d /usr/share/nodejs/acorn ] || missing+=(node-acorn)
 command -v clang-16 >/dev/null 2>&1 || missing+=(clang-16)
 [ -x /usr/lib/llvm-16/bin/wasm-ld ] || missing+=(lld-16)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "bootstrap: installing ${missing[*]} with apt-get"
     apt-get update -qq >/dev/null
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${APT_PACKAGES[@]}" >/dev/null
   else
-    fail "missing ${missing[*]} (the WebAssembly kernel toolchain); install with: sudo apt-get install ${APT_PACKAGES[*]}"
+    fail "missing ${missing[*]} (the WebAssembly kernel toolchain and the browser its tests run in); install with: sudo apt-get install ${APT_PACKAGES[*]}"
   fi
 fi
 

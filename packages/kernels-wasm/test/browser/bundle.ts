@@ -1,0 +1,47 @@
+import { build, type Plugin } from "esbuild";
+import { fileURLToPath } from "node:url";
+
+/**
+ * @kiln/contract/conformance also exports the vitest-registering suite; the
+ * page only uses the runner-free checker, so vitest resolves to a stub there.
+ */
+const vitestStub: Plugin = {
+  name: "vitest-stub",
+  setup(b) {
+    b.onResolve({ filter: /^vitest$/ }, () => ({ path: "vitest", namespace: "vitest-stub" }));
+    b.onLoad({ filter: /.*/, namespace: "vitest-stub" }, () => ({
+      contents: ["describe", "it", "beforeAll", "afterAll"]
+        .map((n) => `export function ${n}() { throw new Error("vitest is not available in the browser"); }`)
+        .join("\n"),
+      loader: "js",
+    }));
+  },
+};
+
+/** Bundled entry points by output file name (e.g. "page.js"). */
+export type Bundles = Map<string, string>;
+
+/**
+ * Bundles the page and its conformance Worker from TypeScript sources (the
+ * "@kiln/source" condition, as the tests resolve them) into browser ES modules.
+ * `import.meta.url` is kept, so the package finds thread-worker.js next to the
+ * bundle and its .wasm files in ../build/, as it does next to dist/.
+ */
+export async function bundleBrowserEntries(): Promise<Bundles> {
+  const entry = (name: string) => fileURLToPath(new URL(`./${name}.ts`, import.meta.url));
+  const result = await build({
+    entryPoints: { page: entry("page-entry"), "conformance-worker": entry("conformance-worker") },
+    bundle: true,
+    format: "esm",
+    platform: "browser",
+    target: "es2022",
+    conditions: ["@kiln/source"],
+    // The package reaches Node built-ins only behind a runtime check.
+    external: ["node:*"],
+    plugins: [vitestStub],
+    outdir: "/bundle",
+    write: false,
+    logLevel: "silent",
+  });
+  return new Map(result.outputFiles.map((f) => [f.path.slice("/bundle/".length), f.text]));
+}
