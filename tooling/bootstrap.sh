@@ -6,9 +6,22 @@ cd "$(dirname "$0")/.."
 export TURBO_TELEMETRY_DISABLED=1 DO_NOT_TRACK=1
 
 PNPM_VERSION=10.34.8
-APT_PACKAGES=(emscripten node-acorn clang-16 lld-16 chromium)
 
 fail() { echo "bootstrap: $*" >&2; exit 1; }
+
+# install_apt WHAT PKG...: installs the Debian packages when running as root, else stops naming them.
+install_apt() {
+  local what=$1
+  shift
+  [ $# -gt 0 ] || return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "bootstrap: installing $* ($what) with apt-get"
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+  else
+    fail "missing $* ($what); install with: sudo apt-get install $*"
+  fi
+}
 
 node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null) || fail "Node.js is not installed; install Node >= 20 first"
 [ "$node_major" -ge 20 ] || fail "Node $(node -v) is too old; kiln needs Node >= 20"
@@ -19,21 +32,11 @@ if ! command -v pnpm >/dev/null 2>&1 || [ "$(pnpm --version)" != "$PNPM_VERSION"
     || fail "could not install pnpm with 'npm install -g pnpm@$PNPM_VERSION'; run it with the rights to write npm's global prefix"
 fi
 
+# The WebAssembly kernels build with clang-16 and its wasm-ld (relaxed and plain SIMD).
 missing=()
-command -v emcc >/dev/null 2>&1 || missing+=(emscripten)
-[ -d /usr/share/nodejs/acorn ] || missing+=(node-acorn)
 command -v clang-16 >/dev/null 2>&1 || missing+=(clang-16)
 [ -x /usr/lib/llvm-16/bin/wasm-ld ] || missing+=(lld-16)
-[ -x /usr/bin/chromium ] || missing+=(chromium)
-if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "bootstrap: installing ${missing[*]} with apt-get"
-    apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${APT_PACKAGES[@]}" >/dev/null
-  else
-    fail "missing ${missing[*]} (the WebAssembly kernel toolchain and the browser its tests run in); install with: sudo apt-get install ${APT_PACKAGES[*]}"
-  fi
-fi
+install_apt "the WebAssembly kernel toolchain" "${missing[@]}"
 
 echo "bootstrap: installing JavaScript dependencies"
 pnpm install --frozen-lockfile --reporter=silent

@@ -7,6 +7,16 @@ export TURBO_TELEMETRY_DISABLED=1 DO_NOT_TRACK=1
 
 bash tooling/bootstrap.sh || exit 1
 
+# The browser tests run in Debian's Chromium; without it (and without root to install it) they skip.
+if [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "test: installing chromium (browser tests) with apt-get"
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "test: /usr/bin/chromium is missing, so the browser tests will skip (sudo apt-get install chromium)"
+  fi
+fi
+
 results="$PWD/.kiln-test-results"
 rm -rf "$results"
 mkdir -p "$results"
