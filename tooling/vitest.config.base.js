@@ -6,7 +6,7 @@ import path from "node:path";
 const here = path.dirname(fileURLToPath(import.meta.url));
 const conditions = ["@kiln/source", "import", "module", "node", "default"];
 
-/** @param {{ name: string, testTimeout?: number }} opts */
+/** @param {{ name: string, testTimeout?: number, globalSetup?: string | string[] }} opts */
 export function kilnVitestConfig(opts) {
   return {
     resolve: { conditions },
@@ -17,6 +17,7 @@ export function kilnVitestConfig(opts) {
       testTimeout: opts.testTimeout ?? 60_000,
       hookTimeout: 120_000,
       reporters: ["default", path.join(here, "vitest-count-reporter.js")],
+      ...(opts.globalSetup === undefined ? {} : { globalSetup: opts.globalSetup }),
     },
   };
 }

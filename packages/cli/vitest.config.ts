@@ -1,4 +1,4 @@
 import { defineConfig } from "vitest/config";
 import { kilnVitestConfig } from "@kiln/tooling/vitest";
 
-export default defineConfig(kilnVitestConfig({ name: "cli" }));
+export default defineConfig(kilnVitestConfig({ name: "cli", globalSetup: "test/e2e/support/build-cli.ts" }));

@@ -1,0 +1,44 @@
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expectRefused } from "./support/expectations.js";
+import { MODELS_DIR } from "./support/paths.js";
+import { Workspace } from "./support/workspace.js";
+
+// kiln estimate plans memory for a shipped config on a named device without training.
+const NANO = path.join(MODELS_DIR, "nano.yaml");
+
+let ws: Workspace;
+beforeAll(async () => {
+  ws = await Workspace.create("estimate");
+});
+afterAll(() => ws.remove());
+
+describe("kiln estimate", () => {
+  it("prints the total memory and the largest batch for nano in bf16 on an H100", async () => {
+    const r = await ws.run(["estimate", "-f", NANO, "--dtype", "bf16", "--device", "h100"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^\s+step\s+batch 8 x seq 256 x accum 4 = 8192 tokens, bf16$/m);
+    expect(r.stdout).toMatch(/^\s+total\s+\d+(\.\d+)? [KMG]iB of 80\.0 GiB on NVIDIA H100 SXM 80GB \(\d+(\.\d+)?%\)$/m);
+    const largest = /^\s+largest batch\s+(\d+) \(within 90% of device memory\)$/m.exec(r.stdout);
+    expect(largest, r.stdout).not.toBeNull();
+    expect(Number(largest![1])).toBeGreaterThan(8);
+
+    // The same plan as data: the printed largest batch is the computed one.
+    const json = await ws.run(["estimate", "-f", NANO, "--dtype", "bf16", "--device", "h100", "--json"]);
+    expect(json.code, json.stderr).toBe(0);
+    const e = JSON.parse(json.stdout) as { largestBatch: number; fits: boolean; memory: { total: number } };
+    expect(e.largestBatch).toBe(Number(largest![1]));
+    expect(e.fits).toBe(true);
+    expect(e.memory.total).toBeGreaterThan(0);
+    expect(e.memory.total).toBeLessThan(80 * 2 ** 30);
+  });
+
+  it("refuses an unknown device, listing the known ones", async () => {
+    expectRefused(await ws.run(["estimate", "-f", NANO, "--device", "tpu9"]), {
+      kind: "ConfigError",
+      where: "--device",
+      message: /^unknown device "tpu9"/,
+      hint: /use one of cpu, h100, h200/,
+    });
+  });
+});

@@ -1,0 +1,102 @@
+import { existsSync } from "node:fs";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { expectRefused, treeChanges } from "./support/expectations.js";
+import { Workspace, configText, textTokens } from "./support/workspace.js";
+
+// Each bad config or flag is refused before anything is written: no output folder appears.
+let ws: Workspace;
+beforeEach(async () => {
+  ws = await Workspace.create("config");
+  await ws.writeTokens("data.bin", textTokens(2000));
+});
+afterEach(() => ws.remove());
+
+async function refuse(args: string[]) {
+  const before = await ws.snapshot();
+  const r = await ws.run(["train", ...args, "-d", "data.bin", "--output-dir", "out", "--headless"]);
+  expect(existsSync(ws.path("out"))).toBe(false);
+  expect(treeChanges(before, await ws.snapshot())).toEqual([]);
+  return r;
+}
+
+/** 1-based line of the first line of `text` that starts with `prefix` (after indentation). */
+function lineOf(text: string, prefix: string): number {
+  const i = text.split("\n").findIndex((l) => l.trimStart().startsWith(prefix));
+  if (i < 0) throw new Error(`no line starts with ${prefix}`);
+  return i + 1;
+}
+
+describe("kiln train refuses a bad config or flag", () => {
+  it("an unknown key, with its line and a did-you-mean", async () => {
+    const text = configText({ trainer: { learning_rat: 0.01 } });
+    await ws.write("typo.yaml", text);
+    const line = lineOf(text, "learning_rat:");
+    expectRefused(await refuse(["-f", "typo.yaml"]), {
+      kind: "ConfigError",
+      where: `typo.yaml:${line}`,
+      message: new RegExp(`^unknown key trainer\\.learning_rat \\(line ${line}\\); did you mean trainer\\.learning_rate\\?`),
+      hint: /^rename trainer\.learning_rat to trainer\.learning_rate/,
+    });
+  });
+
+  it("a value of the wrong type", async () => {
+    const text = configText({ model: { hidden_size: "sixteen" } });
+    await ws.write("type.yaml", text);
+    const line = lineOf(text, "hidden_size:");
+    expectRefused(await refuse(["-f", "type.yaml"]), {
+      kind: "ConfigError",
+      where: `type.yaml:${line}`,
+      message: new RegExp(`^model\\.hidden_size \\(line ${line}\\) must be a number, got "sixteen"`),
+      hint: /fix the value; see models\/nano-start\.yaml/,
+    });
+  });
+
+  it("hidden_size not divisible by num_heads", async () => {
+    await ws.writeConfig("heads.yaml", { model: { hidden_size: 18, num_heads: 4 } });
+    expectRefused(await refuse(["-f", "heads.yaml"]), {
+      kind: "ConfigError",
+      where: "heads.yaml (model.hidden_size)",
+      message: /^hidden_size 18 is not divisible by num_heads 4/,
+      hint: /multiple of 4 \(e\.g\. 20\) or change num_heads/,
+    });
+  });
+
+  it("--seq-len longer than model.max_seq_len", async () => {
+    await ws.writeConfig("tiny.yaml");
+    expectRefused(await refuse(["-f", "tiny.yaml", "--seq-len", "32"]), {
+      kind: "ConfigError",
+      where: "tiny.yaml (--seq-len)",
+      message: /^seq_len 32 is longer than model\.max_seq_len 16/,
+      hint: /use --seq-len 16 or less, or raise model\.max_seq_len/,
+    });
+  });
+
+  it("a config file that does not exist", async () => {
+    expectRefused(await refuse(["-f", "models/missing.yaml"]), {
+      kind: "ConfigError",
+      where: "models/missing.yaml",
+      message: /^the config file does not exist/,
+      hint: /check the path given to -f/,
+    });
+  });
+
+  it("--dtype bf16, which training does not support yet", async () => {
+    await ws.writeConfig("tiny.yaml");
+    expectRefused(await refuse(["-f", "tiny.yaml", "--dtype", "bf16"]), {
+      kind: "ConfigError",
+      where: "--dtype",
+      message: /^training in bf16 is not available yet/,
+      hint: /use --dtype f32/,
+    });
+  });
+
+  it("--gpus 0,1, which needs data-parallel training", async () => {
+    await ws.writeConfig("tiny.yaml");
+    expectRefused(await refuse(["-f", "tiny.yaml", "--gpus", "0,1"]), {
+      kind: "ConfigError",
+      where: "--gpus",
+      message: /^data-parallel training across several devices is not available yet/,
+      hint: /drop --gpus/,
+    });
+  });
+});
