@@ -71,16 +71,21 @@ describe.each(["gpt2", "llama"] as const)("%s trainer state", (arch) => {
   });
 });
 
-describe("activation recomputation", () => {
-  it("shrinks the planned arena and leaves the training numbers unchanged", async () => {
-    const kept = new Trainer(createReferenceBackend(), { ...config("gpt2"), recompute: "none" });
-    const recomputed = new Trainer(createReferenceBackend(), { ...config("gpt2"), recompute: "cheap" });
-    expect(recomputed.memoryPlan.activations).toBeLessThan(kept.memoryPlan.activations);
+describe.each(["gpt2", "llama"] as const)("%s activation recomputation", (arch) => {
+  it("shrinks the planned arena (none > cheap > blocks) and leaves the training numbers unchanged", async () => {
+    const withPolicy = (recompute: "none" | "cheap" | "blocks") => new Trainer(createReferenceBackend(), { ...config(arch), model: { ...config(arch).model, numLayers: 3 }, recompute });
+    const kept = withPolicy("none");
+    const cheap = withPolicy("cheap");
+    const blocks = withPolicy("blocks");
+    expect(cheap.memoryPlan.activations).toBeLessThan(kept.memoryPlan.activations);
+    expect(blocks.memoryPlan.activations).toBeLessThan(cheap.memoryPlan.activations);
     for (let s = 0; s < 3; s++) {
       const a = await kept.step(batchAt(s));
-      const b = await recomputed.step(batchAt(s));
-      expect(b.loss).toBe(a.loss);
-      expect(b.gradNorm).toBe(a.gradNorm);
+      for (const other of [cheap, blocks]) {
+        const b = await other.step(batchAt(s));
+        expect(b.loss).toBe(a.loss);
+        expect(b.gradNorm).toBe(a.gradNorm);
+      }
     }
   });
 });

@@ -14,6 +14,7 @@ interface EstimateFlags {
   batchSize?: number;
   seqLen?: number;
   gradAccum?: number;
+  recompute?: "none" | "cheap" | "blocks";
   json?: boolean;
 }
 
@@ -27,6 +28,7 @@ export function registerEstimate(program: Command): void {
     .option("--batch-size <n>", "micro-batch size", positiveInt)
     .option("--seq-len <n>", "sequence length", positiveInt)
     .option("--grad-accum <n>", "gradient accumulation steps", positiveInt)
+    .addOption(new Option("--recompute <policy>", "none, cheap (GELU/norms) or blocks (checkpointing)").argParser(oneOf(["none", "cheap", "blocks"] as const)))
     .option("--json", "print the estimate as JSON")
     .action((flags: EstimateFlags) => {
       const settings = resolveSettings(loadConfigFile(flags.file), {
@@ -34,12 +36,13 @@ export function registerEstimate(program: Command): void {
         ...(flags.batchSize ? { batchSize: flags.batchSize } : {}),
         ...(flags.seqLen ? { seqLen: flags.seqLen } : {}),
         ...(flags.gradAccum ? { gradAccum: flags.gradAccum } : {}),
+        ...(flags.recompute ? { recompute: flags.recompute } : {}),
       });
       const device = deviceProfile(flags.device);
       if (!device) {
         throw new ConfigError(`unknown device "${flags.device}"`, { where: "--device", hint: `use one of ${KNOWN_DEVICES.join(", ")}` });
       }
-      const e = estimateTraining(settings.model, settings.batchSize, settings.seqLen, settings.gradAccum, settings.dtype, device);
+      const e = estimateTraining(settings.model, settings.batchSize, settings.seqLen, settings.gradAccum, settings.dtype, device, settings.recompute);
       if (flags.json) {
         process.stdout.write(`${JSON.stringify(e, null, 2)}\n`);
         return;
@@ -53,7 +56,7 @@ export function registerEstimate(program: Command): void {
         ["parameters", `${formatBytes(m.parameters)}${settings.dtype === "f32" ? "" : " (incl. f32 master weights)"}`],
         ["gradients", formatBytes(m.gradients)],
         ["optimizer", `${formatBytes(m.optimizerState)} (AdamW m, v in f32)`],
-        ["activations", `${formatBytes(m.activations)} (${formatBytes(m.activationsUnpacked)} without reuse)`],
+        ["activations", `${formatBytes(m.activations)} (${formatBytes(m.activationsUnpacked)} without reuse; recompute: ${settings.recompute})`],
         ["io", formatBytes(m.io)],
         ["total", `${formatBytes(m.total)} of ${formatBytes(device.memoryBytes)} on ${device.name} (${pct(m.total)})`],
         ["largest batch", e.largestBatch > 0 ? `${e.largestBatch} (within ${HEADROOM * 100}% of device memory)` : "none: even batch 1 does not fit"],

@@ -18,6 +18,7 @@ export function trainOptions(cmd: Command): Command {
     .addOption(new Option("--dtype <dtype>", "storage dtype").argParser(oneOf(["f32", "bf16", "f16"] as const)))
     .option("--gpus <list>", "GPU ordinals for data-parallel training, e.g. 0,1")
     .addOption(new Option("--sync-backend <backend>", "gradient sync across devices").argParser(oneOf(["cpu", "nccl"] as const)))
+    .addOption(new Option("--recompute <policy>", "recompute activations in backward: none, cheap (GELU/norms), blocks (checkpointing)").argParser(oneOf(["none", "cheap", "blocks"] as const)))
     .option("--threads <n>", "CPU threads for kernels (default: every core)", positiveInt)
     .option("--seed <n>", "seed for initialisation and data order", nonNegativeInt)
     .option("--eval-interval <n>", "steps between validation runs", positiveInt)

@@ -46,6 +46,7 @@ export const trainerSchema = z
     dtype: z.enum(["f32", "bf16", "f16"]).default("f32"),
     seed: nonNegativeInt.default(1337),
     prefetch: nonNegativeInt.default(2),
+    recompute: z.enum(["none", "cheap", "blocks"]).default("cheap"),
   })
   .strict();
 

@@ -17,6 +17,7 @@ export interface ConfigOverrides {
   prefetch?: number;
   outputDir?: string;
   data?: string;
+  recompute?: "none" | "cheap" | "blocks";
 }
 
 /** Everything a training run needs, resolved from the file, the flags and the defaults. */
@@ -46,6 +47,8 @@ export interface RunSettings {
   dtype: "f32" | "bf16" | "f16";
   seed: number;
   prefetch: number;
+  /** Activations recomputed in the backward pass: none, cheap (GELU/norms), blocks (checkpointing). */
+  recompute: "none" | "cheap" | "blocks";
   /** Where checkpoints and metrics.jsonl go. */
   outputDir: string;
   dataPath: string | undefined;
@@ -121,6 +124,7 @@ export function resolveSettings(loaded: LoadedConfig, o: ConfigOverrides = {}): 
     dtype: o.dtype ?? t.dtype,
     seed: o.seed ?? t.seed,
     prefetch: o.prefetch ?? t.prefetch,
+    recompute: o.recompute ?? t.recompute,
     outputDir: o.outputDir ?? t.checkpoint_dir ?? path.join("checkpoints", name),
     dataPath: o.data ?? data.path,
     tokenizer: data.tokenizer,

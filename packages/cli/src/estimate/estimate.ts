@@ -1,4 +1,4 @@
-import { type ModelConfig, type MemoryPlan, paramLayout, planTrainingMemory, trainingFlopsPerToken } from "@kiln/core";
+import { type ModelConfig, type MemoryPlan, type RecomputePolicy, paramLayout, planTrainingMemory, trainingFlopsPerToken } from "@kiln/core";
 import type { DeviceProfile } from "./devices.js";
 
 export interface Estimate {
@@ -20,20 +20,29 @@ export interface Estimate {
 export const HEADROOM = 0.9;
 
 /** Memory and FLOPs of training `model` with these sizes on `device`, from the exact plan. */
-export function estimateTraining(model: ModelConfig, batch: number, seqLen: number, gradAccum: number, dtype: "f32" | "bf16" | "f16", device: DeviceProfile): Estimate {
-  const memory = planTrainingMemory(model, batch, seqLen, dtype);
+export function estimateTraining(
+  model: ModelConfig,
+  batch: number,
+  seqLen: number,
+  gradAccum: number,
+  dtype: "f32" | "bf16" | "f16",
+  device: DeviceProfile,
+  recompute: RecomputePolicy = "cheap",
+): Estimate {
+  const plan = (b: number) => planTrainingMemory(model, b, seqLen, dtype, recompute);
+  const memory = plan(batch);
   const tokensPerStep = batch * seqLen * gradAccum;
   const flopsPerToken = trainingFlopsPerToken(model, seqLen);
   const budget = device.memoryBytes * HEADROOM;
   let lo = 0;
   let hi = 1;
-  while (hi <= 65536 && planTrainingMemory(model, hi, seqLen, dtype).total <= budget) {
+  while (hi <= 65536 && plan(hi).total <= budget) {
     lo = hi;
     hi *= 2;
   }
   while (hi - lo > 1) {
     const mid = (lo + hi) >> 1;
-    if (planTrainingMemory(model, mid, seqLen, dtype).total <= budget) lo = mid;
+    if (plan(mid).total <= budget) lo = mid;
     else hi = mid;
   }
   return {

@@ -54,7 +54,7 @@ export async function runTrain(flags: TrainFlags): Promise<number> {
 }
 
 async function trainOn(s: RunSettings, flags: TrainFlags, data: TrainingData, backend: Awaited<ReturnType<typeof openBackend>>): Promise<number> {
-  const plan = { ...planTrainingMemory(s.model, s.batchSize, s.seqLen), evaluation: planForwardMemory(s.model, s.batchSize, s.seqLen) };
+  const plan = { ...planTrainingMemory(s.model, s.batchSize, s.seqLen, "f32", s.recompute), evaluation: planForwardMemory(s.model, s.batchSize, s.seqLen) };
   const available = backend.capabilities().device.memoryBytes;
   const need = plan.total + plan.evaluation;
   if (need > available) {
@@ -71,6 +71,7 @@ async function trainOn(s: RunSettings, flags: TrainFlags, data: TrainingData, ba
     optimizer: { beta1: s.beta1, beta2: s.beta2, eps: s.eps, weightDecay: s.weightDecay, gradClip: s.gradClip },
     schedule: { kind: s.schedule, peak: s.lr, min: s.minLr, warmupSteps: s.warmupSteps, maxSteps: s.maxSteps ?? Math.ceil(((s.numEpochs ?? 1) * data.train.batchesPerEpoch) / s.gradAccum) },
     seed: s.seed,
+    recompute: s.recompute,
   });
   if (resumeFrom) {
     const meta = await loadTrainerCheckpoint(trainer, resumeFrom);

@@ -1,8 +1,19 @@
 import type { Graph, GraphNode } from "../graph/graph.js";
 import type { BoundOperand, KernelNodeAttrs } from "../graph/kernel-node.js";
 
-/** Which activations the backward pass recomputes instead of keeping from the forward pass. */
-export type RecomputePolicy = "none" | "cheap";
+/**
+ * Which activations the backward pass recomputes instead of keeping from the forward pass:
+ * - none:   keep everything
+ * - cheap:  recompute GELU, LayerNorm, RMSNorm and SwiGLU outputs (element-wise work)
+ * - blocks: gradient checkpointing per transformer block: keep only each block's
+ *           input and output, rerun the block's forward (matmuls too) in its backward
+ */
+export type RecomputePolicy = "none" | "cheap" | "blocks";
+
+/** The transformer block a node belongs to ("transformer.h.3", "model.layers.0"), if any. */
+function blockOf(n: GraphNode): string | undefined {
+  return /^(transformer\.h|model\.layers)\.\d+/.exec(n.scope)?.[0];
+}
 
 /** Forward kernels cheap enough (element-wise or one pass over a row) to run again in backward. */
 const CHEAP = new Set(["geluForward", "layerNormForward", "rmsNormForward", "swiGluForward"]);
@@ -20,7 +31,19 @@ export function rematerialize(g: Graph, policy: RecomputePolicy): void {
   if (firstBackward < 0) return;
   const producer = new Map<number, GraphNode>();
   for (const n of g.nodes.slice(0, firstBackward)) for (const t of n.outputs) producer.set(t, n);
-  const recomputable = (n: GraphNode | undefined) => n !== undefined && n.op === "kernel" && CHEAP.has((n.attrs as unknown as KernelNodeAttrs).kernel);
+  // Under "blocks", a tensor made inside a block is recomputed when no forward node outside that block reads it.
+  const leavesBlock = new Set<number>();
+  for (const n of g.nodes.slice(0, firstBackward)) {
+    for (const t of n.inputs) {
+      const p = producer.get(t);
+      if (p && blockOf(p) !== undefined && blockOf(p) !== blockOf(n)) leavesBlock.add(t);
+    }
+  }
+  const recomputable = (n: GraphNode | undefined): boolean => {
+    if (n === undefined || n.op !== "kernel") return false;
+    if (CHEAP.has((n.attrs as unknown as KernelNodeAttrs).kernel)) return true;
+    return policy === "blocks" && blockOf(n) !== undefined && n.outputs.every((t) => !leavesBlock.has(t));
+  };
 
   const out: Omit<GraphNode, "index">[] = g.nodes.slice(0, firstBackward);
   const copies = new Map<number, number>();
