@@ -57,3 +57,31 @@ export function ensureWritableDir(dir: string): void {
     });
   }
 }
+
+/** Temp files of checkpoint writes whose writer died (named .<file>.<pid>.<hex>.tmp): removed, with their count. */
+export function removeStaleTempFiles(dir: string): number {
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return 0;
+  }
+  let removed = 0;
+  for (const name of names) {
+    const m = /^\..+\.(\d+)\.[0-9a-f]+\.tmp$/.exec(name);
+    if (!m || isAlive(Number(m[1]))) continue;
+    fs.rmSync(path.join(dir, name), { force: true });
+    removed++;
+  }
+  return removed;
+}
+
+function isAlive(pid: number): boolean {
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}

@@ -19,11 +19,23 @@ export interface MetricsLine {
 export class MetricsLog {
   private readonly fd: number;
 
+  /** `resumedAt`: drop lines of steps after it (logged by a run that stopped before its next checkpoint). */
   constructor(
     outputDir: string,
     private readonly toStdout: boolean,
+    resumedAt?: number,
   ) {
-    this.fd = fs.openSync(path.join(outputDir, "metrics.jsonl"), "a");
+    const file = path.join(outputDir, "metrics.jsonl");
+    if (resumedAt !== undefined && fs.existsSync(file)) {
+      const kept = fs
+        .readFileSync(file, "utf8")
+        .split("\n")
+        .filter((line) => line.trim() !== "" && !((JSON.parse(line) as MetricsLine).step > resumedAt));
+      const temp = `${file}.${process.pid}.tmp`;
+      fs.writeFileSync(temp, kept.map((l) => `${l}\n`).join(""));
+      fs.renameSync(temp, file);
+    }
+    this.fd = fs.openSync(file, "a");
   }
 
   write(line: MetricsLine): void {

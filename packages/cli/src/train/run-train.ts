@@ -13,7 +13,7 @@ import { type ConfigOverrides, type RunSettings, resolveSettings } from "../conf
 import { loadConfigFile } from "../config/load-config.js";
 import { formatBytes } from "../estimate/format-bytes.js";
 import { formatBanner } from "./banner.js";
-import { checkpointPath, ensureWritableDir, pruneCheckpoints, resolveResume } from "./checkpoint-files.js";
+import { checkpointPath, ensureWritableDir, pruneCheckpoints, removeStaleTempFiles, resolveResume } from "./checkpoint-files.js";
 import { MetricsLog, type MetricsLine } from "./metrics-log.js";
 import { openBackend } from "./open-backend.js";
 import { ProgressDisplay } from "./progress-display.js";
@@ -78,10 +78,11 @@ async function trainOn(s: RunSettings, flags: TrainFlags, data: TrainingData, ba
     if (meta["kiln.data_cursor"]) data.train.setCursor(JSON.parse(meta["kiln.data_cursor"]));
   }
   ensureWritableDir(s.outputDir);
+  removeStaleTempFiles(s.outputDir);
   const runner = trainer.forwardRunner(s.batchSize, s.seqLen);
   const totalSteps = s.maxSteps ?? Math.ceil(((s.numEpochs ?? 1) * data.train.batchesPerEpoch) / s.gradAccum);
   const interactive = !flags.headless && process.stdout.isTTY === true;
-  const log = new MetricsLog(s.outputDir, !interactive);
+  const log = new MetricsLog(s.outputDir, !interactive, resumeFrom ? trainer.stepCount : undefined);
   const banner = formatBanner(s, backend, trainer.layout.count, plan, data.description);
   // Headless stdout carries only JSON lines: the banner goes to stderr there.
   (interactive ? process.stdout : process.stderr).write(`kiln train ${s.configPath}\n${banner}\n`);

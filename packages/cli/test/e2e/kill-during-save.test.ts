@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import { existsSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -77,6 +78,16 @@ describe("kill -9 while a checkpoint is being written", () => {
       );
       expect(resumed.stderr).toContain(`resumed from ${out}/step_${newest}.safetensors at step ${newest}`);
       expect(resumed.stdout).toContain(`"step":${newest + 1},`);
+      // The dead writer's temp file is cleaned up, and metrics.jsonl keeps each step once.
+      expect(fs.readdirSync(ws.path(out)).filter((n) => n.endsWith(".tmp"))).toEqual([]);
+      const steps = fs
+        .readFileSync(ws.path(out, "metrics.jsonl"), "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { step: number; loss?: number })
+        .filter((l) => l.loss !== undefined)
+        .map((l) => l.step);
+      expect(new Set(steps).size).toBe(steps.length);
       await readCheckpoint(ws.path(out, `step_${newest + 1}.safetensors`));
     }
     expect(hits, `none of ${ATTEMPTS} kills landed inside a checkpoint write`).toBeGreaterThan(0);
