@@ -1,0 +1,8 @@
+import { describe } from "vitest";
+import { createWasmBackend } from "@kiln/kernels-wasm";
+import { pytorchParity } from "./support/pytorch-parity.js";
+
+describe.each([1, 2])("PyTorch parity on the wasm backend, %i thread(s)", (threads) => {
+  pytorchParity("gpt2-tiny", () => createWasmBackend({ threads, measurePeak: false }));
+  pytorchParity("llama-tiny", () => createWasmBackend({ threads, measurePeak: false }));
+});
