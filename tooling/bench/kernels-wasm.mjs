@@ -8,6 +8,9 @@
 //   ceiling  register-only f32x4 multiply-add GFLOP/s on 1 thread and on all threads
 //   gemm     size^3 f32 matmul GFLOP/s on 1 thread and on all threads (zero-copy buffers),
 //            its fraction of the ceiling, and time(all threads) / time(1 thread)
+//   gemmBf16, gemmF16   the same with A, B and C stored in bf16 / f16 (f32 sums)
+//   oneRow   1 x 3072 x 768 matmuls (one token through a GPT-2 small MLP weight) on all
+//            threads, B stored (k, n) and transposed, f32 and bf16
 // then, on the default build, cross-entropy (2048 x 8192 logits), AdamW (14M parameters),
 // add, sumSquares and cast (10M elements) in ms and GB/s (loss-optimizer-wasm.mjs),
 // and, where tooling/bench's own dependencies are installed, TensorFlow.js's
@@ -33,7 +36,7 @@ const threads = values.threads ? Number(values.threads) : os.availableParallelis
 const ceilingSeconds = Number(values["ceiling-seconds"]);
 
 const kernelsUrl = new URL("../../packages/kernels-wasm/dist/index.js", import.meta.url);
-const { createKernels, createWasmBackend } = await import(kernelsUrl.href).catch((cause) => {
+const { createKernels, createWasmBackend, runMatmul } = await import(kernelsUrl.href).catch((cause) => {
   console.error('bench: @kiln/kernels-wasm is not built; run `pnpm --filter "@kiln/kernels-wasm..." build` first (builds @kiln/contract too)');
   throw cause;
 });
@@ -79,6 +82,83 @@ function gemm(kernels, n, nthreads) {
   return { seconds: round(best, 5), medianSeconds: round(median(seconds), 5), gflops: round((2 * n ** 3) / best / 1e9, 1) };
 }
 
+/** Bits of a 16-bit float in [-1, 1) for element i of a benchmark operand (the values do not matter, only that they are normal). */
+const halfBits = (dtype, i, salt) => (((i * salt) & 1) << 15) | (dtype === "bf16" ? 0x3f00 + ((i * salt) % 128) : 0x3800 + ((i * salt) % 1024));
+
+/** m x n x k matmul with every operand stored in `dtype` (bf16 or f16), through the runtime's call path. */
+function halfMatmul(kernels, runMatmul, o, dtype) {
+  const rt = kernels.runtime;
+  const sizes = [o.m * o.k, o.k * o.n, o.m * o.n];
+  const ptrs = sizes.map((n) => rt.heap.alloc(2 * n));
+  for (const [j, salt] of [[0, 7919], [1, 104729]]) {
+    const view = new Uint16Array(rt.memory.buffer, ptrs[j], sizes[j]);
+    for (let i = 0; i < view.length; i++) view[i] = halfBits(dtype, i, salt);
+  }
+  const call = {
+    m: o.m, n: o.n, k: o.k, batch: 1, a: ptrs[0], b: ptrs[1], c: ptrs[2], bias: 0,
+    strideA: sizes[0], strideB: sizes[1], strideC: sizes[2], transA: false, transB: !!o.transB,
+    accumulate: false, alpha: 1, dtype,
+  };
+  return {
+    run: (nthreads) => runMatmul(rt, call, nthreads),
+    free: () => ptrs.forEach((p) => rt.heap.release(p)),
+  };
+}
+
+/** Best-of-`repeats` seconds of `run()` after one untimed call. */
+function timeBest(run) {
+  run();
+  const seconds = [];
+  for (let r = 0; r < repeats; r++) {
+    const t0 = performance.now();
+    run();
+    seconds.push((performance.now() - t0) / 1000);
+  }
+  return { best: Math.min(...seconds), median: median(seconds) };
+}
+
+/** size^3 GEMM in a 16-bit storage dtype on 1 and all threads, after many short calls (V8 tiers each entry up on its own). */
+function gemmHalf(kernels, runMatmul, n, dtype, ceil) {
+  const small = halfMatmul(kernels, runMatmul, { m: 64, n: 64, k: 300 }, dtype);
+  for (let i = 0; i < 1000; i++) small.run(i % 2 ? kernels.info.threads : 1);
+  small.free();
+  const big = halfMatmul(kernels, runMatmul, { m: n, n, k: n }, dtype);
+  try {
+    const result = (nthreads, ceiling) => {
+      const t = timeBest(() => big.run(nthreads));
+      const gflops = round((2 * n ** 3) / t.best / 1e9, 1);
+      return { seconds: round(t.best, 5), medianSeconds: round(t.median, 5), gflops, fractionOfCeiling: round(gflops / ceiling, 3) };
+    };
+    const one = result(1, ceil.oneThread);
+    const all = result(threads, ceil.allThreads);
+    return { size: n, oneThread: one, allThreads: all, timeRatioAllToOne: round(all.seconds / one.seconds, 3) };
+  } finally {
+    big.free();
+  }
+}
+
+/** GFLOP/s of one-row matmuls (a matrix-vector product) on all threads, f32 and bf16, B stored (k, n) or (n, k). */
+function oneRow(kernels, runMatmul) {
+  const shape = { m: 1, n: 3072, k: 768 };
+  const flops = 2 * shape.m * shape.n * shape.k;
+  const out = { shape };
+  for (const transB of [false, true]) {
+    const key = transB ? "transposedB" : "b";
+    out[key] = {};
+    const f32 = [kernels.alloc(shape.k), kernels.alloc(shape.k * shape.n), kernels.alloc(shape.n)];
+    for (const buf of f32) for (let i = 0; i < buf.length; i++) buf.array[i] = ((i * 7919) % 1000) / 1000 - 0.5;
+    const o = { ...shape, transB, threads };
+    for (let i = 0; i < 200; i++) kernels.matmulInto({ a: f32[0], b: f32[1], c: f32[2] }, o);
+    out[key].f32 = round(flops / timeBest(() => kernels.matmulInto({ a: f32[0], b: f32[1], c: f32[2] }, o)).best / 1e9, 1);
+    for (const buf of f32) buf.free();
+    const bf16 = halfMatmul(kernels, runMatmul, { ...shape, transB }, "bf16");
+    for (let i = 0; i < 200; i++) bf16.run(threads);
+    out[key].bf16 = round(flops / timeBest(() => bf16.run(threads)).best / 1e9, 1);
+    bf16.free();
+  }
+  return out;
+}
+
 /** Microseconds for one empty kernel call on `nthreads` threads: the pool's wake-and-join cost. */
 function dispatchMicroseconds(kernels, nthreads) {
   const rt = kernels.runtime;
@@ -118,7 +198,10 @@ async function benchBuild(simd) {
         allThreads: { ...all, fractionOfCeiling: round(all.gflops / ceil.allThreads, 3) },
         timeRatioAllToOne: round(all.seconds / one.seconds, 3),
       },
+      gemmBf16: gemmHalf(kernels, runMatmul, size, "bf16", ceil),
+      gemmF16: gemmHalf(kernels, runMatmul, size, "f16", ceil),
       smallerGemm: scaling,
+      oneRow: oneRow(kernels, runMatmul),
       dispatchMicroseconds: { oneThread: dispatchMicroseconds(kernels, 1), allThreads: dispatchMicroseconds(kernels, threads) },
     };
   } finally {

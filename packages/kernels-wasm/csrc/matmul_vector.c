@@ -6,80 +6,156 @@
  *   rows_dot_vector:   out[i] = sum_p X[i, p] * v[p]     X row-major, ldx >= k
  *   vector_times_rows: out[j] = sum_p v[p] * X[p, j]     X row-major, ldx >= width
  *
- * then out = alpha * sum (+ out if accumulate) (+ bias). bias_step is 1 for
- * a bias per output and 0 for one bias shared by all outputs.
+ * then out = alpha * sum (+ out if accumulate) (+ bias), rounded once into
+ * the storage dtype. X, v, out and bias share one dtype (f32, bf16 or f16);
+ * sums are f32.
  */
 #include "matmul_vector.h"
+#include "matmul_dtype.h"
+
+#define SPLAT_LANE(x, l) wasm_i32x4_shuffle((x), (x), (l), (l), (l), (l))
 
 KILN_INLINE float horizontal_sum(v128_t x) {
   return wasm_f32x4_extract_lane(x, 0) + wasm_f32x4_extract_lane(x, 1) + wasm_f32x4_extract_lane(x, 2) +
          wasm_f32x4_extract_lane(x, 3);
 }
 
-KILN_INLINE void store_output(float* out, float sum, float alpha, int accumulate, const float* bias) {
-  float y = alpha * sum;
-  if (accumulate) y += *out;
-  if (bias) y += *bias;
-  *out = y;
+KILN_INLINE void store_output(const MatvecOut* o, size_t i, float sum, int dt) {
+  float y = o->alpha * sum;
+  if (o->accumulate) y += mm_load1(o->out, i, dt);
+  if (o->bias) y += mm_load1(o->bias, i * (size_t)o->bias_step, dt);
+  mm_store1(o->out, i, y, dt);
 }
 
-/* One row of X dotted with v, four independent accumulators over p. */
-static float row_dot(const float* row, const float* v, int k) {
+/* ---- rows of X dotted with v ------------------------------------------- */
+
+/* One row of X (elements row..row+k-1, dtype dt) dotted with an f32 v, four independent accumulators over p. */
+KILN_INLINE float row_dot(const void* x, size_t row, const float* v, int k, int dt) {
   v128_t acc0 = wasm_f32x4_splat(0.0f), acc1 = acc0, acc2 = acc0, acc3 = acc0;
   int p = 0;
   for (; p + 16 <= k; p += 16) {
-    acc0 = KILN_MADD(acc0, wasm_v128_load(row + p), wasm_v128_load(v + p));
-    acc1 = KILN_MADD(acc1, wasm_v128_load(row + p + 4), wasm_v128_load(v + p + 4));
-    acc2 = KILN_MADD(acc2, wasm_v128_load(row + p + 8), wasm_v128_load(v + p + 8));
-    acc3 = KILN_MADD(acc3, wasm_v128_load(row + p + 12), wasm_v128_load(v + p + 12));
+    v128_t x0, x1, x2, x3;
+    mm_load8(x, row + p, dt, &x0, &x1);
+    mm_load8(x, row + p + 8, dt, &x2, &x3);
+    acc0 = KILN_MADD(acc0, x0, wasm_v128_load(v + p));
+    acc1 = KILN_MADD(acc1, x1, wasm_v128_load(v + p + 4));
+    acc2 = KILN_MADD(acc2, x2, wasm_v128_load(v + p + 8));
+    acc3 = KILN_MADD(acc3, x3, wasm_v128_load(v + p + 12));
   }
-  for (; p + 4 <= k; p += 4) acc0 = KILN_MADD(acc0, wasm_v128_load(row + p), wasm_v128_load(v + p));
+  for (; p + 4 <= k; p += 4) acc0 = KILN_MADD(acc0, mm_load4(x, row + p, dt), wasm_v128_load(v + p));
   float sum = horizontal_sum(wasm_f32x4_add(wasm_f32x4_add(acc0, acc1), wasm_f32x4_add(acc2, acc3)));
-  for (; p < k; p++) sum += row[p] * v[p];
+  for (; p < k; p++) sum += mm_load1(x, row + p, dt) * v[p];
   return sum;
 }
 
-void kiln_rows_dot_vector(const float* x, int ldx, const float* v, int k, float* out, int i0, int i1, float alpha,
-                          int accumulate, const float* bias, int bias_step) {
-  for (int i = i0; i < i1; i++) {
-    const float sum = row_dot(x + (size_t)i * ldx, v, k);
-    store_output(out + i, sum, alpha, accumulate, bias ? bias + (size_t)i * bias_step : NULL);
+KILN_INLINE void rows_dot_vector(const void* x, int ldx, const void* v, int k, const MatvecOut* out, int i0, int i1,
+                                 float* work, int dt) {
+  const float* vf = (const float*)v;
+  if (dt != MM_F32) { /* v once in f32, not once per row */
+    int p = 0;
+    for (; p + 4 <= k; p += 4) wasm_v128_store(work + p, mm_load4(v, p, dt));
+    for (; p < k; p++) work[p] = mm_load1(v, p, dt);
+    vf = work;
+  }
+  for (int i = i0; i < i1; i++) store_output(out, i, row_dot(x, (size_t)i * ldx, vf, k, dt), dt);
+}
+
+void kiln_rows_dot_vector(const void* x, int ldx, const void* v, int k, const MatvecOut* out, int i0, int i1,
+                          float* work, int dt) {
+  switch (dt) {
+    case MM_F32: rows_dot_vector(x, ldx, v, k, out, i0, i1, work, MM_F32); break;
+    case MM_BF16: rows_dot_vector(x, ldx, v, k, out, i0, i1, work, MM_BF16); break;
+    default: rows_dot_vector(x, ldx, v, k, out, i0, i1, work, MM_F16); break;
   }
 }
 
-/* Columns [j, j + 4*VECS) of v^T X, accumulated in registers over all of p. */
-#define VECS 6 /* 6 accumulators + 6 loads + 1 splat fit V8's 15 registers */
-static void columns_block(const float* x, int ldx, const float* v, int k, int j, v128_t acc[VECS]) {
-  for (int q = 0; q < VECS; q++) acc[q] = wasm_f32x4_splat(0.0f);
-  const float* row = x + j;
-  for (int p = 0; p < k; p++, row += ldx) {
-    const v128_t vp = wasm_f32x4_splat(v[p]);
-    for (int q = 0; q < VECS; q++) acc[q] = KILN_MADD(acc[q], vp, wasm_v128_load(row + 4 * q));
-  }
-}
+/* ---- v weighting the rows of X ----------------------------------------- */
 
-void kiln_vector_times_rows(const float* x, int ldx, const float* v, int k, float* out, int j0, int j1, float alpha,
-                            int accumulate, const float* bias, int bias_step) {
-  int j = j0;
-  for (; j + 4 * VECS <= j1; j += 4 * VECS) {
-    v128_t acc[VECS];
-    columns_block(x, ldx, v, k, j, acc);
-    const v128_t alpha_v = wasm_f32x4_splat(alpha);
-    for (int q = 0; q < VECS; q++) {
-      float* o = out + j + 4 * q;
-      v128_t y = wasm_f32x4_mul(acc[q], alpha_v);
-      if (accumulate) y = wasm_f32x4_add(y, wasm_v128_load(o));
-      if (bias) {
-        y = wasm_f32x4_add(y, bias_step ? wasm_v128_load(bias + j + 4 * q) : wasm_f32x4_splat(*bias));
-      }
-      wasm_v128_store(o, y);
+/*
+ * Columns are taken COLS at a time with their f32 sums in `work` (in L1);
+ * for each group of four rows of X every sum is loaded once, gets four
+ * multiply-adds and is stored, so the matrix streams through four contiguous
+ * rows at a time.
+ */
+#define COLS 2048
+
+/* work[0..w) += sum over `rows` (1..4) rows at X[at], X[at + ldx], ... of splat(vq) * row. */
+KILN_INLINE void add_rows(const void* x, size_t at, int ldx, v128_t s0, v128_t s1, v128_t s2, v128_t s3, int rows,
+                          int w, float* work, int dt) {
+  const size_t r0 = at, r1 = at + ldx, r2 = at + 2 * (size_t)ldx, r3 = at + 3 * (size_t)ldx;
+  const int w4 = w & ~3;
+  int j = 0;
+  if (rows == 4) {
+    for (; j < w4; j += 4) {
+      v128_t acc = wasm_v128_load(work + j);
+      acc = KILN_MADD(acc, s0, mm_load4(x, r0 + j, dt));
+      acc = KILN_MADD(acc, s1, mm_load4(x, r1 + j, dt));
+      acc = KILN_MADD(acc, s2, mm_load4(x, r2 + j, dt));
+      acc = KILN_MADD(acc, s3, mm_load4(x, r3 + j, dt));
+      wasm_v128_store(work + j, acc);
+    }
+  } else {
+    for (; j < w4; j += 4) {
+      v128_t acc = wasm_v128_load(work + j);
+      acc = KILN_MADD(acc, s0, mm_load4(x, r0 + j, dt));
+      if (rows > 1) acc = KILN_MADD(acc, s1, mm_load4(x, r1 + j, dt));
+      if (rows > 2) acc = KILN_MADD(acc, s2, mm_load4(x, r2 + j, dt));
+      wasm_v128_store(work + j, acc);
     }
   }
-  /* Remaining columns one at a time (fewer than 4*VECS). */
-  for (; j < j1; j++) {
-    float sum = 0.0f;
-    const float* col = x + j;
-    for (int p = 0; p < k; p++, col += ldx) sum += v[p] * *col;
-    store_output(out + j, sum, alpha, accumulate, bias ? bias + (size_t)j * bias_step : NULL);
+  if (j < w) {
+    const int n = w - j;
+    v128_t acc = wasm_v128_load(work + j);
+    acc = KILN_MADD(acc, s0, mm_load_n(x, r0 + j, n, dt));
+    if (rows > 1) acc = KILN_MADD(acc, s1, mm_load_n(x, r1 + j, n, dt));
+    if (rows > 2) acc = KILN_MADD(acc, s2, mm_load_n(x, r2 + j, n, dt));
+    if (rows > 3) acc = KILN_MADD(acc, s3, mm_load_n(x, r3 + j, n, dt));
+    wasm_v128_store(work + j, acc);
+  }
+}
+
+KILN_INLINE void vector_times_rows(const void* x, int ldx, const void* v, int k, const MatvecOut* out, int j0, int j1,
+                                   float* work, int dt) {
+  const v128_t alpha = wasm_f32x4_splat(out->alpha);
+  const v128_t zero = wasm_f32x4_splat(0.0f);
+  for (int jb = j0; jb < j1; jb += COLS) {
+    const int w = kiln_min(COLS, j1 - jb);
+    for (int j = 0; j < w; j += 4) wasm_v128_store(work + j, zero);
+    int p = 0;
+    for (; p + 4 <= k; p += 4) {
+      const v128_t vp = mm_load4(v, p, dt);
+      add_rows(x, (size_t)p * ldx + jb, ldx, SPLAT_LANE(vp, 0), SPLAT_LANE(vp, 1), SPLAT_LANE(vp, 2),
+               SPLAT_LANE(vp, 3), 4, w, work, dt);
+    }
+    if (p < k) {
+      const int rows = k - p;
+      const v128_t vp = mm_load_n(v, p, rows, dt);
+      add_rows(x, (size_t)p * ldx + jb, ldx, SPLAT_LANE(vp, 0), SPLAT_LANE(vp, 1), SPLAT_LANE(vp, 2),
+               SPLAT_LANE(vp, 3), rows, w, work, dt);
+    }
+    /* out = alpha * sum (+ out) (+ bias), written only inside [jb, jb + w). */
+    const v128_t shared_bias = out->bias && !out->bias_step ? wasm_f32x4_splat(mm_load1(out->bias, 0, dt)) : zero;
+    for (int j = 0; j < w; j += 4) {
+      const int n = kiln_min(4, w - j);
+      const size_t at = (size_t)jb + j;
+      v128_t y = wasm_f32x4_mul(wasm_v128_load(work + j), alpha);
+      if (out->accumulate) y = wasm_f32x4_add(y, n == 4 ? mm_load4(out->out, at, dt) : mm_load_n(out->out, at, n, dt));
+      if (out->bias) {
+        y = wasm_f32x4_add(y, !out->bias_step ? shared_bias
+                              : n == 4       ? mm_load4(out->bias, at, dt)
+                                             : mm_load_n(out->bias, at, n, dt));
+      }
+      if (n == 4) mm_store4(out->out, at, y, dt);
+      else mm_store_n(out->out, at, y, n, dt);
+    }
+  }
+}
+
+void kiln_vector_times_rows(const void* x, int ldx, const void* v, int k, const MatvecOut* out, int j0, int j1,
+                            float* work, int dt) {
+  switch (dt) {
+    case MM_F32: vector_times_rows(x, ldx, v, k, out, j0, j1, work, MM_F32); break;
+    case MM_BF16: vector_times_rows(x, ldx, v, k, out, j0, j1, work, MM_BF16); break;
+    default: vector_times_rows(x, ldx, v, k, out, j0, j1, work, MM_F16); break;
   }
 }

@@ -4,18 +4,27 @@
 
 #include "kiln_simd.h"
 
-/*
- * out[i] = alpha * sum_p X[i*ldx + p] * v[p] (+ out[i] when accumulate) (+ bias[i*bias_step])
- * for i in [i0, i1): each output is a row of X dotted with v.
- */
-void kiln_rows_dot_vector(const float* x, int ldx, const float* v, int k, float* out, int i0, int i1, float alpha,
-                          int accumulate, const float* bias, int bias_step);
+/* What happens to each output's sum: out[i] = alpha * sum (+ out[i] when accumulate) (+ bias[i * bias_step]). */
+typedef struct {
+  void* out;          /* elements of the call's dtype */
+  float alpha;
+  int32_t accumulate;
+  const void* bias;   /* NULL: no bias */
+  int32_t bias_step;  /* 1: a bias per output; 0: bias[0] for every output */
+} MatvecOut;
 
 /*
- * out[j] = alpha * sum_p v[p] * X[p*ldx + j] (+ out[j] when accumulate) (+ bias[j*bias_step])
- * for j in [j0, j1): each output is a column of X weighted by v.
+ * Every matrix, vector, output and bias element is in dtype `dt` (MM_* in
+ * matmul_dtype.h); `work` is the calling thread's f32 scratch, at least
+ * 2048 floats and, for a 16-bit dtype, k.
  */
-void kiln_vector_times_rows(const float* x, int ldx, const float* v, int k, float* out, int j0, int j1, float alpha,
-                            int accumulate, const float* bias, int bias_step);
+
+/* sum_i = sum_p X[i*ldx + p] * v[p] for i in [i0, i1): each output is a row of X dotted with v. */
+void kiln_rows_dot_vector(const void* x, int ldx, const void* v, int k, const MatvecOut* out, int i0, int i1,
+                          float* work, int dt);
+
+/* sum_j = sum_p v[p] * X[p*ldx + j] for j in [j0, j1): each output is a column of X weighted by v. */
+void kiln_vector_times_rows(const void* x, int ldx, const void* v, int k, const MatvecOut* out, int j0, int j1,
+                            float* work, int dt);
 
 #endif

@@ -1,18 +1,21 @@
-import { KernelArgumentError, type MatmulArgs, matmulSpec, matmulStrides } from "@kiln/contract";
+import { KernelArgumentError, type MatmulArgs, bytesPerElement, matmulSpec, matmulStrides } from "@kiln/contract";
 import type { BackendMemory } from "./backend-memory.js";
 import type { KernelRuntime } from "./kernel-runtime.js";
-import { runMatmul } from "./matmul-call.js";
+import { type MatmulDType, runMatmul } from "./matmul-call.js";
 
 /** Inclusive-exclusive byte ranges overlap. */
 const overlaps = (a0: number, a1: number, b0: number, b1: number) => a0 < b1 && b0 < a1;
 
-/** The contract's matmul kernel (f32) on the wasm runtime. */
+const MATMUL_DTYPES: readonly MatmulDType[] = ["f32", "bf16", "f16"];
+
+/** The contract's matmul kernel (f32, bf16 or f16 storage, f32 sums) on the wasm runtime. */
 export function backendMatmul(rt: KernelRuntime, memory: BackendMemory, args: MatmulArgs): void {
   matmulSpec.check(args);
-  if (args.dtype !== "f32") {
-    throw new KernelArgumentError(`matmul in ${args.dtype} is not implemented by the wasm backend`, {
+  const dtype = args.dtype as MatmulDType;
+  if (!MATMUL_DTYPES.includes(dtype)) {
+    throw new KernelArgumentError(`matmul in ${String(args.dtype)} is not implemented by the wasm backend`, {
       where: "matmul",
-      hint: "use dtype f32 (capabilities().kernelDTypes lists what each kernel takes)",
+      hint: "use dtype f32, bf16 or f16 (capabilities().kernelDTypes lists what each kernel takes)",
     });
   }
   const s = matmulStrides(args);
@@ -20,7 +23,7 @@ export function backendMatmul(rt: KernelRuntime, memory: BackendMemory, args: Ma
   for (const spec of matmulSpec.operands(args)) {
     const op = (args as unknown as Record<string, MatmulArgs["a"] | undefined>)[spec.key];
     if (op === undefined) continue;
-    const bytes = spec.elements * 4;
+    const bytes = spec.elements * bytesPerElement(spec.dtype);
     const ptr = memory.address(op, bytes, `matmul.${spec.key}`);
     ranges[spec.key] = [ptr, ptr + bytes];
   }
@@ -47,5 +50,6 @@ export function backendMatmul(rt: KernelRuntime, memory: BackendMemory, args: Ma
     transB: args.transB ?? false,
     accumulate: args.accumulate ?? false,
     alpha: args.alpha ?? 1,
+    dtype,
   });
 }

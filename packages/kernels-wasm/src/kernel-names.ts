@@ -18,6 +18,8 @@ export const KERNEL_NAMES = [
   "kiln_cast",
   "kiln_fill",
   "kiln_check_finite",
+  "kiln_matmul_bf16",
+  "kiln_matmul_f16",
 ] as const;
 
 export type KernelName = (typeof KERNEL_NAMES)[number];

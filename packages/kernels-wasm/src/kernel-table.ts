@@ -28,7 +28,7 @@ export type WasmKernelTable = { [K in KernelName]?: WasmKernel<K> };
  * with no dtypes (and the conformance suite says so).
  */
 export const WASM_KERNELS: WasmKernelTable = {
-  matmul: { dtypes: ["f32"], run: (ctx, args) => backendMatmul(ctx.rt, ctx.memory, args) },
+  matmul: { dtypes: ["f32", "bf16", "f16"], run: (ctx, args) => backendMatmul(ctx.rt, ctx.memory, args) },
   ...CROSS_ENTROPY_KERNELS,
   ...ELEMENTWISE_KERNELS,
   ...REDUCE_KERNELS,

@@ -1,4 +1,10 @@
 import type { KernelRuntime } from "./kernel-runtime.js";
+import type { KernelName } from "./kernel-names.js";
+
+/** Storage dtypes of the matmul entry points: A, B, bias and C all in one of them; sums in f32. */
+export type MatmulDType = "f32" | "bf16" | "f16";
+
+const ENTRY: Record<MatmulDType, KernelName> = { f32: "kiln_matmul_f32", bf16: "kiln_matmul_bf16", f16: "kiln_matmul_f16" };
 
 /**
  * One matmul on buffers already in linear memory (byte offsets), mirroring
@@ -6,6 +12,7 @@ import type { KernelRuntime } from "./kernel-runtime.js";
  *   C_i = (accumulate ? C_i : 0) + alpha * op(A_i) @ op(B_i) + bias,  i < batch
  * op(A) is (m, k): A stored (m, k), or (k, m) when transA; op(B) is (k, n): B
  * stored (k, n), or (n, k) when transB; C is (m, n). Strides are in elements.
+ * Every operand is in `dtype` (default f32); a 16-bit C is rounded once.
  */
 export interface MatmulCall {
   m: number;
@@ -24,6 +31,7 @@ export interface MatmulCall {
   transB: boolean;
   accumulate: boolean;
   alpha: number;
+  dtype?: MatmulDType;
 }
 
 /** Index (in 4-byte words) of each field of MatmulArgs in csrc/matmul.c. */
@@ -78,5 +86,5 @@ export function threadsFor(flops: number, available: number, minFlopsPerThread: 
 export function runMatmul(rt: KernelRuntime, call: MatmulCall, maxThreads?: number): void {
   writeMatmulArgs(rt, call);
   const flops = 2 * call.m * call.n * call.k * call.batch;
-  rt.run("kiln_matmul_f32", threadsFor(flops, rt.info.threads, rt.info.minFlopsPerThread, maxThreads));
+  rt.run(ENTRY[call.dtype ?? "f32"], threadsFor(flops, rt.info.threads, rt.info.minFlopsPerThread, maxThreads));
 }

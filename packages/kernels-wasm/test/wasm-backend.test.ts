@@ -16,7 +16,7 @@ describe("wasm backend", () => {
     expect(caps.device.parallelism).toBe(2);
     expect(["relaxed-simd", "simd128"]).toContain(caps.device.simd);
     expect(caps.device.memoryBytes).toBeLessThanOrEqual(2 ** 32);
-    expect(caps.kernelDTypes.matmul).toEqual(["f32"]);
+    expect(caps.kernelDTypes.matmul).toEqual(["f32", "bf16", "f16"]);
     expect(caps.kernelDTypes.adamW).toEqual(["f32", "bf16", "f16"]);
     expect(caps.peakFlops.f32).toBeGreaterThan(1e9);
   });
