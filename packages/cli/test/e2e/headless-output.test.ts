@@ -56,3 +56,10 @@ describe("kiln train --headless", () => {
     expect(await readFile(ws.path("out", "metrics.jsonl"), "utf8")).toBe(run.stdout);
   });
 });
+
+describe("kiln -f <config> without a subcommand", () => {
+  it("trains, as kiln train -f does", async () => {
+    const bare = expectSuccess(await ws.run(["-f", "tiny.yaml", "-d", "data.bin", "--output-dir", "bare", "--headless", "--max-steps", "2", "--log-interval", "1"]), "bare -f");
+    expect(jsonLines(bare.stdout).filter((l) => "loss" in l).map((l) => l.step)).toEqual([1, 2]);
+  });
+});
