@@ -13,6 +13,7 @@
 //            threads, B stored (k, n) and transposed, f32 and bf16
 // then, on the default build, cross-entropy (2048 x 8192 logits), AdamW (14M parameters),
 // add, sumSquares and cast (10M elements) in ms and GB/s (loss-optimizer-wasm.mjs),
+// causal attention forward and backward GFLOP/s at batch 8, seqLen 256, 6 heads of 64 (attention-wasm.mjs),
 // and, where tooling/bench's own dependencies are installed, TensorFlow.js's
 // wasm backend matMul at the same size.
 // V8 runs a wasm function in its baseline tier until it has been called often
@@ -21,6 +22,7 @@ import os from "node:os";
 import { parseArgs } from "node:util";
 import { benchTfjsMatmul } from "./tfjs-matmul.mjs";
 import { benchLossOptimizer } from "./loss-optimizer-wasm.mjs";
+import { benchAttention } from "./attention-wasm.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -222,6 +224,10 @@ const lossOptimizer = await benchLossOptimizer(createWasmBackend, { threads: [..
   error: String(error?.message ?? error),
 }));
 
+const attention = await benchAttention(createWasmBackend, { threads: [...new Set([1, threads])], repeats }).catch((error) => ({
+  error: String(error?.message ?? error),
+}));
+
 const tfjs = await benchTfjsMatmul(size, repeats).catch((error) => ({ error: String(error?.message ?? error) }));
 const best = builds.relaxed?.gemm ? builds.relaxed : builds.plain;
 const comparison =
@@ -247,6 +253,7 @@ const result = {
   threads,
   builds,
   lossOptimizer,
+  attention,
   tfjsWasmMatmul: tfjs,
   ...(comparison ? { kilnVsTfjs: comparison } : {}),
 };

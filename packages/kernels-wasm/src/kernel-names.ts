@@ -20,6 +20,8 @@ export const KERNEL_NAMES = [
   "kiln_check_finite",
   "kiln_matmul_bf16",
   "kiln_matmul_f16",
+  "kiln_attention_forward",
+  "kiln_attention_backward",
 ] as const;
 
 export type KernelName = (typeof KERNEL_NAMES)[number];

@@ -7,6 +7,7 @@ import { CONVERT_KERNELS } from "./backend-convert.js";
 import { CROSS_ENTROPY_KERNELS } from "./backend-cross-entropy.js";
 import { ELEMENTWISE_KERNELS } from "./backend-elementwise.js";
 import { REDUCE_KERNELS } from "./backend-reduce.js";
+import { ATTENTION_KERNELS } from "./backend-attention.js";
 
 /** What a contract kernel runs with: the runtime (threads, args block) and the buffer table. */
 export interface WasmKernelContext {
@@ -34,4 +35,5 @@ export const WASM_KERNELS: WasmKernelTable = {
   ...REDUCE_KERNELS,
   ...ADAMW_KERNELS,
   ...CONVERT_KERNELS,
+  ...ATTENTION_KERNELS,
 };
