@@ -7,7 +7,10 @@
 // Needs the package built: pnpm --filter "@kiln/kernels-wasm..." build
 // GFLOP/s use the contract's counts: forward 4*B*H*D*T(T+1)/2 (two causal
 // T x T x D products), backward 2.5x that. Each kernel is warmed up with many
-// short calls first (V8 optimises a wasm function only after it has run a while).
+// short calls, then a few at the measured size (V8 optimises a wasm function only
+// after it has run a while, and the worker threads' share needs its own calls).
+// Figures are best-of-repeats; other processes on the cores lower the 2-thread ones.
+import os from "node:os";
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
 
@@ -84,6 +87,10 @@ export async function benchAttention(createWasmBackend, options = {}) {
         forward(warm, small);
         backward(warm, small);
       }
+      for (let i = 0; i < (options.warmUpCalls ?? 10); i++) {
+        forward(dims, bufs);
+        backward(dims, bufs);
+      }
       const fwd = time(() => forward(dims, bufs), repeats);
       const bwd = time(() => backward(dims, bufs), repeats);
       results[`${threads}thread${threads > 1 ? "s" : ""}`] = {
@@ -126,5 +133,6 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     repeats: Number(values.repeats),
     threads: values.threads.split(",").map(Number),
   });
-  console.log(JSON.stringify({ bench: "attention-wasm", date: new Date().toISOString(), ...result }, null, 2));
+  const machine = { cpu: os.cpus()[0]?.model, cores: os.availableParallelism(), node: process.version, loadAverage1m: round(os.loadavg()[0]) };
+  console.log(JSON.stringify({ bench: "attention-wasm", date: new Date().toISOString(), machine, ...result }, null, 2));
 }
