@@ -14,6 +14,7 @@
 // then, on the default build, cross-entropy (2048 x 8192 logits), AdamW (14M parameters),
 // add, sumSquares and cast (10M elements) in ms and GB/s (loss-optimizer-wasm.mjs),
 // causal attention forward and backward GFLOP/s at batch 8, seqLen 256, 6 heads of 64 (attention-wasm.mjs),
+// LayerNorm and GELU forward and backward GB/s at 2048 rows of 384 and 1536, f32 / bf16 / f16 (norm-activation-wasm.mjs),
 // and, where tooling/bench's own dependencies are installed, TensorFlow.js's
 // wasm backend matMul at the same size.
 // V8 runs a wasm function in its baseline tier until it has been called often
@@ -23,6 +24,7 @@ import { parseArgs } from "node:util";
 import { benchTfjsMatmul } from "./tfjs-matmul.mjs";
 import { benchLossOptimizer } from "./loss-optimizer-wasm.mjs";
 import { benchAttention } from "./attention-wasm.mjs";
+import { benchNormActivation } from "./norm-activation-wasm.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -228,6 +230,10 @@ const attention = await benchAttention(createWasmBackend, { threads: [...new Set
   error: String(error?.message ?? error),
 }));
 
+const normActivation = await benchNormActivation(createWasmBackend, { threads: [...new Set([1, threads])] }).catch((error) => ({
+  error: String(error?.message ?? error),
+}));
+
 const tfjs = await benchTfjsMatmul(size, repeats).catch((error) => ({ error: String(error?.message ?? error) }));
 const best = builds.relaxed?.gemm ? builds.relaxed : builds.plain;
 const comparison =
@@ -254,6 +260,7 @@ const result = {
   builds,
   lossOptimizer,
   attention,
+  normActivation,
   tfjsWasmMatmul: tfjs,
   ...(comparison ? { kilnVsTfjs: comparison } : {}),
 };

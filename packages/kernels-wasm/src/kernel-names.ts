@@ -22,6 +22,21 @@ export const KERNEL_NAMES = [
   "kiln_matmul_f16",
   "kiln_attention_forward",
   "kiln_attention_backward",
+  "kiln_layer_norm_forward",
+  "kiln_layer_norm_backward",
+  "kiln_rms_norm_forward",
+  "kiln_rms_norm_backward",
+  "kiln_norm_param_grad_reduce",
+  "kiln_gelu_forward",
+  "kiln_gelu_backward",
+  "kiln_silu_forward",
+  "kiln_silu_backward",
+  "kiln_swiglu_forward",
+  "kiln_swiglu_backward",
+  "kiln_rope",
+  "kiln_embedding_forward",
+  "kiln_embedding_group",
+  "kiln_embedding_backward",
 ] as const;
 
 export type KernelName = (typeof KERNEL_NAMES)[number];

@@ -8,6 +8,10 @@ import { CROSS_ENTROPY_KERNELS } from "./backend-cross-entropy.js";
 import { ELEMENTWISE_KERNELS } from "./backend-elementwise.js";
 import { REDUCE_KERNELS } from "./backend-reduce.js";
 import { ATTENTION_KERNELS } from "./backend-attention.js";
+import { NORM_KERNELS } from "./backend-norm.js";
+import { ACTIVATION_KERNELS } from "./backend-activation.js";
+import { ROPE_KERNELS } from "./backend-rope.js";
+import { EMBEDDING_KERNELS } from "./backend-embedding.js";
 
 /** What a contract kernel runs with: the runtime (threads, args block) and the buffer table. */
 export interface WasmKernelContext {
@@ -36,4 +40,8 @@ export const WASM_KERNELS: WasmKernelTable = {
   ...ADAMW_KERNELS,
   ...CONVERT_KERNELS,
   ...ATTENTION_KERNELS,
+  ...NORM_KERNELS,
+  ...ACTIVATION_KERNELS,
+  ...ROPE_KERNELS,
+  ...EMBEDDING_KERNELS,
 };

@@ -1,0 +1,73 @@
+import {
+  FLOAT_DTYPES,
+  type KernelSpec,
+  type SwiGluBackwardArgs,
+  type SwiGluForwardArgs,
+  type UnaryBackwardArgs,
+  type UnaryForwardArgs,
+  geluBackwardSpec,
+  geluForwardSpec,
+  siluBackwardSpec,
+  siluForwardSpec,
+  swiGluBackwardSpec,
+  swiGluForwardSpec,
+} from "@kiln/contract";
+import type { KernelName } from "./kernel-names.js";
+import type { WasmKernelContext, WasmKernelTable } from "./kernel-table.js";
+import { operandAddresses } from "./operand-addresses.js";
+import { storageDtypeCode } from "./storage-dtype.js";
+import { threadsForWork } from "./work-threads.js";
+
+/** Word index of each field of ActivationArgs in csrc/activation.c. */
+const FIELD = { n: 0, dtype: 1, in0: 2, in1: 3, in2: 4, out0: 5, out1: 6 } as const;
+/** Elements per unit of work: threads split at multiples of this (as in csrc/activation.c). */
+const CHUNK = 16;
+/** Rough cost of one element in flops (exp, divide, polynomial), to decide how many threads to wake. */
+const COST = 40;
+
+/** Operand keys in ActivationArgs order: in0, in1, in2 read; out0, out1 written. */
+interface Slots {
+  in0: string;
+  in1?: string;
+  in2?: string;
+  out0: string;
+  out1?: string;
+}
+
+/** One element-wise activation kernel: check, resolve the operands into their slots, run. */
+function activation<A extends { n: number; dtype: string }>(spec: KernelSpec<A>, entry: KernelName, slots: Slots) {
+  return (ctx: WasmKernelContext, args: A): void => {
+    spec.check(args);
+    const dtype = storageDtypeCode(spec.name, args.dtype as never);
+    const at = operandAddresses(spec, ctx.memory, args);
+    const ptr = (key: string | undefined) => (key === undefined ? 0 : at[key].ptr);
+    const { u32 } = ctx.rt.argsViews();
+    u32[FIELD.n] = args.n;
+    u32[FIELD.dtype] = dtype;
+    u32[FIELD.in0] = ptr(slots.in0);
+    u32[FIELD.in1] = ptr(slots.in1);
+    u32[FIELD.in2] = ptr(slots.in2);
+    u32[FIELD.out0] = ptr(slots.out0);
+    u32[FIELD.out1] = ptr(slots.out1);
+    ctx.rt.run(entry, threadsForWork(ctx.rt, Math.ceil(args.n / CHUNK), CHUNK * COST));
+  };
+}
+
+const FORWARD: Slots = { in0: "x", out0: "out" };
+const BACKWARD: Slots = { in0: "x", in1: "dOut", out0: "dX" };
+
+/** GELU (tanh approximation), SiLU and SwiGLU (csrc/activation.c), forward and backward, in f32, bf16 and f16. */
+export const ACTIVATION_KERNELS = {
+  geluForward: { dtypes: FLOAT_DTYPES, run: activation<UnaryForwardArgs>(geluForwardSpec, "kiln_gelu_forward", FORWARD) },
+  geluBackward: { dtypes: FLOAT_DTYPES, run: activation<UnaryBackwardArgs>(geluBackwardSpec, "kiln_gelu_backward", BACKWARD) },
+  siluForward: { dtypes: FLOAT_DTYPES, run: activation<UnaryForwardArgs>(siluForwardSpec, "kiln_silu_forward", FORWARD) },
+  siluBackward: { dtypes: FLOAT_DTYPES, run: activation<UnaryBackwardArgs>(siluBackwardSpec, "kiln_silu_backward", BACKWARD) },
+  swiGluForward: {
+    dtypes: FLOAT_DTYPES,
+    run: activation<SwiGluForwardArgs>(swiGluForwardSpec, "kiln_swiglu_forward", { in0: "gate", in1: "up", out0: "out" }),
+  },
+  swiGluBackward: {
+    dtypes: FLOAT_DTYPES,
+    run: activation<SwiGluBackwardArgs>(swiGluBackwardSpec, "kiln_swiglu_backward", { in0: "gate", in1: "up", in2: "dOut", out0: "dGate", out1: "dUp" }),
+  },
+} satisfies WasmKernelTable;

@@ -1,0 +1,111 @@
+import {
+  FLOAT_DTYPES,
+  type LayerNormBackwardArgs,
+  type LayerNormForwardArgs,
+  type RmsNormBackwardArgs,
+  type RmsNormForwardArgs,
+  layerNormBackwardSpec,
+  layerNormForwardSpec,
+  rmsNormBackwardSpec,
+  rmsNormForwardSpec,
+} from "@kiln/contract";
+import { callScratch } from "./call-scratch.js";
+import type { WasmKernelContext, WasmKernelTable } from "./kernel-table.js";
+import { operandAddresses } from "./operand-addresses.js";
+import { storageDtypeCode } from "./storage-dtype.js";
+import { threadsForWork } from "./work-threads.js";
+
+/** Word index of each field of NormForwardArgs in csrc/norm.c. */
+const FWD = { rows: 0, dim: 1, dtype: 2, eps: 3, x: 4, weight: 5, bias: 6, out: 7, mean: 8, rstd: 9 } as const;
+/** Word index of each field of NormBackwardArgs in csrc/norm.c. */
+const BWD = {
+  rows: 0, dim: 1, dtype: 2, partials: 3, dOut: 4, x: 5, weight: 6, mean: 7, rstd: 8,
+  dX: 9, dWeight: 10, dBias: 11, scratch: 12, scratchStride: 13,
+} as const;
+
+/** Rough cost of one element in flops, to decide how many threads to wake. */
+const FORWARD_COST = 8;
+const BACKWARD_COST = 14;
+
+function runLayerNormForward(ctx: WasmKernelContext, args: LayerNormForwardArgs): void {
+  layerNormForwardSpec.check(args);
+  const dtype = storageDtypeCode("layerNormForward", args.dtype);
+  const at = operandAddresses(layerNormForwardSpec, ctx.memory, args);
+  writeForwardArgs(ctx, args, dtype, at);
+  ctx.rt.run("kiln_layer_norm_forward", threadsForWork(ctx.rt, args.rows, args.dim * FORWARD_COST));
+}
+
+function runRmsNormForward(ctx: WasmKernelContext, args: RmsNormForwardArgs): void {
+  rmsNormForwardSpec.check(args);
+  const dtype = storageDtypeCode("rmsNormForward", args.dtype);
+  const at = operandAddresses(rmsNormForwardSpec, ctx.memory, args);
+  writeForwardArgs(ctx, args, dtype, at);
+  ctx.rt.run("kiln_rms_norm_forward", threadsForWork(ctx.rt, args.rows, args.dim * FORWARD_COST));
+}
+
+type Ranges = ReturnType<typeof operandAddresses>;
+
+/** mean and bias are absent for rmsNorm (0 in the struct). */
+function writeForwardArgs(ctx: WasmKernelContext, args: RmsNormForwardArgs, dtype: number, at: Ranges): void {
+  const { u32, f32 } = ctx.rt.argsViews();
+  u32[FWD.rows] = args.rows;
+  u32[FWD.dim] = args.dim;
+  u32[FWD.dtype] = dtype;
+  f32[FWD.eps] = args.eps;
+  u32[FWD.x] = at.x.ptr;
+  u32[FWD.weight] = at.weight.ptr;
+  u32[FWD.bias] = at.bias?.ptr ?? 0;
+  u32[FWD.out] = at.out.ptr;
+  u32[FWD.mean] = at.mean?.ptr ?? 0;
+  u32[FWD.rstd] = at.rstd.ptr;
+}
+
+/**
+ * The rows pass (each thread sums its rows' parameter gradients into its own f32
+ * partial row of scratch), then the reduction of the partials, in thread order,
+ * into dWeight (and dBias): the same bits on every run with the same threads.
+ */
+function runNormBackward(ctx: WasmKernelContext, args: RmsNormBackwardArgs, dtype: number, at: Ranges, layer: boolean): void {
+  const { rt } = ctx;
+  const threads = threadsForWork(rt, args.rows, args.dim * BACKWARD_COST);
+  const dim4 = Math.ceil(args.dim / 4) * 4;
+  const strideFloats = Math.ceil((2 * dim4) / 16) * 16; // dWeight and dBias partials, whole cache lines
+  const scratch = callScratch(rt, threads * strideFloats * 4);
+  const { u32 } = rt.argsViews();
+  u32[BWD.rows] = args.rows;
+  u32[BWD.dim] = args.dim;
+  u32[BWD.dtype] = dtype;
+  u32[BWD.partials] = threads;
+  u32[BWD.dOut] = at.dOut.ptr;
+  u32[BWD.x] = at.x.ptr;
+  u32[BWD.weight] = at.weight.ptr;
+  u32[BWD.mean] = at.mean?.ptr ?? 0;
+  u32[BWD.rstd] = at.rstd.ptr;
+  u32[BWD.dX] = at.dX.ptr;
+  u32[BWD.dWeight] = at.dWeight.ptr;
+  u32[BWD.dBias] = at.dBias?.ptr ?? 0;
+  u32[BWD.scratch] = scratch;
+  u32[BWD.scratchStride] = strideFloats;
+  rt.run(layer ? "kiln_layer_norm_backward" : "kiln_rms_norm_backward", threads);
+  rt.run("kiln_norm_param_grad_reduce", threadsForWork(rt, Math.ceil(args.dim / 4), 8 * threads));
+}
+
+function runLayerNormBackward(ctx: WasmKernelContext, args: LayerNormBackwardArgs): void {
+  layerNormBackwardSpec.check(args);
+  const dtype = storageDtypeCode("layerNormBackward", args.dtype);
+  runNormBackward(ctx, args, dtype, operandAddresses(layerNormBackwardSpec, ctx.memory, args), true);
+}
+
+function runRmsNormBackward(ctx: WasmKernelContext, args: RmsNormBackwardArgs): void {
+  rmsNormBackwardSpec.check(args);
+  const dtype = storageDtypeCode("rmsNormBackward", args.dtype);
+  runNormBackward(ctx, args, dtype, operandAddresses(rmsNormBackwardSpec, ctx.memory, args), false);
+}
+
+/** LayerNorm and RMSNorm (csrc/norm.c), forward and backward, in f32, bf16 and f16. */
+export const NORM_KERNELS = {
+  layerNormForward: { dtypes: FLOAT_DTYPES, run: runLayerNormForward },
+  layerNormBackward: { dtypes: FLOAT_DTYPES, run: runLayerNormBackward },
+  rmsNormForward: { dtypes: FLOAT_DTYPES, run: runRmsNormForward },
+  rmsNormBackward: { dtypes: FLOAT_DTYPES, run: runRmsNormBackward },
+} satisfies WasmKernelTable;
