@@ -2,13 +2,10 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { KILN_BIN } from "./paths.js";
 
 /**
- * Environment that picks the backend for training runs. The CPU (wasm) kernels are
- * not complete yet, so runs go through the f64 reference backend; delete the entry
- * to run the end-to-end tests on the real CPU backend.
+ * Environment that picks the backend for training runs: empty, so the runs use the
+ * real CPU (wasm) backend; { KILN_BACKEND: "reference" } would use the f64 reference.
  */
-export const BACKEND_ENV: Readonly<Record<string, string>> = {
-  KILN_BACKEND: "reference",
-};
+export const BACKEND_ENV: Readonly<Record<string, string>> = {};
 
 export interface KilnOptions {
   /** Working directory of the process (a test's temp folder). */
