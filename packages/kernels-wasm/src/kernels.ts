@@ -1,4 +1,6 @@
 import { measureCeiling, type CeilingResult } from "./ceiling-call.js";
+import { ArrayCalls } from "./array-calls.js";
+import { ArrayKernels } from "./array-kernels.js";
 import { F32Buffer } from "./f32-buffer.js";
 import { createKernelRuntime, type KernelRuntime, type RuntimeInfo, type RuntimeOptions } from "./kernel-runtime.js";
 import { runMatmul } from "./matmul-call.js";
@@ -30,8 +32,10 @@ function checkLength(name: string, have: number, need: number): void {
  * Fast f32 kernels on plain Float32Arrays, running WebAssembly SIMD on every
  * core. Create with `await createKernels()`; call `dispose()` when done.
  */
-export class Kernels {
-  constructor(private readonly rt: KernelRuntime) {}
+export class Kernels extends ArrayKernels {
+  constructor(private readonly rt: KernelRuntime) {
+    super(new ArrayCalls(rt));
+  }
 
   /** The SIMD variant, thread count and memory setup in use. */
   get info(): KernelsInfo {
