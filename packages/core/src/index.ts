@@ -10,7 +10,7 @@ export { CompiledStep, type ParameterBinding } from "./exec/compiled-step.js";
 export { resolveModelConfig, type ModelConfig, type ModelConfigInput } from "./model/config.js";
 export { paramLayout, type ParamLayout, type ParamSpec } from "./model/param-layout.js";
 export { buildTrainingGraph, buildForwardGraph, buildEvalGraph, positionIds, type ModelGraph } from "./model/build-graph.js";
-export { initialParamBytes } from "./model/init-params.js";
+export { initialParamBytes, uploadInitialParams } from "./model/init-params.js";
 export { learningRateAt, type LrScheduleConfig } from "./optim/lr-schedule.js";
 export { AdamW, type AdamWConfig } from "./optim/adamw.js";
 export { Trainer, type TrainerConfig, type Batch, type BatchSource, type StepResult } from "./train/trainer.js";

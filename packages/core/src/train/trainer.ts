@@ -2,7 +2,7 @@ import { type Backend, type BufferHandle, KilnError } from "@kiln/contract";
 import { CompiledStep } from "../exec/compiled-step.js";
 import type { ModelConfig } from "../model/config.js";
 import { type ModelGraph, positionIds } from "../model/build-graph.js";
-import { initialParamBytes } from "../model/init-params.js";
+import { uploadInitialParams } from "../model/init-params.js";
 import type { ParamLayout } from "../model/param-layout.js";
 import { AdamW, type AdamWConfig } from "../optim/adamw.js";
 import type { RecomputePolicy } from "../autodiff/rematerialize.js";
@@ -89,7 +89,7 @@ export class Trainer {
     this.compiled = new CompiledStep(this.model.graph, plan, backend, { params, grads, offsets: this.layout.offsets });
     this.adamw = new AdamW(backend, this.layout, this.stateLayout, { params, grads, m, v }, config.optimizer);
 
-    backend.upload(params, initialParamBytes(this.layout, config.seed));
+    uploadInitialParams(backend, params, this.layout, config.seed);
     backend.kernels.fill({ out: m, n: this.stateLayout.bytes / 4, value: 0, dtype: "f32" });
     backend.kernels.fill({ out: v, n: this.stateLayout.bytes / 4, value: 0, dtype: "f32" });
     if (this.model.positions !== undefined) this.compiled.upload(this.model.positions, positionIds(batchSize, seqLen));
