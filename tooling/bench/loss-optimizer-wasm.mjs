@@ -16,8 +16,9 @@
 //   add           out = a + b over `elements`: GB/s of a + b + out
 //   sumSquares    over `elements` (gradient-norm reduction): GB/s read
 //   cast          f32 -> bf16 over `elements`: GB/s of src + dst
-// Each kernel is warmed up with many short calls first (V8 optimises a wasm
-// function only after it has run a while; a running call never switches).
+// Each kernel is warmed up with many short calls on every thread first, then a few at
+// the measured size (V8 optimises a wasm function only after it has run a while in
+// that thread's instance; a running call never switches).
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
 
@@ -111,14 +112,15 @@ export async function benchLossOptimizer(createWasmBackend, options = {}) {
   for (const threads of options.threads ?? [1, 2]) {
     const backend = await createWasmBackend({ threads, measurePeak: false });
     try {
-      const warm = makeCalls(backend, { ...size, rows: 8, vocab: 1000, params: 20_000, elements: 20_000 });
+      // Warm-up calls big enough to wake every thread: each worker's instance tiers up on its own calls.
+      const warm = makeCalls(backend, { ...size, rows: 64, vocab: 1000, params: 65_536, elements: 65_536 });
       const deadline = performance.now() + (options.warmUpMs ?? 1500);
       while (performance.now() < deadline) for (const call of Object.values(warm.calls)) call();
       warm.free();
       const { calls, free } = makeCalls(backend, size);
       const seconds = {};
       for (const [name, call] of Object.entries(calls)) {
-        call();
+        for (let i = 0; i < 3; i++) call();
         seconds[name] = best(call, repeats);
       }
       free();
