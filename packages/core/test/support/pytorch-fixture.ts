@@ -60,3 +60,14 @@ export function scaledError(actual: ArrayLike<number>, expected: ArrayLike<numbe
   }
   return scale === 0 ? maxErr : maxErr / scale;
 }
+
+/** ||actual - expected|| / ||expected|| (Euclidean norms over the tensor). */
+export function normError(actual: ArrayLike<number>, expected: ArrayLike<number>): number {
+  let diff = 0;
+  let norm = 0;
+  for (let i = 0; i < expected.length; i++) {
+    diff += (actual[i] - expected[i]) ** 2;
+    norm += expected[i] ** 2;
+  }
+  return norm === 0 ? Math.sqrt(diff) : Math.sqrt(diff / norm);
+}
