@@ -11,7 +11,9 @@
 //   gemmBf16, gemmF16   the same with A, B and C stored in bf16 / f16 (f32 sums)
 //   oneRow   1 x 3072 x 768 matmuls (one token through a GPT-2 small MLP weight) on all
 //            threads, B stored (k, n) and transposed, f32 and bf16
-// then, on the default build, cross-entropy (2048 x 8192 logits), AdamW (14M parameters),
+// then, on the default build, every matmul shape of a bench-small training step, forward and
+// backward, next to TensorFlow.js's wasm matMul on the same shapes (training-matmuls.mjs),
+// cross-entropy (2048 x 8192 logits), AdamW (14M parameters),
 // add, sumSquares and cast (10M elements) in ms and GB/s (loss-optimizer-wasm.mjs),
 // causal attention forward and backward GFLOP/s at batch 8, seqLen 256, 6 heads of 64 (attention-wasm.mjs),
 // LayerNorm and GELU forward and backward GB/s at 2048 rows of 384 and 1536, f32 / bf16 / f16 (norm-activation-wasm.mjs),
@@ -24,6 +26,7 @@ import { parseArgs } from "node:util";
 import { benchTfjsMatmul } from "./tfjs-matmul.mjs";
 import { benchLossOptimizer } from "./loss-optimizer-wasm.mjs";
 import { benchAttention } from "./attention-wasm.mjs";
+import { benchTrainingMatmuls } from "./training-matmuls.mjs";
 import { benchNormActivation } from "./norm-activation-wasm.mjs";
 
 const { values } = parseArgs({
@@ -234,6 +237,10 @@ const normActivation = await benchNormActivation(createWasmBackend, { threads: [
   error: String(error?.message ?? error),
 }));
 
+const trainingMatmuls = await benchTrainingMatmuls(createKernels, { threads, repeats }).catch((error) => ({
+  error: String(error?.message ?? error),
+}));
+
 const tfjs = await benchTfjsMatmul(size, repeats).catch((error) => ({ error: String(error?.message ?? error) }));
 const best = builds.relaxed?.gemm ? builds.relaxed : builds.plain;
 const comparison =
@@ -259,6 +266,7 @@ const result = {
   threads,
   builds,
   lossOptimizer,
+  trainingMatmuls,
   attention,
   normActivation,
   tfjsWasmMatmul: tfjs,
