@@ -4,6 +4,8 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { CheckpointError, createReferenceBackend } from "@kiln/contract";
 import { resolveModelConfig } from "../src/model/config.js";
+import { initialParamBytes, uploadInitialParams } from "../src/model/init-params.js";
+import { paramLayout } from "../src/model/param-layout.js";
 import { Trainer, type TrainerConfig } from "../src/train/trainer.js";
 import { loadTrainerCheckpoint, saveTrainerCheckpoint } from "../src/train/checkpoint-state.js";
 
@@ -87,5 +89,18 @@ describe.each(["gpt2", "llama"] as const)("%s activation recomputation", (arch) 
         expect(b.gradNorm).toBe(a.gradNorm);
       }
     }
+  });
+});
+
+describe("parameter initialisation", () => {
+  it("uploads chunk by chunk exactly the values initialParamBytes lays out", async () => {
+    const backend = createReferenceBackend();
+    const model = resolveModelConfig({ arch: "gpt2", vocabSize: 300, hiddenSize: 1024, numLayers: 1, numHeads: 4, maxSeqLen: 8 });
+    const layout = paramLayout(model);
+    const params = backend.alloc(layout.bytes);
+    uploadInitialParams(backend, params, layout, 5);
+    const got = new Uint8Array(layout.bytes);
+    await backend.download(params, got);
+    expect(Buffer.from(got).equals(Buffer.from(initialParamBytes(layout, 5)))).toBe(true);
   });
 });

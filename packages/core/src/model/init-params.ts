@@ -3,10 +3,9 @@ import { elementCount } from "../graph/tensor.js";
 import { fillNormal, streamOf } from "../rng/philox.js";
 import type { ParamLayout, ParamSpec } from "./param-layout.js";
 
-/** One parameter's initial values, written into `into` (or a new array): N(0, std^2) from its own Philox stream of `seed`, ones, or zeros. */
-function initialValues(s: ParamSpec, seed: number, into?: Float32Array): Float32Array {
-  const n = elementCount(s.shape);
-  const values = into ? into.subarray(0, n) : new Float32Array(n);
+/** One parameter's initial values: N(0, std^2) from its own Philox stream of `seed`, ones, or zeros. */
+function initialValues(s: ParamSpec, seed: number): Float32Array {
+  const values = new Float32Array(elementCount(s.shape));
   if (s.init.kind === "normal") fillNormal(values, seed, streamOf(s.name), s.init.std);
   else values.fill(s.init.kind === "ones" ? 1 : 0);
   return values;
@@ -29,13 +28,20 @@ export function initialParamBytes(layout: ParamLayout, seed: number): Uint8Array
   return bytes;
 }
 
-/**
- * Initialises the parameters in `params` one at a time, so the host never holds
- * more than the largest parameter (not a copy of the whole model).
- */
+/** Elements generated per upload: the host holds 1 MiB at a time, not a copy of the model. */
+const CHUNK = 1 << 18;
+
+/** Initialises the parameters in `params` chunk by chunk (the same values as initialParamBytes). */
 export function uploadInitialParams(backend: Backend, params: BufferHandle, layout: ParamLayout, seed: number): void {
-  const scratch = new Float32Array(Math.max(...layout.specs.map((s) => elementCount(s.shape))));
+  const scratch = new Float32Array(CHUNK);
+  const width = layout.dtype === "f32" ? 4 : 2;
   for (const s of layout.specs) {
-    backend.upload({ buffer: params, byteOffset: layout.offsets.get(s.name)! }, storageBytes(initialValues(s, seed, scratch), layout));
+    const n = elementCount(s.shape);
+    for (let start = 0; start < n; start += CHUNK) {
+      const values = scratch.subarray(0, Math.min(CHUNK, n - start));
+      if (s.init.kind === "normal") fillNormal(values, seed, streamOf(s.name), s.init.std, start);
+      else values.fill(s.init.kind === "ones" ? 1 : 0);
+      backend.upload({ buffer: params, byteOffset: layout.offsets.get(s.name)! + start * width }, storageBytes(values, layout));
+    }
   }
 }

@@ -48,12 +48,14 @@ export const toUnitOpen = (w: number) => (w + 0.5) / 4294967296;
 
 /**
  * Fills `out` with N(0, std^2) samples for stream `stream` of `seed`: element i
- * comes from counter (floor(i/4), stream) so any slice can be regenerated alone.
+ * (counting from `firstElement`) comes from counter (floor(i/4), stream), so any
+ * slice can be generated alone.
  */
-export function fillNormal(out: Float32Array | Float64Array, seed: number, stream: number, std: number): void {
+export function fillNormal(out: Float32Array | Float64Array, seed: number, stream: number, std: number, firstElement = 0): void {
+  if (firstElement % 4 !== 0) throw new RangeError(`firstElement must be a multiple of 4, got ${firstElement}`);
   const words = new Uint32Array(4);
   for (let i = 0; i < out.length; i += 4) {
-    philox4x32(i / 4, 0, stream, 0, seed, 0x6b696c6e, words); // key word 2: "kiln"
+    philox4x32((firstElement + i) / 4, 0, stream, 0, seed, 0x6b696c6e, words); // key word 2: "kiln"
     // Box-Muller on two pairs of uniforms gives four normals.
     for (let pair = 0; pair < 2; pair++) {
       const u1 = toUnitOpen(words[2 * pair]);
