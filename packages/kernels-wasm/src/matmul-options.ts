@@ -1,25 +1,13 @@
-/** Shape and flags of a matmul; see MatmulCall for the math and layouts. */
-export interface MatmulOptions {
-  m: number;
-  n: number;
-  k: number;
-  /** Batch items (default 1). */
-  batch?: number;
-  /** A is stored (k, m) instead of (m, k). */
-  transA?: boolean;
-  /** B is stored (n, k) instead of (k, n). */
-  transB?: boolean;
-  /** Elements between batch items (defaults m*k, k*n, m*n; 0 broadcasts A or B). */
-  strideA?: number;
-  strideB?: number;
-  strideC?: number;
-  /** Scale of the product (default 1). */
-  alpha?: number;
-  /** Add into C instead of overwriting it. */
-  accumulate?: boolean;
+import { type MatmulArgs, matmulStrides } from "@kiln/contract";
+
+/**
+ * Shape and flags of a matmul: the contract's MatmulArgs without its buffers and
+ * dtype (see MatmulArgs in @kiln/contract for the math and layouts), plus a thread cap.
+ */
+export type MatmulOptions = Omit<MatmulArgs, "a" | "b" | "c" | "bias" | "dtype"> & {
   /** Use at most this many threads for this call. */
   threads?: number;
-}
+};
 
 export interface ResolvedMatmulShape {
   m: number;
@@ -33,23 +21,14 @@ export interface ResolvedMatmulShape {
 
 /** Fills defaults and checks dims; throws RangeError naming the bad field. */
 export function resolveMatmulShape(o: MatmulOptions): ResolvedMatmulShape {
-  const batch = o.batch ?? 1;
-  const shape = {
-    m: o.m,
-    n: o.n,
-    k: o.k,
-    batch,
-    strideA: o.strideA ?? o.m * o.k,
-    strideB: o.strideB ?? o.k * o.n,
-    strideC: o.strideC ?? o.m * o.n,
-  };
+  const shape = { m: o.m, n: o.n, k: o.k, ...matmulStrides(o) };
   for (const key of ["m", "n", "k", "batch"] as const) {
     if (!Number.isInteger(shape[key]) || shape[key] < 1) throw new RangeError(`matmul: ${key} must be a positive integer, got ${shape[key]}`);
   }
   for (const key of ["strideA", "strideB", "strideC"] as const) {
     if (!Number.isInteger(shape[key]) || shape[key] < 0) throw new RangeError(`matmul: ${key} must be a non-negative integer, got ${shape[key]}`);
   }
-  if (batch > 1 && shape.strideC < shape.m * shape.n) throw new RangeError("matmul: strideC must be >= m*n so batch items do not overlap");
+  if (shape.batch > 1 && shape.strideC < shape.m * shape.n) throw new RangeError("matmul: strideC must be >= m*n so batch items do not overlap");
   return shape;
 }
 

@@ -33,7 +33,7 @@ export interface MatmulArgs {
 }
 
 /** Effective strides of a matmul call, defaults filled in. */
-export function matmulStrides(args: Omit<MatmulArgs, "a" | "b" | "c" | "bias">) {
+export function matmulStrides(args: Pick<MatmulArgs, "m" | "n" | "k" | "batch" | "strideA" | "strideB" | "strideC">) {
   const { m, n, k } = args;
   return {
     batch: args.batch ?? 1,
