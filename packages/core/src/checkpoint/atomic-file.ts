@@ -1,5 +1,5 @@
-import { randomBytes } from "node:crypto";
 import { open, rename, rm, type FileHandle } from "node:fs/promises";
+import { errorCode, messageOf, stagingPathFor, syncDirectory } from "../fs/durable-write.js";
 import path from "node:path";
 import { CheckpointError, KilnError } from "@kiln/contract";
 
@@ -13,7 +13,7 @@ import { CheckpointError, KilnError } from "@kiln/contract";
 export async function writeFileAtomically(target: string, write: (file: FileHandle) => Promise<void>): Promise<void> {
   const absolute = path.resolve(target);
   const dir = path.dirname(absolute);
-  const temp = path.join(dir, `.${path.basename(absolute)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
+  const temp = stagingPathFor(absolute);
 
   let file: FileHandle;
   try {
@@ -33,27 +33,18 @@ export async function writeFileAtomically(target: string, write: (file: FileHand
     await rm(temp, { force: true }).catch(() => undefined);
     throw writeError(err, absolute);
   }
-  await syncDirectory(dir);
+  await syncDirectoryOrFail(dir);
 }
 
-async function syncDirectory(dir: string): Promise<void> {
-  if (process.platform === "win32") return; // directories cannot be opened for fsync there
-  let handle: FileHandle | undefined;
+async function syncDirectoryOrFail(dir: string): Promise<void> {
   try {
-    handle = await open(dir, "r");
-    await handle.sync();
+    await syncDirectory(dir, ["EINVAL", "ENOTSUP", "EISDIR"]);
   } catch (err) {
-    // Some file systems do not support fsync on a directory; the rename has happened.
-    const code = errorCode(err);
-    if (code !== "EINVAL" && code !== "ENOTSUP" && code !== "EISDIR") {
-      throw new CheckpointError(`could not flush directory after writing into it (${messageOf(err)})`, {
-        where: dir,
-        hint: "The file is in place but may not survive a power loss; check the disk's health and write again.",
-        cause: err,
-      });
-    }
-  } finally {
-    await handle?.close().catch(() => undefined);
+    throw new CheckpointError(`could not flush directory after writing into it (${messageOf(err)})`, {
+      where: dir,
+      hint: "The file is in place but may not survive a power loss; check the disk's health and write again.",
+      cause: err,
+    });
   }
 }
 
@@ -86,10 +77,4 @@ function writeError(err: unknown, target: string): KilnError {
   return new CheckpointError(what, { where: target, hint, cause: err });
 }
 
-export function errorCode(err: unknown): string | undefined {
-  return typeof err === "object" && err !== null && "code" in err ? String((err as { code: unknown }).code) : undefined;
-}
-
-export function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
+export { errorCode, messageOf };

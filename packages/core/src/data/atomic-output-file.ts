@@ -1,8 +1,8 @@
-import { randomBytes } from "node:crypto";
 import { open, rename, rm, stat, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { DataError } from "@kiln/contract";
-import { errorCode, messageOf, writeError } from "./file-errors.js";
+import { errorCode, messageOf, stagingPathFor, syncDirectory } from "../fs/durable-write.js";
+import { writeError } from "./file-errors.js";
 
 /**
  * A file that appears at its target path whole or not at all: bytes go to a
@@ -23,7 +23,7 @@ export class AtomicOutputFile {
   /** Creates the temp file; fails with a DataError naming the directory when it cannot. */
   static async create(target: string, what = "token file"): Promise<AtomicOutputFile> {
     const absolute = path.resolve(target);
-    const temp = path.join(path.dirname(absolute), `.${path.basename(absolute)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
+    const temp = stagingPathFor(absolute);
     let file: FileHandle;
     try {
       file = await open(temp, "wx");
@@ -73,7 +73,7 @@ export class AtomicOutputFile {
       await rm(this.tempPath, { force: true }).catch(() => undefined);
       throw writeError(err, this.target, this.what);
     }
-    await syncDirectory(path.dirname(this.target));
+    await syncDirectory(path.dirname(this.target), ["EINVAL", "ENOTSUP", "EISDIR", "EPERM"]);
   }
 
   /** Drops the temp file; the target, if it existed, is untouched. Safe to call twice. */
@@ -82,21 +82,6 @@ export class AtomicOutputFile {
     this.state = "aborted";
     await this.file.close().catch(() => undefined);
     await rm(this.tempPath, { force: true }).catch(() => undefined);
-  }
-}
-
-async function syncDirectory(dir: string): Promise<void> {
-  if (process.platform === "win32") return;
-  let handle: FileHandle | undefined;
-  try {
-    handle = await open(dir, "r");
-    await handle.sync();
-  } catch (err) {
-    // Some file systems cannot fsync a directory; the rename has happened either way.
-    const code = errorCode(err);
-    if (code !== "EINVAL" && code !== "ENOTSUP" && code !== "EISDIR" && code !== "EPERM") throw err;
-  } finally {
-    await handle?.close().catch(() => undefined);
   }
 }
 

@@ -1,13 +1,7 @@
 import { DataError } from "@kiln/contract";
+import { errorCode, messageOf } from "../fs/durable-write.js";
 
-/** The `code` of a Node system error (ENOENT, EACCES, ...), if it has one. */
-export function errorCode(err: unknown): string | undefined {
-  return typeof err === "object" && err !== null && "code" in err ? String((err as { code: unknown }).code) : undefined;
-}
-
-export function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
+export { errorCode, messageOf };
 
 /** A DataError for a token or text file that cannot be opened or read. */
 export function readError(err: unknown, path: string, what = "token file"): DataError {
