@@ -28,6 +28,7 @@ import { benchLossOptimizer } from "./loss-optimizer-wasm.mjs";
 import { benchAttention } from "./attention-wasm.mjs";
 import { benchTrainingMatmuls } from "./training-matmuls.mjs";
 import { benchNormActivation } from "./norm-activation-wasm.mjs";
+import { loadKernelsWasm } from "./load-kernels-wasm.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -42,11 +43,7 @@ const repeats = Number(values.repeats);
 const threads = values.threads ? Number(values.threads) : os.availableParallelism();
 const ceilingSeconds = Number(values["ceiling-seconds"]);
 
-const kernelsUrl = new URL("../../packages/kernels-wasm/dist/index.js", import.meta.url);
-const { createKernels, createWasmBackend, runMatmul } = await import(kernelsUrl.href).catch((cause) => {
-  console.error('bench: @kiln/kernels-wasm is not built; run `pnpm --filter "@kiln/kernels-wasm..." build` first (builds @kiln/contract too)');
-  throw cause;
-});
+const { createKernels, createWasmBackend, runMatmul } = await loadKernelsWasm();
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const round = (x, digits = 2) => Number(x.toFixed(digits));

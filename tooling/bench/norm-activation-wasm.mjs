@@ -18,6 +18,7 @@
 // function only after it has run a while; a running call never switches).
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
+import { loadKernelsWasm } from "./load-kernels-wasm.mjs";
 
 const round = (x, digits = 2) => Number(x.toFixed(digits));
 const BYTES = { f32: 4, bf16: 2, f16: 2 };
@@ -139,11 +140,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       threads: { type: "string", default: "1,2" },
     },
   });
-  const kernelsUrl = new URL("../../packages/kernels-wasm/dist/index.js", import.meta.url);
-  const { createWasmBackend } = await import(kernelsUrl.href).catch((cause) => {
-    console.error('bench: @kiln/kernels-wasm is not built; run `pnpm --filter "@kiln/kernels-wasm..." build` first');
-    throw cause;
-  });
+  const { createWasmBackend } = await loadKernelsWasm();
   const result = await benchNormActivation(createWasmBackend, {
     rows: Number(values.rows),
     dims: values.dims.split(",").map(Number),
