@@ -31,8 +31,6 @@ export class CompiledStep {
     readonly plan: StepPlan,
     private readonly backend: Backend,
     private readonly parameters: ParameterBinding,
-    /** Which nodes to run (default all): a forward-only step skips backward nodes. */
-    nodeFilter: (index: number) => boolean = () => true,
   ) {
     const ioBytes = plan.inputBytes + plan.constantBytes + plan.outputBytes;
     if (plan.arena.bytes > 0) this.owned.push((this.arena = backend.alloc(plan.arena.bytes)));
@@ -44,7 +42,6 @@ export class CompiledStep {
       operand: (id, elementOffset = 0) => this.operand(id, elementOffset),
     };
     for (const node of graph.nodes) {
-      if (!nodeFilter(node.index)) continue;
       const op = OPS[node.op];
       if (!op) throw new Error(`no op "${node.op}"`);
       this.calls.push(...op.compile(node, ctx));
