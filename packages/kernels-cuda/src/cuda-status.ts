@@ -1,11 +1,16 @@
 import fs from "node:fs";
+import { addonPath, loadAddon } from "./native-addon.js";
 import { findSharedLibrary } from "./shared-library.js";
 
 export interface CudaStatus {
   /** The NVIDIA kernel driver, from /proc/driver/nvidia/version and libcuda. */
   driver: { found: boolean; version?: string; library?: string; detail: string };
-  /** Whether this package's native addon (the CUDA kernels) was built. */
-  addon: { built: boolean; detail: string };
+  /** Whether this package's native addon (the CUDA kernels) was built, and for which compute capabilities. */
+  addon: { built: boolean; archs: string[]; detail: string };
+  /** What the addon's CUDA runtime sees (deviceCount 0 and an error when the addon is not built). */
+  runtime: { deviceCount: number; driverVersion: number; runtimeVersion: number; error: string };
+  /** The same kernels compiled for the host CPU (KILN_BACKEND=cuda-sim). */
+  simulator: { built: boolean; detail: string };
   /** Libraries loaded at run time when present; kiln works without them where it can. */
   libraries: { cublas: string | null; cublasLt: string | null; nccl: string | null };
 }
@@ -27,14 +32,33 @@ function driverStatus(): CudaStatus["driver"] {
   return { found: false, detail: `no NVIDIA driver (${PROC_VERSION} missing, libcuda.so.1 not found)` };
 }
 
-/** What this machine offers for the GPU backend, found without loading any CUDA code. */
+function addonStatus(): Pick<CudaStatus, "addon" | "runtime"> {
+  const { addon, reason } = loadAddon("cuda");
+  if (!addon) {
+    return {
+      addon: { built: false, archs: [], detail: reason ?? "not built" },
+      runtime: { deviceCount: 0, driverVersion: 0, runtimeVersion: 0, error: "the CUDA kernels are not built" },
+    };
+  }
+  const st = addon.status();
+  const archs = st.archs.split(",").filter(Boolean);
+  return {
+    addon: { built: true, archs, detail: `${addonPath("cuda")} (sm_${archs.join(", sm_")})` },
+    runtime: { deviceCount: st.deviceCount, driverVersion: st.driverVersion, runtimeVersion: st.runtimeVersion, error: st.error },
+  };
+}
+
+function simulatorStatus(): CudaStatus["simulator"] {
+  const { addon, reason } = loadAddon("sim");
+  return addon ? { built: true, detail: addonPath("sim") } : { built: false, detail: reason ?? "not built" };
+}
+
+/** What this machine offers for the GPU backend, found by loading the addon (which needs no driver to load). */
 export function cudaStatus(): CudaStatus {
   return {
     driver: driverStatus(),
-    addon: {
-      built: false,
-      detail: "the CUDA kernels are not part of this build of @kiln/kernels-cuda",
-    },
+    ...addonStatus(),
+    simulator: simulatorStatus(),
     libraries: {
       cublas: findSharedLibrary(["libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"]),
       cublasLt: findSharedLibrary(["libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so.11", "libcublasLt.so"]),

@@ -1,3 +1,4 @@
 export { cudaStatus, type CudaStatus } from "./cuda-status.js";
-export { createCudaBackend, type CudaBackendOptions } from "./create-cuda-backend.js";
+export { createCudaBackend, createCudaSimBackend, type CudaBackendOptions } from "./create-cuda-backend.js";
+export { GPU_PROFILES, gpuPeakFlops, gpuProfileForName, type GpuProfile } from "./gpu-peaks.js";
 export { findSharedLibrary } from "./shared-library.js";

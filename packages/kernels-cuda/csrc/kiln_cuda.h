@@ -1,0 +1,106 @@
+// kiln_cuda.h: what every kernel family file shares: storage dtypes (f32, bf16,
+// f16 in memory; f32 in registers), the launch helper that is <<<>>> under nvcc and
+// the simulator on the host, and the host-side call record a launcher reads its
+// operands from.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#if !defined(KILN_CUDA_SIM)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#endif
+
+namespace kiln {
+
+/** Storage dtype codes; the TypeScript side sends the same numbers (src/kernel-call.ts). */
+enum DType : int { kF32 = 0, kBF16 = 1, kF16 = 2, kI32 = 3, kU32 = 4, kU16 = 5 };
+
+__device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
+
+template <typename T> __device__ __forceinline__ T from_f32(float x);
+template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+template <> __device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
+
+/** Dynamic shared memory as `T* name` (one untyped array, so templates do not clash). */
+#if defined(KILN_CUDA_SIM)
+#define KILN_DYNAMIC_SHARED(T, name) T* name = static_cast<T*>(::kiln_sim::dynamic_shared_memory())
+#else
+#define KILN_DYNAMIC_SHARED(T, name) \
+  extern __shared__ __align__(16) unsigned char kiln_dynamic_smem[]; \
+  T* name = reinterpret_cast<T*>(kiln_dynamic_smem)
+#endif
+
+/** Throws KernelLaunchError after a failed launch (real device only). */
+void check_launch(const char* kernel);
+
+#if defined(__CUDACC__) || defined(KILN_CUDA_SIM)
+/** Enqueues `kernel` on `stream`; under the simulator it runs at once on the host. */
+template <typename... KArgs, typename... Args>
+inline void launch(const char* name, void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, Args... args) {
+#if defined(KILN_CUDA_SIM)
+  (void)name;
+  (void)stream;
+  ::kiln_sim::launch(grid, block, smem, [&]() { kernel(static_cast<KArgs>(args)...); });
+#else
+  kernel<<<grid, block, smem, stream>>>(static_cast<KArgs>(args)...);
+  check_launch(name);
+#endif
+}
+#endif
+
+inline unsigned ceil_div(size_t a, size_t b) { return static_cast<unsigned>((a + b - 1) / b); }
+
+/**
+ * One kernel call from JavaScript: the operands' device addresses in the order of
+ * the contract's kernel spec (0 for an absent optional operand), then the kernel's
+ * scalars in the order src/kernel-call.ts writes them, all as doubles.
+ */
+struct KernelCall {
+  const double* values;
+  int count;
+  cudaStream_t stream;
+  /** Device scratch of at least `bytes`, valid until the next call asks for scratch. */
+  void* (*scratch_fn)(void* owner, size_t bytes);
+  void* scratch_owner;
+
+  double at(int i) const;
+  template <typename T> T* ptr(int i) const { return reinterpret_cast<T*>(static_cast<uintptr_t>(at(i))); }
+  int64_t i64(int i) const { return static_cast<int64_t>(at(i)); }
+  int i32(int i) const { return static_cast<int>(at(i)); }
+  float f32(int i) const { return static_cast<float>(at(i)); }
+  bool flag(int i) const { return at(i) != 0; }
+  void* scratch(size_t bytes) const { return scratch_fn(scratch_owner, bytes); }
+};
+
+using Launcher = void (*)(const KernelCall&);
+
+/** Adds `fn` to the kernel table under the contract's kernel name. */
+struct KernelRegistration {
+  KernelRegistration(const char* name, Launcher fn);
+};
+Launcher find_kernel(const std::string& name);
+std::vector<std::string> kernel_names();
+
+[[noreturn]] void throw_bad_dtype(const char* kernel, int dtype);
+
+/** Calls f(T{}) with T the C++ storage type of a float dtype code. */
+template <typename F>
+inline void dispatch_float(int dtype, const char* kernel, F&& f) {
+  switch (dtype) {
+    case kF32: f(float{}); return;
+    case kBF16: f(__nv_bfloat16{}); return;
+    case kF16: f(__half{}); return;
+    default: throw_bad_dtype(kernel, dtype);
+  }
+}
+
+}  // namespace kiln
+
+#define KILN_REGISTER_KERNEL(name, fn) static ::kiln::KernelRegistration kiln_registration_##fn(name, fn)

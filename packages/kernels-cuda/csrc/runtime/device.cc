@@ -1,0 +1,77 @@
+#include "device.h"
+
+#include <cstring>
+
+#include "../kiln_cuda.h"
+
+namespace kiln {
+
+Device::Device(int ordinal) : props_(raw_open_device(ordinal)), stream_(raw_stream_create()) {}
+
+Device::~Device() {
+  try {
+    raw_stream_wait_idle(stream_);
+    if (scratch_) allocator_.release(scratch_);
+    raw_stream_destroy(stream_);
+  } catch (...) {
+    // nothing to report from a destructor
+  }
+}
+
+void Device::upload(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  PinnedBuffer b = pinned_.acquire(bytes);
+  std::memcpy(b.ptr, src, bytes);  // the caller may reuse `src` as soon as we return
+  raw_memcpy_h2d(dst, b.ptr, bytes, stream_);
+  b.last_use = raw_event_create();
+  raw_event_record(b.last_use, stream_);
+  pinned_.give_back(b);
+}
+
+void Device::copy(void* dst, const void* src, size_t bytes) {
+  if (bytes) raw_memcpy_d2d(dst, src, bytes, stream_);
+}
+
+PendingDownload Device::begin_download(const void* src, size_t bytes) {
+  PendingDownload d;
+  d.bytes = bytes;
+  d.staging = pinned_.acquire(bytes);
+  if (bytes) raw_memcpy_d2h(d.staging.ptr, src, bytes, stream_);
+  d.staging.last_use = raw_event_create();
+  raw_event_record(d.staging.last_use, stream_);
+  return d;
+}
+
+void Device::finish_download(PendingDownload& d, void* out) {
+  raw_event_wait(d.staging.last_use);
+  if (d.bytes) std::memcpy(out, d.staging.ptr, d.bytes);
+  pinned_.give_back(d.staging);
+  d.staging = PinnedBuffer{};
+}
+
+RawEvent Device::fence() {
+  RawEvent e = raw_event_create();
+  raw_event_record(e, stream_);
+  return e;
+}
+
+void* Device::scratch_for(void* self, size_t bytes) {
+  auto* d = static_cast<Device*>(self);
+  if (bytes > d->scratch_bytes_) {
+    // Safe without a sync: with one stream, the old block's reuse is ordered after its last kernel.
+    if (d->scratch_) d->allocator_.release(d->scratch_);
+    d->scratch_ = nullptr;
+    d->scratch_ = d->allocator_.allocate(bytes);
+    d->scratch_bytes_ = CachingAllocator::rounded_size(bytes);
+  }
+  return d->scratch_;
+}
+
+void Device::launch(const std::string& kernel, const double* values, int count) {
+  Launcher fn = find_kernel(kernel);
+  if (!fn) throw DeviceFailure("this build of the CUDA kernels has no kernel named " + kernel);
+  KernelCall call{values, count, static_cast<cudaStream_t>(stream_), &Device::scratch_for, this};
+  fn(call);
+}
+
+}  // namespace kiln

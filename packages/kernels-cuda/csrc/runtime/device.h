@@ -1,0 +1,53 @@
+// device.h: one opened device as the backend sees it: a stream, the caching
+// allocator, pinned staging for copies, scratch for kernels that need it, and the
+// kernel table. Every call is issued on the one stream, in order.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "caching_allocator.h"
+#include "pinned_pool.h"
+#include "raw_runtime.h"
+
+namespace kiln {
+
+/** A device-to-host copy in flight: wait() (any thread) then take the bytes. */
+struct PendingDownload {
+  PinnedBuffer staging;
+  size_t bytes = 0;
+};
+
+class Device {
+ public:
+  explicit Device(int ordinal);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  const DeviceProperties& properties() const { return props_; }
+  void* alloc(size_t bytes) { return allocator_.allocate(bytes); }
+  void free(void* p) { allocator_.release(p); }
+  void upload(void* dst, const void* src, size_t bytes);
+  void copy(void* dst, const void* src, size_t bytes);
+  PendingDownload begin_download(const void* src, size_t bytes);
+  /** Blocks until the copy is done, copies into `out`, recycles the staging. Thread-safe. */
+  void finish_download(PendingDownload& d, void* out);
+  /** An event after everything issued so far; the caller waits on it and destroys it. */
+  RawEvent fence();
+  void launch(const std::string& kernel, const double* values, int count);
+  AllocatorStats allocator_stats() const { return allocator_.stats(); }
+  void empty_cache() { allocator_.empty_cache(); }
+  size_t free_bytes() const { return raw_free_bytes(); }
+
+ private:
+  static void* scratch_for(void* self, size_t bytes);
+  DeviceProperties props_;
+  RawStream stream_ = nullptr;
+  CachingAllocator allocator_;
+  PinnedPool pinned_;
+  void* scratch_ = nullptr;
+  size_t scratch_bytes_ = 0;
+};
+
+}  // namespace kiln

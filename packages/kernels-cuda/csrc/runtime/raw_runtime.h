@@ -1,0 +1,57 @@
+// raw_runtime.h: the few device-runtime calls kiln makes, implemented twice: on
+// the CUDA runtime (raw_runtime_cuda.cc) and on host memory for the simulator
+// (sim/raw_runtime_sim.cc). Failures throw kiln::DeviceFailure.
+#pragma once
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+namespace kiln {
+
+struct DeviceFailure : std::runtime_error {
+  explicit DeviceFailure(const std::string& what, bool out_of_memory = false) : std::runtime_error(what), out_of_memory(out_of_memory) {}
+  bool out_of_memory;
+};
+
+struct DeviceProperties {
+  std::string name;
+  size_t total_bytes = 0;
+  size_t free_bytes = 0;
+  int major = 0;
+  int minor = 0;
+  int multiprocessors = 0;
+  size_t shared_memory_per_block_optin = 0;
+};
+
+struct RuntimeStatus {
+  bool simulated = false;
+  int driver_version = 0;   // 0 when no driver
+  int runtime_version = 0;
+  int device_count = 0;
+  std::string error;        // why no device is usable, empty when one is
+};
+
+using RawStream = void*;
+using RawEvent = void*;
+
+RuntimeStatus raw_status();
+DeviceProperties raw_open_device(int ordinal);  // makes it current on this thread
+/** nullptr (no throw) when the device has no room. */
+void* raw_malloc(size_t bytes);
+void raw_free(void* p);
+void* raw_host_alloc(size_t bytes);  // pinned host memory
+void raw_host_free(void* p);
+RawStream raw_stream_create();
+void raw_stream_destroy(RawStream s);
+void raw_memcpy_h2d(void* dst, const void* src, size_t bytes, RawStream s);
+void raw_memcpy_d2h(void* dst, const void* src, size_t bytes, RawStream s);
+void raw_memcpy_d2d(void* dst, const void* src, size_t bytes, RawStream s);
+RawEvent raw_event_create();
+void raw_event_destroy(RawEvent e);
+void raw_event_record(RawEvent e, RawStream s);
+bool raw_event_done(RawEvent e);
+void raw_event_wait(RawEvent e);  // blocks the calling thread
+void raw_stream_wait_idle(RawStream s);
+size_t raw_free_bytes();
+
+}  // namespace kiln

@@ -1,0 +1,146 @@
+// cuda_sim.h: force-included (-include) when the .cu sources are compiled as plain
+// C++ for the host (the cuda-sim backend). It maps CUDA's execution model onto the
+// CPU: every block runs alone, its threads as fibers on one OS thread; __syncthreads
+// and warp exchanges are points where a fiber yields until every live thread of the
+// block (or warp) has arrived. Static __shared__ arrays live in one linker section
+// that is poisoned (0xFF: NaN for floats) before each block, as is dynamic shared
+// memory, so a read that a missing barrier leaves unordered sees garbage.
+// Not covered: inline PTX (mma.sync, ldmatrix, cp.async), wgmma/TMA, grid sync.
+#pragma once
+#define KILN_CUDA_SIM 1
+
+#include <vector_types.h>
+#include <driver_types.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+
+#undef __global__
+#undef __device__
+#undef __host__
+#undef __forceinline__
+#undef __noinline__
+#undef __shared__
+#undef __launch_bounds__
+#undef __restrict__
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __noinline__
+#define __launch_bounds__(...)
+#define __restrict__ __restrict
+// One section holds every static __shared__ array of every kernel (one block runs at a time).
+#define __shared__ __attribute__((section("kiln_sim_shared"), aligned(16))) static
+
+namespace kiln_sim {
+
+extern thread_local uint3 g_thread_idx;
+extern thread_local uint3 g_block_idx;
+extern thread_local dim3 g_block_dim;
+extern thread_local dim3 g_grid_dim;
+
+/** Runs `body` once per thread of every block of the grid (see sim_scheduler.cc). */
+void launch(dim3 grid, dim3 block, size_t dynamic_smem_bytes, const std::function<void()>& body);
+/** The current block's dynamic shared memory (poisoned at block start). */
+void* dynamic_shared_memory();
+
+/** Block-wide barrier: yields until every live thread of the block arrived (same line, else abort). */
+void sync_block(const char* file, int line);
+/** Warp-wide barrier over the live lanes of the current warp. */
+void sync_warp(const char* file, int line);
+/** This thread's 8-byte exchange slot and the slot of `lane` in the same warp. */
+uint64_t* warp_slot();
+uint64_t* warp_slot_of_lane(unsigned lane);
+unsigned lane_id();
+/** Bit i set when lane i of the current warp is a live thread. */
+unsigned live_lane_mask();
+
+template <typename T>
+inline T warp_exchange(T value, unsigned src_lane, const char* file, int line) {
+  static_assert(sizeof(T) <= 8, "warp shuffles move at most 8 bytes");
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(T));
+  *warp_slot() = bits;
+  sync_warp(file, line);
+  uint64_t got = *warp_slot_of_lane(src_lane);
+  sync_warp(file, line);
+  T out;
+  std::memcpy(&out, &got, sizeof(T));
+  return out;
+}
+
+inline unsigned segment_start(unsigned lane, int width) { return lane - lane % static_cast<unsigned>(width); }
+
+template <typename T>
+inline T shfl_xor(T v, int lane_mask, int width, const char* f, int l) {
+  unsigned lane = lane_id(), src = lane ^ static_cast<unsigned>(lane_mask);
+  if (src >= segment_start(lane, width) + static_cast<unsigned>(width)) src = lane;
+  return warp_exchange(v, src, f, l);
+}
+template <typename T>
+inline T shfl_down(T v, unsigned delta, int width, const char* f, int l) {
+  unsigned lane = lane_id(), src = lane + delta;
+  if (src >= segment_start(lane, width) + static_cast<unsigned>(width)) src = lane;
+  return warp_exchange(v, src, f, l);
+}
+template <typename T>
+inline T shfl_up(T v, unsigned delta, int width, const char* f, int l) {
+  unsigned lane = lane_id();
+  unsigned src = (lane - segment_start(lane, width) >= delta) ? lane - delta : lane;
+  return warp_exchange(v, src, f, l);
+}
+template <typename T>
+inline T shfl_idx(T v, int src_lane, int width, const char* f, int l) {
+  unsigned lane = lane_id();
+  return warp_exchange(v, segment_start(lane, width) + static_cast<unsigned>(src_lane) % static_cast<unsigned>(width), f, l);
+}
+unsigned ballot(bool pred, const char* file, int line);
+
+}  // namespace kiln_sim
+
+#define threadIdx (::kiln_sim::g_thread_idx)
+#define blockIdx (::kiln_sim::g_block_idx)
+#define blockDim (::kiln_sim::g_block_dim)
+#define gridDim (::kiln_sim::g_grid_dim)
+#define warpSize 32
+
+#define __syncthreads() ::kiln_sim::sync_block(__FILE__, __LINE__)
+#define __syncwarp(...) ::kiln_sim::sync_warp(__FILE__, __LINE__)
+#define __shfl_xor_sync(mask, v, lm, ...) ::kiln_sim::shfl_xor((v), (lm), kiln_sim_width(__VA_ARGS__), __FILE__, __LINE__)
+#define __shfl_down_sync(mask, v, d, ...) ::kiln_sim::shfl_down((v), (d), kiln_sim_width(__VA_ARGS__), __FILE__, __LINE__)
+#define __shfl_up_sync(mask, v, d, ...) ::kiln_sim::shfl_up((v), (d), kiln_sim_width(__VA_ARGS__), __FILE__, __LINE__)
+#define __shfl_sync(mask, v, src, ...) ::kiln_sim::shfl_idx((v), (src), kiln_sim_width(__VA_ARGS__), __FILE__, __LINE__)
+#define __ballot_sync(mask, pred) ::kiln_sim::ballot((pred), __FILE__, __LINE__)
+#define __any_sync(mask, pred) (::kiln_sim::ballot((pred), __FILE__, __LINE__) != 0u)
+#define __all_sync(mask, pred) (::kiln_sim::ballot((pred), __FILE__, __LINE__) == ::kiln_sim::live_lane_mask())
+inline int kiln_sim_width(int w = 32) { return w; }
+
+// Device intrinsics with their host meaning. Blocks and threads never run at the
+// same time on the host, so atomics are plain read-modify-writes.
+inline float __expf(float x) { return std::exp(x); }
+inline float __logf(float x) { return std::log(x); }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline float __saturatef(float x) { return x < 0.f ? 0.f : (x > 1.f ? 1.f : x); }
+inline float __int_as_float(int x) { float f; std::memcpy(&f, &x, 4); return f; }
+inline int __float_as_int(float x) { int i; std::memcpy(&i, &x, 4); return i; }
+inline float __uint_as_float(unsigned x) { float f; std::memcpy(&f, &x, 4); return f; }
+inline unsigned __float_as_uint(float x) { unsigned i; std::memcpy(&i, &x, 4); return i; }
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
+template <typename T> inline T __ldg(const T* p) { return *p; }
+template <typename T> inline T atomicAdd(T* p, T v) { T old = *p; *p = old + v; return old; }
+template <typename T> inline T atomicMax(T* p, T v) { T old = *p; if (v > old) *p = v; return old; }
+template <typename T> inline T atomicMin(T* p, T v) { T old = *p; if (v < old) *p = v; return old; }
+template <typename T> inline T atomicOr(T* p, T v) { T old = *p; *p = old | v; return old; }
+template <typename T> inline T atomicExch(T* p, T v) { T old = *p; *p = v; return old; }
+template <typename T> inline T atomicCAS(T* p, T cmp, T v) { T old = *p; if (old == cmp) *p = v; return old; }
+inline void __threadfence() {}
+using std::max;
+using std::min;

@@ -1,0 +1,92 @@
+// raw_runtime_sim.cc: raw_runtime.h on host memory. Launches run when they are
+// issued (sim_scheduler.cc), so copies are plain memcpy and events are always done.
+// The "device" holds KILN_SIM_MEMORY_BYTES (default 4 GiB) so that out-of-memory
+// handling can be exercised.
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "../kiln_cuda.h"
+#include "../runtime/raw_runtime.h"
+
+namespace kiln {
+namespace {
+
+std::mutex g_mu;
+std::unordered_map<void*, size_t> g_sizes;
+size_t g_in_use = 0;
+
+size_t capacity() {
+  static const size_t cap = [] {
+    const char* env = std::getenv("KILN_SIM_MEMORY_BYTES");
+    return env ? static_cast<size_t>(std::strtoull(env, nullptr, 10)) : size_t{4} << 30;
+  }();
+  return cap;
+}
+
+}  // namespace
+
+void check_launch(const char*) {}
+
+RuntimeStatus raw_status() {
+  RuntimeStatus st;
+  st.simulated = true;
+  st.device_count = 1;
+  return st;
+}
+
+DeviceProperties raw_open_device(int ordinal) {
+  if (ordinal != 0) throw DeviceFailure("the simulator has one device, ordinal 0");
+  DeviceProperties p;
+  p.name = "cuda-sim (CUDA kernels on the host CPU)";
+  p.total_bytes = capacity();
+  p.free_bytes = capacity() - g_in_use;
+  p.major = 8;
+  p.minor = 0;
+  p.multiprocessors = 1;
+  p.shared_memory_per_block_optin = 163 * 1024;
+  return p;
+}
+
+void* raw_malloc(size_t bytes) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  size_t rounded = (bytes + 255) & ~size_t{255};
+  if (g_in_use + rounded > capacity()) return nullptr;
+  void* p = std::aligned_alloc(256, rounded);
+  if (!p) return nullptr;
+  g_sizes[p] = rounded;
+  g_in_use += rounded;
+  return p;
+}
+void raw_free(void* p) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = g_sizes.find(p);
+  if (it == g_sizes.end()) throw DeviceFailure("raw_free of an address that was not allocated");
+  g_in_use -= it->second;
+  g_sizes.erase(it);
+  std::free(p);
+}
+void* raw_host_alloc(size_t bytes) {
+  void* p = std::malloc(bytes ? bytes : 1);
+  if (!p) throw DeviceFailure("out of host memory", true);
+  return p;
+}
+void raw_host_free(void* p) { std::free(p); }
+RawStream raw_stream_create() { return reinterpret_cast<RawStream>(1); }
+void raw_stream_destroy(RawStream) {}
+void raw_memcpy_h2d(void* dst, const void* src, size_t n, RawStream) { std::memcpy(dst, src, n); }
+void raw_memcpy_d2h(void* dst, const void* src, size_t n, RawStream) { std::memcpy(dst, src, n); }
+void raw_memcpy_d2d(void* dst, const void* src, size_t n, RawStream) { std::memmove(dst, src, n); }
+RawEvent raw_event_create() { return reinterpret_cast<RawEvent>(1); }
+void raw_event_destroy(RawEvent) {}
+void raw_event_record(RawEvent, RawStream) {}
+bool raw_event_done(RawEvent) { return true; }
+void raw_event_wait(RawEvent) {}
+void raw_stream_wait_idle(RawStream) {}
+size_t raw_free_bytes() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return capacity() - g_in_use;
+}
+
+}  // namespace kiln

@@ -1,0 +1,211 @@
+// sim_scheduler.cc: runs a kernel launch on the host. Blocks run one after another
+// (forward, or reversed to expose races between blocks); inside a block every thread
+// is a fiber, resumed in thread order until it finishes or waits at a barrier. When
+// no thread can run, a warp whose live lanes all wait at a warp exchange is released,
+// or the block when all its live threads wait at the same __syncthreads; anything
+// else is a divergent barrier or a deadlock, reported with file and line, then abort.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "cuda_sim.h"
+#include "fiber.h"
+#include "sim_options.h"
+
+extern "C" char __start_kiln_sim_shared[];  // NOLINT: linker-provided bounds of the section
+extern "C" char __stop_kiln_sim_shared[];
+// Keeps the section (and so its bounds) present even when no kernel declares __shared__.
+__attribute__((section("kiln_sim_shared"), used)) static char g_shared_section_anchor[16];
+
+namespace kiln_sim {
+
+thread_local uint3 g_thread_idx;
+thread_local uint3 g_block_idx;
+thread_local dim3 g_block_dim;
+thread_local dim3 g_grid_dim;
+
+namespace {
+
+enum class State { Runnable, AtBlockBarrier, AtWarpBarrier, Done };
+
+struct SimThread {
+  Fiber fiber;
+  State state = State::Runnable;
+  const char* file = nullptr;
+  int line = 0;
+  uint3 idx{};
+  uint64_t slot = 0;
+};
+
+struct BlockRun {
+  std::vector<SimThread> threads;
+  unsigned count = 0;
+  SimThread* current = nullptr;
+  Fiber scheduler;
+  const std::function<void()>* body = nullptr;
+  std::vector<unsigned char> dynamic_smem;
+};
+
+BlockRun g_run;
+SimOptions g_options;
+
+void fail(const char* what) {
+  std::fprintf(stderr, "cuda-sim: %s (block %u,%u,%u)\n", what, g_block_idx.x, g_block_idx.y, g_block_idx.z);
+  std::fflush(stderr);
+  std::abort();
+}
+
+void thread_entry() {
+  fiber_started();
+  (*g_run.body)();
+  g_run.current->state = State::Done;
+  fiber_switch(g_run.current->fiber, g_run.scheduler);
+  fail("a finished thread was resumed");
+}
+
+void yield_as(State s, const char* file, int line) {
+  SimThread* t = g_run.current;
+  t->state = s;
+  t->file = file;
+  t->line = line;
+  fiber_switch(t->fiber, g_run.scheduler);
+}
+
+unsigned thread_index() { return static_cast<unsigned>(g_run.current - g_run.threads.data()); }
+
+/** Releases what can be released; false when nothing could (a deadlock). */
+bool release_barriers() {
+  bool released = false;
+  const unsigned n = g_run.count;
+  for (unsigned w = 0; w < n; w += 32) {
+    unsigned end = w + 32 < n ? w + 32 : n, waiting = 0, live = 0;
+    for (unsigned i = w; i < end; i++) {
+      if (g_run.threads[i].state == State::Done) continue;
+      live++;
+      if (g_run.threads[i].state == State::AtWarpBarrier) waiting++;
+    }
+    if (live && waiting == live) {
+      for (unsigned i = w; i < end; i++)
+        if (g_run.threads[i].state == State::AtWarpBarrier) g_run.threads[i].state = State::Runnable;
+      released = true;
+    }
+  }
+  if (released) return true;
+  SimThread* first = nullptr;
+  for (unsigned i = 0; i < n; i++) {
+    SimThread& t = g_run.threads[i];
+    if (t.state == State::Done) continue;
+    if (t.state != State::AtBlockBarrier) return false;
+    if (!first) {
+      first = &t;
+    } else if (t.line != first->line || std::strcmp(t.file, first->file) != 0) {
+      char msg[1024];
+      std::snprintf(msg, sizeof msg, "divergent __syncthreads: thread %u waits at %s:%d, thread %u at %s:%d", static_cast<unsigned>(first - g_run.threads.data()),
+                    first->file, first->line, i, t.file, t.line);
+      fail(msg);
+    }
+  }
+  if (!first) return false;
+  for (unsigned i = 0; i < n; i++)
+    if (g_run.threads[i].state == State::AtBlockBarrier) g_run.threads[i].state = State::Runnable;
+  return true;
+}
+
+void report_deadlock() {
+  char msg[2048];
+  int len = std::snprintf(msg, sizeof msg, "deadlock: no thread can run;");
+  for (unsigned i = 0; i < g_run.count && len < 1900; i++) {
+    const SimThread& t = g_run.threads[i];
+    if (t.state == State::Done) continue;
+    len += std::snprintf(msg + len, sizeof msg - len, " thread %u waits at %s %s:%d;", i, t.state == State::AtWarpBarrier ? "a warp exchange" : "__syncthreads", t.file, t.line);
+  }
+  fail(msg);
+}
+
+void run_block(unsigned threads) {
+  std::memset(__start_kiln_sim_shared, 0xFF, static_cast<size_t>(__stop_kiln_sim_shared - __start_kiln_sim_shared));
+  std::memset(g_run.dynamic_smem.data(), 0xFF, g_run.dynamic_smem.size());
+  for (unsigned i = 0; i < threads; i++) {
+    SimThread& t = g_run.threads[i];
+    t.state = State::Runnable;
+    t.idx = uint3{i % g_block_dim.x, (i / g_block_dim.x) % g_block_dim.y, i / (g_block_dim.x * g_block_dim.y)};
+    fiber_init(t.fiber, thread_entry);
+  }
+  for (;;) {
+    bool any_live = false;
+    for (unsigned j = 0; j < threads; j++) {
+      unsigned i = g_options.reverse_threads ? threads - 1 - j : j;
+      SimThread& t = g_run.threads[i];
+      if (t.state != State::Runnable) {
+        any_live |= t.state != State::Done;
+        continue;
+      }
+      g_run.current = &t;
+      g_thread_idx = t.idx;
+      fiber_switch(g_run.scheduler, t.fiber);
+      any_live |= t.state != State::Done;
+    }
+    if (!any_live) return;
+    if (!release_barriers()) report_deadlock();
+  }
+}
+
+}  // namespace
+
+void set_options(const SimOptions& options) { g_options = options; }
+SimOptions options() { return g_options; }
+
+void launch(dim3 grid, dim3 block, size_t dynamic_smem_bytes, const std::function<void()>& body) {
+  const unsigned threads = block.x * block.y * block.z;
+  if (threads == 0 || threads > 1024) fail("a block must have between 1 and 1024 threads");
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0) fail("a grid must have at least one block");
+  if (grid.y > 65535 || grid.z > 65535) fail("gridDim.y and gridDim.z must be <= 65535");
+  if (g_run.threads.size() < threads) g_run.threads.resize(threads);
+  g_run.count = threads;
+  g_run.body = &body;
+  g_run.dynamic_smem.assign(dynamic_smem_bytes, 0xFF);
+  g_grid_dim = grid;
+  g_block_dim = block;
+  const size_t blocks = static_cast<size_t>(grid.x) * grid.y * grid.z;
+  for (size_t j = 0; j < blocks; j++) {
+    size_t b = g_options.reverse_blocks ? blocks - 1 - j : j;
+    g_block_idx = uint3{static_cast<unsigned>(b % grid.x), static_cast<unsigned>((b / grid.x) % grid.y), static_cast<unsigned>(b / (static_cast<size_t>(grid.x) * grid.y))};
+    run_block(threads);
+  }
+  g_run.current = nullptr;
+  g_run.body = nullptr;
+}
+
+void* dynamic_shared_memory() { return g_run.dynamic_smem.data(); }
+
+void sync_block(const char* file, int line) { yield_as(State::AtBlockBarrier, file, line); }
+void sync_warp(const char* file, int line) { yield_as(State::AtWarpBarrier, file, line); }
+
+unsigned lane_id() { return thread_index() % 32; }
+uint64_t* warp_slot() { return &g_run.current->slot; }
+uint64_t* warp_slot_of_lane(unsigned lane) {
+  unsigned i = thread_index() - lane_id() + lane;
+  return i < g_run.count ? &g_run.threads[i].slot : warp_slot();
+}
+
+unsigned live_lane_mask() {
+  unsigned base = thread_index() - lane_id(), mask = 0;
+  for (unsigned l = 0; l < 32 && base + l < g_run.count; l++)
+    if (g_run.threads[base + l].state != State::Done) mask |= 1u << l;
+  return mask;
+}
+
+unsigned ballot(bool pred, const char* file, int line) {
+  *warp_slot() = pred ? 1 : 0;
+  sync_warp(file, line);
+  unsigned base = thread_index() - lane_id(), mask = 0;
+  for (unsigned l = 0; l < 32 && base + l < g_run.count; l++) {
+    const SimThread& t = g_run.threads[base + l];
+    if (t.state != State::Done && t.slot) mask |= 1u << l;
+  }
+  sync_warp(file, line);
+  return mask;
+}
+
+}  // namespace kiln_sim

@@ -1,0 +1,111 @@
+import {
+  ALL_DTYPES,
+  type Backend,
+  CONTRACT_VERSION,
+  type Capabilities,
+  DeviceError,
+  FLOAT_DTYPES,
+  KERNEL_NAMES,
+  KernelArgumentError,
+  type KernelArgsMap,
+  type KernelName,
+  type KernelSpec,
+  type Kernels,
+  kernelOperandRanges,
+  kernelSpecs,
+} from "@kiln/contract";
+import { DeviceMemory } from "./device-memory.js";
+import { gpuPeakFlops } from "./gpu-peaks.js";
+import { kernelCallValues } from "./kernel-call.js";
+import type { AddonKind, NativeAddon } from "./native-addon.js";
+
+export interface OpenDeviceOptions {
+  /** Device ordinal among the visible devices (CUDA_VISIBLE_DEVICES applies). */
+  device: number;
+  /** Registry name of the backend: "cuda" or "cuda-sim". */
+  name: string;
+  kind: AddonKind;
+}
+
+function bytesOf(data: ArrayBufferView): Uint8Array {
+  return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+}
+
+/**
+ * The contract's Backend over a native device (the CUDA addon or its simulator):
+ * kernels are checked and bounds-checked here, then enqueued on the device's one
+ * stream; download() and synchronize() resolve when the device is done.
+ */
+export function openNativeBackend(addon: NativeAddon, options: OpenDeviceOptions): Backend {
+  const device = new addon.Device(options.device);
+  const props = device.properties();
+  const memory = new DeviceMemory(device, props.totalBytes);
+  const registered = new Set(addon.status().kernels);
+  let disposed = false;
+
+  const kernelDTypes = Object.fromEntries(
+    KERNEL_NAMES.map((name) => [name, registered.has(name) ? (name === "fill" ? ALL_DTYPES : FLOAT_DTYPES) : []]),
+  ) as unknown as Capabilities["kernelDTypes"];
+
+  const resolve = (op: Parameters<DeviceMemory["address"]>[0], bytes: number, what: string) => memory.address(op, bytes, what);
+  const kernels = Object.fromEntries(
+    KERNEL_NAMES.map((name) => [
+      name,
+      (args: KernelArgsMap[KernelName]) => {
+        if (!registered.has(name)) {
+          throw new DeviceError(`kernel ${name} is not part of this build of the CUDA kernels`, {
+            where: `@kiln/kernels-cuda ${name}`,
+            hint: "capabilities().kernelDTypes lists the kernels this backend runs",
+          });
+        }
+        const spec = kernelSpecs[name] as KernelSpec<unknown>;
+        spec.check(args);
+        const ranges = kernelOperandRanges(spec, args, resolve);
+        device.launch(name, kernelCallValues(name, args as never, ranges));
+      },
+    ]),
+  ) as unknown as Kernels;
+
+  const gpu = options.kind === "cuda";
+  return {
+    contractVersion: CONTRACT_VERSION,
+    name: options.name,
+    capabilities: () => ({
+      device: {
+        name: props.name,
+        kind: gpu ? "gpu" : "cpu",
+        memoryBytes: props.totalBytes,
+        parallelism: props.multiprocessors,
+        computeCapability: props.computeCapability,
+      },
+      kernelDTypes,
+      peakFlops: gpu ? gpuPeakFlops(props.name) ?? {} : {},
+    }),
+    alloc: (byteLength) => memory.alloc(byteLength),
+    free: (buffer) => memory.free(buffer),
+    upload(dst, data) {
+      device.upload(memory.address(dst, data.byteLength, "upload"), bytesOf(data));
+    },
+    download(src, out) {
+      return device.download(memory.address(src, out.byteLength, "download"), bytesOf(out));
+    },
+    copy(src, dst, byteLength) {
+      const from = memory.address(src, byteLength, "copy source");
+      const to = memory.address(dst, byteLength, "copy destination");
+      if (from < to + byteLength && to < from + byteLength && byteLength > 0) {
+        throw new KernelArgumentError("copy regions overlap", { where: "copy", hint: "copy through a separate buffer" });
+      }
+      device.copy(to, from, byteLength);
+    },
+    memoryStats: () => memory.stats(),
+    resetPeakMemory: () => memory.resetPeak(),
+    kernels,
+    synchronize: () => device.synchronize(),
+    dispose() {
+      if (disposed) return;
+      disposed = true;
+      memory.clear();
+      device.close();
+    },
+  };
+}

@@ -1,0 +1,47 @@
+import type { FloatDType } from "@kiln/contract";
+
+/** A GPU model: usable memory and dense (non-sparse) peak FLOP/s per dtype. */
+export interface GpuProfile {
+  name: string;
+  memoryBytes: number;
+  /** f32: CUDA cores (no TF32); bf16/f16: tensor cores with f32 accumulation. Absent: no such tensor-core path. */
+  peakFlops: Partial<Record<FloatDType, number>>;
+  /** Matches the name the driver reports (cudaGetDeviceProperties). */
+  match: RegExp;
+}
+
+const GiB = 2 ** 30;
+const T = 1e12;
+const peaks = (f32: number, half: number | undefined, bf16 = half) => ({ f32: f32 * T, ...(half ? { f16: half * T } : {}), ...(bf16 ? { bf16: bf16 * T } : {}) });
+
+/**
+ * Published figures, keyed by the short names `kiln estimate --device` takes. One
+ * source for MFU (the CUDA backend's capabilities) and for `kiln estimate`. Order
+ * matters for matching: the first entry whose pattern matches the reported name wins.
+ */
+export const GPU_PROFILES: Record<string, GpuProfile> = {
+  "h100-pcie": { name: "NVIDIA H100 PCIe 80GB", memoryBytes: 80 * GiB, peakFlops: peaks(51, 756), match: /H100.*PCIe/i },
+  "h100-nvl": { name: "NVIDIA H100 NVL 94GB", memoryBytes: 94 * GiB, peakFlops: peaks(60, 835), match: /H100.*NVL/i },
+  h100: { name: "NVIDIA H100 SXM 80GB", memoryBytes: 80 * GiB, peakFlops: peaks(67, 989), match: /H100/i },
+  h200: { name: "NVIDIA H200 141GB", memoryBytes: 141e9, peakFlops: peaks(67, 989), match: /H200/i },
+  b200: { name: "NVIDIA B200 180GB", memoryBytes: 180 * GiB, peakFlops: peaks(80, 2250), match: /B200/i },
+  "a100-40": { name: "NVIDIA A100 40GB", memoryBytes: 40 * GiB, peakFlops: peaks(19.5, 312), match: /A100.*40GB/i },
+  "a100-80": { name: "NVIDIA A100 80GB", memoryBytes: 80 * GiB, peakFlops: peaks(19.5, 312), match: /A100/i },
+  a30: { name: "NVIDIA A30 24GB", memoryBytes: 24 * GiB, peakFlops: peaks(10.3, 165), match: /\bA30\b/i },
+  a10: { name: "NVIDIA A10 24GB", memoryBytes: 24 * GiB, peakFlops: peaks(31.2, 125), match: /\bA10\b/i },
+  l40s: { name: "NVIDIA L40S 48GB", memoryBytes: 48 * GiB, peakFlops: peaks(91.6, 362), match: /L40S/i },
+  l4: { name: "NVIDIA L4 24GB", memoryBytes: 24 * GiB, peakFlops: peaks(30.3, 121), match: /\bL4\b/i },
+  rtx3090: { name: "NVIDIA GeForce RTX 3090 24GB", memoryBytes: 24 * GiB, peakFlops: peaks(35.6, 71), match: /RTX 3090/i },
+  rtx4090: { name: "NVIDIA GeForce RTX 4090 24GB", memoryBytes: 24 * GiB, peakFlops: peaks(82.6, 165.2), match: /RTX 4090/i },
+  rtx5090: { name: "NVIDIA GeForce RTX 5090 32GB", memoryBytes: 32 * GiB, peakFlops: peaks(104.8, 209.5), match: /RTX 5090/i },
+};
+
+/** The profile of the GPU the driver names `deviceName`, if kiln knows it. */
+export function gpuProfileForName(deviceName: string): GpuProfile | undefined {
+  return Object.values(GPU_PROFILES).find((p) => p.match.test(deviceName));
+}
+
+/** Peak FLOP/s per dtype of the GPU named `deviceName` (for MFU); undefined when unknown. */
+export function gpuPeakFlops(deviceName: string): GpuProfile["peakFlops"] | undefined {
+  return gpuProfileForName(deviceName)?.peakFlops;
+}

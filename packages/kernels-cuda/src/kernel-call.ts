@@ -1,0 +1,70 @@
+import {
+  type DType,
+  type KernelArgsMap,
+  type KernelName,
+  type OperandRange,
+  attentionLayout,
+  kernelSpecs,
+  matmulStrides,
+  ropeRowStride,
+} from "@kiln/contract";
+
+/** Storage dtype codes of csrc/kiln_cuda.h (enum DType). */
+const DTYPE_CODES: Record<DType, number> = { f32: 0, bf16: 1, f16: 2, i32: 3, u32: 4, u16: 5 };
+const code = (d: DType) => DTYPE_CODES[d];
+const bit = (b: boolean | undefined) => (b ? 1 : 0);
+
+/**
+ * Each kernel's scalars, in the order its launcher in csrc/<family>.cu reads them
+ * (after the operand addresses, which come in the order of the kernel's spec).
+ */
+const SCALARS: { [K in KernelName]: (a: KernelArgsMap[K]) => number[] } = {
+  matmul: (a) => {
+    const s = matmulStrides(a);
+    return [a.m, a.n, a.k, s.batch, bit(a.transA), bit(a.transB), s.strideA, s.strideB, s.strideC, a.alpha ?? 1, bit(a.accumulate), code(a.dtype)];
+  },
+  sumRows: (a) => [a.rows, a.cols, bit(a.accumulate), code(a.dtype)],
+  embeddingForward: (a) => [a.count, a.vocab, a.dim, code(a.dtype)],
+  embeddingBackward: (a) => [a.count, a.vocab, a.dim, code(a.dtype)],
+  layerNormForward: (a) => [a.rows, a.dim, a.eps, code(a.dtype)],
+  layerNormBackward: (a) => [a.rows, a.dim, code(a.dtype)],
+  rmsNormForward: (a) => [a.rows, a.dim, a.eps, code(a.dtype)],
+  rmsNormBackward: (a) => [a.rows, a.dim, code(a.dtype)],
+  geluForward: (a) => [a.n, code(a.dtype)],
+  geluBackward: (a) => [a.n, code(a.dtype)],
+  siluForward: (a) => [a.n, code(a.dtype)],
+  siluBackward: (a) => [a.n, code(a.dtype)],
+  swiGluForward: (a) => [a.n, code(a.dtype)],
+  swiGluBackward: (a) => [a.n, code(a.dtype)],
+  ropeForward: (a) => [a.batch, a.seqLen, a.heads, a.headDim, ropeRowStride(a), a.posOffset ?? 0, a.theta, code(a.dtype)],
+  ropeBackward: (a) => [a.batch, a.seqLen, a.heads, a.headDim, ropeRowStride(a), a.posOffset ?? 0, a.theta, code(a.dtype)],
+  attentionForward: (a) => {
+    const l = attentionLayout(a);
+    return [a.batch, a.seqLen, a.heads, a.kvHeads, a.headDim, l.qRowStride, l.kvRowStride, l.outRowStride, l.scale, code(a.dtype)];
+  },
+  attentionBackward: (a) => {
+    const l = attentionLayout(a);
+    return [a.batch, a.seqLen, a.heads, a.kvHeads, a.headDim, l.qRowStride, l.kvRowStride, l.outRowStride, l.scale, code(a.dtype)];
+  },
+  crossEntropyForward: (a) => [a.rows, a.vocab, code(a.dtype)],
+  crossEntropyBackward: (a) => [a.rows, a.vocab, a.lossScale, code(a.dtype)],
+  softmaxForward: (a) => [a.rows, a.dim, a.temperature ?? 1, code(a.dtype)],
+  add: (a) => [a.n, code(a.dtype)],
+  scale: (a) => [a.n, a.alpha, code(a.dtype)],
+  sum: (a) => [a.n, bit(a.accumulate), code(a.dtype)],
+  sumSquares: (a) => [a.n, bit(a.accumulate), code(a.dtype)],
+  adamW: (a) => [a.n, a.lr, a.beta1, a.beta2, a.eps, a.weightDecay, a.step, a.gradScale ?? 1, code(a.dtype)],
+  cast: (a) => [a.n, code(a.srcDtype), code(a.dstDtype)],
+  fill: (a) => [a.n, a.value, code(a.dtype)],
+  checkFinite: (a) => [a.n, code(a.dtype)],
+};
+
+/** What the addon's launch() reads: operand addresses in spec order (0 when absent), then scalars. */
+export function kernelCallValues<K extends KernelName>(name: K, args: KernelArgsMap[K], ranges: Record<string, OperandRange>): Float64Array {
+  const operands = kernelSpecs[name].operands(args as never);
+  const scalars = (SCALARS[name] as (a: KernelArgsMap[K]) => number[])(args);
+  const values = new Float64Array(operands.length + scalars.length);
+  operands.forEach((s, i) => (values[i] = ranges[s.key]?.ptr ?? 0));
+  values.set(scalars, operands.length);
+  return values;
+}

@@ -1,0 +1,83 @@
+import fs from "node:fs";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+
+/** The native addon's face (csrc/addon/addon.cc); the simulator has the same one. */
+export interface NativeDevice {
+  properties(): { name: string; totalBytes: number; freeBytesAtOpen: number; computeCapability: string; multiprocessors: number; sharedMemoryPerBlock: number };
+  alloc(bytes: number): number;
+  free(address: number): void;
+  upload(address: number, data: ArrayBufferView): void;
+  download(address: number, out: ArrayBufferView): Promise<void>;
+  copy(dst: number, src: number, bytes: number): void;
+  launch(kernel: string, values: Float64Array): void;
+  synchronize(): Promise<void>;
+  allocatorStats(): { allocatedBytes: number; reservedBytes: number; peakReservedBytes: number; deviceAllocations: number; cacheHits: number; liveBlocks: number };
+  emptyCache(): void;
+  freeBytes(): number;
+  close(): void;
+}
+
+export interface NativeStatus {
+  simulated: boolean;
+  driverVersion: number;
+  runtimeVersion: number;
+  deviceCount: number;
+  /** Why no device is usable ("no NVIDIA driver", ...); empty when one is. */
+  error: string;
+  /** Compute capabilities with SASS in this build, e.g. "80,86,89,90,100,120". */
+  archs: string;
+  kernels: string[];
+}
+
+export interface NativeAddon {
+  status(): NativeStatus;
+  Device: new (ordinal: number) => NativeDevice;
+  setSimOptions?(options: { reverseBlocks?: boolean; reverseThreads?: boolean }): void;
+}
+
+export type AddonKind = "cuda" | "sim";
+
+const PACKAGE_ROOT = fileURLToPath(new URL("..", import.meta.url));
+const FILES: Record<AddonKind, { dir: string; file: string; env: string }> = {
+  cuda: { dir: "build", file: "kiln_cuda.node", env: "KILN_CUDA_ADDON" },
+  sim: { dir: "build-sim", file: "kiln_cuda_sim.node", env: "KILN_CUDA_SIM_ADDON" },
+};
+
+/** Where an addon is (KILN_CUDA_ADDON / KILN_CUDA_SIM_ADDON override the package's build folders). */
+export function addonPath(kind: AddonKind): string {
+  const f = FILES[kind];
+  return process.env[f.env] || `${PACKAGE_ROOT}${f.dir}/Release/${f.file}`;
+}
+
+/** What the build said when it did not build an addon (scripts/build-addon.mjs writes it). */
+function notBuiltReason(kind: AddonKind): string {
+  try {
+    const info = JSON.parse(fs.readFileSync(`${PACKAGE_ROOT}${FILES[kind].dir}/build-info.json`, "utf8")) as { reason?: string };
+    if (info.reason) return info.reason;
+  } catch {
+    // no build was attempted
+  }
+  return `${addonPath(kind)} does not exist: build it with 'pnpm --filter @kiln/kernels-cuda build'`;
+}
+
+const loaded = new Map<AddonKind, { addon?: NativeAddon; reason?: string }>();
+
+/** The addon, or why it cannot be loaded (not built, or a load error), never a throw. */
+export function loadAddon(kind: AddonKind): { addon?: NativeAddon; reason?: string } {
+  const cached = loaded.get(kind);
+  if (cached) return cached;
+  let result: { addon?: NativeAddon; reason?: string };
+  const file = addonPath(kind);
+  if (!fs.existsSync(file)) {
+    result = { reason: notBuiltReason(kind) };
+  } else {
+    try {
+      result = { addon: createRequire(import.meta.url)(file) as NativeAddon };
+    } catch (err) {
+      result = { reason: `${file} failed to load: ${(err as Error).message}` };
+    }
+  }
+  loaded.set(kind, result);
+  return result;
+}
