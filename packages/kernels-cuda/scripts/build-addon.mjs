@@ -6,6 +6,7 @@
 // Usage: build-addon.mjs [cuda] [sim] [asan]   (default: cuda sim)
 // A build that cannot run here is skipped with the reason written to <dir>/build-info.json,
 // which the package reports at run time; nothing fails the install.
+// KILN_KERNEL_FILES="a.cu;b.cu" limits the simulator to some kernel families.
 // The cuda build keeps ptxas's resource report in build/ptxas-report.json.
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
@@ -92,7 +93,8 @@ function buildCuda() {
 }
 
 function buildSim(asan) {
-  const dir = asan ? "build-sim-asan" : "build-sim";
+  // KILN_BUILD_DIR builds elsewhere (several builds side by side; load it with KILN_CUDA_SIM_ADDON).
+  const dir = process.env.KILN_BUILD_DIR || (asan ? "build-sim-asan" : "build-sim");
   const include = findCudaInclude();
   const cxx = findSimCompiler();
   if (!include || !cxx) {
