@@ -34,7 +34,7 @@ export function registerSample(program: Command): void {
     .option("--tokenizer <name>", "override the checkpoint's tokenizer (gpt2, cl100k, o200k, bytes)")
     .option("--threads <n>", "CPU threads", positiveInt)
     .action(async (f: SampleFlags) => {
-      const backend = await openBackend("cpu", { ...(f.threads ? { threads: f.threads } : {}) });
+      const { backend } = await openBackend("cpu", { ...(f.threads ? { threads: f.threads } : {}) });
       try {
         const session = await InferenceSession.fromCheckpoint(backend, f.checkpoint);
         const name = f.tokenizer ?? session.metadata["kiln.tokenizer"];

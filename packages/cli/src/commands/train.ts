@@ -1,3 +1,4 @@
+import { TARGET_DEVICES } from "../train/open-backend.js";
 import { type Command, Option } from "commander";
 import { runTrain, type TrainFlags } from "../train/run-train.js";
 import { nonNegativeInt, oneOf, positiveInt } from "./parse-flags.js";
@@ -14,7 +15,7 @@ export function trainOptions(cmd: Command): Command {
     .option("--prefetch <n>", "batches read ahead of compute", nonNegativeInt)
     .option("--resume <auto|path>", "continue from a checkpoint: auto = newest in the output folder")
     .option("--max-checkpoints <n>", "keep only the newest N step checkpoints", positiveInt, 5)
-    .addOption(new Option("--target-device <device>", "where to train").argParser(oneOf(["cpu", "gpu"] as const)))
+    .addOption(new Option("--target-device <device>", "where to train: auto (the GPU when usable), cpu or gpu").argParser(oneOf(TARGET_DEVICES)))
     .addOption(new Option("--dtype <dtype>", "storage dtype").argParser(oneOf(["f32", "bf16", "f16"] as const)))
     .option("--gpus <list>", "GPU ordinals for data-parallel training, e.g. 0,1")
     .addOption(new Option("--sync-backend <backend>", "gradient sync across devices").argParser(oneOf(["cpu", "nccl"] as const)))

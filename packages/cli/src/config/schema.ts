@@ -1,3 +1,4 @@
+import { TARGET_DEVICES } from "../train/open-backend.js";
 import { z } from "zod";
 
 const positiveInt = z.number().int().positive();
@@ -42,7 +43,7 @@ export const trainerSchema = z
     beta2: z.number().min(0).lt(1).default(0.95),
     eps: z.number().positive().default(1e-8),
     grad_clip: z.number().nonnegative().default(1.0),
-    target_device: z.enum(["cpu", "gpu"]).default("cpu"),
+    target_device: z.enum(TARGET_DEVICES).default("auto"),
     dtype: z.enum(["f32", "bf16", "f16"]).default("f32"),
     seed: nonNegativeInt.default(1337),
     prefetch: nonNegativeInt.default(2),

@@ -1,3 +1,4 @@
+import type { TargetDevice } from "../train/open-backend.js";
 import path from "node:path";
 import { ConfigError } from "@kiln/contract";
 import { type ModelConfig, resolveModelConfig } from "@kiln/core";
@@ -9,7 +10,7 @@ export interface ConfigOverrides {
   seqLen?: number;
   gradAccum?: number;
   maxSteps?: number;
-  targetDevice?: "cpu" | "gpu";
+  targetDevice?: TargetDevice;
   dtype?: "f32" | "bf16" | "f16";
   seed?: number;
   evalInterval?: number;
@@ -43,7 +44,7 @@ export interface RunSettings {
   saveInterval: number;
   evalInterval: number;
   evalIters: number;
-  targetDevice: "cpu" | "gpu";
+  targetDevice: TargetDevice;
   dtype: "f32" | "bf16" | "f16";
   seed: number;
   prefetch: number;

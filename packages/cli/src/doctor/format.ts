@@ -18,7 +18,7 @@ export function formatDoctorReport(r: DoctorReport): string {
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
   const verdict = r.wasm.ok
-    ? `ready: kiln can train on the CPU${"driver" in r.cuda && r.cuda.driver.found && r.cuda.addon.built ? " and the GPU" : ""}`
+    ? `ready: kiln can train on the CPU${"driver" in r.cuda && r.cuda.addon.built && r.cuda.runtime.deviceCount > 0 ? " and the GPU" : ""}`
     : "not ready: the CPU kernels did not load (see above)";
   return [...rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`), "", verdict].join("\n");
 }
@@ -27,8 +27,10 @@ function cudaRows(c: DoctorReport["cuda"]): [string, string][] {
   if (!("driver" in c)) return [["gpu", c.missing]];
   return [
     ["nvidia driver", c.driver.found ? c.driver.detail : `not found: ${c.driver.detail}`],
-    ["gpu kernels", c.addon.built ? "built" : `not built: ${c.addon.detail}`],
-    ["cuBLAS", found(c.libraries.cublas, "libcublas.so")],
-    ["NCCL", found(c.libraries.nccl, "libnccl.so.2; multi-GPU sync falls back to --sync-backend cpu")],
+    ["gpu kernels", c.addon.built ? `built for sm_${c.addon.archs.join(", sm_")} (${c.addon.detail.split(" ")[0]})` : `not built: ${c.addon.detail}`],
+    ["gpus", c.addon.built ? (c.runtime.deviceCount > 0 ? `${c.runtime.deviceCount} visible` : `none usable: ${c.runtime.error}`) : "unknown until the CUDA kernels are built"],
+    ["cuda simulator", c.simulator.built ? `built (KILN_BACKEND=cuda-sim runs the CUDA kernels on this CPU)` : `not built: ${c.simulator.detail}`],
+    ["cuBLASLt", found(c.libraries.cublasLt, "libcublasLt.so; kiln's own matmul kernels are used")],
+    ["NCCL", found(c.libraries.nccl, "libnccl.so.2; needed only for multi-GPU training, which is not available yet")],
   ];
 }

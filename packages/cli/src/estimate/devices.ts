@@ -8,17 +8,16 @@ export interface DeviceProfile {
 }
 
 const GiB = 2 ** 30;
-const T = 1e12;
 
-/** Published memory sizes and dense (non-sparse) tensor-core peaks. */
-const GPUS: Record<string, DeviceProfile> = {
-  h100: { name: "NVIDIA H100 SXM 80GB", memoryBytes: 80 * GiB, peakFlops: { f32: 67 * T, bf16: 989 * T, f16: 989 * T } },
-  h200: { name: "NVIDIA H200 141GB", memoryBytes: 141e9, peakFlops: { f32: 67 * T, bf16: 989 * T, f16: 989 * T } },
-  "a100-40": { name: "NVIDIA A100 40GB", memoryBytes: 40 * GiB, peakFlops: { f32: 19.5 * T, bf16: 312 * T, f16: 312 * T } },
-  "a100-80": { name: "NVIDIA A100 80GB", memoryBytes: 80 * GiB, peakFlops: { f32: 19.5 * T, bf16: 312 * T, f16: 312 * T } },
-  l4: { name: "NVIDIA L4 24GB", memoryBytes: 24 * GiB, peakFlops: { f32: 30 * T, bf16: 121 * T, f16: 121 * T } },
-  rtx4090: { name: "NVIDIA GeForce RTX 4090 24GB", memoryBytes: 24 * GiB, peakFlops: { f32: 82.6 * T, bf16: 165 * T, f16: 165 * T } },
-};
+// The GPU table lives with the CUDA backend (one source for MFU and estimates); the
+// package is optional, and without it kiln plans for the CPU only.
+const cuda = await import("@kiln/kernels-cuda").catch(() => undefined);
+const GPUS: Record<string, DeviceProfile> = Object.fromEntries(
+  Object.entries(cuda?.GPU_PROFILES ?? {}).map(([key, p]) => [
+    key,
+    { name: p.name, memoryBytes: p.memoryBytes, peakFlops: { f32: p.peakFlops.f32 ?? 0, bf16: p.peakFlops.bf16 ?? 0, f16: p.peakFlops.f16 ?? 0 } },
+  ]),
+);
 
 /** WebAssembly's 32-bit address space caps the CPU backend at 4 GiB, whatever the RAM. */
 export const WASM32_LIMIT = 4 * GiB;

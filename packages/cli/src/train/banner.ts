@@ -4,13 +4,13 @@ import type { RunSettings } from "../config/settings.js";
 import { formatBytes, formatCount } from "../estimate/format-bytes.js";
 
 /** The start-of-run summary: device, model size, tokens per step, the memory plan against what is available. */
-export function formatBanner(s: RunSettings, backend: Backend, parameters: number, plan: MemoryPlan & { evaluation: number }, data: string): string {
+export function formatBanner(s: RunSettings, backend: Backend, parameters: number, plan: MemoryPlan & { evaluation: number }, data: string, deviceNote?: string): string {
   const dev = backend.capabilities().device;
   const available = dev.memoryBytes;
   const total = plan.total + plan.evaluation;
   const pct = (b: number) => `${((100 * b) / available).toFixed(1)}%`;
   const rows: [string, string][] = [
-    ["device", `${dev.name}${dev.computeCapability ? `, compute ${dev.computeCapability}` : ""}`],
+    ["device", `${dev.name}${dev.computeCapability ? `, compute ${dev.computeCapability}` : ""}${deviceNote ? ` (${deviceNote})` : ""}`],
     ["model", `${s.model.arch}, ${formatCount(parameters)} parameters, ${s.model.numLayers} layers, hidden ${s.model.hiddenSize}`],
     ["step", `${s.batchSize} x ${s.seqLen} tokens x ${s.gradAccum} accumulation = ${s.batchSize * s.seqLen * s.gradAccum} tokens`],
     ["data", data],

@@ -1,24 +1,61 @@
 import { type Backend, DeviceError, createReferenceBackend } from "@kiln/contract";
 
-/**
- * The backend for a device name: "cpu" -> @kiln/kernels-wasm, "gpu" -> @kiln/kernels-cuda
- * (optional: a clear DeviceError when it is not installed or cannot run here).
- */
-export async function openBackend(device: "cpu" | "gpu", options: { threads?: number } = {}): Promise<Backend> {
-  // KILN_BACKEND=reference runs every kernel through the contract's f64 oracle: slow, for checking kiln itself.
-  if (process.env.KILN_BACKEND === "reference") return createReferenceBackend();
-  if (device === "cpu") {
-    const wasm = await import("@kiln/kernels-wasm");
-    return wasm.createWasmBackend({ ...(options.threads ? { threads: options.threads } : {}) });
+/** Where `--target-device` may point; "auto" takes the GPU when one is usable. */
+export type TargetDevice = "auto" | "cpu" | "gpu";
+export const TARGET_DEVICES: readonly TargetDevice[] = ["auto", "cpu", "gpu"];
+
+/** Backends by registry name; KILN_BACKEND picks one of them over --target-device. */
+const BACKENDS: Record<string, (options: { threads?: number }) => Promise<Backend>> = {
+  cpu: async (options) => (await import("@kiln/kernels-wasm")).createWasmBackend({ ...(options.threads ? { threads: options.threads } : {}) }),
+  gpu: async () => (await importCuda("--target-device gpu")).createCudaBackend(),
+  // The CUDA kernels compiled for the host CPU: slow, for checking the GPU code without a GPU.
+  "cuda-sim": async () => (await importCuda("KILN_BACKEND=cuda-sim")).createCudaSimBackend(),
+  // Every kernel through the contract's f64 oracle: slow, for checking kiln itself.
+  reference: async () => createReferenceBackend(),
+};
+
+async function importCuda(where: string): Promise<typeof import("@kiln/kernels-cuda")> {
+  try {
+    return await import("@kiln/kernels-cuda");
+  } catch {
+    throw new DeviceError("the GPU backend (@kiln/kernels-cuda) is not installed", {
+      where,
+      hint: "install @kiln/kernels-cuda on a machine with CUDA, or train on the CPU with --target-device cpu",
+    });
   }
+}
+
+/** Why "auto" did not pick the GPU, or undefined when it did (a GPU is usable). */
+export async function gpuUnavailableReason(): Promise<string | undefined> {
   let cuda: typeof import("@kiln/kernels-cuda");
   try {
     cuda = await import("@kiln/kernels-cuda");
   } catch {
-    throw new DeviceError("the GPU backend (@kiln/kernels-cuda) is not installed", {
-      where: "--target-device gpu",
-      hint: "install @kiln/kernels-cuda on a machine with CUDA, or train on the CPU with --target-device cpu",
-    });
+    return "@kiln/kernels-cuda is not installed";
   }
-  return cuda.createCudaBackend();
+  const st = cuda.cudaStatus();
+  if (!st.addon.built) return `the CUDA kernels are not built (${st.addon.detail})`;
+  if (st.runtime.deviceCount === 0) return st.runtime.error || st.driver.detail;
+  return undefined;
+}
+
+/**
+ * The backend for a target device: "cpu" -> @kiln/kernels-wasm, "gpu" -> @kiln/kernels-cuda
+ * (optional: a clear DeviceError when it is not installed or cannot run here), "auto" -> the
+ * GPU when usable, else the CPU with the reason in `note`. KILN_BACKEND (cpu, gpu, cuda-sim,
+ * reference) overrides the choice.
+ */
+export async function openBackend(device: TargetDevice, options: { threads?: number } = {}): Promise<{ backend: Backend; note?: string }> {
+  const forced = process.env.KILN_BACKEND;
+  if (forced) {
+    const open = BACKENDS[forced];
+    if (!open) {
+      throw new DeviceError(`KILN_BACKEND=${forced} is not a backend`, { where: "KILN_BACKEND", hint: `use one of ${Object.keys(BACKENDS).join(", ")}, or unset it` });
+    }
+    return { backend: await open(options) };
+  }
+  if (device !== "auto") return { backend: await BACKENDS[device](options) };
+  const why = await gpuUnavailableReason();
+  if (why === undefined) return { backend: await BACKENDS.gpu(options) };
+  return { backend: await BACKENDS.cpu(options), note: `training on the CPU: no usable GPU (${why})` };
 }

@@ -1,4 +1,4 @@
-import { ConfigError, MemoryError } from "@kiln/contract";
+import { type Backend, ConfigError, MemoryError } from "@kiln/contract";
 import {
   Prefetcher,
   Trainer,
@@ -44,16 +44,16 @@ export async function runTrain(flags: TrainFlags): Promise<number> {
     throw new ConfigError(`training in ${s.dtype} is not available yet`, { where: flags.dtype ? "--dtype" : `${s.configPath} (trainer.dtype)`, hint: "use --dtype f32" });
   }
   const data = await openTrainingData(s);
-  const backend = await openBackend(s.targetDevice, { ...(flags.threads ? { threads: flags.threads } : {}) });
+  const { backend, note } = await openBackend(s.targetDevice, { ...(flags.threads ? { threads: flags.threads } : {}) });
   try {
-    return await trainOn(s, flags, data, backend);
+    return await trainOn(s, flags, data, backend, note);
   } finally {
     backend.dispose();
     await data.dataset.close();
   }
 }
 
-async function trainOn(s: RunSettings, flags: TrainFlags, data: TrainingData, backend: Awaited<ReturnType<typeof openBackend>>): Promise<number> {
+async function trainOn(s: RunSettings, flags: TrainFlags, data: TrainingData, backend: Backend, deviceNote: string | undefined): Promise<number> {
   const plan = { ...planTrainingMemory(s.model, s.batchSize, s.seqLen, "f32", s.recompute), evaluation: planForwardMemory(s.model, s.batchSize, s.seqLen) };
   const available = backend.capabilities().device.memoryBytes;
   const need = plan.total + plan.evaluation;
@@ -83,7 +83,7 @@ async function trainOn(s: RunSettings, flags: TrainFlags, data: TrainingData, ba
   const totalSteps = s.maxSteps ?? Math.ceil(((s.numEpochs ?? 1) * data.train.batchesPerEpoch) / s.gradAccum);
   const interactive = !flags.headless && process.stdout.isTTY === true;
   const log = new MetricsLog(s.outputDir, !interactive, resumeFrom ? trainer.stepCount : undefined);
-  const banner = formatBanner(s, backend, trainer.layout.count, plan, data.description);
+  const banner = formatBanner(s, backend, trainer.layout.count, plan, data.description, deviceNote);
   // Headless stdout carries only JSON lines: the banner goes to stderr there.
   (interactive ? process.stdout : process.stderr).write(`kiln train ${s.configPath}\n${banner}\n`);
   if (need > 0.9 * available) process.stderr.write(`warning: the plan uses ${((100 * need) / available).toFixed(0)}% of device memory\n`);

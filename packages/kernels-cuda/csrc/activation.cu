@@ -1,0 +1,178 @@
+// activation.cu: element-wise GELU (tanh approximation), SiLU and SwiGLU, forward
+// and backward, in f32 / bf16 / f16 storage with f32 arithmetic.
+//
+//   gelu(x)  = 0.5 x (1 + tanh(u)),  u = sqrt(2/pi) (x + 0.044715 x^3)
+//            = x * sigmoid(z),       z = 2u        (0.5 (1 + tanh u) = sigmoid(2u))
+//   gelu'(x) = s + x s (1 - s) z',   s = sigmoid(z),  z' = 2 sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+//   silu(x)  = x s,  silu'(x) = s (1 + x (1 - s)) = s + x s (1 - s),  s = sigmoid(x)
+//   swiglu:  out = silu(gate) * up;  dGate = dOut * up * silu'(gate),  dUp = dOut * silu(gate)
+//
+// sigmoid(z) is formed from e = exp(-|z|) <= 1 (never overflows), which gives both
+// s and 1 - s without cancellation: z >= 0: s = 1 / (1 + e), 1 - s = e s;
+// z < 0: s = e / (1 + e), 1 - s = 1 / (1 + e).
+//
+// Layout: every operand is n contiguous elements. When every pointer of a call is
+// 16-byte aligned, each thread moves 16 bytes per operand at a time (4 f32 or 8
+// bf16/f16), the last n % vec elements element by element; otherwise element by
+// element throughout. out may alias x (dX may alias dOut): each element is read
+// before it is written, by the same thread.
+#include "kiln_cuda.h"
+
+namespace kiln {
+namespace {
+
+constexpr int kThreads = 256;
+
+enum Op : int { kGeluFwd, kGeluBwd, kSiluFwd, kSiluBwd, kSwiGluFwd, kSwiGluBwd };
+
+constexpr bool reads_in1(int op) { return op != kGeluFwd && op != kSiluFwd; }
+constexpr bool reads_in2(int op) { return op == kSwiGluBwd; }
+constexpr bool writes_out1(int op) { return op == kSwiGluBwd; }
+
+struct Sigmoid {
+  float s;   // sigmoid(z)
+  float s1;  // 1 - sigmoid(z)
+};
+
+__device__ __forceinline__ Sigmoid sigmoid(float z) {
+  const float e = expf(-fabsf(z));
+  const float q = 1.0f / (1.0f + e);
+  const float eq = e * q;
+  return z < 0.0f ? Sigmoid{eq, q} : Sigmoid{q, eq};
+}
+
+constexpr float kGeluK0 = 1.5957691216057308f;   // 2 sqrt(2/pi)
+constexpr float kGeluK1 = 0.07135481627260025f;  // 2 sqrt(2/pi) * 0.044715
+
+__device__ __forceinline__ float gelu_fwd(float x) { return x * sigmoid(x * fmaf(kGeluK1, x * x, kGeluK0)).s; }
+
+// Past |x| = 1e4 the second term is exactly 0 (s or 1 - s underflows); the clamp keeps x^2 finite.
+__device__ __forceinline__ float gelu_grad(float x_in) {
+  const float x = fminf(fmaxf(x_in, -1e4f), 1e4f);
+  const float x2 = x * x;
+  const Sigmoid sg = sigmoid(x * fmaf(kGeluK1, x2, kGeluK0));
+  const float dz = fmaf(3.0f * kGeluK1, x2, kGeluK0);
+  // fmaxf/fminf drop a NaN input: keep it
+  return x_in != x_in ? x_in : fmaf(x * sg.s, sg.s1 * dz, sg.s);
+}
+
+__device__ __forceinline__ float silu_grad(float x, Sigmoid sg) { return fmaf(x * sg.s, sg.s1, sg.s); }
+
+template <int kOp>
+__device__ __forceinline__ void apply(float a, float b, float c, float& o0, float& o1) {
+  if constexpr (kOp == kGeluFwd) {
+    o0 = gelu_fwd(a);
+  } else if constexpr (kOp == kGeluBwd) {
+    o0 = gelu_grad(a) * b;
+  } else if constexpr (kOp == kSiluFwd) {
+    o0 = a * sigmoid(a).s;
+  } else if constexpr (kOp == kSiluBwd) {
+    o0 = silu_grad(a, sigmoid(a)) * b;
+  } else if constexpr (kOp == kSwiGluFwd) {
+    o0 = a * sigmoid(a).s * b;
+  } else {
+    const Sigmoid sg = sigmoid(a);
+    o0 = c * b * silu_grad(a, sg);
+    o1 = c * (a * sg.s);
+  }
+}
+
+template <typename T, int kVec>
+struct alignas(16) Pack {
+  T v[kVec];
+};
+
+/**
+ * in0: x or gate; in1: dOut (gelu/silu backward) or up; in2: dOut (swiglu backward);
+ * out0: out, dX or dGate; out1: dUp. kVec > 1: all pointers are 16-byte aligned.
+ */
+template <typename T, int kOp, int kVec>
+__global__ void __launch_bounds__(kThreads) activation_kernel(const T* in0, const T* in1, const T* in2, T* out0, T* out1, int64_t n) {
+  const int64_t stride = int64_t{gridDim.x} * kThreads;
+  const int64_t first = blockIdx.x * int64_t{kThreads} + threadIdx.x;
+  int64_t tail = 0;
+  if constexpr (kVec > 1) {
+    using P = Pack<T, kVec>;
+    const int64_t packs = n / kVec;
+    for (int64_t p = first; p < packs; p += stride) {
+      const P a = reinterpret_cast<const P*>(in0)[p];
+      P b{}, c{}, o0, o1;
+      if constexpr (reads_in1(kOp)) b = reinterpret_cast<const P*>(in1)[p];
+      if constexpr (reads_in2(kOp)) c = reinterpret_cast<const P*>(in2)[p];
+#pragma unroll
+      for (int k = 0; k < kVec; k++) {
+        float r0 = 0.0f, r1 = 0.0f;
+        apply<kOp>(to_f32(a.v[k]), reads_in1(kOp) ? to_f32(b.v[k]) : 0.0f, reads_in2(kOp) ? to_f32(c.v[k]) : 0.0f, r0, r1);
+        o0.v[k] = from_f32<T>(r0);
+        if constexpr (writes_out1(kOp)) o1.v[k] = from_f32<T>(r1);
+      }
+      reinterpret_cast<P*>(out0)[p] = o0;
+      if constexpr (writes_out1(kOp)) reinterpret_cast<P*>(out1)[p] = o1;
+    }
+    tail = packs * kVec;
+  }
+  for (int64_t i = tail + first; i < n; i += stride) {
+    float r0 = 0.0f, r1 = 0.0f;
+    apply<kOp>(to_f32(in0[i]), reads_in1(kOp) ? to_f32(in1[i]) : 0.0f, reads_in2(kOp) ? to_f32(in2[i]) : 0.0f, r0, r1);
+    out0[i] = from_f32<T>(r0);
+    if constexpr (writes_out1(kOp)) out1[i] = from_f32<T>(r1);
+  }
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+template <int kOp>
+void run(const char* name, const KernelCall& c, const void* in0, const void* in1, const void* in2, void* out0, void* out1, int64_t n, int dtype) {
+  const bool vec = aligned16(in0) && aligned16(out0) && (!reads_in1(kOp) || aligned16(in1)) && (!reads_in2(kOp) || aligned16(in2)) &&
+                   (!writes_out1(kOp) || aligned16(out1));
+  dispatch_float(dtype, name, [&](auto tag) {
+    using T = decltype(tag);
+    constexpr int kV = 16 / sizeof(T);
+    const int64_t work = vec ? (n + kV - 1) / kV : n;
+    int64_t blocks = (work + kThreads - 1) / kThreads;
+    const unsigned grid = static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8);
+    auto args = [&](auto kernel) {
+      launch(name, kernel, grid, kThreads, 0, c.stream, static_cast<const T*>(in0), static_cast<const T*>(in1), static_cast<const T*>(in2),
+             static_cast<T*>(out0), static_cast<T*>(out1), n);
+    };
+    if (vec) args(activation_kernel<T, kOp, kV>);
+    else args(activation_kernel<T, kOp, 1>);
+  });
+}
+
+// geluForward: x, out | n, dtype
+void launch_gelu_forward(const KernelCall& c) { run<kGeluFwd>("geluForward", c, c.ptr<void>(0), nullptr, nullptr, c.ptr<void>(1), nullptr, c.i64(2), c.i32(3)); }
+
+// geluBackward: x, dOut, dX | n, dtype
+void launch_gelu_backward(const KernelCall& c) {
+  run<kGeluBwd>("geluBackward", c, c.ptr<void>(0), c.ptr<void>(1), nullptr, c.ptr<void>(2), nullptr, c.i64(3), c.i32(4));
+}
+
+// siluForward: x, out | n, dtype
+void launch_silu_forward(const KernelCall& c) { run<kSiluFwd>("siluForward", c, c.ptr<void>(0), nullptr, nullptr, c.ptr<void>(1), nullptr, c.i64(2), c.i32(3)); }
+
+// siluBackward: x, dOut, dX | n, dtype
+void launch_silu_backward(const KernelCall& c) {
+  run<kSiluBwd>("siluBackward", c, c.ptr<void>(0), c.ptr<void>(1), nullptr, c.ptr<void>(2), nullptr, c.i64(3), c.i32(4));
+}
+
+// swiGluForward: gate, up, out | n, dtype
+void launch_swiglu_forward(const KernelCall& c) {
+  run<kSwiGluFwd>("swiGluForward", c, c.ptr<void>(0), c.ptr<void>(1), nullptr, c.ptr<void>(2), nullptr, c.i64(3), c.i32(4));
+}
+
+// swiGluBackward: gate, up, dOut, dGate, dUp | n, dtype
+void launch_swiglu_backward(const KernelCall& c) {
+  run<kSwiGluBwd>("swiGluBackward", c, c.ptr<void>(0), c.ptr<void>(1), c.ptr<void>(2), c.ptr<void>(3), c.ptr<void>(4), c.i64(5), c.i32(6));
+}
+
+}  // namespace
+
+KILN_REGISTER_KERNEL("geluForward", launch_gelu_forward);
+KILN_REGISTER_KERNEL("geluBackward", launch_gelu_backward);
+KILN_REGISTER_KERNEL("siluForward", launch_silu_forward);
+KILN_REGISTER_KERNEL("siluBackward", launch_silu_backward);
+KILN_REGISTER_KERNEL("swiGluForward", launch_swiglu_forward);
+KILN_REGISTER_KERNEL("swiGluBackward", launch_swiglu_backward);
+
+}  // namespace kiln

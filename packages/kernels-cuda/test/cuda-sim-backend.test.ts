@@ -1,0 +1,65 @@
+import { execFileSync } from "node:child_process";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Backend } from "@kiln/contract";
+import { createCudaSimBackend } from "../src/index.js";
+import { simulatorSkipReason } from "./support/simulator.js";
+import { PACKAGE_ROOT } from "./support/sim-toolchain.js";
+
+// The backend's memory and copy paths (shared by the GPU and the simulator): the
+// caching allocator, staged uploads, async downloads, out-of-memory reporting.
+const skip = simulatorSkipReason();
+
+describe.skipIf(skip)(`cuda-sim backend${skip ? ` (skipped: ${skip})` : ""}`, () => {
+  let backend: Backend;
+  beforeAll(() => {
+    backend = createCudaSimBackend();
+  });
+  afterAll(() => backend?.dispose());
+
+  it("uploads, copies and downloads bytes, and the upload source may be reused at once", async () => {
+    const a = backend.alloc(4096);
+    const b = backend.alloc(4096);
+    const src = new Uint8Array(4096).map((_, i) => i * 7);
+    backend.upload(a, src);
+    src.fill(0);
+    backend.copy({ buffer: a, byteOffset: 100 }, { buffer: b, byteOffset: 8 }, 1000);
+    const out = new Uint8Array(1000);
+    await backend.download({ buffer: b, byteOffset: 8 }, out);
+    expect(Array.from(out.subarray(0, 4))).toEqual([(100 * 7) & 255, (101 * 7) & 255, (102 * 7) & 255, (103 * 7) & 255]);
+    backend.free(a);
+    backend.free(b);
+  });
+
+  it("reuses freed blocks: a steady state makes no new device allocation", () => {
+    const sizes = [1000, 70_000, 3_000_000];
+    const round = () => sizes.map((s) => backend.alloc(s)).forEach((h) => backend.free(h));
+    round();
+    const calls = backend.memoryStats().allocCalls;
+    round();
+    round();
+    expect(backend.memoryStats().allocCalls).toBe(calls + 2 * sizes.length);
+    expect(backend.memoryStats().inUseBytes).toBe(0);
+  });
+
+  it("bounds-checks every operand before a kernel runs", () => {
+    const a = backend.alloc(16);
+    expect(() => backend.kernels.fill({ out: a, n: 5, value: 1, dtype: "f32" })).toThrow(/needs bytes \[0, 20\) of a 16-byte buffer/);
+    backend.free(a);
+  });
+
+  it("reports running out of device memory with the sizes and what to do, after releasing its cache", () => {
+    // A 64 MiB device: cache 40 MiB, free it, then ask for 48 MiB (fits only once the cache is released), then too much.
+    const script = `
+      import { createCudaSimBackend } from ${JSON.stringify(path.join(PACKAGE_ROOT, "dist", "index.js"))};
+      const b = createCudaSimBackend();
+      b.free(b.alloc(40 * 2 ** 20));
+      const big = b.alloc(48 * 2 ** 20);
+      try { b.alloc(32 * 2 ** 20); } catch (e) { console.log(e.constructor.name + ": " + e.message + " | " + e.hint); }
+      b.free(big);
+      b.dispose();`;
+    const out = execFileSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", env: { ...process.env, KILN_SIM_MEMORY_BYTES: String(64 * 2 ** 20) } });
+    expect(out).toMatch(/MemoryError: cannot allocate 32\.0 MiB on the GPU: out of device memory: requested 32\.0 MiB, 16\.0 MiB free on the device, 48\.0 MiB reserved by kiln \(48\.0 MiB in use\)/);
+    expect(out).toMatch(/smaller batch_size or seq_len, --recompute blocks, or --dtype bf16/);
+  });
+});

@@ -1,0 +1,110 @@
+// broken_kernels.cu: kernels with the bugs the simulator must catch, each next to
+// its correct twin. Built by test/simulator-catches-bugs.test.ts with the shim;
+// `broken_kernels MODE` runs one and prints its result.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "kiln_cuda.h"
+
+namespace {
+
+constexpr int kThreads = 64;
+
+// Block sum through shared memory; thread 0 reads what every thread wrote.
+template <bool kBarrier>
+__global__ void block_sum(const float* x, float* out) {
+  __shared__ float partial[kThreads];
+  partial[threadIdx.x] = x[blockIdx.x * kThreads + threadIdx.x];
+  if (kBarrier) __syncthreads();
+  if (threadIdx.x == 0) {
+    float s = 0;
+    for (int i = 0; i < kThreads; i++) s += partial[i];
+    out[blockIdx.x] = s;
+  }
+}
+
+// Writes one element past the end of `out` when kOffByOne.
+template <bool kOffByOne>
+__global__ void copy_all(const float* x, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n + (kOffByOne ? 1 : 0)) out[i] = x[i < n ? i : 0];  // LINE-OOB
+}
+
+__global__ void divergent_barrier(float* out) {
+  if (threadIdx.x % 2 == 0) {
+    __syncthreads();
+  } else {
+    __syncthreads();
+  }
+  out[threadIdx.x] = 1;
+}
+
+__global__ void warp_reduce(const float* x, float* out) {
+  float v = x[threadIdx.x];
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  if (threadIdx.x % 32 == 0) out[threadIdx.x / 32] = v;
+}
+
+int run_block_sum(bool barrier) {
+  const int blocks = 3;
+  std::vector<float> x(blocks * kThreads), out(blocks, 0.f);
+  for (size_t i = 0; i < x.size(); i++) x[i] = static_cast<float>(i % 7);
+  if (barrier) kiln::launch("block_sum", block_sum<true>, blocks, kThreads, 0, nullptr, x.data(), out.data());
+  else kiln::launch("block_sum", block_sum<false>, blocks, kThreads, 0, nullptr, x.data(), out.data());
+  int wrong = 0;
+  for (int b = 0; b < blocks; b++) {
+    float expect = 0;
+    for (int i = 0; i < kThreads; i++) expect += x[b * kThreads + i];
+    if (out[b] != expect) wrong++;
+  }
+  std::printf("block_sum %s: %d of %d blocks wrong\n", barrier ? "with barrier" : "without barrier", wrong, blocks);
+  return 0;
+}
+
+int run_copy(bool off_by_one) {
+  const int n = 100;
+  auto* x = static_cast<float*>(std::malloc(n * sizeof(float)));
+  auto* out = static_cast<float*>(std::malloc(n * sizeof(float)));
+  for (int i = 0; i < n; i++) x[i] = static_cast<float>(i);
+  if (off_by_one) kiln::launch("copy_all", copy_all<true>, 4, 32, 0, nullptr, x, out, n);
+  else kiln::launch("copy_all", copy_all<false>, 4, 32, 0, nullptr, x, out, n);
+  std::printf("copy %s: out[99] = %g\n", off_by_one ? "off by one" : "in bounds", out[n - 1]);
+  std::free(x);
+  std::free(out);
+  return 0;
+}
+
+int run_divergent() {
+  std::vector<float> out(64);
+  kiln::launch("divergent_barrier", divergent_barrier, 1, 64, 0, nullptr, out.data());
+  std::printf("divergent barrier was not caught\n");
+  return 0;
+}
+
+int run_warp_reduce() {
+  std::vector<float> x(96), out(3);
+  for (size_t i = 0; i < x.size(); i++) x[i] = static_cast<float>(i);
+  kiln::launch("warp_reduce", warp_reduce, 1, 96, 0, nullptr, x.data(), out.data());
+  std::printf("warp sums: %g %g %g\n", out[0], out[1], out[2]);
+  return 0;
+}
+
+}  // namespace
+
+namespace kiln {
+[[noreturn]] void throw_bad_dtype(const char*, int) { std::abort(); }
+}  // namespace kiln
+
+int main(int argc, char** argv) {
+  const char* mode = argc > 1 ? argv[1] : "";
+  if (!std::strcmp(mode, "sum-barrier")) return run_block_sum(true);
+  if (!std::strcmp(mode, "sum-no-barrier")) return run_block_sum(false);
+  if (!std::strcmp(mode, "copy")) return run_copy(false);
+  if (!std::strcmp(mode, "copy-off-by-one")) return run_copy(true);
+  if (!std::strcmp(mode, "divergent")) return run_divergent();
+  if (!std::strcmp(mode, "warp-reduce")) return run_warp_reduce();
+  std::fprintf(stderr, "unknown mode %s\n", mode);
+  return 2;
+}

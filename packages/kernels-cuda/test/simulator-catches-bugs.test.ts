@@ -1,0 +1,53 @@
+import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { PACKAGE_ROOT, buildSimProgram, simToolchain } from "./support/sim-toolchain.js";
+
+// Kernels with the classic bugs (test/sim/broken_kernels.cu), run on the simulator:
+// each bug must show, and its correct twin must pass.
+const tc = simToolchain();
+const skip = "missing" in tc ? tc.missing : undefined;
+
+describe.skipIf(skip)(`the CUDA simulator catches kernel bugs${skip ? ` (skipped: ${skip})` : ""}`, () => {
+  let plain = "";
+  let asan = "";
+  beforeAll(() => {
+    if ("missing" in tc) return;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kiln-sim-bugs-"));
+    const source = path.join(PACKAGE_ROOT, "test", "sim", "broken_kernels.cu");
+    plain = buildSimProgram(tc, source, path.join(dir, "plain"));
+    asan = buildSimProgram(tc, source, path.join(dir, "asan"), ["-fsanitize=address", "-fno-omit-frame-pointer"]);
+  }, 120_000);
+
+  const run = (program: string, mode: string) => {
+    const r = spawnSync(program, [mode], { encoding: "utf8", env: { ...process.env, ASAN_OPTIONS: "detect_stack_use_after_return=0:detect_leaks=0" } });
+    return { status: r.status, signal: r.signal, out: `${r.stdout}${r.stderr}` };
+  };
+
+  it("a missing __syncthreads reads poisoned shared memory and gets every block wrong", () => {
+    expect(run(plain, "sum-barrier").out).toContain("with barrier: 0 of 3 blocks wrong");
+    expect(run(plain, "sum-no-barrier").out).toContain("without barrier: 3 of 3 blocks wrong");
+  });
+
+  it("an out-of-bounds write is reported by AddressSanitizer at its source line", () => {
+    expect(run(asan, "copy").status).toBe(0);
+    const r = run(asan, "copy-off-by-one");
+    expect(r.status).not.toBe(0);
+    expect(r.out).toContain("heap-buffer-overflow");
+    const line = fs.readFileSync(path.join(PACKAGE_ROOT, "test", "sim", "broken_kernels.cu"), "utf8").split("\n").findIndex((l) => l.includes("LINE-OOB")) + 1;
+    expect(r.out).toContain(`broken_kernels.cu:${line}`);
+  });
+
+  it("a divergent __syncthreads aborts naming both barrier lines", () => {
+    const r = run(plain, "divergent");
+    expect(r.signal).toBe("SIGABRT");
+    expect(r.out).toMatch(/divergent __syncthreads: thread 0 waits at \S*broken_kernels.cu:\d+, thread 1 at \S*broken_kernels.cu:\d+/);
+    expect(r.out).not.toContain("was not caught");
+  });
+
+  it("warp shuffles exchange values across the lanes of each warp (under ASan too)", () => {
+    for (const program of [plain, asan]) expect(run(program, "warp-reduce").out).toContain("warp sums: 496 1520 2544");
+  });
+});
