@@ -87,7 +87,7 @@ struct alignas(16) Pack {
  * out0: out, dX or dGate; out1: dUp. kVec > 1: all pointers are 16-byte aligned.
  */
 template <typename T, int kOp, int kVec>
-__global__ void __launch_bounds__(kThreads) activation_kernel(const T* in0, const T* in1, const T* in2, T* out0, T* out1, int64_t n) {
+__global__ void activation_kernel(const T* in0, const T* in1, const T* in2, T* out0, T* out1, int64_t n) {
   const int64_t stride = int64_t{gridDim.x} * kThreads;
   const int64_t first = blockIdx.x * int64_t{kThreads} + threadIdx.x;
   int64_t tail = 0;

@@ -15,19 +15,20 @@ export interface CudaBackendOptions {
 export function createCudaBackend(options: CudaBackendOptions = {}): Backend {
   const device = options.device ?? 0;
   const status = cudaStatus();
+  const noGpu = (why: string) =>
+    new DeviceError(`cannot use the GPU: ${why}`, {
+      where: "--target-device gpu",
+      hint: "install the NVIDIA driver on a machine with an NVIDIA GPU, or train on the CPU with --target-device cpu",
+    });
+  // The driver first: without one, building the kernels would not help.
+  if (!status.driver.found) throw noGpu(status.addon.built && status.runtime.error ? status.runtime.error : status.driver.detail);
   if (!status.addon.built) {
     throw new DeviceError(`cannot use the GPU: ${status.addon.detail}`, {
       where: "@kiln/kernels-cuda",
       hint: "build the CUDA kernels on a machine with the CUDA toolkit (nvcc), or train on the CPU with --target-device cpu",
     });
   }
-  if (!status.driver.found || status.runtime.deviceCount === 0) {
-    const why = status.runtime.error || status.driver.detail;
-    throw new DeviceError(`cannot use the GPU: ${why}`, {
-      where: "--target-device gpu",
-      hint: "install the NVIDIA driver on a machine with an NVIDIA GPU, or train on the CPU with --target-device cpu",
-    });
-  }
+  if (status.runtime.deviceCount === 0) throw noGpu(status.runtime.error || "the CUDA runtime sees no device");
   if (!Number.isInteger(device) || device < 0 || device >= status.runtime.deviceCount) {
     throw new DeviceError(`GPU ${device} does not exist: ${status.runtime.deviceCount} visible`, {
       where: "--gpus",

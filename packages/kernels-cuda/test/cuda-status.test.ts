@@ -33,7 +33,7 @@ describe("cuda status", () => {
     }
     expect(err).toBeInstanceOf(DeviceError);
     const e = err as DeviceError;
-    expect(e.message).toMatch(built ? /no NVIDIA driver/ : /not built|nvcc/);
+    expect(e.message).toMatch(/no NVIDIA driver/);
     expect(e.hint).toMatch(/--target-device cpu/);
   });
 

@@ -1,0 +1,424 @@
+// norm.cu: LayerNorm and RMSNorm over the last dimension, forward and backward, in
+// f32 / bf16 / f16 storage with f32 arithmetic.
+//
+// x, out, dOut, dX are (rows, dim) row-major; weight, bias, dWeight, dBias are (dim);
+// mean and rstd are f32 (rows).
+//   layerNorm forward: mean = sum_j x_j / dim
+//                      rstd = 1 / sqrt(sum_j (x_j - mean)^2 / dim + eps)   (two passes)
+//                      out_j = (x_j - mean) rstd w_j (+ b_j)
+//   rmsNorm forward:   rstd = 1 / sqrt(sum_j x_j^2 / dim + eps);  out_j = x_j rstd w_j
+//   backward, xhat_j = (x_j - mean) rstd (mean = 0 for rmsNorm), g_j = dOut_j w_j:
+//                      dX_j = rstd (g_j - mean(g) - xhat_j mean(g xhat))   (rmsNorm: no mean(g))
+//                      dWeight_j += sum_r dOut_rj xhat_rj,  dBias_j += sum_r dOut_rj
+//
+// Rows go to groups of tpr threads (tpr a power of two in [32, 512], the smallest
+// with tpr * 8 >= dim); a block of max(tpr, 256) threads holds 256 / tpr rows side
+// by side. Thread t of a row owns the columns j = t + k tpr (k < vpt) and keeps them
+// in registers, so a row is read once: vpt = 8 up to dim 4096, vpt = 16 (tpr 512)
+// up to dim 8192; longer rows (vpt = 0) are read again from global memory per pass
+// (same column ownership).
+// Row sums: each thread adds its columns in order, then a warp xor-butterfly (every
+// lane ends with the same bits), then the row's warps in index order via shared
+// memory. out may alias x: every element is read and written by the same thread,
+// and all its reads come first.
+//
+// Backward parameter gradients (deterministic, no atomics): the rows are split into
+// fixed chunks of rows_per_chunk rows (a function of rows and dim only); block c
+// walks chunk c's rows in order, each thread adding dOut xhat (and dOut) of its
+// columns into registers; the row slots of a block are then added in slot order
+// into one f32 partial row per chunk in scratch (partials for dWeight, then for
+// dBias). A second kernel sums the partials of each column over chunks in a fixed
+// order (8 contiguous ranges of chunks, then the 8 range sums in order) and adds the
+// result to dWeight / dBias (read-modify-write in the storage dtype).
+#include <type_traits>
+
+#include "kiln_cuda.h"
+
+namespace kiln {
+namespace {
+
+constexpr int kVpt = 8;            // columns per thread held in registers (16 for the longest cached rows)
+constexpr int kMaxTpr = 512;       // threads per row (and per block) at most
+constexpr int kMinBlock = 256;     // threads per block at least
+constexpr int kMaxChunks = 512;    // backward partial rows at most
+constexpr size_t kMaxPartialBytes = size_t{64} << 20;
+
+struct Layout {
+  int tpr;      // threads per row
+  int threads;  // threads per block
+  int rpb;      // rows per block
+  int vpt;      // columns per thread in registers: 8, 16, or 0 (not cached)
+};
+
+Layout layout_for(int64_t dim) {
+  int tpr = 32;
+  while (tpr < kMaxTpr && int64_t{tpr} * kVpt < dim) tpr *= 2;
+  Layout l;
+  l.tpr = tpr;
+  l.threads = tpr > kMinBlock ? tpr : kMinBlock;
+  l.rpb = l.threads / tpr;
+  l.vpt = int64_t{tpr} * kVpt >= dim ? kVpt : int64_t{tpr} * 2 * kVpt >= dim ? 2 * kVpt : 0;
+  return l;
+}
+
+/**
+ * Sums each v[n] over the tpr threads of this thread's row; every thread of the row
+ * gets the same result. red: shared float[32 * N]. tpr is uniform over the block.
+ */
+template <int N>
+__device__ __forceinline__ void row_sum(float (&v)[N], float* red, int tpr) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+#pragma unroll
+    for (int n = 0; n < N; n++) v[n] += __shfl_xor_sync(0xffffffffu, v[n], o);
+  }
+  if (tpr > 32) {
+    const int warp = threadIdx.x >> 5;
+    if ((threadIdx.x & 31) == 0) {
+#pragma unroll
+      for (int n = 0; n < N; n++) red[warp * N + n] = v[n];
+    }
+    __syncthreads();
+    const int w0 = (threadIdx.x / tpr) * (tpr >> 5);
+    const int nw = tpr >> 5;
+#pragma unroll
+    for (int n = 0; n < N; n++) {
+      float s = 0.0f;
+      for (int w = 0; w < nw; w++) s += red[(w0 + w) * N + n];
+      v[n] = s;
+    }
+    __syncthreads();
+  }
+}
+
+// ---- forward -----------------------------------------------------------------
+
+template <typename T, bool kLayer, int kV>
+__global__ void __launch_bounds__(kMaxTpr, 1) norm_forward_kernel(const T* x, const T* w, const T* b, T* out, float* mean_out, float* rstd_out,
+                                                               int64_t rows, int dim, float eps, int tpr) {
+  __shared__ float red[32];
+  const int rpb = blockDim.x / tpr;
+  const int slot = threadIdx.x / tpr;
+  const int t = threadIdx.x - slot * tpr;
+  const int64_t groups = (rows + rpb - 1) / rpb;
+  const float fdim = static_cast<float>(dim);
+  for (int64_t grp = blockIdx.x; grp < groups; grp += gridDim.x) {
+    const int64_t row = grp * rpb + slot;
+    const bool live = row < rows;
+    const T* xr = x + (live ? row : 0) * dim;
+    T* outr = out + (live ? row : 0) * dim;
+    float mean = 0.0f, rstd;
+    if constexpr (kV > 0) {
+      float v[kV];
+#pragma unroll
+      for (int k = 0; k < kV; k++) {
+        const int j = t + k * tpr;
+        v[k] = (live && j < dim) ? to_f32(xr[j]) : 0.0f;
+      }
+      if constexpr (kLayer) {
+        float s[1] = {0.0f};
+#pragma unroll
+        for (int k = 0; k < kV; k++) s[0] += v[k];
+        row_sum<1>(s, red, tpr);
+        mean = s[0] / fdim;
+      }
+      float q[1] = {0.0f};
+#pragma unroll
+      for (int k = 0; k < kV; k++) {
+        const float d = t + k * tpr < dim ? v[k] - mean : 0.0f;
+        q[0] = fmaf(d, d, q[0]);
+      }
+      row_sum<1>(q, red, tpr);
+      rstd = 1.0f / sqrtf(q[0] / fdim + eps);
+      if (live) {
+#pragma unroll
+        for (int k = 0; k < kV; k++) {
+          const int j = t + k * tpr;
+          if (j < dim) {
+            float y = (v[k] - mean) * rstd * to_f32(w[j]);
+            if (b) y += to_f32(b[j]);
+            outr[j] = from_f32<T>(y);
+          }
+        }
+      }
+    } else {
+      if constexpr (kLayer) {
+        float s[1] = {0.0f};
+        if (live)
+          for (int j = t; j < dim; j += tpr) s[0] += to_f32(xr[j]);
+        row_sum<1>(s, red, tpr);
+        mean = s[0] / fdim;
+      }
+      float q[1] = {0.0f};
+      if (live)
+        for (int j = t; j < dim; j += tpr) {
+          const float d = to_f32(xr[j]) - mean;
+          q[0] = fmaf(d, d, q[0]);
+        }
+      row_sum<1>(q, red, tpr);
+      rstd = 1.0f / sqrtf(q[0] / fdim + eps);
+      if (live)
+        for (int j = t; j < dim; j += tpr) {
+          float y = (to_f32(xr[j]) - mean) * rstd * to_f32(w[j]);
+          if (b) y += to_f32(b[j]);
+          outr[j] = from_f32<T>(y);
+        }
+    }
+    if (live && t == 0) {
+      if constexpr (kLayer) mean_out[row] = mean;
+      rstd_out[row] = rstd;
+    }
+  }
+}
+
+// ---- backward ----------------------------------------------------------------
+
+template <typename T, bool kLayer, bool kBias, int kV>
+__global__ void __launch_bounds__(kMaxTpr, 1) norm_backward_kernel(const T* dout, const T* x, const T* w, const float* mean, const float* rstd, T* dx,
+                                                                float* pw, float* pb, int64_t rows, int dim, int tpr, int64_t rows_per_chunk) {
+  __shared__ float red[64];
+  __shared__ float sw[kMinBlock * kVpt];
+  __shared__ float sb[kMinBlock * kVpt];
+  const int rpb = blockDim.x / tpr;
+  const int slot = threadIdx.x / tpr;
+  const int t = threadIdx.x - slot * tpr;
+  const int64_t chunk = blockIdx.x;
+  const int64_t row0 = chunk * rows_per_chunk;
+  const int64_t row_end = row0 + rows_per_chunk < rows ? row0 + rows_per_chunk : rows;
+  const float fdim = static_cast<float>(dim);
+  float* pwr = pw + chunk * dim;
+  float* pbr = kBias ? pb + chunk * dim : nullptr;
+
+  if constexpr (kV > 0) {
+    // weight stays in registers across rows when there is room (kV = 8); kV = 16 reads it per row (cached)
+    constexpr bool kKeepW = kV <= kVpt;
+    float wv[kKeepW ? kV : 1], aw[kV], ab[kV];
+#pragma unroll
+    for (int k = 0; k < kV; k++) {
+      const int j = t + k * tpr;
+      if constexpr (kKeepW) wv[k] = j < dim ? to_f32(w[j]) : 0.0f;
+      aw[k] = 0.0f;
+      ab[k] = 0.0f;
+    }
+    for (int64_t g0 = row0; g0 < row_end; g0 += rpb) {
+      const int64_t row = g0 + slot;
+      const bool live = row < row_end;
+      const int64_t off = (live ? row : 0) * dim;
+      const float m = (kLayer && live) ? mean[row] : 0.0f;
+      const float rs = live ? rstd[row] : 0.0f;
+      float g[kV], xh[kV];
+      float s[2] = {0.0f, 0.0f};
+#pragma unroll
+      for (int k = 0; k < kV; k++) {
+        const int j = t + k * tpr;
+        const bool in = live && j < dim;
+        const float d = in ? to_f32(dout[off + j]) : 0.0f;
+        xh[k] = in ? (to_f32(x[off + j]) - m) * rs : 0.0f;
+        float wj;
+        if constexpr (kKeepW) wj = wv[k];
+        else wj = in ? to_f32(w[j]) : 0.0f;
+        g[k] = d * wj;
+        aw[k] = fmaf(d, xh[k], aw[k]);
+        if constexpr (kBias) ab[k] += d;
+        s[0] += g[k];
+        s[1] = fmaf(g[k], xh[k], s[1]);
+      }
+      row_sum<2>(s, red, tpr);
+      if (live) {
+        const float mg = kLayer ? s[0] / fdim : 0.0f;
+        const float mgx = s[1] / fdim;
+#pragma unroll
+        for (int k = 0; k < kV; k++) {
+          const int j = t + k * tpr;
+          if (j < dim) dx[off + j] = from_f32<T>(rs * (g[k] - mg - xh[k] * mgx));
+        }
+      }
+    }
+    if (rpb == 1) {
+#pragma unroll
+      for (int k = 0; k < kV; k++) {
+        const int j = t + k * tpr;
+        if (j < dim) {
+          pwr[j] = aw[k];
+          if constexpr (kBias) pbr[j] = ab[k];
+        }
+      }
+    } else {
+      // rpb > 1 only with 256-thread blocks and kV = 8: rpb * dim <= 256 * kVpt
+#pragma unroll
+      for (int k = 0; k < kV; k++) {
+        const int j = t + k * tpr;
+        if (j < dim) {
+          sw[slot * dim + j] = aw[k];
+          if constexpr (kBias) sb[slot * dim + j] = ab[k];
+        }
+      }
+      __syncthreads();
+      for (int j = threadIdx.x; j < dim; j += blockDim.x) {
+        float a = 0.0f, c = 0.0f;
+        for (int r = 0; r < rpb; r++) {
+          a += sw[r * dim + j];
+          if constexpr (kBias) c += sb[r * dim + j];
+        }
+        pwr[j] = a;
+        if constexpr (kBias) pbr[j] = c;
+      }
+    }
+  } else {
+    // tpr == blockDim.x (one row per block): the partial row in scratch is this block's alone,
+    // and each of its columns is only ever touched by the same thread.
+    for (int j = t; j < dim; j += tpr) {
+      pwr[j] = 0.0f;
+      if constexpr (kBias) pbr[j] = 0.0f;
+    }
+    for (int64_t row = row0; row < row_end; row++) {
+      const int64_t off = row * dim;
+      const float m = kLayer ? mean[row] : 0.0f;
+      const float rs = rstd[row];
+      float s[2] = {0.0f, 0.0f};
+      for (int j = t; j < dim; j += tpr) {
+        const float g = to_f32(dout[off + j]) * to_f32(w[j]);
+        s[0] += g;
+        s[1] = fmaf(g, (to_f32(x[off + j]) - m) * rs, s[1]);
+      }
+      row_sum<2>(s, red, tpr);
+      const float mg = kLayer ? s[0] / fdim : 0.0f;
+      const float mgx = s[1] / fdim;
+      for (int j = t; j < dim; j += tpr) {
+        const float d = to_f32(dout[off + j]);
+        const float xh = (to_f32(x[off + j]) - m) * rs;
+        const float g = d * to_f32(w[j]);
+        dx[off + j] = from_f32<T>(rs * (g - mg - xh * mgx));
+        pwr[j] = fmaf(d, xh, pwr[j]);
+        if constexpr (kBias) pbr[j] += d;
+      }
+    }
+  }
+}
+
+constexpr int kReduceCols = 32;
+constexpr int kReduceGroups = 8;
+
+/** dw[j] += sum_c pw[c * dim + j] (and db from pb), chunks in a fixed order. */
+template <typename T>
+__global__ void __launch_bounds__(kReduceCols* kReduceGroups) param_grad_reduce_kernel(const float* pw, const float* pb, T* dw, T* db, int dim,
+                                                                                       int chunks) {
+  __shared__ float sw[kReduceGroups][kReduceCols];
+  __shared__ float sb[kReduceGroups][kReduceCols];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t j = int64_t{blockIdx.x} * kReduceCols + tx;
+  const int per = (chunks + kReduceGroups - 1) / kReduceGroups;
+  const int c0 = ty * per;
+  const int c1 = c0 + per < chunks ? c0 + per : chunks;
+  float aw = 0.0f, ab = 0.0f;
+  if (j < dim) {
+    for (int c = c0; c < c1; c++) {
+      aw += pw[int64_t{c} * dim + j];
+      if (pb) ab += pb[int64_t{c} * dim + j];
+    }
+  }
+  sw[ty][tx] = aw;
+  sb[ty][tx] = ab;
+  __syncthreads();
+  if (ty == 0 && j < dim) {
+    float a = 0.0f, c = 0.0f;
+#pragma unroll
+    for (int y = 0; y < kReduceGroups; y++) {
+      a += sw[y][tx];
+      c += sb[y][tx];
+    }
+    dw[j] = from_f32<T>(to_f32(dw[j]) + a);
+    if (db) db[j] = from_f32<T>(to_f32(db[j]) + c);
+  }
+}
+
+// ---- launchers -----------------------------------------------------------------
+
+template <bool kLayer>
+void run_forward(const char* name, const KernelCall& c, const void* x, const void* w, const void* b, void* out, float* mean, float* rstd, int64_t rows,
+                 int dim, float eps, int dtype) {
+  const Layout l = layout_for(dim);
+  const int64_t groups = (rows + l.rpb - 1) / l.rpb;
+  const unsigned grid = static_cast<unsigned>(groups < 65535 * 8 ? groups : 65535 * 8);
+  dispatch_float(dtype, name, [&](auto tag) {
+    using T = decltype(tag);
+    auto go = [&](auto kernel) {
+      launch(name, kernel, grid, l.threads, 0, c.stream, static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(b),
+             static_cast<T*>(out), mean, rstd, rows, dim, eps, l.tpr);
+    };
+    if (l.vpt == kVpt) go(norm_forward_kernel<T, kLayer, kVpt>);
+    else if (l.vpt == 2 * kVpt) go(norm_forward_kernel<T, kLayer, 2 * kVpt>);
+    else go(norm_forward_kernel<T, kLayer, 0>);
+  });
+}
+
+template <bool kLayer>
+void run_backward(const char* name, const KernelCall& c, const void* dout, const void* x, const void* w, const float* mean, const float* rstd, void* dx,
+                  void* dw, void* db, int64_t rows, int dim, int dtype) {
+  const Layout l = layout_for(dim);
+  // Chunks of whole row groups: a function of (rows, dim) only, so every run splits alike.
+  const int64_t groups = (rows + l.rpb - 1) / l.rpb;
+  const int64_t by_bytes = static_cast<int64_t>(kMaxPartialBytes / (sizeof(float) * 2 * static_cast<size_t>(dim)));
+  int64_t target = groups < kMaxChunks ? groups : kMaxChunks;
+  if (target > by_bytes) target = by_bytes;
+  if (target < 1) target = 1;
+  const int64_t rows_per_chunk = (groups + target - 1) / target * l.rpb;
+  const int chunks = static_cast<int>((rows + rows_per_chunk - 1) / rows_per_chunk);
+  const size_t per = static_cast<size_t>(chunks) * static_cast<size_t>(dim);
+  dispatch_float(dtype, name, [&](auto tag) {
+    using T = decltype(tag);
+    float* pw = static_cast<float*>(c.scratch(sizeof(float) * per * (db ? 2 : 1)));
+    float* pb = db ? pw + per : nullptr;
+    auto go = [&](auto kernel) {
+      launch(name, kernel, static_cast<unsigned>(chunks), l.threads, 0, c.stream, static_cast<const T*>(dout), static_cast<const T*>(x),
+             static_cast<const T*>(w), mean, rstd, static_cast<T*>(dx), pw, pb, rows, dim, l.tpr, rows_per_chunk);
+    };
+    auto pick = [&](auto bias) {
+      constexpr bool kB = decltype(bias)::value;
+      if (l.vpt == kVpt) go(norm_backward_kernel<T, kLayer, kB, kVpt>);
+      else if (l.vpt == 2 * kVpt) go(norm_backward_kernel<T, kLayer, kB, 2 * kVpt>);
+      else go(norm_backward_kernel<T, kLayer, kB, 0>);
+    };
+    if constexpr (kLayer) {
+      if (db) pick(std::true_type{});
+      else pick(std::false_type{});
+    } else {
+      pick(std::false_type{});  // rmsNorm has no bias
+    }
+    launch(name, param_grad_reduce_kernel<T>, ceil_div(static_cast<size_t>(dim), kReduceCols), dim3(kReduceCols, kReduceGroups), 0, c.stream,
+           static_cast<const float*>(pw), static_cast<const float*>(pb), static_cast<T*>(dw), static_cast<T*>(db), dim, chunks);
+  });
+}
+
+// layerNormForward: x, weight, bias, out, mean, rstd | rows, dim, eps, dtype
+void launch_layer_norm_forward(const KernelCall& c) {
+  run_forward<true>("layerNormForward", c, c.ptr<void>(0), c.ptr<void>(1), c.ptr<void>(2), c.ptr<void>(3), c.ptr<float>(4), c.ptr<float>(5), c.i64(6),
+                    c.i32(7), c.f32(8), c.i32(9));
+}
+
+// layerNormBackward: dOut, x, weight, mean, rstd, dX, dWeight, dBias | rows, dim, dtype
+void launch_layer_norm_backward(const KernelCall& c) {
+  run_backward<true>("layerNormBackward", c, c.ptr<void>(0), c.ptr<void>(1), c.ptr<void>(2), c.ptr<const float>(3), c.ptr<const float>(4),
+                     c.ptr<void>(5), c.ptr<void>(6), c.ptr<void>(7), c.i64(8), c.i32(9), c.i32(10));
+}
+
+// rmsNormForward: x, weight, out, rstd | rows, dim, eps, dtype
+void launch_rms_norm_forward(const KernelCall& c) {
+  run_forward<false>("rmsNormForward", c, c.ptr<void>(0), c.ptr<void>(1), nullptr, c.ptr<void>(2), nullptr, c.ptr<float>(3), c.i64(4), c.i32(5),
+                     c.f32(6), c.i32(7));
+}
+
+// rmsNormBackward: dOut, x, weight, rstd, dX, dWeight | rows, dim, dtype
+void launch_rms_norm_backward(const KernelCall& c) {
+  run_backward<false>("rmsNormBackward", c, c.ptr<void>(0), c.ptr<void>(1), c.ptr<void>(2), nullptr, c.ptr<const float>(3), c.ptr<void>(4),
+                      c.ptr<void>(5), nullptr, c.i64(6), c.i32(7), c.i32(8));
+}
+
+}  // namespace
+
+KILN_REGISTER_KERNEL("layerNormForward", launch_layer_norm_forward);
+KILN_REGISTER_KERNEL("layerNormBackward", launch_layer_norm_backward);
+KILN_REGISTER_KERNEL("rmsNormForward", launch_rms_norm_forward);
+KILN_REGISTER_KERNEL("rmsNormBackward", launch_rms_norm_backward);
+
+}  // namespace kiln
