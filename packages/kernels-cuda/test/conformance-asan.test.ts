@@ -1,0 +1,35 @@
+import { spawnSync } from "node:child_process";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { PACKAGE_ROOT, simToolchain } from "./support/sim-toolchain.js";
+
+// The whole conformance run (both block orders) on the simulator built with
+// AddressSanitizer: any out-of-bounds access, use-after-free or misuse of shared
+// memory in a kernel stops the run with a report. Slow (a minute or more).
+const tc = simToolchain();
+const skip = "missing" in tc ? tc.missing : undefined;
+
+describe.skipIf(skip)(`conformance under AddressSanitizer${skip ? ` (skipped: ${skip})` : ""}`, () => {
+  it("passes every case with no AddressSanitizer report", () => {
+    if ("missing" in tc) return;
+    const build = spawnSync(process.execPath, [path.join(PACKAGE_ROOT, "scripts", "build-addon.mjs"), "asan"], { cwd: PACKAGE_ROOT, encoding: "utf8", env: { ...process.env, KILN_KERNEL_FILES: "" } });
+    expect(build.status, `${build.stdout}\n${build.stderr}`).toBe(0);
+    const runtime = spawnSync(tc.cxx, ["-print-file-name=libclang_rt.asan-x86_64.so"], { encoding: "utf8" }).stdout.trim();
+    const env: Record<string, string | undefined> = {
+      ...process.env,
+      KILN_CUDA_SIM_ADDON: path.join(PACKAGE_ROOT, "build-sim-asan", "Release", "kiln_cuda_sim.node"),
+      LD_PRELOAD: runtime,
+      // Node is not instrumented: no leak report at exit, no fake stacks across fiber switches,
+      // and a small quarantine so a conformance run stays within memory.
+      ASAN_OPTIONS: "detect_leaks=0:detect_stack_use_after_return=0:quarantine_size_mb=16:halt_on_error=1",
+      KILN_TEST_RESULTS: undefined,
+    };
+    const vitest = path.join(path.dirname(createRequire(import.meta.url).resolve("vitest/package.json")), "vitest.mjs");
+    const r = spawnSync(process.execPath, [vitest, "run", "test/conformance-sim.test.ts"], { cwd: PACKAGE_ROOT, encoding: "utf8", env, maxBuffer: 64 * 2 ** 20 });
+    const out = `${r.stdout}\n${r.stderr}`;
+    expect(out).not.toMatch(/ERROR: AddressSanitizer/);
+    expect(r.status, out.slice(-4000)).toBe(0);
+    expect(out).toMatch(/kernels-cuda: [1-9]\d* passed, 0 failed, 0 skipped/);
+  }, 1_200_000);
+});

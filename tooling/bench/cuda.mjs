@@ -1,0 +1,115 @@
+// GPU benchmark of @kiln/kernels-cuda: GEMM TFLOP/s per dtype (4096^3), causal
+// attention forward/backward, and training steps of bench-small and gpt2-small
+// with MFU. Prints one JSON object. On a machine without a usable GPU it says so
+// and exits 0. Needs the workspace built (pnpm turbo run build) with nvcc present.
+// Usage: node tooling/bench/cuda.mjs [--calls 20] [--steps 10] [--device 0]
+// Figures: the first (cold) call, then the median and best of --calls timed calls,
+// each synchronised, so a figure is what one call costs a user.
+import { parseArgs } from "node:util";
+import { Trainer, resolveModelConfig, trainingFlopsPerToken } from "../../packages/core/dist/index.js";
+import { createCudaBackend, cudaStatus } from "../../packages/kernels-cuda/dist/index.js";
+
+const { values } = parseArgs({ options: { calls: { type: "string" }, steps: { type: "string" }, device: { type: "string" } } });
+const CALLS = Number(values.calls ?? 20);
+const STEPS = Number(values.steps ?? 10);
+const DEVICE = Number(values.device ?? 0);
+
+const status = cudaStatus();
+if (!status.addon.built || status.runtime.deviceCount === 0) {
+  console.log(JSON.stringify({ gpu: false, reason: status.addon.built ? status.runtime.error || status.driver.detail : status.addon.detail }));
+  process.exit(0);
+}
+
+const backend = createCudaBackend({ device: DEVICE });
+const caps = backend.capabilities();
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** Seconds of the first call, then median and best of CALLS calls, each waited for. */
+async function time(fn) {
+  let t = performance.now();
+  fn();
+  await backend.synchronize();
+  const cold = (performance.now() - t) / 1000;
+  const each = [];
+  for (let i = 0; i < CALLS; i++) {
+    t = performance.now();
+    fn();
+    await backend.synchronize();
+    each.push((performance.now() - t) / 1000);
+  }
+  return { cold, median: median(each), best: Math.min(...each) };
+}
+
+const BYTES = { f32: 4, bf16: 2, f16: 2 };
+function filled(dtype, elements) {
+  const buf = backend.alloc(elements * BYTES[dtype]);
+  backend.kernels.fill({ out: buf, n: elements, value: 0.01, dtype });
+  return buf;
+}
+
+async function gemm(dtype, size = 4096) {
+  const a = filled(dtype, size * size), b = filled(dtype, size * size), c = filled(dtype, size * size);
+  const t = await time(() => backend.kernels.matmul({ a, b, c, m: size, n: size, k: size, dtype }));
+  [a, b, c].forEach((x) => backend.free(x));
+  const flops = 2 * size ** 3;
+  const peak = caps.peakFlops[dtype];
+  return { dtype, size, kernel: "kiln", tflops_median: flops / t.median / 1e12, tflops_best: flops / t.best / 1e12, cold_ms: t.cold * 1e3, fraction_of_peak: peak ? flops / t.median / peak : null };
+}
+
+async function attention(dtype, shape = { batch: 8, seqLen: 1024, heads: 12, kvHeads: 12, headDim: 64 }) {
+  const rows = shape.batch * shape.seqLen, width = shape.heads * shape.headDim;
+  const [q, k, v, out, dOut, dQ, dK, dV] = Array.from({ length: 8 }, () => filled(dtype, rows * width));
+  const lse = filled("f32", shape.batch * shape.heads * shape.seqLen);
+  const fwd = await time(() => backend.kernels.attentionForward({ q, k, v, out, lse, ...shape, dtype }));
+  const bwd = await time(() => backend.kernels.attentionBackward({ dOut, q, k, v, out, lse, dQ, dK, dV, ...shape, dtype }));
+  [q, k, v, out, dOut, dQ, dK, dV, lse].forEach((x) => backend.free(x));
+  const flops = 4 * shape.batch * shape.heads * shape.headDim * ((shape.seqLen * (shape.seqLen + 1)) / 2);
+  return { dtype, ...shape, forward_tflops_median: flops / fwd.median / 1e12, backward_tflops_median: (2.5 * flops) / bwd.median / 1e12, forward_cold_ms: fwd.cold * 1e3, backward_cold_ms: bwd.cold * 1e3 };
+}
+
+async function trainStep(name, dims, batch, seq) {
+  const model = resolveModelConfig({ arch: "gpt2", ...dims, maxSeqLen: seq });
+  const trainer = new Trainer(backend, {
+    model,
+    batchSize: batch,
+    seqLen: seq,
+    optimizer: { beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 },
+    schedule: { kind: "constant", peak: 3e-4, min: 3e-4, warmupSteps: 0, maxSteps: 1 },
+    seed: 0,
+  });
+  let s = 1;
+  const rand = () => ((s = (Math.imul(s, 1103515245) + 12345) >>> 0) % dims.vocabSize);
+  const data = { ids: Int32Array.from({ length: batch * seq }, rand), targets: Int32Array.from({ length: batch * seq }, rand) };
+  let t = performance.now();
+  await trainer.step([data]);
+  const cold = (performance.now() - t) / 1000;
+  const each = [];
+  for (let i = 0; i < STEPS; i++) {
+    t = performance.now();
+    await trainer.step([data]);
+    each.push((performance.now() - t) / 1000);
+  }
+  const sec = median(each);
+  const tokensPerSecond = (batch * seq) / sec;
+  const flops = tokensPerSecond * trainingFlopsPerToken(model, seq);
+  trainer.dispose();
+  return { model: name, dtype: "f32", batch, seq, cold_ms: cold * 1e3, ms_per_step_median: sec * 1e3, ms_per_step_best: Math.min(...each) * 1e3, tokens_per_s: tokensPerSecond, mfu_f32: caps.peakFlops.f32 ? flops / caps.peakFlops.f32 : null };
+}
+
+const report = {
+  gpu: true,
+  device: caps.device.name,
+  compute_capability: caps.device.computeCapability,
+  peak_flops: caps.peakFlops,
+  cublaslt: "not used: kiln's own matmul kernels run every matmul in this build",
+  gemm: [await gemm("f32"), await gemm("bf16"), await gemm("f16")],
+  attention: [await attention("bf16"), await attention("f32")],
+  // f32 training (bf16 training waits for mixed precision); MFU against the f32 (non-tensor-core) peak.
+  train: [
+    await trainStep("bench-small", { vocabSize: 8192, hiddenSize: 384, numLayers: 6, numHeads: 6 }, 8, 256),
+    await trainStep("gpt2-small", { vocabSize: 50257, hiddenSize: 768, numLayers: 12, numHeads: 12 }, 8, 1024),
+  ],
+};
+console.log(JSON.stringify(report, null, 1));
+backend.dispose();
+process.exit(0);
