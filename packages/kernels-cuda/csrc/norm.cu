@@ -15,7 +15,8 @@
 // with tpr * 8 >= dim); a block of max(tpr, 256) threads holds 256 / tpr rows side
 // by side. Thread t of a row owns the columns j = t + k tpr (k < vpt) and keeps them
 // in registers, so a row is read once: vpt = 8 up to dim 4096, vpt = 16 (tpr 512)
-// up to dim 8192; longer rows (vpt = 0) are read again from global memory per pass
+// up to dim 8192 (forward only; the backward reads rows over 4096 again instead);
+// longer rows (vpt = 0) are read again from global memory per pass
 // (same column ownership).
 // Row sums: each thread adds its columns in order, then a warp xor-butterfly (every
 // lane ends with the same bits), then the row's warps in index order via shared
@@ -375,8 +376,9 @@ void run_backward(const char* name, const KernelCall& c, const void* dout, const
     };
     auto pick = [&](auto bias) {
       constexpr bool kB = decltype(bias)::value;
+      // Rows over 8 values per thread take the uncached path: 16 values per thread of
+      // x, dOut and weight exceed sm_100's 128 registers at 512 threads and spill.
       if (l.vpt == kVpt) go(norm_backward_kernel<T, kLayer, kB, kVpt>);
-      else if (l.vpt == 2 * kVpt) go(norm_backward_kernel<T, kLayer, kB, 2 * kVpt>);
       else go(norm_backward_kernel<T, kLayer, kB, 0>);
     };
     if constexpr (kLayer) {
