@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 
-/** One training log line (DESIGN.md §4), or an evaluation line with val_loss. */
+/** One training log line (the headless JSON format), or an evaluation line with val_loss. */
 export interface MetricsLine {
   step: number;
   loss?: number;
