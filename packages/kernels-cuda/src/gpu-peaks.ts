@@ -8,6 +8,8 @@ export interface GpuProfile {
   peakFlops: Partial<Record<FloatDType, number>>;
   /** Matches the name the driver reports (cudaGetDeviceProperties). */
   match: RegExp;
+  /** Set when kiln's CUDA kernels cannot run on this GPU (CMakeLists.txt builds for sm_80 and newer): why. It can still be planned for. */
+  unsupported?: string;
 }
 
 const GiB = 2 ** 30;
@@ -34,6 +36,9 @@ export const GPU_PROFILES: Record<string, GpuProfile> = {
   rtx3090: { name: "NVIDIA GeForce RTX 3090 24GB", memoryBytes: 24 * GiB, peakFlops: peaks(35.6, 71), match: /RTX 3090/i },
   rtx4090: { name: "NVIDIA GeForce RTX 4090 24GB", memoryBytes: 24 * GiB, peakFlops: peaks(82.6, 165.2), match: /RTX 4090/i },
   rtx5090: { name: "NVIDIA GeForce RTX 5090 32GB", memoryBytes: 32 * GiB, peakFlops: peaks(104.8, 209.5), match: /RTX 5090/i },
+  // No bf16 before Ampere: f16 tensor cores only.
+  v100: { name: "NVIDIA V100 SXM2 32GB", memoryBytes: 32 * GiB, peakFlops: { f32: 15.7 * T, f16: 125 * T }, match: /V100/i, unsupported: "Volta (sm_70); kiln's CUDA kernels are built for sm_80 and newer" },
+  t4: { name: "NVIDIA T4 16GB", memoryBytes: 15 * GiB, peakFlops: { f32: 8.1 * T, f16: 65 * T }, match: /\bT4\b/i, unsupported: "Turing (sm_75); kiln's CUDA kernels are built for sm_80 and newer" },
 };
 
 /** The profile of the GPU the driver names `deviceName`, if kiln knows it. */
