@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import { TensorBoardLog } from "./tensorboard-log.js";
 
 /** One training log line (the headless JSON format), or an evaluation line with val_loss. */
 export interface MetricsLine {
@@ -15,9 +16,10 @@ export interface MetricsLine {
   val_loss?: number;
 }
 
-/** Appends JSON lines to <output>/metrics.jsonl, and to stdout when headless. */
+/** Appends JSON lines to <output>/metrics.jsonl (and to stdout when headless), and their scalars to <output>/tensorboard. */
 export class MetricsLog {
   private readonly fd: number;
+  private readonly tensorboard: TensorBoardLog;
 
   /** `resumedAt`: drop lines of steps after it (logged by a run that stopped before its next checkpoint). */
   constructor(
@@ -36,15 +38,18 @@ export class MetricsLog {
       fs.renameSync(temp, file);
     }
     this.fd = fs.openSync(file, "a");
+    this.tensorboard = new TensorBoardLog(outputDir, resumedAt);
   }
 
   write(line: MetricsLine): void {
     const text = `${JSON.stringify(line, (_k, v: unknown) => (typeof v === "number" && !Number.isInteger(v) ? Number(v.toPrecision(6)) : v))}\n`;
     fs.writeSync(this.fd, text);
     if (this.toStdout) process.stdout.write(text);
+    this.tensorboard.write(line);
   }
 
   close(): void {
     fs.closeSync(this.fd);
+    this.tensorboard.close();
   }
 }

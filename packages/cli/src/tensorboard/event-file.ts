@@ -1,0 +1,84 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { FILE_VERSION, type ScalarEvent, decodeEvent, encodeEvent } from "./event-proto.js";
+import { frameRecord, scanRecords } from "./record-framing.js";
+
+const EVENT_FILE = /^events\.out\.tfevents\./;
+
+/** The TensorBoard event files in `dir`, sorted by name (none when the folder does not exist). */
+export function listEventFiles(dir: string): string[] {
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+  return names
+    .filter((n) => EVENT_FILE.test(n) && !n.endsWith(".tmp"))
+    .sort()
+    .map((n) => path.join(dir, n));
+}
+
+/** Every intact event of an event file, in order (a cut-short or corrupt tail is left out). */
+export function readEventFile(file: string): ScalarEvent[] {
+  return scanRecords(fs.readFileSync(file)).records.map(decodeEvent);
+}
+
+/**
+ * A new event file in `dir`, named as TensorFlow names them
+ * (events.out.tfevents.<seconds>.<host>.<pid>.<n>), that events are appended to as they come.
+ */
+export class EventFileWriter {
+  readonly file: string;
+  private readonly fd: number;
+
+  constructor(dir: string) {
+    fs.mkdirSync(dir, { recursive: true });
+    const stem = `events.out.tfevents.${Math.floor(Date.now() / 1000)}.${os.hostname()}.${process.pid}`;
+    for (let n = 0; ; n++) {
+      const file = path.join(dir, `${stem}.${n}`);
+      try {
+        this.fd = fs.openSync(file, "wx");
+        this.file = file;
+        break;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      }
+    }
+    this.append({ wallTime: Date.now() / 1000, step: 0, fileVersion: FILE_VERSION });
+  }
+
+  /** Scalars (tag -> value) at `step`, stamped with the current time. */
+  writeScalars(step: number, scalars: { tag: string; value: number }[]): void {
+    if (scalars.length > 0) this.append({ wallTime: Date.now() / 1000, step, scalars });
+  }
+
+  close(): void {
+    fs.closeSync(this.fd);
+  }
+
+  private append(event: ScalarEvent): void {
+    fs.writeSync(this.fd, frameRecord(encodeEvent(event)));
+  }
+}
+
+/**
+ * Rewrites the event files in `dir` without the scalars of steps after `lastStep`
+ * (written by a run that stopped before its next checkpoint), each through a temp file and a rename.
+ */
+export function dropEventsAfter(dir: string, lastStep: number): void {
+  for (const [n, file] of listEventFiles(dir).entries()) {
+    const bytes = fs.readFileSync(file);
+    const scan = scanRecords(bytes);
+    const kept = scan.records.filter((r) => {
+      const e = decodeEvent(r);
+      return e.scalars === undefined || e.step <= lastStep;
+    });
+    if (kept.length === scan.records.length && scan.damagedAt === undefined) continue;
+    // Named without "tfevents": TensorBoard reads every file whose name holds it.
+    const temp = path.join(dir, `.trim.${process.pid}.${n.toString(16)}.tmp`);
+    fs.writeFileSync(temp, Buffer.concat(kept.map(frameRecord)));
+    fs.renameSync(temp, file);
+  }
+}
