@@ -6,4 +6,4 @@ export { SharedHeap, type HeapStats, WASM32_MAX_BYTES } from "./shared-heap.js";
 export { createKernelRuntime, type KernelRuntime, type RuntimeOptions, type RuntimeInfo } from "./kernel-runtime.js";
 export { runMatmul, type MatmulCall } from "./matmul-call.js";
 export type { SimdVariant } from "./simd-support.js";
-export { createWasmBackend, type WasmBackendOptions } from "./wasm-backend.js";
+export { createWasmBackend, type PeakFlopsSource, type WasmBackendOptions } from "./wasm-backend.js";

@@ -10,12 +10,21 @@ import {
 } from "@kiln/contract";
 import { BackendMemory } from "./backend-memory.js";
 import { WASM_KERNELS, type WasmKernel } from "./kernel-table.js";
-import { measureCeiling } from "./ceiling-call.js";
-import { createKernelRuntime, type KernelRuntime, type RuntimeOptions } from "./kernel-runtime.js";
+import { type CeilingResult, measureCeiling } from "./ceiling-call.js";
+import { createKernelRuntime, type KernelRuntime, type RuntimeInfo, type RuntimeOptions } from "./kernel-runtime.js";
+
+/**
+ * Supplies capabilities().peakFlops.f32 for a runtime with this SIMD variant and thread
+ * count, e.g. from a cache, calling `ceiling` (multiply-add throughput on every thread,
+ * `iterations` rounds per thread) to measure when it has no figure.
+ */
+export type PeakFlopsSource = (info: RuntimeInfo, ceiling: (iterations: number) => CeilingResult) => number | undefined;
 
 export interface WasmBackendOptions extends RuntimeOptions {
   /** Measure the multiply-add ceiling at creation for capabilities().peakFlops (about 30 ms; default true). */
   measurePeak?: boolean;
+  /** Where the f32 peak comes from instead of the start-up measurement (`measurePeak` is then ignored). */
+  peakFlops?: PeakFlopsSource;
 }
 
 function bytesOf(data: ArrayBufferView): Uint8Array {
@@ -36,7 +45,11 @@ function measurePeakFlops(rt: KernelRuntime): number {
 export async function createWasmBackend(options: WasmBackendOptions = {}): Promise<Backend> {
   const rt = await createKernelRuntime(options);
   const memory = new BackendMemory(rt.heap);
-  const peakF32 = options.measurePeak === false ? undefined : measurePeakFlops(rt);
+  const peakF32 = options.peakFlops
+    ? options.peakFlops(rt.info, (iterations) => measureCeiling(rt, iterations, rt.info.threads))
+    : options.measurePeak === false
+      ? undefined
+      : measurePeakFlops(rt);
   let disposed = false;
 
   const notImplemented = (name: KernelName) => () => {
