@@ -18,7 +18,19 @@ export { ForwardRunner } from "./train/forward-runner.js";
 export type { MemoryPlan } from "./train/memory-plan.js";
 export { philox4x32, fillNormal, streamOf } from "./rng/philox.js";
 export { planTrainingMemory, planForwardMemory, trainingFlopsPerToken } from "./train/plan-training.js";
-export { saveTrainerCheckpoint, loadTrainerCheckpoint, META_STEP, META_MODEL } from "./train/checkpoint-state.js";
+export {
+  saveTrainerCheckpoint,
+  loadTrainerCheckpoint,
+  saveTrainedWeights,
+  META_STEP,
+  META_MODEL,
+  META_DTYPE,
+  META_SKIPPED_STEPS,
+  META_LOSS_SCALE,
+  META_LOSS_SCALE_GOOD_STEPS,
+} from "./train/checkpoint-state.js";
+export { DynamicLossScaler, DEFAULT_LOSS_SCALER, type LossScalerConfig, type LossScalerState } from "./train/loss-scaler.js";
+export { chooseTrainingDType, assertBackendTrains, TRAINING_DTYPE_CHOICES, type TrainingDTypeChoice } from "./train/training-dtype.js";
 export * from "./data/index.js";
 export { InferenceSession } from "./generate/inference-session.js";
 export { sampleToken, type SamplingOptions } from "./generate/sample-token.js";

@@ -1,10 +1,36 @@
-import { type Backend, type BufferHandle, CheckpointError } from "@kiln/contract";
-import { openSafetensors } from "../checkpoint/safetensors-reader.js";
+import { type Backend, type BufferHandle, CheckpointError, type FloatDType, isFloatDType } from "@kiln/contract";
+import { fromSafetensorsDType } from "../checkpoint/safetensors-dtype.js";
+import { type SafetensorsReader, openSafetensors } from "../checkpoint/safetensors-reader.js";
 import type { ModelConfig } from "../model/config.js";
 import { type ParamLayout, paramLayout } from "../model/param-layout.js";
 import { META_MODEL } from "../train/checkpoint-state.js";
 import { ForwardRunner } from "../train/forward-runner.js";
 import { type SamplingOptions, sampleToken } from "./sample-token.js";
+
+/**
+ * The dtype the weights of a checkpoint are stored in (f32 in training checkpoints,
+ * the training dtype in exported ones): one float dtype for every weight, which
+ * generation then runs in.
+ */
+function weightDType(reader: SafetensorsReader, model: ModelConfig, path: string): FloatDType {
+  const dtypes = new Set<string>();
+  for (const s of paramLayout(model, "f32").specs) {
+    if (!reader.has(s.name)) throw new CheckpointError(`tensor ${s.name} is missing`, { where: path, hint: "the checkpoint does not hold this model's weights" });
+    const info = reader.info(s.name);
+    const dtype = fromSafetensorsDType(info.dtype);
+    if (dtype === undefined || !isFloatDType(dtype)) {
+      throw new CheckpointError(`tensor ${s.name} is ${info.dtype}; kiln runs F32, BF16 and F16 weights`, { where: path, hint: "export the weights as F32, BF16 or F16" });
+    }
+    if (info.shape.join(",") !== s.shape.join(",")) {
+      throw new CheckpointError(`tensor ${s.name} is [${info.shape}], the model needs [${s.shape}]`, { where: path, hint: "the checkpoint's kiln.model does not match its weights" });
+    }
+    dtypes.add(dtype);
+  }
+  if (dtypes.size !== 1) {
+    throw new CheckpointError(`the weights mix dtypes (${[...dtypes].join(", ")})`, { where: path, hint: "export every weight in one dtype (kiln train --export-dtype)" });
+  }
+  return [...dtypes][0] as FloatDType;
+}
 
 /**
  * A trained model ready to generate: its weights on a backend and a forward
@@ -29,7 +55,7 @@ export class InferenceSession {
     this.ids = new Int32Array(window);
   }
 
-  /** Loads the weights of a kiln checkpoint (its metadata names the model). */
+  /** Loads the weights of a kiln checkpoint (its metadata names the model), in the dtype they are stored in. */
   static async fromCheckpoint(backend: Backend, path: string, window?: number): Promise<InferenceSession> {
     const reader = await openSafetensors(path);
     try {
@@ -38,10 +64,9 @@ export class InferenceSession {
         throw new CheckpointError(`metadata has no ${META_MODEL}: not a kiln checkpoint`, { where: path, hint: "pass a checkpoint written by kiln train" });
       }
       const model = JSON.parse(meta[META_MODEL]) as ModelConfig;
-      const layout = paramLayout(model, "f32");
+      const layout = paramLayout(model, weightDType(reader, model, path));
       const params = backend.alloc(layout.bytes);
       for (const s of layout.specs) {
-        if (!reader.has(s.name)) throw new CheckpointError(`tensor ${s.name} is missing`, { where: path, hint: "the checkpoint does not hold this model's weights" });
         const { data } = await reader.read(s.name);
         backend.upload({ buffer: params, byteOffset: layout.offsets.get(s.name)! }, data);
       }

@@ -1,4 +1,4 @@
-import type { Backend, BufferHandle } from "@kiln/contract";
+import { type Backend, type BufferHandle, bf16ToF32, f16ToF32 } from "@kiln/contract";
 import { CompiledStep } from "../exec/compiled-step.js";
 import type { ModelConfig } from "../model/config.js";
 import { buildEvalGraph, positionIds } from "../model/build-graph.js";
@@ -14,6 +14,7 @@ export class ForwardRunner {
   private readonly graph;
   private readonly compiled: CompiledStep;
   private readonly lossHost = new Float32Array(1);
+  private halfLogits: Uint16Array | undefined;
 
   constructor(
     backend: Backend,
@@ -42,9 +43,17 @@ export class ForwardRunner {
     return this.lossHost[0];
   }
 
-  /** Logits of the last run, (batchSize*seqLen, vocab) row-major. */
+  /** Logits of the last run, (batchSize*seqLen, vocab) row-major, widened to f32 when the runner is 16-bit. */
   async logits(out: Float32Array = new Float32Array(this.batchSize * this.seqLen * this.model.vocabSize)): Promise<Float32Array> {
-    await this.compiled.download(this.graph.logits, out);
+    const dtype = this.graph.graph.info(this.graph.logits).dtype;
+    if (dtype === "f32") {
+      await this.compiled.download(this.graph.logits, out);
+      return out;
+    }
+    const half = (this.halfLogits ??= new Uint16Array(out.length));
+    await this.compiled.download(this.graph.logits, half);
+    const widen = dtype === "bf16" ? bf16ToF32 : f16ToF32;
+    for (let i = 0; i < half.length; i++) out[i] = widen(half[i]);
     return out;
   }
 

@@ -1,6 +1,8 @@
 /** Exact device bytes of a training run, by component, known before anything is allocated. */
 export interface MemoryPlan {
+  /** The parameters in the training dtype, plus their f32 master weights under a 16-bit dtype. */
   parameters: number;
+  /** The gradients in the training dtype, plus their f32 sums (and a widening scratch) under a 16-bit dtype. */
   gradients: number;
   /** AdamW m and v (f32). */
   optimizerState: number;
@@ -8,7 +10,7 @@ export interface MemoryPlan {
   activations: number;
   /** What the arena would need without reuse, for comparison. */
   activationsUnpacked: number;
-  /** Token ids, targets, position ids, the loss and the gradient-norm scalar. */
+  /** Token ids, targets, position ids, the loss, the gradient-norm scalar and the finiteness flag. */
   io: number;
   total: number;
 }

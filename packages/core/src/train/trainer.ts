@@ -1,4 +1,4 @@
-import { type Backend, type BufferHandle, KilnError } from "@kiln/contract";
+import { type Backend, type BufferHandle, type FloatDType, KilnError, bytesPerElement, decodeElements } from "@kiln/contract";
 import { CompiledStep } from "../exec/compiled-step.js";
 import type { ModelConfig } from "../model/config.js";
 import { type ModelGraph, positionIds } from "../model/build-graph.js";
@@ -8,6 +8,9 @@ import { AdamW, type AdamWConfig } from "../optim/adamw.js";
 import type { RecomputePolicy } from "../autodiff/rematerialize.js";
 import { type LrScheduleConfig, learningRateAt } from "../optim/lr-schedule.js";
 import { ForwardRunner } from "./forward-runner.js";
+import { DEFAULT_LOSS_SCALER, DynamicLossScaler, type LossScalerConfig } from "./loss-scaler.js";
+import { MasterWeights } from "./master-weights.js";
+import { assertBackendTrains } from "./training-dtype.js";
 import type { MemoryPlan } from "./memory-plan.js";
 import { TRAINER_SCALAR_BYTES, planTraining } from "./plan-training.js";
 
@@ -20,6 +23,14 @@ export interface TrainerConfig {
   seed: number;
   /** Activations recomputed in the backward pass instead of kept (default "cheap"). */
   recompute?: RecomputePolicy;
+  /**
+   * Storage dtype of parameters, gradients and activations (default f32). With bf16
+   * or f16, AdamW updates f32 master weights from gradients summed in f32, and its
+   * state stays f32; f16 adds dynamic loss scaling.
+   */
+  dtype?: FloatDType;
+  /** f16 only: the loss scaler's start and growth interval (defaults 2^16 and 2000). */
+  lossScaler?: Partial<LossScalerConfig>;
 }
 
 /** One micro-batch: token ids and next-token targets, batchSize*seqLen each (targets < 0 are ignored). */
@@ -43,6 +54,10 @@ export interface StepResult {
   lr: number;
   /** Tokens processed (every position of every micro-batch). */
   tokens: number;
+  /** f16: the gradients held an inf or NaN, so the update was skipped (and the loss scale halved). */
+  skipped: boolean;
+  /** f16: the loss scale this step's backward pass used. */
+  lossScale?: number;
 }
 
 /**
@@ -53,14 +68,27 @@ export class Trainer {
   readonly layout: ParamLayout;
   readonly stateLayout: ParamLayout;
   readonly memoryPlan: MemoryPlan;
-  /** Optimizer steps taken so far. */
+  /** Training steps taken so far (skipped f16 steps included: the schedule and logs count them). */
   stepCount = 0;
+  /** f16 steps skipped for non-finite gradients so far; AdamW's bias correction counts only applied updates. */
+  skippedSteps = 0;
+  /** The storage dtype of parameters, gradients and activations. */
+  readonly dtype: FloatDType;
+  /** f16 only: the dynamic loss scaler. */
+  readonly lossScaler: DynamicLossScaler | undefined;
 
   private readonly model: ModelGraph;
   private readonly compiled: CompiledStep;
   private readonly buffers: { params: BufferHandle; grads: BufferHandle; m: BufferHandle; v: BufferHandle; scalars: BufferHandle };
   private readonly adamw: AdamW;
-  private readonly scalarHost = new Float32Array(1);
+  /** Under a 16-bit dtype: f32 master weights and gradient sums. */
+  private readonly masters: MasterWeights | undefined;
+  /** The scalar buffer as the host reads it: [0] the squared gradient norm (f32), [1] the non-finite flag (i32). */
+  private readonly scalarHost = new ArrayBuffer(8);
+  private readonly sumSquaresHost = new Float32Array(this.scalarHost, 0, 1);
+  private readonly notFiniteHost = new Int32Array(this.scalarHost, 4, 1);
+  /** The loss scale the last backward pass used (1 unless f16). */
+  private lastLossScale = 1;
   private readonly lossHost = new Float32Array(1);
 
   constructor(
@@ -74,7 +102,9 @@ export class Trainer {
         hint: "lower seq_len or raise model.max_seq_len",
       });
     }
-    const planned = planTraining(model, batchSize, seqLen, "f32", config.recompute ?? "cheap");
+    this.dtype = config.dtype ?? "f32";
+    const planned = planTraining(model, batchSize, seqLen, this.dtype, config.recompute ?? "cheap");
+    assertBackendTrains(backend, this.dtype, planned.graph.graph);
     this.layout = planned.layout;
     this.stateLayout = planned.stateLayout;
     this.model = planned.graph;
@@ -87,9 +117,17 @@ export class Trainer {
     const scalars = backend.alloc(TRAINER_SCALAR_BYTES);
     this.buffers = { params, grads, m, v, scalars };
     this.compiled = new CompiledStep(this.model.graph, plan, backend, { params, grads, offsets: this.layout.offsets });
-    this.adamw = new AdamW(backend, this.layout, this.stateLayout, { params, grads, m, v }, config.optimizer);
-
-    uploadInitialParams(backend, params, this.layout, config.seed);
+    if (this.dtype === "f32") {
+      this.adamw = new AdamW(backend, this.layout, this.stateLayout, { params, grads, m, v }, config.optimizer);
+      uploadInitialParams(backend, params, this.layout, config.seed);
+    } else {
+      // AdamW runs in f32 on the masters and the f32 gradient sums; the 16-bit parameters are rounded from the masters.
+      const masters = (this.masters = new MasterWeights(backend, this.layout, this.stateLayout, { params, grads }));
+      this.adamw = new AdamW(backend, this.stateLayout, this.stateLayout, { params: masters.master, grads: masters.gradSums, m, v }, config.optimizer);
+      uploadInitialParams(backend, masters.master, this.stateLayout, config.seed);
+      masters.roundToParams();
+    }
+    this.lossScaler = this.dtype === "f16" ? new DynamicLossScaler({ ...DEFAULT_LOSS_SCALER, ...config.lossScaler }) : undefined;
     backend.kernels.fill({ out: m, n: this.stateLayout.bytes / 4, value: 0, dtype: "f32" });
     backend.kernels.fill({ out: v, n: this.stateLayout.bytes / 4, value: 0, dtype: "f32" });
     if (this.model.positions !== undefined) this.compiled.upload(this.model.positions, positionIds(batchSize, seqLen));
@@ -100,9 +138,14 @@ export class Trainer {
     return this.config.batchSize * this.config.seqLen;
   }
 
-  /** The device buffers of parameters and optimizer state (checkpoints read and write them). */
+  /** The device buffers of parameters, optimizer state and (16-bit dtypes) f32 master weights; checkpoints read and write them. */
   get stateBuffers() {
-    return this.buffers;
+    return { ...this.buffers, master: this.masters?.master };
+  }
+
+  /** Under a 16-bit dtype: rounds the f32 master weights into the parameters (after they were written). */
+  roundMastersToParams(): void {
+    this.masters?.roundToParams();
   }
 
   /**
@@ -117,27 +160,55 @@ export class Trainer {
     const count = "next" in microBatches ? microBatches.count : microBatches.length;
     if (count < 1) throw new Error("step() needs at least one batch");
     const totalValid = "next" in microBatches ? undefined : microBatches.reduce((s, b) => s + countValid(b.targets), 0);
-    this.backend.kernels.fill({ out: this.buffers.grads, n: this.layout.bytes / 4, value: 0, dtype: "f32" });
+    const masters = this.masters;
+    // f32 accumulates into the gradient buffer itself; 16-bit dtypes sum each micro-batch's gradients in f32.
+    if (!masters) this.zeroGradients();
+    const lossScale = this.lossScaler?.scale ?? 1;
+    this.lastLossScale = lossScale;
     let loss = 0;
+    let collected = 0;
     for (let i = 0; i < count; i++) {
       const batch = "next" in microBatches ? await microBatches.next() : microBatches[i];
       const valid = countValid(batch.targets);
       // The loss is a mean over `denominator` target rows; each row's gradient is 1 / denominator.
       const denominator = totalValid ?? valid * count;
-      if (denominator > 0) loss += (await this.forwardBackward(batch, 1 / denominator)) / denominator;
+      if (denominator === 0) continue;
+      if (masters) this.zeroGradients();
+      loss += (await this.forwardBackward(batch, lossScale / denominator)) / denominator;
+      masters?.collectGradients(collected++ === 0);
     }
-    const { grads, scalars } = this.buffers;
-    this.backend.kernels.sumSquares({ x: grads, out: scalars, n: this.layout.bytes / 4, dtype: "f32" });
-    await this.backend.download(scalars, this.scalarHost);
-    const gradNorm = Math.sqrt(this.scalarHost[0]);
-    // As torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when that is below 1.
-    const clip = this.config.optimizer.gradClip;
-    const gradScale = clip > 0 ? Math.min(1, clip / (gradNorm + 1e-6)) : 1;
+    if (masters && collected === 0) masters.zeroGradients();
+    const { scalars } = this.buffers;
+    const grads = masters ? masters.gradSums : this.buffers.grads;
+    const k = this.backend.kernels;
+    k.sumSquares({ x: grads, out: scalars, n: this.stateLayout.bytes / 4, dtype: "f32" });
+    if (this.lossScaler) {
+      const flag = { buffer: scalars, byteOffset: 4 };
+      k.fill({ out: flag, n: 1, value: 0, dtype: "i32" });
+      k.checkFinite({ x: grads, flag, n: this.stateLayout.bytes / 4, dtype: "f32" });
+    }
+    await this.backend.download(scalars, new Uint8Array(this.scalarHost));
+    const gradNorm = Math.sqrt(this.sumSquaresHost[0]) / lossScale;
     const lr = learningRateAt(this.config.schedule, this.stepCount);
-    this.adamw.update(lr, this.stepCount + 1, gradScale);
+    const skipped = this.lossScaler?.update(this.notFiniteHost[0] === 0) ?? false;
+    if (skipped) {
+      this.skippedSteps++;
+    } else {
+      // As torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when that is below 1.
+      const clip = this.config.optimizer.gradClip;
+      const clipScale = clip > 0 ? Math.min(1, clip / (gradNorm + 1e-6)) : 1;
+      this.adamw.update(lr, this.stepCount - this.skippedSteps + 1, clipScale / lossScale);
+      masters?.roundToParams();
+    }
     this.stepCount++;
     await this.backend.synchronize();
-    return { loss, gradNorm, lr, tokens: count * this.tokensPerBatch };
+    return { loss, gradNorm, lr, tokens: count * this.tokensPerBatch, skipped, ...(this.lossScaler ? { lossScale } : {}) };
+  }
+
+  /** Zeroes the gradient buffer the graph accumulates parameter gradients into. */
+  private zeroGradients(): void {
+    const n = this.layout.bytes / bytesPerElement(this.dtype);
+    this.backend.kernels.fill({ out: this.buffers.grads, n, value: 0, dtype: this.dtype });
   }
 
   /**
@@ -154,36 +225,67 @@ export class Trainer {
     return this.lossHost[0];
   }
 
-  /** Overwrites parameters by name (f32 values), e.g. from a checkpoint or a PyTorch dump. */
+  /**
+   * Overwrites parameters by name (f32 values), e.g. from a checkpoint or a PyTorch
+   * dump. Under a 16-bit dtype they become the master weights, rounded into the parameters.
+   */
   loadParameters(values: ReadonlyMap<string, Float32Array>): void {
-    for (const s of this.layout.specs) {
+    const [buffer, layout] = this.masters ? [this.masters.master, this.stateLayout] : [this.buffers.params, this.layout];
+    for (const s of layout.specs) {
       const v = values.get(s.name);
       if (!v) throw new KilnError(`no value for parameter ${s.name}`, { where: s.name, hint: "the checkpoint does not match this model" });
       const n = s.shape.reduce((a, b) => a * b, 1);
       if (v.length !== n) throw new KilnError(`parameter ${s.name} has ${v.length} values, the model needs ${n}`, { where: s.name });
-      this.backend.upload({ buffer: this.buffers.params, byteOffset: this.layout.offsets.get(s.name)! }, v);
+      this.backend.upload({ buffer, byteOffset: layout.offsets.get(s.name)! }, v);
     }
+    this.masters?.roundToParams();
   }
 
-  /** Every parameter (or its gradient from the last step) as f32 values by name. */
-  async readParameters(which: "params" | "grads" | "m" | "v" = "params"): Promise<Map<string, Float32Array>> {
-    const layout = which === "m" || which === "v" ? this.stateLayout : this.layout;
-    const buffer = this.buffers[which];
+  /**
+   * Every parameter as f32 values by name: the parameters in the training dtype
+   * (widened exactly), their f32 masters (16-bit dtypes; the parameters themselves
+   * under f32), the gradients AdamW read last (summed in f32 and unscaled under a
+   * 16-bit dtype), or AdamW's m and v.
+   */
+  async readParameters(which: "params" | "master" | "grads" | "m" | "v" = "params"): Promise<Map<string, Float32Array>> {
+    const m = this.masters;
+    const [buffer, layout] =
+      which === "params" || (!m && (which === "master" || which === "grads"))
+        ? [which === "grads" ? this.buffers.grads : this.buffers.params, this.layout]
+        : [which === "master" ? m!.master : which === "grads" ? m!.gradSums : this.buffers[which], this.stateLayout];
+    const unscale = which === "grads" ? this.lastLossScale : 1;
     const out = new Map<string, Float32Array>();
     for (const s of layout.specs) {
-      const v = new Float32Array(s.shape.reduce((a, b) => a * b, 1));
-      await this.backend.download({ buffer, byteOffset: layout.offsets.get(s.name)! }, v);
+      const n = s.shape.reduce((a, b) => a * b, 1);
+      const at = { buffer, byteOffset: layout.offsets.get(s.name)! };
+      let v: Float32Array;
+      if (layout.dtype === "f32") {
+        v = new Float32Array(n);
+        await this.backend.download(at, v);
+      } else {
+        const bytes = new Uint8Array(2 * n);
+        await this.backend.download(at, bytes);
+        v = Float32Array.from(decodeElements(bytes, layout.dtype, n));
+      }
+      if (unscale !== 1) for (let i = 0; i < n; i++) v[i] /= unscale;
       out.set(s.name, v);
     }
     return out;
   }
 
-  /** Runs forward and backward on one batch without updating; returns its mean loss (gradients stay in the grads buffer). */
+  /** Runs forward and backward on one batch without updating; returns its mean loss (readParameters("grads") reads the gradients). */
   async lossAndGradients(batch: Batch): Promise<number> {
     const valid = countValid(batch.targets);
-    this.backend.kernels.fill({ out: this.buffers.grads, n: this.layout.bytes / 4, value: 0, dtype: "f32" });
-    if (valid === 0) return 0;
-    return (await this.forwardBackward(batch, 1 / valid)) / valid;
+    const lossScale = this.lossScaler?.scale ?? 1;
+    this.lastLossScale = lossScale;
+    this.zeroGradients();
+    if (valid === 0) {
+      this.masters?.zeroGradients();
+      return 0;
+    }
+    const loss = (await this.forwardBackward(batch, lossScale / valid)) / valid;
+    this.masters?.collectGradients(true);
+    return loss;
   }
 
   /** A forward-only runner over this trainer's parameters (evaluation, generation). */
@@ -193,6 +295,7 @@ export class Trainer {
 
   dispose(): void {
     this.compiled.dispose();
+    this.masters?.dispose();
     for (const b of Object.values(this.buffers)) this.backend.free(b);
   }
 
