@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { CheckpointError } from "@kiln/contract";
+import { isProcessRunning } from "./process-running.js";
 
 const STEP_FILE = /^step_(\d+)\.safetensors$/;
 
@@ -42,14 +43,18 @@ export function resolveResume(resume: string, dir: string): string | undefined {
   return resume;
 }
 
-/** Makes sure checkpoints can be written to `dir`, creating it; refuses with the reason otherwise. */
-export function ensureWritableDir(dir: string): void {
+/**
+ * Makes sure checkpoints can be written to `dir`, creating it; refuses with the reason
+ * otherwise. Returns the first folder it created (undefined when `dir` existed).
+ */
+export function ensureWritableDir(dir: string): string | undefined {
   try {
-    fs.mkdirSync(dir, { recursive: true });
+    const created = fs.mkdirSync(dir, { recursive: true });
     fs.accessSync(dir, fs.constants.W_OK);
     const probe = path.join(dir, `.kiln-write-probe-${process.pid}`);
     fs.writeFileSync(probe, "");
     fs.rmSync(probe);
+    return created;
   } catch (err) {
     throw new CheckpointError(`cannot write checkpoints to this folder (${(err as NodeJS.ErrnoException).code ?? String(err)})`, {
       where: dir,
@@ -77,11 +82,5 @@ export function removeStaleTempFiles(dir: string): number {
 }
 
 function isAlive(pid: number): boolean {
-  if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
+  return pid === process.pid || isProcessRunning(pid);
 }

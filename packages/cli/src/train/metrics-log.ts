@@ -12,8 +12,15 @@ export interface MetricsLine {
   "it/s"?: number;
   "tokens/s"?: number;
   mfu?: number | null;
+  /** Bytes in use in the device's arena (the backend's allocator). */
   mem_bytes?: number;
+  /** The process's peak resident set size so far (worker threads included). */
+  peak_rss_bytes?: number;
   val_loss?: number;
+  /** f16: the step's gradients overflowed, so its update was skipped. */
+  skipped?: boolean;
+  /** f16: the loss scale the step used. */
+  loss_scale?: number;
 }
 
 /** Appends JSON lines to <output>/metrics.jsonl (and to stdout when headless), and their scalars to <output>/tensorboard. */

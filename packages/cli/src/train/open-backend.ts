@@ -1,13 +1,31 @@
 import { type Backend, DeviceError, createReferenceBackend } from "@kiln/contract";
+import type { PeakFlopsSource } from "@kiln/kernels-wasm";
 
 /** Where `--target-device` may point; "auto" takes the GPU when one is usable. */
 export type TargetDevice = "auto" | "cpu" | "gpu";
 export const TARGET_DEVICES: readonly TargetDevice[] = ["auto", "cpu", "gpu"];
 
+export interface BackendOptions {
+  /** CPU threads for the wasm kernels (default: every core). */
+  threads?: number;
+  /** Where the CPU backend's peak FLOP/s comes from (for MFU); without it the CPU backend has none. */
+  cpuPeak?: PeakFlopsSource;
+  /** Allow TF32 matmuls (--tf32, trainer.tf32): handed to the CUDA backend, which may use them for f32 matmuls. */
+  tf32?: boolean;
+}
+
 /** Backends by registry name; KILN_BACKEND picks one of them over --target-device. */
-const BACKENDS: Record<string, (options: { threads?: number }) => Promise<Backend>> = {
-  cpu: async (options) => (await import("@kiln/kernels-wasm")).createWasmBackend({ ...(options.threads ? { threads: options.threads } : {}) }),
-  gpu: async () => (await importCuda("--target-device gpu")).createCudaBackend(),
+const BACKENDS: Record<string, (options: BackendOptions) => Promise<Backend>> = {
+  cpu: async (options) =>
+    (await import("@kiln/kernels-wasm")).createWasmBackend({
+      ...(options.threads ? { threads: options.threads } : {}),
+      ...(options.cpuPeak ? { peakFlops: options.cpuPeak } : { measurePeak: false }),
+    }),
+  gpu: async (options) => {
+    const cuda = await importCuda("--target-device gpu");
+    const cudaOptions: Parameters<typeof cuda.createCudaBackend>[0] & { tf32?: boolean } = options.tf32 ? { tf32: true } : {};
+    return cuda.createCudaBackend(cudaOptions);
+  },
   // The CUDA kernels compiled for the host CPU: slow, for checking the GPU code without a GPU.
   "cuda-sim": async () => (await importCuda("KILN_BACKEND=cuda-sim")).createCudaSimBackend(),
   // Every kernel through the contract's f64 oracle: slow, for checking kiln itself.
@@ -45,7 +63,7 @@ export async function gpuUnavailableReason(): Promise<string | undefined> {
  * GPU when usable, else the CPU with the reason in `note`. KILN_BACKEND (cpu, gpu, cuda-sim,
  * reference) overrides the choice.
  */
-export async function openBackend(device: TargetDevice, options: { threads?: number } = {}): Promise<{ backend: Backend; note?: string }> {
+export async function openBackend(device: TargetDevice, options: BackendOptions = {}): Promise<{ backend: Backend; note?: string }> {
   const forced = process.env.KILN_BACKEND;
   if (forced) {
     const open = BACKENDS[forced];

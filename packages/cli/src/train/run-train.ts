@@ -5,15 +5,22 @@ import {
   loadTrainerCheckpoint,
   planForwardMemory,
   planTrainingMemory,
+  type StepResult,
+  saveTrainedWeights,
   saveTrainerCheckpoint,
   trainingFlopsPerToken,
-  writeSafetensors,
 } from "@kiln/core";
+import type { FloatDType } from "@kiln/contract";
+import { dtypeFromFlags } from "../config/dtype-choice.js";
+import { trainingPrecision } from "./training-precision.js";
 import { type ConfigOverrides, type RunSettings, resolveSettings } from "../config/settings.js";
 import { loadConfigFile } from "../config/load-config.js";
 import { formatBytes } from "../estimate/format-bytes.js";
 import { formatBanner } from "./banner.js";
-import { checkpointPath, ensureWritableDir, pruneCheckpoints, removeStaleTempFiles, resolveResume } from "./checkpoint-files.js";
+import { checkpointPath, pruneCheckpoints, removeStaleTempFiles, resolveResume } from "./checkpoint-files.js";
+import { type CpuPeak, cachedCpuPeakSource, forgetCpuPeak } from "../cpu-peak/cpu-peak.js";
+import { modelFlopsUtilization, peakForDtype } from "./mfu.js";
+import { lockOutputDir } from "./output-lock.js";
 import { MetricsLog, type MetricsLine } from "./metrics-log.js";
 import { openBackend } from "./open-backend.js";
 import { ProgressDisplay } from "./progress-display.js";
@@ -29,6 +36,9 @@ export interface TrainFlags extends ConfigOverrides {
   gpus?: string;
   syncBackend?: string;
   threads?: number;
+  bf16?: boolean;
+  fp16?: boolean;
+  exportDtype?: FloatDType;
 }
 
 /** Trains as the flags and config say; resolves to the process exit code (130 after Ctrl-C). */
@@ -39,22 +49,41 @@ export async function runTrain(flags: TrainFlags): Promise<number> {
       hint: "train on one device: drop --gpus and --sync-backend",
     });
   }
-  const s = resolveSettings(loadConfigFile(flags.file), flags);
-  if (s.dtype !== "f32") {
-    throw new ConfigError(`training in ${s.dtype} is not available yet`, { where: flags.dtype ? "--dtype" : `${s.configPath} (trainer.dtype)`, hint: "use --dtype f32" });
-  }
-  const data = await openTrainingData(s);
-  const { backend, note } = await openBackend(s.targetDevice, { ...(flags.threads ? { threads: flags.threads } : {}) });
+  const asked = dtypeFromFlags(flags);
+  const s = resolveSettings(loadConfigFile(flags.file), { ...flags, ...(asked ? { dtype: asked.dtype } : {}) });
+  // One run per output folder: a second one stops here, before it reads or writes anything there.
+  const lock = lockOutputDir(s.outputDir, stderrLine);
   try {
-    return await trainOn(s, flags, data, backend, note);
+    return await openAndTrain(s, flags);
+  } finally {
+    lock.release();
+  }
+}
+
+function stderrLine(text: string): void {
+  process.stderr.write(`${text}\n`);
+}
+
+async function openAndTrain(s: RunSettings, flags: TrainFlags): Promise<number> {
+  const data = await openTrainingData(s);
+  let cpuPeak: CpuPeak | undefined;
+  const { backend, note } = await openBackend(s.targetDevice, {
+    ...(flags.threads ? { threads: flags.threads } : {}),
+    ...(s.tf32 ? { tf32: true } : {}),
+    cpuPeak: cachedCpuPeakSource(stderrLine, (p) => (cpuPeak = p)),
+  });
+  try {
+    return await trainOn(s, flags, data, backend, note, cpuPeak);
   } finally {
     backend.dispose();
     await data.dataset.close();
   }
 }
 
-async function trainOn(s: RunSettings, flags: TrainFlags, data: TrainingData, backend: Backend, deviceNote: string | undefined): Promise<number> {
-  const plan = { ...planTrainingMemory(s.model, s.batchSize, s.seqLen, "f32", s.recompute), evaluation: planForwardMemory(s.model, s.batchSize, s.seqLen) };
+async function trainOn(s: RunSettings, flags: TrainFlags, data: TrainingData, backend: Backend, deviceNote: string | undefined, cpuPeak: CpuPeak | undefined): Promise<number> {
+  const precision = trainingPrecision(s, backend, dtypeFromFlags(flags)?.flag);
+  const dtype = precision.dtype;
+  const plan = { ...planTrainingMemory(s.model, s.batchSize, s.seqLen, dtype, s.recompute), evaluation: planForwardMemory(s.model, s.batchSize, s.seqLen, dtype) };
   const available = backend.capabilities().device.memoryBytes;
   const need = plan.total + plan.evaluation;
   if (need > available) {
@@ -72,18 +101,18 @@ async function trainOn(s: RunSettings, flags: TrainFlags, data: TrainingData, ba
     schedule: { kind: s.schedule, peak: s.lr, min: s.minLr, warmupSteps: s.warmupSteps, maxSteps: s.maxSteps ?? Math.ceil(((s.numEpochs ?? 1) * data.train.batchesPerEpoch) / s.gradAccum) },
     seed: s.seed,
     recompute: s.recompute,
+    dtype,
   });
   if (resumeFrom) {
     const meta = await loadTrainerCheckpoint(trainer, resumeFrom);
     if (meta["kiln.data_cursor"]) data.train.setCursor(JSON.parse(meta["kiln.data_cursor"]));
   }
-  ensureWritableDir(s.outputDir);
   removeStaleTempFiles(s.outputDir);
   const runner = trainer.forwardRunner(s.batchSize, s.seqLen);
   const totalSteps = s.maxSteps ?? Math.ceil(((s.numEpochs ?? 1) * data.train.batchesPerEpoch) / s.gradAccum);
   const interactive = !flags.headless && process.stdout.isTTY === true;
   const log = new MetricsLog(s.outputDir, !interactive, resumeFrom ? trainer.stepCount : undefined);
-  const banner = formatBanner(s, backend, trainer.layout.count, plan, data.description, deviceNote);
+  const banner = formatBanner(s, backend, trainer.layout.count, plan, data.description, deviceNote, precision.description);
   // Headless stdout carries only JSON lines: the banner goes to stderr there.
   (interactive ? process.stdout : process.stderr).write(`kiln train ${s.configPath}\n${banner}\n`);
   if (need > 0.9 * available) process.stderr.write(`warning: the plan uses ${((100 * need) / available).toFixed(0)}% of device memory\n`);
@@ -93,7 +122,8 @@ async function trainOn(s: RunSettings, flags: TrainFlags, data: TrainingData, ba
   const display = interactive ? new ProgressDisplay(totalSteps, trainer.stepCount) : undefined;
   const say = (text: string) => (display ? display.log(text) : process.stderr.write(`${text}\n`));
   const flopsPerToken = trainingFlopsPerToken(s.model, s.seqLen);
-  const peak = backend.capabilities().peakFlops.f32;
+  const peak = peakForDtype(backend.capabilities(), dtype);
+  let peakBeaten = false;
   const metadata = () => ({
     "kiln.data_cursor": JSON.stringify(prefetcher.getCursor()),
     "kiln.config": s.configText,
@@ -126,6 +156,12 @@ async function trainOn(s: RunSettings, flags: TrainFlags, data: TrainingData, ba
       if (step % s.logInterval === 0 || step === totalSteps) {
         const seconds = (performance.now() - windowStart) / 1000;
         const tokensPerSecond = windowTokens / seconds;
+        const utilization = modelFlopsUtilization(windowTokens * flopsPerToken, seconds, peak);
+        if (utilization.beatPeak && !peakBeaten) {
+          peakBeaten = true;
+          if (cpuPeak) forgetCpuPeak(cpuPeak);
+          say(`warning: training ran faster than the device's peak FLOP/s figure${cpuPeak ? ` (measured ${cpuPeak.measuredAt}, likely while the machine was busy; it is measured again next run)` : ""}; MFU is shown as at most 1`);
+        }
         const line: MetricsLine = {
           step,
           loss: r.loss,
@@ -134,14 +170,19 @@ async function trainOn(s: RunSettings, flags: TrainFlags, data: TrainingData, ba
           epoch: prefetcher.epochProgress,
           "it/s": windowSteps / seconds,
           "tokens/s": tokensPerSecond,
-          mfu: peak ? (tokensPerSecond * flopsPerToken) / peak : null,
+          mfu: utilization.mfu,
           mem_bytes: backend.memoryStats().inUseBytes,
+          peak_rss_bytes: process.resourceUsage().maxRSS * 1024,
+          ...precisionFields(r),
         };
         log.write(line);
         display?.update(line);
         windowStart = performance.now();
         windowSteps = 0;
         windowTokens = 0;
+      } else if (r.skipped) {
+        // Every skipped f16 step is logged, on a log interval or not.
+        log.write({ step, loss: r.loss, ...precisionFields(r) });
       }
       if (step % s.evalInterval === 0 || step === totalSteps) {
         const valLoss = await evaluate(runner, data.val, s.evalIters);
@@ -156,12 +197,7 @@ async function trainOn(s: RunSettings, flags: TrainFlags, data: TrainingData, ba
     if (trainer.stepCount !== lastSaved) await save();
     if (!stop) {
       const final = path.join(s.outputDir, "final.safetensors");
-      const params = await trainer.readParameters();
-      await writeSafetensors(
-        final,
-        trainer.layout.specs.map((p) => ({ name: p.name, dtype: "F32" as const, shape: p.shape, data: params.get(p.name)! })),
-        { format: "pt", "kiln.model": JSON.stringify(s.model), "kiln.step": String(trainer.stepCount), ...(data.tokenizer ? { "kiln.tokenizer": data.tokenizer } : {}) },
-      );
+      await saveTrainedWeights(trainer, final, data.tokenizer ? { "kiln.tokenizer": data.tokenizer } : {}, flags.exportDtype ?? dtype);
       say(`wrote ${final}`);
     }
   } finally {
@@ -173,4 +209,9 @@ async function trainOn(s: RunSettings, flags: TrainFlags, data: TrainingData, ba
     trainer.dispose();
   }
   return stop ? 130 : 0;
+}
+
+/** f16 log fields: the loss scale the step used, and `skipped` when its gradients overflowed. */
+function precisionFields(r: StepResult): Pick<MetricsLine, "skipped" | "loss_scale"> {
+  return { ...(r.skipped ? { skipped: true } : {}), ...(r.lossScale !== undefined ? { loss_scale: r.lossScale } : {}) };
 }

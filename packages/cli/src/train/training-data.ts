@@ -1,7 +1,7 @@
-import os from "node:os";
 import path from "node:path";
 import { BatchSampler, type TokenDataset, builtinCorpus, openTokenDataset } from "@kiln/core";
 import type { RunSettings } from "../config/settings.js";
+import { kilnCacheDir } from "../cache-dir.js";
 
 export interface TrainingData {
   dataset: TokenDataset;
@@ -13,18 +13,13 @@ export interface TrainingData {
   description: string;
 }
 
-/** kiln's cache folder: $XDG_CACHE_HOME/kiln or ~/.cache/kiln. */
-export function cacheDir(): string {
-  return path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "kiln");
-}
-
 /** Opens (and validates) the token file, or the built-in corpus when none is given. */
 export async function openTrainingData(s: RunSettings): Promise<TrainingData> {
   let file = s.dataPath;
   let description: string;
   if (file === undefined) {
     const tokenizer = (s.tokenizer ?? "bytes") as "bytes";
-    const corpus = await builtinCorpus({ cacheDir: path.join(cacheDir(), "corpus"), tokenizer });
+    const corpus = await builtinCorpus({ cacheDir: path.join(kilnCacheDir(), "corpus"), tokenizer });
     file = corpus.path;
     description = `built-in story corpus, ${tokenizer} tokens (${corpus.created ? "tokenized now" : "cached"} at ${corpus.path})`;
   } else {
