@@ -1,7 +1,9 @@
 import { Command, CommanderError } from "commander";
 import { KilnError } from "@kiln/contract";
+import { registerDashboard } from "./commands/dashboard.js";
 import { registerDoctor } from "./commands/doctor.js";
 import { registerEstimate } from "./commands/estimate.js";
+import { registerPlot } from "./commands/plot.js";
 import { registerPrepare } from "./commands/prepare.js";
 import { registerSample } from "./commands/sample.js";
 import { registerTrain } from "./commands/train.js";
@@ -18,6 +20,8 @@ export function buildProgram(): Command {
   registerSample(program);
   registerDoctor(program);
   registerEstimate(program);
+  registerPlot(program);
+  registerDashboard(program);
   return program;
 }
 
