@@ -2,14 +2,18 @@ import { type Command, Option } from "commander";
 import { ConfigError } from "@kiln/contract";
 import { loadConfigFile } from "../config/load-config.js";
 import { resolveSettings } from "../config/settings.js";
-import { KNOWN_DEVICES, deviceProfile } from "../estimate/devices.js";
+import type { TrainingDTypeChoice } from "@kiln/core";
+import { dtypeFromFlags } from "../config/dtype-choice.js";
+import { KNOWN_DEVICES, autoDTypeFor, deviceProfile } from "../estimate/devices.js";
 import { HEADROOM, estimateTraining } from "../estimate/estimate.js";
 import { formatBytes, formatCount } from "../estimate/format-bytes.js";
-import { oneOf, positiveInt } from "./parse-flags.js";
+import { dtypeChoice, oneOf, positiveInt } from "./parse-flags.js";
 
 interface EstimateFlags {
   file: string;
-  dtype?: "f32" | "bf16" | "f16";
+  dtype?: TrainingDTypeChoice;
+  bf16?: boolean;
+  fp16?: boolean;
   device: string;
   batchSize?: number;
   seqLen?: number;
@@ -23,7 +27,9 @@ export function registerEstimate(program: Command): void {
     .command("estimate")
     .description("memory and FLOPs of training a config, exactly as planned, and the largest batch that fits a device")
     .requiredOption("-f, --file <config.yaml>", "model and trainer config")
-    .addOption(new Option("--dtype <dtype>", "storage dtype").argParser(oneOf(["f32", "bf16", "f16"] as const)))
+    .addOption(new Option("--dtype <dtype>", "training dtype: f32, bf16, f16 or auto (bf16 where the device runs it, else f16, else f32)").argParser(dtypeChoice))
+    .option("--bf16", "same as --dtype bf16")
+    .option("--fp16", "same as --dtype f16")
     .option("--device <name>", `device to plan for: ${KNOWN_DEVICES.join(", ")}`, "cpu")
     .option("--batch-size <n>", "micro-batch size", positiveInt)
     .option("--seq-len <n>", "sequence length", positiveInt)
@@ -31,8 +37,9 @@ export function registerEstimate(program: Command): void {
     .addOption(new Option("--recompute <policy>", "none, cheap (GELU/norms) or blocks (checkpointing)").argParser(oneOf(["none", "cheap", "blocks"] as const)))
     .option("--json", "print the estimate as JSON")
     .action((flags: EstimateFlags) => {
+      const asked = dtypeFromFlags(flags);
       const settings = resolveSettings(loadConfigFile(flags.file), {
-        ...(flags.dtype ? { dtype: flags.dtype } : {}),
+        ...(asked ? { dtype: asked.dtype } : {}),
         ...(flags.batchSize ? { batchSize: flags.batchSize } : {}),
         ...(flags.seqLen ? { seqLen: flags.seqLen } : {}),
         ...(flags.gradAccum ? { gradAccum: flags.gradAccum } : {}),
@@ -42,7 +49,8 @@ export function registerEstimate(program: Command): void {
       if (!device) {
         throw new ConfigError(`unknown device "${flags.device}"`, { where: "--device", hint: `use one of ${KNOWN_DEVICES.join(", ")}` });
       }
-      const e = estimateTraining(settings.model, settings.batchSize, settings.seqLen, settings.gradAccum, settings.dtype, device, settings.recompute);
+      const dtype = settings.dtype === "auto" ? autoDTypeFor(device) : settings.dtype;
+      const e = estimateTraining(settings.model, settings.batchSize, settings.seqLen, settings.gradAccum, dtype, device, settings.recompute);
       if (flags.json) {
         process.stdout.write(`${JSON.stringify(e, null, 2)}\n`);
         return;
@@ -51,10 +59,10 @@ export function registerEstimate(program: Command): void {
       const pct = (b: number) => `${((100 * b) / device.memoryBytes).toFixed(1)}%`;
       const rows: [string, string][] = [
         ["model", `${settings.model.arch}, ${formatCount(e.parameters)} parameters (${e.parameters})`],
-        ["step", `batch ${settings.batchSize} x seq ${settings.seqLen} x accum ${settings.gradAccum} = ${e.tokensPerStep} tokens, ${settings.dtype}`],
+        ["step", `batch ${settings.batchSize} x seq ${settings.seqLen} x accum ${settings.gradAccum} = ${e.tokensPerStep} tokens, ${dtype}${settings.dtype === "auto" ? " (auto)" : ""}`],
         ["FLOPs", `${formatCount(e.flopsPerToken)} per token, ${(e.flopsPerStep / 1e12).toPrecision(3)} TFLOP per step`],
-        ["parameters", `${formatBytes(m.parameters)}${settings.dtype === "f32" ? "" : " (incl. f32 master weights)"}`],
-        ["gradients", formatBytes(m.gradients)],
+        ["parameters", `${formatBytes(m.parameters)}${dtype === "f32" ? "" : " (incl. f32 master weights)"}`],
+        ["gradients", `${formatBytes(m.gradients)}${dtype === "f32" ? "" : " (incl. their f32 sums)"}`],
         ["optimizer", `${formatBytes(m.optimizerState)} (AdamW m, v in f32)`],
         ["activations", `${formatBytes(m.activations)} (${formatBytes(m.activationsUnpacked)} without reuse; recompute: ${settings.recompute})`],
         ["io", formatBytes(m.io)],

@@ -1,4 +1,5 @@
 import { TARGET_DEVICES } from "../train/open-backend.js";
+import { DTYPE_SPELLINGS } from "./dtype-choice.js";
 import { z } from "zod";
 
 const positiveInt = z.number().int().positive();
@@ -44,7 +45,10 @@ export const trainerSchema = z
     eps: z.number().positive().default(1e-8),
     grad_clip: z.number().nonnegative().default(1.0),
     target_device: z.enum(TARGET_DEVICES).default("auto"),
-    dtype: z.enum(["f32", "bf16", "f16"]).default("f32"),
+    /** f32, bf16, f16 or auto (other spellings such as bfloat16 and fp16 are accepted). */
+    dtype: z.enum(DTYPE_SPELLINGS as [string, ...string[]]).default("f32"),
+    /** Allow TF32 matmuls on CUDA (f32 training only takes them). */
+    tf32: z.boolean().default(false),
     seed: nonNegativeInt.default(1337),
     prefetch: nonNegativeInt.default(2),
     recompute: z.enum(["none", "cheap", "blocks"]).default("cheap"),

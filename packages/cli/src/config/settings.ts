@@ -1,7 +1,8 @@
 import type { TargetDevice } from "../train/open-backend.js";
 import path from "node:path";
 import { ConfigError } from "@kiln/contract";
-import { type ModelConfig, resolveModelConfig } from "@kiln/core";
+import { type ModelConfig, type TrainingDTypeChoice, resolveModelConfig } from "@kiln/core";
+import { trainingDTypeOf } from "./dtype-choice.js";
 import type { LoadedConfig } from "./load-config.js";
 
 /** Flags that override the config file (undefined = keep the file's value). */
@@ -11,7 +12,8 @@ export interface ConfigOverrides {
   gradAccum?: number;
   maxSteps?: number;
   targetDevice?: TargetDevice;
-  dtype?: "f32" | "bf16" | "f16";
+  dtype?: TrainingDTypeChoice;
+  tf32?: boolean;
   seed?: number;
   evalInterval?: number;
   logInterval?: number;
@@ -45,7 +47,10 @@ export interface RunSettings {
   evalInterval: number;
   evalIters: number;
   targetDevice: TargetDevice;
-  dtype: "f32" | "bf16" | "f16";
+  /** The dtype asked for; "auto" is resolved once the backend is open (chooseTrainingDType). */
+  dtype: TrainingDTypeChoice;
+  /** Allow TF32 matmuls where a backend can use them (CUDA). */
+  tf32: boolean;
   seed: number;
   prefetch: number;
   /** Activations recomputed in the backward pass: none, cheap (GELU/norms), blocks (checkpointing). */
@@ -122,7 +127,8 @@ export function resolveSettings(loaded: LoadedConfig, o: ConfigOverrides = {}): 
     evalInterval: o.evalInterval ?? t.eval_interval,
     evalIters: t.eval_iters,
     targetDevice: o.targetDevice ?? t.target_device,
-    dtype: o.dtype ?? t.dtype,
+    dtype: o.dtype ?? trainingDTypeOf(t.dtype)!,
+    tf32: o.tf32 ?? t.tf32,
     seed: o.seed ?? t.seed,
     prefetch: o.prefetch ?? t.prefetch,
     recompute: o.recompute ?? t.recompute,

@@ -1,4 +1,5 @@
 import os from "node:os";
+import type { FloatDType } from "@kiln/contract";
 
 /** A device kiln can plan for: usable memory and dense peak FLOP/s per dtype. */
 export interface DeviceProfile {
@@ -32,6 +33,15 @@ export function cpuProfile(): DeviceProfile {
 }
 
 export const KNOWN_DEVICES = ["cpu", ...Object.keys(GPUS)];
+
+/**
+ * What `--dtype auto` trains in on a planned device, as on an open backend: bf16 where
+ * the device has a bf16 peak (the CPU; GPUs of compute capability 8.0 and later), else
+ * f16 with loss scaling where it has an f16 peak, else f32.
+ */
+export function autoDTypeFor(device: DeviceProfile): FloatDType {
+  return device.peakFlops.bf16 > 0 ? "bf16" : device.peakFlops.f16 > 0 ? "f16" : "f32";
+}
 
 export function deviceProfile(name: string): DeviceProfile | undefined {
   return name === "cpu" ? cpuProfile() : GPUS[name.toLowerCase()];

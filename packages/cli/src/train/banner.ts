@@ -3,8 +3,16 @@ import type { MemoryPlan } from "@kiln/core";
 import type { RunSettings } from "../config/settings.js";
 import { formatBytes, formatCount } from "../estimate/format-bytes.js";
 
-/** The start-of-run summary: device, model size, tokens per step, the memory plan against what is available. */
-export function formatBanner(s: RunSettings, backend: Backend, parameters: number, plan: MemoryPlan & { evaluation: number }, data: string, deviceNote?: string): string {
+/** The start-of-run summary: device, model size, dtype and why, tokens per step, the memory plan against what is available. */
+export function formatBanner(
+  s: RunSettings,
+  backend: Backend,
+  parameters: number,
+  plan: MemoryPlan & { evaluation: number },
+  data: string,
+  deviceNote: string | undefined,
+  precision: string,
+): string {
   const dev = backend.capabilities().device;
   const available = dev.memoryBytes;
   const total = plan.total + plan.evaluation;
@@ -12,6 +20,7 @@ export function formatBanner(s: RunSettings, backend: Backend, parameters: numbe
   const rows: [string, string][] = [
     ["device", `${dev.name}${dev.computeCapability ? `, compute ${dev.computeCapability}` : ""}${deviceNote ? ` (${deviceNote})` : ""}`],
     ["model", `${s.model.arch}, ${formatCount(parameters)} parameters, ${s.model.numLayers} layers, hidden ${s.model.hiddenSize}`],
+    ["dtype", precision],
     ["step", `${s.batchSize} x ${s.seqLen} tokens x ${s.gradAccum} accumulation = ${s.batchSize * s.seqLen * s.gradAccum} tokens`],
     ["data", data],
     [
