@@ -80,13 +80,13 @@ describe("kiln train refuses a bad config or flag", () => {
     });
   });
 
-  it("--dtype bf16, which training does not support yet", async () => {
+  it("--dtype bf16 with --fp16, which ask for different dtypes", async () => {
     await ws.writeConfig("tiny.yaml");
-    expectRefused(await refuse(["-f", "tiny.yaml", "--dtype", "bf16"]), {
+    expectRefused(await refuse(["-f", "tiny.yaml", "--dtype", "bf16", "--fp16"]), {
       kind: "ConfigError",
-      where: "--dtype",
-      message: /^training in bf16 is not available yet/,
-      hint: /use --dtype f32/,
+      where: "--fp16",
+      message: /^--dtype bf16 and --fp16 ask for different dtypes/,
+      hint: /pass one of --dtype f32\|bf16\|f16\|auto, --bf16 or --fp16/,
     });
   });
 
