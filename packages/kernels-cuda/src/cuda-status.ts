@@ -13,6 +13,8 @@ export interface CudaStatus {
   simulator: { built: boolean; detail: string };
   /** Libraries loaded at run time when present; kiln works without them where it can. */
   libraries: { cublas: string | null; cublasLt: string | null; nccl: string | null };
+  /** Versions of the optional libraries found, read from the libraries themselves ("13.0.2"), or why not. */
+  libraryVersions: { cublasLt?: string; nccl?: string };
 }
 
 const PROC_VERSION = "/proc/driver/nvidia/version";
@@ -55,14 +57,30 @@ function simulatorStatus(): CudaStatus["simulator"] {
 
 /** What this machine offers for the GPU backend, found by loading the addon (which needs no driver to load). */
 export function cudaStatus(): CudaStatus {
+  const libraries = {
+    cublas: findSharedLibrary(["libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"]),
+    cublasLt: findSharedLibrary(["libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so.11", "libcublasLt.so"]),
+    nccl: findSharedLibrary(["libnccl.so.2", "libnccl.so"]),
+  };
   return {
     driver: driverStatus(),
     ...addonStatus(),
     simulator: simulatorStatus(),
-    libraries: {
-      cublas: findSharedLibrary(["libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"]),
-      cublasLt: findSharedLibrary(["libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so.11", "libcublasLt.so"]),
-      nccl: findSharedLibrary(["libnccl.so.2", "libnccl.so"]),
+    libraries,
+    libraryVersions: {
+      ...(libraries.cublasLt ? { cublasLt: libraryVersion(libraries.cublasLt, "cublasLt") } : {}),
+      ...(libraries.nccl ? { nccl: libraryVersion(libraries.nccl, "nccl") } : {}),
     },
   };
+}
+
+/** Read through either addon (the probe needs no GPU); an explanation when neither is built or the read fails. */
+function libraryVersion(file: string, kind: "cublasLt" | "nccl"): string {
+  const addon = loadAddon("cuda").addon ?? loadAddon("sim").addon;
+  if (!addon) return "version unknown (the CUDA addon is not built)";
+  try {
+    return addon.libraryVersion(file, kind);
+  } catch (err) {
+    return `version unknown (${(err as Error).message})`;
+  }
 }

@@ -33,6 +33,8 @@ export interface NativeStatus {
 export interface NativeAddon {
   status(): NativeStatus;
   Device: new (ordinal: number) => NativeDevice;
+  /** The version ("13.0.2") of the library at `path`, read through its own version function; throws why not. */
+  libraryVersion(path: string, kind: "cublasLt" | "nccl"): string;
   setSimOptions?(options: { reverseBlocks?: boolean; reverseThreads?: boolean }): void;
 }
 

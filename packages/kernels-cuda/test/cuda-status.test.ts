@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -46,6 +47,30 @@ describe("cuda status", () => {
     try {
       expect(findSharedLibrary(["libmissing.so", "libkilnprobe.so.7"])).toBe(file);
       expect(findSharedLibrary(["libdefinitely-not-here.so.99"])).toBeNull();
+    } finally {
+      process.env.LD_LIBRARY_PATH = saved;
+      fs.rmSync(dir, { recursive: true });
+    }
+  });
+});
+
+describe("optional NVIDIA libraries", () => {
+  const st = cudaStatus();
+  it.skipIf(!st.addon.built && !st.simulator.built)("reads cuBLASLt's and NCCL's versions from the libraries found (fakes built here)", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kiln-fake-libs-"));
+    const build = (name: string, source: string) => {
+      const c = path.join(dir, `${name}.c`);
+      fs.writeFileSync(c, source);
+      execFileSync("cc", ["-shared", "-fPIC", "-o", path.join(dir, name), c]);
+    };
+    build("libcublasLt.so.13", "#include <stddef.h>\nsize_t cublasLtGetVersion(void) { return 130002; }\n");
+    build("libnccl.so.2", "int ncclGetVersion(int* v) { *v = 22703; return 0; }\n");
+    const saved = process.env.LD_LIBRARY_PATH;
+    process.env.LD_LIBRARY_PATH = dir;
+    try {
+      const s = cudaStatus();
+      expect(s.libraries.cublasLt).toBe(path.join(dir, "libcublasLt.so.13"));
+      expect(s.libraryVersions).toEqual({ cublasLt: "13.0.2", nccl: "2.27.3" });
     } finally {
       process.env.LD_LIBRARY_PATH = saved;
       fs.rmSync(dir, { recursive: true });

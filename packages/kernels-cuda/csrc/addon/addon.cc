@@ -11,6 +11,7 @@
 #include "../kiln_cuda.h"
 #include "../runtime/device.h"
 #include "../runtime/raw_runtime.h"
+#include "library_probe.h"
 #if defined(KILN_CUDA_SIM)
 #include "../sim/sim_options.h"
 #endif
@@ -230,6 +231,13 @@ Napi::Value Status(const Napi::CallbackInfo& info) {
   return o;
 }
 
+/** libraryVersion(path, "cublasLt" | "nccl") -> "13.0.2", or throws with why it could not be read. */
+Napi::Value LibraryVersion(const Napi::CallbackInfo& info) {
+  kiln::LibraryVersion v = kiln::probe_library_version(info[0].As<Napi::String>().Utf8Value(), info[1].As<Napi::String>().Utf8Value());
+  if (!v.ok) throw Napi::Error::New(info.Env(), v.error);
+  return Napi::String::New(info.Env(), std::to_string(v.major) + "." + std::to_string(v.minor) + "." + std::to_string(v.patch));
+}
+
 #if defined(KILN_CUDA_SIM)
 void SetSimOptions(const Napi::CallbackInfo& info) {
   auto o = info[0].As<Napi::Object>();
@@ -243,6 +251,7 @@ void SetSimOptions(const Napi::CallbackInfo& info) {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("status", Napi::Function::New(env, Status));
   exports.Set("Device", DeviceHandle::Define(env));
+  exports.Set("libraryVersion", Napi::Function::New(env, LibraryVersion));
 #if defined(KILN_CUDA_SIM)
   exports.Set("setSimOptions", Napi::Function::New(env, SetSimOptions));
 #endif
