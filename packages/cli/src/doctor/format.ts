@@ -23,6 +23,8 @@ export function formatDoctorReport(r: DoctorReport): string {
   return [...rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`), "", verdict].join("\n");
 }
 
+const withVersion = (text: string, version: string | undefined) => (version ? `${text}, ${version}` : text);
+
 function cudaRows(c: DoctorReport["cuda"]): [string, string][] {
   if (!("driver" in c)) return [["gpu", c.missing]];
   return [
@@ -30,7 +32,7 @@ function cudaRows(c: DoctorReport["cuda"]): [string, string][] {
     ["gpu kernels", c.addon.built ? `built for sm_${c.addon.archs.join(", sm_")} (${c.addon.detail.split(" ")[0]})` : `not built: ${c.addon.detail}`],
     ["gpus", c.addon.built ? (c.runtime.deviceCount > 0 ? `${c.runtime.deviceCount} visible` : `none usable: ${c.runtime.error}`) : "unknown until the CUDA kernels are built"],
     ["cuda simulator", c.simulator.built ? `built (KILN_BACKEND=cuda-sim runs the CUDA kernels on this CPU)` : `not built: ${c.simulator.detail}`],
-    ["cuBLASLt", found(c.libraries.cublasLt, "libcublasLt.so; kiln's own matmul kernels are used")],
-    ["NCCL", found(c.libraries.nccl, "libnccl.so.2; needed only for multi-GPU training, which is not available yet")],
+    ["cuBLASLt", withVersion(found(c.libraries.cublasLt, "libcublasLt.so"), c.libraryVersions.cublasLt) + "; not used yet: kiln's own matmul kernels run every matmul"],
+    ["NCCL", withVersion(found(c.libraries.nccl, "libnccl.so.2"), c.libraryVersions.nccl) + "; needed only for multi-GPU training, which is not available yet"],
   ];
 }
