@@ -14,7 +14,7 @@ const which = (cmd: string) => {
 export function simToolchain(): { cxx: string; cudaInclude: string } | { missing: string } {
   const cxx = process.env.KILN_SIM_CXX || which("clang++-16") || which("clang++");
   const cudaInclude = [process.env.KILN_CUDA_INCLUDE, "/usr/local/cuda/include"].find((d) => d && fs.existsSync(path.join(d, "cuda_bf16.h")));
-  if (!cxx) return { missing: "clang++ not found (the simulator builds with clang++-16)" };
+  if (!cxx || !fs.existsSync(cxx)) return { missing: `${cxx ?? "clang++"} not found (the simulator builds with clang++-16)` };
   if (!cudaInclude) return { missing: "the CUDA headers (cuda_fp16.h, cuda_bf16.h) were not found; set KILN_CUDA_INCLUDE" };
   return { cxx, cudaInclude };
 }
