@@ -1,12 +1,12 @@
 // One training configuration in kiln on the wasm backend, timed: prints one JSON line.
-// Usage: node train-step-kiln.mjs --layers 4 --heads 4 --hidden 256 --vocab 4096 --seq 128 --batch 8 --steps 10 --threads 2
+// Usage: node train-step-kiln.mjs --layers 4 --heads 4 --hidden 256 --vocab 4096 --seq 128 --batch 8 --steps 10 --threads 2 [--dtype f32|bf16|f16]
 // Needs the workspace built (pnpm turbo run build).
 import { parseArgs } from "node:util";
 import { Trainer, resolveModelConfig, trainingFlopsPerToken } from "../../packages/core/dist/index.js";
 import { createWasmBackend } from "../../packages/kernels-wasm/dist/index.js";
 
 const { values } = parseArgs({
-  options: Object.fromEntries(["layers", "heads", "hidden", "vocab", "seq", "batch", "steps", "warmup", "threads"].map((k) => [k, { type: "string" }])),
+  options: Object.fromEntries(["layers", "heads", "hidden", "vocab", "seq", "batch", "steps", "warmup", "threads", "dtype"].map((k) => [k, { type: "string" }])),
 });
 const n = (k, d) => Number(values[k] ?? d);
 const a = { layers: n("layers", 4), heads: n("heads", 4), hidden: n("hidden", 256), vocab: n("vocab", 4096), seq: n("seq", 128), batch: n("batch", 8), steps: n("steps", 10), warmup: n("warmup", 3), threads: n("threads", 2) };
@@ -20,6 +20,7 @@ const trainer = new Trainer(backend, {
   optimizer: { beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 },
   schedule: { kind: "constant", peak: 3e-4, min: 3e-4, warmupSteps: 0, maxSteps: 1 },
   seed: 0,
+  dtype: values.dtype ?? "f32",
 });
 let s = 1;
 const rand = () => ((s = (Math.imul(s, 1103515245) + 12345) >>> 0) % a.vocab);
@@ -39,7 +40,9 @@ console.log(
     tokens_per_s: tokensPerSecond,
     effective_gflops: (tokensPerSecond * trainingFlopsPerToken(model, a.seq)) / 1e9,
     peak_rss_bytes: process.resourceUsage().maxRSS * 1024,
+    dtype: trainer.dtype,
     planned_bytes: trainer.memoryPlan.total,
+    measured_peak_bytes: backend.memoryStats().peakBytes,
     loss,
     params: trainer.layout.count,
   }),
