@@ -7,14 +7,14 @@ import { registerPlot } from "./commands/plot.js";
 import { registerPrepare } from "./commands/prepare.js";
 import { registerSample } from "./commands/sample.js";
 import { registerTrain } from "./commands/train.js";
+import { reportUsageErrors } from "./commands/usage-error.js";
 import { KILN_VERSION } from "./version.js";
 
 export function buildProgram(): Command {
   const program = new Command("kiln")
     .description("train GPT- and Llama-style language models on CPU (WebAssembly SIMD) and NVIDIA GPUs")
     .version(KILN_VERSION)
-    .exitOverride()
-    .showHelpAfterError();
+    .exitOverride();
   registerTrain(program);
   registerPrepare(program);
   registerSample(program);
@@ -22,6 +22,7 @@ export function buildProgram(): Command {
   registerEstimate(program);
   registerPlot(program);
   registerDashboard(program);
+  reportUsageErrors(program);
   return program;
 }
 

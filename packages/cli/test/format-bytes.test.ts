@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatBytes, formatCount } from "../src/estimate/format-bytes.js";
+import { formatBytes, formatCount, formatFlops, formatSeconds } from "../src/estimate/format-bytes.js";
 
 describe("formatBytes", () => {
   it("prints three significant digits in binary units, never in exponent notation", () => {
@@ -32,5 +32,22 @@ describe("formatCount", () => {
     expect(formatCount(999_999)).toBe("1.00M");
     expect(formatCount(999_600)).toBe("1.00M");
     expect(formatCount(999_400)).toBe("999K");
+  });
+});
+
+describe("formatFlops and formatSeconds", () => {
+  it("print FLOPs with SI prefixes, three significant digits", () => {
+    expect(formatFlops(512)).toBe("512 FLOP");
+    expect(formatFlops(1.52e6)).toBe("1.52 MFLOP");
+    expect(formatFlops(999.9e9)).toBe("1.00 TFLOP");
+    expect(formatFlops(4.1e16)).toBe("41.0 PFLOP");
+  });
+
+  it("print durations from nanoseconds to seconds, never in exponent notation", () => {
+    expect(formatSeconds(12.5)).toBe("12.5 s");
+    expect(formatSeconds(0.25)).toBe("250 ms");
+    expect(formatSeconds(0.0009996)).toBe("1.00 ms");
+    expect(formatSeconds(2.34e-8)).toBe("23.4 ns");
+    for (let t = 1e-10; t < 1e5; t *= 3.1) expect(formatSeconds(t)).not.toMatch(/e/);
   });
 });

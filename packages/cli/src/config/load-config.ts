@@ -3,6 +3,7 @@ import { ConfigError } from "@kiln/contract";
 import { LineCounter, type Document, isNode, parseDocument } from "yaml";
 import type { z } from "zod";
 import { didYouMean } from "./did-you-mean.js";
+import { kilnKeyFor } from "./other-names.js";
 import { KNOWN_KEYS, type KilnConfig, configSchema } from "./schema.js";
 
 /** A YAML config checked against the schema, with where each key sits in the file. */
@@ -54,6 +55,12 @@ function lineOf(doc: Document, lines: LineCounter, keyPath: readonly PropertyKey
   return undefined;
 }
 
+/** `section.key` when `key` belongs to a section other than `section`. */
+function sectionOf(key: string, section: string): string | undefined {
+  const owner = Object.keys(KNOWN_KEYS).find((s) => s !== "" && s !== section && KNOWN_KEYS[s].includes(key));
+  return owner === undefined ? undefined : `${owner}.${key}`;
+}
+
 function describeValue(v: unknown): string {
   return typeof v === "string" ? `"${v}"` : JSON.stringify(v);
 }
@@ -68,9 +75,17 @@ function issuesToError(issues: readonly z.core.$ZodIssue[], doc: Document, lines
     if (issue.code === "unrecognized_keys") {
       for (const key of issue.keys) {
         const full = section ? `${section}.${key}` : key;
-        const suggestion = didYouMean(key, KNOWN_KEYS[section] ?? []);
         const line = lineOf(doc, lines, [...keyPath, key]);
         firstLine ??= line;
+        // A name from another trainer (eval_steps), or a kiln key in the wrong section: say where kiln has it.
+        const target = kilnKeyFor(key) ?? sectionOf(key, section);
+        if (target !== undefined && target !== full) {
+          const [targetSection, targetKey] = target.split(".");
+          messages.push(`unknown key ${full}${line ? ` (line ${line})` : ""}; kiln calls it ${target}`);
+          hint = targetSection === section ? `rename ${full} to ${target}` : `move it to the ${targetSection}: section as ${targetKey}`;
+          continue;
+        }
+        const suggestion = didYouMean(key, KNOWN_KEYS[section] ?? []);
         messages.push(`unknown key ${full}${line ? ` (line ${line})` : ""}${suggestion ? `; did you mean ${section ? `${section}.` : ""}${suggestion}?` : ""}`);
         if (suggestion) hint = `rename ${full} to ${section ? `${section}.` : ""}${suggestion}`;
         else hint = `remove ${full}; ${section || "the top level"} accepts ${(KNOWN_KEYS[section] ?? []).join(", ")}`;

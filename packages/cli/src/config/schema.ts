@@ -35,6 +35,7 @@ export const trainerSchema = z
     checkpoint_dir: z.string().min(1).optional(),
     log_interval: positiveInt.default(10),
     save_interval: positiveInt.default(500),
+    max_checkpoints: positiveInt.default(5),
     eval_interval: positiveInt.default(200),
     eval_iters: positiveInt.default(10),
     warmup_steps: nonNegativeInt.default(0),

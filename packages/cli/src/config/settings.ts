@@ -4,23 +4,16 @@ import { ConfigError } from "@kiln/contract";
 import { type ModelConfig, type TrainingDTypeChoice, resolveModelConfig } from "@kiln/core";
 import { trainingDTypeOf } from "./dtype-choice.js";
 import type { LoadedConfig } from "./load-config.js";
+import { applySettingFlags } from "./setting-flags.js";
 
-/** Flags that override the config file (undefined = keep the file's value). */
+/**
+ * Flags that override the config file, as commander parsed them (undefined = keep the
+ * file's value): the setting flags of SETTING_FLAGS by their property names, plus these.
+ */
 export interface ConfigOverrides {
-  batchSize?: number;
-  seqLen?: number;
-  gradAccum?: number;
-  maxSteps?: number;
-  targetDevice?: TargetDevice;
+  [flag: string]: unknown;
   dtype?: TrainingDTypeChoice;
   tf32?: boolean;
-  seed?: number;
-  evalInterval?: number;
-  logInterval?: number;
-  prefetch?: number;
-  outputDir?: string;
-  data?: string;
-  recompute?: "none" | "cheap" | "blocks";
 }
 
 /** Everything a training run needs, resolved from the file, the flags and the defaults. */
@@ -57,6 +50,8 @@ export interface RunSettings {
   recompute: "none" | "cheap" | "blocks";
   /** Where checkpoints and metrics.jsonl go. */
   outputDir: string;
+  /** Step checkpoints kept (the newest). */
+  maxCheckpoints: number;
   dataPath: string | undefined;
   tokenizer: string | undefined;
   valFraction: number;
@@ -64,7 +59,8 @@ export interface RunSettings {
 
 /** Applies flags over the file and checks what no single key can: divisibility, lengths, ranges. */
 export function resolveSettings(loaded: LoadedConfig, o: ConfigOverrides = {}): RunSettings {
-  const { model: m, trainer: t, data } = loaded.config;
+  const { config, fromFlags } = applySettingFlags(loaded.config, o);
+  const { model: m, trainer: t, data } = config;
   const file = loaded.path;
   const fail = (key: string, message: string, hint: string): never => {
     throw new ConfigError(message, { where: `${file} (${key})`, hint });
@@ -82,9 +78,9 @@ export function resolveSettings(loaded: LoadedConfig, o: ConfigOverrides = {}): 
   if (m.arch === "gpt2" && m.kv_heads !== undefined && m.kv_heads !== m.num_heads) {
     fail("model.kv_heads", "the gpt2 architecture has no grouped-query attention", "remove kv_heads or use arch: llama");
   }
-  const seqLen = o.seqLen ?? t.seq_len ?? m.max_seq_len;
+  const seqLen = t.seq_len ?? m.max_seq_len;
   if (seqLen > m.max_seq_len) {
-    fail(o.seqLen !== undefined ? "--seq-len" : "trainer.seq_len", `seq_len ${seqLen} is longer than model.max_seq_len ${m.max_seq_len}`, `use --seq-len ${m.max_seq_len} or less, or raise model.max_seq_len`);
+    fail(fromFlags.get("trainer.seq_len") ?? "trainer.seq_len", `seq_len ${seqLen} is longer than model.max_seq_len ${m.max_seq_len}`, `use --seq-len ${m.max_seq_len} or less, or raise model.max_seq_len`);
   }
   const model = resolveModelConfig({
     arch: m.arch,
@@ -99,7 +95,7 @@ export function resolveSettings(loaded: LoadedConfig, o: ConfigOverrides = {}): 
     ...(m.norm_eps === undefined ? {} : { normEps: m.norm_eps }),
     ...(m.tie_embeddings === undefined ? {} : { tieEmbeddings: m.tie_embeddings }),
   });
-  const maxSteps = o.maxSteps ?? t.max_steps;
+  const maxSteps = t.max_steps;
   if (maxSteps === undefined && t.num_epochs === undefined) {
     fail("trainer.max_steps", "neither trainer.max_steps nor trainer.num_epochs is set, so training would never end", "set trainer.max_steps (or pass --max-steps), or trainer.num_epochs");
   }
@@ -108,9 +104,9 @@ export function resolveSettings(loaded: LoadedConfig, o: ConfigOverrides = {}): 
     configPath: file,
     configText: loaded.text,
     model,
-    batchSize: o.batchSize ?? t.batch_size,
+    batchSize: t.batch_size,
     seqLen,
-    gradAccum: o.gradAccum ?? t.gradient_accumulation,
+    gradAccum: t.gradient_accumulation,
     maxSteps,
     numEpochs: t.num_epochs,
     lr: t.learning_rate,
@@ -122,18 +118,19 @@ export function resolveSettings(loaded: LoadedConfig, o: ConfigOverrides = {}): 
     beta2: t.beta2,
     eps: t.eps,
     gradClip: t.grad_clip,
-    logInterval: o.logInterval ?? t.log_interval,
+    logInterval: t.log_interval,
     saveInterval: t.save_interval,
-    evalInterval: o.evalInterval ?? t.eval_interval,
+    evalInterval: t.eval_interval,
     evalIters: t.eval_iters,
-    targetDevice: o.targetDevice ?? t.target_device,
+    targetDevice: t.target_device,
     dtype: o.dtype ?? trainingDTypeOf(t.dtype)!,
     tf32: o.tf32 ?? t.tf32,
-    seed: o.seed ?? t.seed,
-    prefetch: o.prefetch ?? t.prefetch,
-    recompute: o.recompute ?? t.recompute,
-    outputDir: o.outputDir ?? t.checkpoint_dir ?? path.join("checkpoints", name),
-    dataPath: o.data ?? data.path,
+    seed: t.seed,
+    prefetch: t.prefetch,
+    recompute: t.recompute,
+    outputDir: t.checkpoint_dir ?? path.join("checkpoints", name),
+    maxCheckpoints: t.max_checkpoints,
+    dataPath: data.path,
     tokenizer: data.tokenizer,
     valFraction: data.val_fraction,
   };

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import type { SimdVariant } from "@kiln/kernels-wasm";
 import { kilnCacheDir } from "../cache-dir.js";
 
 /** One measured CPU peak, as stored. */
@@ -65,4 +66,13 @@ export function writeCachedPeak(file: string, key: string, entry: CachedPeak | u
   } finally {
     fs.rmSync(temp, { force: true });
   }
+}
+
+/** The fastest peak cached for this machine, CPU and V8 at `threads` threads, whichever SIMD variant. */
+export function bestCachedPeak(threads: number, file = peakCacheFile()): CachedPeak | undefined {
+  const keys = (["relaxed", "plain"] satisfies SimdVariant[]).map((simd) => peakKey(simd, threads));
+  const peaks = Object.entries(readCache(file).peaks)
+    .filter(([key, p]) => keys.includes(key) && Number.isFinite(p.flopsPerSecond) && p.flopsPerSecond > 0)
+    .map(([, p]) => p);
+  return peaks.sort((a, b) => b.flopsPerSecond - a.flopsPerSecond)[0];
 }

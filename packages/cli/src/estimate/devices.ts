@@ -1,11 +1,14 @@
 import os from "node:os";
-import type { FloatDType } from "@kiln/contract";
+import { ConfigError, type FloatDType } from "@kiln/contract";
+import { bestCachedPeak } from "../cpu-peak/peak-cache.js";
 
-/** A device kiln can plan for: usable memory and dense peak FLOP/s per dtype. */
+/** A device kiln can plan for: usable memory and dense peak FLOP/s per dtype (0: unknown, or no such path). */
 export interface DeviceProfile {
   name: string;
   memoryBytes: number;
   peakFlops: { f32: number; bf16: number; f16: number };
+  /** Set when kiln can plan for the device but its kernels do not run there: why. */
+  unsupported?: string;
 }
 
 const GiB = 2 ** 30;
@@ -16,7 +19,12 @@ const cuda = await import("@kiln/kernels-cuda").catch(() => undefined);
 const GPUS: Record<string, DeviceProfile> = Object.fromEntries(
   Object.entries(cuda?.GPU_PROFILES ?? {}).map(([key, p]) => [
     key,
-    { name: p.name, memoryBytes: p.memoryBytes, peakFlops: { f32: p.peakFlops.f32 ?? 0, bf16: p.peakFlops.bf16 ?? 0, f16: p.peakFlops.f16 ?? 0 } },
+    {
+      name: p.name,
+      memoryBytes: p.memoryBytes,
+      peakFlops: { f32: p.peakFlops.f32 ?? 0, bf16: p.peakFlops.bf16 ?? 0, f16: p.peakFlops.f16 ?? 0 },
+      ...(p.unsupported ? { unsupported: p.unsupported } : {}),
+    },
   ]),
 );
 
@@ -24,12 +32,20 @@ const GPUS: Record<string, DeviceProfile> = Object.fromEntries(
 export const WASM32_LIMIT = 4 * GiB;
 
 export function cpuProfile(): DeviceProfile {
+  const cores = os.availableParallelism();
+  // The peak kiln train measured on this machine (on every core) when it has; else about
+  // 40 GFLOP/s per core (relaxed SIMD on the CI machines). The kernels compute in f32 for every dtype.
+  const peak = bestCachedPeak(cores)?.flopsPerSecond ?? 40e9 * cores;
   return {
-    name: `this CPU (${os.availableParallelism()} cores, WebAssembly: at most 4 GiB)`,
+    name: `this CPU (${cores} cores, WebAssembly: at most 4 GiB)`,
     memoryBytes: Math.min(os.totalmem(), WASM32_LIMIT),
-    // Measured on 2 cores of the CI machines: about 40 GFLOP/s per core with relaxed SIMD.
-    peakFlops: { f32: 40e9 * os.availableParallelism(), bf16: 40e9 * os.availableParallelism(), f16: 40e9 * os.availableParallelism() },
+    peakFlops: { f32: peak, bf16: peak, f16: peak },
   };
+}
+
+/** A device kiln has no figures for, known by its memory only (`--device-memory`). */
+export function customDevice(name: string, memoryBytes: number): DeviceProfile {
+  return { name, memoryBytes, peakFlops: { f32: 0, bf16: 0, f16: 0 } };
 }
 
 export const KNOWN_DEVICES = ["cpu", ...Object.keys(GPUS)];
@@ -45,4 +61,20 @@ export function autoDTypeFor(device: DeviceProfile): FloatDType {
 
 export function deviceProfile(name: string): DeviceProfile | undefined {
   return name === "cpu" ? cpuProfile() : GPUS[name.toLowerCase()];
+}
+
+/**
+ * The device `kiln estimate` plans for: `--device` from the table (default: this CPU),
+ * with `--device-memory` in place of its memory; a name kiln does not know needs
+ * `--device-memory` and is planned for by memory alone.
+ */
+export function plannedDevice(name: string | undefined, memoryBytes: number | undefined): DeviceProfile {
+  if (name === undefined && memoryBytes !== undefined) return customDevice("a device", memoryBytes);
+  const known = deviceProfile(name ?? "cpu");
+  if (known) return memoryBytes === undefined ? known : { ...known, name: `${known.name} (--device-memory)`, memoryBytes };
+  if (memoryBytes !== undefined) return customDevice(name!, memoryBytes);
+  throw new ConfigError(`unknown device "${name}"`, {
+    where: "--device",
+    hint: `use one of ${KNOWN_DEVICES.join(", ")}, or give any other device's memory with --device-memory (e.g. --device-memory 24GiB)`,
+  });
 }

@@ -21,6 +21,7 @@ import { checkpointPath, pruneCheckpoints, removeStaleTempFiles, resolveResume }
 import { type CpuPeak, cachedCpuPeakSource, forgetCpuPeak } from "../cpu-peak/cpu-peak.js";
 import { modelFlopsUtilization, peakForDtype } from "./mfu.js";
 import { lockOutputDir } from "./output-lock.js";
+import { warmupWarning } from "../config/schedule-warnings.js";
 import { MetricsLog, type MetricsLine } from "./metrics-log.js";
 import { openBackend } from "./open-backend.js";
 import { ProgressDisplay } from "./progress-display.js";
@@ -31,7 +32,6 @@ import path from "node:path";
 export interface TrainFlags extends ConfigOverrides {
   file: string;
   resume?: string;
-  maxCheckpoints: number;
   headless?: boolean;
   gpus?: string;
   syncBackend?: string;
@@ -116,6 +116,8 @@ async function trainOn(s: RunSettings, flags: TrainFlags, data: TrainingData, ba
   // Headless stdout carries only JSON lines: the banner goes to stderr there.
   (interactive ? process.stdout : process.stderr).write(`kiln train ${s.configPath}\n${banner}\n`);
   if (need > 0.9 * available) process.stderr.write(`warning: the plan uses ${((100 * need) / available).toFixed(0)}% of device memory\n`);
+  const warmup = warmupWarning(s.warmupSteps, totalSteps);
+  if (warmup) process.stderr.write(`${warmup}\n`);
   if (resumeFrom) (interactive ? process.stdout : process.stderr).write(`resumed from ${resumeFrom} at step ${trainer.stepCount}\n`);
 
   const prefetcher = new Prefetcher(data.train, Math.max(1, s.prefetch));
@@ -132,7 +134,7 @@ async function trainOn(s: RunSettings, flags: TrainFlags, data: TrainingData, ba
   const save = async () => {
     const file = checkpointPath(s.outputDir, trainer.stepCount);
     await saveTrainerCheckpoint(trainer, file, metadata());
-    pruneCheckpoints(s.outputDir, flags.maxCheckpoints);
+    pruneCheckpoints(s.outputDir, s.maxCheckpoints);
     say(`saved ${file}`);
   };
 

@@ -6,7 +6,7 @@ import { Workspace, textTokens } from "./support/workspace.js";
 
 // --headless: stdout is JSON lines only (one per logged step, plus val_loss lines), and
 // metrics.jsonl in the output folder holds the same lines.
-const TRAINING_KEYS = ["step", "loss", "grad_norm", "learning_rate", "epoch", "it/s", "tokens/s", "mfu", "mem_bytes"];
+const TRAINING_KEYS = ["step", "loss", "grad_norm", "learning_rate", "epoch", "it/s", "tokens/s", "mfu", "mem_bytes", "peak_rss_bytes"];
 
 let ws: Workspace;
 let run: KilnResult;
@@ -30,10 +30,18 @@ describe("kiln train --headless", () => {
         expect(Number.isFinite(l[key]), key).toBe(true);
       }
       expect(l.mfu === null || typeof l.mfu === "number").toBe(true);
+      if (typeof l.mfu === "number") {
+        expect(l.mfu).toBeGreaterThanOrEqual(0);
+        expect(l.mfu).toBeLessThanOrEqual(1);
+      }
       expect(l.loss as number).toBeGreaterThan(0);
       expect(l.mem_bytes as number).toBeGreaterThan(0);
       expect(l["tokens/s"] as number).toBeGreaterThan(0);
+      // The process's peak RSS holds at least the device arena (the wasm memory is part of it).
+      expect(l.peak_rss_bytes as number).toBeGreaterThan(l.mem_bytes as number);
     }
+    const peaks = training.map((l) => l.peak_rss_bytes as number);
+    expect(peaks).toEqual([...peaks].sort((a, b) => a - b));
   });
 
   it("prints val_loss lines separately, at the evaluation interval and the last step", () => {
@@ -47,7 +55,8 @@ describe("kiln train --headless", () => {
   });
 
   it("keeps the banner and progress messages off stdout", () => {
-    expect(run.stderr).toMatch(/^kiln train tiny\.yaml\n/);
+    // The first run on a machine measures the CPU's peak (for MFU) before the banner.
+    expect(run.stderr).toMatch(/^(measuring this CPU's peak FLOP\/s once \(.*\)\n)?kiln train tiny\.yaml\n/);
     expect(run.stderr).toContain("wrote out/final.safetensors");
     expect(run.stdout).not.toMatch(/kiln train|saved|wrote/);
   });
