@@ -14,6 +14,9 @@ export function formatDoctorReport(r: DoctorReport): string {
         ? `WebAssembly ${r.wasm.simd}, ${r.wasm.threads} thread${r.wasm.threads === 1 ? "" : "s"}${r.wasm.sharedMemory ? "" : " (no shared memory)"}${r.wasm.note ? ` — ${r.wasm.note}` : ""}`
         : `unavailable: ${r.wasm.error}`,
     ],
+    ...(r.wasm.ok
+      ? [["cpu peak", `${(r.wasm.peak.flopsPerSecond / 1e9).toFixed(1)} GFLOP/s f32 on ${r.wasm.threads} thread${r.wasm.threads === 1 ? "" : "s"}, for MFU (${r.wasm.peak.cached ? "measured" : "measured now"} ${r.wasm.peak.measuredAt.slice(0, 16).replace("T", " ")} UTC, kept in ${r.wasm.peak.file})`] as [string, string]]
+      : []),
     ...cudaRows(r.cuda),
   ];
   const width = Math.max(...rows.map(([k]) => k.length));

@@ -1,13 +1,23 @@
 import os from "node:os";
 import type { CudaStatus } from "@kiln/kernels-cuda";
 import { createKernels } from "@kiln/kernels-wasm";
+import { cpuPeak } from "../cpu-peak/cpu-peak.js";
+
+/** The CPU's f32 peak FLOP/s that kiln train's MFU is measured against (all threads). */
+export interface CpuPeakReport {
+  flopsPerSecond: number;
+  measuredAt: string;
+  /** False when doctor measured it just now. */
+  cached: boolean;
+  file: string;
+}
 
 /** Everything `kiln doctor` reports, as data (printed as text or JSON). */
 export interface DoctorReport {
   node: { version: string; platform: string; arch: string };
   cpu: { model: string; cores: number; memoryBytes: number };
   wasm:
-    | { ok: true; simd: string; threads: number; sharedMemory: boolean; note?: string }
+    | { ok: true; simd: string; threads: number; sharedMemory: boolean; note?: string; peak: CpuPeakReport }
     | { ok: false; error: string };
   /** Absent when @kiln/kernels-cuda is not installed. */
   cuda: CudaStatus | { missing: string };
@@ -28,12 +38,14 @@ async function probeWasm(): Promise<DoctorReport["wasm"]> {
     const kernels = await createKernels();
     try {
       const info = kernels.info;
+      const peak = cpuPeak(info, (iterations) => kernels.measureCeiling(iterations), (text) => process.stderr.write(`${text}\n`));
       return {
         ok: true,
         simd: info.simd === "relaxed" ? "relaxed SIMD (fused multiply-add)" : "SIMD128",
         threads: info.threads,
         sharedMemory: info.sharedMemory,
         ...(info.threadLimitReason ? { note: info.threadLimitReason } : {}),
+        peak: { flopsPerSecond: peak.flopsPerSecond, measuredAt: peak.measuredAt, cached: peak.cached, file: peak.file },
       };
     } finally {
       kernels.dispose();
