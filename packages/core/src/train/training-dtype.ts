@@ -50,9 +50,13 @@ export function assertBackendTrains(backend: Backend, dtype: FloatDType, graph: 
   const missing = undeclaredKernelCalls(backend.capabilities(), trainingKernelCalls(graph, dtype));
   if (missing.length === 0) return;
   const others = FLOAT_DTYPES.filter((d) => d !== dtype).join(" or ");
+  // Without an f32 kernel no dtype trains (the optimizer runs in f32): only another backend helps.
+  const needsF32 = missing.some((m) => m.startsWith("f32 "));
   throw new DeviceError(`the ${backend.name} backend cannot train in ${dtype}: it does not declare ${missing.join("; ")}`, {
     where: `--dtype ${dtype}`,
-    hint: `use --dtype auto (the best dtype this backend runs) or ${others}, or train on a backend that declares ${dtype} (kiln doctor lists each backend's kernels)`,
+    hint: needsF32
+      ? "train on a backend that runs these kernels (kiln doctor lists each backend's kernels), e.g. --target-device cpu"
+      : `use --dtype auto (the best dtype this backend runs) or ${others}, or train on a backend that declares ${dtype} (kiln doctor lists each backend's kernels)`,
   });
 }
 
