@@ -1,0 +1,58 @@
+import { ConfigError } from "@kiln/contract";
+import { describe, expect, it } from "vitest";
+import { KNOWN_DEVICES, deviceProfile, plannedDevice } from "../src/estimate/devices.js";
+import { parseByteSize } from "../src/estimate/parse-size.js";
+
+const GiB = 2 ** 30;
+
+describe("the devices kiln estimate knows", () => {
+  it("include the common training GPUs", () => {
+    expect(KNOWN_DEVICES).toEqual(expect.arrayContaining(["cpu", "h100", "h200", "b200", "a100-80", "a30", "l40s", "l4", "rtx3090", "rtx4090", "rtx5090", "v100", "t4"]));
+  });
+
+  it("give T4 and V100 no bf16 peak, and say kiln's kernels do not run there", () => {
+    for (const name of ["t4", "v100"]) {
+      const d = deviceProfile(name)!;
+      expect(d.peakFlops.bf16, name).toBe(0);
+      expect(d.peakFlops.f16, name).toBeGreaterThan(d.peakFlops.f32);
+      expect(d.unsupported, name).toMatch(/kiln's CUDA kernels are built for sm_80 and newer/);
+    }
+    expect(deviceProfile("a30")!.unsupported).toBeUndefined();
+  });
+});
+
+describe("plannedDevice", () => {
+  it("is this CPU without --device", () => {
+    expect(plannedDevice(undefined, undefined).name).toMatch(/^this CPU/);
+  });
+
+  it("takes --device-memory in place of a known device's memory", () => {
+    const d = plannedDevice("h100", 40 * GiB);
+    expect(d).toMatchObject({ memoryBytes: 40 * GiB, name: "NVIDIA H100 SXM 80GB (--device-memory)" });
+    expect(d.peakFlops.bf16).toBe(deviceProfile("h100")!.peakFlops.bf16);
+  });
+
+  it("plans for any other device by its memory alone", () => {
+    expect(plannedDevice("rtx2080", 8 * GiB)).toEqual({ name: "rtx2080", memoryBytes: 8 * GiB, peakFlops: { f32: 0, bf16: 0, f16: 0 } });
+    expect(plannedDevice(undefined, 24 * GiB)).toMatchObject({ memoryBytes: 24 * GiB, name: "a device" });
+  });
+
+  it("refuses an unknown name without a memory size, pointing at --device-memory", () => {
+    expect(() => plannedDevice("rtx2080", undefined)).toThrow(ConfigError);
+    expect(() => plannedDevice("rtx2080", undefined)).toThrow(expect.objectContaining({ where: "--device", hint: expect.stringMatching(/--device-memory 24GiB/) }));
+  });
+});
+
+describe("parseByteSize", () => {
+  it("reads binary and decimal units", () => {
+    expect(parseByteSize("24GiB")).toBe(24 * GiB);
+    expect(parseByteSize("24G")).toBe(24 * GiB);
+    expect(parseByteSize("80GB")).toBe(80e9);
+    expect(parseByteSize("1.5 TiB")).toBe(1.5 * 2 ** 40);
+    expect(parseByteSize("512mib")).toBe(512 * 2 ** 20);
+  });
+
+  it("refuses a size without a unit, or with one it does not know", () => {
+    for (const bad of ["24", "24 gigs", "GiB", "-1GiB", "0GiB"]) expect(() => parseByteSize(bad), bad).toThrow(/expected a size/);
+  });
+});
