@@ -60,3 +60,35 @@ describe("wasm backend", () => {
     backend.free(c);
   });
 });
+
+describe("wasm backend peak from the caller", () => {
+  it("asks the peakFlops option, with this runtime's SIMD variant and threads and a ceiling to measure with", async () => {
+    const seen: { simd: string; threads: number; gflops: number }[] = [];
+    const backend = await createWasmBackend({
+      threads: 2,
+      peakFlops: (info, ceiling) => {
+        const r = ceiling(1000);
+        seen.push({ simd: info.simd, threads: info.threads, gflops: r.gflops });
+        return 12.5e9;
+      },
+    });
+    try {
+      expect(backend.capabilities().peakFlops).toEqual({ f32: 12.5e9 });
+      expect(seen).toHaveLength(1);
+      expect(seen[0].threads).toBe(2);
+      expect(["relaxed", "plain"]).toContain(seen[0].simd);
+      expect(seen[0].gflops).toBeGreaterThan(0);
+    } finally {
+      backend.dispose();
+    }
+  });
+
+  it("has no peak when neither measured nor given", async () => {
+    const backend = await createWasmBackend({ threads: 1, measurePeak: false });
+    try {
+      expect(backend.capabilities().peakFlops).toEqual({});
+    } finally {
+      backend.dispose();
+    }
+  });
+});
