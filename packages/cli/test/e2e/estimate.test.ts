@@ -42,3 +42,21 @@ describe("kiln estimate", () => {
     });
   });
 });
+
+describe("kiln estimate for devices outside the table, and plan-only ones", () => {
+  it("plans for any device by its memory with --device-memory, with no exponents in what it prints", async () => {
+    const r = await ws.run(["estimate", "-f", NANO, "--device-memory", "24GiB"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^\s+total\s+\d+(\.\d+)? [KMG]iB of 24\.0 GiB on a device \(\d+(\.\d+)?%\)$/m);
+    expect(r.stdout).toMatch(/^\s+FLOPs\s+\d+(\.\d+)? [kMGTP]FLOP per token, \d+(\.\d+)? [kMGTP]FLOP per step$/m);
+    expect(r.stdout).toMatch(/^\s+ideal step\s+unknown: no f32 peak FLOP\/s figure for a device$/m);
+    expect(r.stdout).not.toMatch(/\de[+-]\d/);
+  });
+
+  it("says a T4 has no bf16 and that kiln cannot train on it", async () => {
+    const r = await ws.run(["estimate", "-f", NANO, "--device", "t4", "--dtype", "bf16"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^\s+ideal step\s+unknown: no bf16 peak FLOP\/s figure for NVIDIA T4 16GB$/m);
+    expect(r.stdout).toMatch(/^note: NVIDIA T4 16GB is Turing \(sm_75\); kiln's CUDA kernels are built for sm_80 and newer: kiln can plan for it, but cannot train on it$/m);
+  });
+});
