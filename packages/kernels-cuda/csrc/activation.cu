@@ -119,18 +119,16 @@ __global__ void activation_kernel(const T* in0, const T* in1, const T* in2, T* o
   }
 }
 
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 template <int kOp>
 void run(const char* name, const KernelCall& c, const void* in0, const void* in1, const void* in2, void* out0, void* out1, int64_t n, int dtype) {
-  const bool vec = aligned16(in0) && aligned16(out0) && (!reads_in1(kOp) || aligned16(in1)) && (!reads_in2(kOp) || aligned16(in2)) &&
-                   (!writes_out1(kOp) || aligned16(out1));
+  const bool vec = is_aligned16(in0) && is_aligned16(out0) && (!reads_in1(kOp) || is_aligned16(in1)) && (!reads_in2(kOp) || is_aligned16(in2)) &&
+                   (!writes_out1(kOp) || is_aligned16(out1));
   dispatch_float(dtype, name, [&](auto tag) {
     using T = decltype(tag);
     constexpr int kV = 16 / sizeof(T);
     const int64_t work = vec ? (n + kV - 1) / kV : n;
-    int64_t blocks = (work + kThreads - 1) / kThreads;
-    const unsigned grid = static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8);
+    const unsigned grid = grid_stride_blocks(work, kThreads);
     auto args = [&](auto kernel) {
       launch(name, kernel, grid, kThreads, 0, c.stream, static_cast<const T*>(in0), static_cast<const T*>(in1), static_cast<const T*>(in2),
              static_cast<T*>(out0), static_cast<T*>(out1), n);

@@ -103,12 +103,6 @@ __global__ void __launch_bounds__(kThreads) adamw_vec4_kernel(T* param, const T*
   }
 }
 
-unsigned grid_for(int64_t work) {
-  int64_t blocks = (work + kThreads - 1) / kThreads;
-  if (blocks < 1) blocks = 1;
-  return static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8);
-}
-
 bool aligned(const void* p, uintptr_t a) { return (reinterpret_cast<uintptr_t>(p) & (a - 1)) == 0; }
 
 // adamW: param, grad, m, v, master | n, lr, beta1, beta2, eps, weightDecay, step, gradScale, dtype
@@ -137,14 +131,14 @@ void launch_adamw(const KernelCall& c) {
     const uintptr_t pa = Pack4<T>::kBytes;
     const bool vec = aligned(param, pa) && aligned(grad, pa) && aligned(m, 16) && aligned(v, 16) && (!master || aligned(master, 16));
     if (!vec) {
-      launch("adamW", adamw_scalar_kernel<T>, grid_for(n), kThreads, 0, c.stream, param, grad, m, v, master, n, k);
+      launch("adamW", adamw_scalar_kernel<T>, grid_stride_blocks(n, kThreads), kThreads, 0, c.stream, param, grad, m, v, master, n, k);
     } else {
       // At least one block: enough threads for the quads and for the n % 4 tail elements.
       const int64_t work = n / 4;
       if (master)
-        launch("adamW", adamw_vec4_kernel<T, true>, grid_for(work), kThreads, 0, c.stream, param, grad, m, v, master, n, k);
+        launch("adamW", adamw_vec4_kernel<T, true>, grid_stride_blocks(work, kThreads), kThreads, 0, c.stream, param, grad, m, v, master, n, k);
       else
-        launch("adamW", adamw_vec4_kernel<T, false>, grid_for(work), kThreads, 0, c.stream, param, grad, m, v, master, n, k);
+        launch("adamW", adamw_vec4_kernel<T, false>, grid_stride_blocks(work, kThreads), kThreads, 0, c.stream, param, grad, m, v, master, n, k);
     }
   });
 }

@@ -9,11 +9,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-unsigned grid_for(int64_t n) {
-  int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8);
-}
-
 #define KILN_GRID_STRIDE(i, n) for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < (n); i += int64_t{gridDim.x} * kThreads)
 
 template <typename S, typename D>
@@ -42,7 +37,7 @@ void launch_cast(const KernelCall& c) {
     using S = decltype(src_tag);
     dispatch_float(c.i32(4), "cast", [&](auto dst_tag) {
       using D = decltype(dst_tag);
-      launch("cast", cast_kernel<S, D>, grid_for(n), kThreads, 0, c.stream, c.ptr<const S>(0), c.ptr<D>(1), n);
+      launch("cast", cast_kernel<S, D>, grid_stride_blocks(n, kThreads), kThreads, 0, c.stream, c.ptr<const S>(0), c.ptr<D>(1), n);
     });
   });
 }
@@ -51,7 +46,7 @@ void launch_cast(const KernelCall& c) {
 void launch_fill(const KernelCall& c) {
   int64_t n = c.i64(1);
   double v = c.at(2);
-  unsigned grid = grid_for(n);
+  unsigned grid = grid_stride_blocks(n, kThreads);
   switch (c.i32(3)) {
     case kI32: launch("fill", fill_kernel<int32_t>, grid, kThreads, 0, c.stream, c.ptr<int32_t>(0), n, static_cast<int32_t>(v)); return;
     case kU32: launch("fill", fill_kernel<uint32_t>, grid, kThreads, 0, c.stream, c.ptr<uint32_t>(0), n, static_cast<uint32_t>(v)); return;
@@ -69,7 +64,7 @@ void launch_check_finite(const KernelCall& c) {
   int64_t n = c.i64(2);
   dispatch_float(c.i32(3), "checkFinite", [&](auto tag) {
     using T = decltype(tag);
-    launch("checkFinite", check_finite_kernel<T>, grid_for(n), kThreads, 0, c.stream, c.ptr<const T>(0), c.ptr<int>(1), n);
+    launch("checkFinite", check_finite_kernel<T>, grid_stride_blocks(n, kThreads), kThreads, 0, c.stream, c.ptr<const T>(0), c.ptr<int>(1), n);
   });
 }
 

@@ -22,50 +22,12 @@
 #include <cmath>
 
 #include "kiln_cuda.h"
+#include "vector_io.h"
 
 namespace kiln {
 namespace {
 
 constexpr int kThreads = 512;
-
-template <typename T>
-struct Group {
-  static constexpr int N = 16 / static_cast<int>(sizeof(T));
-  union {
-    uint4 raw;
-    T e[N];
-  };
-};
-
-template <typename T>
-__device__ __forceinline__ void load_group(const T* p, bool aligned, float (&v)[Group<T>::N]) {
-  constexpr int N = Group<T>::N;
-  if (aligned) {
-    Group<T> g;
-    g.raw = *reinterpret_cast<const uint4*>(p);
-#pragma unroll
-    for (int k = 0; k < N; k++) v[k] = to_f32(g.e[k]);
-  } else {
-#pragma unroll
-    for (int k = 0; k < N; k++) v[k] = to_f32(p[k]);
-  }
-}
-
-template <typename T>
-__device__ __forceinline__ void store_group(T* p, bool aligned, const float (&v)[Group<T>::N]) {
-  constexpr int N = Group<T>::N;
-  if (aligned) {
-    Group<T> g;
-#pragma unroll
-    for (int k = 0; k < N; k++) g.e[k] = from_f32<T>(v[k]);
-    *reinterpret_cast<uint4*>(p) = g.raw;
-  } else {
-#pragma unroll
-    for (int k = 0; k < N; k++) p[k] = from_f32<T>(v[k]);
-  }
-}
-
-__device__ __forceinline__ bool is_aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 /** Running max m and sum s of exp(x - m). */
 struct MaxSum {

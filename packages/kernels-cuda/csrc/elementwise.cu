@@ -8,11 +8,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-unsigned grid_for(int64_t n) {
-  int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8);
-}
-
 template <typename T>
 __global__ void add_kernel(const T* a, const T* b, T* out, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < n; i += int64_t{gridDim.x} * kThreads)
@@ -30,7 +25,7 @@ void launch_add(const KernelCall& c) {
   int64_t n = c.i64(3);
   dispatch_float(c.i32(4), "add", [&](auto tag) {
     using T = decltype(tag);
-    launch("add", add_kernel<T>, grid_for(n), kThreads, 0, c.stream, c.ptr<const T>(0), c.ptr<const T>(1), c.ptr<T>(2), n);
+    launch("add", add_kernel<T>, grid_stride_blocks(n, kThreads), kThreads, 0, c.stream, c.ptr<const T>(0), c.ptr<const T>(1), c.ptr<T>(2), n);
   });
 }
 
@@ -39,7 +34,7 @@ void launch_scale(const KernelCall& c) {
   int64_t n = c.i64(2);
   dispatch_float(c.i32(4), "scale", [&](auto tag) {
     using T = decltype(tag);
-    launch("scale", scale_kernel<T>, grid_for(n), kThreads, 0, c.stream, c.ptr<const T>(0), c.ptr<T>(1), n, c.f32(3));
+    launch("scale", scale_kernel<T>, grid_stride_blocks(n, kThreads), kThreads, 0, c.stream, c.ptr<const T>(0), c.ptr<T>(1), n, c.f32(3));
   });
 }
 

@@ -30,12 +30,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-unsigned grid_for(int64_t work) {
-  int64_t blocks = (work + kThreads - 1) / kThreads;
-  if (blocks < 1) blocks = 1;
-  return static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8);
-}
-
 // ---------------------------------------------------------------- forward
 
 template <typename V>
@@ -56,13 +50,13 @@ void launch_embedding_forward(const KernelCall& c) {
     const T* table = c.ptr<const T>(1);
     T* out = c.ptr<T>(2);
     const int64_t row_bytes = dim * static_cast<int64_t>(sizeof(T));
-    const bool vec = row_bytes % 16 == 0 && (reinterpret_cast<uintptr_t>(table) & 15u) == 0 && (reinterpret_cast<uintptr_t>(out) & 15u) == 0;
+    const bool vec = row_bytes % 16 == 0 && is_aligned16(table) && is_aligned16(out);
     if (vec) {
       const int64_t units = row_bytes / 16;
-      launch("embeddingForward", embedding_forward_kernel<uint4>, grid_for(count * units), kThreads, 0, c.stream, ids, reinterpret_cast<const uint4*>(table),
+      launch("embeddingForward", embedding_forward_kernel<uint4>, grid_stride_blocks(count * units, kThreads), kThreads, 0, c.stream, ids, reinterpret_cast<const uint4*>(table),
              reinterpret_cast<uint4*>(out), count, units);
     } else {
-      launch("embeddingForward", embedding_forward_kernel<T>, grid_for(count * dim), kThreads, 0, c.stream, ids, table, out, count, dim);
+      launch("embeddingForward", embedding_forward_kernel<T>, grid_stride_blocks(count * dim, kThreads), kThreads, 0, c.stream, ids, table, out, count, dim);
     }
   });
 }
@@ -253,8 +247,8 @@ void launch_embedding_backward(const KernelCall& c) {
     uint32_t* rank = reinterpret_cast<uint32_t*>(scratch + 2 * hist_bytes + keys_bytes);
     int32_t* perm = reinterpret_cast<int32_t*>(scratch + 2 * hist_bytes + keys_bytes + rank_bytes);
     const char* name = "embeddingBackward";
-    launch(name, zero_ints_kernel, grid_for(vocab), kThreads, 0, c.stream, hist, vocab);
-    launch(name, histogram_kernel, grid_for(count), kThreads, 0, c.stream, ids, count, hist);
+    launch(name, zero_ints_kernel, grid_stride_blocks(vocab, kThreads), kThreads, 0, c.stream, hist, vocab);
+    launch(name, histogram_kernel, grid_stride_blocks(count, kThreads), kThreads, 0, c.stream, ids, count, hist);
     launch(name, exclusive_scan_kernel, 1, kScanThreads, 0, c.stream, static_cast<const int32_t*>(hist), cursor, vocab);
     launch(name, tile_sort_kernel, static_cast<unsigned>(tiles), kSortThreads, 0, c.stream, ids, count, keys, rank);
     launch(name, place_kernel, 1, kTile, 0, c.stream, static_cast<const uint64_t*>(keys), static_cast<const uint32_t*>(rank), count, cursor, perm);

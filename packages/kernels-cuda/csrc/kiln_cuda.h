@@ -57,6 +57,15 @@ inline void launch(const char* name, void (*kernel)(KArgs...), dim3 grid, dim3 b
 
 inline unsigned ceil_div(size_t a, size_t b) { return static_cast<unsigned>((a + b - 1) / b); }
 
+/** Blocks of `threads` for a grid-stride loop over `work` items: at least 1, at most 65535 * 8 (the loop covers the rest). */
+inline unsigned grid_stride_blocks(int64_t work, int threads) {
+  int64_t blocks = (work + threads - 1) / threads;
+  if (blocks < 1) blocks = 1;
+  return static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8);
+}
+
+__host__ __device__ __forceinline__ bool is_aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
 /**
  * One kernel call from JavaScript: the operands' device addresses in the order of
  * the contract's kernel spec (0 for an absent optional operand), then the kernel's

@@ -311,14 +311,13 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32) matmul_wmma_kernel(Mat
 #endif
 }
 
-bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
 template <typename T, bool TA, bool TB, int WARPS_M, int WARPS_N, int FM, int FN>
 void launch_wmma_cfg(const MatmulParams<T>& p, cudaStream_t stream) {
   constexpr int BM = WARPS_M * FM * 16, BN = WARPS_N * FN * 16;
   const int lda = TA ? p.m : p.k, ldb = TB ? p.k : p.n;
-  const bool vec_a = aligned16(p.a) && lda % 8 == 0 && p.stride_a % 8 == 0;
-  const bool vec_b = aligned16(p.b) && ldb % 8 == 0 && p.stride_b % 8 == 0;
+  const bool vec_a = is_aligned16(p.a) && lda % 8 == 0 && p.stride_a % 8 == 0;
+  const bool vec_b = is_aligned16(p.b) && ldb % 8 == 0 && p.stride_b % 8 == 0;
   const int64_t mt = (p.m + BM - 1) / BM;
   dim3 grid(ceil_div(p.n, BN), static_cast<unsigned>(mt < 65535 ? mt : 65535), static_cast<unsigned>(p.batch < 65535 ? p.batch : 65535));
   launch("matmul", matmul_wmma_kernel<T, TA, TB, WARPS_M, WARPS_N, FM, FN>, grid, dim3(WARPS_M * WARPS_N * 32), 0, stream, p, vec_a, vec_b);

@@ -14,6 +14,7 @@
 //   2. reduce_final_kernel: one block adds the partials in f64 (fixed strided order and
 //      a fixed tree), adds the previous value when accumulating and writes out[0].
 #include "kiln_cuda.h"
+#include "vector_io.h"
 
 namespace kiln {
 namespace {
@@ -22,29 +23,6 @@ constexpr int kThreads = 256;
 constexpr int kMaxBlocks = 1024;
 constexpr int kFinalThreads = 256;
 
-template <typename T>
-struct Group {
-  static constexpr int N = 16 / static_cast<int>(sizeof(T));
-  union {
-    uint4 raw;
-    T e[N];
-  };
-};
-
-/** The elements of one 16-byte group as f32 (whole group present). */
-template <typename T, bool kAligned>
-__device__ __forceinline__ void load_group(const T* p, float (&v)[Group<T>::N]) {
-  constexpr int N = Group<T>::N;
-  if (kAligned) {
-    Group<T> g;
-    g.raw = *reinterpret_cast<const uint4*>(p);
-#pragma unroll
-    for (int k = 0; k < N; k++) v[k] = to_f32(g.e[k]);
-  } else {
-#pragma unroll
-    for (int k = 0; k < N; k++) v[k] = to_f32(p[k]);
-  }
-}
 
 template <typename A>
 __device__ __forceinline__ A warp_sum(A v) {
@@ -78,7 +56,7 @@ __global__ void __launch_bounds__(kThreads) reduce_partials_kernel(const T* x, i
   float acc = 0.f;
   for (int64_t g = g0; g < full_groups; g += stride) {
     float v[N];
-    load_group<T, kAligned>(x + g * N, v);
+    load_group(x + g * N, kAligned, v);
 #pragma unroll
     for (int k = 0; k < N; k++) acc += kSquares ? v[k] * v[k] : v[k];
   }
@@ -113,7 +91,7 @@ void launch_reduce(const KernelCall& c, const char* name) {
     int64_t want = (groups + kThreads - 1) / kThreads;
     const unsigned blocks = static_cast<unsigned>(want < 1 ? 1 : (want > kMaxBlocks ? kMaxBlocks : want));
     float* partials = static_cast<float*>(c.scratch(sizeof(float) * kMaxBlocks));
-    const bool aligned = (reinterpret_cast<uintptr_t>(x) & 15u) == 0;
+    const bool aligned = is_aligned16(x);
     if (aligned)
       launch(name, reduce_partials_kernel<T, kSquares, true>, blocks, kThreads, 0, c.stream, x, n, partials);
     else
