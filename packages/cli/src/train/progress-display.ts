@@ -1,7 +1,8 @@
 import cliProgress from "cli-progress";
+import { formatBytes } from "../estimate/format-bytes.js";
 import type { MetricsLine } from "./metrics-log.js";
 
-/** A progress bar on a TTY: step/total, loss, it/s, tokens/s, MFU, memory, ETA. */
+/** A progress bar on a TTY: step/total, loss, it/s, tokens/s, MFU, device memory, peak RSS, ETA. */
 export class ProgressDisplay {
   private readonly multi: cliProgress.MultiBar;
   private readonly bar: cliProgress.SingleBar;
@@ -9,7 +10,7 @@ export class ProgressDisplay {
   constructor(total: number, start: number) {
     this.multi = new cliProgress.MultiBar(
       {
-        format: "step {value}/{total} |{bar}| loss {loss} | {its} it/s | {tps} tok/s | mfu {mfu} | {mem} | eta {eta_formatted}",
+        format: "step {value}/{total} |{bar}| loss {loss} | {its} it/s | {tps} tok/s | mfu {mfu} | mem {mem} | rss {rss} | eta {eta_formatted}",
         barsize: 24,
         hideCursor: true,
         etaBuffer: 20,
@@ -17,7 +18,7 @@ export class ProgressDisplay {
       },
       cliProgress.Presets.shades_classic,
     );
-    this.bar = this.multi.create(total, start, { loss: "-", its: "-", tps: "-", mfu: "-", mem: "-" });
+    this.bar = this.multi.create(total, start, { loss: "-", its: "-", tps: "-", mfu: "-", mem: "-", rss: "-" });
   }
 
   update(m: MetricsLine): void {
@@ -26,7 +27,8 @@ export class ProgressDisplay {
       its: m["it/s"]?.toFixed(2) ?? "-",
       tps: m["tokens/s"] !== undefined ? Math.round(m["tokens/s"]) : "-",
       mfu: m.mfu === null || m.mfu === undefined ? "-" : `${(100 * m.mfu).toFixed(1)}%`,
-      mem: m.mem_bytes !== undefined ? `${(m.mem_bytes / 2 ** 20).toFixed(0)} MiB` : "-",
+      mem: m.mem_bytes !== undefined ? formatBytes(m.mem_bytes) : "-",
+      rss: m.peak_rss_bytes !== undefined ? formatBytes(m.peak_rss_bytes) : "-",
     });
   }
 
