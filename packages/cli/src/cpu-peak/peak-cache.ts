@@ -53,7 +53,11 @@ export function readCachedPeak(file: string, key: string): CachedPeak | undefine
   return entry && Number.isFinite(entry.flopsPerSecond) && entry.flopsPerSecond > 0 ? entry : undefined;
 }
 
-/** Stores (or with `undefined`, forgets) the peak under `key`, keeping the others; temp file then rename. */
+/**
+ * Stores (or with `undefined`, forgets) the peak under `key`, keeping the others; temp file
+ * then rename, so a reader never sees half a file. Two processes writing at once may drop
+ * each other's new entry: that peak is then measured again, nothing worse.
+ */
 export function writeCachedPeak(file: string, key: string, entry: CachedPeak | undefined): void {
   const cache = readCache(file);
   if (entry) cache.peaks[key] = entry;
