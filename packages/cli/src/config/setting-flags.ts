@@ -117,9 +117,15 @@ export function addSettingFlags(cmd: Command, command: SettingCommand): Command 
   for (const s of settingFlagsFor(command)) {
     const parse = settingParser(s.key);
     const aliases = s.aliases ?? [];
-    cmd.addOption(new Option(s.flags, `${s.description} (${s.key}${aliases.length ? `; also ${aliases.join(", ")}` : ""})`).argParser(parse));
-    const valueName = s.flags.slice(s.flags.indexOf(" <"));
-    for (const alias of aliases) cmd.addOption(new Option(`${alias}${valueName}`).argParser(parse).hideHelp());
+    // A flag without a value name ("--tf32") is a switch: true when given.
+    const at = s.flags.indexOf(" <");
+    const valueName = at < 0 ? "" : s.flags.slice(at);
+    const option = (spelling: string, description?: string) => {
+      const o = new Option(spelling, description);
+      return valueName ? o.argParser(parse) : o;
+    };
+    cmd.addOption(option(s.flags, `${s.description} (${s.key}${aliases.length ? `; also ${aliases.join(", ")}` : ""})`));
+    for (const alias of aliases) cmd.addOption(option(`${alias}${valueName}`).hideHelp());
   }
   return cmd;
 }
