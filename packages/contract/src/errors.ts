@@ -37,7 +37,7 @@ export class KilnError extends Error {
     return Array.isArray(kinds) && kinds.includes(this.kind);
   }
 
-  /** One readable block: "ConfigError in models/x.yaml (model.hidden_size): ... \n  hint: ..." */
+  /** One readable block: "ConfigError in models/nano.yaml (model.hidden_size): ... \n  what to do: ..." */
   describe(): string {
     const where = this.where ? ` in ${this.where}` : "";
     const hint = this.hint ? `\n  what to do: ${this.hint}` : "";

@@ -15,7 +15,7 @@ export interface KernelNodeAttrs {
   args: Record<string, unknown>;
   /** Kernel arguments read from the runtime scalars at each run, e.g. { lossScale: "lossScale" }. */
   runtimeArgs?: Record<string, keyof RuntimeScalars>;
-  /** The gradient rule of this node (see autodiff/grad-rules.ts); absent = not differentiable. */
+  /** The gradient rule of this node (a key of `gradRules` in ops/index.ts); absent = not differentiable. */
   grad?: string;
 }
 
