@@ -12,10 +12,10 @@ export function trainOptions(cmd: Command): Command {
     .addOption(new Option("--dtype <dtype>", "training dtype: f32, bf16, f16 (with loss scaling) or auto (bf16 where the device runs it, else f16, else f32)").argParser(dtypeChoice))
     .option("--bf16", "same as --dtype bf16")
     .option("--fp16", "same as --dtype f16")
-    .option("--tf32", "allow TF32 matmuls on CUDA for f32 training (trainer.tf32)")
+    .option("--tf32", "allow TF32 matmuls for f32 training (no kiln kernel uses TF32 yet) (trainer.tf32)")
     .addOption(new Option("--export-dtype <dtype>", "dtype of final.safetensors (default: the training dtype)").argParser(oneOf(FLOAT_DTYPES)))
-    .option("--gpus <list>", "GPU ordinals for data-parallel training, e.g. 0,1")
-    .addOption(new Option("--sync-backend <backend>", "gradient sync across devices").argParser(oneOf(["cpu", "nccl"] as const)))
+    .option("--gpus <list>", "GPU ordinals for data-parallel training, e.g. 0,1 (not available yet: refused)")
+    .addOption(new Option("--sync-backend <backend>", "gradient sync across devices, cpu or nccl (not available yet: refused)").argParser(oneOf(["cpu", "nccl"] as const)))
     .option("--threads <n>", "CPU threads for kernels (default: every core)", positiveInt)
     .option("--headless", "JSON lines on stdout instead of a progress bar");
 }

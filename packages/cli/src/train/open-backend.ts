@@ -10,7 +10,7 @@ export interface BackendOptions {
   threads?: number;
   /** Where the CPU backend's peak FLOP/s comes from (for MFU); without it the CPU backend has none. */
   cpuPeak?: PeakFlopsSource;
-  /** Allow TF32 matmuls (--tf32, trainer.tf32): handed to the CUDA backend, which may use them for f32 matmuls. */
+  /** Allow TF32 matmuls (--tf32, trainer.tf32): handed to the CUDA backend, whose matmul has no TF32 path yet. */
   tf32?: boolean;
 }
 
