@@ -70,6 +70,11 @@ export class CheckpointError extends KilnError {
   static override readonly kind: string = "CheckpointError";
 }
 
+/** Training cannot go on as asked: the loss or the gradients became NaN or infinite. */
+export class TrainingError extends KilnError {
+  static override readonly kind: string = "TrainingError";
+}
+
 /** A kernel was called with arguments that break its contract (shapes, dtypes, bounds). */
 export class KernelArgumentError extends KilnError {
   static override readonly kind: string = "KernelArgumentError";

@@ -53,6 +53,8 @@ export const trainerSchema = z
     seed: nonNegativeInt.default(1337),
     prefetch: nonNegativeInt.default(2),
     recompute: z.enum(["none", "cheap", "blocks"]).default("cheap"),
+    /** A step whose loss or gradients are NaN or infinite: stop the run (default) or skip the step. */
+    on_nonfinite: z.enum(["stop", "skip"]).default("stop"),
   })
   .strict();
 

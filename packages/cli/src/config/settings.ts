@@ -52,6 +52,8 @@ export interface RunSettings {
   outputDir: string;
   /** Step checkpoints kept (the newest). */
   maxCheckpoints: number;
+  /** A step with a NaN or infinite loss or gradients: stop with an error, or skip it (weights unchanged). */
+  onNonFinite: "stop" | "skip";
   dataPath: string | undefined;
   tokenizer: string | undefined;
   valFraction: number;
@@ -130,6 +132,7 @@ export function resolveSettings(loaded: LoadedConfig, o: ConfigOverrides = {}): 
     recompute: t.recompute,
     outputDir: t.checkpoint_dir ?? path.join("checkpoints", name),
     maxCheckpoints: t.max_checkpoints,
+    onNonFinite: t.on_nonfinite,
     dataPath: data.path,
     tokenizer: data.tokenizer,
     valFraction: data.val_fraction,

@@ -17,8 +17,10 @@ export interface MetricsLine {
   /** The process's peak resident set size so far (worker threads included). */
   peak_rss_bytes?: number;
   val_loss?: number;
-  /** f16: the step's gradients overflowed, so its update was skipped. */
+  /** The step's update was skipped: f16 gradients overflowed, or (with --on-nonfinite skip) values went non-finite. */
   skipped?: boolean;
+  /** The step's loss or gradients were NaN or infinite. */
+  nonfinite?: boolean;
   /** f16: the loss scale the step used. */
   loss_scale?: number;
 }

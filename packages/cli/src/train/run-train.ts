@@ -1,4 +1,4 @@
-import { type Backend, ConfigError, MemoryError } from "@kiln/contract";
+import { type Backend, ConfigError, MemoryError, TrainingError } from "@kiln/contract";
 import {
   Prefetcher,
   Trainer,
@@ -146,6 +146,7 @@ async function trainOn(s: RunSettings, flags: TrainFlags, data: TrainingData, ba
   };
   process.on("SIGINT", onSigint);
   let lastSaved = trainer.stepCount;
+  let lastFinite: { step: number; loss: number } | undefined;
   try {
     let windowStart = performance.now();
     let windowSteps = 0;
@@ -155,6 +156,8 @@ async function trainOn(s: RunSettings, flags: TrainFlags, data: TrainingData, ba
       windowSteps++;
       windowTokens += r.tokens;
       const step = trainer.stepCount;
+      if (r.nonFinite && s.onNonFinite === "stop") throw nonFiniteError(s, step, lastFinite, lastSaved);
+      if (!r.nonFinite) lastFinite = { step, loss: r.loss };
       if (step % s.logInterval === 0 || step === totalSteps) {
         const seconds = (performance.now() - windowStart) / 1000;
         const tokensPerSecond = windowTokens / seconds;
@@ -213,7 +216,26 @@ async function trainOn(s: RunSettings, flags: TrainFlags, data: TrainingData, ba
   return stop ? 130 : 0;
 }
 
-/** f16 log fields: the loss scale the step used, and `skipped` when its gradients overflowed. */
-function precisionFields(r: StepResult): Pick<MetricsLine, "skipped" | "loss_scale"> {
-  return { ...(r.skipped ? { skipped: true } : {}), ...(r.lossScale !== undefined ? { loss_scale: r.lossScale } : {}) };
+/** Skip fields: `skipped` when the update was not applied, `nonfinite` when values went NaN/inf; f16's loss scale. */
+function precisionFields(r: StepResult): Pick<MetricsLine, "skipped" | "nonfinite" | "loss_scale"> {
+  return {
+    ...(r.skipped ? { skipped: true } : {}),
+    ...(r.nonFinite ? { nonfinite: true } : {}),
+    ...(r.lossScale !== undefined ? { loss_scale: r.lossScale } : {}),
+  };
+}
+
+/**
+ * The run stops at a NaN or infinite loss or gradients (before the update and before any
+ * checkpoint of that step): what went wrong, the last finite loss, and what to try.
+ */
+function nonFiniteError(s: RunSettings, step: number, lastFinite: { step: number; loss: number } | undefined, lastSaved: number): TrainingError {
+  const last = lastFinite ? `; the last finite loss was ${lastFinite.loss.toPrecision(5)} at step ${lastFinite.step}` : "";
+  const kept = lastSaved > 0 ? `checkpoints up to step ${lastSaved} in ${s.outputDir} are untouched (resume with --resume auto)` : "no checkpoint was written";
+  return new TrainingError(`the loss or the gradients became NaN or infinite at step ${step}${last}`, {
+    where: `${s.configPath} (step ${step})`,
+    hint:
+      `lower the learning rate (now ${s.lr}), keep gradient clipping on (trainer.grad_clip, now ${s.gradClip}), or train in f32 or bf16 rather than f16; ` +
+      `--on-nonfinite skip skips such steps instead; ${kept}`,
+  });
 }

@@ -15,7 +15,7 @@ export const META_STEP = "kiln.step";
 export const META_MODEL = "kiln.model";
 /** The dtype the run trained in (its tensors here are f32 either way: master weights under bf16/f16). */
 export const META_DTYPE = "kiln.dtype";
-/** f16 steps skipped for non-finite gradients (AdamW's bias correction counts applied updates only). */
+/** Steps whose update was skipped: f16 overflow or non-finite values (AdamW's bias correction counts applied updates only). */
 export const META_SKIPPED_STEPS = "kiln.skipped_steps";
 /** f16: the dynamic loss scaler's scale and its finite steps since the scale last changed. */
 export const META_LOSS_SCALE = "kiln.loss_scale";

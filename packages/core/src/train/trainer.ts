@@ -54,8 +54,13 @@ export interface StepResult {
   lr: number;
   /** Tokens processed (every position of every micro-batch). */
   tokens: number;
-  /** f16: the gradients held an inf or NaN, so the update was skipped (and the loss scale halved). */
+  /** The update was not applied: f16 gradients overflowed (the loss scale halved), or the values went non-finite. */
   skipped: boolean;
+  /**
+   * The loss, or in f32/bf16 the gradients, held a NaN or an infinity: the weights were
+   * left as they were (f16 gradient overflow alone is the loss scaler's, and not this).
+   */
+  nonFinite: boolean;
   /** f16: the loss scale this step's backward pass used. */
   lossScale?: number;
 }
@@ -68,9 +73,9 @@ export class Trainer {
   readonly layout: ParamLayout;
   readonly stateLayout: ParamLayout;
   readonly memoryPlan: MemoryPlan;
-  /** Training steps taken so far (skipped f16 steps included: the schedule and logs count them). */
+  /** Training steps taken so far (skipped steps included: the schedule and logs count them). */
   stepCount = 0;
-  /** f16 steps skipped for non-finite gradients so far; AdamW's bias correction counts only applied updates. */
+  /** Steps whose update was skipped (f16 overflow, non-finite values) so far; AdamW's bias correction counts only applied updates. */
   skippedSteps = 0;
   /** The storage dtype of parameters, gradients and activations. */
   readonly dtype: FloatDType;
@@ -190,7 +195,11 @@ export class Trainer {
     await this.backend.download(scalars, new Uint8Array(this.scalarHost));
     const gradNorm = Math.sqrt(this.sumSquaresHost[0]) / lossScale;
     const lr = learningRateAt(this.config.schedule, this.stepCount);
-    const skipped = this.lossScaler?.update(this.notFiniteHost[0] === 0) ?? false;
+    // Without loss scaling a non-finite gradient norm means non-finite gradients; a non-finite
+    // loss means the forward pass itself failed (in f16 too, where scaling cannot help).
+    const nonFinite = !Number.isFinite(loss) || (!this.lossScaler && !Number.isFinite(gradNorm));
+    const overflowed = this.lossScaler?.update(this.notFiniteHost[0] === 0) ?? false;
+    const skipped = overflowed || nonFinite;
     if (skipped) {
       this.skippedSteps++;
     } else {
@@ -202,7 +211,7 @@ export class Trainer {
     }
     this.stepCount++;
     await this.backend.synchronize();
-    return { loss, gradNorm, lr, tokens: count * this.tokensPerBatch, skipped, ...(this.lossScaler ? { lossScale } : {}) };
+    return { loss, gradNorm, lr, tokens: count * this.tokensPerBatch, skipped, nonFinite, ...(this.lossScaler ? { lossScale } : {}) };
   }
 
   /** Zeroes the gradient buffer the graph accumulates parameter gradients into. */
