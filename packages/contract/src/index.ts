@@ -5,5 +5,6 @@ export * from "./half.js";
 export * from "./host-codec.js";
 export * from "./kernels/index.js";
 export * from "./operand-ranges.js";
+export { BufferTable, type AddressSpace } from "./buffer-table.js";
 export { oracle, type OracleKernel, gelu, geluGrad, silu, siluGrad, sigmoid } from "./oracle/index.js";
 export { createReferenceBackend, type ReferenceBackendOptions } from "./reference/reference-backend.js";

@@ -39,7 +39,7 @@ function bytesOf(data: ArrayBufferView): Uint8Array {
 export function openNativeBackend(addon: NativeAddon, options: OpenDeviceOptions): Backend {
   const device = new addon.Device(options.device);
   const props = device.properties();
-  const memory = new DeviceMemory(device, props.totalBytes);
+  const memory = new DeviceMemory(device);
   const registered = new Set(addon.status().kernels);
   let disposed = false;
 
@@ -97,7 +97,7 @@ export function openNativeBackend(addon: NativeAddon, options: OpenDeviceOptions
       }
       device.copy(to, from, byteLength);
     },
-    memoryStats: () => memory.stats(),
+    memoryStats: () => memory.stats(props.totalBytes),
     resetPeakMemory: () => memory.resetPeak(),
     kernels,
     synchronize: () => device.synchronize(),
