@@ -1,0 +1,266 @@
+// attention_backward.cu: gradients of causal attention (see attention.cu for the math,
+// the layout and the tiling), FlashAttention-2 style in three kernels: D = dOut·out
+// per row; dK, dV per kv tile over every query head of its group; dQ per query tile.
+// Each output element has one writer and every sum runs in a fixed order (no atomics).
+#include "attention_tiles.h"
+
+namespace kiln {
+namespace {
+
+// ---- backward (1): D = dOut · out ---------------------------------------------------
+
+constexpr int kDotWarps = 8;
+
+/** dvec[(b*heads + h)*seq + t] = dOut[b,t,h]·out[b,t,h]; one warp per (token, head). */
+template <typename T>
+__global__ void __launch_bounds__(kDotWarps * 32)
+    attention_dot_kernel(const T* __restrict__ dout, const T* __restrict__ out, float* __restrict__ dvec, int64_t items, int seq,
+                         int heads, int d, int64_t out_stride) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (int64_t item = int64_t{blockIdx.x} * kDotWarps + warp; item < items; item += int64_t{gridDim.x} * kDotWarps) {
+    const int64_t tok = item / heads;
+    const int h = static_cast<int>(item % heads);
+    const int64_t off = tok * out_stride + int64_t{h} * d;
+    float s = 0.0f;
+    for (int c = lane; c < d; c += 32) s = fmaf(to_f32(dout[off + c]), to_f32(out[off + c]), s);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0) {
+      const int64_t b = tok / seq, t = tok % seq;
+      dvec[(b * heads + h) * seq + t] = s;
+    }
+  }
+}
+
+// ---- backward (2): dK, dV per kv tile -------------------------------------------------
+
+template <typename T, int DMAX, int RM, int NW, int BQ>
+__global__ void __launch_bounds__(NW * 32, 1)
+    attention_dkdv_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+                          const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dk, T* __restrict__ dv,
+                          int batch, int seq, int heads, int kv_heads, int d, int64_t q_stride, int64_t kv_stride,
+                          int64_t out_stride, float scale) {
+  constexpr int RW = 4 * RM, BKV = NW * RW, NB = DMAX / 32, NC = BQ / 8, PS = BQ + 4;
+  const Geometry gm = geometry(d);
+  const int ds = gm.ds;
+  KILN_DYNAMIC_SHARED(float, smem);
+  float* ks = smem;
+  float* vs = ks + BKV * ds;
+  float* qs = vs + BKV * ds;
+  float* dos = qs + BQ * ds;
+  float* ls = dos + BQ * ds;
+  float* dl = ls + BQ;
+  float* pt = dl + BQ;
+  float* dst = pt + NW * RW * PS;
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, rg = lane >> 3, cg = lane & 7;
+  const int row0 = warp * RW + rg * RM;
+  float* ptw = pt + warp * RW * PS + rg * RM * PS;
+  float* dstw = dst + warp * RW * PS + rg * RM * PS;
+
+  // Key tiles in order: the first ones see the most query tiles.
+  const int64_t kb_count = int64_t{kv_heads} * batch;
+  const int kt = static_cast<int>(int64_t{blockIdx.x} / kb_count);
+  const int64_t rest = int64_t{blockIdx.x} % kb_count;
+  const int g = static_cast<int>(rest % kv_heads), b = static_cast<int>(rest / kv_heads);
+  const int group = heads / kv_heads;
+  const int kv0 = kt * BKV, nk = min(BKV, seq - kv0);
+  const int64_t tok0 = int64_t{b} * seq;
+
+  load_tile<T, NW>(ks, ds, k + (tok0 + kv0) * kv_stride + int64_t{g} * d, kv_stride, BKV, nk, d, gm.dw, 1.0f);
+  load_tile<T, NW>(vs, ds, v + (tok0 + kv0) * kv_stride + int64_t{g} * d, kv_stride, BKV, nk, d, gm.dw, 1.0f);
+
+  float ak[RM][NB * 4], av[RM][NB * 4];
+#pragma unroll
+  for (int i = 0; i < RM; i++)
+#pragma unroll
+    for (int c = 0; c < NB * 4; c++) ak[i][c] = av[i][c] = 0.0f;
+
+  const int n_qt = (seq + BQ - 1) / BQ, qt0 = kv0 / BQ;
+  const int wfirst = kv0 + warp * RW;  // first key row of this warp
+  for (int hh = 0; hh < group; hh++) {
+    const int h = g * group + hh;
+    const int64_t lrow = (int64_t{b} * heads + h) * seq;
+    for (int qt = qt0; qt < n_qt; qt++) {
+      const int q0 = qt * BQ, nq = min(BQ, seq - q0);
+      __syncthreads();  // the previous query tile is no longer read
+      // Q pre-scaled by `scale`: S^T = K (scale Q)^T and dK = dS^T (scale Q).
+      load_tile<T, NW>(qs, ds, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, BQ, nq, d, gm.dw, scale);
+      load_tile<T, NW>(dos, ds, dout + (tok0 + q0) * out_stride + int64_t{h} * d, out_stride, BQ, nq, d, gm.dw, 1.0f);
+      for (int r = threadIdx.x; r < BQ; r += NW * 32) {
+        ls[r] = r < nq ? lse[lrow + q0 + r] * kLog2e : 0.0f;
+        dl[r] = r < nq ? dvec[lrow + q0 + r] : 0.0f;
+      }
+      __syncthreads();
+
+      float st[RM][NC], dpt[RM][NC];
+#pragma unroll
+      for (int i = 0; i < RM; i++)
+#pragma unroll
+        for (int j = 0; j < NC; j++) st[i][j] = dpt[i][j] = 0.0f;
+      nt_product<RM, NC>(st, ks + row0 * ds, ds, qs + cg * ds, ds, gm.dp4);
+      nt_product<RM, NC>(dpt, vs + row0 * ds, ds, dos + cg * ds, ds, gm.dp4);
+#pragma unroll
+      for (int i = 0; i < RM; i++) {
+        const int u = kv0 + row0 + i;
+#pragma unroll
+        for (int j = 0; j < NC; j++) {
+          const int tl = j * 8 + cg, t = q0 + tl;
+          const float p = (t >= u && t < seq && u < seq) ? exp2f(st[i][j] * kLog2e - ls[tl]) : 0.0f;
+          ptw[i * PS + tl] = p;
+          dstw[i * PS + tl] = p * (dpt[i][j] - dl[tl]);
+        }
+      }
+      __syncwarp();
+      // Queries before the warp's first key have p = 0; rows past nq are zero.
+      const int k0 = min(max(wfirst - q0, 0) & ~3, BQ), k1 = (nq + 3) & ~3;
+      if (k0 < k1) {
+        nn_product<RM, NB>(av, ptw, PS, dos + cg * 4, ds, k0, k1, gm.nblk);
+        nn_product<RM, NB>(ak, dstw, PS, qs + cg * 4, ds, k0, k1, gm.nblk);
+      }
+      __syncwarp();
+    }
+  }
+
+#pragma unroll
+  for (int i = 0; i < RM; i++) {
+    const int u = kv0 + row0 + i;
+    if (u < seq) {
+      const int64_t off = (tok0 + u) * kv_stride + int64_t{g} * d;
+      store_row<T, RM, NB>(dk + off, ak, i, cg, d, 1.0f);
+      store_row<T, RM, NB>(dv + off, av, i, cg, d, 1.0f);
+    }
+  }
+}
+
+// ---- backward (3): dQ per query tile -----------------------------------------------
+
+template <typename T, int DMAX, int RM, int NW, int BK>
+__global__ void __launch_bounds__(NW * 32, 1)
+    attention_dq_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+                        const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dq, int batch, int seq,
+                        int heads, int kv_heads, int d, int64_t q_stride, int64_t kv_stride, int64_t out_stride, float scale) {
+  constexpr int RW = 4 * RM, BQ = NW * RW, NB = DMAX / 32, NC = BK / 8, PS = BK + 4;
+  const Geometry gm = geometry(d);
+  const int ds = gm.ds;
+  KILN_DYNAMIC_SHARED(float, smem);
+  float* qs = smem;
+  float* dos = qs + BQ * ds;
+  float* ks = dos + BQ * ds;
+  float* vs = ks + BK * ds;
+  float* dsm = vs + BK * ds;
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, rg = lane >> 3, cg = lane & 7;
+  const int row0 = warp * RW + rg * RM;
+  float* dsw = dsm + warp * RW * PS + rg * RM * PS;
+
+  const QueryTile tile = query_tile(seq, batch, heads, kv_heads, BQ);
+  const int qt = tile.tile, h = tile.head, b = tile.batch, g = tile.kv_head, q0 = tile.row0, nq = tile.rows;
+  const int64_t tok0 = tile.tok0;
+  const int64_t lrow = (int64_t{b} * heads + h) * seq;
+
+  load_tile<T, NW>(qs, ds, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, BQ, nq, d, gm.dw, scale * kLog2e);
+  load_tile<T, NW>(dos, ds, dout + (tok0 + q0) * out_stride + int64_t{h} * d, out_stride, BQ, nq, d, gm.dw, 1.0f);
+  const T* kb = k + tok0 * kv_stride + int64_t{g} * d;
+  const T* vb = v + tok0 * kv_stride + int64_t{g} * d;
+
+  float lr[RM], dr[RM], acc[RM][NB * 4];
+#pragma unroll
+  for (int i = 0; i < RM; i++) {
+    const int t = q0 + row0 + i;
+    lr[i] = t < seq ? lse[lrow + t] * kLog2e : 0.0f;
+    dr[i] = t < seq ? dvec[lrow + t] : 0.0f;
+#pragma unroll
+    for (int c = 0; c < NB * 4; c++) acc[i][c] = 0.0f;
+  }
+
+  const int n_kt = (q0 + nq - 1) / BK + 1;
+  const int wlast = q0 + warp * RW + RW - 1;
+  for (int kt = 0; kt < n_kt; kt++) {
+    const int kv0 = kt * BK, nk = min(BK, seq - kv0);
+    __syncthreads();
+    load_tile<T, NW>(ks, ds, kb + int64_t{kv0} * kv_stride, kv_stride, BK, nk, d, gm.dw, 1.0f);
+    load_tile<T, NW>(vs, ds, vb + int64_t{kv0} * kv_stride, kv_stride, BK, nk, d, gm.dw, 1.0f);
+    __syncthreads();
+
+    float s[RM][NC], dp[RM][NC];
+#pragma unroll
+    for (int i = 0; i < RM; i++)
+#pragma unroll
+      for (int j = 0; j < NC; j++) s[i][j] = dp[i][j] = 0.0f;
+    nt_product<RM, NC>(s, qs + row0 * ds, ds, ks + cg * ds, ds, gm.dp4);
+    nt_product<RM, NC>(dp, dos + row0 * ds, ds, vs + cg * ds, ds, gm.dp4);
+#pragma unroll
+    for (int i = 0; i < RM; i++) {
+      const int t = q0 + row0 + i;
+#pragma unroll
+      for (int j = 0; j < NC; j++) {
+        const int u = kv0 + j * 8 + cg;
+        const float p = (u <= t && t < seq && u < seq) ? exp2f(s[i][j] - lr[i]) : 0.0f;
+        dsw[i * PS + j * 8 + cg] = p * (dp[i][j] - dr[i]);
+      }
+    }
+    __syncwarp();
+    const int depth = min(BK, (wlast - kv0 + 1 + 3) & ~3);
+    if (depth > 0) nn_product<RM, NB>(acc, dsw, PS, ks + cg * 4, ds, 0, depth, gm.nblk);
+    __syncwarp();
+  }
+
+#pragma unroll
+  for (int i = 0; i < RM; i++) {
+    const int t = q0 + row0 + i;
+    if (t < seq) store_row<T, RM, NB>(dq + (tok0 + t) * q_stride + int64_t{h} * d, acc, i, cg, d, scale);
+  }
+}
+
+// attentionBackward: dOut, q, k, v, out, lse, dQ, dK, dV | batch, seqLen, heads, kvHeads, headDim, qRowStride, kvRowStride, outRowStride, scale, dtype
+void launch_attention_backward(const KernelCall& c) {
+  const Args a = read_args(c, 9);
+  const int64_t items = int64_t{a.batch} * a.seq * a.heads;
+  float* dvec = static_cast<float*>(c.scratch(static_cast<size_t>(items) * sizeof(float)));
+  dispatch_float(a.dtype, "attentionBackward", [&](auto tag) {
+    using T = decltype(tag);
+    const T* dout = c.ptr<const T>(0);
+    const T* q = c.ptr<const T>(1);
+    const T* k = c.ptr<const T>(2);
+    const T* v = c.ptr<const T>(3);
+    const T* out = c.ptr<const T>(4);
+    const float* lse = c.ptr<const float>(5);
+    T* dq = c.ptr<T>(6);
+    T* dk = c.ptr<T>(7);
+    T* dv = c.ptr<T>(8);
+
+    dispatch_head_dim(a.d, "attentionBackward", [&](auto dmax) {
+      constexpr int DMAX = decltype(dmax)::value;
+      const size_t ds = row_floats(a.d);
+      launch("attentionBackward", attention_dot_kernel<T>, dim3(grid_stride_blocks(items, kDotWarps)),
+             dim3(kDotWarps * 32), 0, c.stream, dout, out, dvec, items, a.seq, a.heads, a.d, a.out_stride);
+      {
+        constexpr int RM = Config<DMAX>::kKvRM, BQ = Config<DMAX>::kKvBQ, BKV = kWarps * 4 * RM;
+        const size_t smem = (2 * BKV * ds + 2 * BQ * ds + 2 * BQ + 2 * size_t{BKV} * (BQ + 4)) * sizeof(float);
+        auto kernel = attention_dkdv_kernel<T, DMAX, RM, kWarps, BQ>;
+        allow_shared(kernel, smem);
+        const unsigned grid = ceil_div(a.seq, BKV) * static_cast<unsigned>(a.kv_heads * a.batch);
+        launch("attentionBackward", kernel, dim3(grid), dim3(kWarps * 32), smem, c.stream, dout, q, k, v, lse,
+               static_cast<const float*>(dvec), dk, dv, a.batch, a.seq, a.heads, a.kv_heads, a.d, a.q_stride, a.kv_stride,
+               a.out_stride, a.scale);
+      }
+      {
+        constexpr int RM = Config<DMAX>::kQRM, BK = Config<DMAX>::kQBK, BQ = kWarps * 4 * RM;
+        const size_t smem = (2 * BQ * ds + 2 * BK * ds + size_t{BQ} * (BK + 4)) * sizeof(float);
+        auto kernel = attention_dq_kernel<T, DMAX, RM, kWarps, BK>;
+        allow_shared(kernel, smem);
+        const unsigned grid = ceil_div(a.seq, BQ) * static_cast<unsigned>(a.heads * a.batch);
+        launch("attentionBackward", kernel, dim3(grid), dim3(kWarps * 32), smem, c.stream, dout, q, k, v, lse,
+               static_cast<const float*>(dvec), dq, a.batch, a.seq, a.heads, a.kv_heads, a.d, a.q_stride, a.kv_stride,
+               a.out_stride, a.scale);
+      }
+    });
+  });
+}
+
+}  // namespace
+
+KILN_REGISTER_KERNEL("attentionBackward", launch_attention_backward);
+
+}  // namespace kiln

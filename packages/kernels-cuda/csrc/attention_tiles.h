@@ -1,0 +1,227 @@
+// attention_tiles.h: what the attention kernels share (attention.cu forward,
+// attention_backward.cu backward): tile loads, the two register-tiled products,
+// the head-dim buckets and their tile sizes, the argument record. The math, the
+// memory layout and the tiling are described at the top of attention.cu.
+#pragma once
+#include <string>
+#include <type_traits>
+
+#include "kiln_cuda.h"
+#include "runtime/raw_runtime.h"
+
+namespace kiln {
+namespace {
+
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+__device__ __forceinline__ float neg_inf() { return -__int_as_float(0x7f800000); }
+
+__device__ __forceinline__ float4 ld4(const float* p) {
+#if defined(KILN_CUDA_SIM)
+  float4 r;
+  r.x = p[0];
+  r.y = p[1];
+  r.z = p[2];
+  r.w = p[3];
+  return r;
+#else
+  return *reinterpret_cast<const float4*>(p);
+#endif
+}
+
+/** Max / sum over the 8 column-group lanes that share a row group. */
+__device__ __forceinline__ float max8(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 4));
+}
+__device__ __forceinline__ float sum8(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  x += __shfl_xor_sync(0xffffffffu, x, 2);
+  return x + __shfl_xor_sync(0xffffffffu, x, 4);
+}
+
+/**
+ * dst (rows x ds floats) = mul * src rows [0, valid) x columns [0, d), zeros in the
+ * rest of [0, rows) x [0, dw). src points at column 0 of the tile's first row.
+ */
+template <typename T, int NW>
+__device__ __forceinline__ void load_tile(float* dst, int ds, const T* src, int64_t stride, int rows, int valid, int d, int dw, float mul) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (int r = warp; r < rows; r += NW) {
+    for (int c = lane; c < dw; c += 32) {
+      float x = 0.0f;
+      if (r < valid && c < d) x = mul * to_f32(src[r * stride + c]);
+      dst[r * ds + c] = x;
+    }
+  }
+}
+
+/**
+ * acc[i][j] += sum_{k < depth} a[i*lda + k] * b[j*8*ldb + k]; depth a multiple of 4.
+ * a: the thread's first row (RM consecutive rows), b: its first column row (row cg).
+ */
+template <int RM, int NC>
+__device__ __forceinline__ void nt_product(float (&acc)[RM][NC], const float* a, int lda, const float* b, int ldb, int depth) {
+  for (int k = 0; k < depth; k += 4) {
+    float4 av[RM], bv[NC];
+#pragma unroll
+    for (int i = 0; i < RM; i++) av[i] = ld4(a + i * lda + k);
+#pragma unroll
+    for (int j = 0; j < NC; j++) bv[j] = ld4(b + j * 8 * ldb + k);
+#pragma unroll
+    for (int i = 0; i < RM; i++) {
+#pragma unroll
+      for (int j = 0; j < NC; j++) {
+        float s = acc[i][j];
+        s = fmaf(av[i].x, bv[j].x, s);
+        s = fmaf(av[i].y, bv[j].y, s);
+        s = fmaf(av[i].z, bv[j].z, s);
+        acc[i][j] = fmaf(av[i].w, bv[j].w, s);
+      }
+    }
+  }
+}
+
+/**
+ * acc[i][blk*4 + e] += sum_{k0 <= k < k1} a[i*lda + k] * b[k*ldb + blk*32 + e] for blk < nblk;
+ * k0, k1 multiples of 4. a: the thread's first row of a per-warp tile, b: column cg*4.
+ */
+template <int RM, int NB>
+__device__ __forceinline__ void nn_product(float (&acc)[RM][NB * 4], const float* a, int lda, const float* b, int ldb, int k0, int k1, int nblk) {
+  for (int k = k0; k < k1; k += 4) {
+    float4 av[RM];
+#pragma unroll
+    for (int i = 0; i < RM; i++) av[i] = ld4(a + i * lda + k);
+#pragma unroll
+    for (int blk = 0; blk < NB; blk++) {
+      if (blk < nblk) {
+        const float* bp = b + k * ldb + blk * 32;
+        const float4 b0 = ld4(bp), b1 = ld4(bp + ldb), b2 = ld4(bp + 2 * ldb), b3 = ld4(bp + 3 * ldb);
+#pragma unroll
+        for (int i = 0; i < RM; i++) {
+          float* c = acc[i] + blk * 4;
+          c[0] = fmaf(av[i].w, b3.x, fmaf(av[i].z, b2.x, fmaf(av[i].y, b1.x, fmaf(av[i].x, b0.x, c[0]))));
+          c[1] = fmaf(av[i].w, b3.y, fmaf(av[i].z, b2.y, fmaf(av[i].y, b1.y, fmaf(av[i].x, b0.y, c[1]))));
+          c[2] = fmaf(av[i].w, b3.z, fmaf(av[i].z, b2.z, fmaf(av[i].y, b1.z, fmaf(av[i].x, b0.z, c[2]))));
+          c[3] = fmaf(av[i].w, b3.w, fmaf(av[i].z, b2.w, fmaf(av[i].y, b1.w, fmaf(av[i].x, b0.w, c[3]))));
+        }
+      }
+    }
+  }
+}
+
+/** Row i of the thread's accumulator, times mul, into columns blk*32 + cg*4 + e < d of `row`. */
+template <typename T, int RM, int NB>
+__device__ __forceinline__ void store_row(T* row, const float (&acc)[RM][NB * 4], int i, int cg, int d, float mul) {
+#pragma unroll
+  for (int blk = 0; blk < NB; blk++) {
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int col = blk * 32 + cg * 4 + e;
+      if (col < d) row[col] = from_f32<T>(acc[i][blk * 4 + e] * mul);
+    }
+  }
+}
+
+struct Geometry {
+  int dw, ds, dp4, nblk;
+};
+__device__ __forceinline__ Geometry geometry(int d) {
+  Geometry g;
+  g.dw = (d + 31) & ~31;
+  g.ds = g.dw + 4;
+  g.dp4 = (d + 3) & ~3;
+  g.nblk = g.dw / 32;
+  return g;
+}
+
+/** The query tile a block of a (query tile, head, batch) grid owns; longest (last) tiles first. */
+struct QueryTile {
+  int tile, head, batch, kv_head, row0, rows;
+  int64_t tok0;  // first token row of the batch item
+};
+
+__device__ __forceinline__ QueryTile query_tile(int seq, int batch, int heads, int kv_heads, int tile_rows) {
+  const int n_tiles = (seq + tile_rows - 1) / tile_rows;
+  const int64_t hb = int64_t{heads} * batch;
+  QueryTile t;
+  t.tile = n_tiles - 1 - static_cast<int>(int64_t{blockIdx.x} / hb);
+  const int64_t rest = int64_t{blockIdx.x} % hb;
+  t.head = static_cast<int>(rest % heads);
+  t.batch = static_cast<int>(rest / heads);
+  t.kv_head = t.head / (heads / kv_heads);
+  t.row0 = t.tile * tile_rows;
+  t.rows = min(tile_rows, seq - t.row0);
+  t.tok0 = int64_t{t.batch} * seq;
+  return t;
+}
+
+
+// ---- launch configurations ------------------------------------------------------------
+
+// Per head-dim bucket: rows per thread RM, warps NW, and the tile width of the loop.
+template <int DMAX> struct Config;
+template <> struct Config<32> {
+  static constexpr int kFwdRM = 4, kFwdBK = 64, kKvRM = 4, kKvBQ = 32, kQRM = 4, kQBK = 32;
+};
+template <> struct Config<64> {
+  static constexpr int kFwdRM = 4, kFwdBK = 64, kKvRM = 4, kKvBQ = 32, kQRM = 4, kQBK = 32;
+};
+template <> struct Config<128> {
+  static constexpr int kFwdRM = 4, kFwdBK = 32, kKvRM = 2, kKvBQ = 32, kQRM = 2, kQBK = 32;
+};
+template <> struct Config<256> {
+  static constexpr int kFwdRM = 2, kFwdBK = 16, kKvRM = 1, kKvBQ = 16, kQRM = 1, kQBK = 16;
+};
+constexpr int kWarps = 4;
+
+struct Args {
+  int batch, seq, heads, kv_heads, d;
+  int64_t q_stride, kv_stride, out_stride;
+  float scale;
+  int dtype;
+};
+
+Args read_args(const KernelCall& c, int first) {
+  Args a;
+  a.batch = c.i32(first);
+  a.seq = c.i32(first + 1);
+  a.heads = c.i32(first + 2);
+  a.kv_heads = c.i32(first + 3);
+  a.d = c.i32(first + 4);
+  a.q_stride = c.i64(first + 5);
+  a.kv_stride = c.i64(first + 6);
+  a.out_stride = c.i64(first + 7);
+  a.scale = c.f32(first + 8);
+  a.dtype = c.i32(first + 9);
+  return a;
+}
+
+size_t row_floats(int d) { return static_cast<size_t>((d + 31) / 32 * 32 + 4); }
+
+/** Opts a kernel into more than 48 KiB of dynamic shared memory (real device only). */
+template <typename K>
+void allow_shared(K* kernel, size_t bytes) {
+#if !defined(KILN_CUDA_SIM)
+  if (bytes > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+#else
+  (void)kernel;
+  (void)bytes;
+#endif
+}
+
+/** Calls f(std::integral_constant<int, DMAX>) for the bucket holding head dim d. */
+template <typename F>
+void dispatch_head_dim(int d, const char* kernel, F&& f) {
+  if (d <= 32) f(std::integral_constant<int, 32>{});
+  else if (d <= 64) f(std::integral_constant<int, 64>{});
+  else if (d <= 128) f(std::integral_constant<int, 128>{});
+  else if (d <= 256) f(std::integral_constant<int, 256>{});
+  else throw DeviceFailure(std::string(kernel) + ": headDim " + std::to_string(d) + " is above 256");
+}
+
+}  // namespace
+}  // namespace kiln
