@@ -84,8 +84,13 @@ function buildCuda() {
     console.error(r.log.split("\n").filter((l) => /error/i.test(l)).slice(0, 40).join("\n"));
     return false;
   }
-  const report = ptxasReport(r.log);
-  if (report.length) fs.writeFileSync(path.join(root, "build", "ptxas-report.json"), JSON.stringify(report, null, 1) + "\n");
+  // An incremental build reports only the files it recompiled: merge into the last report.
+  const reportFile = path.join(root, "build", "ptxas-report.json");
+  const previous = fs.existsSync(reportFile) ? JSON.parse(fs.readFileSync(reportFile, "utf8")) : [];
+  const merged = new Map(previous.map((k) => [`${k.kernel} ${k.arch}`, k]));
+  for (const k of ptxasReport(r.log)) merged.set(`${k.kernel} ${k.arch}`, k);
+  const report = [...merged.values()];
+  if (report.length) fs.writeFileSync(reportFile, JSON.stringify(report, null, 1) + "\n");
   writeInfo("build", { built: true, nvcc });
   const spills = report.filter((k) => k.spillStoreBytes || k.spillLoadBytes);
   console.log(`kernels-cuda: CUDA addon built (${report.length} kernel x arch entries, ${spills.length} with register spills)`);
