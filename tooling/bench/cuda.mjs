@@ -1,15 +1,23 @@
 // GPU benchmark of @kiln/kernels-cuda: GEMM TFLOP/s per dtype (4096^3), causal
 // attention forward/backward, and training steps of bench-small and gpt2-small
-// with MFU. Prints one JSON object. On a machine without a usable GPU it says so
-// and exits 0. Needs the workspace built (pnpm turbo run build) with nvcc present.
-// Usage: node tooling/bench/cuda.mjs [--calls 20] [--steps 10] [--device 0]
+// (f32 and bf16) with MFU, each beside the same work through PyTorch on the same
+// GPU (cuda_kernels_torch.py, train_step_torch.py) as a ratio kiln / PyTorch.
+// Prints one JSON object. On a machine without a usable GPU it says so and exits 0.
+// Needs the workspace built (pnpm turbo run build) with nvcc present; the PyTorch
+// side runs when `$KILN_TORCH_PYTHON` (default python3) imports a CUDA torch.
+// Usage: node tooling/bench/cuda.mjs [--calls 20] [--steps 10] [--device 0] [--skip-train]
 // Figures: the first (cold) call, then the median and best of --calls timed calls,
-// each synchronised, so a figure is what one call costs a user.
+// each synchronised, so a figure is what one call costs a user. Inputs are random.
+import { execFileSync } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { encodeToBytes } from "../../packages/contract/dist/index.js";
 import { Trainer, resolveModelConfig, trainingFlopsPerToken } from "../../packages/core/dist/index.js";
 import { createCudaBackend, cudaStatus } from "../../packages/kernels-cuda/dist/index.js";
 
-const { values } = parseArgs({ options: { calls: { type: "string" }, steps: { type: "string" }, device: { type: "string" } } });
+const here = path.dirname(fileURLToPath(import.meta.url));
+const { values } = parseArgs({ options: { calls: { type: "string" }, steps: { type: "string" }, device: { type: "string" }, "skip-train": { type: "boolean" } } });
 const CALLS = Number(values.calls ?? 20);
 const STEPS = Number(values.steps ?? 10);
 const DEVICE = Number(values.device ?? 0);
@@ -41,10 +49,25 @@ async function time(fn) {
 }
 
 const BYTES = { f32: 4, bf16: 2, f16: 2 };
+let seed = 12345;
+/** A buffer of uniform values in [-1, 1) (never constants: they hide wrong indexing and can run faster). */
 function filled(dtype, elements) {
   const buf = backend.alloc(elements * BYTES[dtype]);
-  backend.kernels.fill({ out: buf, n: elements, value: 0.01, dtype });
+  const values = new Float32Array(elements);
+  for (let i = 0; i < elements; i++) values[i] = ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 31) - 1;
+  backend.upload(buf, encodeToBytes(values, dtype));
   return buf;
+}
+
+/** The last JSON line of a PyTorch reference script, or why it could not run. */
+function torchReference(script, args) {
+  const python = process.env.KILN_TORCH_PYTHON || "python3";
+  try {
+    const text = execFileSync(python, [path.join(here, script), ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+    return JSON.parse(text.trim().split("\n").at(-1));
+  } catch (err) {
+    return { error: String(err.stderr || err.message).trim().split("\n").slice(-3).join(" | ") };
+  }
 }
 
 async function gemm(dtype, size = 4096) {
@@ -67,7 +90,7 @@ async function attention(dtype, shape = { batch: 8, seqLen: 1024, heads: 12, kvH
   return { dtype, ...shape, forward_tflops_median: flops / fwd.median / 1e12, backward_tflops_median: (2.5 * flops) / bwd.median / 1e12, forward_cold_ms: fwd.cold * 1e3, backward_cold_ms: bwd.cold * 1e3 };
 }
 
-async function trainStep(name, dims, batch, seq) {
+async function trainStep(name, dims, batch, seq, dtype) {
   const model = resolveModelConfig({ arch: "gpt2", ...dims, maxSeqLen: seq });
   const trainer = new Trainer(backend, {
     model,
@@ -76,6 +99,7 @@ async function trainStep(name, dims, batch, seq) {
     optimizer: { beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 },
     schedule: { kind: "constant", peak: 3e-4, min: 3e-4, warmupSteps: 0, maxSteps: 1 },
     seed: 0,
+    dtype,
   });
   let s = 1;
   const rand = () => ((s = (Math.imul(s, 1103515245) + 12345) >>> 0) % dims.vocabSize);
@@ -92,23 +116,58 @@ async function trainStep(name, dims, batch, seq) {
   const sec = median(each);
   const tokensPerSecond = (batch * seq) / sec;
   const flops = tokensPerSecond * trainingFlopsPerToken(model, seq);
+  const planned = trainer.memoryPlan.total;
   trainer.dispose();
-  return { model: name, dtype: "f32", batch, seq, cold_ms: cold * 1e3, ms_per_step_median: sec * 1e3, ms_per_step_best: Math.min(...each) * 1e3, tokens_per_s: tokensPerSecond, mfu_f32: caps.peakFlops.f32 ? flops / caps.peakFlops.f32 : null };
+  const peak = caps.peakFlops[dtype];
+  const torch = torchReference("train_step_torch.py", ["--device", "cuda", "--dtype", dtype, "--layers", String(dims.numLayers), "--heads", String(dims.numHeads), "--hidden", String(dims.hiddenSize), "--vocab", String(dims.vocabSize), "--seq", String(seq), "--batch", String(batch), "--steps", String(STEPS)]);
+  return {
+    model: name,
+    dtype,
+    batch,
+    seq,
+    cold_ms: cold * 1e3,
+    ms_per_step_median: sec * 1e3,
+    ms_per_step_best: Math.min(...each) * 1e3,
+    tokens_per_s: tokensPerSecond,
+    mfu: peak ? flops / peak : null,
+    planned_bytes: planned,
+    torch,
+    step_time_ratio_vs_torch: torch.ms_per_step_median ? sec * 1e3 / torch.ms_per_step_median : null,
+  };
 }
 
+/** kiln's figure over PyTorch's for each entry, matched by dtype. */
+function ratios(ours, theirs, keys) {
+  if (!theirs) return undefined;
+  return ours.map((o) => {
+    const t = theirs.find((x) => x.dtype === o.dtype);
+    return { dtype: o.dtype, ...Object.fromEntries(keys.map((k) => [k, t ? o[k] / t[k] : null])) };
+  });
+}
+
+const gemms = [await gemm("f32"), await gemm("bf16"), await gemm("f16")];
+const attentions = [await attention("bf16"), await attention("f32")];
+const torchKernels = torchReference("cuda_kernels_torch.py", ["--calls", String(CALLS)]);
 const report = {
   gpu: true,
   device: caps.device.name,
   compute_capability: caps.device.computeCapability,
   peak_flops: caps.peakFlops,
   cublaslt: "not used: kiln's own matmul kernels run every matmul in this build",
-  gemm: [await gemm("f32"), await gemm("bf16"), await gemm("f16")],
-  attention: [await attention("bf16"), await attention("f32")],
-  // f32 training (bf16 training waits for mixed precision); MFU against the f32 (non-tensor-core) peak.
-  train: [
-    await trainStep("bench-small", { vocabSize: 8192, hiddenSize: 384, numLayers: 6, numHeads: 6 }, 8, 256),
-    await trainStep("gpt2-small", { vocabSize: 50257, hiddenSize: 768, numLayers: 12, numHeads: 12 }, 8, 1024),
-  ],
+  gemm: gemms,
+  attention: attentions,
+  torch_kernels: torchKernels,
+  gemm_ratio_vs_torch: ratios(gemms, torchKernels.gemm, ["tflops_median"]),
+  attention_ratio_vs_torch: ratios(attentions, torchKernels.attention, ["forward_tflops_median", "backward_tflops_median"]),
+  // MFU against the dtype's peak: f32 against the non-tensor-core f32 peak, bf16 against the dense bf16 tensor peak.
+  train: values["skip-train"]
+    ? []
+    : [
+        await trainStep("bench-small", { vocabSize: 8192, hiddenSize: 384, numLayers: 6, numHeads: 6 }, 8, 256, "f32"),
+        await trainStep("bench-small", { vocabSize: 8192, hiddenSize: 384, numLayers: 6, numHeads: 6 }, 8, 256, "bf16"),
+        await trainStep("gpt2-small", { vocabSize: 50257, hiddenSize: 768, numLayers: 12, numHeads: 12 }, 8, 1024, "f32"),
+        await trainStep("gpt2-small", { vocabSize: 50257, hiddenSize: 768, numLayers: 12, numHeads: 12 }, 8, 1024, "bf16"),
+      ],
 };
 console.log(JSON.stringify(report, null, 1));
 backend.dispose();

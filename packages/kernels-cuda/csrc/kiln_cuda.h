@@ -19,14 +19,16 @@ namespace kiln {
 /** Storage dtype codes; the TypeScript side sends the same numbers (src/kernel-call.ts). */
 enum DType : int { kF32 = 0, kBF16 = 1, kF16 = 2, kI32 = 3, kU32 = 4, kU16 = 5 };
 
-__device__ __forceinline__ float to_f32(float x) { return x; }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
+// Host and device: launchers convert scalars (fill's value) on the host, and nvcc
+// compiles a host call of a __device__-only function into a stub that exits.
+__host__ __device__ __forceinline__ float to_f32(float x) { return x; }
+__host__ __device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
+__host__ __device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
 
-template <typename T> __device__ __forceinline__ T from_f32(float x);
-template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
-template <> __device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
+template <typename T> __host__ __device__ __forceinline__ T from_f32(float x);
+template <> __host__ __device__ __forceinline__ float from_f32<float>(float x) { return x; }
+template <> __host__ __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+template <> __host__ __device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
 
 /** Dynamic shared memory as `T* name` (one untyped array, so templates do not clash). */
 #if defined(KILN_CUDA_SIM)
