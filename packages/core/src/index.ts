@@ -28,7 +28,12 @@ export {
   META_SKIPPED_STEPS,
   META_LOSS_SCALE,
   META_LOSS_SCALE_GOOD_STEPS,
+  META_TOKENIZER,
+  META_DATA,
 } from "./train/checkpoint-state.js";
+export { PretrainedWeights } from "./hf/pretrained-weights.js";
+export { exportHfFolder } from "./hf/export-hf-folder.js";
+export { modelConfigFromHf, hfConfigOf, HF_ARCHITECTURES } from "./hf/hf-config.js";
 export { DynamicLossScaler, DEFAULT_LOSS_SCALER, type LossScalerConfig, type LossScalerState } from "./train/loss-scaler.js";
 export { chooseTrainingDType, assertBackendTrains, TRAINING_DTYPE_CHOICES, type TrainingDTypeChoice } from "./train/training-dtype.js";
 export * from "./data/index.js";

@@ -36,7 +36,7 @@ export async function writeFileAtomically(target: string, write: (file: FileHand
   await syncDirectoryOrFail(dir);
 }
 
-async function syncDirectoryOrFail(dir: string): Promise<void> {
+export async function syncDirectoryOrFail(dir: string): Promise<void> {
   try {
     await syncDirectory(dir, ["EINVAL", "ENOTSUP", "EISDIR"]);
   } catch (err) {
@@ -48,7 +48,7 @@ async function syncDirectoryOrFail(dir: string): Promise<void> {
   }
 }
 
-function directoryError(err: unknown, dir: string): CheckpointError {
+export function directoryError(err: unknown, dir: string): CheckpointError {
   const code = errorCode(err);
   const [what, hint] =
     code === "ENOENT"
@@ -65,7 +65,7 @@ function directoryError(err: unknown, dir: string): CheckpointError {
   return new CheckpointError(`cannot write a checkpoint here: ${what}`, { where: dir, hint, cause: err });
 }
 
-function writeError(err: unknown, target: string): KilnError {
+export function writeError(err: unknown, target: string): KilnError {
   if (err instanceof KilnError) return err;
   const code = errorCode(err);
   const [what, hint] =

@@ -14,3 +14,4 @@ export { encodeSafetensors, decodeSafetensors, type SafetensorsTensor, type Deco
 export { writeSafetensors, readSafetensors } from "./safetensors-file.js";
 export { openSafetensors, SafetensorsReader } from "./safetensors-reader.js";
 export { writeFileAtomically } from "./atomic-file.js";
+export { writeDirectoryAtomically } from "./atomic-directory.js";

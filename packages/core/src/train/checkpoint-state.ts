@@ -13,6 +13,10 @@ export const EXP_AVG_SQ = "optimizer.exp_avg_sq.";
 /** Metadata keys every kiln checkpoint carries. */
 export const META_STEP = "kiln.step";
 export const META_MODEL = "kiln.model";
+/** The kiln tokenizer (gpt2, cl100k, o200k, bytes) the training data was prepared with. */
+export const META_TOKENIZER = "kiln.tokenizer";
+/** What the run trained on (a file, or the built-in corpus), for model cards. */
+export const META_DATA = "kiln.data";
 /** The dtype the run trained in (its tensors here are f32 either way: master weights under bf16/f16). */
 export const META_DTYPE = "kiln.dtype";
 /** Steps whose update was skipped: f16 overflow or non-finite values (AdamW's bias correction counts applied updates only). */

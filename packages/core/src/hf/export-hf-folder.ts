@@ -1,0 +1,91 @@
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { type FloatDType, encodeToBytes } from "@kiln/contract";
+import { writeDirectoryAtomically } from "../checkpoint/atomic-directory.js";
+import { writeFileAtomically } from "../checkpoint/atomic-file.js";
+import { toSafetensorsDType } from "../checkpoint/safetensors-dtype.js";
+import { writeSafetensors } from "../checkpoint/safetensors-file.js";
+import { getTokenizer, isTokenizerName } from "../data/tokenizer.js";
+import { paramLayout } from "../model/param-layout.js";
+import { META_DATA, META_STEP } from "../train/checkpoint-state.js";
+import { HF_CONFIG_FILE, HF_WEIGHTS_FILE } from "./hf-shards.js";
+import { type SpecialTokens, hfConfigOf, hfGenerationConfigOf } from "./hf-config.js";
+import { type ModelCardFacts, modelCard } from "./model-card.js";
+import { PretrainedWeights } from "./pretrained-weights.js";
+
+/** torch's name for each storage dtype, as config.json's torch_dtype says it. */
+const TORCH_DTYPES: Record<FloatDType, string> = { f32: "float32", bf16: "bfloat16", f16: "float16" };
+
+/**
+ * Writes a folder transformers loads (AutoModelForCausalLM.from_pretrained) from a
+ * kiln checkpoint: config.json, generation_config.json, model.safetensors in
+ * `dtype` (metadata {"format":"pt"}) and a README model card. The folder
+ * appears whole or not at all. Returns the names of the files written.
+ */
+export async function exportHfFolder(checkpoint: string, out: string, dtype: FloatDType = "f32"): Promise<string[]> {
+  const source = await PretrainedWeights.open(checkpoint);
+  try {
+    const meta = source.metadata;
+    const layout = paramLayout(source.model);
+    const tokens = await specialTokens(source.tokenizer);
+    const facts: ModelCardFacts = {
+      model: source.model,
+      parameters: layout.count,
+      dtype,
+      ...(meta[META_STEP] !== undefined ? { step: Number(meta[META_STEP]) } : {}),
+      ...(source.tokenizer ? { tokenizer: source.tokenizer } : {}),
+      ...(meta[META_DATA] ? { data: meta[META_DATA] } : {}),
+      ...(await lastLosses(path.dirname(checkpoint))),
+    };
+    const files = {
+      [HF_CONFIG_FILE]: hfConfigOf(source.model, TORCH_DTYPES[dtype], tokens),
+      "generation_config.json": hfGenerationConfigOf(tokens),
+    };
+    await writeDirectoryAtomically(out, async (dir) => {
+      const weights = await source.read();
+      for (const [name, json] of Object.entries(files)) await writeText(path.join(dir, name), `${JSON.stringify(json, null, 2)}\n`);
+      await writeSafetensors(
+        path.join(dir, HF_WEIGHTS_FILE),
+        layout.specs.map((s) => {
+          const values = weights.get(s.name)!;
+          return { name: s.name, dtype: toSafetensorsDType(dtype), shape: s.shape, data: dtype === "f32" ? values : encodeToBytes(values, dtype) };
+        }),
+        { format: "pt" },
+      );
+      await writeText(path.join(dir, "README.md"), modelCard(facts));
+    });
+    return [...Object.keys(files), HF_WEIGHTS_FILE, "README.md"];
+  } finally {
+    await source.close();
+  }
+}
+function writeText(file: string, text: string): Promise<void> {
+  return writeFileAtomically(file, (f) => f.writeFile(text));
+}
+
+async function specialTokens(tokenizer: string | undefined): Promise<SpecialTokens> {
+  if (!tokenizer || !isTokenizerName(tokenizer)) return {};
+  const eos = (await getTokenizer(tokenizer)).endOfText;
+  return eos === undefined ? {} : { bos: eos, eos };
+}
+
+/** The last training and validation loss in metrics.jsonl beside the checkpoint, where there is one. */
+async function lastLosses(dir: string): Promise<Pick<ModelCardFacts, "loss" | "valLoss">> {
+  let text: string;
+  try {
+    text = await readFile(path.join(dir, "metrics.jsonl"), "utf8");
+  } catch {
+    return {};
+  }
+  const out: Pick<ModelCardFacts, "loss" | "valLoss"> = {};
+  for (const line of text.split("\n")) {
+    try {
+      const r = JSON.parse(line) as { loss?: unknown; val_loss?: unknown };
+      if (typeof r.loss === "number") out.loss = r.loss;
+      if (typeof r.val_loss === "number") out.valLoss = r.val_loss;
+    } catch {
+      // A torn last line: the lines before it still count.
+    }
+  }
+  return out;
+}

@@ -1,0 +1,178 @@
+import { CheckpointError } from "@kiln/contract";
+import { type ModelConfig, resolveModelConfig } from "../model/config.js";
+
+/** What transformers calls each architecture kiln trains. */
+export const HF_ARCHITECTURES = { gpt2: "GPT2LMHeadModel", llama: "LlamaForCausalLM" } as const satisfies Record<ModelConfig["arch"], string>;
+
+/** GPT-2's GELU is the tanh approximation; transformers names it either way. */
+const GPT2_ACTIVATIONS = ["gelu_new", "gelu_pytorch_tanh"];
+
+type Json = Record<string, unknown>;
+
+/**
+ * The kiln model a Hugging Face config.json describes (GPT2LMHeadModel or
+ * LlamaForCausalLM). Anything kiln's forward pass does not compute (rope_scaling,
+ * biases on Llama projections, another activation, ...) is refused by key.
+ */
+export function modelConfigFromHf(json: unknown, file: string): ModelConfig {
+  if (typeof json !== "object" || json === null || Array.isArray(json)) {
+    throw new CheckpointError("config.json is not a JSON object", { where: file, hint: "a Hugging Face model folder's config.json holds one object of settings" });
+  }
+  const c = json as Json;
+  const fail = (key: string, what: string, hint: string): never => {
+    throw new CheckpointError(what, { where: `${file} (${key})`, hint });
+  };
+  const int = (key: string, fallback?: number): number => {
+    const v = c[key] ?? fallback;
+    if (v === undefined) return fail(key, `${key} is missing`, "a config.json written by transformers has it; add it or re-save the model");
+    if (!Number.isSafeInteger(v) || (v as number) < 1) return fail(key, `${key} is ${JSON.stringify(v)}, not a positive integer`, "fix the value in config.json");
+    return v as number;
+  };
+  const num = (key: string, fallback: number): number => {
+    const v = c[key] ?? fallback;
+    if (typeof v !== "number" || !(v > 0)) return fail(key, `${key} is ${JSON.stringify(v)}, not a positive number`, "fix the value in config.json");
+    return v;
+  };
+  const expect = (key: string, wanted: unknown, fallback: unknown, why: string) => {
+    const v = c[key] ?? fallback;
+    if (v !== wanted) fail(key, `${key} is ${JSON.stringify(v)}; kiln only trains ${key} ${JSON.stringify(wanted)} (${why})`, "kiln cannot represent this model; pick a model without this setting");
+  };
+  const type = c.model_type;
+  if (type === "gpt2") {
+    const activation = c.activation_function ?? "gelu_new";
+    if (!GPT2_ACTIVATIONS.includes(activation as string)) {
+      fail("activation_function", `activation_function is ${JSON.stringify(activation)}; kiln's GPT-2 uses the tanh GELU (${GPT2_ACTIVATIONS.join(" or ")})`, "kiln cannot represent this model");
+    }
+    expect("scale_attn_weights", true, true, "attention scaled by 1/sqrt(head size)");
+    expect("scale_attn_by_inverse_layer_idx", false, false, "no per-layer attention scaling");
+    expect("add_cross_attention", false, false, "decoder only");
+    const hidden = int("n_embd");
+    return checked(
+      resolveModelConfig({
+        arch: "gpt2",
+        vocabSize: int("vocab_size"),
+        hiddenSize: hidden,
+        numLayers: int("n_layer"),
+        numHeads: int("n_head"),
+        maxSeqLen: int("n_positions"),
+        intermediateSize: c.n_inner === null || c.n_inner === undefined ? 4 * hidden : int("n_inner"),
+        normEps: num("layer_norm_epsilon", 1e-5),
+        tieEmbeddings: bool(c, "tie_word_embeddings", true, fail),
+      }),
+      file,
+    );
+  }
+  if (type === "llama") {
+    if (c.rope_scaling !== undefined && c.rope_scaling !== null) {
+      fail("rope_scaling", `rope_scaling is ${JSON.stringify(c.rope_scaling)}; kiln's RoPE has no scaling`, "kiln trains only models with rope_scaling null; pick a model without it");
+    }
+    expect("hidden_act", "silu", "silu", "SwiGLU MLP");
+    expect("attention_bias", false, false, "projections without bias");
+    expect("mlp_bias", false, false, "projections without bias");
+    const heads = int("num_attention_heads");
+    const hidden = int("hidden_size");
+    if (c.head_dim !== undefined && c.head_dim !== null && c.head_dim !== hidden / heads) {
+      fail("head_dim", `head_dim is ${JSON.stringify(c.head_dim)}, but hidden_size / num_attention_heads is ${hidden / heads}`, "kiln's heads are hidden_size / num_attention_heads wide");
+    }
+    return checked(
+      resolveModelConfig({
+        arch: "llama",
+        vocabSize: int("vocab_size"),
+        hiddenSize: hidden,
+        numLayers: int("num_hidden_layers"),
+        numHeads: heads,
+        kvHeads: int("num_key_value_heads", heads),
+        maxSeqLen: int("max_position_embeddings"),
+        intermediateSize: int("intermediate_size"),
+        ropeTheta: num("rope_theta", 10000),
+        normEps: num("rms_norm_eps", 1e-6),
+        tieEmbeddings: bool(c, "tie_word_embeddings", false, fail),
+      }),
+      file,
+    );
+  }
+  return fail("model_type", `model_type ${JSON.stringify(type)} is not one kiln trains`, `kiln loads model_type "gpt2" (${HF_ARCHITECTURES.gpt2}) and "llama" (${HF_ARCHITECTURES.llama})`);
+}
+
+function bool(c: Json, key: string, fallback: boolean, fail: (key: string, what: string, hint: string) => never): boolean {
+  const v = c[key] ?? fallback;
+  return typeof v === "boolean" ? v : fail(key, `${key} is ${JSON.stringify(v)}, not true or false`, "fix the value in config.json");
+}
+
+/** Head shapes kiln's kernels need. */
+function checked(m: ModelConfig, file: string): ModelConfig {
+  const fail = (what: string) => {
+    throw new CheckpointError(what, { where: file, hint: "kiln cannot represent this model" });
+  };
+  if (m.hiddenSize % m.numHeads !== 0) fail(`hidden size ${m.hiddenSize} is not divisible by the ${m.numHeads} heads`);
+  if (m.numHeads % m.kvHeads !== 0) fail(`${m.numHeads} attention heads are not a multiple of the ${m.kvHeads} key/value heads`);
+  if (m.arch === "llama" && (m.hiddenSize / m.numHeads) % 2 !== 0) fail(`head size ${m.hiddenSize / m.numHeads} is odd; rotary embeddings need an even head size`);
+  return m;
+}
+
+/** Token ids a config names for generation, where the tokenizer has them. */
+export interface SpecialTokens {
+  bos?: number;
+  eos?: number;
+}
+
+/** config.json for `m` as transformers writes it for GPT2LMHeadModel or LlamaForCausalLM. */
+export function hfConfigOf(m: ModelConfig, torchDtype: string, tokens: SpecialTokens = {}): Json {
+  const ids = { bos_token_id: tokens.bos ?? null, eos_token_id: tokens.eos ?? null };
+  if (m.arch === "gpt2") {
+    return {
+      architectures: [HF_ARCHITECTURES.gpt2],
+      model_type: "gpt2",
+      activation_function: "gelu_new",
+      attn_pdrop: 0.0,
+      embd_pdrop: 0.0,
+      resid_pdrop: 0.0,
+      ...ids,
+      initializer_range: 0.02,
+      layer_norm_epsilon: m.normEps,
+      n_ctx: m.maxSeqLen,
+      n_embd: m.hiddenSize,
+      n_head: m.numHeads,
+      n_inner: m.intermediateSize,
+      n_layer: m.numLayers,
+      n_positions: m.maxSeqLen,
+      reorder_and_upcast_attn: false,
+      scale_attn_by_inverse_layer_idx: false,
+      scale_attn_weights: true,
+      tie_word_embeddings: m.tieEmbeddings,
+      torch_dtype: torchDtype,
+      use_cache: true,
+      vocab_size: m.vocabSize,
+    };
+  }
+  return {
+    architectures: [HF_ARCHITECTURES.llama],
+    model_type: "llama",
+    attention_bias: false,
+    attention_dropout: 0.0,
+    ...ids,
+    head_dim: m.hiddenSize / m.numHeads,
+    hidden_act: "silu",
+    hidden_size: m.hiddenSize,
+    initializer_range: 0.02,
+    intermediate_size: m.intermediateSize,
+    max_position_embeddings: m.maxSeqLen,
+    mlp_bias: false,
+    num_attention_heads: m.numHeads,
+    num_hidden_layers: m.numLayers,
+    num_key_value_heads: m.kvHeads,
+    pretraining_tp: 1,
+    rms_norm_eps: m.normEps,
+    rope_scaling: null,
+    rope_theta: m.ropeTheta,
+    tie_word_embeddings: m.tieEmbeddings,
+    torch_dtype: torchDtype,
+    use_cache: true,
+    vocab_size: m.vocabSize,
+  };
+}
+
+/** generation_config.json: the special tokens and greedy-by-default settings transformers reads. */
+export function hfGenerationConfigOf(tokens: SpecialTokens = {}): Json {
+  return { _from_model_config: true, bos_token_id: tokens.bos ?? null, eos_token_id: tokens.eos ?? null };
+}

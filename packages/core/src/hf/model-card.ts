@@ -1,0 +1,57 @@
+import type { FloatDType } from "@kiln/contract";
+import type { ModelConfig } from "../model/config.js";
+import { HF_ARCHITECTURES } from "./hf-config.js";
+
+/** What a model card says about an exported model; unknown facts are left out. */
+export interface ModelCardFacts {
+  model: ModelConfig;
+  parameters: number;
+  dtype: FloatDType;
+  step?: number;
+  tokenizer?: string;
+  data?: string;
+  loss?: number;
+  valLoss?: number;
+}
+
+/** README.md of an exported folder: Hugging Face front matter, then architecture, training and how to load it. */
+export function modelCard(f: ModelCardFacts): string {
+  const m = f.model;
+  const rows: [string, string][] = [
+    ["architecture", `${HF_ARCHITECTURES[m.arch]} (${m.arch})`],
+    ["parameters", f.parameters.toLocaleString("en-US")],
+    ["layers / hidden / heads", `${m.numLayers} / ${m.hiddenSize} / ${m.numHeads}${m.kvHeads !== m.numHeads ? ` (${m.kvHeads} key/value heads)` : ""}`],
+    ["context", `${m.maxSeqLen} tokens`],
+    ["vocabulary", `${m.vocabSize} tokens${f.tokenizer ? ` (kiln tokenizer ${f.tokenizer})` : ""}`],
+    ["weights", f.dtype],
+  ];
+  if (f.step !== undefined) rows.push(["training steps", String(f.step)]);
+  if (f.data) rows.push(["data", f.data]);
+  if (f.loss !== undefined) rows.push(["final training loss", f.loss.toFixed(4)]);
+  if (f.valLoss !== undefined) rows.push(["final validation loss", f.valLoss.toFixed(4)]);
+  const table = ["| | |", "| --- | --- |", ...rows.map(([k, v]) => `| ${k} | ${v} |`)].join("\n");
+  const tokenizerNote =
+    f.tokenizer === "gpt2"
+      ? "The model was trained on GPT-2 tokens: `AutoTokenizer.from_pretrained(\"gpt2\")` encodes its input."
+      : "This folder holds no tokenizer files: encode input with the tokenizer the training data was prepared with.";
+  return `---
+library_name: transformers
+tags:
+- kiln
+- ${m.arch}
+---
+
+# ${m.arch} model trained with kiln
+
+${table}
+
+## Loading
+
+\`\`\`python
+from transformers import AutoModelForCausalLM
+model = AutoModelForCausalLM.from_pretrained("path/to/this/folder")
+\`\`\`
+
+${tokenizerNote}
+`;
+}

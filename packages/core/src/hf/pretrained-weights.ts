@@ -1,0 +1,136 @@
+import { stat } from "node:fs/promises";
+import path from "node:path";
+import { CheckpointError, decodeElements, isFloatDType } from "@kiln/contract";
+import { fromSafetensorsDType } from "../checkpoint/safetensors-dtype.js";
+import { type SafetensorsReader, openSafetensors } from "../checkpoint/safetensors-reader.js";
+import { elementCount } from "../graph/tensor.js";
+import type { ModelConfig } from "../model/config.js";
+import { paramLayout } from "../model/param-layout.js";
+import { EXP_AVG, EXP_AVG_SQ, META_MODEL, META_TOKENIZER } from "../train/checkpoint-state.js";
+import { modelConfigFromHf } from "./hf-config.js";
+import { HF_CONFIG_FILE, openHfTensorFiles, readJsonFile } from "./hf-shards.js";
+import { fileNameOf, isSkippedHfTensor } from "./hf-tensor-names.js";
+
+/** Where one parameter's values lie: a file and the tensor's name in it. */
+interface TensorSource {
+  reader: SafetensorsReader;
+  name: string;
+}
+
+/**
+ * Weights to start training from: a Hugging Face folder or a kiln checkpoint,
+ * opened and checked (model, every tensor's presence, dtype and shape) before
+ * any tensor data is read.
+ */
+export class PretrainedWeights {
+  constructor(
+    readonly path: string,
+    readonly kind: "huggingface" | "kiln",
+    readonly model: ModelConfig,
+    /** The file to name in messages about the model: config.json, or the checkpoint. */
+    readonly modelSource: string,
+    /** A kiln checkpoint's metadata (empty for a Hugging Face folder). */
+    readonly metadata: Record<string, string>,
+    private readonly sources: Map<string, TensorSource>,
+    private readonly readers: SafetensorsReader[],
+  ) {}
+
+  /** Opens a Hugging Face model folder or a kiln .safetensors checkpoint. */
+  static async open(location: string): Promise<PretrainedWeights> {
+    const isDir = await stat(location).then(
+      (s) => s.isDirectory(),
+      () => {
+        throw new CheckpointError("no such file or folder", { where: location, hint: "pass a Hugging Face model folder (config.json + model.safetensors) or a kiln checkpoint (.safetensors)" });
+      },
+    );
+    return isDir ? openHfFolder(location) : openKilnCheckpoint(location);
+  }
+
+  /** The kiln tokenizer a kiln checkpoint's data was prepared with. */
+  get tokenizer(): string | undefined {
+    return this.metadata[META_TOKENIZER];
+  }
+
+  /** Every parameter as f32 values by kiln name (16-bit tensors widened exactly). */
+  async read(): Promise<Map<string, Float32Array>> {
+    const out = new Map<string, Float32Array>();
+    for (const [kilnName, { reader, name }] of this.sources) {
+      const t = await reader.read(name);
+      const n = elementCount(t.shape);
+      const dtype = fromSafetensorsDType(t.dtype)!;
+      out.set(kilnName, dtype === "f32" ? new Float32Array(t.data.buffer, t.data.byteOffset, n) : Float32Array.from(decodeElements(t.data, dtype, n)));
+    }
+    return out;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.readers.map((r) => r.close()));
+  }
+
+}
+
+async function openHfFolder(dir: string): Promise<PretrainedWeights> {
+  const configFile = path.join(dir, HF_CONFIG_FILE);
+  const model = modelConfigFromHf(await readJsonFile(configFile, "a Hugging Face model folder has a config.json beside its weights"), configFile);
+  const files = await openHfTensorFiles(dir);
+  try {
+    const gpt2Prefixed = model.arch !== "gpt2" || files.byTensor.has("transformer.wte.weight");
+    const sources = new Map<string, TensorSource>();
+    const claimed = new Set<string>();
+    for (const s of paramLayout(model).specs) {
+      const name = fileNameOf(s.name, gpt2Prefixed);
+      const reader = files.byTensor.get(name);
+      if (!reader) {
+        throw new CheckpointError(`tensor ${name} is missing`, { where: files.readers.length === 1 ? files.readers[0].path : dir, hint: `${HF_CONFIG_FILE} describes a ${model.arch} model that has this tensor; the weights belong to another model` });
+      }
+      checkTensor(reader, name, s.shape, `${HF_CONFIG_FILE} says`);
+      sources.set(s.name, { reader, name });
+      claimed.add(name);
+    }
+    for (const [name, reader] of files.byTensor) {
+      if (claimed.has(name) || isSkippedHfTensor(name, model)) continue;
+      throw new CheckpointError(`tensor ${name} is not a parameter of kiln's ${model.arch} model`, { where: reader.path, hint: `the weights hold more than ${HF_CONFIG_FILE} describes; kiln cannot represent this model` });
+    }
+    return new PretrainedWeights(dir, "huggingface", model, configFile, {}, sources, files.readers);
+  } catch (err) {
+    await Promise.all(files.readers.map((r) => r.close()));
+    throw err;
+  }
+}
+
+async function openKilnCheckpoint(file: string): Promise<PretrainedWeights> {
+  const reader = await openSafetensors(file);
+  try {
+    const text = reader.metadata[META_MODEL];
+    if (text === undefined) {
+      throw new CheckpointError(`metadata has no ${META_MODEL}: not a kiln checkpoint`, { where: file, hint: "pass a kiln checkpoint (final.safetensors, step_N.safetensors) or a Hugging Face model folder" });
+    }
+    const model = JSON.parse(text) as ModelConfig;
+    const sources = new Map<string, TensorSource>();
+    for (const s of paramLayout(model).specs) {
+      if (!reader.has(s.name)) throw new CheckpointError(`tensor ${s.name} is missing`, { where: file, hint: "the checkpoint does not hold the weights of its own kiln.model" });
+      checkTensor(reader, s.name, s.shape, `${META_MODEL} says`);
+      sources.set(s.name, { reader, name: s.name });
+    }
+    for (const name of reader.names) {
+      if (sources.has(name) || name.startsWith(EXP_AVG) || name.startsWith(EXP_AVG_SQ)) continue;
+      throw new CheckpointError(`tensor ${name} is not a parameter of the checkpoint's ${model.arch} model`, { where: file, hint: "the checkpoint is damaged or was not written by kiln" });
+    }
+    return new PretrainedWeights(file, "kiln", model, file, reader.metadata, sources, [reader]);
+  } catch (err) {
+    await reader.close();
+    throw err;
+  }
+}
+
+/** A float tensor of the shape the model needs, or a CheckpointError naming file and tensor. */
+function checkTensor(reader: SafetensorsReader, name: string, shape: readonly number[], says: string): void {
+  const info = reader.info(name);
+  const dtype = fromSafetensorsDType(info.dtype);
+  if (dtype === undefined || !isFloatDType(dtype)) {
+    throw new CheckpointError(`tensor ${name} is ${info.dtype}; kiln loads F32, BF16 and F16 weights`, { where: reader.path, hint: "save the weights as float32, bfloat16 or float16" });
+  }
+  if (info.shape.join(",") !== shape.join(",")) {
+    throw new CheckpointError(`tensor ${name} has shape [${info.shape.join(", ")}], but ${says} the model needs [${shape.join(", ")}]`, { where: reader.path, hint: "the weights and the model config do not belong together" });
+  }
+}
