@@ -3,6 +3,7 @@ import { KilnError } from "@kiln/contract";
 import { registerDashboard } from "./commands/dashboard.js";
 import { registerDoctor } from "./commands/doctor.js";
 import { registerEstimate } from "./commands/estimate.js";
+import { registerExport } from "./commands/export.js";
 import { registerPlot } from "./commands/plot.js";
 import { registerPrepare } from "./commands/prepare.js";
 import { registerSample } from "./commands/sample.js";
@@ -18,6 +19,7 @@ export function buildProgram(): Command {
   registerTrain(program);
   registerPrepare(program);
   registerSample(program);
+  registerExport(program);
   registerDoctor(program);
   registerEstimate(program);
   registerPlot(program);

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { CheckpointError } from "@kiln/contract";
-import { InferenceSession, getTokenizer, isTokenizerName } from "@kiln/core";
+import { InferenceSession, META_TOKENIZER, getTokenizer, isTokenizerName } from "@kiln/core";
 import { openBackend } from "../train/open-backend.js";
 import { nonNegativeInt, positiveInt } from "./parse-flags.js";
 
@@ -37,7 +37,7 @@ export function registerSample(program: Command): void {
       const { backend } = await openBackend("cpu", { ...(f.threads ? { threads: f.threads } : {}) });
       try {
         const session = await InferenceSession.fromCheckpoint(backend, f.checkpoint);
-        const name = f.tokenizer ?? session.metadata["kiln.tokenizer"];
+        const name = f.tokenizer ?? session.metadata[META_TOKENIZER];
         if (!name || !isTokenizerName(name)) {
           throw new CheckpointError(name ? `unknown tokenizer "${name}"` : "the checkpoint does not say which tokenizer its data used", {
             where: f.checkpoint,

@@ -9,6 +9,7 @@ export function trainOptions(cmd: Command): Command {
   // Flags that set a config key come from one table (config/setting-flags.ts); the rest describe this run only.
   return addSettingFlags(cmd.requiredOption("-f, --file <config.yaml>", "model and trainer config (see models/)"), "train")
     .option("--resume <auto|path>", "continue from a checkpoint: auto = newest in the output folder")
+    .option("--init-from <path>", "start from trained weights (optimizer fresh): a Hugging Face model folder or a kiln checkpoint; the model comes from it")
     .addOption(new Option("--dtype <dtype>", "training dtype: f32, bf16, f16 (with loss scaling) or auto (bf16 where the device runs it, else f16, else f32)").argParser(dtypeChoice))
     .option("--bf16", "same as --dtype bf16")
     .option("--fp16", "same as --dtype f16")

@@ -5,10 +5,10 @@ import { z } from "zod";
 const positiveInt = z.number().int().positive();
 const nonNegativeInt = z.number().int().nonnegative();
 
-/** `model:` — Oxidizr's field names where they exist. */
+/** `model:` — Oxidizr's field names where they exist (arch defaults to llama in resolveSettings). */
 export const modelSchema = z
   .object({
-    arch: z.enum(["gpt2", "llama"]).default("llama"),
+    arch: z.enum(["gpt2", "llama"]).optional(),
     vocab_size: positiveInt,
     hidden_size: positiveInt,
     num_layers: positiveInt,
@@ -69,7 +69,8 @@ export const dataSchema = z
 
 export const configSchema = z
   .object({
-    model: modelSchema,
+    /** Optional only with --init-from, whose model it must then agree with. */
+    model: modelSchema.optional(),
     trainer: trainerSchema.default(trainerSchema.parse({})),
     data: dataSchema.default(dataSchema.parse({})),
   })

@@ -144,7 +144,7 @@ export type FlagSources = ReadonlyMap<string, string>;
  * it, and which keys a flag set (key -> the flag spelling used).
  */
 export function applySettingFlags(config: KilnConfig, flags: Readonly<Record<string, unknown>>): { config: KilnConfig; fromFlags: FlagSources } {
-  const sections: Record<string, Record<string, unknown>> = { model: { ...config.model }, trainer: { ...config.trainer }, data: { ...config.data } };
+  const sections: Record<string, Record<string, unknown>> = { ...(config.model ? { model: { ...config.model } } : {}), trainer: { ...config.trainer }, data: { ...config.data } };
   const fromFlags = new Map<string, string>();
   for (const s of SETTING_FLAGS) {
     const used = spellingsOf(s).find((spelling) => flags[attributeOf(spelling)] !== undefined);

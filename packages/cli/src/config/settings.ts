@@ -4,6 +4,8 @@ import { ConfigError } from "@kiln/contract";
 import { type ModelConfig, type TrainingDTypeChoice, resolveModelConfig } from "@kiln/core";
 import { trainingDTypeOf } from "./dtype-choice.js";
 import type { LoadedConfig } from "./load-config.js";
+import type { ModelSection } from "./schema.js";
+import { type InitModel, checkModelAgrees } from "./model-section.js";
 import { applySettingFlags } from "./setting-flags.js";
 
 /**
@@ -59,44 +61,24 @@ export interface RunSettings {
   valFraction: number;
 }
 
-/** Applies flags over the file and checks what no single key can: divisibility, lengths, ranges. */
-export function resolveSettings(loaded: LoadedConfig, o: ConfigOverrides = {}): RunSettings {
+/**
+ * Applies flags over the file and checks what no single key can: divisibility, lengths, ranges.
+ * With `init` (--init-from) the model is the one the weights come with, and the file's model
+ * section, when there is one, must agree with it.
+ */
+export function resolveSettings(loaded: LoadedConfig, o: ConfigOverrides = {}, init?: InitModel): RunSettings {
   const { config, fromFlags } = applySettingFlags(loaded.config, o);
-  const { model: m, trainer: t, data } = config;
+  const { trainer: t, data } = config;
   const file = loaded.path;
   const fail = (key: string, message: string, hint: string): never => {
     throw new ConfigError(message, { where: `${file} (${key})`, hint });
   };
-  const kvHeads = m.kv_heads ?? m.num_heads;
-  if (m.hidden_size % m.num_heads !== 0) {
-    fail("model.hidden_size", `hidden_size ${m.hidden_size} is not divisible by num_heads ${m.num_heads}`, `pick a hidden_size that is a multiple of ${m.num_heads} (e.g. ${Math.ceil(m.hidden_size / m.num_heads) * m.num_heads}) or change num_heads`);
+  if (init && config.model) checkModelAgrees(config.model, init, file);
+  const model = init?.model ?? modelOfSection(config.model, file, fail);
+  const seqLen = t.seq_len ?? model.maxSeqLen;
+  if (seqLen > model.maxSeqLen) {
+    fail(fromFlags.get("trainer.seq_len") ?? "trainer.seq_len", `seq_len ${seqLen} is longer than model.max_seq_len ${model.maxSeqLen}`, `use --seq-len ${model.maxSeqLen} or less, or raise model.max_seq_len`);
   }
-  if (m.num_heads % kvHeads !== 0) {
-    fail("model.kv_heads", `num_heads ${m.num_heads} is not a multiple of kv_heads ${kvHeads}`, "kv_heads must divide num_heads (grouped-query attention)");
-  }
-  if (m.arch === "llama" && (m.hidden_size / m.num_heads) % 2 !== 0) {
-    fail("model.num_heads", `head size ${m.hidden_size / m.num_heads} is odd; rotary embeddings need an even head size`, "change hidden_size or num_heads so hidden_size / num_heads is even");
-  }
-  if (m.arch === "gpt2" && m.kv_heads !== undefined && m.kv_heads !== m.num_heads) {
-    fail("model.kv_heads", "the gpt2 architecture has no grouped-query attention", "remove kv_heads or use arch: llama");
-  }
-  const seqLen = t.seq_len ?? m.max_seq_len;
-  if (seqLen > m.max_seq_len) {
-    fail(fromFlags.get("trainer.seq_len") ?? "trainer.seq_len", `seq_len ${seqLen} is longer than model.max_seq_len ${m.max_seq_len}`, `use --seq-len ${m.max_seq_len} or less, or raise model.max_seq_len`);
-  }
-  const model = resolveModelConfig({
-    arch: m.arch,
-    vocabSize: m.vocab_size,
-    hiddenSize: m.hidden_size,
-    numLayers: m.num_layers,
-    numHeads: m.num_heads,
-    kvHeads,
-    maxSeqLen: m.max_seq_len,
-    ...(m.intermediate_size === undefined ? {} : { intermediateSize: m.intermediate_size }),
-    ...(m.rope_theta === undefined ? {} : { ropeTheta: m.rope_theta }),
-    ...(m.norm_eps === undefined ? {} : { normEps: m.norm_eps }),
-    ...(m.tie_embeddings === undefined ? {} : { tieEmbeddings: m.tie_embeddings }),
-  });
   const maxSteps = t.max_steps;
   if (maxSteps === undefined && t.num_epochs === undefined) {
     fail("trainer.max_steps", "neither trainer.max_steps nor trainer.num_epochs is set, so training would never end", "set trainer.max_steps (or pass --max-steps), or trainer.num_epochs");
@@ -137,4 +119,36 @@ export function resolveSettings(loaded: LoadedConfig, o: ConfigOverrides = {}): 
     tokenizer: data.tokenizer,
     valFraction: data.val_fraction,
   };
+}
+
+/** The model a YAML model section describes, checked; a missing section is an error. */
+function modelOfSection(m: ModelSection | undefined, file: string, fail: (key: string, message: string, hint: string) => never): ModelConfig {
+  if (!m) return fail("model", "the config has no model section", "add a model: section (see models/nano-start.yaml), or start from trained weights with --init-from");
+  const arch = m.arch ?? "llama";
+  const kvHeads = m.kv_heads ?? m.num_heads;
+  if (m.hidden_size % m.num_heads !== 0) {
+    fail("model.hidden_size", `hidden_size ${m.hidden_size} is not divisible by num_heads ${m.num_heads}`, `pick a hidden_size that is a multiple of ${m.num_heads} (e.g. ${Math.ceil(m.hidden_size / m.num_heads) * m.num_heads}) or change num_heads`);
+  }
+  if (m.num_heads % kvHeads !== 0) {
+    fail("model.kv_heads", `num_heads ${m.num_heads} is not a multiple of kv_heads ${kvHeads}`, "kv_heads must divide num_heads (grouped-query attention)");
+  }
+  if (arch === "llama" && (m.hidden_size / m.num_heads) % 2 !== 0) {
+    fail("model.num_heads", `head size ${m.hidden_size / m.num_heads} is odd; rotary embeddings need an even head size`, "change hidden_size or num_heads so hidden_size / num_heads is even");
+  }
+  if (arch === "gpt2" && m.kv_heads !== undefined && m.kv_heads !== m.num_heads) {
+    fail("model.kv_heads", "the gpt2 architecture has no grouped-query attention", "remove kv_heads or use arch: llama");
+  }
+  return resolveModelConfig({
+    arch,
+    vocabSize: m.vocab_size,
+    hiddenSize: m.hidden_size,
+    numLayers: m.num_layers,
+    numHeads: m.num_heads,
+    kvHeads,
+    maxSeqLen: m.max_seq_len,
+    ...(m.intermediate_size === undefined ? {} : { intermediateSize: m.intermediate_size }),
+    ...(m.rope_theta === undefined ? {} : { ropeTheta: m.rope_theta }),
+    ...(m.norm_eps === undefined ? {} : { normEps: m.norm_eps }),
+    ...(m.tie_embeddings === undefined ? {} : { tieEmbeddings: m.tie_embeddings }),
+  });
 }

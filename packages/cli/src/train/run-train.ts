@@ -1,5 +1,8 @@
 import { type Backend, ConfigError, MemoryError, TrainingError } from "@kiln/contract";
 import {
+  META_DATA,
+  META_TOKENIZER,
+  PretrainedWeights,
   Prefetcher,
   Trainer,
   loadTrainerCheckpoint,
@@ -32,6 +35,7 @@ import path from "node:path";
 export interface TrainFlags extends ConfigOverrides {
   file: string;
   resume?: string;
+  initFrom?: string;
   headless?: boolean;
   gpus?: string;
   syncBackend?: string;
@@ -50,13 +54,20 @@ export async function runTrain(flags: TrainFlags): Promise<number> {
     });
   }
   const asked = dtypeFromFlags(flags);
-  const s = resolveSettings(loadConfigFile(flags.file), { ...flags, ...(asked ? { dtype: asked.dtype } : {}) });
-  // One run per output folder: a second one stops here, before it reads or writes anything there.
-  const lock = lockOutputDir(s.outputDir, stderrLine);
+  const config = loadConfigFile(flags.file);
+  // Weights to start from are opened and checked (model, every tensor) before anything is written.
+  const init = flags.initFrom === undefined ? undefined : await PretrainedWeights.open(flags.initFrom);
   try {
-    return await openAndTrain(s, flags);
+    const s = resolveSettings(config, { ...flags, ...(asked ? { dtype: asked.dtype } : {}) }, init && { model: init.model, source: init.modelSource });
+    // One run per output folder: a second one stops here, before it reads or writes anything there.
+    const lock = lockOutputDir(s.outputDir, stderrLine);
+    try {
+      return await openAndTrain(s, flags, init);
+    } finally {
+      lock.release();
+    }
   } finally {
-    lock.release();
+    await init?.close();
   }
 }
 
@@ -64,7 +75,7 @@ function stderrLine(text: string): void {
   process.stderr.write(`${text}\n`);
 }
 
-async function openAndTrain(s: RunSettings, flags: TrainFlags): Promise<number> {
+async function openAndTrain(s: RunSettings, flags: TrainFlags, init: PretrainedWeights | undefined): Promise<number> {
   const data = await openTrainingData(s);
   let cpuPeak: CpuPeak | undefined;
   const { backend, note } = await openBackend(s.targetDevice, {
@@ -73,14 +84,22 @@ async function openAndTrain(s: RunSettings, flags: TrainFlags): Promise<number> 
     cpuPeak: cachedCpuPeakSource(stderrLine, (p) => (cpuPeak = p)),
   });
   try {
-    return await trainOn(s, flags, data, backend, note, cpuPeak);
+    return await trainOn(s, flags, data, backend, note, cpuPeak, init);
   } finally {
     backend.dispose();
     await data.dataset.close();
   }
 }
 
-async function trainOn(s: RunSettings, flags: TrainFlags, data: TrainingData, backend: Backend, deviceNote: string | undefined, cpuPeak: CpuPeak | undefined): Promise<number> {
+async function trainOn(
+  s: RunSettings,
+  flags: TrainFlags,
+  data: TrainingData,
+  backend: Backend,
+  deviceNote: string | undefined,
+  cpuPeak: CpuPeak | undefined,
+  init: PretrainedWeights | undefined,
+): Promise<number> {
   const precision = trainingPrecision(s, backend, dtypeFromFlags(flags)?.flag);
   const dtype = precision.dtype;
   const plan = { ...planTrainingMemory(s.model, s.batchSize, s.seqLen, dtype, s.recompute), evaluation: planForwardMemory(s.model, s.batchSize, s.seqLen, dtype) };
@@ -106,6 +125,8 @@ async function trainOn(s: RunSettings, flags: TrainFlags, data: TrainingData, ba
   if (resumeFrom) {
     const meta = await loadTrainerCheckpoint(trainer, resumeFrom);
     if (meta["kiln.data_cursor"]) data.train.setCursor(JSON.parse(meta["kiln.data_cursor"]));
+  } else if (init) {
+    trainer.loadParameters(await init.read());
   }
   removeStaleTempFiles(s.outputDir);
   const runner = trainer.forwardRunner(s.batchSize, s.seqLen);
@@ -119,6 +140,7 @@ async function trainOn(s: RunSettings, flags: TrainFlags, data: TrainingData, ba
   const warmup = warmupWarning(s.warmupSteps, totalSteps);
   if (warmup) process.stderr.write(`${warmup}\n`);
   if (resumeFrom) (interactive ? process.stdout : process.stderr).write(`resumed from ${resumeFrom} at step ${trainer.stepCount}\n`);
+  else if (init) (interactive ? process.stdout : process.stderr).write(`weights from ${init.path} (optimizer state fresh)\n`);
 
   const prefetcher = new Prefetcher(data.train, Math.max(1, s.prefetch));
   const display = interactive ? new ProgressDisplay(totalSteps, trainer.stepCount) : undefined;
@@ -126,10 +148,12 @@ async function trainOn(s: RunSettings, flags: TrainFlags, data: TrainingData, ba
   const flopsPerToken = trainingFlopsPerToken(s.model, s.seqLen);
   const peak = peakForDtype(backend.capabilities(), dtype);
   let peakBeaten = false;
+  // What the data was, for model cards, and its tokenizer.
+  const described = () => ({ [META_DATA]: s.dataPath ? path.basename(s.dataPath) : "kiln's built-in story corpus", ...(data.tokenizer ? { [META_TOKENIZER]: data.tokenizer } : {}) });
   const metadata = () => ({
     "kiln.data_cursor": JSON.stringify(prefetcher.getCursor()),
     "kiln.config": s.configText,
-    ...(data.tokenizer ? { "kiln.tokenizer": data.tokenizer } : {}),
+    ...described(),
   });
   const save = async () => {
     const file = checkpointPath(s.outputDir, trainer.stepCount);
@@ -202,7 +226,7 @@ async function trainOn(s: RunSettings, flags: TrainFlags, data: TrainingData, ba
     if (trainer.stepCount !== lastSaved) await save();
     if (!stop) {
       const final = path.join(s.outputDir, "final.safetensors");
-      await saveTrainedWeights(trainer, final, data.tokenizer ? { "kiln.tokenizer": data.tokenizer } : {}, flags.exportDtype ?? dtype);
+      await saveTrainedWeights(trainer, final, described(), flags.exportDtype ?? dtype);
       say(`wrote ${final}`);
     }
   } finally {
