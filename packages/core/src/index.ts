@@ -30,7 +30,12 @@ export {
   META_LOSS_SCALE_GOOD_STEPS,
   META_TOKENIZER,
   META_DATA,
+  META_WORLD_SIZE,
+  META_DATA_CURSOR,
+  META_DATA_CURSORS,
 } from "./train/checkpoint-state.js";
+export type { GradientSync, ReduceOp } from "./train/gradient-sync.js";
+export { planGradientBuckets, DEFAULT_BUCKET_BYTES, type GradientBucket } from "./train/gradient-buckets.js";
 export { PretrainedWeights } from "./hf/pretrained-weights.js";
 export { exportHfFolder } from "./hf/export-hf-folder.js";
 export { modelConfigFromHf, hfConfigOf, HF_ARCHITECTURES } from "./hf/hf-config.js";

@@ -22,6 +22,8 @@ export interface ParameterBinding {
 export class CompiledStep {
   readonly runtime: RuntimeScalars = { lossScale: 1 };
   private readonly calls: (() => void)[] = [];
+  /** nodeCalls[i]: index in `calls` of node i's first call (and nodeCalls[nodes] = calls.length). */
+  private readonly nodeCalls: number[] = [];
   private readonly arena: BufferHandle | undefined;
   private readonly io: BufferHandle | undefined;
   private readonly owned: BufferHandle[] = [];
@@ -44,8 +46,10 @@ export class CompiledStep {
     for (const node of graph.nodes) {
       const op = OPS[node.op];
       if (!op) throw new Error(`no op "${node.op}"`);
+      this.nodeCalls.push(this.calls.length);
       this.calls.push(...op.compile(node, ctx));
     }
+    this.nodeCalls.push(this.calls.length);
   }
 
   /** Bytes this step allocated on the backend (arena + inputs, constants, outputs). */
@@ -85,6 +89,12 @@ export class CompiledStep {
   /** Issues every kernel call of the step, in order. */
   run(): void {
     for (const call of this.calls) call();
+  }
+
+  /** Issues the kernel calls of nodes [fromNode, toNode), in order: a step run in parts (gradient buckets handed off between them). */
+  runNodes(fromNode: number, toNode: number): void {
+    const end = this.nodeCalls[Math.min(toNode, this.graph.nodes.length)];
+    for (let i = this.nodeCalls[Math.max(0, fromNode)]; i < end; i++) this.calls[i]();
   }
 
   /** Copies an output tensor back to the host. */

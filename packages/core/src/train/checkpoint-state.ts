@@ -24,6 +24,12 @@ export const META_SKIPPED_STEPS = "kiln.skipped_steps";
 /** f16: the dynamic loss scaler's scale and its finite steps since the scale last changed. */
 export const META_LOSS_SCALE = "kiln.loss_scale";
 export const META_LOSS_SCALE_GOOD_STEPS = "kiln.loss_scale_good_steps";
+/** Data-parallel ranks that trained the run (absent: 1). A run resumes only with as many. */
+export const META_WORLD_SIZE = "kiln.world_size";
+/** Where the training data stands: the sampler's cursor ({epoch, index}, over every rank's windows). */
+export const META_DATA_CURSOR = "kiln.data_cursor";
+/** The data cursor of every rank, by rank (JSON array): each rank resumes from its own. */
+export const META_DATA_CURSORS = "kiln.data_cursors";
 
 /**
  * Writes weights (Hugging Face names), AdamW m and v, the step and the model
@@ -46,6 +52,7 @@ export async function saveTrainerCheckpoint(trainer: Trainer, path: string, meta
     [META_MODEL]: JSON.stringify(trainer.config.model),
     [META_DTYPE]: trainer.dtype,
     [META_SKIPPED_STEPS]: String(trainer.skippedSteps),
+    [META_WORLD_SIZE]: String(trainer.worldSize),
     ...(trainer.lossScaler
       ? { [META_LOSS_SCALE]: String(trainer.lossScaler.scale), [META_LOSS_SCALE_GOOD_STEPS]: String(trainer.lossScaler.goodSteps) }
       : {}),
@@ -59,7 +66,7 @@ export async function saveTrainerCheckpoint(trainer: Trainer, path: string, meta
  * written by saveTrainerCheckpoint. A checkpoint of another dtype loads too (its
  * f32 weights become this run's); an f16 scaler starts afresh from one without
  * scaler state. Refuses, naming the file and tensor, a checkpoint of another
- * model. Returns the file's metadata.
+ * model, or one trained by another number of data-parallel ranks. Returns the file's metadata.
  */
 export async function loadTrainerCheckpoint(trainer: Trainer, path: string): Promise<Record<string, string>> {
   const reader = await openSafetensors(path);
@@ -84,6 +91,13 @@ export async function loadTrainerCheckpoint(trainer: Trainer, path: string): Pro
       throw new CheckpointError(`metadata ${META_DTYPE} is ${JSON.stringify(meta[META_DTYPE])}, not f32, bf16 or f16`, { where: path, hint: "the checkpoint is damaged; resume from an earlier one" });
     }
     const skippedSteps = counter(META_SKIPPED_STEPS, 0, step);
+    const worldSize = counter(META_WORLD_SIZE, 1);
+    if (worldSize !== trainer.worldSize) {
+      throw new CheckpointError(`the checkpoint was trained by ${worldSize} data-parallel rank${worldSize === 1 ? "" : "s"}, this run has ${trainer.worldSize}`, {
+        where: path,
+        hint: `resume with ${worldSize} rank${worldSize === 1 ? "" : "s"} (--ranks ${worldSize}), so each step sees the same global batch; or start a new run from its weights with --init-from`,
+      });
+    }
     const scale = meta[META_LOSS_SCALE] === undefined ? undefined : Number(meta[META_LOSS_SCALE]);
     if (scale !== undefined && !(scale > 0 && Number.isFinite(scale))) {
       throw new CheckpointError(`metadata ${META_LOSS_SCALE} is ${JSON.stringify(meta[META_LOSS_SCALE])}, not a positive number`, { where: path, hint: "the checkpoint is damaged; resume from an earlier one" });

@@ -13,6 +13,9 @@ import { MasterWeights } from "./master-weights.js";
 import { assertBackendTrains } from "./training-dtype.js";
 import type { MemoryPlan } from "./memory-plan.js";
 import { TRAINER_SCALAR_BYTES, planTraining } from "./plan-training.js";
+import { DataParallelSync } from "./data-parallel.js";
+import { DEFAULT_BUCKET_BYTES, planGradientBuckets } from "./gradient-buckets.js";
+import type { GradientSync } from "./gradient-sync.js";
 
 export interface TrainerConfig {
   model: ModelConfig;
@@ -31,6 +34,15 @@ export interface TrainerConfig {
   dtype?: FloatDType;
   /** f16 only: the loss scaler's start and growth interval (defaults 2^16 and 2000). */
   lossScaler?: Partial<LossScalerConfig>;
+  /**
+   * Data-parallel training: the communicator of this rank. Each step sums the
+   * gradients of every rank's micro-batches (the global batch) before clipping
+   * and AdamW, and the first step makes every rank start from rank 0's state.
+   * Absent, or with one rank: no sync.
+   */
+  gradientSync?: GradientSync;
+  /** Bytes of each gradient bucket handed to the communicator (default 25 MiB). */
+  bucketBytes?: number;
 }
 
 /** One micro-batch: token ids and next-token targets, batchSize*seqLen each (targets < 0 are ignored). */
@@ -46,13 +58,13 @@ export interface BatchSource {
 }
 
 export interface StepResult {
-  /** Mean loss over the valid targets of every micro-batch. */
+  /** Mean loss over the valid targets of every micro-batch (of every rank: the global batch). */
   loss: number;
   /** Global gradient norm before clipping. */
   gradNorm: number;
   /** Learning rate used by this step. */
   lr: number;
-  /** Tokens processed (every position of every micro-batch). */
+  /** Tokens processed by this rank (every position of every micro-batch). */
   tokens: number;
   /** The update was not applied: f16 gradients overflowed (the loss scale halved), or the values went non-finite. */
   skipped: boolean;
@@ -95,6 +107,10 @@ export class Trainer {
   /** The loss scale the last backward pass used (1 unless f16). */
   private lastLossScale = 1;
   private readonly lossHost = new Float32Array(1);
+  /** With several ranks: the gradient buckets and the all-reduces of a step. */
+  private readonly dataParallel: DataParallelSync | undefined;
+  /** Whether every rank holds rank 0's weights and optimizer state (done by the first step). */
+  private stateShared = false;
 
   constructor(
     readonly backend: Backend,
@@ -136,6 +152,28 @@ export class Trainer {
     backend.kernels.fill({ out: m, n: this.stateLayout.bytes / 4, value: 0, dtype: "f32" });
     backend.kernels.fill({ out: v, n: this.stateLayout.bytes / 4, value: 0, dtype: "f32" });
     if (this.model.positions !== undefined) this.compiled.upload(this.model.positions, positionIds(batchSize, seqLen));
+    const sync = config.gradientSync;
+    if (sync && sync.worldSize > 1) {
+      // Under a 16-bit dtype the f32 gradient sums are what is synced: buckets of the f32 layout.
+      const synced = this.masters ? this.stateLayout : this.layout;
+      const buckets = planGradientBuckets(this.model.graph, synced, config.bucketBytes ?? DEFAULT_BUCKET_BYTES);
+      this.dataParallel = new DataParallelSync(sync, backend, buckets, this.masters?.gradSums ?? grads, synced.dtype);
+    }
+  }
+
+  /** This process's data-parallel rank (0 without a gradient sync). */
+  get rank(): number {
+    return this.dataParallel?.sync.rank ?? 0;
+  }
+
+  /** Data-parallel ranks training together (1 without a gradient sync). */
+  get worldSize(): number {
+    return this.dataParallel?.sync.worldSize ?? 1;
+  }
+
+  /** The gradient buckets a step hands to the communicator, in the order backward finishes them (none with one rank). */
+  get gradientBuckets() {
+    return this.dataParallel?.buckets ?? [];
   }
 
   /** Tokens per micro-batch. */
@@ -160,11 +198,19 @@ export class Trainer {
    * micro-batch. With a source (batches read one at a time, e.g. from a
    * Prefetcher whose buffers are reused), it is the mean of the micro-batches'
    * means, as nanoGPT does; the two agree when micro-batches have equal valid counts.
+   *
+   * With several ranks, each rank's micro-batch i is its slice of global
+   * micro-batch i: valid-target counts are summed over the ranks first, so the
+   * loss and the summed gradients are those of the global batch, and every rank
+   * computes the same loss, gradient norm and update.
    */
   async step(microBatches: readonly Batch[] | BatchSource): Promise<StepResult> {
     const count = "next" in microBatches ? microBatches.count : microBatches.length;
     if (count < 1) throw new Error("step() needs at least one batch");
-    const totalValid = "next" in microBatches ? undefined : microBatches.reduce((s, b) => s + countValid(b.targets), 0);
+    const dp = this.dataParallel;
+    if (dp && !this.stateShared) await this.shareRankZeroState(dp);
+    const localValid = "next" in microBatches ? undefined : microBatches.reduce((s, b) => s + countValid(b.targets), 0);
+    const totalValid = dp && localValid !== undefined ? await dp.sum(localValid) : localValid;
     const masters = this.masters;
     // f32 accumulates into the gradient buffer itself; 16-bit dtypes sum each micro-batch's gradients in f32.
     if (!masters) this.zeroGradients();
@@ -174,15 +220,21 @@ export class Trainer {
     let collected = 0;
     for (let i = 0; i < count; i++) {
       const batch = "next" in microBatches ? await microBatches.next() : microBatches[i];
-      const valid = countValid(batch.targets);
+      const valid = totalValid === undefined && dp ? await dp.sum(countValid(batch.targets)) : countValid(batch.targets);
       // The loss is a mean over `denominator` target rows; each row's gradient is 1 / denominator.
       const denominator = totalValid ?? valid * count;
       if (denominator === 0) continue;
       if (masters) this.zeroGradients();
-      loss += (await this.forwardBackward(batch, lossScale / denominator)) / denominator;
+      // f32: the last micro-batch hands each gradient bucket to the communicator as backward finishes it.
+      const handOff = dp && !masters && i === count - 1 ? dp : undefined;
+      loss += (await this.forwardBackward(batch, lossScale / denominator, handOff)) / denominator;
       masters?.collectGradients(collected++ === 0);
     }
     if (masters && collected === 0) masters.zeroGradients();
+    if (dp) {
+      await dp.finish();
+      loss = await dp.sum(loss);
+    }
     const { scalars } = this.buffers;
     const grads = masters ? masters.gradSums : this.buffers.grads;
     const k = this.backend.kernels;
@@ -214,6 +266,18 @@ export class Trainer {
     return { loss, gradNorm, lr, tokens: count * this.tokensPerBatch, skipped, nonFinite, ...(this.lossScaler ? { lossScale } : {}) };
   }
 
+  /**
+   * Every rank takes rank 0's weights (the f32 masters under a 16-bit dtype) and
+   * AdamW state, so ranks agree however they were initialized or loaded.
+   */
+  private async shareRankZeroState(dp: DataParallelSync): Promise<void> {
+    const { params, m, v } = this.buffers;
+    const weights = this.masters ? { buffer: this.masters.master, bytes: this.stateLayout.bytes } : { buffer: params, bytes: this.layout.bytes };
+    await dp.broadcastFromRankZero([weights, { buffer: m, bytes: this.stateLayout.bytes }, { buffer: v, bytes: this.stateLayout.bytes }]);
+    this.masters?.roundToParams();
+    this.stateShared = true;
+  }
+
   /** Zeroes the gradient buffer the graph accumulates parameter gradients into. */
   private zeroGradients(): void {
     const n = this.layout.bytes / bytesPerElement(this.dtype);
@@ -224,12 +288,13 @@ export class Trainer {
    * Forward and backward of one micro-batch: adds its gradients, each target row
    * weighted by lossScale, to the gradient buffer; returns its summed row losses.
    */
-  private async forwardBackward(batch: Batch, lossScale: number): Promise<number> {
+  private async forwardBackward(batch: Batch, lossScale: number, handOff?: DataParallelSync): Promise<number> {
     this.checkBatch(batch);
     this.compiled.runtime.lossScale = lossScale;
     this.compiled.upload(this.model.ids, batch.ids);
     this.compiled.upload(this.model.training!.targets, batch.targets);
-    this.compiled.run();
+    if (handOff) await handOff.runHandingOff(this.compiled);
+    else this.compiled.run();
     await this.compiled.download(this.model.training!.lossSum, this.lossHost);
     return this.lossHost[0];
   }
