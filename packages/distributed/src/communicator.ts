@@ -1,21 +1,22 @@
-import type { Backend, Operand } from "@kiln/contract";
+import type { GradientSync } from "@kiln/core";
+
+/** Sync backends: "single" (one rank, nothing to do), "cpu" (host staging between processes), "nccl" (device buffers; not yet). */
+export type SyncBackendKind = "single" | "cpu" | "nccl";
 
 /**
- * How data-parallel ranks agree on gradients. One communicator per rank; every
- * rank calls the same collectives in the same order.
+ * How data-parallel ranks agree on gradients: one communicator per rank, and
+ * every rank calls the same collectives in the same order. It is the Trainer's
+ * gradient-sync hook (`GradientSync`, defined in core: all-reduce sum or mean
+ * of f32 and bf16 device operands, broadcast, all-reduce of host scalars)
+ * plus what a run needs around training. Operands are the backend's own
+ * buffers: the `cpu` communicator stages them through the host, an NCCL one
+ * would reduce them on the device. Every call fails after the communicator's
+ * timeout, and a failure names the rank that caused it.
  */
-export interface Communicator {
-  /** This process's rank in [0, worldSize). */
-  readonly rank: number;
-  readonly worldSize: number;
-  /** Sync backend name: "single", "cpu" (host staging) or "nccl". */
-  readonly kind: string;
-  /**
-   * In place: every rank's `n` f32 elements at `buffer` become the mean over ranks.
-   * Resolves when the result is in `buffer` on this rank.
-   */
-  allReduceMean(backend: Backend, buffer: Operand, n: number): Promise<void>;
+export interface Communicator extends GradientSync {
+  readonly kind: SyncBackendKind;
   /** Resolves when every rank has reached it. */
   barrier(): Promise<void>;
+  /** Closes the connections; collectives called afterwards fail. */
   close(): Promise<void>;
 }

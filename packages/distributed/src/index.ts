@@ -1,2 +1,6 @@
-export type { Communicator } from "./communicator.js";
+export type { Communicator, SyncBackendKind } from "./communicator.js";
 export { createSingleRankCommunicator } from "./single-rank.js";
+export { createCpuCommunicator, DEFAULT_SYNC_TIMEOUT_S, type CpuCommunicatorOptions } from "./cpu-communicator.js";
+export { rankEnvironment, DEFAULT_MASTER_ADDR, DEFAULT_MASTER_PORT, type RankEnvironment } from "./rank-environment.js";
+export { launchRanks, type LaunchOptions } from "./launch-ranks.js";
+export { freePort } from "./free-port.js";

@@ -1,12 +1,14 @@
 import type { Communicator } from "./communicator.js";
 
-/** The communicator of a run with one rank: the mean over one rank is the value itself. */
+/** The communicator of a run with one rank: every collective leaves the values as they are. */
 export function createSingleRankCommunicator(): Communicator {
   return {
     rank: 0,
     worldSize: 1,
     kind: "single",
-    allReduceMean: async () => {},
+    allReduce: async () => {},
+    broadcast: async () => {},
+    allReduceScalars: async (values) => values.slice(),
     barrier: async () => {},
     close: async () => {},
   };

@@ -1,0 +1,49 @@
+import { ConfigError } from "@kiln/contract";
+
+/** Where this process stands in a data-parallel run, as torchrun, Slurm or kiln's own launcher tell it through the environment. */
+export interface RankEnvironment {
+  rank: number;
+  worldSize: number;
+  /** Rank among the processes on this machine. */
+  localRank: number;
+  /** Processes of the run on this machine (for the CPU threads each may use). */
+  localWorldSize: number;
+  /** Where rank 0 listens for the others. */
+  masterAddr: string;
+  masterPort: number;
+}
+
+export const DEFAULT_MASTER_ADDR = "127.0.0.1";
+export const DEFAULT_MASTER_PORT = 29500;
+
+/**
+ * Reads torchrun's variables: WORLD_SIZE, RANK, LOCAL_RANK, LOCAL_WORLD_SIZE,
+ * MASTER_ADDR, MASTER_PORT. Undefined when WORLD_SIZE is unset (not a rank of a
+ * data-parallel run); a ConfigError naming the variable when one is malformed.
+ */
+export function rankEnvironment(env: Readonly<Record<string, string | undefined>> = process.env): RankEnvironment | undefined {
+  if (env.WORLD_SIZE === undefined) return undefined;
+  const int = (name: string, min: number, max: number, fallback?: number): number => {
+    const text = env[name];
+    if (text === undefined && fallback !== undefined) return fallback;
+    const n = Number(text);
+    if (text === undefined || text.trim() === "" || !Number.isSafeInteger(n) || n < min || n > max) {
+      throw new ConfigError(`${name}=${text ?? ""} is not an integer from ${min} to ${max}`, {
+        where: name,
+        hint: "a data-parallel rank needs WORLD_SIZE, RANK (0 to WORLD_SIZE - 1) and MASTER_PORT set as torchrun sets them; or let kiln start the ranks with --ranks N",
+      });
+    }
+    return n;
+  };
+  const worldSize = int("WORLD_SIZE", 1, 65536);
+  const rank = int("RANK", 0, worldSize - 1);
+  const localWorldSize = int("LOCAL_WORLD_SIZE", 1, worldSize, worldSize);
+  return {
+    rank,
+    worldSize,
+    localRank: int("LOCAL_RANK", 0, localWorldSize - 1, rank % localWorldSize),
+    localWorldSize,
+    masterAddr: env.MASTER_ADDR || DEFAULT_MASTER_ADDR,
+    masterPort: int("MASTER_PORT", 1, 65535, DEFAULT_MASTER_PORT),
+  };
+}
