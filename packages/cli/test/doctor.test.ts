@@ -39,6 +39,7 @@ describe("kiln doctor", () => {
     expect(out).toMatch(/cpu kernels\s+WebAssembly (relaxed SIMD|SIMD128).*\d+ thread/);
     expect(out).toMatch(/nvidia driver\s+/);
     expect(out).toMatch(/NCCL\s+(found|not found)/);
+    expect(out).toMatch(/sync backends\s+cpu \(data-parallel ranks over TCP, --ranks N\): available; nccl \(several GPUs\): not available yet/);
     expect(out).toMatch(/^ready: kiln can train on the CPU/m);
   });
 

@@ -15,9 +15,12 @@ export function trainOptions(cmd: Command): Command {
     .option("--fp16", "same as --dtype f16")
     .option("--tf32", "allow TF32 matmuls for f32 training (no kiln kernel uses TF32 yet) (trainer.tf32)")
     .addOption(new Option("--export-dtype <dtype>", "dtype of final.safetensors (default: the training dtype)").argParser(oneOf(FLOAT_DTYPES)))
+    .option("--ranks <n>", "data-parallel training on the CPU: start N ranks on this machine, each with its slice of every batch (torchrun's WORLD_SIZE, RANK, MASTER_ADDR, MASTER_PORT are read too)", positiveInt)
+    .option("--master-addr <host>", "data parallel: where rank 0 listens for the other ranks (default 127.0.0.1; MASTER_ADDR)")
+    .option("--master-port <port>", "data parallel: rank 0's port (default: a free one with --ranks; MASTER_PORT)", positiveInt)
+    .addOption(new Option("--sync-backend <backend>", "gradient sync between ranks: cpu (host staging over TCP); nccl is not available yet").argParser(oneOf(["cpu", "nccl"] as const)))
     .option("--gpus <list>", "GPU ordinals for data-parallel training, e.g. 0,1 (not available yet: refused)")
-    .addOption(new Option("--sync-backend <backend>", "gradient sync across devices, cpu or nccl (not available yet: refused)").argParser(oneOf(["cpu", "nccl"] as const)))
-    .option("--threads <n>", "CPU threads for kernels (default: every core)", positiveInt)
+    .option("--threads <n>", "CPU threads for kernels (default: every core, shared out between the ranks of this machine)", positiveInt)
     .option("--headless", "JSON lines on stdout instead of a progress bar");
 }
 

@@ -1,5 +1,6 @@
 import { TARGET_DEVICES } from "../train/open-backend.js";
 import { DTYPE_SPELLINGS } from "./dtype-choice.js";
+import { DEFAULT_SYNC_TIMEOUT_S } from "@kiln/distributed";
 import { z } from "zod";
 
 const positiveInt = z.number().int().positive();
@@ -55,6 +56,10 @@ export const trainerSchema = z
     recompute: z.enum(["none", "cheap", "blocks"]).default("cheap"),
     /** A step whose loss or gradients are NaN or infinite: stop the run (default) or skip the step. */
     on_nonfinite: z.enum(["stop", "skip"]).default("stop"),
+    /** Data parallel: seconds a collective may wait for the other ranks before the run stops, naming the rank that did not come. */
+    sync_timeout: z.number().positive().default(DEFAULT_SYNC_TIMEOUT_S),
+    /** Data parallel: MiB of gradients per all-reduce bucket (PyTorch DDP's bucket_cap_mb). */
+    bucket_mb: z.number().positive().default(25),
   })
   .strict();
 

@@ -56,6 +56,10 @@ export interface RunSettings {
   maxCheckpoints: number;
   /** A step with a NaN or infinite loss or gradients: stop with an error, or skip it (weights unchanged). */
   onNonFinite: "stop" | "skip";
+  /** Data parallel: milliseconds a collective waits for the other ranks. */
+  syncTimeoutMs: number;
+  /** Data parallel: bytes of gradients per all-reduce bucket. */
+  bucketBytes: number;
   dataPath: string | undefined;
   tokenizer: string | undefined;
   valFraction: number;
@@ -115,6 +119,8 @@ export function resolveSettings(loaded: LoadedConfig, o: ConfigOverrides = {}, i
     outputDir: t.checkpoint_dir ?? path.join("checkpoints", name),
     maxCheckpoints: t.max_checkpoints,
     onNonFinite: t.on_nonfinite,
+    syncTimeoutMs: t.sync_timeout * 1000,
+    bucketBytes: Math.max(4, Math.round(t.bucket_mb * 1024 * 1024)),
     dataPath: data.path,
     tokenizer: data.tokenizer,
     valFraction: data.val_fraction,

@@ -18,6 +18,7 @@ export function formatDoctorReport(r: DoctorReport): string {
       ? [["cpu peak", `${(r.wasm.peak.flopsPerSecond / 1e9).toFixed(1)} GFLOP/s f32 on ${r.wasm.threads} thread${r.wasm.threads === 1 ? "" : "s"}, for MFU (${r.wasm.peak.cached ? "measured" : "measured now"} ${r.wasm.peak.measuredAt.slice(0, 16).replace("T", " ")} UTC, kept in ${r.wasm.peak.file})`] as [string, string]]
       : []),
     ...cudaRows(r.cuda),
+    ["sync backends", "cpu (data-parallel ranks over TCP, --ranks N): available; nccl (several GPUs): not available yet"],
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
   const verdict = r.wasm.ok
@@ -36,6 +37,6 @@ function cudaRows(c: DoctorReport["cuda"]): [string, string][] {
     ["gpus", c.addon.built ? (c.runtime.deviceCount > 0 ? `${c.runtime.deviceCount} visible` : `none usable: ${c.runtime.error}`) : "unknown until the CUDA kernels are built"],
     ["cuda simulator", c.simulator.built ? `built (KILN_BACKEND=cuda-sim runs the CUDA kernels on this CPU)` : `not built: ${c.simulator.detail}`],
     ["cuBLASLt", withVersion(found(c.libraries.cublasLt, "libcublasLt.so"), c.libraryVersions.cublasLt) + "; not used yet: kiln's own matmul kernels run every matmul"],
-    ["NCCL", withVersion(found(c.libraries.nccl, "libnccl.so.2"), c.libraryVersions.nccl) + "; needed only for multi-GPU training, which is not available yet"],
+    ["NCCL", withVersion(found(c.libraries.nccl, "libnccl.so.2"), c.libraryVersions.nccl) + "; needed only for training on several GPUs, which is not available yet"],
   ];
 }

@@ -1,7 +1,11 @@
 import type { BatchSampler, ForwardRunner } from "@kiln/core";
 
-/** Mean loss over the first `iters` validation batches (the same batches every time). */
-export async function evaluate(runner: ForwardRunner, val: BatchSampler, iters: number): Promise<number> {
+/**
+ * Mean loss over the first `iters` validation batches (the same batches every time).
+ * Data parallel: each rank reads its slice of every batch and `sumOverRanks` adds
+ * the ranks' loss sums and row counts, so every rank gets the global batches' mean.
+ */
+export async function evaluate(runner: ForwardRunner, val: BatchSampler, iters: number, sumOverRanks?: (values: Float64Array) => Promise<Float64Array>): Promise<number> {
   val.setCursor({ epoch: 0, index: 0 });
   let loss = 0;
   let rows = 0;
@@ -11,5 +15,6 @@ export async function evaluate(runner: ForwardRunner, val: BatchSampler, iters: 
     loss += await runner.run(batch.ids, batch.targets);
     for (const t of batch.targets) if (t >= 0) rows++;
   }
+  if (sumOverRanks) [loss, rows] = await sumOverRanks(Float64Array.of(loss, rows));
   return rows > 0 ? loss / rows : 0;
 }

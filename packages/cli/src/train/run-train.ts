@@ -1,6 +1,8 @@
-import { type Backend, ConfigError, MemoryError, TrainingError } from "@kiln/contract";
+import { type Backend, MemoryError, TrainingError } from "@kiln/contract";
 import {
   META_DATA,
+  META_DATA_CURSOR,
+  META_DATA_CURSORS,
   META_TOKENIZER,
   PretrainedWeights,
   Prefetcher,
@@ -8,6 +10,7 @@ import {
   loadTrainerCheckpoint,
   planForwardMemory,
   planTrainingMemory,
+  type SamplerCursor,
   type StepResult,
   saveTrainedWeights,
   saveTrainerCheckpoint,
@@ -30,41 +33,53 @@ import { openBackend } from "./open-backend.js";
 import { ProgressDisplay } from "./progress-display.js";
 import { evaluate } from "./evaluate.js";
 import { type TrainingData, openTrainingData } from "./training-data.js";
+import { type Communicator, type RankEnvironment, rankEnvironment } from "@kiln/distributed";
+import {
+  type DataParallelFlags,
+  anyRankStops,
+  checkRanksAgree,
+  gatherCursors,
+  joinRanks,
+  launchThisCommand,
+  ranksRow,
+  refuseUnavailableSync,
+  threadsPerRank,
+} from "./data-parallel-run.js";
 import path from "node:path";
 
-export interface TrainFlags extends ConfigOverrides {
+export interface TrainFlags extends ConfigOverrides, DataParallelFlags {
   file: string;
   resume?: string;
   initFrom?: string;
   headless?: boolean;
-  gpus?: string;
-  syncBackend?: string;
   threads?: number;
   bf16?: boolean;
   fp16?: boolean;
   exportDtype?: FloatDType;
 }
 
-/** Trains as the flags and config say; resolves to the process exit code (130 after Ctrl-C). */
+/**
+ * Trains as the flags and config say; resolves to the process exit code (130 after Ctrl-C).
+ * With --ranks N (and no WORLD_SIZE yet) it starts N ranks of itself and waits for them;
+ * a rank (WORLD_SIZE set, by kiln or torchrun) trains its slice of every batch.
+ */
 export async function runTrain(flags: TrainFlags): Promise<number> {
-  if (flags.gpus !== undefined || flags.syncBackend !== undefined) {
-    throw new ConfigError("data-parallel training across several devices is not available yet", {
-      where: flags.gpus !== undefined ? "--gpus" : "--sync-backend",
-      hint: "train on one device: drop --gpus and --sync-backend",
-    });
-  }
+  refuseUnavailableSync(flags);
+  const env = rankEnvironment();
+  if (env) checkRanksAgree(flags, env);
   const asked = dtypeFromFlags(flags);
   const config = loadConfigFile(flags.file);
   // Weights to start from are opened and checked (model, every tensor) before anything is written.
   const init = flags.initFrom === undefined ? undefined : await PretrainedWeights.open(flags.initFrom);
   try {
     const s = resolveSettings(config, { ...flags, ...(asked ? { dtype: asked.dtype } : {}) }, init && { model: init.model, source: init.modelSource });
-    // One run per output folder: a second one stops here, before it reads or writes anything there.
-    const lock = lockOutputDir(s.outputDir, stderrLine);
+    if (!env && flags.ranks !== undefined && flags.ranks > 1) return await launchThisCommand({ ...flags, ranks: flags.ranks }, s);
+    // One run per output folder: a second one stops here, before it reads or writes anything there. Rank 0 alone writes there.
+    const lock = (env?.rank ?? 0) === 0 ? lockOutputDir(s.outputDir, stderrLine) : undefined;
     try {
-      return await openAndTrain(s, flags, init);
+      return await openAndTrain(s, flags, init, env && env.worldSize > 1 ? env : undefined);
     } finally {
-      lock.release();
+      lock?.release();
     }
   } finally {
     await init?.close();
@@ -75,19 +90,28 @@ function stderrLine(text: string): void {
   process.stderr.write(`${text}\n`);
 }
 
-async function openAndTrain(s: RunSettings, flags: TrainFlags, init: PretrainedWeights | undefined): Promise<number> {
-  const data = await openTrainingData(s);
-  let cpuPeak: CpuPeak | undefined;
-  const { backend, note } = await openBackend(s.targetDevice, {
-    ...(flags.threads ? { threads: flags.threads } : {}),
-    ...(s.tf32 ? { tf32: true } : {}),
-    cpuPeak: cachedCpuPeakSource(stderrLine, (p) => (cpuPeak = p)),
-  });
+async function openAndTrain(s: RunSettings, flags: TrainFlags, init: PretrainedWeights | undefined, env: RankEnvironment | undefined): Promise<number> {
+  // Ranks join first, so that one that cannot start is named before the others do any work.
+  const comm = env ? await joinRanks(env, flags, s) : undefined;
   try {
-    return await trainOn(s, flags, data, backend, note, cpuPeak, init);
+    const data = await openTrainingData(s, comm);
+    const threads = flags.threads ?? (env ? threadsPerRank(env) : undefined);
+    let cpuPeak: CpuPeak | undefined;
+    const { backend, note } = await openBackend(s.targetDevice, {
+      ...(threads ? { threads } : {}),
+      ...(s.tf32 ? { tf32: true } : {}),
+      // Rank 0 alone reports MFU, so it alone measures the CPU's peak.
+      ...(!comm || comm.rank === 0 ? { cpuPeak: cachedCpuPeakSource(stderrLine, (p) => (cpuPeak = p)) } : {}),
+    });
+    try {
+      const ranks = comm && env ? { comm, row: ranksRow(comm, s, threads ?? 1, `${flags.masterAddr ?? env.masterAddr}:${flags.masterPort ?? env.masterPort}`) } : undefined;
+      return await trainOn(s, flags, data, backend, note, cpuPeak, init, ranks);
+    } finally {
+      backend.dispose();
+      await data.dataset.close();
+    }
   } finally {
-    backend.dispose();
-    await data.dataset.close();
+    await comm?.close();
   }
 }
 
@@ -99,7 +123,11 @@ async function trainOn(
   deviceNote: string | undefined,
   cpuPeak: CpuPeak | undefined,
   init: PretrainedWeights | undefined,
+  ranks: { comm: Communicator; row: string } | undefined,
 ): Promise<number> {
+  const comm = ranks?.comm;
+  // Rank 0 alone prints, logs and writes; every rank computes the same losses and weights.
+  const lead = !comm || comm.rank === 0;
   const precision = trainingPrecision(s, backend, dtypeFromFlags(flags)?.flag);
   const dtype = precision.dtype;
   const plan = { ...planTrainingMemory(s.model, s.batchSize, s.seqLen, dtype, s.recompute), evaluation: planForwardMemory(s.model, s.batchSize, s.seqLen, dtype) };
@@ -121,43 +149,53 @@ async function trainOn(
     seed: s.seed,
     recompute: s.recompute,
     dtype,
+    ...(comm ? { gradientSync: comm, bucketBytes: s.bucketBytes } : {}),
   });
   if (resumeFrom) {
     const meta = await loadTrainerCheckpoint(trainer, resumeFrom);
-    if (meta["kiln.data_cursor"]) data.train.setCursor(JSON.parse(meta["kiln.data_cursor"]));
+    const cursors = meta[META_DATA_CURSORS] ? (JSON.parse(meta[META_DATA_CURSORS]) as SamplerCursor[]) : undefined;
+    const cursor = cursors?.[comm?.rank ?? 0] ?? (meta[META_DATA_CURSOR] ? (JSON.parse(meta[META_DATA_CURSOR]) as SamplerCursor) : undefined);
+    if (cursor) data.train.setCursor(cursor);
   } else if (init) {
     trainer.loadParameters(await init.read());
   }
-  removeStaleTempFiles(s.outputDir);
+  if (lead) removeStaleTempFiles(s.outputDir);
   const runner = trainer.forwardRunner(s.batchSize, s.seqLen);
   const totalSteps = s.maxSteps ?? Math.ceil(((s.numEpochs ?? 1) * data.train.batchesPerEpoch) / s.gradAccum);
   const interactive = !flags.headless && process.stdout.isTTY === true;
-  const log = new MetricsLog(s.outputDir, !interactive, resumeFrom ? trainer.stepCount : undefined);
-  const banner = formatBanner(s, backend, trainer.layout.count, plan, data.description, deviceNote, precision.description);
-  // Headless stdout carries only JSON lines: the banner goes to stderr there.
-  (interactive ? process.stdout : process.stderr).write(`kiln train ${s.configPath}\n${banner}\n`);
-  if (need > 0.9 * available) process.stderr.write(`warning: the plan uses ${((100 * need) / available).toFixed(0)}% of device memory\n`);
-  const warmup = warmupWarning(s.warmupSteps, totalSteps);
-  if (warmup) process.stderr.write(`${warmup}\n`);
-  if (resumeFrom) (interactive ? process.stdout : process.stderr).write(`resumed from ${resumeFrom} at step ${trainer.stepCount}\n`);
-  else if (init) (interactive ? process.stdout : process.stderr).write(`weights from ${init.path} (optimizer state fresh)\n`);
+  const log = lead ? new MetricsLog(s.outputDir, !interactive, resumeFrom ? trainer.stepCount : undefined) : undefined;
+  if (lead) {
+    const banner = formatBanner(s, backend, trainer.layout.count, plan, data.description, deviceNote, precision.description);
+    // Headless stdout carries only JSON lines: the banner goes to stderr there.
+    (interactive ? process.stdout : process.stderr).write(`kiln train ${s.configPath}\n${banner}\n${ranks ? `${ranks.row}\n` : ""}`);
+    if (need > 0.9 * available) process.stderr.write(`warning: the plan uses ${((100 * need) / available).toFixed(0)}% of device memory\n`);
+    const warmup = warmupWarning(s.warmupSteps, totalSteps);
+    if (warmup) process.stderr.write(`${warmup}\n`);
+    if (resumeFrom) (interactive ? process.stdout : process.stderr).write(`resumed from ${resumeFrom} at step ${trainer.stepCount}\n`);
+    else if (init) (interactive ? process.stdout : process.stderr).write(`weights from ${init.path} (optimizer state fresh)\n`);
+  }
 
   const prefetcher = new Prefetcher(data.train, Math.max(1, s.prefetch));
-  const display = interactive ? new ProgressDisplay(totalSteps, trainer.stepCount) : undefined;
-  const say = (text: string) => (display ? display.log(text) : process.stderr.write(`${text}\n`));
+  const display = lead && interactive ? new ProgressDisplay(totalSteps, trainer.stepCount) : undefined;
+  const say = (text: string) => lead && (display ? display.log(text) : process.stderr.write(`${text}\n`));
+  const sumOverRanks = comm && ((values: Float64Array) => comm.allReduceScalars(values, "sum"));
   const flopsPerToken = trainingFlopsPerToken(s.model, s.seqLen);
   const peak = peakForDtype(backend.capabilities(), dtype);
   let peakBeaten = false;
   // What the data was, for model cards, and its tokenizer.
   const described = () => ({ [META_DATA]: s.dataPath ? path.basename(s.dataPath) : "kiln's built-in story corpus", ...(data.tokenizer ? { [META_TOKENIZER]: data.tokenizer } : {}) });
-  const metadata = () => ({
-    "kiln.data_cursor": JSON.stringify(prefetcher.getCursor()),
+  const metadata = (cursors: SamplerCursor[]) => ({
+    [META_DATA_CURSOR]: JSON.stringify(prefetcher.getCursor()),
+    [META_DATA_CURSORS]: JSON.stringify(cursors),
     "kiln.config": s.configText,
     ...described(),
   });
+  // Every rank takes part (its data cursor goes into the checkpoint); rank 0 writes it.
   const save = async () => {
+    const cursors = comm ? await gatherCursors(comm, prefetcher.getCursor()) : [prefetcher.getCursor()];
+    if (!lead) return;
     const file = checkpointPath(s.outputDir, trainer.stepCount);
-    await saveTrainerCheckpoint(trainer, file, metadata());
+    await saveTrainerCheckpoint(trainer, file, metadata(cursors));
     pruneCheckpoints(s.outputDir, s.maxCheckpoints);
     say(`saved ${file}`);
   };
@@ -178,14 +216,15 @@ async function trainOn(
     while (trainer.stepCount < totalSteps && !stop) {
       const r = await trainer.step({ count: s.gradAccum, next: () => prefetcher.next() });
       windowSteps++;
-      windowTokens += r.tokens;
+      windowTokens += r.tokens * trainer.worldSize;
       const step = trainer.stepCount;
       if (r.nonFinite && s.onNonFinite === "stop") throw nonFiniteError(s, step, lastFinite, lastSaved);
       if (!r.nonFinite) lastFinite = { step, loss: r.loss };
       if (step % s.logInterval === 0 || step === totalSteps) {
         const seconds = (performance.now() - windowStart) / 1000;
         const tokensPerSecond = windowTokens / seconds;
-        const utilization = modelFlopsUtilization(windowTokens * flopsPerToken, seconds, peak);
+        // Each rank's share of the work against its own device's peak.
+        const utilization = modelFlopsUtilization((windowTokens / trainer.worldSize) * flopsPerToken, seconds, peak);
         if (utilization.beatPeak && !peakBeaten) {
           peakBeaten = true;
           if (cpuPeak) forgetCpuPeak(cpuPeak);
@@ -204,27 +243,28 @@ async function trainOn(
           peak_rss_bytes: process.resourceUsage().maxRSS * 1024,
           ...precisionFields(r),
         };
-        log.write(line);
+        log?.write(line);
         display?.update(line);
         windowStart = performance.now();
         windowSteps = 0;
         windowTokens = 0;
       } else if (r.skipped) {
         // Every skipped f16 step is logged, on a log interval or not.
-        log.write({ step, loss: r.loss, ...precisionFields(r) });
+        log?.write({ step, loss: r.loss, ...precisionFields(r) });
       }
       if (step % s.evalInterval === 0 || step === totalSteps) {
-        const valLoss = await evaluate(runner, data.val, s.evalIters);
-        log.write({ step, val_loss: valLoss });
+        const valLoss = await evaluate(runner, data.val, s.evalIters, sumOverRanks);
+        log?.write({ step, val_loss: valLoss });
         if (display) display.log(`step ${step}: val_loss ${valLoss.toFixed(4)}`);
       }
       if (step % s.saveInterval === 0) {
         await save();
         lastSaved = step;
       }
+      if (comm) stop = await anyRankStops(comm, stop);
     }
     if (trainer.stepCount !== lastSaved) await save();
-    if (!stop) {
+    if (!stop && lead) {
       const final = path.join(s.outputDir, "final.safetensors");
       await saveTrainedWeights(trainer, final, described(), flags.exportDtype ?? dtype);
       say(`wrote ${final}`);
@@ -232,7 +272,7 @@ async function trainOn(
   } finally {
     process.off("SIGINT", onSigint);
     display?.stop();
-    log.close();
+    log?.close();
     await prefetcher.close();
     runner.dispose();
     trainer.dispose();

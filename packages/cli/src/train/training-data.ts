@@ -13,8 +13,11 @@ export interface TrainingData {
   description: string;
 }
 
-/** Opens (and validates) the token file, or the built-in corpus when none is given. */
-export async function openTrainingData(s: RunSettings): Promise<TrainingData> {
+/**
+ * Opens (and validates) the token file, or the built-in corpus when none is given.
+ * Data parallel: the samplers hand this rank its slice of every global batch.
+ */
+export async function openTrainingData(s: RunSettings, ranks: { rank: number; worldSize: number } = { rank: 0, worldSize: 1 }): Promise<TrainingData> {
   let file = s.dataPath;
   let description: string;
   if (file === undefined) {
@@ -27,7 +30,7 @@ export async function openTrainingData(s: RunSettings): Promise<TrainingData> {
   }
   const dataset = await openTokenDataset(file, { vocabSize: s.model.vocabSize });
   const valFraction = dataset.sidecar?.val_fraction ?? s.valFraction;
-  const common = { batchSize: s.batchSize, seqLen: s.seqLen, seed: s.seed, valFraction };
+  const common = { batchSize: s.batchSize, seqLen: s.seqLen, seed: s.seed, valFraction, ...ranks };
   const train = new BatchSampler(dataset, { ...common, split: "train" });
   const val = new BatchSampler(dataset, { ...common, split: "val", shuffle: false });
   return {

@@ -11,9 +11,9 @@ beforeEach(async () => {
 });
 afterEach(() => ws.remove());
 
-async function refuse(args: string[]) {
+async function refuse(args: string[], env?: Record<string, string>) {
   const before = await ws.snapshot();
-  const r = await ws.run(["train", ...args, "-d", "data.bin", "--output-dir", "out", "--headless"]);
+  const r = await ws.run(["train", ...args, "-d", "data.bin", "--output-dir", "out", "--headless"], env ? { env } : {});
   expect(existsSync(ws.path("out"))).toBe(false);
   expect(treeChanges(before, await ws.snapshot())).toEqual([]);
   return r;
@@ -90,13 +90,28 @@ describe("kiln train refuses a bad config or flag", () => {
     });
   });
 
-  it("--gpus 0,1, which needs data-parallel training", async () => {
+  it("--gpus 0,1, which needs the NCCL communicator", async () => {
     await ws.writeConfig("tiny.yaml");
     expectRefused(await refuse(["-f", "tiny.yaml", "--gpus", "0,1"]), {
       kind: "ConfigError",
       where: "--gpus",
-      message: /^data-parallel training across several devices is not available yet/,
-      hint: /drop --gpus/,
+      message: /^data-parallel training on several GPUs is not available yet: it needs the NCCL communicator in @kiln\/kernels-cuda/,
+      hint: /drop --gpus\), or data-parallel on the CPU with --ranks N/,
     });
+  });
+
+  it("--sync-backend nccl, which is not written yet", async () => {
+    await ws.writeConfig("tiny.yaml");
+    expectRefused(await refuse(["-f", "tiny.yaml", "--ranks", "2", "--sync-backend", "nccl"]), {
+      kind: "ConfigError",
+      where: "--sync-backend",
+      message: /^the nccl sync backend is not available yet/,
+      hint: /use --sync-backend cpu/,
+    });
+  });
+
+  it("--ranks that disagrees with WORLD_SIZE", async () => {
+    await ws.writeConfig("tiny.yaml");
+    expectRefused(await refuse(["-f", "tiny.yaml", "--ranks", "3"], { WORLD_SIZE: "2", RANK: "0" }), { kind: "ConfigError", where: "--ranks", message: /^--ranks 3 disagrees with WORLD_SIZE=2/, hint: /leave it out/ });
   });
 });
