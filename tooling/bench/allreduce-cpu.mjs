@@ -1,0 +1,72 @@
+#!/usr/bin/env node
+// All-reduce bandwidth of the cpu sync backend (@kiln/distributed's TCP communicator,
+// host staging): N rank processes on this machine all-reduce (sum) one f32 buffer;
+// rank 0 prints one JSON object.
+//
+//   node tooling/bench/allreduce-cpu.mjs [--ranks 2] [--mb 100] [--calls 5]
+//
+// Needs the packages built: pnpm --filter "@kiln/distributed..." build
+// Each rank stages its buffer through the reference backend's host memory, as
+// the trainer's buckets go through a CPU backend. GB/s is the algorithm bandwidth,
+// buffer bytes / seconds per call (what a training step waits for). The first call
+// (cold: connections, allocation) is reported apart; the rest as median and best.
+import { spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+
+const { values: args } = parseArgs({ options: { ranks: { type: "string", default: "2" }, mb: { type: "string", default: "100" }, calls: { type: "string", default: "5" } } });
+const ranks = Number(args.ranks);
+const bytes = Math.round(Number(args.mb) * 1e6 / 4) * 4;
+const calls = Number(args.calls);
+
+async function load() {
+  const url = (pkg) => new URL(`../../packages/${pkg}/dist/index.js`, import.meta.url).href;
+  return Promise.all([import(url("contract")), import(url("distributed"))]).catch((cause) => {
+    console.error('bench: @kiln/distributed is not built; run `pnpm --filter "@kiln/distributed..." build` first');
+    throw cause;
+  });
+}
+
+async function rank(r, port) {
+  const [{ createReferenceBackend }, { createCpuCommunicator }] = await load();
+  const comm = await createCpuCommunicator({ rank: r, worldSize: ranks, host: "127.0.0.1", port, timeoutMs: 600_000 });
+  const backend = createReferenceBackend();
+  const buffer = backend.alloc(bytes);
+  backend.upload(buffer, new Float32Array(bytes / 4).fill(r + 1));
+  const at = { buffer, byteOffset: 0 };
+  const seconds = [];
+  for (let i = 0; i <= calls; i++) {
+    await comm.barrier();
+    const t0 = performance.now();
+    await comm.allReduce(backend, at, bytes / 4, "f32", "sum");
+    seconds.push((performance.now() - t0) / 1000);
+  }
+  const check = new Float32Array(1);
+  await backend.download(at, check);
+  await comm.barrier();
+  await comm.close();
+  if (r !== 0) return;
+  const [cold, ...warm] = seconds;
+  const sorted = [...warm].sort((a, b) => a - b);
+  const median = sorted[Math.floor(sorted.length / 2)];
+  const gbps = (s) => Number((bytes / s / 1e9).toFixed(3));
+  console.log(JSON.stringify({
+    bench: "allreduce-cpu", transport: "tcp loopback, host staging, sum at rank 0 in rank order", ranks, bytes, calls,
+    cold_seconds: Number(cold.toFixed(4)), median_seconds: Number(median.toFixed(4)), best_seconds: Number(sorted[0].toFixed(4)),
+    gb_per_s_median: gbps(median), gb_per_s_best: gbps(sorted[0]), gb_per_s_cold: gbps(cold),
+    checked: Number.isFinite(check[0]),
+  }));
+}
+
+if (process.env.BENCH_RANK !== undefined) {
+  await rank(Number(process.env.BENCH_RANK), Number(process.env.BENCH_PORT));
+} else {
+  const [, { freePort }] = await load();
+  const port = await freePort();
+  const script = fileURLToPath(import.meta.url);
+  const children = Array.from({ length: ranks }, (_, r) =>
+    spawn(process.execPath, [script, ...process.argv.slice(2)], { env: { ...process.env, BENCH_RANK: String(r), BENCH_PORT: String(port) }, stdio: "inherit" }),
+  );
+  const codes = await Promise.all(children.map((c) => new Promise((resolve) => c.on("exit", (code) => resolve(code)))));
+  process.exitCode = codes.find((c) => c !== 0) ?? 0;
+}
