@@ -28,7 +28,7 @@ const passes = Number(values.passes ?? 2);
 if (values.isolate) {
   const self = fileURLToPath(import.meta.url);
   const summary = { archs: status.addon.archs, passes, kernels: {}, crashed: [], totals: { passed: 0, failed: 0, skipped: 0 } };
-  for (const kernel of KERNEL_NAMES) {
+  for (const kernel of values.kernel ? [values.kernel] : KERNEL_NAMES) {
     const args = [self, "--kernel", kernel, "--passes", String(passes), ...(values.device ? ["--device", values.device] : []), ...(values.filter ? ["--filter", values.filter] : [])];
     const r = spawnSync(process.execPath, args, { encoding: "utf8", timeout: Number(values["timeout-s"] ?? 180) * 1000 });
     const lines = (r.stdout ?? "").trim().split("\n");
@@ -43,6 +43,7 @@ if (values.isolate) {
       continue;
     }
     summary.device = result.device;
+    summary.libraries = result.libraries;
     const counts = result.passes.reduce((acc, p) => ({ passed: acc.passed + p.passed, failed: acc.failed + p.failed, skipped: acc.skipped + p.skipped }), { passed: 0, failed: 0, skipped: 0 });
     summary.kernels[kernel] = { ...counts, seconds: result.passes.reduce((s, p) => s + p.seconds, 0) };
     for (const k of Object.keys(counts)) summary.totals[k] += counts[k];
@@ -54,7 +55,7 @@ if (values.isolate) {
 const backend = createCudaBackend({ device: Number(values.device ?? 0) });
 const caps = backend.capabilities();
 const filter = (c) => (!values.kernel || c.kernel === values.kernel) && (!values.filter || caseName(c).includes(values.filter));
-const summary = { device: caps.device.name, computeCapability: caps.device.computeCapability, archs: status.addon.archs, passes: [] };
+const summary = { device: caps.device.name, computeCapability: caps.device.computeCapability, libraries: caps.device.libraries ?? "none", archs: status.addon.archs, passes: [] };
 let failed = 0;
 for (let pass = 0; pass < passes; pass++) {
   const t0 = performance.now();

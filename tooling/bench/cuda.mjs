@@ -30,32 +30,40 @@ if (!status.addon.built || status.runtime.deviceCount === 0) {
 
 const backend = createCudaBackend({ device: DEVICE });
 const caps = backend.capabilities();
+/** Each figure to stderr as it is taken, so a run cut short still shows what it measured. */
+const progress = (result) => (console.error(JSON.stringify(result)), result);
+const matmulPath = (b) => (b.capabilities().device.libraries?.startsWith("matmul: cuBLASLt") ? "cublaslt" : "kiln");
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** Seconds of the first call, then median and best of CALLS calls, each waited for. */
-async function time(fn) {
+async function time(fn, on = backend) {
   let t = performance.now();
   fn();
-  await backend.synchronize();
+  await on.synchronize();
   const cold = (performance.now() - t) / 1000;
   const each = [];
   for (let i = 0; i < CALLS; i++) {
     t = performance.now();
     fn();
-    await backend.synchronize();
+    await on.synchronize();
     each.push((performance.now() - t) / 1000);
   }
-  return { cold, median: median(each), best: Math.min(...each) };
+  // Back to back, one wait at the end: what a call costs inside a training step.
+  t = performance.now();
+  for (let i = 0; i < CALLS; i++) fn();
+  await on.synchronize();
+  const pipelined = (performance.now() - t) / 1000 / CALLS;
+  return { cold, median: median(each), best: Math.min(...each), pipelined };
 }
 
 const BYTES = { f32: 4, bf16: 2, f16: 2 };
 let seed = 12345;
 /** A buffer of uniform values in [-1, 1) (never constants: they hide wrong indexing and can run faster). */
-function filled(dtype, elements) {
-  const buf = backend.alloc(elements * BYTES[dtype]);
+function filled(dtype, elements, on = backend) {
+  const buf = on.alloc(elements * BYTES[dtype]);
   const values = new Float32Array(elements);
   for (let i = 0; i < elements; i++) values[i] = ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 31) - 1;
-  backend.upload(buf, encodeToBytes(values, dtype));
+  on.upload(buf, encodeToBytes(values, dtype));
   return buf;
 }
 
@@ -70,13 +78,14 @@ function torchReference(script, args) {
   }
 }
 
-async function gemm(dtype, size = 4096) {
-  const a = filled(dtype, size * size), b = filled(dtype, size * size), c = filled(dtype, size * size);
-  const t = await time(() => backend.kernels.matmul({ a, b, c, m: size, n: size, k: size, dtype }));
-  [a, b, c].forEach((x) => backend.free(x));
+/** One GEMM through `on` (a backend whose matmuls take the path named `path`). */
+async function gemm(dtype, on = backend, path = matmulPath(backend), size = 4096) {
+  const a = filled(dtype, size * size, on), b = filled(dtype, size * size, on), c = filled(dtype, size * size, on);
+  const t = await time(() => on.kernels.matmul({ a, b, c, m: size, n: size, k: size, dtype }), on);
+  [a, b, c].forEach((x) => on.free(x));
   const flops = 2 * size ** 3;
   const peak = caps.peakFlops[dtype];
-  return { dtype, size, kernel: "kiln", tflops_median: flops / t.median / 1e12, tflops_best: flops / t.best / 1e12, cold_ms: t.cold * 1e3, fraction_of_peak: peak ? flops / t.median / peak : null };
+  return progress({ dtype, size, kernel: path, tflops_median: flops / t.median / 1e12, tflops_best: flops / t.best / 1e12, tflops_pipelined: flops / t.pipelined / 1e12, cold_ms: t.cold * 1e3, fraction_of_peak: peak ? flops / t.median / peak : null });
 }
 
 async function attention(dtype, shape = { batch: 8, seqLen: 1024, heads: 12, kvHeads: 12, headDim: 64 }) {
@@ -87,10 +96,11 @@ async function attention(dtype, shape = { batch: 8, seqLen: 1024, heads: 12, kvH
   const bwd = await time(() => backend.kernels.attentionBackward({ dOut, q, k, v, out, lse, dQ, dK, dV, ...shape, dtype }));
   [q, k, v, out, dOut, dQ, dK, dV, lse].forEach((x) => backend.free(x));
   const flops = 4 * shape.batch * shape.heads * shape.headDim * ((shape.seqLen * (shape.seqLen + 1)) / 2);
-  return { dtype, ...shape, forward_tflops_median: flops / fwd.median / 1e12, backward_tflops_median: (2.5 * flops) / bwd.median / 1e12, forward_cold_ms: fwd.cold * 1e3, backward_cold_ms: bwd.cold * 1e3 };
+  return progress({ dtype, ...shape, forward_tflops_median: flops / fwd.median / 1e12, backward_tflops_median: (2.5 * flops) / bwd.median / 1e12, forward_tflops_pipelined: flops / fwd.pipelined / 1e12, backward_tflops_pipelined: (2.5 * flops) / bwd.pipelined / 1e12, forward_cold_ms: fwd.cold * 1e3, backward_cold_ms: bwd.cold * 1e3 });
 }
 
-async function trainStep(name, dims, batch, seq, dtype) {
+/** Training steps of a model; `accum` micro-batches per step. GPT-2 models also run through PyTorch. */
+async function trainStep(name, dims, batch, seq, dtype, accum = 1) {
   const model = resolveModelConfig({ arch: "gpt2", ...dims, maxSeqLen: seq });
   const trainer = new Trainer(backend, {
     model,
@@ -103,28 +113,30 @@ async function trainStep(name, dims, batch, seq, dtype) {
   });
   let s = 1;
   const rand = () => ((s = (Math.imul(s, 1103515245) + 12345) >>> 0) % dims.vocabSize);
-  const data = { ids: Int32Array.from({ length: batch * seq }, rand), targets: Int32Array.from({ length: batch * seq }, rand) };
+  const data = Array.from({ length: accum }, () => ({ ids: Int32Array.from({ length: batch * seq }, rand), targets: Int32Array.from({ length: batch * seq }, rand) }));
   let t = performance.now();
-  await trainer.step([data]);
+  await trainer.step(data);
   const cold = (performance.now() - t) / 1000;
   const each = [];
   for (let i = 0; i < STEPS; i++) {
     t = performance.now();
-    await trainer.step([data]);
+    await trainer.step(data);
     each.push((performance.now() - t) / 1000);
   }
   const sec = median(each);
-  const tokensPerSecond = (batch * seq) / sec;
+  const tokensPerSecond = (batch * seq * accum) / sec;
   const flops = tokensPerSecond * trainingFlopsPerToken(model, seq);
   const planned = trainer.memoryPlan.total;
   trainer.dispose();
   const peak = caps.peakFlops[dtype];
-  const torch = torchReference("train_step_torch.py", ["--device", "cuda", "--dtype", dtype, "--layers", String(dims.numLayers), "--heads", String(dims.numHeads), "--hidden", String(dims.hiddenSize), "--vocab", String(dims.vocabSize), "--seq", String(seq), "--batch", String(batch), "--steps", String(STEPS)]);
-  return {
+  const torch = model.arch !== "gpt2" || accum !== 1 ? { skipped: "the PyTorch reference is GPT-2 with one micro-batch" } : torchReference("train_step_torch.py", ["--device", "cuda", "--dtype", dtype, "--layers", String(dims.numLayers), "--heads", String(dims.numHeads), "--hidden", String(dims.hiddenSize), "--vocab", String(dims.vocabSize), "--seq", String(seq), "--batch", String(batch), "--steps", String(STEPS)]);
+  return progress({
     model: name,
     dtype,
     batch,
     seq,
+    accum,
+    steps_per_s: 1 / sec,
     cold_ms: cold * 1e3,
     ms_per_step_median: sec * 1e3,
     ms_per_step_best: Math.min(...each) * 1e3,
@@ -133,7 +145,7 @@ async function trainStep(name, dims, batch, seq, dtype) {
     planned_bytes: planned,
     torch,
     step_time_ratio_vs_torch: torch.ms_per_step_median ? sec * 1e3 / torch.ms_per_step_median : null,
-  };
+  });
 }
 
 /** kiln's figure over PyTorch's for each entry, matched by dtype. */
@@ -146,6 +158,18 @@ function ratios(ours, theirs, keys) {
 }
 
 const gemms = [await gemm("f32"), await gemm("bf16"), await gemm("f16")];
+// kiln's own matmul kernels beside cuBLASLt when the default backend uses cuBLASLt.
+let ownGemms = [];
+if (matmulPath(backend) === "cublaslt") {
+  process.env.KILN_MATMUL_PATH = "kiln";
+  const own = createCudaBackend({ device: DEVICE });
+  delete process.env.KILN_MATMUL_PATH;
+  ownGemms = [await gemm("f32", own, "kiln"), await gemm("bf16", own, "kiln"), await gemm("f16", own, "kiln")];
+  own.dispose();
+  const tf32 = createCudaBackend({ device: DEVICE, tf32: true });
+  ownGemms.push(await gemm("f32", tf32, "cublaslt-tf32"));
+  tf32.dispose();
+}
 const attentions = [await attention("bf16"), await attention("f32")];
 const torchKernels = torchReference("cuda_kernels_torch.py", ["--calls", String(CALLS)]);
 const report = {
@@ -153,12 +177,14 @@ const report = {
   device: caps.device.name,
   compute_capability: caps.device.computeCapability,
   peak_flops: caps.peakFlops,
-  cublaslt: "not used: kiln's own matmul kernels run every matmul in this build",
-  gemm: gemms,
+  libraries: caps.device.libraries ?? "none: kiln's own kernels run every matmul",
+  gemm: [...gemms, ...ownGemms],
+  own_gemm_ratio_vs_cublaslt: ownGemms.length ? ownGemms.slice(0, 3).map((o, i) => ({ dtype: o.dtype, tflops_median: o.tflops_median / gemms[i].tflops_median, tflops_pipelined: o.tflops_pipelined / gemms[i].tflops_pipelined })) : undefined,
   attention: attentions,
   torch_kernels: torchKernels,
-  gemm_ratio_vs_torch: ratios(gemms, torchKernels.gemm, ["tflops_median"]),
-  attention_ratio_vs_torch: ratios(attentions, torchKernels.attention, ["forward_tflops_median", "backward_tflops_median"]),
+  gemm_ratio_vs_torch: ratios(gemms, torchKernels.gemm, ["tflops_median", "tflops_pipelined"]),
+  own_gemm_ratio_vs_torch: ownGemms.length ? ratios(ownGemms.slice(0, 3), torchKernels.gemm, ["tflops_median", "tflops_pipelined"]) : undefined,
+  attention_ratio_vs_torch: ratios(attentions, torchKernels.attention, ["forward_tflops_median", "backward_tflops_median", "forward_tflops_pipelined", "backward_tflops_pipelined"]),
   // MFU against the dtype's peak: f32 against the non-tensor-core f32 peak, bf16 against the dense bf16 tensor peak.
   train: values["skip-train"]
     ? []
@@ -167,6 +193,11 @@ const report = {
         await trainStep("bench-small", { vocabSize: 8192, hiddenSize: 384, numLayers: 6, numHeads: 6 }, 8, 256, "bf16"),
         await trainStep("gpt2-small", { vocabSize: 50257, hiddenSize: 768, numLayers: 12, numHeads: 12 }, 8, 1024, "f32"),
         await trainStep("gpt2-small", { vocabSize: 50257, hiddenSize: 768, numLayers: 12, numHeads: 12 }, 8, 1024, "bf16"),
+        // models/nano.yaml: Llama, 8 x 256 tokens x 4 micro-batches per step.
+        ...(await (async () => {
+          const nano = { arch: "llama", vocabSize: 50257, hiddenSize: 512, numLayers: 10, numHeads: 8, kvHeads: 4, intermediateSize: 1536 };
+          return [await trainStep("nano", nano, 8, 256, "f32", 4), await trainStep("nano", nano, 8, 256, "bf16", 4)];
+        })()),
       ],
 };
 console.log(JSON.stringify(report, null, 1));

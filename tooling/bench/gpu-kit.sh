@@ -2,9 +2,10 @@
 # Packs the GPU checks into one folder that runs on a GPU machine with neither the
 # workspace nor Node installed: this machine's node, the built CUDA addon, the
 # conformance runner and the GPU benchmark bundled with esbuild, and the PyTorch
-# references. On the GPU machine: `bash DIR/run.sh [OUTDIR]` runs the conformance
-# suite, the benchmark, and the conformance suite again under compute-sanitizer
-# (memcheck) when it is there; logs and JSON land in OUTDIR (default DIR/out).
+# references. On the GPU machine, the folder's run.sh (`bash run.sh [OUTDIR]`) runs
+# the conformance suite (every matmul path), the benchmark, and the suite again
+# under compute-sanitizer (racecheck on attention, memcheck on all) when it is
+# there; logs and JSON land in OUTDIR (default: out, in the folder).
 # Usage: bash tooling/bench/gpu-kit.sh DIR     (after pnpm turbo run build, with nvcc)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -29,19 +30,31 @@ kit="$(cd "$(dirname "$0")" && pwd)"
 out="${1:-$kit/out}"
 mkdir -p "$out" /tmp/kiln-kit
 [ -x /tmp/kiln-kit/node ] || { xz -dc "$kit/node.xz" >/tmp/kiln-kit/node && chmod +x /tmp/kiln-kit/node; }
-[ -f /tmp/kiln-kit/kiln_cuda.node ] || xz -dc "$kit/kiln_cuda.node.xz" >/tmp/kiln-kit/kiln_cuda.node
+xz -dc "$kit/kiln_cuda.node.xz" >/tmp/kiln-kit/kiln_cuda.node
 export KILN_CUDA_ADDON=/tmp/kiln-kit/kiln_cuda.node
 node=/tmp/kiln-kit/node
+# cuBLAS from pip (nvidia-cublas) where the system has none: where such a user points the loader.
+if ! ldconfig -p 2>/dev/null | grep -q libcublasLt.so && ! ls /usr/local/cuda/lib64/libcublasLt.so* >/dev/null 2>&1; then
+  pylib=$(python3 -c "import glob, os, nvidia; print(':'.join(sorted({os.path.dirname(p) for d in nvidia.__path__ for p in glob.glob(d + '/*/lib/libcublasLt.so*')})))" 2>/dev/null)
+  [ -n "$pylib" ] && export LD_LIBRARY_PATH="$pylib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee "$out/nvidia-smi.txt"
-echo "== conformance"
+echo "== conformance (default matmul path)"
 "$node" "$kit/cuda-conformance.mjs" --isolate ${KIT_CONFORMANCE_ARGS:-} 2>&1 | tee "$out/conformance.log"
+for path in kiln simt; do
+  echo "== conformance of matmul with KILN_MATMUL_PATH=$path"
+  KILN_MATMUL_PATH=$path "$node" "$kit/cuda-conformance.mjs" --isolate --kernel matmul 2>&1 | tee "$out/conformance-matmul-$path.log"
+done
 echo "== benchmark"
-timeout "${KIT_BENCH_SECONDS:-400}" "$node" "$kit/cuda.mjs" ${KIT_BENCH_ARGS:-} 2>"$out/bench.err" | tee "$out/bench.json"
+KILN_CUBLASLT_LOG=1 timeout "${KIT_BENCH_SECONDS:-400}" "$node" "$kit/cuda.mjs" ${KIT_BENCH_ARGS:-} 2>"$out/bench.err" | tee "$out/bench.json"
 tail -5 "$out/bench.err"
 if command -v compute-sanitizer >/dev/null && [ -z "${KIT_SKIP_SANITIZER:-}" ]; then
-  echo "== conformance under compute-sanitizer memcheck"
-  timeout "${KIT_SANITIZER_SECONDS:-600}" compute-sanitizer --tool memcheck --print-limit 20 "$node" "$kit/cuda-conformance.mjs" --passes 1 ${KIT_CONFORMANCE_ARGS:-} >"$out/memcheck.log" 2>&1
-  echo "memcheck exit $?"; grep -E "ERROR SUMMARY|FAIL|Invalid" "$out/memcheck.log" | head -20
+  for tool in racecheck memcheck; do
+    echo "== conformance under compute-sanitizer $tool"
+    [ $tool = racecheck ] && only="--kernel attentionForward" || only=""
+    timeout "${KIT_SANITIZER_SECONDS:-600}" compute-sanitizer --tool $tool --print-limit 20 "$node" "$kit/cuda-conformance.mjs" --passes 1 $only ${KIT_CONFORMANCE_ARGS:-} >"$out/$tool.log" 2>&1
+    echo "$tool exit $?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|FAIL|Invalid|hazard" "$out/$tool.log" | head -20
+  done
 fi
 RUN
 chmod +x "$dir/run.sh"

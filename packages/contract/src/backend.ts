@@ -61,6 +61,8 @@ export interface DeviceDescription {
   simd?: string;
   /** GPU: compute capability, e.g. "9.0". */
   computeCapability?: string;
+  /** Vendor libraries the kernels call, e.g. "matmul: cuBLASLt 13.1.1"; absent when none. */
+  libraries?: string;
 }
 
 export interface Capabilities {

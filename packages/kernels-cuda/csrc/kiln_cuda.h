@@ -80,6 +80,8 @@ struct KernelCall {
   /** Device scratch of at least `bytes`, valid until the next call asks for scratch. */
   void* (*scratch_fn)(void* owner, size_t bytes);
   void* scratch_owner;
+  /** The device's cuBLASLt (a CublasLt*, csrc/blas) when matmuls go through it; null otherwise. */
+  void* blas;
 
   double at(int i) const;
   template <typename T> T* ptr(int i) const { return reinterpret_cast<T*>(static_cast<uintptr_t>(at(i))); }

@@ -20,6 +20,8 @@
 //     the block tile; operand tiles (k step 32) are copied to shared memory in their
 //     stored layout, zero padded at the edges, and read as row- or column-major
 //     fragments; the epilogue goes through a per-warp f32 staging tile.
+//   - cuBLASLt (csrc/blas), when the backend loaded it (see src/cuda-backend.ts):
+//     tried first for every call; kiln's kernels run what it has no algorithm for.
 //   KILN_MATMUL_PATH=simt (read once) forces the SIMT kernel for every dtype.
 //
 // sumRows: out[j] = (accumulate ? out[j] : 0) + sum_i x[i, j], x (rows, cols) row-major.
@@ -28,6 +30,8 @@
 // to scratch and a second kernel adds the partials in chunk order (deterministic).
 #include <cstdlib>
 #include <cstring>
+
+#include "blas/cublaslt_matmul.h"
 #include <type_traits>
 
 #include "kiln_cuda.h"
@@ -388,6 +392,10 @@ void launch_matmul(const KernelCall& c) {
     p.alpha = c.f32(13);
     p.accumulate = c.flag(14);
 #if !defined(KILN_CUDA_SIM)
+    if (c.blas) {
+      const BlasMatmul b{p.a, p.b, p.bias, p.c, p.m, p.n, p.k, p.batch, p.trans_a, p.trans_b, p.stride_a, p.stride_b, p.stride_c, p.alpha, p.accumulate, c.i32(15)};
+      if (static_cast<CublasLt*>(c.blas)->matmul(b, c.stream, c.scratch(CublasLt::kWorkspaceBytes), CublasLt::kWorkspaceBytes)) return;
+    }
     // Every architecture this addon is built for (sm_80 and newer) has bf16/f16 tensor cores.
     if constexpr (!std::is_same<T, float>::value) {
       if (!force_simt()) {

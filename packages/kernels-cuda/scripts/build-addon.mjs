@@ -87,8 +87,14 @@ function buildCuda() {
   // An incremental build reports only the files it recompiled: merge into the last report.
   const reportFile = path.join(root, "build", "ptxas-report.json");
   const previous = fs.existsSync(reportFile) ? JSON.parse(fs.readFileSync(reportFile, "utf8")) : [];
-  const merged = new Map(previous.map((k) => [`${k.kernel} ${k.arch}`, k]));
-  for (const k of ptxasReport(r.log)) merged.set(`${k.kernel} ${k.arch}`, k);
+  // A kernel in an anonymous namespace is mangled with a hash of its file's contents
+  // ("_GLOBAL__N__<hash>_10_convert_cu_..."): drop the last report's entries of every
+  // file recompiled now, so an edited file's old names do not linger.
+  const fresh = ptxasReport(r.log);
+  const sourceOf = (kernel) => /_GLOBAL__N__[0-9a-f]+_\d+_(\w+?)_cu_/.exec(kernel)?.[1];
+  const recompiled = new Set(fresh.map((k) => sourceOf(k.kernel)).filter(Boolean));
+  const merged = new Map(previous.filter((k) => !recompiled.has(sourceOf(k.kernel))).map((k) => [`${k.kernel} ${k.arch}`, k]));
+  for (const k of fresh) merged.set(`${k.kernel} ${k.arch}`, k);
   const report = [...merged.values()];
   if (report.length) fs.writeFileSync(reportFile, JSON.stringify(report, null, 1) + "\n");
   writeInfo("build", { built: true, nvcc });

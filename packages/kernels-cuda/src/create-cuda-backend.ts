@@ -1,11 +1,36 @@
 import { type Backend, DeviceError } from "@kiln/contract";
-import { openNativeBackend } from "./cuda-backend.js";
+import { type OpenDeviceOptions, openNativeBackend } from "./cuda-backend.js";
 import { cudaStatus } from "./cuda-status.js";
 import { loadAddon } from "./native-addon.js";
 
 export interface CudaBackendOptions {
   /** Device ordinal among the visible devices (default 0; CUDA_VISIBLE_DEVICES applies). */
   device?: number;
+  /** Let f32 matmuls round their inputs to TF32 on tensor cores (cuBLASLt only). */
+  tf32?: boolean;
+}
+
+/**
+ * Which matmul runs: KILN_MATMUL_PATH=cublaslt (required), kiln (kiln's kernels:
+ * tensor cores for bf16/f16, SIMT for f32), simt (SIMT for every dtype); unset:
+ * cuBLASLt when a libcublasLt.so is found, else kiln's kernels.
+ */
+function cublasLtChoice(found: string | null, tf32: boolean): OpenDeviceOptions["cublasLt"] {
+  const wanted = process.env.KILN_MATMUL_PATH ?? "";
+  if (!["", "cublaslt", "kiln", "simt"].includes(wanted)) {
+    throw new DeviceError(`KILN_MATMUL_PATH=${wanted} is not a matmul path`, { where: "KILN_MATMUL_PATH", hint: "use cublaslt, kiln or simt, or unset it" });
+  }
+  if (wanted === "kiln" || wanted === "simt") return undefined;
+  if (!found) {
+    if (wanted === "cublaslt") {
+      throw new DeviceError("KILN_MATMUL_PATH=cublaslt but no libcublasLt.so was found", {
+        where: "KILN_MATMUL_PATH",
+        hint: "install cuBLAS 12 or 13 (the CUDA toolkit's libcublasLt, or pip's nvidia-cublas) where the loader finds it (LD_LIBRARY_PATH), or unset KILN_MATMUL_PATH",
+      });
+    }
+    return undefined;
+  }
+  return { path: found, tf32, required: wanted === "cublaslt" };
 }
 
 /**
@@ -35,8 +60,9 @@ export function createCudaBackend(options: CudaBackendOptions = {}): Backend {
       hint: `pick a device between 0 and ${status.runtime.deviceCount - 1} (CUDA_VISIBLE_DEVICES narrows what is visible)`,
     });
   }
+  const cublasLt = cublasLtChoice(status.libraries.cublasLt, options.tf32 ?? false);
   const { addon } = loadAddon("cuda");
-  return openNativeBackend(addon!, { device, name: "cuda", kind: "cuda" });
+  return openNativeBackend(addon!, { device, name: "cuda", kind: "cuda", ...(cublasLt ? { cublasLt } : {}) });
 }
 
 /**

@@ -17,7 +17,7 @@ import {
 import { DeviceMemory } from "./device-memory.js";
 import { gpuPeakFlops } from "./gpu-peaks.js";
 import { kernelCallValues } from "./kernel-call.js";
-import type { AddonKind, NativeAddon } from "./native-addon.js";
+import type { AddonKind, NativeAddon, NativeDevice } from "./native-addon.js";
 
 export interface OpenDeviceOptions {
   /** Device ordinal among the visible devices (CUDA_VISIBLE_DEVICES applies). */
@@ -25,6 +25,23 @@ export interface OpenDeviceOptions {
   /** Registry name of the backend: "cuda" or "cuda-sim". */
   name: string;
   kind: AddonKind;
+  /** cuBLASLt to run matmuls through (the real addon only); `required` makes a load failure an error. */
+  cublasLt?: { path: string; tf32: boolean; required: boolean };
+}
+
+/** Loads cuBLASLt into the device; says what matmuls run on. A failure is an error only when it was asked for by name. */
+function openCublasLt(device: NativeDevice, lib: NonNullable<OpenDeviceOptions["cublasLt"]>): string {
+  try {
+    if (!device.useCublasLt) throw new Error("this build of the addon cannot call cuBLASLt");
+    return `matmul: cuBLASLt ${device.useCublasLt(lib.path, lib.tf32)}${lib.tf32 ? " with TF32 for f32" : ""}`;
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    if (lib.required) {
+      device.close();
+      throw new DeviceError(`cannot use cuBLASLt: ${why}`, { where: "KILN_MATMUL_PATH=cublaslt", hint: "install cuBLAS 12 or 13 (libcublasLt.so) where the loader finds it, or unset KILN_MATMUL_PATH to use kiln's matmul kernels" });
+    }
+    return `matmul: kiln's kernels (cuBLASLt at ${lib.path} could not be used: ${why})`;
+  }
 }
 
 function bytesOf(data: ArrayBufferView): Uint8Array {
@@ -39,6 +56,7 @@ function bytesOf(data: ArrayBufferView): Uint8Array {
 export function openNativeBackend(addon: NativeAddon, options: OpenDeviceOptions): Backend {
   const device = new addon.Device(options.device);
   const props = device.properties();
+  const libraries = options.cublasLt ? openCublasLt(device, options.cublasLt) : undefined;
   const memory = new DeviceMemory(device);
   const registered = new Set(addon.status().kernels);
   let disposed = false;
@@ -77,6 +95,7 @@ export function openNativeBackend(addon: NativeAddon, options: OpenDeviceOptions
         memoryBytes: props.totalBytes,
         parallelism: props.multiprocessors,
         computeCapability: props.computeCapability,
+        ...(libraries ? { libraries } : {}),
       },
       kernelDTypes,
       peakFlops: gpu ? gpuPeakFlops(props.name) ?? {} : {},

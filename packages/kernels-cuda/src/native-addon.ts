@@ -16,6 +16,8 @@ export interface NativeDevice {
   emptyCache(): void;
   freeBytes(): number;
   close(): void;
+  /** Routes matmuls through cuBLASLt loaded from `path` (TF32 for f32 when asked); returns its version; throws why not. */
+  useCublasLt?(path: string, tf32: boolean): string;
 }
 
 export interface NativeStatus {

@@ -18,7 +18,7 @@ export function formatBanner(
   const total = plan.total + plan.evaluation;
   const pct = (b: number) => `${((100 * b) / available).toFixed(1)}%`;
   const rows: [string, string][] = [
-    ["device", `${dev.name}${dev.computeCapability ? `, compute ${dev.computeCapability}` : ""}${deviceNote ? ` (${deviceNote})` : ""}`],
+    ["device", `${dev.name}${dev.computeCapability ? `, compute ${dev.computeCapability}` : ""}${dev.libraries ? `; ${dev.libraries}` : ""}${deviceNote ? ` (${deviceNote})` : ""}`],
     ["model", `${s.model.arch}, ${formatCount(parameters)} parameters, ${s.model.numLayers} layers, hidden ${s.model.hiddenSize}`],
     ["dtype", precision],
     ["step", `${s.batchSize} x ${s.seqLen} tokens x ${s.gradAccum} accumulation = ${s.batchSize * s.seqLen * s.gradAccum} tokens`],

@@ -10,7 +10,7 @@ export interface BackendOptions {
   threads?: number;
   /** Where the CPU backend's peak FLOP/s comes from (for MFU); without it the CPU backend has none. */
   cpuPeak?: PeakFlopsSource;
-  /** Allow TF32 matmuls (--tf32, trainer.tf32): handed to the CUDA backend, whose matmul has no TF32 path yet. */
+  /** Allow TF32 matmuls (--tf32, trainer.tf32): the CUDA backend's f32 matmuls through cuBLASLt use it; elsewhere it has no effect. */
   tf32?: boolean;
 }
 
@@ -23,8 +23,7 @@ const BACKENDS: Record<string, (options: BackendOptions) => Promise<Backend>> = 
     }),
   gpu: async (options) => {
     const cuda = await importCuda("--target-device gpu");
-    const cudaOptions: Parameters<typeof cuda.createCudaBackend>[0] & { tf32?: boolean } = options.tf32 ? { tf32: true } : {};
-    return cuda.createCudaBackend(cudaOptions);
+    return cuda.createCudaBackend(options.tf32 ? { tf32: true } : {});
   },
   // The CUDA kernels compiled for the host CPU: slow, for checking the GPU code without a GPU.
   "cuda-sim": async () => (await importCuda("KILN_BACKEND=cuda-sim")).createCudaSimBackend(),

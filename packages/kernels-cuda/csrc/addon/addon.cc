@@ -78,7 +78,8 @@ class DeviceHandle : public Napi::ObjectWrap<DeviceHandle> {
                         InstanceMethod("download", &DeviceHandle::Download), InstanceMethod("copy", &DeviceHandle::Copy),
                         InstanceMethod("launch", &DeviceHandle::Launch), InstanceMethod("synchronize", &DeviceHandle::Synchronize),
                         InstanceMethod("allocatorStats", &DeviceHandle::AllocatorStats), InstanceMethod("emptyCache", &DeviceHandle::EmptyCache),
-                        InstanceMethod("freeBytes", &DeviceHandle::FreeBytes), InstanceMethod("close", &DeviceHandle::Close)});
+                        InstanceMethod("freeBytes", &DeviceHandle::FreeBytes), InstanceMethod("close", &DeviceHandle::Close),
+                        InstanceMethod("useCublasLt", &DeviceHandle::UseCublasLt)});
   }
 
   explicit DeviceHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<DeviceHandle>(info) {
@@ -152,6 +153,16 @@ class DeviceHandle : public Napi::ObjectWrap<DeviceHandle> {
   void Copy(const Napi::CallbackInfo& info) {
     try {
       dev(info).copy(address_of(info[0]), address_of(info[1]), static_cast<size_t>(info[2].As<Napi::Number>().DoubleValue()));
+    } catch (const kiln::DeviceFailure& e) {
+      rethrow(info.Env(), e);
+    }
+  }
+
+  Napi::Value UseCublasLt(const Napi::CallbackInfo& info) {
+    std::string path = info[0].As<Napi::String>().Utf8Value();
+    bool tf32 = info.Length() > 1 && info[1].ToBoolean().Value();
+    try {
+      return Napi::String::New(info.Env(), dev(info).use_cublaslt(path, tf32));
     } catch (const kiln::DeviceFailure& e) {
       rethrow(info.Env(), e);
     }

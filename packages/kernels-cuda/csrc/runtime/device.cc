@@ -11,6 +11,7 @@ Device::Device(int ordinal) : props_(raw_open_device(ordinal)), stream_(raw_stre
 Device::~Device() {
   try {
     raw_stream_wait_idle(stream_);
+    blas_.reset();
     if (scratch_) allocator_.release(scratch_);
     raw_stream_destroy(stream_);
   } catch (...) {
@@ -67,10 +68,15 @@ void* Device::scratch_for(void* self, size_t bytes) {
   return d->scratch_;
 }
 
+std::string Device::use_cublaslt(const std::string& path, bool tf32) {
+  blas_ = std::make_unique<CublasLt>(path, tf32);
+  return blas_->version();
+}
+
 void Device::launch(const std::string& kernel, const double* values, int count) {
   Launcher fn = find_kernel(kernel);
   if (!fn) throw DeviceFailure("this build of the CUDA kernels has no kernel named " + kernel);
-  KernelCall call{values, count, static_cast<cudaStream_t>(stream_), &Device::scratch_for, this};
+  KernelCall call{values, count, static_cast<cudaStream_t>(stream_), &Device::scratch_for, this, blas_.get()};
   fn(call);
 }
 

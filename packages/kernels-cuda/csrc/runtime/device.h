@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "../blas/cublaslt_matmul.h"
 #include "caching_allocator.h"
 #include "pinned_pool.h"
 #include "raw_runtime.h"
@@ -39,6 +40,8 @@ class Device {
   AllocatorStats allocator_stats() const { return allocator_.stats(); }
   void empty_cache() { allocator_.empty_cache(); }
   size_t free_bytes() const { return raw_free_bytes(); }
+  /** Routes matmuls through cuBLASLt loaded from `path` (throws DeviceFailure why not); returns its version. */
+  std::string use_cublaslt(const std::string& path, bool tf32);
 
  private:
   static void* scratch_for(void* self, size_t bytes);
@@ -48,6 +51,7 @@ class Device {
   PinnedPool pinned_;
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
+  std::unique_ptr<CublasLt> blas_;
 };
 
 }  // namespace kiln

@@ -1,0 +1,79 @@
+// cublaslt_matmul.h: the contract's matmul through cuBLASLt, loaded at run time.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+#include "cublaslt_api.h"
+
+namespace kiln {
+
+/** One matmul call in the contract's row-major terms (csrc/matmul.cu explains them). */
+struct BlasMatmul {
+  const void* a;
+  const void* b;
+  const void* bias;  // null when absent
+  void* c;
+  int m, n, k;
+  int64_t batch;
+  bool trans_a, trans_b;
+  int64_t stride_a, stride_b, stride_c;
+  float alpha;
+  bool accumulate;
+  int dtype;  // kF32 / kBF16 / kF16
+};
+
+/**
+ * cuBLASLt opened from a shared library file. Row-major C = op(A) op(B) is computed
+ * as the column-major product C^T = op(B)^T op(A)^T, so A and B swap places and keep
+ * their own storage. Descriptors and the chosen algorithm are cached per shape,
+ * flags and pointer alignment; the same call always runs the same algorithm.
+ * KILN_CUBLASLT_LOG=1 prints each new shape's outcome (algorithm, or why not) to stderr.
+ */
+class CublasLt {
+ public:
+  /** Opens the library at `path`; throws DeviceFailure that says why not. tf32: f32 products may round inputs to TF32. */
+  CublasLt(const std::string& path, bool tf32);
+  ~CublasLt();
+  CublasLt(const CublasLt&) = delete;
+  CublasLt& operator=(const CublasLt&) = delete;
+
+  /** Enqueues the product; false when cuBLASLt offers no algorithm for it (the caller runs its own kernel). */
+  bool matmul(const BlasMatmul& p, void* stream, void* workspace, size_t workspace_bytes);
+  /** "13.1.1" */
+  const std::string& version() const { return version_; }
+  static constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+
+ private:
+  struct Plan {
+    lt::MatmulDesc desc = nullptr;
+    lt::Layout a = nullptr, b = nullptr, c = nullptr;
+    lt::MatmulAlgo algo{};
+    bool usable = false;
+  };
+  Plan& plan_for(const BlasMatmul& p, void* workspace, size_t workspace_bytes);
+  void destroy(Plan& plan);
+
+  void* lib_ = nullptr;
+  lt::Handle handle_ = nullptr;
+  bool tf32_;
+  bool log_;  // KILN_CUBLASLT_LOG set: each new plan's outcome goes to stderr
+  std::string version_;
+  std::unordered_map<std::string, Plan> plans_;
+  lt::CreateFn create_;
+  lt::DestroyFn destroy_;
+  lt::MatmulDescCreateFn desc_create_;
+  lt::MatmulDescDestroyFn desc_destroy_;
+  lt::MatmulDescSetAttributeFn desc_set_;
+  lt::LayoutCreateFn layout_create_;
+  lt::LayoutDestroyFn layout_destroy_;
+  lt::LayoutSetAttributeFn layout_set_;
+  lt::PreferenceCreateFn pref_create_;
+  lt::PreferenceDestroyFn pref_destroy_;
+  lt::PreferenceSetAttributeFn pref_set_;
+  lt::AlgoGetHeuristicFn heuristic_;
+  lt::MatmulFn matmul_;
+};
+
+}  // namespace kiln
