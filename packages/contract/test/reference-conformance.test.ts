@@ -1,4 +1,4 @@
-import { runConformance } from "@kiln/contract/conformance";
+import { runConformance } from "@kiln/contract/conformance/vitest";
 import { createReferenceBackend } from "@kiln/contract";
 
 // The reference backend checked against itself still exercises the suite's

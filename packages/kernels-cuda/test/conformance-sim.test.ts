@@ -1,4 +1,4 @@
-import { it } from "vitest";
+import { afterAll, beforeAll, describe, it } from "vitest";
 import { runConformance } from "@kiln/contract/conformance";
 import { createCudaSimBackend } from "../src/index.js";
 import { simulatorSkipReason } from "./support/simulator.js";
@@ -6,11 +6,22 @@ import { simulatorSkipReason } from "./support/simulator.js";
 // Every kernel x dtype x shape class of the contract, run by the CUDA sources
 // compiled for the host, against the reference oracle. A second pass runs the
 // grid's blocks and each block's threads in reverse order: a kernel whose result
-// depends on the order of blocks or threads fails one of the two.
+// depends on the order of blocks or threads fails one of the two. bf16/f16
+// matmuls take the tensor-core (WMMA) path by default, as on a GPU; a third pass
+// runs them on the SIMT kernel (KILN_MATMUL_PATH=simt, read at every launch).
 const skip = simulatorSkipReason();
 if (skip) {
   it.skip(`cuda-sim conformance: ${skip}`, () => {});
 } else {
   runConformance(() => createCudaSimBackend(), { name: "cuda-sim" });
   runConformance(() => createCudaSimBackend({ reverseBlocks: true, reverseThreads: true }), { name: "cuda-sim, blocks and threads reversed" });
+  describe("KILN_MATMUL_PATH=simt", () => {
+    beforeAll(() => {
+      process.env.KILN_MATMUL_PATH = "simt";
+    });
+    afterAll(() => {
+      delete process.env.KILN_MATMUL_PATH;
+    });
+    runConformance(() => createCudaSimBackend(), { name: "cuda-sim, SIMT matmul", filter: (c) => c.kernel === "matmul" && c.dtype !== "f32" });
+  });
 }

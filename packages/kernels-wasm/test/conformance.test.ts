@@ -1,4 +1,4 @@
-import { runConformance } from "@kiln/contract/conformance";
+import { runConformance } from "@kiln/contract/conformance/vitest";
 import { createWasmBackend } from "../src/index.js";
 
 // Every kernel x dtype x shape class against the reference oracle; kernels

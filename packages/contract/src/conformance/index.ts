@@ -1,4 +1,5 @@
-export { runConformance } from "./suite.js";
+// Runner-free conformance API: nothing here imports a test framework.
+// runConformance (vitest cases) is in "@kiln/contract/conformance/vitest".
 export { checkConformance, selectCases, type CaseOutcome, type ConformanceOptions } from "./check.js";
 export { conformanceCases } from "./cases.js";
 export { caseName, type ConformanceCase, type ShapeClass } from "./case.js";

@@ -1,22 +1,5 @@
-import { build, type Plugin } from "esbuild";
+import { build } from "esbuild";
 import { fileURLToPath } from "node:url";
-
-/**
- * @kiln/contract/conformance also exports the vitest-registering suite; the
- * page only uses the runner-free checker, so vitest resolves to a stub there.
- */
-const vitestStub: Plugin = {
-  name: "vitest-stub",
-  setup(b) {
-    b.onResolve({ filter: /^vitest$/ }, () => ({ path: "vitest", namespace: "vitest-stub" }));
-    b.onLoad({ filter: /.*/, namespace: "vitest-stub" }, () => ({
-      contents: ["describe", "it", "beforeAll", "afterAll"]
-        .map((n) => `export function ${n}() { throw new Error("vitest is not available in the browser"); }`)
-        .join("\n"),
-      loader: "js",
-    }));
-  },
-};
 
 /** Bundled entry points by output file name (e.g. "page.js"). */
 export type Bundles = Map<string, string>;
@@ -38,7 +21,6 @@ export async function bundleBrowserEntries(): Promise<Bundles> {
     conditions: ["@kiln/source"],
     // The package reaches Node built-ins only behind a runtime check.
     external: ["node:*"],
-    plugins: [vitestStub],
     outdir: "/bundle",
     write: false,
     logLevel: "silent",

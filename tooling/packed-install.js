@@ -1,0 +1,35 @@
+// A package as its users get it: `pnpm pack` of a workspace package (its built
+// dist/ must be current), installed with npm into a fresh folder holding
+// nothing else. npm installs a local tarball offline when it has no registry
+// dependencies, which is true of kiln's contract and kernel packages.
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+/**
+ * Packs the package in `packageDir` into `destination` and returns the tarball's path.
+ * @param {string} packageDir
+ * @param {string} destination
+ */
+export function packPackage(packageDir, destination) {
+  fs.mkdirSync(destination, { recursive: true });
+  const before = new Set(fs.readdirSync(destination));
+  execFileSync("pnpm", ["pack", "--pack-destination", destination], { cwd: packageDir, stdio: "pipe" });
+  const tarball = fs.readdirSync(destination).find((f) => f.endsWith(".tgz") && !before.has(f));
+  if (!tarball) throw new Error(`pnpm pack in ${packageDir} wrote no new tarball to ${destination}`);
+  return path.join(destination, tarball);
+}
+
+/**
+ * A new folder under the system temp dir with an ES-module package.json and
+ * `tarballs` installed by npm, offline. Returns the folder.
+ * @param {string} prefix
+ * @param {string[]} tarballs
+ */
+export function installTarballs(prefix, tarballs) {
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  fs.writeFileSync(path.join(folder, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
+  execFileSync("npm", ["install", "--offline", "--no-audit", "--no-fund", "--loglevel=error", ...tarballs], { cwd: folder, stdio: "pipe" });
+  return folder;
+}
