@@ -6,6 +6,9 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { KilnError } from "@kiln/contract";
 import { getTokenizer, openTokenDataset, readDataSidecar } from "@kiln/core";
 import { registerPrepare } from "../src/commands/prepare.js";
+import { REPO_ROOT } from "./e2e/support/paths.js";
+
+const TINY_TOKENIZER_DIR = path.join(REPO_ROOT, "packages", "core", "test", "fixtures", "tiny-bpe-tokenizer");
 
 /** Runs `kiln <argv>` with only the prepare command, in-process, as main() does. */
 async function run(argv: string[], onStderr?: (text: string) => void) {
@@ -113,11 +116,19 @@ describe("kiln prepare", () => {
     expect(await readFile(at("a.txt"), "utf8")).toBe("text");
   });
 
+  it("tokenizes with a Hugging Face tokenizer folder, recording its identity and folder", async () => {
+    await writeFile(at("a.txt"), "the cat sat on the mat.");
+    const { code, out } = await run(["prepare", "-i", at("a.txt"), "-o", at("a.bin"), "--tokenizer", TINY_TOKENIZER_DIR]);
+    expect(code).toBe(0);
+    expect(out).toMatch(/\(tokenizer tiny-bpe-tokenizer@sha256:[0-9a-f]{16}, vocab 277, validation 0\.01\)/);
+    expect(await readDataSidecar(at("a.bin"))).toMatchObject({ tokenizer: expect.stringMatching(/^tiny-bpe-tokenizer@sha256:/), tokenizer_path: TINY_TOKENIZER_DIR, tokens: 13 }); // <|endoftext|>, then t he Ġc at Ġs at Ġ on Ġthe Ġm at .
+  });
+
   it("refuses an unknown tokenizer and a bad validation fraction", async () => {
     await writeFile(at("a.txt"), "text");
     const tok = await run(["prepare", "-i", at("a.txt"), "-o", at("o.bin"), "--tokenizer", "llama"]);
     expect(tok.code).toBe(1);
-    expect(tok.err).toMatch(/Allowed choices are gpt2, cl100k, o200k, bytes/);
+    expect(tok.err).toMatch(/ConfigError in --tokenizer: unknown tokenizer "llama": not a built-in tokenizer, and no such file or folder\n.*use one of gpt2, cl100k, o200k, bytes, the path of a Hugging Face tokenizer folder/);
     const val = await run(["prepare", "-i", at("a.txt"), "-o", at("o.bin"), "--val", "1.5"]);
     expect(val.code).toBe(1);
     expect(val.err).toMatch(/expected a fraction in \[0, 1\)/);

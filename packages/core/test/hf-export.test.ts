@@ -8,7 +8,11 @@ import { readSafetensors } from "../src/checkpoint/safetensors-file.js";
 import { exportHfFolder } from "../src/hf/export-hf-folder.js";
 import { modelConfigFromHf } from "../src/hf/hf-config.js";
 import { PretrainedWeights } from "../src/hf/pretrained-weights.js";
-import { TINY_GPT2, TINY_LLAMA, randomWeights, writeKilnCheckpoint } from "./support/hf-folders.js";
+import { openTokenizer } from "../src/data/open-tokenizer.js";
+import { sameTokenizer } from "../src/data/tokenizer-files.js";
+import { META_TOKENIZER, META_TOKENIZER_FILES } from "../src/train/checkpoint-state.js";
+import { TINY_TOKENIZER_DIR } from "./support/tiny-tokenizer.js";
+import { TINY_GPT2, TINY_LLAMA, randomWeights, writeHfFolder, writeKilnCheckpoint } from "./support/hf-folders.js";
 
 let dir: string;
 beforeEach(async () => {
@@ -42,6 +46,38 @@ describe("exportHfFolder", () => {
       expect(card).toContain("| final training loss | 2.5000 |");
       expect(card).toContain("| final validation loss | 2.7500 |");
     }
+  });
+
+  it("a checkpoint holding a folder tokenizer exports its files as they were, with its BOS and EOS in config.json", async () => {
+    const t = await openTokenizer(TINY_TOKENIZER_DIR);
+    const ckpt = path.join(dir, "c.safetensors");
+    await writeKilnCheckpoint(ckpt, TINY_LLAMA, randomWeights(TINY_LLAMA), { [META_TOKENIZER]: t.name, [META_TOKENIZER_FILES]: JSON.stringify(t.files) });
+    const out = path.join(dir, "out");
+    expect(await exportHfFolder(ckpt, out)).toEqual(["config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "README.md"]);
+    for (const name of ["tokenizer.json", "tokenizer_config.json"]) {
+      expect(await readFile(path.join(out, name), "utf8")).toBe(await readFile(path.join(TINY_TOKENIZER_DIR, name), "utf8"));
+    }
+    expect(JSON.parse(await readFile(path.join(out, "config.json"), "utf8"))).toMatchObject({ bos_token_id: 276, eos_token_id: 276 });
+    const card = await readFile(path.join(out, "README.md"), "utf8");
+    expect(card).toContain(`| vocabulary | 40 tokens (tokenizer ${t.name}) |`);
+    expect(card).toContain("The folder holds the tokenizer the training data was prepared with");
+    // The exported folder opens with its tokenizer, as --init-from reads it.
+    const back = await PretrainedWeights.open(out);
+    expect(back.tokenizer).toBe(t.name.replace("tiny-bpe-tokenizer", "out"));
+    expect(sameTokenizer(back.tokenizer!, t.name)).toBe(true);
+    expect((await back.openTokenizer())?.encode("the cat")).toEqual(t.encode("the cat"));
+    await back.close();
+  });
+
+  it("a gpt2-tokenized checkpoint's card says why no tokenizer files are written; an HF folder without tokenizer.json has no tokenizer", async () => {
+    const ckpt = path.join(dir, "c.safetensors");
+    await writeKilnCheckpoint(ckpt, TINY_GPT2, randomWeights(TINY_GPT2));
+    await exportHfFolder(ckpt, path.join(dir, "out"));
+    expect(await readFile(path.join(dir, "out", "README.md"), "utf8")).toContain("kiln's built-in gpt2 tokenizer has no tokenizer.json to write");
+    await writeHfFolder(path.join(dir, "hf"), TINY_GPT2, randomWeights(TINY_GPT2));
+    const hf = await PretrainedWeights.open(path.join(dir, "hf"));
+    expect(hf.tokenizer).toBeUndefined();
+    await hf.close();
   });
 
   it("--dtype bf16 rounds each weight to nearest even and says so in config.json", async () => {

@@ -1,4 +1,4 @@
-import { type Command, InvalidArgumentError, Option } from "commander";
+import { type Command, InvalidArgumentError } from "commander";
 import { TOKENIZER_NAMES, dataSidecarPath } from "@kiln/core";
 import { runPrepare } from "../prepare/run-prepare.js";
 
@@ -21,7 +21,7 @@ export function registerPrepare(program: Command): void {
     .description("tokenize text files into a token file (.bin, u32) and its sidecar (.bin.json) for training")
     .requiredOption("-i, --input <paths...>", "text files or directories (each file is one document)")
     .requiredOption("-o, --output <file.bin>", "token file to write; the sidecar goes to <file.bin>.json")
-    .addOption(new Option("--tokenizer <name>", "tokenizer").choices(TOKENIZER_NAMES).default("gpt2"))
+    .option("--tokenizer <name>", `tokenizer: ${TOKENIZER_NAMES.join(", ")}, a Hugging Face tokenizer folder (tokenizer.json), or a kiln checkpoint (its tokenizer)`, "gpt2")
     .option("--val <fraction>", "fraction of the tokens, at the end, kept for validation", fraction, 0.01)
     .action(async (flags: PrepareFlags) => {
       const sidecar = await runPrepare({ inputs: flags.input, output: flags.output, tokenizer: flags.tokenizer, valFraction: flags.val });

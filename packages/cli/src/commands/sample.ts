@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { CheckpointError } from "@kiln/contract";
-import { InferenceSession, META_TOKENIZER, getTokenizer, isTokenizerName } from "@kiln/core";
+import { InferenceSession, META_TOKENIZER, META_TOKENIZER_FILES, TOKENIZER_NAMES, openTokenizer, tokenizerOfCheckpoint } from "@kiln/core";
 import { openBackend } from "../train/open-backend.js";
 import { nonNegativeInt, positiveInt } from "./parse-flags.js";
 
@@ -31,20 +31,20 @@ export function registerSample(program: Command): void {
     .option("--temperature <t>", "0 = greedy; higher = more varied", temperature, 0.8)
     .option("--top-k <k>", "sample among the k most likely tokens (0 = all)", nonNegativeInt, 40)
     .option("--seed <n>", "sampling seed", nonNegativeInt, 0)
-    .option("--tokenizer <name>", "override the checkpoint's tokenizer (gpt2, cl100k, o200k, bytes)")
+    .option("--tokenizer <name>", `override the checkpoint's tokenizer: ${TOKENIZER_NAMES.join(", ")}, or a Hugging Face tokenizer folder`)
     .option("--threads <n>", "CPU threads", positiveInt)
     .action(async (f: SampleFlags) => {
       const { backend } = await openBackend("cpu", { ...(f.threads ? { threads: f.threads } : {}) });
       try {
         const session = await InferenceSession.fromCheckpoint(backend, f.checkpoint);
-        const name = f.tokenizer ?? session.metadata[META_TOKENIZER];
-        if (!name || !isTokenizerName(name)) {
-          throw new CheckpointError(name ? `unknown tokenizer "${name}"` : "the checkpoint does not say which tokenizer its data used", {
+        const recorded = session.metadata[META_TOKENIZER];
+        if (f.tokenizer === undefined && recorded === undefined) {
+          throw new CheckpointError("the checkpoint does not say which tokenizer its data used", {
             where: f.checkpoint,
-            hint: "pass --tokenizer gpt2|cl100k|o200k|bytes",
+            hint: `pass --tokenizer ${TOKENIZER_NAMES.join("|")} or a tokenizer folder`,
           });
         }
-        const tokenizer = await getTokenizer(name);
+        const tokenizer = f.tokenizer !== undefined ? await openTokenizer(f.tokenizer) : await tokenizerOfCheckpoint(recorded!, session.metadata[META_TOKENIZER_FILES], f.checkpoint);
         const prompt = tokenizer.encode(f.prompt);
         process.stdout.write(f.prompt);
         const generated: number[] = [];

@@ -1,7 +1,7 @@
 import { mkdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { DataError, KilnError } from "@kiln/contract";
-import { getTokenizer, tokenizeFiles, type DataSidecar } from "@kiln/core";
+import { openTokenizer, tokenizeFiles, type DataSidecar } from "@kiln/core";
 import { expandInputs } from "./expand-inputs.js";
 import { prepareProgress } from "./prepare-progress.js";
 
@@ -24,7 +24,7 @@ export class PrepareInterrupted extends KilnError {
 export async function runPrepare(request: PrepareRequest): Promise<DataSidecar> {
   const { output, valFraction } = request;
   const files = await expandInputs(request.inputs);
-  const tokenizer = await getTokenizer(request.tokenizer);
+  const tokenizer = await openTokenizer(request.tokenizer);
   await checkOutput(output, files);
 
   const sizes = await Promise.all(files.map(async (f) => (await stat(f)).size));

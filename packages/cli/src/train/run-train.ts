@@ -3,7 +3,6 @@ import {
   META_DATA,
   META_DATA_CURSOR,
   META_DATA_CURSORS,
-  META_TOKENIZER,
   PretrainedWeights,
   Prefetcher,
   Trainer,
@@ -33,6 +32,7 @@ import { openBackend } from "./open-backend.js";
 import { ProgressDisplay } from "./progress-display.js";
 import { evaluate } from "./evaluate.js";
 import { type TrainingData, openTrainingData } from "./training-data.js";
+import { type ModelTokenizer, runTokenizer } from "./run-tokenizer.js";
 import { type Communicator, type RankEnvironment, rankEnvironment } from "@kiln/distributed";
 import {
   type DataParallelFlags,
@@ -151,14 +151,18 @@ async function trainOn(
     dtype,
     ...(comm ? { gradientSync: comm, bucketBytes: s.bucketBytes } : {}),
   });
+  let startedFrom: ModelTokenizer | undefined = init && { metadata: init.metadata, source: init.path };
   if (resumeFrom) {
     const meta = await loadTrainerCheckpoint(trainer, resumeFrom);
+    startedFrom = { metadata: meta, source: resumeFrom };
     const cursors = meta[META_DATA_CURSORS] ? (JSON.parse(meta[META_DATA_CURSORS]) as SamplerCursor[]) : undefined;
     const cursor = cursors?.[comm?.rank ?? 0] ?? (meta[META_DATA_CURSOR] ? (JSON.parse(meta[META_DATA_CURSOR]) as SamplerCursor) : undefined);
     if (cursor) data.train.setCursor(cursor);
   } else if (init) {
     trainer.loadParameters(await init.read());
   }
+  // The data must be in the tokens of the model it trains; checkpoints record that tokenizer.
+  const tokenizer = await runTokenizer(data, startedFrom, (text) => lead && process.stderr.write(`${text}\n`));
   if (lead) removeStaleTempFiles(s.outputDir);
   const runner = trainer.forwardRunner(s.batchSize, s.seqLen);
   const totalSteps = s.maxSteps ?? Math.ceil(((s.numEpochs ?? 1) * data.train.batchesPerEpoch) / s.gradAccum);
@@ -183,7 +187,7 @@ async function trainOn(
   const peak = peakForDtype(backend.capabilities(), dtype);
   let peakBeaten = false;
   // What the data was, for model cards, and its tokenizer.
-  const described = () => ({ [META_DATA]: s.dataPath ? path.basename(s.dataPath) : "kiln's built-in story corpus", ...(data.tokenizer ? { [META_TOKENIZER]: data.tokenizer } : {}) });
+  const described = () => ({ [META_DATA]: s.dataPath ? path.basename(s.dataPath) : "kiln's built-in story corpus", ...tokenizer });
   const metadata = (cursors: SamplerCursor[]) => ({
     [META_DATA_CURSOR]: JSON.stringify(prefetcher.getCursor()),
     [META_DATA_CURSORS]: JSON.stringify(cursors),

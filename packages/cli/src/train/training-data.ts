@@ -7,8 +7,12 @@ export interface TrainingData {
   dataset: TokenDataset;
   train: BatchSampler;
   val: BatchSampler;
-  /** Tokenizer name from the data's sidecar (or the built-in corpus), for checkpoints and sampling. */
+  /** The token file (the built-in corpus's cached file when no data path is set). */
+  file: string;
+  /** Tokenizer from the data's sidecar (or the built-in corpus): a built-in name or a folder tokenizer's identity. */
   tokenizer: string | undefined;
+  /** A folder tokenizer's folder, as the sidecar records it. */
+  tokenizerPath: string | undefined;
   /** One line for the banner. */
   description: string;
 }
@@ -37,7 +41,9 @@ export async function openTrainingData(s: RunSettings, ranks: { rank: number; wo
     dataset,
     train,
     val,
+    file,
     tokenizer: dataset.sidecar?.tokenizer ?? (s.dataPath === undefined ? (s.tokenizer ?? "bytes") : s.tokenizer),
+    tokenizerPath: dataset.sidecar?.tokenizer_path,
     description: `${description}: ${dataset.tokenCount.toLocaleString("en-US")} tokens (${dataset.format}), ${train.windowCount} training windows`,
   };
 }

@@ -9,8 +9,10 @@ import type { TokenFileFormat } from "./token-file-format.js";
  * the model against it, and checkpoints and `kiln sample` reuse its tokenizer.
  */
 export interface DataSidecar {
-  /** Tokenizer name: "gpt2", "cl100k", "o200k" or "bytes". */
+  /** Tokenizer: a built-in name ("gpt2", "cl100k", "o200k", "bytes") or a folder tokenizer's identity (`<name>@sha256:<hash>`). */
   tokenizer: string;
+  /** A folder tokenizer's folder (absolute), where training finds its files for checkpoints. */
+  tokenizer_path?: string;
   vocab_size: number;
   tokens: number;
   /** Fraction of the tokens, at the end of the file, kept for validation. */
@@ -65,6 +67,7 @@ function checkSidecar(value: unknown, file: string): DataSidecar {
   if (typeof value !== "object" || value === null || Array.isArray(value)) fail("(top level)", "a JSON object");
   const v = value as Record<string, unknown>;
   if (typeof v.tokenizer !== "string" || v.tokenizer === "") fail("tokenizer", "a tokenizer name");
+  if (v.tokenizer_path !== undefined && typeof v.tokenizer_path !== "string") fail("tokenizer_path", "a folder path");
   if (!isCount(v.vocab_size) || v.vocab_size === 0) fail("vocab_size", "a positive integer");
   if (!isCount(v.tokens)) fail("tokens", "a non-negative integer");
   if (typeof v.val_fraction !== "number" || !(v.val_fraction >= 0 && v.val_fraction < 1)) fail("val_fraction", "a number in [0, 1)");
@@ -72,6 +75,7 @@ function checkSidecar(value: unknown, file: string): DataSidecar {
   if (!FORMATS.includes(v.format as TokenFileFormat)) fail("format", `one of ${FORMATS.join(", ")}`);
   return {
     tokenizer: v.tokenizer as string,
+    ...(typeof v.tokenizer_path === "string" ? { tokenizer_path: v.tokenizer_path } : {}),
     vocab_size: v.vocab_size as number,
     tokens: v.tokens as number,
     val_fraction: v.val_fraction as number,

@@ -76,6 +76,7 @@ export class TextTokenWriter {
       }
       const sidecar: DataSidecar = {
         tokenizer: this.tokenizer.name,
+        ...(this.tokenizer.location !== undefined ? { tokenizer_path: this.tokenizer.location } : {}),
         vocab_size: this.tokenizer.vocabSize,
         tokens: this.file.tokenCount,
         val_fraction: info.valFraction,

@@ -1,8 +1,17 @@
 import { ConfigError } from "@kiln/contract";
+import type { TokenizerFiles } from "./tokenizer-files.js";
 
 /** Text <-> token ids. */
 export interface Tokenizer {
-  readonly name: TokenizerName;
+  /**
+   * What the tokenizer is, as data sidecars and checkpoints record it: a built-in
+   * name ("gpt2") or a folder's `<name>@sha256:<hash of tokenizer.json>` (tokenizer-identity.ts).
+   */
+  readonly name: string;
+  /** A folder tokenizer's files (tokenizer.json, ...), kept in checkpoints and exports; none for a built-in one. */
+  readonly files?: TokenizerFiles;
+  /** The folder a folder tokenizer was read from (absolute), recorded in data sidecars. */
+  readonly location?: string;
   /** Ids run from 0 to vocabSize - 1; a model's vocab_size must be at least this. */
   readonly vocabSize: number;
   /** The id that separates documents (`<|endoftext|>`), where the tokenizer has one. */

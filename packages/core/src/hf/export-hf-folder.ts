@@ -5,7 +5,8 @@ import { writeDirectoryAtomically } from "../checkpoint/atomic-directory.js";
 import { writeFileAtomically } from "../checkpoint/atomic-file.js";
 import { toSafetensorsDType } from "../checkpoint/safetensors-dtype.js";
 import { writeSafetensors } from "../checkpoint/safetensors-file.js";
-import { getTokenizer, isTokenizerName } from "../data/tokenizer.js";
+import { HfTokenizer } from "../data/hf-tokenizer.js";
+import type { Tokenizer } from "../data/tokenizer.js";
 import { paramLayout } from "../model/param-layout.js";
 import { META_DATA, META_STEP } from "../train/checkpoint-state.js";
 import { HF_CONFIG_FILE, HF_WEIGHTS_FILE } from "./hf-shards.js";
@@ -19,7 +20,8 @@ const TORCH_DTYPES: Record<FloatDType, string> = { f32: "float32", bf16: "bfloat
 /**
  * Writes a folder transformers loads (AutoModelForCausalLM.from_pretrained) from a
  * kiln checkpoint: config.json, generation_config.json, model.safetensors in
- * `dtype` (metadata {"format":"pt"}) and a README model card. The folder
+ * `dtype` (metadata {"format":"pt"}), the tokenizer's files when the checkpoint
+ * holds a folder tokenizer's, and a README model card. The folder
  * appears whole or not at all. Returns the names of the files written.
  */
 export async function exportHfFolder(checkpoint: string, out: string, dtype: FloatDType = "f32"): Promise<string[]> {
@@ -27,13 +29,14 @@ export async function exportHfFolder(checkpoint: string, out: string, dtype: Flo
   try {
     const meta = source.metadata;
     const layout = paramLayout(source.model);
-    const tokens = await specialTokens(source.tokenizer);
+    const tokenizer = await source.openTokenizer();
+    const tokens = specialTokens(tokenizer);
     const facts: ModelCardFacts = {
       model: source.model,
       parameters: layout.count,
       dtype,
       ...(meta[META_STEP] !== undefined ? { step: Number(meta[META_STEP]) } : {}),
-      ...(source.tokenizer ? { tokenizer: source.tokenizer } : {}),
+      ...(tokenizer ? { tokenizer: tokenizer.name, tokenizerFiles: tokenizer.files !== undefined } : {}),
       ...(meta[META_DATA] ? { data: meta[META_DATA] } : {}),
       ...(await lastLosses(path.dirname(checkpoint))),
     };
@@ -41,6 +44,8 @@ export async function exportHfFolder(checkpoint: string, out: string, dtype: Flo
       [HF_CONFIG_FILE]: hfConfigOf(source.model, TORCH_DTYPES[dtype], tokens),
       "generation_config.json": hfGenerationConfigOf(tokens),
     };
+    // A folder tokenizer's own files, as they were read (tokenizer.json, tokenizer_config.json, ...).
+    const tokenizerFiles = Object.entries(tokenizer?.files ?? {});
     await writeDirectoryAtomically(out, async (dir) => {
       const weights = await source.read();
       for (const [name, json] of Object.entries(files)) await writeText(path.join(dir, name), `${JSON.stringify(json, null, 2)}\n`);
@@ -52,9 +57,10 @@ export async function exportHfFolder(checkpoint: string, out: string, dtype: Flo
         }),
         { format: "pt" },
       );
+      for (const [name, text] of tokenizerFiles) await writeText(path.join(dir, name), text);
       await writeText(path.join(dir, "README.md"), modelCard(facts));
     });
-    return [...Object.keys(files), HF_WEIGHTS_FILE, "README.md"];
+    return [...Object.keys(files), HF_WEIGHTS_FILE, ...tokenizerFiles.map(([name]) => name), "README.md"];
   } finally {
     await source.close();
   }
@@ -63,9 +69,10 @@ function writeText(file: string, text: string): Promise<void> {
   return writeFileAtomically(file, (f) => f.writeFile(text));
 }
 
-async function specialTokens(tokenizer: string | undefined): Promise<SpecialTokens> {
-  if (!tokenizer || !isTokenizerName(tokenizer)) return {};
-  const eos = (await getTokenizer(tokenizer)).endOfText;
+/** A folder tokenizer's BOS and EOS; a built-in one's <|endoftext|> as both (GPT-2's convention). */
+function specialTokens(tokenizer: Tokenizer | undefined): SpecialTokens {
+  if (tokenizer instanceof HfTokenizer) return { ...(tokenizer.bos !== undefined ? { bos: tokenizer.bos } : {}), ...(tokenizer.eos !== undefined ? { eos: tokenizer.eos } : {}) };
+  const eos = tokenizer?.endOfText;
   return eos === undefined ? {} : { bos: eos, eos };
 }
 

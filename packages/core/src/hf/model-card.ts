@@ -9,6 +9,8 @@ export interface ModelCardFacts {
   dtype: FloatDType;
   step?: number;
   tokenizer?: string;
+  /** Whether the folder holds the tokenizer's files (a folder tokenizer's tokenizer.json, ...). */
+  tokenizerFiles?: boolean;
   data?: string;
   loss?: number;
   valLoss?: number;
@@ -22,7 +24,7 @@ export function modelCard(f: ModelCardFacts): string {
     ["parameters", f.parameters.toLocaleString("en-US")],
     ["layers / hidden / heads", `${m.numLayers} / ${m.hiddenSize} / ${m.numHeads}${m.kvHeads !== m.numHeads ? ` (${m.kvHeads} key/value heads)` : ""}`],
     ["context", `${m.maxSeqLen} tokens`],
-    ["vocabulary", `${m.vocabSize} tokens${f.tokenizer ? ` (kiln tokenizer ${f.tokenizer})` : ""}`],
+    ["vocabulary", `${m.vocabSize} tokens${f.tokenizer ? ` (tokenizer ${f.tokenizer})` : ""}`],
     ["weights", f.dtype],
   ];
   if (f.step !== undefined) rows.push(["training steps", String(f.step)]);
@@ -30,9 +32,10 @@ export function modelCard(f: ModelCardFacts): string {
   if (f.loss !== undefined) rows.push(["final training loss", f.loss.toFixed(4)]);
   if (f.valLoss !== undefined) rows.push(["final validation loss", f.valLoss.toFixed(4)]);
   const table = ["| | |", "| --- | --- |", ...rows.map(([k, v]) => `| ${k} | ${v} |`)].join("\n");
-  const tokenizerNote =
-    f.tokenizer === "gpt2"
-      ? "The model was trained on GPT-2 tokens: `AutoTokenizer.from_pretrained(\"gpt2\")` encodes its input."
+  const tokenizerNote = f.tokenizerFiles
+    ? "The folder holds the tokenizer the training data was prepared with: `AutoTokenizer.from_pretrained(\"path/to/this/folder\")` loads it."
+    : f.tokenizer === "gpt2"
+      ? "This folder holds no tokenizer files (kiln's built-in gpt2 tokenizer has no tokenizer.json to write). The model was trained on GPT-2 tokens: `AutoTokenizer.from_pretrained(\"gpt2\")` encodes its input."
       : "This folder holds no tokenizer files: encode input with the tokenizer the training data was prepared with.";
   return `---
 library_name: transformers

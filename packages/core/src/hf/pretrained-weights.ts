@@ -6,7 +6,10 @@ import { type SafetensorsReader, openSafetensors } from "../checkpoint/safetenso
 import { elementCount } from "../graph/tensor.js";
 import type { ModelConfig } from "../model/config.js";
 import { paramLayout } from "../model/param-layout.js";
-import { EXP_AVG, EXP_AVG_SQ, META_MODEL, META_TOKENIZER } from "../train/checkpoint-state.js";
+import { tokenizerOfCheckpoint } from "../data/open-tokenizer.js";
+import type { Tokenizer } from "../data/tokenizer.js";
+import { readTokenizerFiles, tokenizerIdentity } from "../data/tokenizer-files.js";
+import { EXP_AVG, EXP_AVG_SQ, META_MODEL, META_TOKENIZER, META_TOKENIZER_FILES } from "../train/checkpoint-state.js";
 import { modelConfigFromHf } from "./hf-config.js";
 import { HF_CONFIG_FILE, openHfTensorFiles, readJsonFile } from "./hf-shards.js";
 import { fileNameOf, isSkippedHfTensor } from "./hf-tensor-names.js";
@@ -29,7 +32,7 @@ export class PretrainedWeights {
     readonly model: ModelConfig,
     /** The file to name in messages about the model: config.json, or the checkpoint. */
     readonly modelSource: string,
-    /** A kiln checkpoint's metadata (empty for a Hugging Face folder). */
+    /** A kiln checkpoint's metadata; a Hugging Face folder's tokenizer as a checkpoint records it, when it has tokenizer.json. */
     readonly metadata: Record<string, string>,
     private readonly sources: Map<string, TensorSource>,
     private readonly readers: SafetensorsReader[],
@@ -46,9 +49,15 @@ export class PretrainedWeights {
     return isDir ? openHfFolder(location) : openKilnCheckpoint(location);
   }
 
-  /** The kiln tokenizer a kiln checkpoint's data was prepared with. */
+  /** The tokenizer of the model: a kiln checkpoint's data's, or a Hugging Face folder's tokenizer.json (its identity). */
   get tokenizer(): string | undefined {
     return this.metadata[META_TOKENIZER];
+  }
+
+  /** That tokenizer, ready to use; undefined when the weights do not say which. */
+  async openTokenizer(): Promise<Tokenizer | undefined> {
+    const identity = this.tokenizer;
+    return identity === undefined ? undefined : tokenizerOfCheckpoint(identity, this.metadata[META_TOKENIZER_FILES], this.path);
   }
 
   /** Every parameter as f32 values by kiln name (16-bit tensors widened exactly). */
@@ -91,7 +100,11 @@ async function openHfFolder(dir: string): Promise<PretrainedWeights> {
       if (claimed.has(name) || isSkippedHfTensor(name, model)) continue;
       throw new CheckpointError(`tensor ${name} is not a parameter of kiln's ${model.arch} model`, { where: reader.path, hint: `the weights hold more than ${HF_CONFIG_FILE} describes; kiln cannot represent this model` });
     }
-    return new PretrainedWeights(dir, "huggingface", model, configFile, {}, sources, files.readers);
+    const tokenizer = await readTokenizerFiles(dir, false);
+    const metadata: Record<string, string> = tokenizer
+      ? { [META_TOKENIZER]: tokenizerIdentity(tokenizer.name, tokenizer.files["tokenizer.json"]!), [META_TOKENIZER_FILES]: JSON.stringify(tokenizer.files) }
+      : {};
+    return new PretrainedWeights(dir, "huggingface", model, configFile, metadata, sources, files.readers);
   } catch (err) {
     await Promise.all(files.readers.map((r) => r.close()));
     throw err;

@@ -13,8 +13,10 @@ export const EXP_AVG_SQ = "optimizer.exp_avg_sq.";
 /** Metadata keys every kiln checkpoint carries. */
 export const META_STEP = "kiln.step";
 export const META_MODEL = "kiln.model";
-/** The kiln tokenizer (gpt2, cl100k, o200k, bytes) the training data was prepared with. */
+/** The tokenizer the training data was prepared with: a built-in name or a folder tokenizer's identity (tokenizer-files.ts). */
 export const META_TOKENIZER = "kiln.tokenizer";
+/** A folder tokenizer's files (a JSON object, file name -> text): sampling and export need no other copy. */
+export const META_TOKENIZER_FILES = "kiln.tokenizer_files";
 /** What the run trained on (a file, or the built-in corpus), for model cards. */
 export const META_DATA = "kiln.data";
 /** The dtype the run trained in (its tensors here are f32 either way: master weights under bf16/f16). */

@@ -23,10 +23,10 @@ export function randomWeights(model: ModelConfig, seed = 1): Map<string, Float32
   return out;
 }
 
-/** A kiln weights checkpoint (as final.safetensors is written) of `weights`. */
-export async function writeKilnCheckpoint(file: string, model: ModelConfig, weights: Map<string, Float32Array>): Promise<void> {
+/** A kiln weights checkpoint (as final.safetensors is written) of `weights`; `metadata` adds to or replaces its keys. */
+export async function writeKilnCheckpoint(file: string, model: ModelConfig, weights: Map<string, Float32Array>, metadata: Record<string, string> = {}): Promise<void> {
   const tensors = paramLayout(model).specs.map((s) => ({ name: s.name, dtype: "F32" as const, shape: s.shape, data: weights.get(s.name)! }));
-  await writeSafetensors(file, tensors, { [META_MODEL]: JSON.stringify(model), [META_STEP]: "3", [META_TOKENIZER]: "gpt2", format: "pt" });
+  await writeSafetensors(file, tensors, { [META_MODEL]: JSON.stringify(model), [META_STEP]: "3", [META_TOKENIZER]: "gpt2", format: "pt", ...metadata });
 }
 
 export interface HfFolderOptions {
