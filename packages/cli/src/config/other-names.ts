@@ -9,6 +9,7 @@ export const OTHER_NAMES: Readonly<Record<string, string>> = {
   eval_steps: "trainer.eval_interval",
   save_steps: "trainer.save_interval",
   save_total_limit: "trainer.max_checkpoints",
+  load_best_model_at_end: "trainer.save_best",
   max_length: "trainer.seq_len",
   max_seq_length: "trainer.seq_len",
   block_size: "trainer.seq_len",

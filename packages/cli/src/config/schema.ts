@@ -39,6 +39,10 @@ export const trainerSchema = z
     max_checkpoints: positiveInt.default(5),
     eval_interval: positiveInt.default(200),
     eval_iters: positiveInt.default(10),
+    /** Keep the checkpoint with the lowest val_loss as best.safetensors. */
+    save_best: z.boolean().default(false),
+    /** Stop after this many evaluations without a lower val_loss. */
+    early_stop: positiveInt.optional(),
     warmup_steps: nonNegativeInt.default(0),
     lr_schedule: z.enum(["cosine", "linear", "constant"]).default("cosine"),
     weight_decay: z.number().nonnegative().default(0.1),

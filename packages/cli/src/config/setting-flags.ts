@@ -55,6 +55,8 @@ export const SETTING_FLAGS: readonly SettingFlag[] = [
   { key: "trainer.log_interval", flags: "--log-interval <n>", description: "steps between log lines" },
   { key: "trainer.eval_interval", flags: "--eval-interval <n>", description: "steps between validation runs" },
   { key: "trainer.eval_iters", flags: "--eval-iters <n>", description: "batches per validation run" },
+  { key: "trainer.save_best", flags: "--save-best", description: "keep the checkpoint with the lowest val_loss as best.safetensors" },
+  { key: "trainer.early_stop", flags: "--early-stop <n>", description: "stop after N evaluations without a lower val_loss", aliases: ["--early-stopping-patience"] },
   { key: "trainer.save_interval", flags: "--save-interval <n>", description: "steps between checkpoints" },
   { key: "trainer.max_checkpoints", flags: "--max-checkpoints <n>", description: "keep only the newest N step checkpoints" },
   { key: "trainer.checkpoint_dir", flags: "--output-dir <dir>", description: "checkpoints and metrics.jsonl (default: checkpoints/<config name>)", aliases: ["--checkpoint-dir"] },

@@ -41,6 +41,10 @@ export interface RunSettings {
   saveInterval: number;
   evalInterval: number;
   evalIters: number;
+  /** Keep the checkpoint with the lowest val_loss as best.safetensors. */
+  saveBest: boolean;
+  /** Evaluations without a lower val_loss that stop the run. */
+  earlyStop: number | undefined;
   targetDevice: TargetDevice;
   /** The dtype asked for; "auto" is resolved once the backend is open (chooseTrainingDType). */
   dtype: TrainingDTypeChoice;
@@ -110,6 +114,8 @@ export function resolveSettings(loaded: LoadedConfig, o: ConfigOverrides = {}, i
     saveInterval: t.save_interval,
     evalInterval: t.eval_interval,
     evalIters: t.eval_iters,
+    saveBest: t.save_best,
+    earlyStop: t.early_stop,
     targetDevice: t.target_device,
     dtype: o.dtype ?? trainingDTypeOf(t.dtype)!,
     tf32: o.tf32 ?? t.tf32,

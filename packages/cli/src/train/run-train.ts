@@ -30,6 +30,7 @@ import { warmupWarning } from "../config/schedule-warnings.js";
 import { MetricsLog, type MetricsLine } from "./metrics-log.js";
 import { openBackend } from "./open-backend.js";
 import { ProgressDisplay } from "./progress-display.js";
+import { BestValLoss, bestCheckpointPath } from "./best-val-loss.js";
 import { evaluate } from "./evaluate.js";
 import { type TrainingData, openTrainingData } from "./training-data.js";
 import { type ModelTokenizer, runTokenizer } from "./run-tokenizer.js";
@@ -152,9 +153,11 @@ async function trainOn(
     ...(comm ? { gradientSync: comm, bucketBytes: s.bucketBytes } : {}),
   });
   let startedFrom: ModelTokenizer | undefined = init && { metadata: init.metadata, source: init.path };
+  let bestVal = new BestValLoss(s.earlyStop);
   if (resumeFrom) {
     const meta = await loadTrainerCheckpoint(trainer, resumeFrom);
     startedFrom = { metadata: meta, source: resumeFrom };
+    bestVal = new BestValLoss(s.earlyStop, meta);
     const cursors = meta[META_DATA_CURSORS] ? (JSON.parse(meta[META_DATA_CURSORS]) as SamplerCursor[]) : undefined;
     const cursor = cursors?.[comm?.rank ?? 0] ?? (meta[META_DATA_CURSOR] ? (JSON.parse(meta[META_DATA_CURSOR]) as SamplerCursor) : undefined);
     if (cursor) data.train.setCursor(cursor);
@@ -192,19 +195,22 @@ async function trainOn(
     [META_DATA_CURSOR]: JSON.stringify(prefetcher.getCursor()),
     [META_DATA_CURSORS]: JSON.stringify(cursors),
     "kiln.config": s.configText,
+    ...bestVal.metadata(),
     ...described(),
   });
   // Every rank takes part (its data cursor goes into the checkpoint); rank 0 writes it.
-  const save = async () => {
+  // The newest step checkpoints are kept; best.safetensors (--save-best) is replaced, atomically, at each lower val_loss.
+  const save = async (file = checkpointPath(s.outputDir, trainer.stepCount)) => {
     const cursors = comm ? await gatherCursors(comm, prefetcher.getCursor()) : [prefetcher.getCursor()];
     if (!lead) return;
-    const file = checkpointPath(s.outputDir, trainer.stepCount);
     await saveTrainerCheckpoint(trainer, file, metadata(cursors));
     pruneCheckpoints(s.outputDir, s.maxCheckpoints);
     say(`saved ${file}`);
   };
 
   let stop = false;
+  // --early-stop: the line that ends the run's output, once it has stopped.
+  let earlyStop: string | undefined;
   const onSigint = () => {
     if (stop) process.exit(130);
     stop = true;
@@ -217,7 +223,7 @@ async function trainOn(
     let windowStart = performance.now();
     let windowSteps = 0;
     let windowTokens = 0;
-    while (trainer.stepCount < totalSteps && !stop) {
+    while (trainer.stepCount < totalSteps && !stop && earlyStop === undefined) {
       const r = await trainer.step({ count: s.gradAccum, next: () => prefetcher.next() });
       windowSteps++;
       windowTokens += r.tokens * trainer.worldSize;
@@ -260,6 +266,10 @@ async function trainOn(
         const valLoss = await evaluate(runner, data.val, s.evalIters, sumOverRanks);
         log?.write({ step, val_loss: valLoss });
         if (display) display.log(`step ${step}: val_loss ${valLoss.toFixed(4)}`);
+        // Every rank has the same val_loss, so every rank takes the same turns here.
+        const verdict = bestVal.record(step, valLoss);
+        if (verdict.improved && s.saveBest) await save(bestCheckpointPath(s.outputDir));
+        if (verdict.stop) earlyStop = bestVal.stopLine(step);
       }
       if (step % s.saveInterval === 0) {
         await save();
@@ -272,6 +282,7 @@ async function trainOn(
       const final = path.join(s.outputDir, "final.safetensors");
       await saveTrainedWeights(trainer, final, described(), flags.exportDtype ?? dtype);
       say(`wrote ${final}`);
+      if (earlyStop !== undefined) say(earlyStop);
     }
   } finally {
     process.off("SIGINT", onSigint);
