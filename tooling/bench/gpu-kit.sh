@@ -20,6 +20,17 @@ for script in cuda-conformance cuda; do
     --outfile="$dir/$script.mjs"
 done
 cp "$root/tooling/bench/cuda_kernels_torch.py" "$root/tooling/bench/train_step_torch.py" "$dir/"
+# The kiln CLI as one bundle (chunks for what loads lazily; plots' ECharts and resvg
+# stay out), with the wasm kernels and their worker where the bundle looks for them.
+cli="$dir/cli"
+rm -rf "$cli" && mkdir -p "$cli/bin" "$cli/models"
+"$esbuild" "$root/packages/cli/dist/bin/kiln.js" --bundle --splitting --platform=node --format=esm --target=node20 --log-level=error \
+  --external:@resvg/resvg-js --external:echarts \
+  --banner:js="import { createRequire as __kilnRequire } from 'node:module'; const require = __kilnRequire(import.meta.url);" --outdir="$cli/bin"
+cp "$root/packages/kernels-wasm/dist/thread-worker-node.js" "$cli/bin/"
+mkdir -p "$cli/bin/assets" && cp "$root"/packages/kernels-wasm/dist/assets/*.wasm "$cli/bin/assets/"
+cp "$root/packages/cli/package.json" "$cli/"
+cp "$root"/models/*.yaml "$cli/models/"
 xz -T0 -6 -c "$addon" >"$dir/kiln_cuda.node.xz"
 xz -T0 -6 -c "$(readlink -f "$(command -v node)")" >"$dir/node.xz"
 cat >"$dir/run.sh" <<'RUN'
@@ -45,6 +56,16 @@ for path in kiln simt; do
   echo "== conformance of matmul with KILN_MATMUL_PATH=$path"
   KILN_MATMUL_PATH=$path "$node" "$kit/cuda-conformance.mjs" --isolate --kernel matmul 2>&1 | tee "$out/conformance-matmul-$path.log"
 done
+if [ -n "${KIT_CLI:-}" ]; then
+  echo "== kiln train on the GPU"
+  mkdir -p /tmp/kiln-kit/run && cd /tmp/kiln-kit/run
+  for dtype in bf16 f32; do
+    "$node" "$kit/cli/bin/kiln.js" train -f "$kit/cli/models/nano-start.yaml" --target-device gpu --dtype $dtype --headless \
+      --output-dir "checkpoints/$dtype" ${KIT_CLI_ARGS:-} 2>&1 | tee "$out/train-$dtype.log" | grep -v '^{"step":[0-9]*[1-9],' | tail -25
+  done
+  "$node" "$kit/cli/bin/kiln.js" sample --checkpoint checkpoints/bf16/final.safetensors --prompt "Once upon a time" 2>&1 | tee "$out/sample.log" | tail -8
+  cd - >/dev/null
+fi
 echo "== benchmark"
 KILN_CUBLASLT_LOG=1 timeout "${KIT_BENCH_SECONDS:-400}" "$node" "$kit/cuda.mjs" ${KIT_BENCH_ARGS:-} 2>"$out/bench.err" | tee "$out/bench.json"
 tail -5 "$out/bench.err"

@@ -10,12 +10,12 @@
 // not overlap A, B or bias. Each output element is computed by one block with a fixed
 // sequence of f32 operations over k (no split-k, no atomics): results do not depend
 // on block or thread order.
-//   - SIMT path (every dtype in the simulator, f32 on the GPU): a block computes a
+//   - SIMT path (f32, and every dtype with KILN_MATMUL_PATH=simt): a block computes a
 //     BM x BN tile of C (64x64 or 128x128) with 256 threads, each a (4*GM) x (4*GN)
 //     register tile; k advances 16 at a time through double-buffered shared memory
 //     tiles stored k-major (sA[k][m], sB[k][n], f32), loaded from global memory with
 //     transposes and edges (zero fill) handled by the loader.
-//   - Tensor-core path (bf16/f16 on sm_80+, not in the simulator): nvcuda::wmma
+//   - Tensor-core path (bf16/f16; the simulator emulates it, sim/wmma_sim.h): nvcuda::wmma
 //     16x16x16 fragments with f32 accumulators; each warp owns FM x FN fragments of
 //     the block tile; operand tiles (k step 32) are copied to shared memory in their
 //     stored layout, zero padded at the edges, and read as row- or column-major
@@ -36,7 +36,9 @@
 
 #include "kiln_cuda.h"
 
-#if !defined(KILN_CUDA_SIM)
+#if defined(KILN_CUDA_SIM)
+#include "sim/wmma_sim.h"
+#else
 #include <mma.h>
 #endif
 
@@ -192,9 +194,8 @@ __global__ void __launch_bounds__(kSimtThreads) matmul_simt_kernel(MatmulParams<
 }
 
 // ---------------------------------------------------------------------------------
-// Tensor-core kernel (real GPUs only)
+// Tensor-core kernel (sm_80 and newer; the simulator emulates its fragments)
 // ---------------------------------------------------------------------------------
-#if !defined(KILN_CUDA_SIM)
 
 constexpr int kWmmaBK = 32;
 constexpr int kWmmaPad = 8;  // 16-bit elements; keeps rows 16-byte aligned, skews banks
@@ -232,7 +233,7 @@ __device__ __forceinline__ void load_tile16(T* dst, const T* src, int64_t ld, in
 // column-major.
 template <typename T, bool TA, bool TB, int WARPS_M, int WARPS_N, int FM, int FN>
 __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32) matmul_wmma_kernel(MatmulParams<T> p, bool vec_a, bool vec_b) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800) || defined(KILN_CUDA_SIM)
   using namespace nvcuda;
   constexpr int NT = WARPS_M * WARPS_N * 32, NW = WARPS_M * WARPS_N;
   constexpr int BK = kWmmaBK, BM = WARPS_M * FM * 16, BN = WARPS_N * FN * 16;
@@ -345,16 +346,11 @@ void launch_wmma(const MatmulParams<T>& p, cudaStream_t stream) {
   }
 }
 
-/** KILN_MATMUL_PATH=simt forces the SIMT kernel for 16-bit dtypes too (read once). */
+/** KILN_MATMUL_PATH=simt forces the SIMT kernel for 16-bit dtypes too (read at every call). */
 bool force_simt() {
-  static const bool forced = [] {
-    const char* e = std::getenv("KILN_MATMUL_PATH");
-    return e != nullptr && std::strcmp(e, "simt") == 0;
-  }();
-  return forced;
+  const char* e = std::getenv("KILN_MATMUL_PATH");
+  return e != nullptr && std::strcmp(e, "simt") == 0;
 }
-
-#endif  // !KILN_CUDA_SIM
 
 template <typename T, int GM, int GN>
 void launch_simt_cfg(const MatmulParams<T>& p, cudaStream_t stream) {
@@ -396,6 +392,7 @@ void launch_matmul(const KernelCall& c) {
       const BlasMatmul b{p.a, p.b, p.bias, p.c, p.m, p.n, p.k, p.batch, p.trans_a, p.trans_b, p.stride_a, p.stride_b, p.stride_c, p.alpha, p.accumulate, c.i32(15)};
       if (static_cast<CublasLt*>(c.blas)->matmul(b, c.stream, c.scratch(CublasLt::kWorkspaceBytes), CublasLt::kWorkspaceBytes)) return;
     }
+#endif
     // Every architecture this addon is built for (sm_80 and newer) has bf16/f16 tensor cores.
     if constexpr (!std::is_same<T, float>::value) {
       if (!force_simt()) {
@@ -403,7 +400,6 @@ void launch_matmul(const KernelCall& c) {
         return;
       }
     }
-#endif
     launch_simt<T>(p, c.stream);
   });
 }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, it } from "vitest";
-import { runConformance } from "@kiln/contract/conformance";
+import { runConformance } from "@kiln/contract/conformance/vitest";
 import { createCudaSimBackend } from "../src/index.js";
 import { simulatorSkipReason } from "./support/simulator.js";
 

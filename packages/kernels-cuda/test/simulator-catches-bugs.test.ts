@@ -47,6 +47,12 @@ describe.skipIf(skip)(`the CUDA simulator catches kernel bugs${skip ? ` (skipped
     expect(r.out).not.toContain("was not caught");
   });
 
+  it("tensor-core fragments compute the product, and reading a stored tile before __syncwarp is caught", () => {
+    expect(run(plain, "wmma-sync").out).toContain("with __syncwarp: 0 of 256 elements wrong");
+    expect(run(plain, "wmma-no-sync").out).toMatch(/without __syncwarp: (\d+) of 256 elements wrong/);
+    expect(run(plain, "wmma-no-sync").out).not.toContain("without __syncwarp: 0 of");
+  });
+
   it("warp shuffles exchange values across the lanes of each warp (under ASan too)", () => {
     for (const program of [plain, asan]) expect(run(program, "warp-reduce").out).toContain("warp sums: 496 1520 2544");
   });

@@ -5,6 +5,7 @@
 // block (or warp) has arrived. Static __shared__ arrays live in one linker section
 // that is poisoned (0xFF: NaN for floats) before each block, as is dynamic shared
 // memory, so a read that a missing barrier leaves unordered sees garbage.
+// nvcuda::wmma fragments: sim/wmma_sim.h (included by the .cu files that use them).
 // Not covered: inline PTX (mma.sync, ldmatrix, cp.async), wgmma/TMA, grid sync.
 #pragma once
 #define KILN_CUDA_SIM 1

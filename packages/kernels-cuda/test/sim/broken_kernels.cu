@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kiln_cuda.h"
+#include "sim/wmma_sim.h"
 
 namespace {
 
@@ -45,6 +46,45 @@ __global__ void warp_reduce(const float* x, float* out) {
   float v = x[threadIdx.x];
   for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
   if (threadIdx.x % 32 == 0) out[threadIdx.x / 32] = v;
+}
+
+// One warp: C = A B (16x16x16, f16) through a fragment stored to shared memory,
+// then every lane copies row-major slots of the tile out; without the __syncwarp a
+// lane reads elements another lane has not stored yet.
+template <bool kSync>
+__global__ void wmma_tile(const __half* a, const __half* b, float* out) {
+  using namespace nvcuda;
+  __shared__ float tile[256];
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> fb;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+  wmma::fill_fragment(acc, 0.f);
+  wmma::load_matrix_sync(fa, a, 16);
+  wmma::load_matrix_sync(fb, b, 16);
+  wmma::mma_sync(acc, fa, fb, acc);
+  wmma::store_matrix_sync(tile, acc, 16, wmma::mem_row_major);
+  if (kSync) __syncwarp();
+  for (int e = threadIdx.x; e < 256; e += 32) out[e] = tile[e];
+}
+
+int run_wmma(bool sync) {
+  std::vector<__half> a(256), b(256);
+  std::vector<float> out(256, 0.f);
+  for (int i = 0; i < 256; i++) {
+    a[i] = __float2half(static_cast<float>(i % 5) - 2.f);
+    b[i] = __float2half(static_cast<float>(i % 3) - 1.f);
+  }
+  if (sync) kiln::launch("wmma_tile", wmma_tile<true>, 1, 32, 0, nullptr, a.data(), b.data(), out.data());
+  else kiln::launch("wmma_tile", wmma_tile<false>, 1, 32, 0, nullptr, a.data(), b.data(), out.data());
+  int wrong = 0;
+  for (int r = 0; r < 16; r++)
+    for (int c = 0; c < 16; c++) {
+      float expect = 0;
+      for (int q = 0; q < 16; q++) expect += __half2float(a[r * 16 + q]) * __half2float(b[q * 16 + c]);
+      if (out[r * 16 + c] != expect) wrong++;
+    }
+  std::printf("wmma %s: %d of 256 elements wrong\n", sync ? "with __syncwarp" : "without __syncwarp", wrong);
+  return 0;
 }
 
 int run_block_sum(bool barrier) {
@@ -105,6 +145,8 @@ int main(int argc, char** argv) {
   if (!std::strcmp(mode, "copy-off-by-one")) return run_copy(true);
   if (!std::strcmp(mode, "divergent")) return run_divergent();
   if (!std::strcmp(mode, "warp-reduce")) return run_warp_reduce();
+  if (!std::strcmp(mode, "wmma-sync")) return run_wmma(true);
+  if (!std::strcmp(mode, "wmma-no-sync")) return run_wmma(false);
   std::fprintf(stderr, "unknown mode %s\n", mode);
   return 2;
 }
