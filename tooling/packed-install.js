@@ -4,6 +4,7 @@
 // dependencies, which is true of kiln's contract and kernel packages.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
+import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 
@@ -32,4 +33,19 @@ export function installTarballs(prefix, tarballs) {
   fs.writeFileSync(path.join(folder, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
   execFileSync("npm", ["install", "--offline", "--no-audit", "--no-fund", "--loglevel=error", ...tarballs], { cwd: folder, stdio: "pipe" });
   return folder;
+}
+
+/**
+ * Links a package the workspace already has (a bundler, say) into `folder`'s
+ * node_modules, so a test needs no registry. `from` is a file inside the
+ * workspace whose resolution finds it, as for createRequire.
+ * @param {string} folder
+ * @param {string} name
+ * @param {string} from
+ */
+export function linkWorkspacePackage(folder, name, from) {
+  const manifest = createRequire(from).resolve(`${name}/package.json`);
+  const target = path.join(folder, "node_modules", name);
+  fs.mkdirSync(path.dirname(target), { recursive: true });
+  fs.symlinkSync(fs.realpathSync(path.dirname(manifest)), target, "dir");
 }

@@ -4,7 +4,8 @@ import { warmUpMatmul } from "./warm-up.js";
 import { SharedHeap, WASM32_MAX_BYTES, WASM_PAGE_BYTES } from "./shared-heap.js";
 import { chooseSimdVariant, type SimdVariant } from "./simd-support.js";
 import { canBlockOnAtomics, createInlinePool, createWorkerPool, type ThreadPool } from "./thread-pool.js";
-import { hasKernelModule, loadKernelModule, type MemoryKind } from "./wasm-module-loader.js";
+import { loadKernelModule, type MemoryKind, requireKernelModule } from "./wasm-module-loader.js";
+import { platform } from "#platform";
 
 export interface RuntimeOptions {
   /** Threads for kernels, the calling thread included. Default: every core. */
@@ -19,6 +20,12 @@ export interface RuntimeOptions {
   minFlopsPerThread?: number;
   /** Run the matmul on a small problem until V8 has optimised it (up to ~150 ms; default true). */
   warmUp?: boolean;
+  /**
+   * Node 20 validates relaxed SIMD only after v8.setFlagsFromString("--experimental-wasm-relaxed-simd"),
+   * which applies to the whole process. Default true; false never sets it, and the plain SIMD build
+   * runs unless the process already has relaxed SIMD (Node >= 22, or started with the flag).
+   */
+  setV8Flag?: boolean;
 }
 
 export interface RuntimeInfo {
@@ -61,16 +68,6 @@ export interface KernelRuntime {
   dispose(): Promise<void>;
 }
 
-/** Logical cores: os.availableParallelism() in Node, navigator.hardwareConcurrency in browsers. */
-async function coreCount(): Promise<number> {
-  if (typeof process !== "undefined" && typeof process.versions?.node === "string") {
-    const os = await import("node:os");
-    return os.availableParallelism();
-  }
-  const nav = (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator;
-  return nav?.hardwareConcurrency ?? 1;
-}
-
 /** A memory with the largest maximum the engine grants, from `maxBytes` down to 256 MiB. */
 function createMemory(shared: boolean, maxBytes: number): { memory: WebAssembly.Memory; maxBytes: number } {
   let maximum = Math.floor(maxBytes / WASM_PAGE_BYTES);
@@ -86,11 +83,11 @@ function createMemory(shared: boolean, maxBytes: number): { memory: WebAssembly.
 }
 
 export async function createKernelRuntime(options: RuntimeOptions = {}): Promise<KernelRuntime> {
-  let simd = await chooseSimdVariant(options.simd ?? "auto");
+  const simd = chooseSimdVariant(options.simd ?? "auto", options.setV8Flag ?? true);
   if (options.threads !== undefined && !(Number.isInteger(options.threads) && options.threads >= 1)) {
     throw new RangeError(`threads must be a positive integer, got ${options.threads}`);
   }
-  const wanted = options.threads ?? (await coreCount());
+  const wanted = options.threads ?? platform.coreCount();
 
   let threadLimitReason: string | undefined;
   let memoryKind: MemoryKind = "shared";
@@ -103,8 +100,14 @@ export async function createKernelRuntime(options: RuntimeOptions = {}): Promise
   if (typeof SharedArrayBuffer === "undefined") memoryKind = "single";
   const threads = threadLimitReason ? 1 : wanted;
 
-  if (simd === "relaxed" && options.simd !== "relaxed" && !(await hasKernelModule("relaxed", memoryKind))) simd = "plain";
-  const module = await loadKernelModule(simd, memoryKind);
+  // An emcc-only build has no relaxed modules: "auto" then takes the plain one.
+  let chosen: SimdVariant = simd;
+  let module: WebAssembly.Module | undefined;
+  if (simd === "relaxed" && options.simd !== "relaxed") {
+    module = await loadKernelModule("relaxed", memoryKind);
+    if (!module) chosen = "plain";
+  }
+  module ??= await requireKernelModule(chosen, memoryKind);
   const maxMemoryBytes = Math.min(options.maxMemoryBytes ?? WASM32_MAX_BYTES, WASM32_MAX_BYTES);
   const { memory, maxBytes: grantedMax } = createMemory(memoryKind === "shared", maxMemoryBytes);
 
@@ -125,7 +128,7 @@ export async function createKernelRuntime(options: RuntimeOptions = {}): Promise
 
   const tile = exports.kiln_matmul_tile_shape();
   const info: RuntimeInfo = {
-    simd,
+    simd: chosen,
     threads,
     sharedMemory: memoryKind === "shared",
     ...(threadLimitReason ? { threadLimitReason } : {}),

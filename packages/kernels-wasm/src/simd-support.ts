@@ -1,4 +1,5 @@
 import { DeviceError } from "@kiln/contract";
+import { platform } from "#platform";
 
 /**
  * Which SIMD flavour this engine runs: relaxed SIMD (fused f32x4 multiply-add)
@@ -29,38 +30,28 @@ function simdProbe(): Uint8Array<ArrayBuffer> {
   ]);
 }
 
-let relaxedFlagTried = false;
-
-/**
- * Node 20's V8 ships relaxed SIMD behind a flag. Setting it before the first
- * relaxed module is compiled is enough; worker threads inherit it.
- */
-async function enableRelaxedSimdInNode(): Promise<void> {
-  if (relaxedFlagTried) return;
-  relaxedFlagTried = true;
-  const isNode = typeof process !== "undefined" && typeof process.versions?.node === "string";
-  if (!isNode) return;
-  try {
-    const v8 = await import("node:v8");
-    v8.setFlagsFromString("--experimental-wasm-relaxed-simd");
-  } catch {
-    // Not V8, or flags locked: detection below decides.
-  }
-}
-
 export function hasWasmSimd(): boolean {
   return typeof WebAssembly === "object" && WebAssembly.validate(simdProbe());
 }
 
-export async function hasRelaxedSimd(): Promise<boolean> {
+/**
+ * Whether the engine validates relaxed SIMD. With `mayEnable`, Node 20's V8
+ * first gets --experimental-wasm-relaxed-simd (process-wide, workers included;
+ * setting it before the first relaxed module is compiled is enough).
+ */
+export function hasRelaxedSimd(mayEnable: boolean): boolean {
   if (typeof WebAssembly !== "object") return false;
   if (WebAssembly.validate(relaxedProbe())) return true;
-  await enableRelaxedSimdInNode();
+  if (!mayEnable) return false;
+  platform.enableRelaxedSimd();
   return WebAssembly.validate(relaxedProbe());
 }
 
-/** Resolves "auto" to the best variant the engine supports; an explicit request the engine lacks is refused. */
-export async function chooseSimdVariant(requested: SimdVariant | "auto"): Promise<SimdVariant> {
+/**
+ * Resolves "auto" to the best variant the engine supports; an explicit request the engine lacks is refused.
+ * `setV8Flag: false` never sets a V8 flag: relaxed only where the engine already validates it.
+ */
+export function chooseSimdVariant(requested: SimdVariant | "auto", setV8Flag = true): SimdVariant {
   if (!hasWasmSimd()) {
     throw new DeviceError("this JavaScript engine has no WebAssembly SIMD", {
       where: "@kiln/kernels-wasm",
@@ -68,11 +59,11 @@ export async function chooseSimdVariant(requested: SimdVariant | "auto"): Promis
     });
   }
   if (requested === "plain") return "plain";
-  const relaxed = await hasRelaxedSimd();
+  const relaxed = hasRelaxedSimd(setV8Flag);
   if (requested === "relaxed" && !relaxed) {
     throw new DeviceError("relaxed SIMD was requested but this engine does not validate f32x4.relaxed_madd", {
       where: "@kiln/kernels-wasm",
-      hint: 'pass simd: "auto" or "plain" (Node 20 gets relaxed SIMD from --experimental-wasm-relaxed-simd)',
+      hint: 'pass simd: "auto" or "plain" (Node 20 gets relaxed SIMD from --experimental-wasm-relaxed-simd, which setV8Flag: false forbids)',
     });
   }
   return relaxed ? "relaxed" : "plain";

@@ -1,7 +1,7 @@
 import { CONTROL, STOP_KERNEL, type WorkerInit } from "./dispatch-control.js";
 import type { KernelEntry } from "./kernel-instance.js";
-
-const isNode = typeof process !== "undefined" && typeof process.versions?.node === "string";
+import type { KernelWorker } from "./platform-types.js";
+import { platform } from "#platform";
 
 /** The calling thread plus `threads - 1` workers that run kernels on one shared memory. */
 export interface ThreadPool {
@@ -51,66 +51,11 @@ export function canBlockOnAtomics(): boolean {
   }
 }
 
-interface PortLike {
-  post(message: unknown): void;
-  on(handler: (message: { type: string; threadIndex: number; message?: string }) => void): void;
-  exited: Promise<void>;
-  terminate(): void;
-  /** Whether a live worker keeps a Node process running (it must while we await it). */
-  keepAlive(on: boolean): void;
-}
-
-async function spawnWorker(): Promise<PortLike> {
-  const url = new URL("./thread-worker.js", import.meta.url);
-  if (isNode) {
-    const { Worker } = await import("node:worker_threads");
-    const worker = new Worker(url);
-    const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
-    return {
-      post: (m) => worker.postMessage(m),
-      on: (h) => worker.on("message", h),
-      exited,
-      terminate: () => void worker.terminate(),
-      keepAlive: (on) => (on ? worker.ref() : worker.unref()),
-    };
-  }
-  const worker = new Worker(url, { type: "module" });
-  let exit: () => void = () => {};
-  const exited = new Promise<void>((resolve) => (exit = resolve));
-  return {
-    post: (m) => worker.postMessage(m),
-    on: (h) => {
-      worker.addEventListener("message", (e: MessageEvent) => {
-        if (e.data?.type === "exited") exit();
-        h(e.data);
-      });
-      // A script that fails to load (404, a wrong MIME type, blocked by COEP) never answers: say so.
-      worker.addEventListener("error", (e: ErrorEvent) => {
-        e.preventDefault();
-        h({
-          type: "failed",
-          threadIndex: -1,
-          message:
-            e.message ||
-            `could not load ${url.href} as a module Worker (missing, not served as JavaScript, or ` +
-              "served without Cross-Origin-Embedder-Policy to a cross-origin isolated page)",
-        });
-      });
-    },
-    exited,
-    terminate: () => {
-      worker.terminate();
-      exit();
-    },
-    keepAlive: () => {},
-  };
-}
-
 /** Starts `threads - 1` workers, each with its own instance of `module` on `memory`, and waits until all are ready. */
 export async function createWorkerPool(opts: WorkerThreadOptions): Promise<ThreadPool> {
   const control = new Int32Array(new SharedArrayBuffer(CONTROL.LENGTH * 4));
   const workerErrors: string[] = [];
-  const ports = await Promise.all(Array.from({ length: opts.threads - 1 }, () => spawnWorker()));
+  const ports = Array.from({ length: opts.threads - 1 }, () => platform.spawnWorker());
   const ready = ports.map(
     (port, i) =>
       new Promise<void>((resolve, reject) => {
@@ -149,7 +94,7 @@ class AtomicsPool implements ThreadPool {
 
   constructor(
     private readonly control: Int32Array,
-    private readonly ports: PortLike[],
+    private readonly ports: KernelWorker[],
     private readonly opts: WorkerThreadOptions,
     private readonly workerErrors: string[],
   ) {

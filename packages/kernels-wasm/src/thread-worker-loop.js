@@ -1,20 +1,19 @@
-// Entry point of one kernel worker (worker_threads in Node, a module Web
-// Worker in browsers). It instantiates the shared WebAssembly.Module on the
-// shared memory with its own stack, then loops: wait for a new generation in
-// the control block, run its share of the kernel, count itself done.
-// The message it receives is described by WorkerInit in dispatch-control.ts.
+// The loop of one kernel worker, shared by thread-worker-node.js (worker_threads)
+// and thread-worker-browser.js (a module Web Worker). It instantiates the shared
+// WebAssembly.Module on the shared memory with its own stack, then loops: wait
+// for a new generation in the control block, run its share of the kernel, count
+// itself done. The message it receives is described by WorkerInit in dispatch-control.ts.
 
-const isNode = typeof process !== "undefined" && typeof process.versions?.node === "string";
-const port = isNode ? (await import("node:worker_threads")).parentPort : globalThis;
+/**
+ * @typedef {{ postMessage(message: unknown): void, close(): void }} WorkerPort
+ */
 
-/** @param {(msg: any) => void} handler */
-function onFirstMessage(handler) {
-  if (isNode) port.once("message", handler);
-  else globalThis.addEventListener("message", (e) => handler(e.data), { once: true });
-}
-
-/** @param {import("./dispatch-control.js").WorkerInit} init */
-function serve(init) {
+/**
+ * Runs kernels until told to stop, then closes `port`.
+ * @param {import("./dispatch-control.js").WorkerInit} init
+ * @param {WorkerPort} port
+ */
+function serve(init, port) {
   const { layout: L, threadIndex, spinIterations } = init;
   const instance = new WebAssembly.Instance(init.module, { env: { memory: init.memory } });
   instance.exports.__stack_pointer.value = init.stackTop;
@@ -45,14 +44,18 @@ function serve(init) {
     if (Atomics.sub(control, L.REMAINING, 1) === 1) Atomics.notify(control, L.REMAINING);
   }
   port.postMessage({ type: "exited", threadIndex });
-  if (isNode) port.close();
-  else globalThis.close();
+  port.close();
 }
 
-onFirstMessage((init) => {
+/**
+ * Serves the first message `port` receives; a failure to start is reported, not thrown.
+ * @param {import("./dispatch-control.js").WorkerInit} init
+ * @param {WorkerPort} port
+ */
+export function serveKernels(init, port) {
   try {
-    serve(init);
+    serve(init, port);
   } catch (error) {
     port.postMessage({ type: "failed", threadIndex: init?.threadIndex, message: String(error?.stack ?? error) });
   }
-});
+}

@@ -103,9 +103,9 @@ describe("in headless Chromium", () => {
 
   it("reports a kernel worker script that does not load instead of waiting for it forever", async (ctx) => {
     if (missing) return ctx.skip(missing);
-    const withoutWorker = (routes: Routes): Routes => (path) => (path.endsWith("/thread-worker.js") ? Promise.resolve(undefined) : routes(path));
+    const withoutWorker = (routes: Routes): Routes => (path) => (path.endsWith("/thread-worker-browser.js") ? Promise.resolve(undefined) : routes(path));
     await expect(runInPage({ isolated: true, routes: withoutWorker }, { on: "worker", threads: 2, kernels: ["matmul"] })).rejects.toThrow(
-      /kernel worker 1 failed to start: could not load http:\/\/127\.0\.0\.1:\d+\/app\/thread-worker\.js/,
+      /kernel worker 1 failed to start: could not load the kernel worker script as a module Worker/,
     );
   });
 });

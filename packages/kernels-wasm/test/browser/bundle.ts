@@ -7,8 +7,9 @@ export type Bundles = Map<string, string>;
 /**
  * Bundles the page and its conformance Worker from TypeScript sources (the
  * "@kiln/source" condition, as the tests resolve them) into browser ES modules.
- * `import.meta.url` is kept, so the package finds thread-worker.js next to the
- * bundle and its .wasm files in ../build/, as it does next to dist/.
+ * `import.meta.url` is kept, so the package finds thread-worker-browser.js next
+ * to the bundle and its .wasm files in ../build/, as it does next to src/. The
+ * browser condition picks platform-browser.ts: no node: import to externalize.
  */
 export async function bundleBrowserEntries(): Promise<Bundles> {
   const entry = (name: string) => fileURLToPath(new URL(`./${name}.ts`, import.meta.url));
@@ -19,8 +20,6 @@ export async function bundleBrowserEntries(): Promise<Bundles> {
     platform: "browser",
     target: "es2022",
     conditions: ["@kiln/source"],
-    // The package reaches Node built-ins only behind a runtime check.
-    external: ["node:*"],
     outdir: "/bundle",
     write: false,
     logLevel: "silent",

@@ -11,12 +11,13 @@ const packageRoot = new URL("../../", import.meta.url);
 
 /**
  * The page's files, laid out as the package expects relative to its code:
- * the bundles and thread-worker.js in /app/, the kernel modules in /build/.
+ * the bundles and the worker's two source files in /app/, the kernel modules in /build/.
  */
 export function kernelPageRoutes(bundles: Bundles): Routes {
   return async (path: string): Promise<Asset | undefined> => {
     if (path === "/" || path === "/index.html") return { body: PAGE, type: "text/html; charset=utf-8" };
-    if (path === "/app/thread-worker.js") return fileAsset(new URL("src/thread-worker.js", packageRoot), "text/javascript");
+    const worker = /^\/app\/(thread-worker-(?:browser|loop)\.js)$/.exec(path);
+    if (worker) return fileAsset(new URL(`src/${worker[1]}`, packageRoot), "text/javascript");
     const bundled = path.startsWith("/app/") ? bundles.get(path.slice("/app/".length)) : undefined;
     if (bundled !== undefined) return { body: bundled, type: "text/javascript" };
     const wasm = /^\/build\/(kernels-[a-z]+-[a-z]+\.wasm)$/.exec(path);
