@@ -6,6 +6,7 @@ import { registerEstimate } from "./commands/estimate.js";
 import { registerExport } from "./commands/export.js";
 import { registerPlot } from "./commands/plot.js";
 import { registerPrepare } from "./commands/prepare.js";
+import { registerPush } from "./commands/push.js";
 import { registerSample } from "./commands/sample.js";
 import { registerTrain } from "./commands/train.js";
 import { reportUsageErrors } from "./commands/usage-error.js";
@@ -20,6 +21,7 @@ export function buildProgram(): Command {
   registerPrepare(program);
   registerSample(program);
   registerExport(program);
+  registerPush(program);
   registerDoctor(program);
   registerEstimate(program);
   registerPlot(program);
