@@ -9,10 +9,14 @@ import { exportHfFolder } from "../src/hf/export-hf-folder.js";
 import { modelConfigFromHf } from "../src/hf/hf-config.js";
 import { PretrainedWeights } from "../src/hf/pretrained-weights.js";
 import { openTokenizer } from "../src/data/open-tokenizer.js";
-import { sameTokenizer } from "../src/data/tokenizer-files.js";
+import { gpt2TokenizerFiles } from "../src/data/gpt2-tokenizer-files.js";
+import { getTokenizer } from "../src/data/tokenizer.js";
+import { BUILTIN_TOKENIZER_JSON_HASHES, sameTokenizer, tokenizerIdentity } from "../src/data/tokenizer-files.js";
 import { META_TOKENIZER, META_TOKENIZER_FILES } from "../src/train/checkpoint-state.js";
 import { TINY_TOKENIZER_DIR } from "./support/tiny-tokenizer.js";
 import { TINY_GPT2, TINY_LLAMA, randomWeights, writeHfFolder, writeKilnCheckpoint } from "./support/hf-folders.js";
+
+const GPT2_TOKENIZER_FILES = ["tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"];
 
 let dir: string;
 beforeEach(async () => {
@@ -30,8 +34,8 @@ describe("exportHfFolder", () => {
       await writeKilnCheckpoint(ckpt, model, w);
       await writeFile(path.join(dir, "metrics.jsonl"), '{"step":3,"loss":2.5}\n{"step":3,"val_loss":2.75}\n');
       const out = path.join(dir, `${model.arch}-hf`);
-      expect(await exportHfFolder(ckpt, out)).toEqual(["config.json", "generation_config.json", "model.safetensors", "README.md"]);
-      expect((await readdir(out)).sort()).toEqual(["README.md", "config.json", "generation_config.json", "model.safetensors"]);
+      expect(await exportHfFolder(ckpt, out)).toEqual(["config.json", "generation_config.json", "model.safetensors", ...GPT2_TOKENIZER_FILES, "README.md"]);
+      expect((await readdir(out)).sort()).toEqual(["README.md", "config.json", "generation_config.json", "model.safetensors", ...GPT2_TOKENIZER_FILES].sort());
       const config = JSON.parse(await readFile(path.join(out, "config.json"), "utf8"));
       expect(modelConfigFromHf(config, "config.json")).toEqual(model);
       expect(config).toMatchObject({ architectures: [model.arch === "gpt2" ? "GPT2LMHeadModel" : "LlamaForCausalLM"], torch_dtype: "float32", eos_token_id: 50256 });
@@ -69,11 +73,26 @@ describe("exportHfFolder", () => {
     await back.close();
   });
 
-  it("a gpt2-tokenized checkpoint's card says why no tokenizer files are written; an HF folder without tokenizer.json has no tokenizer", async () => {
+  it("a gpt2-tokenized checkpoint exports GPT-2's tokenizer files: they encode as kiln's gpt2 and count as gpt2 for --init-from", async () => {
     const ckpt = path.join(dir, "c.safetensors");
     await writeKilnCheckpoint(ckpt, TINY_GPT2, randomWeights(TINY_GPT2));
     await exportHfFolder(ckpt, path.join(dir, "out"));
-    expect(await readFile(path.join(dir, "out", "README.md"), "utf8")).toContain("kiln's built-in gpt2 tokenizer has no tokenizer.json to write");
+    const exported = await openTokenizer(path.join(dir, "out"));
+    expect(sameTokenizer(exported.name, "gpt2")).toBe(true);
+    expect(sameTokenizer(exported.name, "bytes")).toBe(false);
+    const text = "Hello world! It's  a test:  naïve café — 日本語 12345 3.14159\n\n\tTabs   and spaces. I'll we've 🎉 emoji";
+    expect(exported.encode(text)).toEqual((await getTokenizer("gpt2")).encode(text));
+    expect([exported.vocabSize, exported.endOfText]).toEqual([50257, 50256]);
+    expect(await readFile(path.join(dir, "out", "README.md"), "utf8")).toContain("The folder holds the tokenizer the training data was prepared with");
+    // The hash kiln recognises as gpt2 is the one export writes.
+    expect(tokenizerIdentity("x", (await gpt2TokenizerFiles())["tokenizer.json"]!)).toBe(`x@sha256:${BUILTIN_TOKENIZER_JSON_HASHES.gpt2}`);
+  });
+
+  it("a cl100k-tokenized checkpoint's card says its tokenizer has no files; an HF folder without tokenizer.json has no tokenizer", async () => {
+    const ckpt = path.join(dir, "c.safetensors");
+    await writeKilnCheckpoint(ckpt, TINY_GPT2, randomWeights(TINY_GPT2), { [META_TOKENIZER]: "cl100k" });
+    expect(await exportHfFolder(ckpt, path.join(dir, "out"))).not.toContain("tokenizer.json");
+    expect(await readFile(path.join(dir, "out", "README.md"), "utf8")).toContain("not for cl100k. Encode input as it does (tiktoken's cl100k_base).");
     await writeHfFolder(path.join(dir, "hf"), TINY_GPT2, randomWeights(TINY_GPT2));
     const hf = await PretrainedWeights.open(path.join(dir, "hf"));
     expect(hf.tokenizer).toBeUndefined();

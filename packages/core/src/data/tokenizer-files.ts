@@ -22,11 +22,18 @@ export function tokenizerIdentity(name: string, tokenizerJson: string): string {
 }
 
 /**
+ * The tokenizer.json hash of built-in tokenizers that kiln export writes as one
+ * (gpt2-tokenizer-files.ts): a folder holding it is that built-in tokenizer.
+ */
+export const BUILTIN_TOKENIZER_JSON_HASHES: Readonly<Record<string, string>> = { gpt2: "318ae481810cf9d9" };
+
+/**
  * Whether data tokenized with `a` suits a model trained with `b`: the same built-in
- * name, or folder tokenizers with the same tokenizer.json (whatever their folders are called).
+ * name, or folder tokenizers with the same tokenizer.json (whatever their folders
+ * are called), kiln's own gpt2 tokenizer.json included.
  */
 export function sameTokenizer(a: string, b: string): boolean {
-  const hashOf = (id: string) => /@sha256:([0-9a-f]+)$/.exec(id)?.[1];
+  const hashOf = (id: string) => /@sha256:([0-9a-f]+)$/.exec(id)?.[1] ?? BUILTIN_TOKENIZER_JSON_HASHES[id];
   const [ha, hb] = [hashOf(a), hashOf(b)];
   return ha !== undefined && hb !== undefined ? ha === hb : a === b;
 }

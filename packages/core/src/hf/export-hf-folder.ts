@@ -5,6 +5,7 @@ import { writeDirectoryAtomically } from "../checkpoint/atomic-directory.js";
 import { writeFileAtomically } from "../checkpoint/atomic-file.js";
 import { toSafetensorsDType } from "../checkpoint/safetensors-dtype.js";
 import { writeSafetensors } from "../checkpoint/safetensors-file.js";
+import { gpt2TokenizerFiles } from "../data/gpt2-tokenizer-files.js";
 import { HfTokenizer } from "../data/hf-tokenizer.js";
 import type { Tokenizer } from "../data/tokenizer.js";
 import { paramLayout } from "../model/param-layout.js";
@@ -20,8 +21,8 @@ const TORCH_DTYPES: Record<FloatDType, string> = { f32: "float32", bf16: "bfloat
 /**
  * Writes a folder transformers loads (AutoModelForCausalLM.from_pretrained) from a
  * kiln checkpoint: config.json, generation_config.json, model.safetensors in
- * `dtype` (metadata {"format":"pt"}), the tokenizer's files when the checkpoint
- * holds a folder tokenizer's, and a README model card. The folder
+ * `dtype` (metadata {"format":"pt"}), the tokenizer's files (a folder tokenizer's
+ * as the checkpoint holds them, or the built-in gpt2's), and a README model card. The folder
  * appears whole or not at all. Returns the names of the files written.
  */
 export async function exportHfFolder(checkpoint: string, out: string, dtype: FloatDType = "f32"): Promise<string[]> {
@@ -31,12 +32,15 @@ export async function exportHfFolder(checkpoint: string, out: string, dtype: Flo
     const layout = paramLayout(source.model);
     const tokenizer = await source.openTokenizer();
     const tokens = specialTokens(tokenizer);
+    // A folder tokenizer's own files, as they were read (tokenizer.json, tokenizer_config.json, ...); the built-in gpt2's as transformers saves GPT-2's.
+    const tokenizerFiles = Object.entries(tokenizer?.files ?? (tokenizer?.name === "gpt2" ? await gpt2TokenizerFiles() : {}));
     const facts: ModelCardFacts = {
+      tokenizerFiles: tokenizerFiles.length > 0,
       model: source.model,
       parameters: layout.count,
       dtype,
       ...(meta[META_STEP] !== undefined ? { step: Number(meta[META_STEP]) } : {}),
-      ...(tokenizer ? { tokenizer: tokenizer.name, tokenizerFiles: tokenizer.files !== undefined } : {}),
+      ...(tokenizer ? { tokenizer: tokenizer.name } : {}),
       ...(meta[META_DATA] ? { data: meta[META_DATA] } : {}),
       ...(await lastLosses(path.dirname(checkpoint))),
     };
@@ -44,8 +48,6 @@ export async function exportHfFolder(checkpoint: string, out: string, dtype: Flo
       [HF_CONFIG_FILE]: hfConfigOf(source.model, TORCH_DTYPES[dtype], tokens),
       "generation_config.json": hfGenerationConfigOf(tokens),
     };
-    // A folder tokenizer's own files, as they were read (tokenizer.json, tokenizer_config.json, ...).
-    const tokenizerFiles = Object.entries(tokenizer?.files ?? {});
     await writeDirectoryAtomically(out, async (dir) => {
       const weights = await source.read();
       for (const [name, json] of Object.entries(files)) await writeText(path.join(dir, name), `${JSON.stringify(json, null, 2)}\n`);

@@ -9,12 +9,15 @@ export interface ModelCardFacts {
   dtype: FloatDType;
   step?: number;
   tokenizer?: string;
-  /** Whether the folder holds the tokenizer's files (a folder tokenizer's tokenizer.json, ...). */
+  /** Whether the folder holds the tokenizer's files (tokenizer.json, ...). */
   tokenizerFiles?: boolean;
   data?: string;
   loss?: number;
   valLoss?: number;
 }
+
+/** What kiln's other built-in tokenizers are, for people encoding input elsewhere. */
+const BUILTIN_ENCODINGS: Record<string, string> = { cl100k: "tiktoken's cl100k_base", o200k: "tiktoken's o200k_base", bytes: "one token per UTF-8 byte" };
 
 /** README.md of an exported folder: Hugging Face front matter, then architecture, training and how to load it. */
 export function modelCard(f: ModelCardFacts): string {
@@ -34,8 +37,8 @@ export function modelCard(f: ModelCardFacts): string {
   const table = ["| | |", "| --- | --- |", ...rows.map(([k, v]) => `| ${k} | ${v} |`)].join("\n");
   const tokenizerNote = f.tokenizerFiles
     ? "The folder holds the tokenizer the training data was prepared with: `AutoTokenizer.from_pretrained(\"path/to/this/folder\")` loads it."
-    : f.tokenizer === "gpt2"
-      ? "This folder holds no tokenizer files (kiln's built-in gpt2 tokenizer has no tokenizer.json to write). The model was trained on GPT-2 tokens: `AutoTokenizer.from_pretrained(\"gpt2\")` encodes its input."
+    : f.tokenizer
+      ? `This folder holds no tokenizer files: kiln writes them for its built-in gpt2 tokenizer and for tokenizer folders, not for ${f.tokenizer}. Encode input as it does${BUILTIN_ENCODINGS[f.tokenizer] ? ` (${BUILTIN_ENCODINGS[f.tokenizer]})` : ""}.`
       : "This folder holds no tokenizer files: encode input with the tokenizer the training data was prepared with.";
   return `---
 library_name: transformers
