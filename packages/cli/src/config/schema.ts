@@ -1,6 +1,7 @@
 import { TARGET_DEVICES } from "../train/open-backend.js";
 import { DTYPE_SPELLINGS } from "./dtype-choice.js";
 import { DEFAULT_SYNC_TIMEOUT_S } from "@kiln/distributed";
+import { TOKENIZER_NAMES } from "@kiln/core";
 import { z } from "zod";
 
 const positiveInt = z.number().int().positive();
@@ -71,7 +72,7 @@ export const trainerSchema = z
 export const dataSchema = z
   .object({
     path: z.string().min(1).optional(),
-    tokenizer: z.enum(["gpt2", "cl100k", "o200k", "bytes"]).optional(),
+    tokenizer: z.enum(TOKENIZER_NAMES).optional(),
     val_fraction: z.number().min(0).lt(1).default(0.01),
   })
   .strict();
