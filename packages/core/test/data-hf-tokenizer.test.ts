@@ -6,6 +6,8 @@ import { CheckpointError, ConfigError, DataError } from "@kiln/contract";
 import { openTokenizer, tokenizerOfCheckpoint } from "../src/data/open-tokenizer.js";
 import { sameTokenizer } from "../src/data/tokenizer-files.js";
 import { tokenizeFiles } from "../src/data/tokenize-files.js";
+import { META_TOKENIZER, META_TOKENIZER_FILES } from "../src/train/checkpoint-state.js";
+import { TINY_GPT2, randomWeights, writeKilnCheckpoint } from "./support/hf-folders.js";
 import { TINY_TOKENIZER_DIR } from "./support/tiny-tokenizer.js";
 
 const TEXT = "the cat sat on the mat. Über ünïcode";
@@ -69,6 +71,16 @@ describe("Hugging Face tokenizer folders", () => {
     expect(wrong).toBeInstanceOf(CheckpointError);
     const missing = await tokenizerOfCheckpoint(t.name, undefined, "c.safetensors").catch((e: unknown) => e);
     expect((missing as CheckpointError).message).toContain("does not hold its files");
+  });
+
+  it("a kiln checkpoint names its tokenizer: a folder tokenizer's files come from it, a built-in one by name", async () => {
+    const t = await openTokenizer(TINY_TOKENIZER_DIR);
+    const withFiles = path.join(dir, "hf.safetensors");
+    await writeKilnCheckpoint(withFiles, TINY_GPT2, randomWeights(TINY_GPT2), { [META_TOKENIZER]: t.name, [META_TOKENIZER_FILES]: JSON.stringify(t.files) });
+    expect((await openTokenizer(withFiles)).encode(TEXT)).toEqual(t.encode(TEXT));
+    const builtin = path.join(dir, "gpt2.safetensors");
+    await writeKilnCheckpoint(builtin, TINY_GPT2, randomWeights(TINY_GPT2));
+    expect((await openTokenizer(builtin)).name).toBe("gpt2");
   });
 
   it("refuses an unknown name, a folder without tokenizer.json and a tokenizer.json that is not JSON, naming each", async () => {

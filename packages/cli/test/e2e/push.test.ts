@@ -76,7 +76,7 @@ describe("kiln push", () => {
     expect(hub.requests).toEqual([]);
   });
 
-  it("names a refused token (401), a missing repository (404), a network failure and a failed upload, committing nothing", async () => {
+  it("names a refused token (401), a missing repository (404), no write access (403), a network failure and a failed upload, committing nothing", async () => {
     hub = await HubServer.start({ token: TOKEN, failAt: { preupload: 404 } });
     expectRefused(await push(["--folder", "hf"], { HF_ENDPOINT: hub.url, HF_TOKEN: "hf_wrong" }), {
       kind: "HubError",
@@ -89,6 +89,14 @@ describe("kiln push", () => {
       where: `${hub.url}/me/tiny`,
       message: /^repository me\/tiny was not found \(404 Not Found\) while uploading the files; nothing was committed to me\/tiny$/,
       hint: /check OWNER\/NAME/,
+    });
+    await hub.close();
+    hub = await HubServer.start({ token: TOKEN, failAt: { create: 403 } });
+    expectRefused(await push(["--folder", "hf"], { HF_ENDPOINT: hub.url, HF_TOKEN: TOKEN }), {
+      kind: "HubError",
+      where: `${hub.url}/me/tiny`,
+      message: /^the access token may not write to me\/tiny \(403 Forbidden\) while creating the repository; nothing was committed to me\/tiny$/,
+      hint: /use a token with write access to me's repositories/,
     });
     const gone = hub.url;
     await hub.close();
