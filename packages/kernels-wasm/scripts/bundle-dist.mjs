@@ -5,10 +5,10 @@
 //   thread-worker-node.js the kernel worker Node starts
 //   assets/               what a browser page loads beside its code: thread-worker.js and the four .wasm
 //   require.cjs           the "require" condition: an error saying the package is ESM-only
-//   types/                declarations, with @kiln/contract's copied into types/contract/
+//   types/                declarations, with @kiln/contract's copied into dist/types/contract/
 // Each bundle is one ES module, so the package runs with no other @kiln package
 // installed. Sources name the .wasm files in ../build/ (where build-wasm.mjs writes
-// them) and the browser worker as ./thread-worker-browser.js; the bundles name their
+// them) and the browser worker as src/thread-worker-browser.js; the bundles name their
 // dist/ places instead, in the same new URL(..., import.meta.url) form.
 import fs from "node:fs";
 import path from "node:path";
