@@ -34,6 +34,8 @@ export {
   META_WORLD_SIZE,
   META_DATA_CURSOR,
   META_DATA_CURSORS,
+  META_BEST_VAL_LOSS,
+  META_EVALS_SINCE_BEST,
 } from "./train/checkpoint-state.js";
 export type { GradientSync, ReduceOp } from "./train/gradient-sync.js";
 export { planGradientBuckets, DEFAULT_BUCKET_BYTES, type GradientBucket } from "./train/gradient-buckets.js";

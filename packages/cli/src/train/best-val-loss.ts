@@ -1,8 +1,5 @@
 import path from "node:path";
-
-/** Checkpoint metadata: the lowest val_loss so far and its step (JSON {step, loss}), and evaluations since. */
-export const META_BEST_VAL_LOSS = "kiln.best_val_loss";
-export const META_EVALS_SINCE_BEST = "kiln.evals_since_best";
+import { META_BEST_VAL_LOSS, META_EVALS_SINCE_BEST } from "@kiln/core";
 
 /** The checkpoint --save-best keeps: the run's lowest val_loss so far. */
 export function bestCheckpointPath(dir: string): string {

@@ -32,6 +32,9 @@ export const META_WORLD_SIZE = "kiln.world_size";
 export const META_DATA_CURSOR = "kiln.data_cursor";
 /** The data cursor of every rank, by rank (JSON array): each rank resumes from its own. */
 export const META_DATA_CURSORS = "kiln.data_cursors";
+/** The run's lowest val_loss so far and its step (JSON {step, loss}), and the evaluations since: --save-best and --early-stop go on after --resume. */
+export const META_BEST_VAL_LOSS = "kiln.best_val_loss";
+export const META_EVALS_SINCE_BEST = "kiln.evals_since_best";
 
 /**
  * Writes weights (Hugging Face names), AdamW m and v, the step and the model
