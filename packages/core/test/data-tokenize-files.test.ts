@@ -1,9 +1,10 @@
-import { readdir, readFile, writeFile } from "node:fs/promises";
+import { cp, readdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { DataError } from "@kiln/contract";
-import { getTokenizer, openTokenDataset, readDataSidecar, tokenizeFiles } from "../src/data/index.js";
+import { getTokenizer, openTokenDataset, openTokenizer, readDataSidecar, tokenizeFiles } from "../src/data/index.js";
 import { tempDir } from "./data-fixtures.js";
+import { TINY_TOKENIZER_DIR } from "./support/tiny-tokenizer.js";
 
 async function readIds(file: string): Promise<number[]> {
   const bytes = await readFile(file);
@@ -42,6 +43,25 @@ describe("tokenizeFiles", () => {
     const out = path.join(dir, "big.bin");
     await tokenizeFiles({ files: [file], output: out, tokenizer: cl100k });
     expect(await readIds(out)).toEqual([100257, ...cl100k.encode(text)]);
+  });
+
+  it("a tokenizer that prefixes the text it encodes (ByteLevel add_prefix_space) gets the whole document's ids too", async () => {
+    const dir = await tempDir();
+    const folder = path.join(dir, "prefixing");
+    await cp(TINY_TOKENIZER_DIR, folder, { recursive: true });
+    const json = JSON.parse(await readFile(path.join(folder, "tokenizer.json"), "utf8"));
+    json.pre_tokenizer.add_prefix_space = true;
+    await writeFile(path.join(folder, "tokenizer.json"), JSON.stringify(json));
+    const prefixing = await openTokenizer(folder);
+    expect(prefixing.prefixesText).toBe(true);
+    expect((await openTokenizer(TINY_TOKENIZER_DIR)).prefixesText).toBe(false);
+    const text = Array.from({ length: 80_000 }, (_, i) => `the cat ${i} sat on the mat.\n`).join("");
+    expect(text.length).toBeGreaterThan(2 << 20);
+    const file = path.join(dir, "big.txt");
+    await writeFile(file, text);
+    const out = path.join(dir, "big.bin");
+    await tokenizeFiles({ files: [file], output: out, tokenizer: prefixing });
+    expect(await readIds(out)).toEqual([276, ...prefixing.encode(text)]);
   });
 
   it("reports progress by bytes read", async () => {

@@ -19,6 +19,7 @@ export class HfTokenizer implements Tokenizer {
   /** tokenizer_config.json's bos_token and eos_token, as ids (for config.json and generation_config.json). */
   readonly bos: number | undefined;
   readonly eos: number | undefined;
+  readonly prefixesText: boolean;
 
   private constructor(
     readonly name: string,
@@ -26,12 +27,14 @@ export class HfTokenizer implements Tokenizer {
     private readonly model: HfTokenizerModel,
     readonly location: string | undefined,
     config: Record<string, unknown>,
+    json: Record<string, unknown>,
   ) {
     let largest = -1;
     for (const id of model.get_vocab(true).values()) largest = Math.max(largest, id);
     this.vocabSize = largest + 1;
     this.bos = idOf(model, config.bos_token as ConfigToken);
     this.eos = idOf(model, config.eos_token as ConfigToken);
+    this.prefixesText = addsPrefix(json);
     // Each document starts with BOS (Llama's <s>, GPT-2's <|endoftext|>), else EOS, else an added <|endoftext|>.
     this.endOfText = this.bos ?? this.eos ?? idOf(model, "<|endoftext|>");
   }
@@ -51,7 +54,7 @@ export class HfTokenizer implements Tokenizer {
         hint: "kiln reads tokenizer.json files that transformers' fast tokenizers write (BPE, WordPiece, Unigram models)",
       });
     }
-    return new HfTokenizer(tokenizerIdentity(name, files[TOKENIZER_JSON]!), files, model, location, config);
+    return new HfTokenizer(tokenizerIdentity(name, files[TOKENIZER_JSON]!), files, model, location, config, json);
   }
 
   encode(text: string): number[] {
@@ -78,4 +81,22 @@ function parseJson(files: TokenizerFiles, name: keyof TokenizerFiles, where: str
 function idOf(model: HfTokenizerModel, token: ConfigToken): number | undefined {
   const content = typeof token === "string" ? token : typeof token?.content === "string" ? token.content : undefined;
   return content === undefined ? undefined : model.token_to_id(content);
+}
+
+/**
+ * Whether tokenizer.json's normalizer or pre-tokenizer adds to the start of the
+ * text: a Prepend normalizer (Llama 2's "▁"), Metaspace with a prepend scheme
+ * other than "never", ByteLevel with add_prefix_space.
+ */
+function addsPrefix(json: Record<string, unknown>): boolean {
+  const adds = (step: unknown): boolean => {
+    if (typeof step !== "object" || step === null) return false;
+    const s = step as Record<string, unknown>;
+    if (Array.isArray(s.normalizers)) return s.normalizers.some(adds);
+    if (Array.isArray(s.pretokenizers)) return s.pretokenizers.some(adds);
+    if (s.type === "Prepend") return true;
+    if (s.type === "Metaspace") return (s.prepend_scheme ?? (s.add_prefix_space === false ? "never" : "always")) !== "never";
+    return s.type === "ByteLevel" && s.add_prefix_space === true;
+  };
+  return adds(json.normalizer) || adds(json.pre_tokenizer);
 }

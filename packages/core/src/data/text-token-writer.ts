@@ -10,7 +10,9 @@ const FORCE_CUT_AT_CHARS = 16 << 20;
 /**
  * Turns streamed text into a u32 token file and its sidecar. Text is buffered
  * and tokenized in pieces cut at safe points (same ids as tokenizing it whole),
- * so inputs of any size go through bounded memory. Each document that has
+ * so inputs of any size go through bounded memory; a tokenizer that prefixes
+ * the text it encodes (Tokenizer.prefixesText) is cut only within documents
+ * over 16M characters. Each document that has
  * text starts with the tokenizer's <|endoftext|> id, when it has one (llm.c's
  * convention), so documents stay apart and generation can start from it.
  * Nothing appears at the output path until commit().
@@ -42,7 +44,8 @@ export class TextTokenWriter {
     if (text.length === 0) return;
     this.pending += text;
     if (this.pending.length < ENCODE_AT_CHARS) return;
-    let cut = findSafeCut(this.pending);
+    // A tokenizer that prefixes the text it encodes has no safe cut: documents go whole up to 16M characters.
+    let cut = this.tokenizer.prefixesText ? 0 : findSafeCut(this.pending);
     if (cut === 0) {
       if (this.pending.length < FORCE_CUT_AT_CHARS) return;
       cut = ENCODE_AT_CHARS; // no safe point in 16M characters: not ordinary text; cut anyway

@@ -12,6 +12,12 @@ export interface Tokenizer {
   readonly files?: TokenizerFiles;
   /** The folder a folder tokenizer was read from (absolute), recorded in data sidecars. */
   readonly location?: string;
+  /**
+   * True when the tokenizer adds something at the start of the text it encodes (a
+   * prefix space, SentencePiece's ▁): text cut into pieces then gets other ids than
+   * the whole, so TextTokenWriter cuts only where it must.
+   */
+  readonly prefixesText?: boolean;
   /** Ids run from 0 to vocabSize - 1; a model's vocab_size must be at least this. */
   readonly vocabSize: number;
   /** The id that separates documents (`<|endoftext|>`), where the tokenizer has one. */
