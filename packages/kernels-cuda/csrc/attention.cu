@@ -30,7 +30,9 @@
 // size T x T exists beyond one tile. Tiles above the causal diagonal are skipped.
 //
 // Kernels:
-//   forward:  one block per (query tile, head, batch), online softmax over kv tiles.
+//   forward:  one block per (query tile, head, batch), online softmax over kv tiles;
+//             bf16/f16 with headDim <= 128 run the tensor-core version in
+//             attention_forward_tc.cu (KILN_ATTENTION_PATH=simt: this one).
 //   backward (attention_backward.cu): (1) D[t] per query row and head into scratch (laid out like lse);
 //             (2) one block per (kv tile, kv head, batch): loops over the query tiles of
 //                 every head of the GQA group, accumulates dK, dV in registers, writes once;
@@ -142,6 +144,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
 
 // attentionForward: q, k, v, out, lse | batch, seqLen, heads, kvHeads, headDim, qRowStride, kvRowStride, outRowStride, scale, dtype
 void launch_attention_forward(const KernelCall& c) {
+  if (launch_attention_forward_tensor_cores(c)) return;
   const Args a = read_args(c, 5);
   dispatch_float(a.dtype, "attentionForward", [&](auto tag) {
     using T = decltype(tag);

@@ -1,6 +1,7 @@
 // attention_backward.cu: gradients of causal attention (see attention.cu for the math,
 // the layout and the tiling), FlashAttention-2 style in three kernels: D = dOut·out
 // per row; dK, dV per kv tile over every query head of its group; dQ per query tile.
+// bf16/f16 with headDim <= 128 run the last two on tensor cores (attention_backward_tc.cu).
 // Each output element has one writer and every sum runs in a fixed order (no atomics).
 #include "attention_tiles.h"
 
@@ -230,11 +231,12 @@ void launch_attention_backward(const KernelCall& c) {
     T* dk = c.ptr<T>(7);
     T* dv = c.ptr<T>(8);
 
+    launch("attentionBackward", attention_dot_kernel<T>, dim3(grid_stride_blocks(items, kDotWarps)), dim3(kDotWarps * 32), 0,
+           c.stream, dout, out, dvec, items, a.seq, a.heads, a.d, a.out_stride);
+    if (launch_attention_backward_tensor_cores(c, dvec)) return;
     dispatch_head_dim(a.d, "attentionBackward", [&](auto dmax) {
       constexpr int DMAX = decltype(dmax)::value;
       const size_t ds = row_floats(a.d);
-      launch("attentionBackward", attention_dot_kernel<T>, dim3(grid_stride_blocks(items, kDotWarps)),
-             dim3(kDotWarps * 32), 0, c.stream, dout, out, dvec, items, a.seq, a.heads, a.d, a.out_stride);
       {
         constexpr int RM = Config<DMAX>::kKvRM, BQ = Config<DMAX>::kKvBQ, BKV = kWarps * 4 * RM;
         const size_t smem = (2 * BKV * ds + 2 * BQ * ds + 2 * BQ + 2 * size_t{BKV} * (BQ + 4)) * sizeof(float);

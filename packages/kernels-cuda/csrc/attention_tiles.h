@@ -224,4 +224,10 @@ void dispatch_head_dim(int d, const char* kernel, F&& f) {
 }
 
 }  // namespace
+
+/** attentionForward on tensor cores (attention_forward_tc.cu) when it applies: bf16/f16, headDim <= 128; false otherwise. */
+bool launch_attention_forward_tensor_cores(const KernelCall& c);
+/** dK, dV and dQ on tensor cores (attention_backward_tc.cu) from D in `dvec`, when it applies (bf16/f16, headDim <= 64); false otherwise. */
+bool launch_attention_backward_tensor_cores(const KernelCall& c, const float* dvec);
+
 }  // namespace kiln
