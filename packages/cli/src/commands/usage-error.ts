@@ -75,6 +75,7 @@ export function usageError(cmd: Command, err: CommanderError): ConfigError | Com
     }
     case "commander.excessArguments": {
       const yaml = cmd.args.find((a) => /\.ya?ml$/i.test(a));
+      if (yaml && cmd.args.length === 1) return new ConfigError(`${path} needs the config file after -f`, { where: yaml, hint: `${path} -f ${yaml} (${help})` });
       return new ConfigError(`${path} takes no arguments besides its flags (got ${cmd.args.join(" ")})`, {
         where: path,
         hint: yaml ? `name the config with -f: ${path} -f ${yaml} (${help})` : help,

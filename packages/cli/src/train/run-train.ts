@@ -1,4 +1,4 @@
-import { type Backend, MemoryError, TrainingError } from "@kiln/contract";
+import { type Backend, ConfigError, MemoryError, TrainingError } from "@kiln/contract";
 import {
   META_DATA,
   META_DATA_CURSOR,
@@ -19,7 +19,7 @@ import type { FloatDType } from "@kiln/contract";
 import { dtypeFromFlags } from "../config/dtype-choice.js";
 import { trainingPrecision } from "./training-precision.js";
 import { type ConfigOverrides, type RunSettings, resolveSettings } from "../config/settings.js";
-import { loadConfigFile } from "../config/load-config.js";
+import { type LoadedConfig, loadConfigFile, parseConfigText } from "../config/load-config.js";
 import { formatBytes } from "../estimate/format-bytes.js";
 import { formatBanner } from "./banner.js";
 import { checkpointPath, pruneCheckpoints, removeStaleTempFiles, resolveResume } from "./checkpoint-files.js";
@@ -49,7 +49,7 @@ import {
 import path from "node:path";
 
 export interface TrainFlags extends ConfigOverrides, DataParallelFlags {
-  file: string;
+  file?: string;
   resume?: string;
   initFrom?: string;
   headless?: boolean;
@@ -69,7 +69,7 @@ export async function runTrain(flags: TrainFlags): Promise<number> {
   const env = rankEnvironment();
   if (env) checkRanksAgree(flags, env);
   const asked = dtypeFromFlags(flags);
-  const config = loadConfigFile(flags.file);
+  const config = flags.file !== undefined ? loadConfigFile(flags.file) : weightsOnlyConfig(flags.initFrom);
   // Weights to start from are opened and checked (model, every tensor) before anything is written.
   const init = flags.initFrom === undefined ? undefined : await PretrainedWeights.open(flags.initFrom);
   try {
@@ -85,6 +85,20 @@ export async function runTrain(flags: TrainFlags): Promise<number> {
   } finally {
     await init?.close();
   }
+}
+
+/**
+ * Without -f: --init-from brings the model, and the trainer takes its defaults and
+ * the flags; the run is named after the weights' folder or file.
+ */
+function weightsOnlyConfig(initFrom: string | undefined): LoadedConfig {
+  if (initFrom === undefined) {
+    throw new ConfigError("kiln train needs a config file", {
+      where: "-f",
+      hint: "pass -f config.yaml (models/ has ready ones), or --init-from PATH to take the model from trained weights with default trainer settings",
+    });
+  }
+  return { path: initFrom, config: parseConfigText("{}", initFrom), text: "" };
 }
 
 function stderrLine(text: string): void {

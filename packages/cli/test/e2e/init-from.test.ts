@@ -89,6 +89,17 @@ describe("kiln train --init-from", () => {
     await train("finetune.yaml", "from-hf", "--init-from", "hf", "--max-steps", "1");
     expect(await firstLoss("from-shards")).toBe(await firstLoss("from-hf"));
 
+    // No -f: the folder brings the model, the flags and the trainer's defaults the rest.
+    const bare = ["train", "-d", "data.bin", "--init-from", "hf", "--batch-size", "2", "--seq-len", "16", "--learning-rate", "0.003", "--log-interval", "1", "--eval-interval", "1000", "--eval-iters", "1", "--seed", "7", "--headless"];
+    expectSuccess(await ws.run([...bare, "--max-steps", "1", "--output-dir", "no-config"]), "kiln train --init-from without -f");
+    expect(await firstLoss("no-config")).toBe(await firstLoss("from-hf"));
+    const endless = await ws.run([...bare, "--output-dir", "endless"]);
+    expect(endless.code).not.toBe(0);
+    expect(endless.stderr).toContain("hf (trainer.max_steps): neither trainer.max_steps nor trainer.num_epochs is set");
+    const nothing = await ws.run(["train", "-d", "data.bin"]);
+    expect(nothing.code).not.toBe(0);
+    expect(nothing.stderr).toContain("ConfigError in -f: kiln train needs a config file");
+
     await cp(ws.path("hf"), ws.path("narrow"), { recursive: true });
     const config = JSON.parse(await readFile(ws.path("hf", "config.json"), "utf8")) as Record<string, unknown>;
     await writeFile(ws.path("narrow", "config.json"), JSON.stringify({ ...config, intermediate_size: 32 }));
