@@ -59,14 +59,9 @@ __global__ void __launch_bounds__(NW * 32, 1)
   float* ptw = pt + warp * RW * PS + rg * RM * PS;
   float* dstw = dst + warp * RW * PS + rg * RM * PS;
 
-  // Key tiles in order: the first ones see the most query tiles.
-  const int64_t kb_count = int64_t{kv_heads} * batch;
-  const int kt = static_cast<int>(int64_t{blockIdx.x} / kb_count);
-  const int64_t rest = int64_t{blockIdx.x} % kb_count;
-  const int g = static_cast<int>(rest % kv_heads), b = static_cast<int>(rest / kv_heads);
-  const int group = heads / kv_heads;
-  const int kv0 = kt * BKV, nk = min(BKV, seq - kv0);
-  const int64_t tok0 = int64_t{b} * seq;
+  const KeyTile tile = key_tile(seq, batch, kv_heads, BKV);
+  const int g = tile.kv_head, b = tile.batch, kv0 = tile.row0, nk = tile.rows, group = heads / kv_heads;
+  const int64_t tok0 = tile.tok0;
 
   load_tile<T, NW>(ks, ds, k + (tok0 + kv0) * kv_stride + int64_t{g} * d, kv_stride, BKV, nk, d, gm.dw, 1.0f);
   load_tile<T, NW>(vs, ds, v + (tok0 + kv0) * kv_stride + int64_t{g} * d, kv_stride, BKV, nk, d, gm.dw, 1.0f);

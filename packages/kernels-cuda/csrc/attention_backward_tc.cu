@@ -94,14 +94,9 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
   float *ls = sh.vec0, *dl = sh.vec1;
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, r = lane >> 1, half = lane & 1, wrow = warp * 16;
-  // Key tiles in order: the first ones see the most query tiles.
-  const int64_t kb_count = int64_t{kv_heads} * batch;
-  const int kt = static_cast<int>(int64_t{blockIdx.x} / kb_count);
-  const int64_t rest = int64_t{blockIdx.x} % kb_count;
-  const int g = static_cast<int>(rest % kv_heads), b = static_cast<int>(rest / kv_heads);
-  const int group = heads / kv_heads;
-  const int kv0 = kt * kBwRows, nk = min(kBwRows, seq - kv0);
-  const int64_t tok0 = int64_t{b} * seq;
+  const KeyTile tile = key_tile(seq, batch, kv_heads, kBwRows);
+  const int g = tile.kv_head, b = tile.batch, kv0 = tile.row0, nk = tile.rows, group = heads / kv_heads;
+  const int64_t tok0 = tile.tok0;
   const float s_mul = scale * kLog2e;
 
   load_tile_t<T, DP>(ks, L::LQ, k + (tok0 + kv0) * kv_stride + int64_t{g} * d, kv_stride, kBwRows, nk, d);

@@ -159,6 +159,23 @@ __device__ __forceinline__ QueryTile query_tile(int seq, int batch, int heads, i
   return t;
 }
 
+/** The key tile a block of a (key tile, kv head, batch) grid owns; first tiles (most query tiles to visit) first. */
+struct KeyTile {
+  int kv_head, batch, row0, rows;
+  int64_t tok0;  // first token row of the batch item
+};
+
+__device__ __forceinline__ KeyTile key_tile(int seq, int batch, int kv_heads, int tile_rows) {
+  const int64_t kb_count = int64_t{kv_heads} * batch;
+  const int64_t rest = int64_t{blockIdx.x} % kb_count;
+  KeyTile t;
+  t.kv_head = static_cast<int>(rest % kv_heads);
+  t.batch = static_cast<int>(rest / kv_heads);
+  t.row0 = static_cast<int>(int64_t{blockIdx.x} / kb_count) * tile_rows;
+  t.rows = min(tile_rows, seq - t.row0);
+  t.tok0 = int64_t{t.batch} * seq;
+  return t;
+}
 
 // ---- launch configurations ------------------------------------------------------------
 

@@ -7,21 +7,25 @@ import { simulatorSkipReason } from "./support/simulator.js";
 // compiled for the host, against the reference oracle. A second pass runs the
 // grid's blocks and each block's threads in reverse order: a kernel whose result
 // depends on the order of blocks or threads fails one of the two. bf16/f16
-// matmuls take the tensor-core (WMMA) path by default, as on a GPU; a third pass
-// runs them on the SIMT kernel (KILN_MATMUL_PATH=simt, read at every launch).
+// matmuls and attention take the tensor-core (WMMA) kernels by default, as on a
+// GPU; a third pass runs them on the CUDA-core kernels (KILN_MATMUL_PATH=simt,
+// KILN_ATTENTION_PATH=simt, read at every launch).
 const skip = simulatorSkipReason();
 if (skip) {
   it.skip(`cuda-sim conformance: ${skip}`, () => {});
 } else {
   runConformance(() => createCudaSimBackend(), { name: "cuda-sim" });
   runConformance(() => createCudaSimBackend({ reverseBlocks: true, reverseThreads: true }), { name: "cuda-sim, blocks and threads reversed" });
-  describe("KILN_MATMUL_PATH=simt", () => {
+  describe("KILN_MATMUL_PATH=simt KILN_ATTENTION_PATH=simt", () => {
     beforeAll(() => {
       process.env.KILN_MATMUL_PATH = "simt";
+      process.env.KILN_ATTENTION_PATH = "simt";
     });
     afterAll(() => {
       delete process.env.KILN_MATMUL_PATH;
+      delete process.env.KILN_ATTENTION_PATH;
     });
-    runConformance(() => createCudaSimBackend(), { name: "cuda-sim, SIMT matmul", filter: (c) => c.kernel === "matmul" && c.dtype !== "f32" });
+    const cudaCores = (c: { kernel: string; dtype: string }) => ["matmul", "attentionForward", "attentionBackward"].includes(c.kernel) && c.dtype !== "f32";
+    runConformance(() => createCudaSimBackend(), { name: "cuda-sim, CUDA-core matmul and attention", filter: cudaCores });
   });
 }
