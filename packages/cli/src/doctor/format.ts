@@ -36,7 +36,11 @@ function cudaRows(c: DoctorReport["cuda"]): [string, string][] {
     ["gpu kernels", c.addon.built ? `built for sm_${c.addon.archs.join(", sm_")} (${c.addon.detail.split(" ")[0]})` : `not built: ${c.addon.detail}`],
     ["gpus", c.addon.built ? (c.runtime.deviceCount > 0 ? `${c.runtime.deviceCount} visible` : `none usable: ${c.runtime.error}`) : "unknown until the CUDA kernels are built"],
     ["cuda simulator", c.simulator.built ? `built (KILN_BACKEND=cuda-sim runs the CUDA kernels on this CPU)` : `not built: ${c.simulator.detail}`],
-    ["cuBLASLt", withVersion(found(c.libraries.cublasLt, "libcublasLt.so"), c.libraryVersions.cublasLt) + "; not used yet: kiln's own matmul kernels run every matmul"],
+    [
+      "cuBLASLt",
+      withVersion(found(c.libraries.cublasLt, "libcublasLt.so"), c.libraryVersions.cublasLt) +
+        (c.libraries.cublasLt ? "; GPU matmuls go through it (KILN_MATMUL_PATH=kiln: kiln's own kernels)" : "; without it GPU matmuls run on kiln's own kernels"),
+    ],
     ["NCCL", withVersion(found(c.libraries.nccl, "libnccl.so.2"), c.libraryVersions.nccl) + "; needed only for training on several GPUs, which is not available yet"],
   ];
 }
