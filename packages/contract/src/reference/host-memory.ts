@@ -1,65 +1,72 @@
 import { type BufferHandle, type MemoryStats, type Operand, resolveOperand } from "../backend.js";
-import { KernelArgumentError, MemoryError } from "../errors.js";
+import { type AddressSpace, BufferTable } from "../buffer-table.js";
+import { MemoryError } from "../errors.js";
 
-/** Buffers as plain host byte arrays, with the contract's memory statistics. */
+/**
+ * Host byte arrays as an address space: each buffer gets a base address of its own
+ * (never reused), so an operand's address minus its byte offset names its array.
+ */
+class HostArrays implements AddressSpace {
+  readonly arrays = new Map<number, Uint8Array>();
+  private nextBase = 0;
+  private used = 0;
+
+  constructor(private readonly totalBytes: number) {}
+
+  allocate(byteLength: number): number {
+    if (this.used + byteLength > this.totalBytes) {
+      throw new MemoryError(`allocating ${byteLength} bytes would use ${this.used + byteLength} of ${this.totalBytes} bytes`, {
+        where: "alloc",
+        hint: "free buffers first or lower the batch size",
+      });
+    }
+    const base = this.nextBase;
+    this.nextBase += Math.max(byteLength, 1);
+    this.arrays.set(base, new Uint8Array(byteLength));
+    this.used += byteLength;
+    return base;
+  }
+
+  release(address: number): void {
+    this.used -= this.arrays.get(address)?.byteLength ?? 0;
+    this.arrays.delete(address);
+  }
+}
+
+/** Buffers as plain host byte arrays, with the contract's buffer table and memory statistics. */
 export class HostMemory {
-  private readonly buffers = new Map<number, Uint8Array>();
-  private nextId = 1;
-  private inUse = 0;
-  private peak = 0;
-  private allocCalls = 0;
+  private readonly space: HostArrays;
+  private readonly table: BufferTable;
 
-  constructor(readonly totalBytes: number) {}
+  constructor(readonly totalBytes: number) {
+    this.space = new HostArrays(totalBytes);
+    this.table = new BufferTable(this.space);
+  }
 
   alloc(byteLength: number): BufferHandle {
-    if (!Number.isSafeInteger(byteLength) || byteLength < 0) {
-      throw new KernelArgumentError(`cannot allocate ${byteLength} bytes`, { where: "alloc", hint: "pass a non-negative integer byte count" });
-    }
-    if (this.inUse + byteLength > this.totalBytes) {
-      throw new MemoryError(
-        `allocating ${byteLength} bytes would use ${this.inUse + byteLength} of ${this.totalBytes} bytes`,
-        { where: "alloc", hint: "free buffers first or lower the batch size" },
-      );
-    }
-    const id = this.nextId++;
-    this.buffers.set(id, new Uint8Array(byteLength));
-    this.inUse += byteLength;
-    this.peak = Math.max(this.peak, this.inUse);
-    this.allocCalls++;
-    return Object.freeze({ id, byteLength });
+    return this.table.alloc(byteLength);
   }
 
   free(buffer: BufferHandle): void {
-    const bytes = this.buffers.get(buffer.id);
-    if (!bytes) throw new KernelArgumentError(`buffer ${buffer.id} is not live`, { where: "free", hint: "a buffer is freed once" });
-    this.buffers.delete(buffer.id);
-    this.inUse -= bytes.byteLength;
+    this.table.free(buffer);
   }
 
   /** The bytes an operand names, `byteLength` long, bounds-checked. */
   view(op: Operand, byteLength: number, what: string): Uint8Array {
-    const { buffer, byteOffset } = resolveOperand(op);
-    const bytes = this.buffers.get(buffer.id);
-    if (!bytes) throw new KernelArgumentError(`${what} names buffer ${buffer.id}, which is not live`, { where: what });
-    if (byteOffset < 0 || byteOffset + byteLength > bytes.byteLength) {
-      throw new KernelArgumentError(
-        `${what} needs bytes [${byteOffset}, ${byteOffset + byteLength}) of a ${bytes.byteLength}-byte buffer`,
-        { where: what, hint: "allocate a larger buffer or fix the dims" },
-      );
-    }
-    return bytes.subarray(byteOffset, byteOffset + byteLength);
+    const address = this.table.address(op, byteLength, what);
+    const { byteOffset } = resolveOperand(op);
+    return this.space.arrays.get(address - byteOffset)!.subarray(byteOffset, byteOffset + byteLength);
   }
 
   stats(): MemoryStats {
-    return { inUseBytes: this.inUse, peakBytes: this.peak, totalBytes: this.totalBytes, liveAllocations: this.buffers.size, allocCalls: this.allocCalls };
+    return this.table.stats(this.totalBytes);
   }
 
   resetPeak(): void {
-    this.peak = this.inUse;
+    this.table.resetPeak();
   }
 
   clear(): void {
-    this.buffers.clear();
-    this.inUse = 0;
+    this.table.clear();
   }
 }
