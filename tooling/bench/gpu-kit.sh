@@ -13,20 +13,20 @@ dir="${1:?usage: gpu-kit.sh DIR}"
 addon="$root/packages/kernels-cuda/build/Release/kiln_cuda.node"
 [ -f "$addon" ] || { echo "gpu-kit: $addon is missing: build the CUDA addon first (pnpm turbo run build with nvcc)" >&2; exit 1; }
 mkdir -p "$dir"
-esbuild="$root/node_modules/.bin/esbuild"
+# Node ESM bundles; `require` defined for the CommonJS code bundled into them.
+bundle() {
+  "$root/node_modules/.bin/esbuild" "$@" --bundle --platform=node --format=esm --target=node20 --log-level=error \
+    --banner:js="import { createRequire as __kilnRequire } from 'node:module'; const require = __kilnRequire(import.meta.url);"
+}
 for script in cuda-conformance cuda; do
-  "$esbuild" "$root/tooling/bench/$script.mjs" --bundle --platform=node --format=esm --target=node20 --log-level=warning \
-    --banner:js="import { createRequire as __kilnRequire } from 'node:module'; const require = __kilnRequire(import.meta.url);" \
-    --outfile="$dir/$script.mjs"
+  bundle "$root/tooling/bench/$script.mjs" --outfile="$dir/$script.mjs"
 done
 cp "$root/tooling/bench/cuda_kernels_torch.py" "$root/tooling/bench/train_step_torch.py" "$dir/"
 # The kiln CLI as one bundle (chunks for what loads lazily; plots' ECharts and resvg
 # stay out), with the wasm kernels and their worker where the bundle looks for them.
 cli="$dir/cli"
 rm -rf "$cli" && mkdir -p "$cli/bin" "$cli/models"
-"$esbuild" "$root/packages/cli/dist/bin/kiln.js" --bundle --splitting --platform=node --format=esm --target=node20 --log-level=error \
-  --external:@resvg/resvg-js --external:echarts \
-  --banner:js="import { createRequire as __kilnRequire } from 'node:module'; const require = __kilnRequire(import.meta.url);" --outdir="$cli/bin"
+bundle "$root/packages/cli/dist/bin/kiln.js" --splitting --external:@resvg/resvg-js --external:echarts --outdir="$cli/bin"
 cp "$root/packages/kernels-wasm/dist/thread-worker-node.js" "$cli/bin/"
 mkdir -p "$cli/bin/assets" && cp "$root"/packages/kernels-wasm/dist/assets/*.wasm "$cli/bin/assets/"
 cp "$root/packages/cli/package.json" "$cli/"

@@ -83,10 +83,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
       // Q pre-scaled by `scale`: S^T = K (scale Q)^T and dK = dS^T (scale Q).
       load_tile<T, NW>(qs, ds, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, BQ, nq, d, gm.dw, scale);
       load_tile<T, NW>(dos, ds, dout + (tok0 + q0) * out_stride + int64_t{h} * d, out_stride, BQ, nq, d, gm.dw, 1.0f);
-      for (int r = threadIdx.x; r < BQ; r += NW * 32) {
-        ls[r] = r < nq ? lse[lrow + q0 + r] * kLog2e : 0.0f;
-        dl[r] = r < nq ? dvec[lrow + q0 + r] : 0.0f;
-      }
+      load_row_stats<NW * 32>(ls, dl, lse + lrow + q0, dvec + lrow + q0, BQ, nq);
       __syncthreads();
 
       float st[RM][NC], dpt[RM][NC];

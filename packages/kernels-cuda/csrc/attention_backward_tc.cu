@@ -118,10 +118,7 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
       __syncthreads();  // the previous query tile is no longer read
       load_tile_t<T, DP>(qs, L::LQ, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, kBwTile, nq, d);
       load_tile_t<T, DP>(dos, L::LQ, dout + (tok0 + q0) * out_stride + int64_t{h} * d, out_stride, kBwTile, nq, d);
-      for (int i = threadIdx.x; i < kBwTile; i += kTcWarps * 32) {
-        ls[i] = i < nq ? lse[lrow + q0 + i] * kLog2e : 0.0f;
-        dl[i] = i < nq ? dvec[lrow + q0 + i] : 0.0f;
-      }
+      load_row_stats<kTcWarps * 32>(ls, dl, lse + lrow + q0, dvec + lrow + q0, kBwTile, nq);
       __syncthreads();
       if (q0 + kBwTile - 1 < kv0 + wrow) continue;  // every query of the tile is before every key of this warp
 
@@ -176,10 +173,7 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
 
   load_tile_t<T, DP>(qs, L::LQ, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, kBwRows, nq, d);
   load_tile_t<T, DP>(dos, L::LQ, dout + (tok0 + q0) * out_stride + int64_t{h} * d, out_stride, kBwRows, nq, d);
-  for (int i = threadIdx.x; i < kBwRows; i += kTcWarps * 32) {
-    ls[i] = i < nq ? lse[lrow + q0 + i] * kLog2e : 0.0f;
-    dl[i] = i < nq ? dvec[lrow + q0 + i] : 0.0f;
-  }
+  load_row_stats<kTcWarps * 32>(ls, dl, lse + lrow + q0, dvec + lrow + q0, kBwRows, nq);
   const T* kb = k + tok0 * kv_stride + int64_t{g} * d;
   const T* vb = v + tok0 * kv_stride + int64_t{g} * d;
 
@@ -244,7 +238,7 @@ void launch_backward_tc(const KernelCall& c, const Args& a, const float* dvec) {
 bool launch_attention_backward_tensor_cores(const KernelCall& c, const float* dvec) {
   const Args a = read_args(c, 9);
   // Up to 64: a warp's dK and dV fragments for 128 columns would not fit in registers.
-  if (!attention_tc_allowed(a.dtype, a.d) || a.d > 64) return false;
+  if (!attention_tc_allowed(c, a.dtype, a.d) || a.d > 64) return false;
   if (a.dtype == kBF16) launch_backward_tc<__nv_bfloat16, 64>(c, a, dvec);
   else launch_backward_tc<__half, 64>(c, a, dvec);
   return true;

@@ -135,7 +135,7 @@ void launch_tc(const KernelCall& c, const Args& a) {
 
 bool launch_attention_forward_tensor_cores(const KernelCall& c) {
   const Args a = read_args(c, 5);
-  if (!attention_tc_allowed(a.dtype, a.d)) return false;
+  if (!attention_tc_allowed(c, a.dtype, a.d)) return false;
   if (a.dtype == kBF16) {
     if (a.d <= 64) launch_tc<__nv_bfloat16, 64>(c, a);
     else launch_tc<__nv_bfloat16, 128>(c, a);

@@ -5,9 +5,6 @@
 // (16-byte aligned rows, skewed banks); with 16-row strips every fragment pointer
 // stays 32-byte aligned.
 #pragma once
-#include <cstdlib>
-#include <cstring>
-
 #include "attention_tiles.h"
 
 #if defined(KILN_CUDA_SIM)
@@ -93,10 +90,9 @@ __device__ __forceinline__ void warp_store_rows(T* dst, int64_t stride, int vali
 }
 #endif
 
-/** KILN_ATTENTION_PATH=simt forces the f32 CUDA-core kernels (read at every call). */
-inline bool attention_tc_allowed(int dtype, int d) {
-  const char* path = std::getenv("KILN_ATTENTION_PATH");
-  return !(path != nullptr && std::strcmp(path, "simt") == 0) && d <= 128 && (dtype == kBF16 || dtype == kF16);
+/** Tensor cores for 16-bit dtypes up to headDim 128, unless the device was opened with KILN_ATTENTION_PATH=simt. */
+inline bool attention_tc_allowed(const KernelCall& c, int dtype, int d) {
+  return !c.simt_attention && d <= 128 && (dtype == kBF16 || dtype == kF16);
 }
 
 }  // namespace

@@ -59,6 +59,15 @@ __device__ __forceinline__ void load_tile(float* dst, int ds, const T* src, int6
   }
 }
 
+/** ls = lse * log2(e) and dl = D for rows [0, valid) of a query tile (rows of `lse`/`dvec` from its first row), zeros up to `rows`. */
+template <int NT>
+__device__ __forceinline__ void load_row_stats(float* ls, float* dl, const float* lse, const float* dvec, int rows, int valid) {
+  for (int r = threadIdx.x; r < rows; r += NT) {
+    ls[r] = r < valid ? lse[r] * kLog2e : 0.0f;
+    dl[r] = r < valid ? dvec[r] : 0.0f;
+  }
+}
+
 /**
  * acc[i][j] += sum_{k < depth} a[i*lda + k] * b[j*8*ldb + k]; depth a multiple of 4.
  * a: the thread's first row (RM consecutive rows), b: its first column row (row cg).

@@ -82,6 +82,9 @@ struct KernelCall {
   void* scratch_owner;
   /** The device's cuBLASLt (a CublasLt*, csrc/blas) when matmuls go through it; null otherwise. */
   void* blas;
+  /** KILN_MATMUL_PATH=simt / KILN_ATTENTION_PATH=simt when the device was opened: CUDA-core kernels for 16-bit too. */
+  bool simt_matmul;
+  bool simt_attention;
 
   double at(int i) const;
   template <typename T> T* ptr(int i) const { return reinterpret_cast<T*>(static_cast<uintptr_t>(at(i))); }

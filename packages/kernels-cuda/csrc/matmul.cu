@@ -22,18 +22,15 @@
 //     fragments; the epilogue goes through a per-warp f32 staging tile.
 //   - cuBLASLt (csrc/blas), when the backend loaded it (see src/cuda-backend.ts):
 //     tried first for every call; kiln's kernels run what it has no algorithm for.
-//   KILN_MATMUL_PATH=simt (read once) forces the SIMT kernel for every dtype.
+//   KILN_MATMUL_PATH=simt (read when the device opens) forces the SIMT kernel for every dtype.
 //
 // sumRows: out[j] = (accumulate ? out[j] : 0) + sum_i x[i, j], x (rows, cols) row-major.
 // Blocks of 32 columns x 8 row lanes sum a chunk of rows each; with one chunk the
 // block writes out directly, otherwise it writes an f32 partial per (chunk, column)
 // to scratch and a second kernel adds the partials in chunk order (deterministic).
-#include <cstdlib>
-#include <cstring>
-
-#include "blas/cublaslt_matmul.h"
 #include <type_traits>
 
+#include "blas/cublaslt_matmul.h"
 #include "kiln_cuda.h"
 
 #if defined(KILN_CUDA_SIM)
@@ -346,11 +343,6 @@ void launch_wmma(const MatmulParams<T>& p, cudaStream_t stream) {
   }
 }
 
-/** KILN_MATMUL_PATH=simt forces the SIMT kernel for 16-bit dtypes too (read at every call). */
-bool force_simt() {
-  const char* e = std::getenv("KILN_MATMUL_PATH");
-  return e != nullptr && std::strcmp(e, "simt") == 0;
-}
 
 template <typename T, int GM, int GN>
 void launch_simt_cfg(const MatmulParams<T>& p, cudaStream_t stream) {
@@ -395,7 +387,7 @@ void launch_matmul(const KernelCall& c) {
 #endif
     // Every architecture this addon is built for (sm_80 and newer) has bf16/f16 tensor cores.
     if constexpr (!std::is_same<T, float>::value) {
-      if (!force_simt()) {
+      if (!c.simt_matmul) {
         launch_wmma<T>(p, c.stream);
         return;
       }

@@ -9,7 +9,7 @@ import { simulatorSkipReason } from "./support/simulator.js";
 // depends on the order of blocks or threads fails one of the two. bf16/f16
 // matmuls and attention take the tensor-core (WMMA) kernels by default, as on a
 // GPU; a third pass runs them on the CUDA-core kernels (KILN_MATMUL_PATH=simt,
-// KILN_ATTENTION_PATH=simt, read at every launch).
+// KILN_ATTENTION_PATH=simt, read when a backend opens).
 const skip = simulatorSkipReason();
 if (skip) {
   it.skip(`cuda-sim conformance: ${skip}`, () => {});

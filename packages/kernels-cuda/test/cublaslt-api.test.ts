@@ -10,13 +10,12 @@ import { PACKAGE_ROOT } from "./support/sim-toolchain.js";
 // header is: the CUDA toolkit with cuBLAS, pip's nvidia-cublas, or KILN_CUBLASLT_INCLUDE.
 function headerDirs(): string[] {
   const dirs = [process.env.KILN_CUBLASLT_INCLUDE, "/usr/local/cuda/include", "/usr/local/cuda/targets/x86_64-linux/include", "/usr/include"];
-  for (const base of ["/usr/local/lib", "/usr/lib", "/opt/torch/.venv/lib"]) {
-    for (const py of fs.existsSync(base) ? fs.readdirSync(base).filter((d) => d.startsWith("python3")) : []) {
-      for (const site of ["site-packages", "dist-packages"]) {
-        const nvidia = path.join(base, py, site, "nvidia");
-        if (fs.existsSync(nvidia)) for (const sub of fs.readdirSync(nvidia)) dirs.push(path.join(nvidia, sub, "include"));
-      }
-    }
+  // pip's nvidia-* packages: <site-packages>/nvidia/<package>/include
+  try {
+    const roots = execFileSync("python3", ["-c", "import nvidia; print('\\n'.join(nvidia.__path__))"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+    for (const root of roots.split("\n").filter(Boolean)) for (const sub of fs.readdirSync(root)) dirs.push(path.join(root, sub, "include"));
+  } catch {
+    // no python3, or no nvidia packages
   }
   return dirs.filter((d): d is string => !!d);
 }

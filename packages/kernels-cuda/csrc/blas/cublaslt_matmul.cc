@@ -63,6 +63,12 @@ CublasLt::CublasLt(const std::string& path, bool tf32) : tf32_(tf32), log_(std::
   }
 }
 
+size_t CublasLt::PlanKeyHash::operator()(const PlanKey& k) const {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the values
+  for (int64_t v : k) h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+  return static_cast<size_t>(h);
+}
+
 CublasLt::~CublasLt() {
   for (auto& [key, plan] : plans_) destroy(plan);
   if (handle_) destroy_(handle_);
@@ -81,10 +87,7 @@ CublasLt::Plan& CublasLt::plan_for(const BlasMatmul& p, void* workspace, size_t 
   const uint32_t align_a = alignment(p.a, p.stride_a, p.batch, elem), align_b = alignment(p.b, p.stride_b, p.batch, elem);
   const uint32_t align_c = alignment(p.c, p.stride_c, p.batch, elem);
   const uint32_t align_bias = p.bias ? alignment(p.bias, 0, 1, elem) : 256;
-  std::string key;
-  for (int64_t v : {int64_t{p.m}, int64_t{p.n}, int64_t{p.k}, p.batch, int64_t{p.trans_a}, int64_t{p.trans_b}, p.stride_a, p.stride_b, p.stride_c, int64_t{p.accumulate},
-                    int64_t{p.dtype}, int64_t{p.bias != nullptr}, int64_t{align_a}, int64_t{align_b}, int64_t{align_c}, int64_t{align_bias}})
-    key += std::to_string(v) + ",";
+  const PlanKey key{p.m, p.n, p.k, p.batch, p.trans_a, p.trans_b, p.stride_a, p.stride_b, p.stride_c, p.accumulate, p.dtype, p.bias != nullptr, align_a, align_b, align_c, align_bias};
   auto found = plans_.find(key);
   if (found != plans_.end()) return found->second;
   Plan& plan = plans_[key];
@@ -137,7 +140,11 @@ CublasLt::Plan& CublasLt::plan_for(const BlasMatmul& p, void* workspace, size_t 
   }
   if (pref) pref_destroy_(pref);
   plan.usable = ok;
-  if (log_) std::fprintf(stderr, "kiln cuBLASLt matmul %s: %s\n", key.c_str(), ok ? "algorithm found" : ("kiln's kernel runs it: " + failed).c_str());
+  if (log_) {
+    std::string shape;
+    for (int64_t v : key) shape += std::to_string(v) + ",";
+    std::fprintf(stderr, "kiln cuBLASLt matmul %s: %s\n", shape.c_str(), ok ? "algorithm found" : ("kiln's kernel runs it: " + failed).c_str());
+  }
   return plan;
 }
 

@@ -1,5 +1,6 @@
 // cublaslt_matmul.h: the contract's matmul through cuBLASLt, loaded at run time.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -46,6 +47,11 @@ class CublasLt {
   static constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
  private:
+  /** Shape, flags, strides, dtype, bias and the four pointer alignments: what picks an algorithm. */
+  using PlanKey = std::array<int64_t, 16>;
+  struct PlanKeyHash {
+    size_t operator()(const PlanKey& k) const;
+  };
   struct Plan {
     lt::MatmulDesc desc = nullptr;
     lt::Layout a = nullptr, b = nullptr, c = nullptr;
@@ -60,7 +66,7 @@ class CublasLt {
   bool tf32_;
   bool log_;  // KILN_CUBLASLT_LOG set: each new plan's outcome goes to stderr
   std::string version_;
-  std::unordered_map<std::string, Plan> plans_;
+  std::unordered_map<PlanKey, Plan, PlanKeyHash> plans_;
   lt::CreateFn create_;
   lt::DestroyFn destroy_;
   lt::MatmulDescCreateFn desc_create_;
