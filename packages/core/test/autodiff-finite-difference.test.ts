@@ -64,7 +64,7 @@ function randomGraph(seed: number) {
   const forwardNodes = g.nodes.length;
   const { paramGrads } = appendBackward(g, lossNode);
   // Odd seeds also recompute GELU / norm / SwiGLU outputs in the backward pass.
-  if (seed % 2 === 1) rematerialize(g, "cheap");
+  if (seed % 2 === 1) rematerialize(g, "cheap", "model.layers");
   // Initial values: params N(0, 0.5^2)-ish uniform, targets in range.
   const storage = new Map<number, Float64Array>();
   for (const t of g.tensors) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { resolveModelConfig } from "../src/model/config.js";
+import { resolveModelConfig } from "../src/model/architectures.js";
 import { planTraining } from "../src/train/plan-training.js";
 import { planGradientBuckets } from "../src/train/gradient-buckets.js";
 

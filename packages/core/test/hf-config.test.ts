@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { CheckpointError } from "@kiln/contract";
 import { hfConfigOf, modelConfigFromHf } from "../src/hf/hf-config.js";
-import { resolveModelConfig } from "../src/model/config.js";
+import { resolveModelConfig } from "../src/model/architectures.js";
 
 const gpt2 = resolveModelConfig({ arch: "gpt2", vocabSize: 64, hiddenSize: 32, numLayers: 2, numHeads: 4, maxSeqLen: 16 });
 const llama = resolveModelConfig({ arch: "llama", vocabSize: 64, hiddenSize: 32, numLayers: 2, numHeads: 4, kvHeads: 2, maxSeqLen: 16, intermediateSize: 48, ropeTheta: 500000, normEps: 1e-5, tieEmbeddings: true });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createWasmBackend } from "@kiln/kernels-wasm";
-import { resolveModelConfig } from "../src/model/config.js";
+import { resolveModelConfig } from "../src/model/architectures.js";
 import { Trainer } from "../src/train/trainer.js";
 
 const BENCH = {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createCudaSimBackend, cudaStatus } from "@kiln/kernels-cuda";
-import { resolveModelConfig } from "../src/model/config.js";
+import { resolveModelConfig } from "../src/model/architectures.js";
 import { Trainer } from "../src/train/trainer.js";
 
 // The CUDA kernels (compiled for the host by the simulator) train in bf16 and f16 too:

@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Backend, DeviceError, type FloatDType, createReferenceBackend, encodeToBytes, decodeElements } from "@kiln/contract";
 import { createWasmBackend } from "@kiln/kernels-wasm";
-import { resolveModelConfig } from "../src/model/config.js";
+import { resolveModelConfig } from "../src/model/architectures.js";
 import { Trainer, type TrainerConfig } from "../src/train/trainer.js";
 import { loadTrainerCheckpoint, saveTrainedWeights, saveTrainerCheckpoint } from "../src/train/checkpoint-state.js";
 import { InferenceSession } from "../src/generate/inference-session.js";

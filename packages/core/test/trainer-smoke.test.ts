@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createReferenceBackend } from "@kiln/contract";
 import { Trainer } from "../src/train/trainer.js";
-import { resolveModelConfig } from "../src/model/config.js";
+import { resolveModelConfig } from "../src/model/architectures.js";
 
 const tiny = (arch: "gpt2" | "llama") =>
   resolveModelConfig({ arch, vocabSize: 32, hiddenSize: 16, numLayers: 2, numHeads: 2, maxSeqLen: 8, ...(arch === "llama" ? { kvHeads: 1, intermediateSize: 24 } : {}) });

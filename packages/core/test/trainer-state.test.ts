@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { CheckpointError, createReferenceBackend } from "@kiln/contract";
-import { resolveModelConfig } from "../src/model/config.js";
+import { resolveModelConfig } from "../src/model/architectures.js";
 import { initialParamBytes, uploadInitialParams } from "../src/model/init-params.js";
 import { paramLayout } from "../src/model/param-layout.js";
 import { Trainer, type TrainerConfig } from "../src/train/trainer.js";

@@ -17,6 +17,11 @@ export const MODEL_KEYS: Record<keyof ModelSection, keyof ModelConfig> = {
   tie_embeddings: "tieEmbeddings",
 };
 
+/** The YAML model key that sets a ModelConfig field. */
+export function yamlKeyOf(field: keyof ModelConfig): string {
+  return Object.entries(MODEL_KEYS).find(([, f]) => f === field)?.[0] ?? field;
+}
+
 /** A model that comes with its weights (--init-from), and the file that describes it. */
 export interface InitModel {
   model: ModelConfig;

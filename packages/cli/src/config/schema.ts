@@ -1,7 +1,7 @@
 import { TARGET_DEVICES } from "../train/open-backend.js";
 import { DTYPE_SPELLINGS } from "./dtype-choice.js";
 import { DEFAULT_SYNC_TIMEOUT_S } from "@kiln/distributed";
-import { TOKENIZER_NAMES } from "@kiln/core";
+import { ARCH_NAMES, TOKENIZER_NAMES } from "@kiln/core";
 import { z } from "zod";
 
 const positiveInt = z.number().int().positive();
@@ -10,7 +10,7 @@ const nonNegativeInt = z.number().int().nonnegative();
 /** `model:` — Oxidizr's field names where they exist (arch defaults to llama in resolveSettings). */
 export const modelSchema = z
   .object({
-    arch: z.enum(["gpt2", "llama"]).optional(),
+    arch: z.enum(ARCH_NAMES).optional(),
     vocab_size: positiveInt,
     hidden_size: positiveInt,
     num_layers: positiveInt,

@@ -1,11 +1,11 @@
 import type { TargetDevice } from "../train/open-backend.js";
 import path from "node:path";
 import { ConfigError } from "@kiln/contract";
-import { type ModelConfig, type TrainingDTypeChoice, resolveModelConfig } from "@kiln/core";
+import { type ModelConfig, type TrainingDTypeChoice, modelConfigProblem, resolveModelConfig } from "@kiln/core";
 import { trainingDTypeOf } from "./dtype-choice.js";
 import type { LoadedConfig } from "./load-config.js";
 import type { ModelSection } from "./schema.js";
-import { type InitModel, checkModelAgrees } from "./model-section.js";
+import { type InitModel, checkModelAgrees, yamlKeyOf } from "./model-section.js";
 import { applySettingFlags } from "./setting-flags.js";
 
 /**
@@ -137,30 +137,20 @@ export function resolveSettings(loaded: LoadedConfig, o: ConfigOverrides = {}, i
 function modelOfSection(m: ModelSection | undefined, file: string, fail: (key: string, message: string, hint: string) => never): ModelConfig {
   if (!m) return fail("model", "the config has no model section", "add a model: section (see models/nano-start.yaml), or start from trained weights with --init-from");
   const arch = m.arch ?? "llama";
-  const kvHeads = m.kv_heads ?? m.num_heads;
-  if (m.hidden_size % m.num_heads !== 0) {
-    fail("model.hidden_size", `hidden_size ${m.hidden_size} is not divisible by num_heads ${m.num_heads}`, `pick a hidden_size that is a multiple of ${m.num_heads} (e.g. ${Math.ceil(m.hidden_size / m.num_heads) * m.num_heads}) or change num_heads`);
-  }
-  if (m.num_heads % kvHeads !== 0) {
-    fail("model.kv_heads", `num_heads ${m.num_heads} is not a multiple of kv_heads ${kvHeads}`, "kv_heads must divide num_heads (grouped-query attention)");
-  }
-  if (arch === "llama" && (m.hidden_size / m.num_heads) % 2 !== 0) {
-    fail("model.num_heads", `head size ${m.hidden_size / m.num_heads} is odd; rotary embeddings need an even head size`, "change hidden_size or num_heads so hidden_size / num_heads is even");
-  }
-  if (arch === "gpt2" && m.kv_heads !== undefined && m.kv_heads !== m.num_heads) {
-    fail("model.kv_heads", "the gpt2 architecture has no grouped-query attention", "remove kv_heads or use arch: llama");
-  }
-  return resolveModelConfig({
+  const model = resolveModelConfig({
     arch,
     vocabSize: m.vocab_size,
     hiddenSize: m.hidden_size,
     numLayers: m.num_layers,
     numHeads: m.num_heads,
-    kvHeads,
+    kvHeads: m.kv_heads ?? m.num_heads,
     maxSeqLen: m.max_seq_len,
     ...(m.intermediate_size === undefined ? {} : { intermediateSize: m.intermediate_size }),
     ...(m.rope_theta === undefined ? {} : { ropeTheta: m.rope_theta }),
     ...(m.norm_eps === undefined ? {} : { normEps: m.norm_eps }),
     ...(m.tie_embeddings === undefined ? {} : { tieEmbeddings: m.tie_embeddings }),
   });
+  const problem = modelConfigProblem(model);
+  if (problem) fail(`model.${yamlKeyOf(problem.field)}`, problem.message, problem.hint);
+  return model;
 }

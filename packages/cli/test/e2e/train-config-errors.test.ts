@@ -56,7 +56,7 @@ describe("kiln train refuses a bad config or flag", () => {
     expectRefused(await refuse(["-f", "heads.yaml"]), {
       kind: "ConfigError",
       where: "heads.yaml (model.hidden_size)",
-      message: /^hidden_size 18 is not divisible by num_heads 4/,
+      message: /^hidden size 18 is not divisible by the 4 heads/,
       hint: /multiple of 4 \(e\.g\. 20\) or change num_heads/,
     });
   });

@@ -10,9 +10,10 @@ import type { BoundOperand, KernelNodeAttrs } from "../graph/kernel-node.js";
  */
 export type RecomputePolicy = "none" | "cheap" | "blocks";
 
-/** The transformer block a node belongs to ("transformer.h.3", "model.layers.0"), if any. */
-function blockOf(n: GraphNode): string | undefined {
-  return /^(transformer\.h|model\.layers)\.\d+/.exec(n.scope)?.[0];
+/** The block a node belongs to ("model.layers.0" under the prefix "model.layers"), if any. */
+function blockOfScope(prefix: string): (n: GraphNode) => string | undefined {
+  const pattern = new RegExp(`^${prefix.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\.\\d+`);
+  return (n) => pattern.exec(n.scope)?.[0];
 }
 
 /** Forward kernels cheap enough (element-wise or one pass over a row) to run again in backward. */
@@ -24,9 +25,11 @@ const CHEAP = new Set(["geluForward", "layerNormForward", "rmsNormForward", "swi
  * the backward node reads the copy. The forward activation then dies at its last
  * forward use, so the arena shrinks (GELU and norm outputs, ~30% of a GPT-2
  * block's saved bytes) for the price of repeating those cheap kernels.
+ * `blockPrefix` is the scope prefix of the model's blocks (ArchDef.blockPrefix), the unit of "blocks".
  */
-export function rematerialize(g: Graph, policy: RecomputePolicy): void {
+export function rematerialize(g: Graph, policy: RecomputePolicy, blockPrefix: string): void {
   if (policy === "none") return;
+  const blockOf = blockOfScope(blockPrefix);
   const firstBackward = g.nodes.findIndex((n) => n.backward);
   if (firstBackward < 0) return;
   const producer = new Map<number, GraphNode>();

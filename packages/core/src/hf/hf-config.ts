@@ -1,8 +1,9 @@
 import { CheckpointError } from "@kiln/contract";
-import { type ModelConfig, resolveModelConfig } from "../model/config.js";
+import { type Arch, modelConfigProblem, resolveModelConfig } from "../model/architectures.js";
+import type { ModelConfig } from "../model/config.js";
 
 /** What transformers calls each architecture kiln trains. */
-export const HF_ARCHITECTURES = { gpt2: "GPT2LMHeadModel", llama: "LlamaForCausalLM" } as const satisfies Record<ModelConfig["arch"], string>;
+export const HF_ARCHITECTURES = { gpt2: "GPT2LMHeadModel", llama: "LlamaForCausalLM" } as const satisfies Record<Arch, string>;
 
 /** GPT-2's GELU is the tanh approximation; transformers names it either way. */
 const GPT2_ACTIVATIONS = ["gelu_new", "gelu_pytorch_tanh"];
@@ -99,14 +100,10 @@ function bool(c: Json, key: string, fallback: boolean, fail: (key: string, what:
   return typeof v === "boolean" ? v : fail(key, `${key} is ${JSON.stringify(v)}, not true or false`, "fix the value in config.json");
 }
 
-/** Head shapes kiln's kernels need. */
+/** The shape checks a YAML model section gets (architectures.ts), failing on config.json. */
 function checked(m: ModelConfig, file: string): ModelConfig {
-  const fail = (what: string) => {
-    throw new CheckpointError(what, { where: file, hint: "kiln cannot represent this model" });
-  };
-  if (m.hiddenSize % m.numHeads !== 0) fail(`hidden size ${m.hiddenSize} is not divisible by the ${m.numHeads} heads`);
-  if (m.numHeads % m.kvHeads !== 0) fail(`${m.numHeads} attention heads are not a multiple of the ${m.kvHeads} key/value heads`);
-  if (m.arch === "llama" && (m.hiddenSize / m.numHeads) % 2 !== 0) fail(`head size ${m.hiddenSize / m.numHeads} is odd; rotary embeddings need an even head size`);
+  const problem = modelConfigProblem(m);
+  if (problem) throw new CheckpointError(problem.message, { where: file, hint: "kiln cannot represent this model" });
   return m;
 }
 
@@ -119,58 +116,63 @@ export interface SpecialTokens {
 /** config.json for `m` as transformers writes it for GPT2LMHeadModel or LlamaForCausalLM. */
 export function hfConfigOf(m: ModelConfig, torchDtype: string, tokens: SpecialTokens = {}): Json {
   const ids = { bos_token_id: tokens.bos ?? null, eos_token_id: tokens.eos ?? null };
-  if (m.arch === "gpt2") {
-    return {
-      architectures: [HF_ARCHITECTURES.gpt2],
-      model_type: "gpt2",
-      activation_function: "gelu_new",
-      attn_pdrop: 0.0,
-      embd_pdrop: 0.0,
-      resid_pdrop: 0.0,
-      ...ids,
-      initializer_range: 0.02,
-      layer_norm_epsilon: m.normEps,
-      n_ctx: m.maxSeqLen,
-      n_embd: m.hiddenSize,
-      n_head: m.numHeads,
-      n_inner: m.intermediateSize,
-      n_layer: m.numLayers,
-      n_positions: m.maxSeqLen,
-      reorder_and_upcast_attn: false,
-      scale_attn_by_inverse_layer_idx: false,
-      scale_attn_weights: true,
-      tie_word_embeddings: m.tieEmbeddings,
-      torch_dtype: torchDtype,
-      use_cache: true,
-      vocab_size: m.vocabSize,
-    };
-  }
-  return {
-    architectures: [HF_ARCHITECTURES.llama],
-    model_type: "llama",
-    attention_bias: false,
-    attention_dropout: 0.0,
-    ...ids,
-    head_dim: m.hiddenSize / m.numHeads,
-    hidden_act: "silu",
-    hidden_size: m.hiddenSize,
-    initializer_range: 0.02,
-    intermediate_size: m.intermediateSize,
-    max_position_embeddings: m.maxSeqLen,
-    mlp_bias: false,
-    num_attention_heads: m.numHeads,
-    num_hidden_layers: m.numLayers,
-    num_key_value_heads: m.kvHeads,
-    pretraining_tp: 1,
-    rms_norm_eps: m.normEps,
-    rope_scaling: null,
-    rope_theta: m.ropeTheta,
-    tie_word_embeddings: m.tieEmbeddings,
-    torch_dtype: torchDtype,
-    use_cache: true,
-    vocab_size: m.vocabSize,
-  };
+  return HF_CONFIG_WRITERS[m.arch](m, torchDtype, ids);
 }
+
+type HfConfigWriter = (m: ModelConfig, torchDtype: string, ids: Json) => Json;
+
+const gpt2HfConfig: HfConfigWriter = (m, torchDtype, ids) => ({
+  architectures: [HF_ARCHITECTURES.gpt2],
+  model_type: "gpt2",
+  activation_function: "gelu_new",
+  attn_pdrop: 0.0,
+  embd_pdrop: 0.0,
+  resid_pdrop: 0.0,
+  ...ids,
+  initializer_range: 0.02,
+  layer_norm_epsilon: m.normEps,
+  n_ctx: m.maxSeqLen,
+  n_embd: m.hiddenSize,
+  n_head: m.numHeads,
+  n_inner: m.intermediateSize,
+  n_layer: m.numLayers,
+  n_positions: m.maxSeqLen,
+  reorder_and_upcast_attn: false,
+  scale_attn_by_inverse_layer_idx: false,
+  scale_attn_weights: true,
+  tie_word_embeddings: m.tieEmbeddings,
+  torch_dtype: torchDtype,
+  use_cache: true,
+  vocab_size: m.vocabSize,
+});
+
+const llamaHfConfig: HfConfigWriter = (m, torchDtype, ids) => ({
+  architectures: [HF_ARCHITECTURES.llama],
+  model_type: "llama",
+  attention_bias: false,
+  attention_dropout: 0.0,
+  ...ids,
+  head_dim: m.hiddenSize / m.numHeads,
+  hidden_act: "silu",
+  hidden_size: m.hiddenSize,
+  initializer_range: 0.02,
+  intermediate_size: m.intermediateSize,
+  max_position_embeddings: m.maxSeqLen,
+  mlp_bias: false,
+  num_attention_heads: m.numHeads,
+  num_hidden_layers: m.numLayers,
+  num_key_value_heads: m.kvHeads,
+  pretraining_tp: 1,
+  rms_norm_eps: m.normEps,
+  rope_scaling: null,
+  rope_theta: m.ropeTheta,
+  tie_word_embeddings: m.tieEmbeddings,
+  torch_dtype: torchDtype,
+  use_cache: true,
+  vocab_size: m.vocabSize,
+});
+
+const HF_CONFIG_WRITERS: Record<Arch, HfConfigWriter> = { gpt2: gpt2HfConfig, llama: llamaHfConfig };
 
 /** generation_config.json: the special tokens and greedy-by-default settings transformers reads. */
 export function hfGenerationConfigOf(tokens: SpecialTokens = {}): Json {

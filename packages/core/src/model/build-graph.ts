@@ -3,8 +3,7 @@ import { appendBackward } from "../autodiff/append-backward.js";
 import { type RecomputePolicy, rematerialize } from "../autodiff/rematerialize.js";
 import { crossEntropyLoss } from "../ops/index.js";
 import type { ModelConfig } from "./config.js";
-import { gpt2Forward } from "./gpt2.js";
-import { llamaForward } from "./llama.js";
+import { archOf } from "./architectures.js";
 import type { ParamLayout } from "./param-layout.js";
 import { startTrace } from "./trace.js";
 
@@ -14,7 +13,7 @@ export interface ModelGraph {
   seqLen: number;
   /** i32 token ids (batch*seqLen), uploaded per step. */
   ids: number;
-  /** i32 positions 0..seqLen-1 per sequence (GPT-2 only), uploaded once. */
+  /** i32 positions 0..seqLen-1 per sequence (architectures with learned positions), uploaded once. */
   positions?: number;
   logits: number;
   /** Present on training graphs. */
@@ -24,8 +23,9 @@ export interface ModelGraph {
 function forward(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number) {
   const t = startTrace(config, layout, batch, seqLen);
   const ids = t.g.tensor([batch * seqLen], "i32", "input", "input_ids");
-  const positions = config.arch === "gpt2" ? t.g.tensor([batch * seqLen], "i32", "constant", "position_ids") : undefined;
-  const logits = config.arch === "gpt2" ? gpt2Forward(t, ids, positions!) : llamaForward(t, ids);
+  const arch = archOf(config);
+  const positions = arch.positionIds ? t.g.tensor([batch * seqLen], "i32", "constant", "position_ids") : undefined;
+  const logits = arch.forward(t, ids, positions);
   return { t, ids, positions, logits };
 }
 
@@ -49,7 +49,7 @@ export function buildTrainingGraph(config: ModelConfig, layout: ParamLayout, bat
   const targets = t.g.tensor([batch * seqLen], "i32", "input", "labels");
   const { lossSum, lossNode } = crossEntropyLoss(t.g, logits, targets, "loss");
   const { paramGrads } = appendBackward(t.g, lossNode);
-  rematerialize(t.g, recompute);
+  rematerialize(t.g, recompute, archOf(config).blockPrefix);
   return { graph: t.g, batch, seqLen, ids, ...(positions === undefined ? {} : { positions }), logits, training: { targets, lossSum, lossNode, paramGrads } };
 }
 

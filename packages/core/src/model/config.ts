@@ -1,6 +1,8 @@
+import type { Arch } from "./architectures.js";
+
 /** Architecture hyperparameters (Hugging Face / Oxidizr field meanings, camelCase). */
 export interface ModelConfig {
-  arch: "gpt2" | "llama";
+  arch: Arch;
   vocabSize: number;
   hiddenSize: number;
   numLayers: number;
@@ -19,18 +21,5 @@ export interface ModelConfig {
 }
 
 export type ModelConfigInput = Pick<ModelConfig, "arch" | "vocabSize" | "hiddenSize" | "numLayers" | "numHeads" | "maxSeqLen"> & Partial<ModelConfig>;
-
-/** Fills architecture defaults: GPT-2 (MHA, 4x MLP, eps 1e-5, tied) or Llama (eps 1e-6, theta 10000, untied). */
-export function resolveModelConfig(c: ModelConfigInput): ModelConfig {
-  const gpt2 = c.arch === "gpt2";
-  return {
-    ...c,
-    kvHeads: c.kvHeads ?? c.numHeads,
-    intermediateSize: c.intermediateSize ?? (gpt2 ? 4 * c.hiddenSize : Math.round((8 * c.hiddenSize) / 3 / 64) * 64),
-    ropeTheta: c.ropeTheta ?? 10000,
-    normEps: c.normEps ?? (gpt2 ? 1e-5 : 1e-6),
-    tieEmbeddings: c.tieEmbeddings ?? gpt2,
-  };
-}
 
 export const headDim = (c: ModelConfig) => c.hiddenSize / c.numHeads;

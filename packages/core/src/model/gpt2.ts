@@ -1,4 +1,7 @@
 import { add, attention, embedding, gelu, layerNorm, linear } from "../ops/index.js";
+import type { ArchDef } from "./arch-def.js";
+import type { ModelConfig } from "./config.js";
+import type { ParamSpec } from "./param-layout.js";
 import type { Trace } from "./trace.js";
 
 /**
@@ -9,7 +12,7 @@ import type { Trace } from "./trace.js";
  *   logits = ln_f(x) · wte^T                              (rows, V), tied
  * Weights use Conv1D's (in, out) layout, as Hugging Face stores them.
  */
-export function gpt2Forward(t: Trace, ids: number, positions: number): number {
+function gpt2Forward(t: Trace, ids: number, positions: number): number {
   const { g, config: c, p } = t;
   const C = c.hiddenSize;
   const D = C / c.numHeads;
@@ -40,3 +43,46 @@ export function gpt2Forward(t: Trace, ids: number, positions: number): number {
   const head = c.tieEmbeddings ? p("transformer.wte.weight") : p("lm_head.weight");
   return linear(g, xf, head, undefined, "out_in", "logits");
 }
+
+function gpt2Params(c: ModelConfig): ParamSpec[] {
+  const C = c.hiddenSize, F = c.intermediateSize;
+  const w = (name: string, shape: number[], std = 0.02): ParamSpec => ({ name, shape, decay: true, init: { kind: "normal", std } });
+  const b = (name: string, n: number): ParamSpec => ({ name, shape: [n], decay: false, init: { kind: "zeros" } });
+  const ln = (p: string): ParamSpec[] => [{ name: `${p}.weight`, shape: [C], decay: false, init: { kind: "ones" } }, b(`${p}.bias`, C)];
+  // GPT-2 scales the init of projections into the residual stream by 1/sqrt(2 * layers).
+  const proj = 0.02 / Math.sqrt(2 * c.numLayers);
+  const specs: ParamSpec[] = [
+    { name: "transformer.wte.weight", shape: [c.vocabSize, C], decay: false, init: { kind: "normal", std: 0.02 } },
+    { name: "transformer.wpe.weight", shape: [c.maxSeqLen, C], decay: false, init: { kind: "normal", std: 0.02 } },
+  ];
+  for (let i = 0; i < c.numLayers; i++) {
+    const p = `transformer.h.${i}`;
+    specs.push(
+      ...ln(`${p}.ln_1`),
+      w(`${p}.attn.c_attn.weight`, [C, 3 * C]),
+      b(`${p}.attn.c_attn.bias`, 3 * C),
+      w(`${p}.attn.c_proj.weight`, [C, C], proj),
+      b(`${p}.attn.c_proj.bias`, C),
+      ...ln(`${p}.ln_2`),
+      w(`${p}.mlp.c_fc.weight`, [C, F]),
+      b(`${p}.mlp.c_fc.bias`, F),
+      w(`${p}.mlp.c_proj.weight`, [F, C], proj),
+      b(`${p}.mlp.c_proj.bias`, C),
+    );
+  }
+  specs.push(...ln("transformer.ln_f"));
+  if (!c.tieEmbeddings) specs.push(w("lm_head.weight", [c.vocabSize, C]));
+  return specs;
+}
+
+/** GPT-2: learned positions, LayerNorm, GELU MLP of 4x hidden, tied embeddings, multi-head attention only. */
+export const gpt2: ArchDef = {
+  defaults: (c) => ({ intermediateSize: 4 * c.hiddenSize, normEps: 1e-5, tieEmbeddings: true }),
+  check: (c) =>
+    c.kvHeads !== c.numHeads ? { field: "kvHeads", message: "the gpt2 architecture has no grouped-query attention", hint: "remove kv_heads or use arch: llama" } : undefined,
+  params: gpt2Params,
+  positionIds: true,
+  forward: (t, ids, positions) => gpt2Forward(t, ids, positions!),
+  blockPrefix: "transformer.h",
+  nonMatmulParams: (c) => c.maxSeqLen * c.hiddenSize,
+};

@@ -1,4 +1,7 @@
 import { add, attention, embedding, linear, rmsNorm, rope, swiGlu } from "../ops/index.js";
+import type { ArchDef } from "./arch-def.js";
+import { type ModelConfig, headDim } from "./config.js";
+import type { ParamSpec } from "./param-layout.js";
 import type { Trace } from "./trace.js";
 
 /**
@@ -10,7 +13,7 @@ import type { Trace } from "./trace.js";
  *   logits = norm(x) · lm_head^T (or embed_tokens^T when tied)
  * Weights use torch.nn.Linear's (out, in) layout.
  */
-export function llamaForward(t: Trace, ids: number): number {
+function llamaForward(t: Trace, ids: number): number {
   const { g, config: c, p } = t;
   const D = c.hiddenSize / c.numHeads;
   const dims = { batch: t.batch, seqLen: t.seqLen, headDim: D, theta: c.ropeTheta };
@@ -43,3 +46,42 @@ export function llamaForward(t: Trace, ids: number): number {
   const head = c.tieEmbeddings ? p("model.embed_tokens.weight") : p("lm_head.weight");
   return linear(g, xf, head, undefined, "out_in", "logits");
 }
+
+function llamaParams(c: ModelConfig): ParamSpec[] {
+  const C = c.hiddenSize, D = headDim(c), F = c.intermediateSize;
+  const w = (name: string, shape: number[]): ParamSpec => ({ name, shape, decay: true, init: { kind: "normal", std: 0.02 } });
+  const norm = (name: string): ParamSpec => ({ name, shape: [C], decay: false, init: { kind: "ones" } });
+  const specs: ParamSpec[] = [{ name: "model.embed_tokens.weight", shape: [c.vocabSize, C], decay: false, init: { kind: "normal", std: 0.02 } }];
+  for (let i = 0; i < c.numLayers; i++) {
+    const p = `model.layers.${i}`;
+    specs.push(
+      norm(`${p}.input_layernorm.weight`),
+      w(`${p}.self_attn.q_proj.weight`, [c.numHeads * D, C]),
+      w(`${p}.self_attn.k_proj.weight`, [c.kvHeads * D, C]),
+      w(`${p}.self_attn.v_proj.weight`, [c.kvHeads * D, C]),
+      w(`${p}.self_attn.o_proj.weight`, [C, c.numHeads * D]),
+      norm(`${p}.post_attention_layernorm.weight`),
+      w(`${p}.mlp.gate_proj.weight`, [F, C]),
+      w(`${p}.mlp.up_proj.weight`, [F, C]),
+      w(`${p}.mlp.down_proj.weight`, [C, F]),
+    );
+  }
+  specs.push(norm("model.norm.weight"));
+  if (!c.tieEmbeddings) specs.push(w("lm_head.weight", [c.vocabSize, C]));
+  return specs;
+}
+
+/** Llama: RoPE, RMSNorm, SwiGLU MLP, grouped-query attention, untied embeddings by default. */
+export const llama: ArchDef = {
+  // SwiGLU's inner width: 8/3 of hidden (two-thirds of GPT-2's 4x, as it has three matrices), rounded to 64.
+  defaults: (c) => ({ intermediateSize: Math.round((8 * c.hiddenSize) / 3 / 64) * 64, normEps: 1e-6, tieEmbeddings: false }),
+  check: (c) =>
+    (c.hiddenSize / c.numHeads) % 2 !== 0
+      ? { field: "numHeads", message: `head size ${c.hiddenSize / c.numHeads} is odd; rotary embeddings need an even head size`, hint: "change hidden_size or num_heads so hidden_size / num_heads is even" }
+      : undefined,
+  params: llamaParams,
+  positionIds: false,
+  forward: (t, ids) => llamaForward(t, ids),
+  blockPrefix: "model.layers",
+  nonMatmulParams: () => 0,
+};

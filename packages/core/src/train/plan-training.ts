@@ -2,6 +2,7 @@ import type { FloatDType } from "@kiln/contract";
 import type { ModelConfig } from "../model/config.js";
 import { buildEvalGraph, buildTrainingGraph } from "../model/build-graph.js";
 import { paramLayout } from "../model/param-layout.js";
+import { archOf } from "../model/architectures.js";
 import { planStep } from "../plan/plan-step.js";
 import type { RecomputePolicy } from "../autodiff/rematerialize.js";
 import { type MemoryPlan, totalOf } from "./memory-plan.js";
@@ -39,14 +40,13 @@ export function planTraining(model: ModelConfig, batchSize: number, seqLen: numb
 }
 
 /**
- * Training FLOPs per token: 6 per parameter that takes part in a matmul (every
- * parameter but the position embedding) plus attention's score and value products,
+ * Training FLOPs per token: 6 per parameter that takes part in a matmul (all but
+ * ArchDef.nonMatmulParams, e.g. GPT-2's position embedding) plus attention's score and value products,
  * 12 * layers * hidden * seqLen (forward 4, backward 8; as in PaLM's MFU accounting).
  */
 export function trainingFlopsPerToken(model: ModelConfig, seqLen: number): number {
   const layout = paramLayout(model, "f32");
-  const positions = model.arch === "gpt2" ? model.maxSeqLen * model.hiddenSize : 0;
-  return 6 * (layout.count - positions) + 12 * model.numLayers * model.hiddenSize * seqLen;
+  return 6 * (layout.count - archOf(model).nonMatmulParams(model)) + 12 * model.numLayers * model.hiddenSize * seqLen;
 }
 
 /** Device bytes of a ForwardRunner (evaluation or generation) for (batch, seqLen): its arena and I/O. */

@@ -1,0 +1,32 @@
+import type { ModelConfig, ModelConfigInput } from "./config.js";
+import type { ParamSpec } from "./param-layout.js";
+import type { Trace } from "./trace.js";
+
+/** A shape an architecture cannot build: the config field at fault, what is wrong, what to do. */
+export interface ConfigProblem {
+  field: keyof ModelConfig;
+  message: string;
+  hint: string;
+}
+
+/**
+ * Everything kiln knows about one architecture, in one place: its config
+ * defaults and checks, its parameters (Hugging Face names, shapes, init), its
+ * forward pass, its recompute blocks and its FLOPs.
+ */
+export interface ArchDef {
+  /** Defaults of the fields a config may leave out that depend on the architecture. */
+  defaults(c: ModelConfigInput): Pick<ModelConfig, "intermediateSize" | "normEps" | "tieEmbeddings">;
+  /** The first shape this architecture cannot build (beyond the checks every architecture shares), if any. */
+  check(c: ModelConfig): ConfigProblem | undefined;
+  /** Every parameter, in the order of the flat parameter buffer. */
+  params(c: ModelConfig): ParamSpec[];
+  /** Learned position embeddings: the graph takes a constant i32 `position_ids` input. */
+  positionIds: boolean;
+  /** Traces the forward pass from token ids (and positions when `positionIds`) to logits (rows, vocab). */
+  forward(t: Trace, ids: number, positions: number | undefined): number;
+  /** Scope prefix of the repeated blocks ("model.layers" for "model.layers.3"): the unit of `--recompute blocks`. */
+  blockPrefix: string;
+  /** Parameters that enter no matmul (learned positions): left out of the 6-FLOPs-per-parameter count. */
+  nonMatmulParams(c: ModelConfig): number;
+}

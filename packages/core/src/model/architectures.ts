@@ -1,0 +1,44 @@
+import type { ArchDef, ConfigProblem } from "./arch-def.js";
+import type { ModelConfig, ModelConfigInput } from "./config.js";
+import { gpt2 } from "./gpt2.js";
+import { llama } from "./llama.js";
+
+/** The architectures kiln trains, by the name a config's `arch` gives. */
+export const ARCHITECTURES = { gpt2, llama } as const satisfies Record<string, ArchDef>;
+
+export type Arch = keyof typeof ARCHITECTURES;
+
+/** Every architecture name, for schemas and messages. */
+export const ARCH_NAMES = Object.keys(ARCHITECTURES) as [Arch, ...Arch[]];
+
+export function archOf(c: Pick<ModelConfig, "arch">): ArchDef {
+  return ARCHITECTURES[c.arch];
+}
+
+/**
+ * The first shape of `c` kiln cannot build: the checks every architecture shares
+ * (heads divide the hidden size, key/value heads divide the heads), then its own.
+ */
+export function modelConfigProblem(c: ModelConfig): ConfigProblem | undefined {
+  if (c.hiddenSize % c.numHeads !== 0) {
+    const fit = Math.ceil(c.hiddenSize / c.numHeads) * c.numHeads;
+    return { field: "hiddenSize", message: `hidden size ${c.hiddenSize} is not divisible by the ${c.numHeads} heads`, hint: `pick a hidden_size that is a multiple of ${c.numHeads} (e.g. ${fit}) or change num_heads` };
+  }
+  if (c.numHeads % c.kvHeads !== 0) {
+    return { field: "kvHeads", message: `${c.numHeads} attention heads are not a multiple of the ${c.kvHeads} key/value heads`, hint: "kv_heads must divide num_heads (grouped-query attention)" };
+  }
+  return archOf(c).check(c);
+}
+
+/** Fills the defaults: multi-head attention, RoPE base 10000, and the architecture's own (ArchDef.defaults). */
+export function resolveModelConfig(c: ModelConfigInput): ModelConfig {
+  const d = ARCHITECTURES[c.arch].defaults(c);
+  return {
+    ...c,
+    kvHeads: c.kvHeads ?? c.numHeads,
+    intermediateSize: c.intermediateSize ?? d.intermediateSize,
+    ropeTheta: c.ropeTheta ?? 10000,
+    normEps: c.normEps ?? d.normEps,
+    tieEmbeddings: c.tieEmbeddings ?? d.tieEmbeddings,
+  };
+}
