@@ -1,4 +1,4 @@
-// Makes dist/types stand alone: the declarations tsc wrote import "@kiln/contract",
+// Makes a kernel package's dist/types stand alone: the declarations tsc wrote import "@kiln/contract",
 // which the package's users need not have installed. The contract's declarations
 // those imports reach are copied into dist/types/contract/ and the imports point there.
 import fs from "node:fs";

@@ -48,21 +48,32 @@ const FILES: Record<AddonKind, { dir: string; file: string; env: string }> = {
   sim: { dir: "build-sim", file: "kiln_cuda_sim.node", env: "KILN_CUDA_SIM_ADDON" },
 };
 
-/** Where an addon is (KILN_CUDA_ADDON / KILN_CUDA_SIM_ADDON override the package's build folders). */
-export function addonPath(kind: AddonKind): string {
+/** Where the package's own build puts an addon: build/Release/ or build-sim/Release/ in the package folder. */
+function builtAddonPath(kind: AddonKind): string {
   const f = FILES[kind];
-  return process.env[f.env] || `${PACKAGE_ROOT}${f.dir}/Release/${f.file}`;
+  return `${PACKAGE_ROOT}${f.dir}/Release/${f.file}`;
 }
 
-/** What the build said when it did not build an addon (scripts/build-addon.mjs writes it). */
+/** Where an addon is (KILN_CUDA_ADDON / KILN_CUDA_SIM_ADDON override the package's build folders). */
+export function addonPath(kind: AddonKind): string {
+  return process.env[FILES[kind].env] || builtAddonPath(kind);
+}
+
+/** Why the addon file is missing: what the build said (scripts/build-addon.mjs writes it), else where to get one. */
 function notBuiltReason(kind: AddonKind): string {
+  const f = FILES[kind];
+  const wanted = process.env[f.env];
+  if (wanted) return `${f.env}=${wanted}, but there is no such file`;
   try {
-    const info = JSON.parse(fs.readFileSync(`${PACKAGE_ROOT}${FILES[kind].dir}/build-info.json`, "utf8")) as { reason?: string };
+    const info = JSON.parse(fs.readFileSync(`${PACKAGE_ROOT}${f.dir}/build-info.json`, "utf8")) as { reason?: string };
     if (info.reason) return info.reason;
   } catch {
-    // no build was attempted
+    // no build was attempted in this folder (an installed package)
   }
-  return `${addonPath(kind)} does not exist: build it with 'pnpm --filter @kiln/kernels-cuda build'`;
+  return (
+    `${builtAddonPath(kind)} does not exist (the ${kind === "cuda" ? "CUDA addon" : "CUDA simulator"} is not in the npm package): ` +
+    `build it in kiln's repository with 'pnpm --filter @kiln/kernels-cuda build' and set ${f.env} to the ${f.file} it writes`
+  );
 }
 
 const loaded = new Map<AddonKind, { addon?: NativeAddon; reason?: string }>();

@@ -14,7 +14,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
-import { copyContractTypes } from "./standalone-types.mjs";
+import { copyContractTypes } from "@kiln/tooling/standalone-types";
 
 const pkgDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const dist = path.join(pkgDir, "dist");

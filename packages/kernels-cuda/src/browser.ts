@@ -1,0 +1,36 @@
+// What a browser bundle gets for "@kiln/kernels-cuda" (the package's "browser" and
+// "default" export): the same names as the Node entry and no node: import. The GPU
+// table works; the status says there is no GPU backend, and the backends throw saying why.
+import { type Backend, DeviceError } from "@kiln/contract";
+import type { CudaBackendOptions } from "./create-cuda-backend.js";
+import type { CudaStatus } from "./cuda-status.js";
+
+export type { CudaBackendOptions, CudaStatus };
+export { GPU_PROFILES, gpuPeakFlops, gpuProfileForName, type GpuProfile } from "./gpu-peaks.js";
+
+const WHY = "@kiln/kernels-cuda runs in Node only: its CUDA kernels are a Node native addon, which a browser cannot load";
+const HINT = "in a browser, use @kiln/kernels-wasm (WebAssembly kernels on the CPU's cores)";
+
+export function cudaStatus(): CudaStatus {
+  return {
+    driver: { found: false, detail: WHY },
+    addon: { built: false, archs: [], detail: WHY },
+    runtime: { deviceCount: 0, driverVersion: 0, runtimeVersion: 0, error: WHY },
+    simulator: { built: false, detail: WHY },
+    libraries: { cublas: null, cublasLt: null, nccl: null },
+    libraryVersions: {},
+  };
+}
+
+export function createCudaBackend(_options: CudaBackendOptions = {}): Backend {
+  throw new DeviceError(`cannot use the GPU: ${WHY}`, { where: "@kiln/kernels-cuda", hint: HINT });
+}
+
+export function createCudaSimBackend(_options: { reverseBlocks?: boolean; reverseThreads?: boolean } = {}): Backend {
+  throw new DeviceError(`cannot use the CUDA simulator: ${WHY}`, { where: "@kiln/kernels-cuda", hint: HINT });
+}
+
+/** Shared libraries are a Node matter: always null here. */
+export function findSharedLibrary(_names: readonly string[]): string | null {
+  return null;
+}
