@@ -7,6 +7,8 @@ export { planStep, type StepPlan } from "./plan/plan-step.js";
 export { packArena, type ArenaPacking } from "./plan/pack-arena.js";
 export { tensorLifetimes, type Lifetime } from "./plan/liveness.js";
 export { CompiledStep, type ParameterBinding } from "./exec/compiled-step.js";
+export { StepProfiler, type ProfiledStep, type KernelEvent, type DataEvent, type KernelRegion } from "./exec/step-profiler.js";
+export { summarizeProfile, type ProfileSummary, type ProfileRow } from "./exec/profile-summary.js";
 export type { ModelConfig, ModelConfigInput } from "./model/config.js";
 export { ARCHITECTURES, ARCH_NAMES, archOf, modelConfigProblem, resolveModelConfig, type Arch } from "./model/architectures.js";
 export type { ArchDef, ConfigProblem } from "./model/arch-def.js";

@@ -1,8 +1,9 @@
 import { type Backend, type BufferHandle, type Operand, bytesPerElement } from "@kiln/contract";
 import type { Graph } from "../graph/graph.js";
-import { kernelOp } from "../graph/kernel-node.js";
+import { type KernelNodeAttrs, kernelOp } from "../graph/kernel-node.js";
 import type { CompileContext, OpDef, RuntimeScalars } from "../graph/op.js";
 import type { StepPlan } from "../plan/plan-step.js";
+import { type StepProfiler, kernelFlops } from "./step-profiler.js";
 
 const OPS: Record<string, OpDef> = { kernel: kernelOp };
 
@@ -95,6 +96,35 @@ export class CompiledStep {
   runNodes(fromNode: number, toNode: number): void {
     const end = this.nodeCalls[Math.min(toNode, this.graph.nodes.length)];
     for (let i = this.nodeCalls[Math.max(0, fromNode)]; i < end; i++) this.calls[i]();
+  }
+
+  /**
+   * Replaces every call with one timed through `profiler` as a call of its node's
+   * kernel, in the forward or backward region, with the contract's FLOP count.
+   * Only a profiled run does this: an unprofiled step keeps its bare calls.
+   */
+  instrument(profiler: StepProfiler): void {
+    this.graph.nodes.forEach((node, n) => {
+      const { kernel, args } = node.attrs as unknown as KernelNodeAttrs;
+      const region = node.backward ? "backward" : "forward";
+      const flops = kernelFlops(kernel, args);
+      for (let i = this.nodeCalls[n]; i < this.nodeCalls[n + 1]; i++) {
+        const call = this.calls[i];
+        this.calls[i] = () => profiler.time(call, kernel, region, flops);
+      }
+    });
+  }
+
+  /**
+   * Issues every call, waiting for the device after each one: a profiled step on
+   * an asynchronous backend, whose calls return before the kernel has run.
+   */
+  async runSynchronized(profiler: StepProfiler, synchronize: () => Promise<void>): Promise<void> {
+    for (const call of this.calls) {
+      call();
+      await synchronize();
+      profiler.settleLastKernel();
+    }
   }
 
   /** Copies an output tensor back to the host. */

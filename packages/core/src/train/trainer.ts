@@ -1,5 +1,7 @@
-import { type Backend, type BufferHandle, type FloatDType, KilnError, bytesPerElement, decodeElements } from "@kiln/contract";
+import { type Backend, type BufferHandle, type FloatDType, type Kernels, KilnError, bytesPerElement, decodeElements } from "@kiln/contract";
 import { CompiledStep } from "../exec/compiled-step.js";
+import { withProfiledKernels } from "../exec/profiled-kernels.js";
+import type { StepProfiler } from "../exec/step-profiler.js";
 import type { ModelConfig } from "../model/config.js";
 import { type ModelGraph, positionIds } from "../model/build-graph.js";
 import { uploadInitialParams } from "../model/init-params.js";
@@ -43,6 +45,11 @@ export interface TrainerConfig {
   gradientSync?: GradientSync;
   /** Bytes of each gradient bucket handed to the communicator (default 25 MiB). */
   bucketBytes?: number;
+  /**
+   * Times every kernel call and data wait of the steps taken while it is armed
+   * (`kiln train --profile`). Absent, the trainer runs no timing code.
+   */
+  profiler?: StepProfiler;
 }
 
 /** One micro-batch: token ids and next-token targets, batchSize*seqLen each (targets < 0 are ignored). */
@@ -111,6 +118,9 @@ export class Trainer {
   private readonly dataParallel: DataParallelSync | undefined;
   /** Whether every rank holds rank 0's weights and optimizer state (done by the first step). */
   private stateShared = false;
+  private readonly profiler: StepProfiler | undefined;
+  /** The kernels the trainer calls outside the compiled step (timed as "optimizer" calls when profiling). */
+  private readonly kernels: Kernels;
 
   constructor(
     readonly backend: Backend,
@@ -138,13 +148,18 @@ export class Trainer {
     const scalars = backend.alloc(TRAINER_SCALAR_BYTES);
     this.buffers = { params, grads, m, v, scalars };
     this.compiled = new CompiledStep(this.model.graph, plan, backend, { params, grads, offsets: this.layout.offsets });
+    this.profiler = config.profiler;
+    // Profiling: the step's calls and the optimizer's kernels timed; otherwise the backend's own.
+    const exec = this.profiler ? withProfiledKernels(backend, this.profiler, "optimizer") : backend;
+    if (this.profiler) this.compiled.instrument(this.profiler);
+    this.kernels = exec.kernels;
     if (this.dtype === "f32") {
-      this.adamw = new AdamW(backend, this.layout, this.stateLayout, { params, grads, m, v }, config.optimizer);
+      this.adamw = new AdamW(exec, this.layout, this.stateLayout, { params, grads, m, v }, config.optimizer);
       uploadInitialParams(backend, params, this.layout, config.seed);
     } else {
       // AdamW runs in f32 on the masters and the f32 gradient sums; the 16-bit parameters are rounded from the masters.
-      const masters = (this.masters = new MasterWeights(backend, this.layout, this.stateLayout, { params, grads }));
-      this.adamw = new AdamW(backend, this.stateLayout, this.stateLayout, { params: masters.master, grads: masters.gradSums, m, v }, config.optimizer);
+      const masters = (this.masters = new MasterWeights(exec, this.layout, this.stateLayout, { params, grads }));
+      this.adamw = new AdamW(exec, this.stateLayout, this.stateLayout, { params: masters.master, grads: masters.gradSums, m, v }, config.optimizer);
       uploadInitialParams(backend, masters.master, this.stateLayout, config.seed);
       masters.roundToParams();
     }
@@ -207,6 +222,8 @@ export class Trainer {
   async step(microBatches: readonly Batch[] | BatchSource): Promise<StepResult> {
     const count = "next" in microBatches ? microBatches.count : microBatches.length;
     if (count < 1) throw new Error("step() needs at least one batch");
+    const profiler = this.profiler;
+    profiler?.beginStep(this.stepCount);
     const dp = this.dataParallel;
     if (dp && !this.stateShared) await this.shareRankZeroState(dp);
     const localValid = "next" in microBatches ? undefined : microBatches.reduce((s, b) => s + countValid(b.targets), 0);
@@ -214,12 +231,15 @@ export class Trainer {
     const masters = this.masters;
     // f32 accumulates into the gradient buffer itself; 16-bit dtypes sum each micro-batch's gradients in f32.
     if (!masters) this.zeroGradients();
+    await this.settleProfiledKernels();
     const lossScale = this.lossScaler?.scale ?? 1;
     this.lastLossScale = lossScale;
     let loss = 0;
     let collected = 0;
     for (let i = 0; i < count; i++) {
+      const waitStart = profiler?.now();
       const batch = "next" in microBatches ? await microBatches.next() : microBatches[i];
+      if (waitStart !== undefined) profiler!.data("next batch", waitStart);
       const valid = totalValid === undefined && dp ? await dp.sum(countValid(batch.targets)) : countValid(batch.targets);
       // The loss is a mean over `denominator` target rows; each row's gradient is 1 / denominator.
       const denominator = totalValid ?? valid * count;
@@ -229,6 +249,7 @@ export class Trainer {
       const handOff = dp && !masters && i === count - 1 ? dp : undefined;
       loss += (await this.forwardBackward(batch, lossScale / denominator, handOff)) / denominator;
       masters?.collectGradients(collected++ === 0);
+      await this.settleProfiledKernels();
     }
     if (masters && collected === 0) masters.zeroGradients();
     if (dp) {
@@ -237,13 +258,14 @@ export class Trainer {
     }
     const { scalars } = this.buffers;
     const grads = masters ? masters.gradSums : this.buffers.grads;
-    const k = this.backend.kernels;
+    const k = this.kernels;
     k.sumSquares({ x: grads, out: scalars, n: this.stateLayout.bytes / 4, dtype: "f32" });
     if (this.lossScaler) {
       const flag = { buffer: scalars, byteOffset: 4 };
       k.fill({ out: flag, n: 1, value: 0, dtype: "i32" });
       k.checkFinite({ x: grads, flag, n: this.stateLayout.bytes / 4, dtype: "f32" });
     }
+    await this.settleProfiledKernels();
     await this.backend.download(scalars, new Uint8Array(this.scalarHost));
     const gradNorm = Math.sqrt(this.sumSquaresHost[0]) / lossScale;
     const lr = learningRateAt(this.config.schedule, this.stepCount);
@@ -260,9 +282,11 @@ export class Trainer {
       const clipScale = clip > 0 ? Math.min(1, clip / (gradNorm + 1e-6)) : 1;
       this.adamw.update(lr, this.stepCount - this.skippedSteps + 1, clipScale / lossScale);
       masters?.roundToParams();
+      await this.settleProfiledKernels();
     }
     this.stepCount++;
     await this.backend.synchronize();
+    profiler?.endStep();
     return { loss, gradNorm, lr, tokens: count * this.tokensPerBatch, skipped, nonFinite, ...(this.lossScaler ? { lossScale } : {}) };
   }
 
@@ -278,10 +302,21 @@ export class Trainer {
     this.stateShared = true;
   }
 
+  /**
+   * Profiling on an asynchronous backend: waits for the kernels issued so far and
+   * counts the wait on the last one (the optimizer's kernels are issued back to back).
+   */
+  private async settleProfiledKernels(): Promise<void> {
+    const p = this.profiler;
+    if (!p?.synchronize || !p.recording) return;
+    await p.synchronize();
+    p.settleLastKernel();
+  }
+
   /** Zeroes the gradient buffer the graph accumulates parameter gradients into. */
   private zeroGradients(): void {
     const n = this.layout.bytes / bytesPerElement(this.dtype);
-    this.backend.kernels.fill({ out: this.buffers.grads, n, value: 0, dtype: this.dtype });
+    this.kernels.fill({ out: this.buffers.grads, n, value: 0, dtype: this.dtype });
   }
 
   /**
@@ -291,9 +326,13 @@ export class Trainer {
   private async forwardBackward(batch: Batch, lossScale: number, handOff?: DataParallelSync): Promise<number> {
     this.checkBatch(batch);
     this.compiled.runtime.lossScale = lossScale;
+    const p = this.profiler;
+    const uploadStart = p?.now();
     this.compiled.upload(this.model.ids, batch.ids);
     this.compiled.upload(this.model.training!.targets, batch.targets);
+    if (uploadStart !== undefined) p!.data("upload", uploadStart);
     if (handOff) await handOff.runHandingOff(this.compiled);
+    else if (p?.synchronize && p.recording) await this.compiled.runSynchronized(p, p.synchronize);
     else this.compiled.run();
     await this.compiled.download(this.model.training!.lossSum, this.lossHost);
     return this.lossHost[0];

@@ -1,0 +1,80 @@
+import type { ProfiledStep } from "./step-profiler.js";
+
+/** One row of a profile: mean milliseconds per step, its share of the step, and GFLOP/s where FLOPs are counted. */
+export interface ProfileRow {
+  name: string;
+  ms: number;
+  /** ms over the mean step time (the rows of a table sum to 1). */
+  share: number;
+  /** FLOPs counted by the contract over the row's time; null where none are counted. */
+  gflops: number | null;
+  /** Kernel rows: calls per step. */
+  calls?: number;
+}
+
+export interface ProfileSummary {
+  /** The trainer's step numbers that were recorded. */
+  steps: number[];
+  /** Mean time of a recorded step, from its start to its end inside Trainer.step. */
+  stepMs: number;
+  /** FLOPs per step the contract counts (matmul, attention) over the step time. */
+  gflops: number;
+  /**
+   * forward, backward, optimizer (time inside their kernel calls), data (waiting
+   * for the next batch, copying it to the device) and idle (the rest of the step:
+   * the host between kernel calls, reading the loss and the gradient norm back,
+   * waiting for other ranks). They sum to stepMs.
+   */
+  regions: ProfileRow[];
+  /** Time inside each kernel, most first, then "outside kernels" (data and idle): they sum to stepMs. */
+  kernels: ProfileRow[];
+}
+
+const REGIONS = ["forward", "backward", "optimizer"] as const;
+
+/** Means per step over the recorded steps. */
+export function summarizeProfile(steps: readonly ProfiledStep[]): ProfileSummary {
+  if (steps.length === 0) throw new Error("no profiled steps to summarize");
+  const n = steps.length;
+  let stepMs = 0;
+  let dataMs = 0;
+  const region = new Map<string, { ms: number; flops: number }>(REGIONS.map((r) => [r, { ms: 0, flops: 0 }]));
+  const kernel = new Map<string, { ms: number; flops: number; calls: number }>();
+  for (const s of steps) {
+    stepMs += s.end - s.start;
+    for (const d of s.data) dataMs += d.end - d.start;
+    for (const k of s.kernels) {
+      const ms = k.end - k.start;
+      const r = region.get(k.region)!;
+      r.ms += ms;
+      r.flops += k.flops;
+      const row = kernel.get(k.kernel) ?? { ms: 0, flops: 0, calls: 0 };
+      row.ms += ms;
+      row.flops += k.flops;
+      row.calls++;
+      kernel.set(k.kernel, row);
+    }
+  }
+  const mean = stepMs / n;
+  const row = (name: string, totalMs: number, flops: number, calls?: number): ProfileRow => ({
+    name,
+    ms: totalMs / n,
+    share: mean > 0 ? totalMs / n / mean : 0,
+    gflops: flops > 0 && totalMs > 0 ? flops / totalMs / 1e6 : null,
+    ...(calls !== undefined ? { calls: calls / n } : {}),
+  });
+  const inKernels = REGIONS.reduce((t, r) => t + region.get(r)!.ms, 0);
+  // Kernel calls and data waits never overlap inside a step, so the rest is never negative.
+  const idle = stepMs - inKernels - dataMs;
+  const totalFlops = REGIONS.reduce((t, r) => t + region.get(r)!.flops, 0);
+  return {
+    steps: steps.map((s) => s.step),
+    stepMs: mean,
+    gflops: stepMs > 0 ? totalFlops / stepMs / 1e6 : 0,
+    regions: [...REGIONS.map((r) => row(r, region.get(r)!.ms, region.get(r)!.flops)), row("data", dataMs, 0), row("idle", idle, 0)],
+    kernels: [
+      ...[...kernel].sort((a, b) => b[1].ms - a[1].ms).map(([name, k]) => row(name, k.ms, k.flops, k.calls)),
+      row("outside kernels", stepMs - inKernels, 0),
+    ],
+  };
+}

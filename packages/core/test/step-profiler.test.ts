@@ -1,0 +1,120 @@
+import { describe, expect, it } from "vitest";
+import { createReferenceBackend } from "@kiln/contract";
+import { resolveModelConfig } from "../src/model/architectures.js";
+import { Trainer, type TrainerConfig } from "../src/train/trainer.js";
+import { StepProfiler, type ProfiledStep } from "../src/exec/step-profiler.js";
+import { summarizeProfile } from "../src/exec/profile-summary.js";
+
+const config = (arch: "gpt2" | "llama"): TrainerConfig => ({
+  model: resolveModelConfig({ arch, vocabSize: 24, hiddenSize: 16, numLayers: 2, numHeads: 4, maxSeqLen: 8, ...(arch === "llama" ? { kvHeads: 2, intermediateSize: 32 } : {}) }),
+  batchSize: 2,
+  seqLen: 8,
+  optimizer: { beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 },
+  schedule: { kind: "cosine", peak: 3e-3, min: 3e-4, warmupSteps: 2, maxSteps: 8 },
+  seed: 7,
+});
+
+const batchAt = (step: number) => {
+  const ids = Int32Array.from({ length: 16 }, (_, i) => (i * 5 + step * 3) % 24);
+  const targets = Int32Array.from({ length: 16 }, (_, i) => (i * 5 + step * 3 + 1) % 24);
+  return { ids, targets };
+};
+
+/** Two micro-batches per step, handed out one at a time as the CLI's prefetcher does. */
+const source = (step: number) => {
+  let i = 0;
+  return { count: 2, next: async () => batchAt(2 * step + i++) };
+};
+
+/** Every event lies inside its step, in order, and none overlaps another. */
+function expectOrderedAndDisjoint(s: ProfiledStep): void {
+  const events = [...s.kernels, ...s.data].sort((a, b) => a.start - b.start);
+  let at = s.start;
+  for (const e of events) {
+    expect(e.start).toBeGreaterThanOrEqual(at);
+    expect(e.end).toBeGreaterThanOrEqual(e.start);
+    at = e.end;
+  }
+  expect(s.end).toBeGreaterThanOrEqual(at);
+}
+
+describe.each(["gpt2", "llama"] as const)("%s step profile", (arch) => {
+  it("records the armed steps only, and leaves the training itself unchanged", async () => {
+    const plain = new Trainer(createReferenceBackend(), config(arch));
+    const profiler = new StepProfiler();
+    const profiled = new Trainer(createReferenceBackend(), { ...config(arch), profiler });
+    for (let step = 0; step < 4; step++) {
+      profiler.armed = step === 1 || step === 2;
+      const [a, b] = [await plain.step(source(step)), await profiled.step(source(step))];
+      expect(b.loss).toBe(a.loss);
+      expect(b.gradNorm).toBe(a.gradNorm);
+    }
+    expect(profiler.steps.map((s) => s.step)).toEqual([1, 2]);
+  });
+
+  it("sums per region and per kernel to the step time", async () => {
+    const profiler = new StepProfiler();
+    profiler.armed = true;
+    const trainer = new Trainer(createReferenceBackend(), { ...config(arch), profiler });
+    for (let step = 0; step < 3; step++) await trainer.step(source(step));
+    for (const s of profiler.steps) expectOrderedAndDisjoint(s);
+    const summary = summarizeProfile(profiler.steps);
+    const sum = (rows: { ms: number }[]) => rows.reduce((t, r) => t + r.ms, 0);
+    expect(summary.regions.map((r) => r.name)).toEqual(["forward", "backward", "optimizer", "data", "idle"]);
+    expect(sum(summary.regions)).toBeCloseTo(summary.stepMs, 9);
+    expect(sum(summary.kernels)).toBeCloseTo(summary.stepMs, 9);
+    expect(summary.regions.reduce((t, r) => t + r.share, 0)).toBeCloseTo(1, 9);
+    for (const r of [...summary.regions, ...summary.kernels]) expect(r.ms).toBeGreaterThanOrEqual(0);
+
+    // Every node of the compiled step once per micro-batch, in its region; the optimizer's kernels outside it.
+    const [first] = profiler.steps;
+    const nodes = (trainer as unknown as { compiled: { graph: { nodes: { backward: boolean }[] } } }).compiled.graph.nodes;
+    expect(first.kernels.filter((k) => k.region === "forward")).toHaveLength(2 * nodes.filter((n) => !n.backward).length);
+    expect(first.kernels.filter((k) => k.region === "backward")).toHaveLength(2 * nodes.filter((n) => n.backward).length);
+    expect(first.kernels.filter((k) => k.kernel === "adamW")).toHaveLength(trainer.layout.specs.length);
+    expect(first.data.filter((d) => d.name === "next batch")).toHaveLength(2);
+    // FLOPs are the contract's: matmuls counted, element-wise kernels not.
+    const matmul = summary.kernels.find((k) => k.name === "matmul")!;
+    expect(matmul.gflops).toBeGreaterThan(0);
+    expect(summary.kernels.find((k) => k.name === "adamW")!.gflops).toBeNull();
+  });
+
+  it("waits for the device after each forward and backward kernel when given a synchronize", async () => {
+    let waits = 0;
+    const profiler = new StepProfiler(undefined, async () => void waits++);
+    profiler.armed = true;
+    const trainer = new Trainer(createReferenceBackend(), { ...config(arch), profiler });
+    await trainer.step(source(0));
+    const [s] = profiler.steps;
+    const passes = s.kernels.filter((k) => k.region !== "optimizer").length;
+    // One wait per forward/backward kernel, and one after each stretch of optimizer kernels.
+    expect(waits).toBeGreaterThan(passes);
+    expectOrderedAndDisjoint(s);
+  });
+});
+
+describe("summarizeProfile", () => {
+  it("averages over steps and keeps data and idle apart", () => {
+    const step = (start: number): ProfiledStep => ({
+      step: start,
+      start,
+      end: start + 10,
+      data: [{ name: "next batch", start, end: start + 1 }],
+      kernels: [
+        { kernel: "matmul", region: "forward", start: start + 1, end: start + 3, flops: 4e6 },
+        { kernel: "matmul", region: "backward", start: start + 3, end: start + 7, flops: 8e6 },
+        { kernel: "adamW", region: "optimizer", start: start + 8, end: start + 9, flops: 0 },
+      ],
+    });
+    const s = summarizeProfile([step(0), step(100)]);
+    expect(s.stepMs).toBe(10);
+    expect(Object.fromEntries(s.regions.map((r) => [r.name, r.ms]))).toEqual({ forward: 2, backward: 4, optimizer: 1, data: 1, idle: 2 });
+    expect(s.kernels.map((k) => [k.name, k.ms, k.calls])).toEqual([
+      ["matmul", 6, 2],
+      ["adamW", 1, 1],
+      ["outside kernels", 3, undefined],
+    ]);
+    expect(s.kernels[0].gflops).toBe(2); // 12e6 FLOPs in 6 ms
+    expect(s.gflops).toBeCloseTo(1.2, 12);
+  });
+});
