@@ -1,7 +1,8 @@
-import { CheckpointError, type FloatDType, encodeToBytes, isFloatDType } from "@kiln/contract";
-import { decodeSafetensors, encodeSafetensors } from "../checkpoint/safetensors-codec.js";
+import { CheckpointError, type FloatDType, isFloatDType } from "@kiln/contract";
+import { deviceTensorSource } from "../checkpoint/device-tensor-source.js";
+import { decodeSafetensors, encodeStreamedSafetensors } from "../checkpoint/safetensors-codec.js";
 import { type SafetensorsDType, toSafetensorsDType } from "../checkpoint/safetensors-dtype.js";
-import type { SafetensorsTensorInput } from "../checkpoint/safetensors-layout.js";
+import type { StreamedTensorInput } from "../checkpoint/safetensors-layout.js";
 import { elementCount } from "../graph/tensor.js";
 import {
   EXP_AVG,
@@ -44,18 +45,27 @@ export function tensorSourceOfBytes(bytes: Uint8Array, fileName?: string): Tenso
   };
 }
 
-/** The tensors and metadata of a training checkpoint: f32 weights (Hugging Face names), AdamW m and v, step, model, dtype. */
+/**
+ * The tensors and metadata of a training checkpoint: f32 weights (Hugging Face names), AdamW m and v, step, model, dtype.
+ * Each tensor's bytes are read from the device as a writer asks for them (deviceTensorSource): none is copied
+ * whole; write them before the trainer takes another step.
+ */
 export async function trainerCheckpointContents(
   trainer: Trainer,
   metadata: Record<string, string> = {},
-): Promise<{ tensors: SafetensorsTensorInput[]; metadata: Record<string, string> }> {
-  const tensors: SafetensorsTensorInput[] = [];
-  const add = (prefix: string, values: Map<string, Float32Array>) => {
-    for (const s of trainer.layout.specs) tensors.push({ name: prefix + s.name, dtype: "F32", shape: s.shape, data: values.get(s.name)! });
-  };
-  add("", await trainer.readParameters("master"));
-  add(EXP_AVG, await trainer.readParameters("m"));
-  add(EXP_AVG_SQ, await trainer.readParameters("v"));
+): Promise<{ tensors: StreamedTensorInput[]; metadata: Record<string, string> }> {
+  const { params, master, m, v } = trainer.stateBuffers;
+  const tensors: StreamedTensorInput[] = [];
+  for (const [prefix, buffer, layout] of [
+    ["", master ?? params, master ? trainer.stateLayout : trainer.layout],
+    [EXP_AVG, m, trainer.stateLayout],
+    [EXP_AVG_SQ, v, trainer.stateLayout],
+  ] as const) {
+    for (const s of layout.specs) {
+      const at = { buffer, byteOffset: layout.offsets.get(s.name)! };
+      tensors.push({ name: prefix + s.name, dtype: "F32", shape: s.shape, data: deviceTensorSource(trainer.backend, at, elementCount(s.shape)) });
+    }
+  }
   return {
     tensors,
     metadata: {
@@ -73,18 +83,19 @@ export async function trainerCheckpointContents(
   };
 }
 
-/** The trained weights alone in `dtype` (the 16-bit ones rounded from the f32 masters, as encodeToBytes rounds), with step, model and dtype. */
+/** The trained weights alone in `dtype` (the 16-bit ones rounded from the f32 masters on their way out, as encodeElements rounds), with step, model and dtype. */
 export async function trainedWeightsContents(
   trainer: Trainer,
   metadata: Record<string, string> = {},
   dtype: FloatDType = trainer.dtype,
-): Promise<{ tensors: SafetensorsTensorInput[]; metadata: Record<string, string> }> {
-  const masters = await trainer.readParameters("master");
-  const tensors: SafetensorsTensorInput[] = trainer.layout.specs.map((s) => ({
+): Promise<{ tensors: StreamedTensorInput[]; metadata: Record<string, string> }> {
+  const { params, master } = trainer.stateBuffers;
+  const [buffer, layout] = master ? [master, trainer.stateLayout] : [params, trainer.layout];
+  const tensors: StreamedTensorInput[] = layout.specs.map((s) => ({
     name: s.name,
     dtype: toSafetensorsDType(dtype),
     shape: s.shape,
-    data: dtype === "f32" ? masters.get(s.name)! : encodeToBytes(masters.get(s.name)!, dtype),
+    data: deviceTensorSource(trainer.backend, { buffer, byteOffset: layout.offsets.get(s.name)! }, elementCount(s.shape), dtype),
   }));
   return { tensors, metadata: { ...metadata, [META_STEP]: String(trainer.stepCount), [META_MODEL]: JSON.stringify(trainer.config.model), [META_DTYPE]: dtype, format: "pt" } };
 }
@@ -92,7 +103,7 @@ export async function trainedWeightsContents(
 /** The bytes of the .safetensors file saveTrainerCheckpoint writes: the same tensors, order and metadata. */
 export async function encodeTrainerCheckpoint(trainer: Trainer, metadata: Record<string, string> = {}): Promise<Uint8Array> {
   const c = await trainerCheckpointContents(trainer, metadata);
-  return encodeSafetensors(c.tensors, c.metadata);
+  return encodeStreamedSafetensors(c.tensors, c.metadata);
 }
 
 /**
