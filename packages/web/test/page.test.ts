@@ -152,6 +152,10 @@ describe("the page served by kiln web (cross-origin isolated)", () => {
     expect(printed).toBe(`${s.text}\n`);
     // Byte tokens: the tokens are the bytes of the text after the prompt.
     expect([...Buffer.from(printed.slice(PROMPT.length, -1), "utf8")]).toEqual(s.tokens);
+    // kiln train resumes from it.
+    const resumed = runKiln(["train", "-f", path.join(repoRoot, "models/nano-start.yaml"), "--max-steps", "205", "--resume", file, "--headless", "--output-dir", path.join(work, "resumed")]);
+    expect(resumed.status, resumed.stderr).toBe(0);
+    expect(resumed.stderr).toMatch(/resumed from .*step_200\.safetensors at step 200/);
     const shot = await page.screenshot({ path: process.env.KILN_WEB_SCREENSHOT ?? path.join(work, "page.png"), fullPage: true });
     expect(shot.subarray(1, 4).toString()).toBe("PNG");
     expect((page as Page & { failedRequests: string[] }).failedRequests).toEqual([]);
@@ -200,6 +204,34 @@ describe("the page on a static host without COOP/COEP", () => {
       const v = await train(page, 30, 120_000);
       expect(v.losses[0].step).toBe(1);
       expect(v.losses[0].loss - v.losses.at(-1)!.loss).toBeGreaterThan(0.5);
+      await page.close();
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("pauses and resumes, and trains on a text file given to the page", async (ctx) => {
+    if (missing) return ctx.skip(missing);
+    const server = await servePlain(site);
+    try {
+      const page = await openPage(server.url);
+      const text = Array.from({ length: 400 }, (_, i) => `Line ${i}: the quick brown fox jumps over the lazy dog.\n`).join("");
+      await page.setInputFiles("#text-file", { name: "fox.txt", mimeType: "text/plain", buffer: Buffer.from(text) });
+      await page.waitForFunction(() => (document.getElementById("data-text") as HTMLInputElement).checked);
+      await page.fill("#steps", "40");
+      await page.click("#start");
+      await waitFor(page, `v.state === "training" && v.step >= 1`, 60_000);
+      await page.click("#pause");
+      const paused = await waitFor(page, `v.state === "paused"`, 30_000);
+      expect(await page.textContent("#pause")).toBe("Resume");
+      // Paused: no step is taken while the page waits.
+      await page.waitForTimeout(1000);
+      expect((await view(page)).step).toBe(paused.step);
+      expect(paused.step).toBeLessThan(40);
+      await page.click("#pause");
+      const v = await waitFor(page, `v.state === "done" && v.step === 40`, 120_000);
+      expect(await page.textContent("#log")).toMatch(/data {4}fox\.txt, bytes tokens: 21,890 tokens/);
+      expect(v.losses[0].loss - v.losses.at(-1)!.loss).toBeGreaterThan(1.0);
       await page.close();
     } finally {
       await server.close();
