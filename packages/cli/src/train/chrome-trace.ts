@@ -44,7 +44,7 @@ export function chromeTrace(steps: readonly ProfiledStep[], pid = 1): ChromeTrac
     { name: "thread_name", ph: "M", pid, tid, ts: 0, args: { name: "trainer" } },
   ];
   for (const s of steps) {
-    events.push(complete(`step ${s.step + 1}`, "step", ns(s.start), ns(s.end)));
+    events.push(complete(`step ${s.step}`, "step", ns(s.start), ns(s.end)));
     const timeline = [...s.kernels.map((k) => ({ kind: "kernel" as const, k })), ...s.data.map((d) => ({ kind: "data" as const, d }))].sort(
       (a, b) => (a.kind === "kernel" ? a.k.start : a.d.start) - (b.kind === "kernel" ? b.k.start : b.d.start),
     );

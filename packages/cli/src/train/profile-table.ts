@@ -32,7 +32,7 @@ export function formatProfileTable(s: ProfileSummary, c: ProfileTableContext): s
   const last = s.steps.at(-1)!;
   const sum = s.regions.reduce((t, r) => t + r.ms, 0);
   const lines = [
-    `profile of step${s.steps.length === 1 ? ` ${first + 1}` : `s ${first + 1}-${last + 1}`} (${s.steps.length} step${s.steps.length === 1 ? "" : "s"}, means per step) on ${c.device}`,
+    `profile of step${s.steps.length === 1 ? ` ${first}` : `s ${first}-${last}`} (${s.steps.length} step${s.steps.length === 1 ? "" : "s"}, means per step) on ${c.device}`,
     `step ${fixed(s.stepMs, 2)} ms inside the trainer, ${fixed(c.measuredStepMs, 2)} ms measured around each step: the table sums to ${fixed((100 * sum) / c.measuredStepMs, 1)}% of it; ${fixed(s.gflops, 1)} GFLOP/s counted (matmul, attention)`,
     ...(c.synchronized ? ["measured with a device synchronize after every kernel: kernel times are run times, and the steps ran slower than unprofiled ones"] : []),
     "",
