@@ -51,6 +51,7 @@ export class PageTraining {
   private state: RunState = "idle";
   private turn: Promise<unknown> = Promise.resolve();
   private looping = false;
+  private lastTokens: { tokenizer: string; text: string | undefined; tokens: Uint32Array } | undefined;
 
   constructor(
     private readonly backend: Backend,
@@ -74,49 +75,58 @@ export class PageTraining {
   }
 
   private async open(configText: string, data: DataChoice, steps: number | undefined, checkpoint: { name: string; bytes: Uint8Array } | undefined): Promise<void> {
-    {
-      const config = parseRunConfig(configText);
-      if (steps !== undefined) config.maxSteps = steps;
-      const device = this.backend.capabilities().device;
-      const memory = checkMemory(config, device.name, device.memoryBytes);
-      const tokenizer = await getTokenizer(config.tokenizer);
-      if (tokenizer.vocabSize > config.model.vocabSize) {
-        throw new PageConfigError(`the ${tokenizer.name} tokenizer has ${tokenizer.vocabSize} ids but model.vocab_size is ${config.model.vocabSize}`, "model.vocab_size", `raise model.vocab_size to ${tokenizer.vocabSize} or more, or use another data.tokenizer`);
-      }
-      const started = performance.now();
-      const tokens = data.kind === "builtin" ? tokenizeDocuments(generateStories(BUILTIN_SEED, DEFAULT_BUILTIN_CORPUS_CHARS), tokenizer) : tokenizeDocuments([data.text], tokenizer);
-      const dataName = data.kind === "builtin" ? "kiln's built-in story corpus" : data.name;
-      const dataset = memoryDataset(dataName, tokens);
-      const common = { batchSize: config.batchSize, seqLen: config.seqLen, seed: config.seed, valFraction: config.valFraction };
-      const train = new BatchSampler(dataset, { ...common, split: "train" });
-      const val = new BatchSampler(dataset, { ...common, split: "val", shuffle: false });
-      const trainer = new Trainer(this.backend, {
-        model: config.model,
-        batchSize: config.batchSize,
-        seqLen: config.seqLen,
-        optimizer: { beta1: config.beta1, beta2: config.beta2, eps: config.eps, weightDecay: config.weightDecay, gradClip: config.gradClip },
-        schedule: { kind: config.schedule, peak: config.lr, min: config.minLr, warmupSteps: config.warmupSteps, maxSteps: config.maxSteps },
-        seed: config.seed,
-        recompute: config.recompute,
-      });
-      if (checkpoint) {
-        try {
-          const meta = await restoreTrainerState(trainer, tensorSourceOfBytes(checkpoint.bytes, checkpoint.name), checkpoint.name);
-          if (meta[META_DATA_CURSOR]) train.setCursor(JSON.parse(meta[META_DATA_CURSOR]) as SamplerCursor);
-        } catch (err) {
-          trainer.dispose();
-          throw err;
-        }
-      }
-      const runner = trainer.forwardRunner(config.batchSize, config.seqLen);
-      this.run = { config, configText, dataName, tokenizer, trainer, prefetcher: new Prefetcher(train, 2), val, runner };
-      const m = config.model;
-      this.log(`model   ${m.arch}, ${(trainer.layout.count / 1e6).toFixed(2)}M parameters, ${m.numLayers} layers, hidden ${m.hiddenSize}`);
-      this.log(`step    ${config.batchSize} x ${config.seqLen} tokens x ${config.gradAccum} accumulation = ${config.batchSize * config.seqLen * config.gradAccum} tokens`);
-      this.log(`data    ${dataName}, ${tokenizer.name} tokens: ${tokens.length.toLocaleString("en-US")} tokens, ${train.windowCount} training windows (tokenized in ${((performance.now() - started) / 1000).toFixed(1)} s)`);
-      this.log(`memory  ${memory.description}`);
-      if (checkpoint) this.log(`resumed from ${checkpoint.name} at step ${trainer.stepCount}`);
+    const config = parseRunConfig(configText);
+    if (steps !== undefined) config.maxSteps = steps;
+    const device = this.backend.capabilities().device;
+    const memory = checkMemory(config, device.name, device.memoryBytes);
+    const tokenizer = await getTokenizer(config.tokenizer);
+    if (tokenizer.vocabSize > config.model.vocabSize) {
+      throw new PageConfigError(`the ${tokenizer.name} tokenizer has ${tokenizer.vocabSize} ids but model.vocab_size is ${config.model.vocabSize}`, "model.vocab_size", `raise model.vocab_size to ${tokenizer.vocabSize} or more, or use another data.tokenizer`);
     }
+    const started = performance.now();
+    const { name: dataName, tokens } = this.tokensOf(data, tokenizer);
+    const dataset = memoryDataset(dataName, tokens);
+    const common = { batchSize: config.batchSize, seqLen: config.seqLen, seed: config.seed, valFraction: config.valFraction };
+    const train = new BatchSampler(dataset, { ...common, split: "train" });
+    const val = new BatchSampler(dataset, { ...common, split: "val", shuffle: false });
+    const trainer = new Trainer(this.backend, {
+      model: config.model,
+      batchSize: config.batchSize,
+      seqLen: config.seqLen,
+      optimizer: { beta1: config.beta1, beta2: config.beta2, eps: config.eps, weightDecay: config.weightDecay, gradClip: config.gradClip },
+      schedule: { kind: config.schedule, peak: config.lr, min: config.minLr, warmupSteps: config.warmupSteps, maxSteps: config.maxSteps },
+      seed: config.seed,
+      recompute: config.recompute,
+    });
+    if (checkpoint) {
+      try {
+        const meta = await restoreTrainerState(trainer, tensorSourceOfBytes(checkpoint.bytes, checkpoint.name), checkpoint.name);
+        if (meta[META_DATA_CURSOR]) train.setCursor(JSON.parse(meta[META_DATA_CURSOR]) as SamplerCursor);
+      } catch (err) {
+        trainer.dispose();
+        throw err;
+      }
+    }
+    const runner = trainer.forwardRunner(config.batchSize, config.seqLen);
+    this.run = { config, configText, dataName, tokenizer, trainer, prefetcher: new Prefetcher(train, 2), val, runner };
+    const m = config.model;
+    this.log(`model   ${m.arch}, ${(trainer.layout.count / 1e6).toFixed(2)}M parameters, ${m.numLayers} layers, hidden ${m.hiddenSize}`);
+    this.log(`step    ${config.batchSize} x ${config.seqLen} tokens x ${config.gradAccum} accumulation = ${config.batchSize * config.seqLen * config.gradAccum} tokens`);
+    this.log(`data    ${dataName}, ${tokenizer.name} tokens: ${tokens.length.toLocaleString("en-US")} tokens, ${train.windowCount} training windows (ready in ${((performance.now() - started) / 1000).toFixed(1)} s)`);
+    this.log(`memory  ${memory.description}`);
+    if (checkpoint) this.log(`resumed from ${checkpoint.name} at step ${trainer.stepCount}`);
+  }
+
+  /** The training text as tokens; the last one is kept, so starting again on the same data does not tokenize it again. */
+  private tokensOf(data: DataChoice, tokenizer: Tokenizer): { name: string; tokens: Uint32Array } {
+    const name = data.kind === "builtin" ? "kiln's built-in story corpus" : data.name;
+    const text = data.kind === "text" ? data.text : undefined;
+    const last = this.lastTokens;
+    if (!last || last.tokenizer !== tokenizer.name || last.text !== text) {
+      const tokens = text === undefined ? tokenizeDocuments(generateStories(BUILTIN_SEED, DEFAULT_BUILTIN_CORPUS_CHARS), tokenizer) : tokenizeDocuments([text], tokenizer);
+      this.lastTokens = { tokenizer: tokenizer.name, text, tokens };
+    }
+    return { name, tokens: this.lastTokens!.tokens };
   }
 
   pause(): void {
