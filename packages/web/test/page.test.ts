@@ -3,6 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { getTokenizer } from "@kiln/core";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type HeadlessChromium, chromiumMissingReason, launchChromium } from "./support/chromium.js";
@@ -210,7 +211,7 @@ describe("the page on a static host without COOP/COEP", () => {
     }
   });
 
-  it("pauses and resumes, and trains on a text file given to the page", async (ctx) => {
+  it("pauses and resumes, and trains on a text file given to the page, tokenized by bytes and by gpt2", async (ctx) => {
     if (missing) return ctx.skip(missing);
     const server = await servePlain(site);
     try {
@@ -232,6 +233,15 @@ describe("the page on a static host without COOP/COEP", () => {
       const v = await waitFor(page, `v.state === "done" && v.step === 40`, 120_000);
       expect(await page.textContent("#log")).toMatch(/data {4}fox\.txt, bytes tokens: 21,890 tokens/);
       expect(v.losses[0].loss - v.losses.at(-1)!.loss).toBeGreaterThan(1.0);
+
+      // The same file with the gpt2 tokenizer: the ids kiln prepare would write (<|endoftext|>, then the text's).
+      const gpt2 = await getTokenizer("gpt2");
+      const config = "model:\n  arch: gpt2\n  vocab_size: 50257\n  hidden_size: 32\n  num_layers: 1\n  num_heads: 2\n  max_seq_len: 32\ntrainer:\n  batch_size: 2\ndata:\n  tokenizer: gpt2\n";
+      await page.fill("#config", config);
+      const w = await train(page, 3, 120_000);
+      const expected = 1 + gpt2.encode(text).length;
+      expect(await page.textContent("#log")).toContain(`data    fox.txt, gpt2 tokens: ${expected.toLocaleString("en-US")} tokens`);
+      expect(w.losses[0].loss).toBeGreaterThan(Math.log(50257) - 1);
       await page.close();
     } finally {
       await server.close();
