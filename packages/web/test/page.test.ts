@@ -234,7 +234,7 @@ describe("the page on a static host without COOP/COEP", () => {
       expect(await page.textContent("#log")).toMatch(/data {4}fox\.txt, bytes tokens: 21,890 tokens/);
       expect(v.losses[0].loss - v.losses.at(-1)!.loss).toBeGreaterThan(1.0);
 
-      // The same file with the gpt2 tokenizer: the ids kiln prepare would write (<|endoftext|>, then the text's).
+      // The same file with the gpt2 tokenizer: as many ids as kiln prepare writes (<|endoftext|>, then the text's).
       const gpt2 = await getTokenizer("gpt2");
       const config = "model:\n  arch: gpt2\n  vocab_size: 50257\n  hidden_size: 32\n  num_layers: 1\n  num_heads: 2\n  max_seq_len: 32\ntrainer:\n  batch_size: 2\ndata:\n  tokenizer: gpt2\n";
       await page.fill("#config", config);
