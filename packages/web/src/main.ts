@@ -111,11 +111,11 @@ function showState(): void {
   pauseButton.textContent = s === "paused" ? "Resume" : "Pause";
   const trained = s === "training" || s === "paused" || s === "done";
   downloadButton.disabled = !trained;
-  generateButton.disabled = !trained;
+  generateButton.disabled = !trained && s !== "loaded";
   const last = view.losses.at(-1);
   const val = view.valLosses.at(-1);
   $("status").textContent =
-    s === "idle" ? "not started" : s === "preparing" ? "tokenizing and planning..." :
+    s === "idle" ? "not started" : s === "preparing" ? "tokenizing and planning..." : s === "loaded" ? "trained weights loaded: sample from them below" :
     `${s}: step ${view.step} / ${view.maxSteps}` +
     (last ? `   loss ${last.loss.toFixed(4)}   ${Math.round(last["tokens/s"]).toLocaleString("en-US")} tokens/s` : "") +
     (val ? `   val_loss ${val.val_loss.toFixed(4)} (step ${val.step})` : "");

@@ -28,7 +28,7 @@ export interface MetricsLine {
   "tokens/s": number;
 }
 
-export type RunState = "idle" | "preparing" | "training" | "paused" | "done";
+export type RunState = "idle" | "preparing" | "training" | "paused" | "done" | "loaded";
 
 export type FromWorker =
   | { type: "device"; name: string; threads: number; isolated: boolean; why: string }

@@ -1,19 +1,23 @@
 import {
   BatchSampler,
   DEFAULT_BUILTIN_CORPUS_CHARS,
+  EXP_AVG,
   type ForwardRunner,
   META_DATA,
   META_DATA_CURSOR,
   META_DATA_CURSORS,
+  META_STEP,
   META_TOKENIZER,
   Prefetcher,
   type SamplerCursor,
   TokenGenerator,
   type Tokenizer,
   Trainer,
+  decodeSafetensors,
   encodeTrainerCheckpoint,
   generateStories,
   getTokenizer,
+  isTokenizerName,
   restoreTrainerState,
   tensorSourceOfBytes,
 } from "@kiln/core/browser";
@@ -51,6 +55,8 @@ export class PageTraining {
   private state: RunState = "idle";
   private turn: Promise<unknown> = Promise.resolve();
   private looping = false;
+  /** Trained weights loaded without their run (final.safetensors), to sample from. */
+  private weights: { generator: TokenGenerator; tokenizer: Tokenizer; name: string } | undefined;
   private lastTokens: { tokenizer: string; text: string | undefined; tokens: Uint32Array } | undefined;
 
   constructor(
@@ -142,18 +148,27 @@ export class PageTraining {
   /** Text generated from the current weights, as kiln sample generates it from a checkpoint of them. */
   async sample(request: SampleRequest): Promise<void> {
     await this.exclusive(async () => {
-      const run = this.requireRun("sample");
-      const bytes = await encodeTrainerCheckpoint(run.trainer);
-      const generator = await TokenGenerator.fromTensors(this.backend, tensorSourceOfBytes(bytes), "the current weights");
-      try {
-        const prompt = run.tokenizer.encode(request.prompt);
-        if (prompt.length === 0) throw new PageConfigError("the prompt is empty", "prompt", "type some text to continue (a line break works)");
-        const tokens = await generator.generate(prompt, request.maxTokens, { temperature: request.temperature, topK: request.topK, seed: request.seed }, () => true);
-        this.post({ type: "sample", text: request.prompt + run.tokenizer.decode(tokens), tokens });
-      } finally {
-        generator.dispose();
+      if (this.run) {
+        const bytes = await encodeTrainerCheckpoint(this.run.trainer);
+        const generator = await TokenGenerator.fromTensors(this.backend, tensorSourceOfBytes(bytes), "the current weights");
+        try {
+          await this.generate(generator, this.run.tokenizer, request);
+        } finally {
+          generator.dispose();
+        }
+      } else if (this.weights) {
+        await this.generate(this.weights.generator, this.weights.tokenizer, request);
+      } else {
+        this.requireRun("sample");
       }
     });
+  }
+
+  private async generate(generator: TokenGenerator, tokenizer: Tokenizer, request: SampleRequest): Promise<void> {
+    const prompt = tokenizer.encode(request.prompt);
+    if (prompt.length === 0) throw new PageConfigError("the prompt is empty", "prompt", "type some text to continue (a line break works)");
+    const tokens = await generator.generate(prompt, request.maxTokens, { temperature: request.temperature, topK: request.topK, seed: request.seed }, () => true);
+    this.post({ type: "sample", text: request.prompt + tokenizer.decode(tokens), tokens });
   }
 
   /** A training checkpoint of the run as kiln train writes one (weights, AdamW state, step, config, tokenizer, data cursor). */
@@ -172,12 +187,34 @@ export class PageTraining {
     });
   }
 
-  /** Continues the run a training checkpoint holds (its config; the page's data choice), paused. */
+  /**
+   * A checkpoint from this page or from kiln train: a training checkpoint (step_N: weights,
+   * AdamW state and config) continues its run, paused at its step; trained weights alone
+   * (final.safetensors) are loaded to sample from, as kiln sample does.
+   */
   async load(name: string, bytes: Uint8Array, data: DataChoice): Promise<void> {
-    const meta = tensorSourceOfBytes(bytes, name).metadata;
-    const configText = meta[META_CONFIG];
-    if (configText === undefined) throw new PageConfigError(`${name} holds no ${META_CONFIG}`, name, "load a step checkpoint written by kiln train or by this page (step_N.safetensors)");
-    await this.start(configText, data, undefined, { name, bytes }, true);
+    const source = tensorSourceOfBytes(bytes, name);
+    const configText = source.metadata[META_CONFIG];
+    const training = [...decodeSafetensors(bytes, name).tensors.keys()].some((n) => n.startsWith(EXP_AVG));
+    if (configText !== undefined && training) {
+      await this.start(configText, data, undefined, { name, bytes }, true);
+      return;
+    }
+    await this.exclusive(async () => {
+      const recorded = source.metadata[META_TOKENIZER];
+      if (recorded === undefined || !isTokenizerName(recorded)) {
+        throw new PageConfigError(
+          recorded === undefined ? `${name} does not say which tokenizer its data used` : `${name} was trained with the tokenizer ${recorded}, which the page does not have`,
+          name,
+          "the page samples checkpoints of data tokenized by bytes, gpt2, cl100k or o200k",
+        );
+      }
+      const generator = await TokenGenerator.fromTensors(this.backend, source, name);
+      this.stopRun();
+      this.weights = { generator, tokenizer: await getTokenizer(recorded), name };
+      this.log(`loaded ${name}: trained weights (step ${source.metadata[META_STEP] ?? "?"}), to sample from`);
+      this.setState("loaded");
+    });
   }
 
   private async loop(): Promise<void> {
@@ -236,6 +273,8 @@ export class PageTraining {
   }
 
   private stopRun(): void {
+    this.weights?.generator.dispose();
+    this.weights = undefined;
     if (!this.run) return;
     void this.run.prefetcher.close();
     this.run.runner.dispose();

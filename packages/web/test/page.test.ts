@@ -162,7 +162,7 @@ describe("the page served by kiln web (cross-origin isolated)", () => {
     expect((page as Page & { failedRequests: string[] }).failedRequests).toEqual([]);
   });
 
-  it("loads a kiln train checkpoint and samples what kiln sample prints for it", async (ctx) => {
+  it("loads kiln train's step and final checkpoints and samples what kiln sample prints for them", async (ctx) => {
     if (missing) return ctx.skip(missing);
     const out = path.join(work, "cli-run");
     const r = runKiln(["train", "-f", path.join(repoRoot, "models/nano-start.yaml"), "--max-steps", "20", "--headless", "--output-dir", out]);
@@ -173,6 +173,15 @@ describe("the page served by kiln web (cross-origin isolated)", () => {
     expect(await page.textContent("#log")).toMatch(/resumed from step_20\.safetensors at step 20/);
     const s = await sample(page);
     expect(`${s.text}\n`).toBe(cliSample(file));
+
+    // Trained weights alone (final.safetensors, no optimizer state): loaded to sample from.
+    const final = path.join(out, "final.safetensors");
+    await page.setInputFiles("#upload", final);
+    await waitFor(page, `v.state === "loaded"`, 60_000);
+    expect(await page.textContent("#log")).toMatch(/loaded final\.safetensors: trained weights \(step 20\), to sample from/);
+    const f = await sample(page);
+    expect(`${f.text}\n`).toBe(cliSample(final));
+    expect(f.text).toBe(s.text);
   });
 
   it("refuses a model over WebAssembly's 4 GiB before allocating, with the CLI's message", async (ctx) => {
