@@ -77,7 +77,7 @@ export class PageTraining {
       }
     });
     this.setState(this.run!.trainer.stepCount >= this.run!.config.maxSteps ? "done" : paused ? "paused" : "training");
-    void this.loop();
+    this.train();
   }
 
   private async open(configText: string, data: DataChoice, steps: number | undefined, checkpoint: { name: string; bytes: Uint8Array } | undefined): Promise<void> {
@@ -142,7 +142,7 @@ export class PageTraining {
   resume(): void {
     if (this.state !== "paused") return;
     this.setState("training");
-    void this.loop();
+    this.train();
   }
 
   /** Text generated from the current weights, as kiln sample generates it from a checkpoint of them. */
@@ -217,6 +217,14 @@ export class PageTraining {
     });
   }
 
+  /** Trains while the state is "training"; a failure pauses the run and is reported. */
+  private train(): void {
+    this.loop().catch((err: unknown) => {
+      this.post(errorMessage(err));
+      if (this.state === "training") this.setState("paused");
+    });
+  }
+
   private async loop(): Promise<void> {
     if (this.looping) return;
     this.looping = true;
@@ -231,6 +239,10 @@ export class PageTraining {
           const r = await trainer.step({ count: config.gradAccum, next: () => run.prefetcher.next() });
           windowTokens += r.tokens;
           const step = trainer.stepCount;
+          if (r.nonFinite) {
+            // As kiln train stops (trainer.on_nonfinite: stop); the weights are those of the step before.
+            throw new TrainingFailure(`the loss or the gradients became NaN or infinite at step ${step}`, `step ${step}`, `lower the learning rate (now ${config.lr}) or keep gradient clipping on (trainer.grad_clip, now ${config.gradClip}); the weights are those of step ${step - 1}`);
+          }
           // The first step is logged too: the chart starts from the untrained loss.
           if (step === 1 || step % config.logInterval === 0 || step === config.maxSteps) {
             const seconds = (performance.now() - windowStart) / 1000;
@@ -296,5 +308,23 @@ export class PageTraining {
     const result = this.turn.then(work);
     this.turn = result.catch(() => undefined);
     return result;
+  }
+}
+
+/** An error as the page shows it (a KilnError's name, where and what to do, when it has them). */
+export function errorMessage(err: unknown): FromWorker {
+  const e = err as Error & { where?: string; hint?: string };
+  return { type: "error", name: e?.name ?? "Error", message: e?.message ?? String(err), ...(e?.where ? { where: e.where } : {}), ...(e?.hint ? { hint: e.hint } : {}) };
+}
+
+/** Training that cannot go on (kiln train's TrainingError). */
+class TrainingFailure extends Error {
+  constructor(
+    message: string,
+    readonly where: string,
+    readonly hint: string,
+  ) {
+    super(message);
+    this.name = "TrainingError";
   }
 }

@@ -3,7 +3,7 @@
 // in Atomics.wait, which a page's main thread may not).
 import { createWasmBackend } from "@kiln/kernels-wasm";
 import type { FromWorker, ToWorker } from "./messages.js";
-import { PageTraining } from "./page-training.js";
+import { PageTraining, errorMessage } from "./page-training.js";
 
 const scope = self as unknown as {
   postMessage(message: FromWorker, transfer?: Transferable[]): void;
@@ -11,10 +11,7 @@ const scope = self as unknown as {
 };
 const post = (message: FromWorker, transfer: Transferable[] = []) => scope.postMessage(message, transfer);
 
-function postError(err: unknown): void {
-  const e = err as Error & { where?: string; hint?: string };
-  post({ type: "error", name: e?.name ?? "Error", message: e?.message ?? String(err), ...(e?.where ? { where: e.where } : {}), ...(e?.hint ? { hint: e.hint } : {}) });
-}
+const postError = (err: unknown) => post(errorMessage(err));
 
 const isolated = globalThis.crossOriginIsolated === true;
 // Every core when the page is cross-origin isolated; one thread otherwise (no SharedArrayBuffer).

@@ -202,6 +202,27 @@ describe("the page served by kiln web (cross-origin isolated)", () => {
 });
 
 describe("the page on a static host without COOP/COEP", () => {
+  it("stops at a non-finite loss, naming the step, as kiln train does", async (ctx) => {
+    if (missing) return ctx.skip(missing);
+    const server = await servePlain(site);
+    try {
+      const page = await openPage(server.url);
+      const config = (await page.inputValue("#config")).replace("learning_rate: 3.0e-3", "learning_rate: 1.0e+30").replace("grad_clip: 1.0", "grad_clip: 0");
+      expect(config).toContain("learning_rate: 1.0e+30");
+      await page.fill("#config", config);
+      await page.fill("#steps", "20");
+      await page.click("#start");
+      await page.waitForFunction(() => (globalThis as unknown as { kilnPage: PageView }).kilnPage.errors.length > 0, null, { timeout: 60_000 });
+      const v = await view(page);
+      expect(v.errors[0]).toMatch(/^TrainingError in step (\d+): the loss or the gradients became NaN or infinite at step \1\n {2}what to do: lower the learning rate/);
+      expect(v.state).toBe("paused");
+      expect(v.step).toBeLessThan(20);
+      await page.close();
+    } finally {
+      await server.close();
+    }
+  });
+
   it("says why it has one thread, and trains on it", async (ctx) => {
     if (missing) return ctx.skip(missing);
     const server = await servePlain(site);
