@@ -84,5 +84,5 @@ export const gpt2: ArchDef = {
   positionIds: true,
   forward: (t, ids, positions) => gpt2Forward(t, ids, positions!),
   blockPrefix: "transformer.h",
-  nonMatmulParams: (c) => c.maxSeqLen * c.hiddenSize,
+  inactiveParams: (c) => c.maxSeqLen * c.hiddenSize,
 };

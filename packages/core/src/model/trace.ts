@@ -12,6 +12,8 @@ export interface Trace {
   dtype: FloatDType;
   /** Parameter tensor by Hugging Face name. */
   p(name: string): number;
+  /** f32 [1] auxiliary losses the layers add to the objective (mixture-of-experts load balancing). */
+  auxLosses: number[];
 }
 
 export function startTrace(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number): Trace {
@@ -24,6 +26,7 @@ export function startTrace(config: ModelConfig, layout: ParamLayout, batch: numb
     batch,
     seqLen,
     dtype: layout.dtype,
+    auxLosses: [],
     p(name) {
       const id = params.get(name);
       if (id === undefined) throw new Error(`model has no parameter ${name}`);
