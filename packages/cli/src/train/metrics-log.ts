@@ -7,6 +7,8 @@ export interface MetricsLine {
   step: number;
   loss?: number;
   grad_norm?: number;
+  /** Mixture-of-experts models: the load-balancing loss (loss is the cross-entropy alone). */
+  aux_loss?: number;
   learning_rate?: number;
   epoch?: number;
   "it/s"?: number;
