@@ -10,14 +10,16 @@
  * A is (rows, k); B holds the groups' matrices back to back, B_g at g*k*n:
  * (k, n), or (n, k) when trans_b; C and dC are (rows, n); dB_g is (n, k) at
  * g*n*k. Each group's product is the matmul loop nest of matmul.c
- * (matmul_gemm.h): packing, register tiles, f32 sums, a 16-bit C rounded once.
+ * (matmul_gemm.h): packing, register tiles, f32 sums, a 16-bit C rounded once;
+ * the forward runs a group of few rows as matrix-vector products instead.
  *
  * Threads: the forward splits C (rows, n) into one rectangle per thread, on the
  * grid a plain matmul of that size would use, and each thread runs the part of
  * every group that falls in its rectangle, so the work is balanced however the
  * rows fall into groups. The weight grad splits each group's dB_g among all
  * threads. No two threads write the same element, and every element's sum
- * runs in a fixed order, so results do not depend on the thread count.
+ * runs in an order fixed by the shapes and the group sizes alone, so results
+ * do not depend on the thread count.
  */
 #include "matmul_dtype.h"
 #include "matmul_gemm.h"
@@ -33,6 +35,16 @@ typedef struct {
   uint8_t* scratch;       /* matmul scratch, thread t at scratch + t * scratch_stride */
   uint32_t scratch_stride;
 } GroupedArgs;
+
+/*
+ * Groups of at most this many rows skip packing: each row is a matrix-vector
+ * product streaming B_g (matmul_vector.c). Packing B_g costs about as much as
+ * streaming it ~16 times (n = k = 512, f32 and bf16, one thread; measured
+ * with tooling/bench/grouped-matmul-wasm.mjs --rows 64..256 --groups 16).
+ */
+#ifndef VECTOR_ROWS
+#define VECTOR_ROWS 16
+#endif
 
 KILN_INLINE size_t elem_bytes(int dt) { return dt == MM_F32 ? 4 : 2; }
 
@@ -66,7 +78,11 @@ KILN_INLINE void grouped_forward(const GroupedArgs* a, int thread, int nthreads,
     g.a = (const uint8_t*)a->a + (size_t)r0 * k * es;
     g.b = (const uint8_t*)a->b + (size_t)grp * k * n * es;
     g.c = (uint8_t*)a->c + (size_t)r0 * n * es;
-    kiln_gemm_rect(&g, lo - r0, hi - r0, n0, n1, thread, dt);
+    if (r1 - r0 <= VECTOR_ROWS) {
+      for (int r = lo; r < hi; r++) kiln_gemm_row(&g, r - r0, n0, n1, thread, dt);
+    } else {
+      kiln_gemm_rect(&g, lo - r0, hi - r0, n0, n1, thread, dt);
+    }
   }
 }
 

@@ -565,6 +565,20 @@ void kiln_gemm_rect(const MatmulArgs* g, int m0, int m1, int n0, int n1, int thr
   else gemm_rect_f16(g, (const uint16_t*)g->a, (const uint16_t*)g->b, (uint16_t*)g->c, m0, m1, n0, n1, &s);
 }
 
+void kiln_gemm_row(const MatmulArgs* g, int row, int n0, int n1, int thread, int dt) {
+  const Scratch s = thread_scratch(g, thread);
+  /* A 16-bit row of A is converted into Bp first, so it must fit there. */
+  if (g->trans_a || g->bias || (dt != MM_F32 && g->k > BP_FLOATS)) {
+    kiln_gemm_rect(g, row, row + 1, n0, n1, thread, dt);
+    return;
+  }
+  const size_t esize = dt == MM_F32 ? 4 : 2;
+  const uint8_t* a = (const uint8_t*)g->a + (size_t)row * g->k * esize;
+  const MatvecOut out = {(uint8_t*)g->c + (size_t)row * g->n * esize, g->alpha, g->accumulate, NULL, 1};
+  if (g->trans_b) kiln_rows_dot_vector(g->b, g->k, a, g->k, &out, n0, n1, s.bp, dt);
+  else kiln_vector_times_rows(g->b, g->n, a, g->k, &out, n0, n1, s.bp, dt);
+}
+
 void kiln_gemm_part(const MatmulArgs* g, int part, int parts, int thread, int dt) {
   const Scratch s = thread_scratch(g, thread);
   matmul_item_part(g, 0, part, parts, &s, dt);

@@ -31,6 +31,13 @@ typedef struct {
 /* C(m0:m1, n0:n1) by the packed loop nest (no matrix-vector shortcut). */
 void kiln_gemm_rect(const MatmulArgs* g, int m0, int m1, int n0, int n1, int thread, int dt);
 
+/*
+ * C(row, n0:n1) as a matrix-vector product (matmul_vector.c): B streams from
+ * memory unpacked, which pays when B serves one row. Falls back to
+ * kiln_gemm_rect for transposed A, a bias, or a 16-bit k too long for scratch.
+ */
+void kiln_gemm_row(const MatmulArgs* g, int row, int n0, int n1, int thread, int dt);
+
 /* Part `part` of `parts` of C, split as kiln_matmul_* splits one batch item among threads. */
 void kiln_gemm_part(const MatmulArgs* g, int part, int parts, int thread, int dt);
 
