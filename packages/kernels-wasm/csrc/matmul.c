@@ -36,6 +36,9 @@
  * batch divides well among threads), packs its own A and B blocks into its
  * own scratch, and writes only its own rectangle, so no synchronisation is
  * needed inside the kernel.
+ *
+ * matmul_gemm.h holds the argument block and the one-matrix entry points that
+ * grouped_matmul.c runs per group (a rectangle, one row, a thread's part).
  */
 #include "kiln_simd.h"
 #include "matmul_dtype.h"
