@@ -8,7 +8,9 @@
 // The host never reads the offsets: grids are sized for the worst case and blocks
 // look their work up from the offsets.
 //
-// Both kernels run the same SIMT tile product: 256 threads compute a BM x BN tile
+// bf16 / f16 take the tensor-core kernels of grouped_matmul_tc.cu (same work split, WMMA
+// fragments); f32, and every dtype with KILN_MATMUL_PATH=simt, the CUDA-core kernels here.
+// Both run the same SIMT tile product: 256 threads compute a BM x BN tile
 // (64 x 64 or 128 x 128), each a (4 GM) x (4 GN) register tile; the depth advances 16 at
 // a time through double-buffered shared tiles stored depth-major (f32), loaded with
 // transposes and zero-filled edges. Each output element is one thread's fixed sequence
@@ -20,7 +22,8 @@
 //     grid.y: column tiles of n.
 //   groupedMatmulWeightGrad: grid (k tiles, n tiles, groups); the depth is the group's
 //     rows; an empty group's blocks return without touching dB_g.
-#include "block_scan.h"
+#include "grouped_matmul_tc.h"
+#include "grouped_rows.h"
 #include "kiln_cuda.h"
 
 namespace kiln {
@@ -145,57 +148,25 @@ __device__ __forceinline__ void store_tile(T* C, int64_t ldc, int m, int n, int 
     }
 }
 
-/** Group g's rows, clamped to [0, rows]. */
-__device__ __forceinline__ void group_rows(const int32_t* offsets, int g, int rows, int& start, int& end) {
-  int s = offsets[g], e = offsets[g + 1];
-  s = s < 0 ? 0 : (s > rows ? rows : s);
-  e = e < s ? s : (e > rows ? rows : e);
-  start = s;
-  end = e;
-}
-
-template <typename T, int GM, int GN>
-__global__ void __launch_bounds__(kThreads) grouped_matmul_kernel(const T* a, const T* b, const int32_t* offsets, T* c, int rows, int n, int k, int groups, bool trans_b,
-                                                                  bool accumulate) {
+// Two blocks per SM for 64 x 64 tiles (left alone, ptxas picks 64 registers and spills).
+template <typename T, bool TB, int GM, int GN>
+__global__ void __launch_bounds__(kThreads, GM == 1 ? 2 : 1) grouped_matmul_kernel(const T* a, const T* b, const int32_t* offsets, T* c, int rows, int n, int k, int groups, bool accumulate) {
   constexpr int BM = 64 * GM, BN = 64 * GN;
   __shared__ __align__(16) TileShared<GM, GN> s;
-  __shared__ int32_t scan_scratch[33];
-  __shared__ int32_t found[2];  // group, row tile within the group
-  if (threadIdx.x == 0) found[0] = -1;
-  __syncthreads();
-  // Row tile blockIdx.x of the groups' tiles laid end to end, groups taken kThreads at a time.
-  const int32_t tile = static_cast<int32_t>(blockIdx.x);
-  int32_t carry = 0;
-  for (int g0 = 0; g0 < groups && carry <= tile; g0 += kThreads) {
-    const int g = g0 + static_cast<int>(threadIdx.x);
-    int32_t tiles = 0;
-    if (g < groups) {
-      int start, end;
-      group_rows(offsets, g, rows, start, end);
-      tiles = (end - start + BM - 1) / BM;
-    }
-    int32_t step;
-    const int32_t first = carry + block_exclusive_sum(tiles, scan_scratch, step);
-    if (tile >= first && tile < first + tiles) {
-      found[0] = g;
-      found[1] = tile - first;
-    }
-    carry += step;
-  }
-  __syncthreads();
-  const int g = found[0];
+  __shared__ int32_t scratch[36];
+  int tile;
+  const int g = find_group_tile<BM>(offsets, groups, rows, static_cast<int>(blockIdx.x), scratch, tile);
   if (g < 0) return;  // past the last tile
   int start, end;
   group_rows(offsets, g, rows, start, end);
-  const int m0 = found[1] * BM;
   const T* A = a + int64_t{start} * k;
   const T* B = b + int64_t{g} * k * n;
   T* C = c + int64_t{start} * n;
   for (int64_t ny = blockIdx.y; ny * BN < n; ny += gridDim.y) {
     const int n0 = static_cast<int>(ny * BN);
     float acc[4 * GM][4 * GN];
-    tile_product<T, GM, GN>(A, k, false, B, trans_b ? k : n, trans_b, end - start, n, k, m0, n0, s, acc);
-    store_tile<T, GM, GN>(C, n, end - start, n, m0, n0, accumulate, acc);
+    tile_product<T, GM, GN>(A, k, false, B, TB ? k : n, TB, end - start, n, k, tile * BM, n0, s, acc);
+    store_tile<T, GM, GN>(C, n, end - start, n, tile * BM, n0, accumulate, acc);
   }
 }
 
@@ -222,43 +193,53 @@ __global__ void __launch_bounds__(kThreads) grouped_weight_grad_kernel(const T* 
 
 unsigned clamp_grid(int64_t v) { return static_cast<unsigned>(v < 65535 ? v : 65535); }
 
-template <typename T, int GM, int GN>
-void launch_grouped_cfg(const KernelCall& c, int rows, int n, int k, int groups, bool trans_b, bool accumulate) {
-  const int64_t row_tiles = (int64_t{rows} + 64 * GM - 1) / (64 * GM) + groups;  // bound on sum_g ceil(rows_g / BM)
-  const dim3 grid(static_cast<unsigned>(row_tiles), clamp_grid((int64_t{n} + 64 * GN - 1) / (64 * GN)));
-  launch("groupedMatmul", grouped_matmul_kernel<T, GM, GN>, grid, dim3(kThreads), 0, c.stream, c.ptr<const T>(0), c.ptr<const T>(1), c.ptr<const int32_t>(2), c.ptr<T>(3),
-         rows, n, k, groups, trans_b, accumulate);
+template <typename T, bool TB, int GM, int GN>
+void launch_grouped_cfg(const KernelCall& c, const GroupedDims& d) {
+  const dim3 grid(static_cast<unsigned>(grouped_row_tiles_bound(d.rows, d.groups, 64 * GM)), clamp_grid((int64_t{d.n} + 64 * GN - 1) / (64 * GN)));
+  launch("groupedMatmul", grouped_matmul_kernel<T, TB, GM, GN>, grid, dim3(kThreads), 0, c.stream, c.ptr<const T>(0), c.ptr<const T>(1), c.ptr<const int32_t>(2), c.ptr<T>(3),
+         d.rows, d.n, d.k, d.groups, d.accumulate);
+}
+
+template <typename T, bool TB>
+void launch_grouped_simt(const KernelCall& c, const GroupedDims& d) {
+  if (grouped_big_tiles(d)) launch_grouped_cfg<T, TB, 2, 2>(c, d);
+  else launch_grouped_cfg<T, TB, 1, 1>(c, d);
 }
 
 // groupedMatmul: a, b, offsets, c | rows, n, k, groups, transB, accumulate, dtype
 void launch_grouped_matmul(const KernelCall& c) {
-  const int rows = c.i32(4), n = c.i32(5), k = c.i32(6), groups = c.i32(7);
-  const bool trans_b = c.flag(8), accumulate = c.flag(9);
-  // 128 x 128 tiles when groups average at least 128 rows and there are enough tiles to fill a GPU.
-  const int64_t tiles128 = (int64_t{rows} + 127) / 128 * ((int64_t{n} + 127) / 128);
-  const bool big = int64_t{rows} >= int64_t{128} * groups && tiles128 >= 128;
-  dispatch_float(c.i32(10), "groupedMatmul", [&](auto tag) {
+  const GroupedDims d{c.i32(4), c.i32(5), c.i32(6), c.i32(7), c.flag(8), c.flag(9)};
+  const int dtype = c.i32(10);
+  if (dtype != kF32 && !c.simt_matmul) {
+    grouped_matmul_tc(c, d, dtype);
+    return;
+  }
+  dispatch_float(dtype, "groupedMatmul", [&](auto tag) {
     using T = decltype(tag);
-    if (big) launch_grouped_cfg<T, 2, 2>(c, rows, n, k, groups, trans_b, accumulate);
-    else launch_grouped_cfg<T, 1, 1>(c, rows, n, k, groups, trans_b, accumulate);
+    if (d.trans_b) launch_grouped_simt<T, true>(c, d);
+    else launch_grouped_simt<T, false>(c, d);
   });
 }
 
 template <typename T, int GM, int GN>
-void launch_weight_grad_cfg(const KernelCall& c, int rows, int n, int k, int groups) {
-  const dim3 grid(ceil_div(k, 64 * GN), clamp_grid((int64_t{n} + 64 * GM - 1) / (64 * GM)), clamp_grid(groups));
+void launch_weight_grad_cfg(const KernelCall& c, const GroupedDims& d) {
+  const dim3 grid(ceil_div(d.k, 64 * GN), clamp_grid((int64_t{d.n} + 64 * GM - 1) / (64 * GM)), clamp_grid(d.groups));
   launch("groupedMatmulWeightGrad", grouped_weight_grad_kernel<T, GM, GN>, grid, dim3(kThreads), 0, c.stream, c.ptr<const T>(0), c.ptr<const T>(1), c.ptr<const int32_t>(2),
-         c.ptr<T>(3), rows, n, k, groups);
+         c.ptr<T>(3), d.rows, d.n, d.k, d.groups);
 }
 
 // groupedMatmulWeightGrad: a, dC, offsets, dB | rows, n, k, groups, dtype
 void launch_grouped_weight_grad(const KernelCall& c) {
-  const int rows = c.i32(4), n = c.i32(5), k = c.i32(6), groups = c.i32(7);
-  const int64_t tiles128 = (int64_t{n} + 127) / 128 * ((int64_t{k} + 127) / 128) * groups;
-  dispatch_float(c.i32(8), "groupedMatmulWeightGrad", [&](auto tag) {
+  const GroupedDims d{c.i32(4), c.i32(5), c.i32(6), c.i32(7), false, true};
+  const int dtype = c.i32(8);
+  if (dtype != kF32 && !c.simt_matmul) {
+    grouped_weight_grad_tc(c, d, dtype);
+    return;
+  }
+  dispatch_float(dtype, "groupedMatmulWeightGrad", [&](auto tag) {
     using T = decltype(tag);
-    if (tiles128 >= 128) launch_weight_grad_cfg<T, 2, 2>(c, rows, n, k, groups);
-    else launch_weight_grad_cfg<T, 1, 1>(c, rows, n, k, groups);
+    if (weight_grad_big_tiles(d)) launch_weight_grad_cfg<T, 2, 2>(c, d);
+    else launch_weight_grad_cfg<T, 1, 1>(c, d);
   });
 }
 
