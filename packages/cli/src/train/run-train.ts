@@ -262,7 +262,7 @@ async function trainOn(
           step,
           loss: r.loss,
           grad_norm: r.gradNorm,
-          ...(r.auxLoss === undefined ? {} : { aux_loss: r.auxLoss }),
+          ...(r.auxLoss === undefined ? {} : { aux_loss: r.auxLoss, expert_imbalance: r.expertImbalance }),
           learning_rate: r.lr,
           epoch: prefetcher.epochProgress,
           "it/s": windowSteps / seconds,

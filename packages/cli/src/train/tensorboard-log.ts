@@ -10,6 +10,7 @@ export const TENSORBOARD_TAGS = {
   learning_rate: "learning_rate",
   grad_norm: "grad_norm",
   aux_loss: "aux_loss",
+  expert_imbalance: "expert_imbalance",
   "tokens/s": "tokens_per_second",
   mfu: "mfu",
 } as const satisfies Partial<Record<keyof MetricsLine, string>>;

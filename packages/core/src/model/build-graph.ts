@@ -19,9 +19,10 @@ export interface ModelGraph {
   logits: number;
   /**
    * Present on training graphs. auxLoss (f32 [1], mixture-of-experts models only) is the
-   * sum of the layers' load-balancing losses, an output beside lossSum.
+   * sum of the layers' load-balancing losses, an output beside lossSum; expertOffsets the
+   * i32 (E + 1) slot offsets of each such layer, whose differences count each expert's tokens.
    */
-  training?: { targets: number; lossSum: number; lossNode: number; paramGrads: Map<number, number>; auxLoss?: number };
+  training?: { targets: number; lossSum: number; lossNode: number; paramGrads: Map<number, number>; auxLoss?: number; expertOffsets?: number[] };
 }
 
 function forward(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number) {
@@ -55,7 +56,7 @@ export function buildTrainingGraph(config: ModelConfig, layout: ParamLayout, bat
   const auxLoss = t.auxLosses.length > 0 ? sumOfScalars(t.g, t.auxLosses, "aux_loss") : undefined;
   const { paramGrads } = appendBackward(t.g, lossNode);
   rematerialize(t.g, recompute, archOf(config).blockPrefix);
-  const training = { targets, lossSum, lossNode, paramGrads, ...(auxLoss === undefined ? {} : { auxLoss }) };
+  const training = { targets, lossSum, lossNode, paramGrads, ...(auxLoss === undefined ? {} : { auxLoss, expertOffsets: t.expertOffsets }) };
   return { graph: t.g, batch, seqLen, ids, ...(positions === undefined ? {} : { positions }), logits, training };
 }
 

@@ -32,6 +32,7 @@ export function moeMlp(t: Trace, h: number, prefix: string, topK: number, shared
   const { g, p } = t;
   const r = moeRoute(g, linear(g, h, p(`${prefix}.gate.weight`), undefined, "out_in", `${name}.router`), topK, `${name}.route`);
   t.auxLosses.push(r.auxLoss);
+  t.expertOffsets.push(r.offsets);
   const xs = moeDispatch(g, h, r, `${name}.dispatch`);
   const gate = groupedLinear(g, xs, p(`${prefix}.experts.gate_proj.weight`), r.offsets, `${name}.experts.gate`);
   const up = groupedLinear(g, xs, p(`${prefix}.experts.up_proj.weight`), r.offsets, `${name}.experts.up`);

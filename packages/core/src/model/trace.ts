@@ -14,6 +14,8 @@ export interface Trace {
   p(name: string): number;
   /** f32 [1] auxiliary losses the layers add to the objective (mixture-of-experts load balancing). */
   auxLosses: number[];
+  /** i32 (E + 1) expert offsets of each mixture-of-experts layer (moeRoute's), for the experts' load. */
+  expertOffsets: number[];
 }
 
 export function startTrace(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number): Trace {
@@ -27,6 +29,7 @@ export function startTrace(config: ModelConfig, layout: ParamLayout, batch: numb
     seqLen,
     dtype: layout.dtype,
     auxLosses: [],
+    expertOffsets: [],
     p(name) {
       const id = params.get(name);
       if (id === undefined) throw new Error(`model has no parameter ${name}`);

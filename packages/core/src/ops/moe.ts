@@ -28,7 +28,8 @@ export function moeRoute(g: Graph, logits: number, topK: number, name: string): 
   const probs = g.tensor([tokens, numExperts], "f32", "activation", `${name}.probs`);
   const experts = g.tensor([tokens, topK], "i32", "activation", `${name}.experts`);
   const weights = g.tensor([tokens, topK], dtype, "activation", `${name}.weights`);
-  const offsets = g.tensor([numExperts + 1], "i32", "activation", `${name}.offsets`);
+  // An output (kept whole after the step): the trainer reads each expert's load from it.
+  const offsets = g.tensor([numExperts + 1], "i32", "output", `${name}.offsets`);
   const slots = g.tensor([tokens, topK], "i32", "activation", `${name}.slots`);
   const auxLoss = g.tensor([1], "f32", "activation", `${name}.aux_loss`);
   addKernelNode(

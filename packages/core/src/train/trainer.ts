@@ -2,7 +2,7 @@ import { type Backend, type BufferHandle, type FloatDType, type Kernels, KilnErr
 import { CompiledStep } from "../exec/compiled-step.js";
 import { withProfiledKernels } from "../exec/profiled-kernels.js";
 import type { StepProfiler } from "../exec/step-profiler.js";
-import type { ModelConfig } from "../model/config.js";
+import { type ModelConfig, moeOf } from "../model/config.js";
 import { type ModelGraph, positionIds } from "../model/build-graph.js";
 import { uploadInitialParams } from "../model/init-params.js";
 import type { ParamLayout } from "../model/param-layout.js";
@@ -15,6 +15,7 @@ import { MasterWeights } from "./master-weights.js";
 import { assertBackendTrains } from "./training-dtype.js";
 import type { MemoryPlan } from "./memory-plan.js";
 import { TRAINER_SCALAR_BYTES, planTraining } from "./plan-training.js";
+import { ExpertLoad } from "./expert-load.js";
 import { DataParallelSync } from "./data-parallel.js";
 import { DEFAULT_BUCKET_BYTES, planGradientBuckets } from "./gradient-buckets.js";
 import type { GradientSync } from "./gradient-sync.js";
@@ -92,6 +93,11 @@ export interface StepResult {
    * averaged over micro-batches and ranks; the objective is loss + auxLoss.
    */
   auxLoss?: number;
+  /**
+   * Mixture-of-experts models: this rank's busiest expert's tokens over an even share in
+   * the step (1 = even; the largest over layers).
+   */
+  expertImbalance?: number;
 }
 
 /**
@@ -127,6 +133,8 @@ export class Trainer {
   private readonly auxLossHost = new Float32Array(1);
   /** The last forward pass's auxiliary loss (0 without one). */
   private lastAuxLoss = 0;
+  /** Mixture-of-experts models: tokens per expert over the current step. */
+  private readonly expertLoad: ExpertLoad | undefined;
   /** With several ranks: the gradient buckets and the all-reduces of a step. */
   private readonly dataParallel: DataParallelSync | undefined;
   /** Whether every rank holds rank 0's weights and optimizer state (done by the first step). */
@@ -162,6 +170,8 @@ export class Trainer {
     this.buffers = { params, grads, m, v, scalars };
     this.compiled = new CompiledStep(this.model.graph, plan, backend, { params, grads, offsets: this.layout.offsets });
     this.compiled.runtime.loadBalanceAlpha = config.loadBalanceAlpha ?? DEFAULT_LOAD_BALANCE_ALPHA;
+    const offsets = this.model.training!.expertOffsets;
+    this.expertLoad = offsets ? new ExpertLoad(offsets, moeOf(model)!.numExperts) : undefined;
     this.profiler = config.profiler;
     // Profiling: the step's calls and the optimizer's kernels timed; otherwise the backend's own.
     const exec = this.profiler ? withProfiledKernels(backend, this.profiler, "optimizer") : backend;
@@ -250,6 +260,7 @@ export class Trainer {
     this.lastLossScale = lossScale;
     let loss = 0;
     let auxLoss = 0;
+    this.expertLoad?.reset();
     const worldSize = this.config.gradientSync?.worldSize ?? 1;
     let collected = 0;
     for (let i = 0; i < count; i++) {
@@ -306,7 +317,7 @@ export class Trainer {
     this.stepCount++;
     await this.backend.synchronize();
     profiler?.endStep();
-    const moe = this.model.training!.auxLoss !== undefined ? { auxLoss } : {};
+    const moe = this.expertLoad ? { auxLoss, expertImbalance: this.expertLoad.imbalance() } : {};
     return { loss, gradNorm, lr, tokens: count * this.tokensPerBatch, skipped, nonFinite, ...(this.lossScaler ? { lossScale } : {}), ...moe };
   }
 
@@ -360,6 +371,7 @@ export class Trainer {
     if (aux !== undefined) {
       await this.compiled.download(aux, this.auxLossHost);
       this.lastAuxLoss = this.auxLossHost[0];
+      await this.expertLoad?.add(this.compiled);
     }
     return this.lossHost[0];
   }
