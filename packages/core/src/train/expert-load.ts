@@ -30,7 +30,10 @@ export class ExpertLoad {
     }
   }
 
-  /** The busiest expert's tokens over an even share (1 = perfectly even, E = one expert takes all), the largest over layers. */
+  /**
+   * The busiest expert's tokens over an even share, the largest over layers: 1 when perfectly
+   * even, E/k (its most) when every token picks the same k experts.
+   */
   imbalance(): number {
     let worst = 0;
     for (const c of this.counts) {
