@@ -1,4 +1,5 @@
-import { type Backend, type BufferHandle, KernelArgumentError } from "@kiln/contract";
+import { type Backend, type BufferHandle, KernelArgumentError, decodeElements, encodeToBytes } from "@kiln/contract";
+import { TOLERANCES, compareValues } from "@kiln/contract/conformance";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createWasmBackend } from "../src/index.js";
 
@@ -101,6 +102,34 @@ describe("mixture-of-experts kernels", () => {
     });
     const [one, ...more] = await Promise.all(backends.map(runs));
     for (const other of more) expect(other).toEqual(one);
+  });
+
+  it("groupedMatmulWeightGrad sums groups longer than one k block (600 rows) in bf16 and f16", async () => {
+    const rows = 700, n = 9, kk = 20, groups = 2;
+    const offsets = Int32Array.from([0, 600, 700]);
+    const a = values(0.4, rows * kk), dC = values(0.8, rows * n), dB = values(0.2, groups * n * kk);
+    for (const dtype of ["bf16", "f16"] as const) {
+      const enc = (x: Float32Array) => encodeToBytes(x, dtype);
+      const [av, cv, bv] = [a, dC, dB].map((x) => decodeElements(enc(x), dtype, x.length));
+      const want = new Float64Array(bv);
+      for (let g = 0; g < groups; g++)
+        for (let j = 0; j < n; j++)
+          for (let p = 0; p < kk; p++)
+            for (let r = offsets[g]; r < offsets[g + 1]; r++) want[g * n * kk + j * kk + p] += cv[r * n + j] * av[r * kk + p];
+      const backend = backends[1];
+      const bufs = [enc(a), enc(dC), enc(dB), new Uint8Array(offsets.buffer)].map((bytes) => {
+        const b = backend.alloc(bytes.byteLength);
+        backend.upload(b, bytes);
+        return b;
+      });
+      backend.kernels.groupedMatmulWeightGrad({ a: bufs[0], dC: bufs[1], dB: bufs[2], offsets: bufs[3], rows, n, k: kk, groups, dtype });
+      const got = new Uint8Array(groups * n * kk * 2);
+      await backend.download(bufs[2], got);
+      const gotValues = decodeElements(got, dtype, groups * n * kk);
+      const { count } = compareValues(gotValues, decodeElements(encodeToBytes(want, dtype), dtype, want.length), TOLERANCES[dtype]);
+      expect(count).toBe(0);
+      bufs.forEach((b) => backend.free(b));
+    }
   });
 
   it("refuses group offsets, slots and experts that would address rows outside their operands", () => {
