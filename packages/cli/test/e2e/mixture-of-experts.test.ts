@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { jsonLines } from "./support/kiln-process.js";
 import { expectSuccess } from "./support/runs.js";
@@ -45,6 +46,11 @@ describe("mixture-of-experts training from the CLI", () => {
     const sample = await ws.run(["sample", "--checkpoint", "out/step_40.safetensors", "--prompt", "Once", "--tokenizer", "bytes", "--max-tokens", "12", "--temperature", "0"]);
     expect(sample.code, sample.stderr).toBe(0);
     expect(sample.stdout.startsWith("Once")).toBe(true);
+
+    const exported = await ws.run(["export", "--checkpoint", "out/step_40.safetensors", "--out", "hf"]);
+    expect(exported.code).not.toBe(0);
+    expect(exported.stderr).toMatch(/mixture-of-experts model, which kiln cannot export to a Hugging Face folder yet/);
+    expect(existsSync(ws.path("hf"))).toBe(false);
   });
 
   it("kiln estimate counts total and active parameters", async () => {
