@@ -44,8 +44,12 @@ export function installTarballs(prefix, tarballs) {
  * @param {string} from
  */
 export function linkWorkspacePackage(folder, name, from) {
-  const manifest = createRequire(from).resolve(`${name}/package.json`);
+  // The node_modules folders Node would search from `from`, not require.resolve(name + "/package.json"),
+  // which a package whose "exports" omit package.json refuses.
+  const dirs = createRequire(from).resolve.paths(name) ?? [];
+  const found = dirs.map((d) => path.join(d, name)).find((d) => fs.existsSync(path.join(d, "package.json")));
+  if (!found) throw new Error(`linkWorkspacePackage: ${name} is not installed where ${from} would find it`);
   const target = path.join(folder, "node_modules", name);
   fs.mkdirSync(path.dirname(target), { recursive: true });
-  fs.symlinkSync(fs.realpathSync(path.dirname(manifest)), target, "dir");
+  fs.symlinkSync(fs.realpathSync(found), target, "dir");
 }

@@ -9,6 +9,7 @@ import { registerPrepare } from "./commands/prepare.js";
 import { registerPush } from "./commands/push.js";
 import { registerSample } from "./commands/sample.js";
 import { registerTrain } from "./commands/train.js";
+import { registerWeb } from "./commands/web.js";
 import { reportUsageErrors } from "./commands/usage-error.js";
 import { KILN_VERSION } from "./version.js";
 
@@ -26,6 +27,7 @@ export function buildProgram(): Command {
   registerEstimate(program);
   registerPlot(program);
   registerDashboard(program);
+  registerWeb(program);
   reportUsageErrors(program);
   return program;
 }

@@ -92,7 +92,8 @@ describe("the packed @kiln/kernels-cuda in Node", () => {
   it("loads the addon KILN_CUDA_ADDON names (the workspace's build), with or without a driver", (ctx) => {
     if (!fs.existsSync(workspaceAddon)) return ctx.skip(`${workspaceAddon} is not built here (no nvcc)`);
     const out = runFill(["fill.mjs"], { KILN_CUDA_ADDON: workspaceAddon });
-    expect(out.addon).toMatch(new RegExp(`^${workspaceAddon.replace(/[.]/g, "\\.")} \\(sm_80, .*sm_120\\)$`));
+    expect(out.addon.startsWith(`${workspaceAddon} (sm_80, `)).toBe(true);
+    expect(out.addon).toMatch(/sm_120\)$/);
     if (hasDriver) {
       expect(out.values).toEqual([1.5, 1.5, 1.5, 1.5]);
     } else {

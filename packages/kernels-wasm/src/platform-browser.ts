@@ -1,7 +1,8 @@
 import type { KernelWorker, Platform } from "./platform-types.js";
 
 function spawnWorker(): KernelWorker {
-  // One expression, as Vite, webpack and Rollup recognise a worker: they bundle it and rewrite the URL.
+  // One expression, as Vite and webpack recognise a worker (they bundle it and rewrite the URL; Rollup's
+  // importMetaAssets copies the file, which is already one bundle).
   const worker = new Worker(new URL("./thread-worker-browser.js", import.meta.url), { type: "module" });
   let exit: () => void = () => {};
   const exited = new Promise<void>((resolve) => (exit = resolve));

@@ -6,8 +6,9 @@ export type MemoryKind = "shared" | "single";
 
 /**
  * Where the build step (scripts/build-wasm.mjs) puts each module. Each URL is
- * written out in full so that bundlers see it (Vite, webpack, Rollup copy the file
- * and rewrite the URL); scripts/bundle-dist.mjs points them at dist/assets/.
+ * written out in full so that bundlers see it (Vite and webpack copy the file and
+ * rewrite the URL, as does Rollup with importMetaAssets); scripts/bundle-dist.mjs
+ * points them at dist/assets/.
  */
 const MODULE_URLS: Record<`${SimdVariant}-${MemoryKind}`, () => URL> = {
   "relaxed-shared": () => new URL("../build/kernels-relaxed-shared.wasm", import.meta.url),
@@ -29,6 +30,8 @@ function notLoadable(url: URL, what: string, cause?: unknown): DeviceError {
       "the package loads them with new URL(..., import.meta.url) from its dist/assets/ folder. " +
       'Vite dev server: add optimizeDeps: { exclude: ["@kiln/kernels-wasm"] } to vite.config. ' +
       "esbuild: copy node_modules/@kiln/kernels-wasm/dist/assets/ to an assets/ folder beside the bundle. " +
+      'Rollup: add importMetaAssets({ include: "**/@kiln/kernels-wasm/**" }) from @web/rollup-plugin-import-meta-assets ' +
+      "to its plugins, or copy the assets as for esbuild. " +
       "In kiln's repository: pnpm --filter @kiln/kernels-wasm build",
     ...(cause === undefined ? {} : { cause }),
   });

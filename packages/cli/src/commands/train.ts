@@ -3,6 +3,7 @@ import { addSettingFlags } from "../config/setting-flags.js";
 import { runTrain, type TrainFlags } from "../train/run-train.js";
 import { FLOAT_DTYPES } from "@kiln/contract";
 import { dtypeChoice, oneOf, positiveInt } from "./parse-flags.js";
+import { PROFILE_DEFAULT_STEPS, PROFILE_WARMUP_STEPS } from "../train/step-profiling.js";
 
 /** Adds the training flags to a command (train, and the bare `kiln -f cfg.yaml`). */
 export function trainOptions(cmd: Command): Command {
@@ -21,6 +22,11 @@ export function trainOptions(cmd: Command): Command {
     .addOption(new Option("--sync-backend <backend>", "gradient sync between ranks: cpu (host staging over TCP); nccl is not available yet").argParser(oneOf(["cpu", "nccl"] as const)))
     .option("--gpus <list>", "GPU ordinals for data-parallel training, e.g. 0,1 (not available yet: refused)")
     .option("--threads <n>", "CPU threads for kernels (default: every core, shared out between the ranks of this machine)", positiveInt)
+    .option(
+      "--profile [steps]",
+      `time every kernel and data wait of [steps] steps (default ${PROFILE_DEFAULT_STEPS}) after the run's first ${PROFILE_WARMUP_STEPS}, print a table per region and kernel, write profile.json and trace.json (chrome://tracing, Perfetto) to the output folder; training goes on`,
+      positiveInt,
+    )
     .option("--headless", "JSON lines on stdout instead of a progress bar");
 }
 

@@ -34,6 +34,7 @@ import { ProgressDisplay } from "./progress-display.js";
 import { BestValLoss, bestCheckpointPath } from "./best-val-loss.js";
 import { evaluate } from "./evaluate.js";
 import { type TrainingData, openTrainingData } from "./training-data.js";
+import { PROFILE_DEFAULT_STEPS, StepProfiling } from "./step-profiling.js";
 import { type ModelTokenizer, runTokenizer } from "./run-tokenizer.js";
 import { type Communicator, type RankEnvironment, rankEnvironment } from "@kiln/distributed";
 import {
@@ -58,6 +59,8 @@ export interface TrainFlags extends ConfigOverrides, DataParallelFlags {
   bf16?: boolean;
   fp16?: boolean;
   exportDtype?: FloatDType;
+  /** --profile [steps]: true without a count. */
+  profile?: number | true;
 }
 
 /**
@@ -156,17 +159,21 @@ async function trainOn(
     });
   }
   const resumeFrom = flags.resume ? resolveResume(flags.resume, s.outputDir) : undefined;
+  const totalSteps = s.maxSteps ?? Math.ceil(((s.numEpochs ?? 1) * data.train.batchesPerEpoch) / s.gradAccum);
+  // --profile: rank 0 alone times its steps (every rank runs the same kernels).
+  const profiling = lead && flags.profile !== undefined ? new StepProfiling(flags.profile === true ? PROFILE_DEFAULT_STEPS : flags.profile, totalSteps, backend, s.outputDir) : undefined;
   const trainer = new Trainer(backend, {
     model: s.model,
     batchSize: s.batchSize,
     seqLen: s.seqLen,
     optimizer: { beta1: s.beta1, beta2: s.beta2, eps: s.eps, weightDecay: s.weightDecay, gradClip: s.gradClip },
-    schedule: { kind: s.schedule, peak: s.lr, min: s.minLr, warmupSteps: s.warmupSteps, maxSteps: s.maxSteps ?? Math.ceil(((s.numEpochs ?? 1) * data.train.batchesPerEpoch) / s.gradAccum) },
+    schedule: { kind: s.schedule, peak: s.lr, min: s.minLr, warmupSteps: s.warmupSteps, maxSteps: totalSteps },
     seed: s.seed,
     recompute: s.recompute,
     dtype,
     loadBalanceAlpha: s.loadBalanceAlpha,
     ...(comm ? { gradientSync: comm, bucketBytes: s.bucketBytes } : {}),
+    ...(profiling ? { profiler: profiling.profiler } : {}),
   });
   let startedFrom: ModelTokenizer | undefined = init && { metadata: init.metadata, source: init.path };
   let bestVal = new BestValLoss(s.earlyStop);
@@ -184,7 +191,6 @@ async function trainOn(
   const tokenizer = await runTokenizer(data, startedFrom, (text) => lead && process.stderr.write(`${text}\n`));
   if (lead) removeStaleTempFiles(s.outputDir);
   const runner = trainer.forwardRunner(s.batchSize, s.seqLen);
-  const totalSteps = s.maxSteps ?? Math.ceil(((s.numEpochs ?? 1) * data.train.batchesPerEpoch) / s.gradAccum);
   const interactive = !flags.headless && process.stdout.isTTY === true;
   const log = lead ? new MetricsLog(s.outputDir, !interactive, resumeFrom ? trainer.stepCount : undefined) : undefined;
   if (lead) {
@@ -242,7 +248,10 @@ async function trainOn(
     let windowSteps = 0;
     let windowTokens = 0;
     while (trainer.stepCount < totalSteps && !stop && earlyStop === undefined) {
+      profiling?.beforeStep(trainer.stepCount);
       const r = await trainer.step({ count: s.gradAccum, next: () => prefetcher.next() });
+      const table = profiling?.afterStep();
+      if (table) say(table);
       windowSteps++;
       windowTokens += r.tokens * trainer.worldSize;
       const step = trainer.stepCount;
@@ -296,6 +305,8 @@ async function trainOn(
       }
       if (comm) stop = await anyRankStops(comm, stop);
     }
+    const table = profiling?.finish();
+    if (table) say(table);
     if (trainer.stepCount !== lastSaved) await save();
     if (!stop && lead) {
       const final = path.join(s.outputDir, "final.safetensors");

@@ -1,5 +1,6 @@
 import type { FileHandle } from "node:fs/promises";
 import { CheckpointError } from "@kiln/contract";
+import type { TensorByteSource } from "./tensor-byte-source.js";
 
 // Node caps one read or write at about 2 GiB; larger spans are done in pieces.
 const MAX_IO_BYTES = 1 << 30;
@@ -30,20 +31,37 @@ export async function readFully(file: FileHandle, target: Uint8Array, position: 
   }
 }
 
+/** Bytes of the buffer a SequentialFileWriter stages its writes in, unless told otherwise. */
+export const WRITE_BUFFER_BYTES = 4 << 20;
+
 /**
  * Collects small pieces into one buffer so that a file of many small tensors
- * takes few write calls; large pieces go straight to the file.
+ * takes few write calls; large pieces in memory go straight to the file, and
+ * streamed ones (appendFrom) pass through the buffer a buffer-full at a time.
  */
 export class SequentialFileWriter {
   private readonly staging: Uint8Array;
   private used = 0;
   private position = 0;
 
+  /** `stagingBytes` is rounded up to a multiple of 8 (streamed pieces then stay aligned to their elements). */
   constructor(
     private readonly file: FileHandle,
-    stagingBytes = 4 << 20,
+    stagingBytes = WRITE_BUFFER_BYTES,
   ) {
-    this.staging = new Uint8Array(stagingBytes);
+    this.staging = new Uint8Array(Math.max(8, Math.ceil(stagingBytes / 8) * 8));
+  }
+
+  /** Appends every byte of `source`, read into the staging buffer piece by piece: nothing larger is allocated. */
+  async appendFrom(source: TensorByteSource): Promise<void> {
+    let done = 0;
+    while (done < source.byteLength) {
+      if (this.used === this.staging.byteLength) await this.flush();
+      const length = Math.min(source.byteLength - done, this.staging.byteLength - this.used);
+      await source.read(this.staging.subarray(this.used, this.used + length), done);
+      this.used += length;
+      done += length;
+    }
   }
 
   async append(bytes: Uint8Array): Promise<void> {

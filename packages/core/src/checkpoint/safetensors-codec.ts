@@ -1,6 +1,7 @@
 import type { SafetensorsDType } from "./safetensors-dtype.js";
 import { parseSafetensorsHeader, type SafetensorsHeader } from "./safetensors-header.js";
-import { bytesOf, planSafetensorsLayout, type SafetensorsTensorInput } from "./safetensors-layout.js";
+import { bytesOf, planSafetensorsLayout, type SafetensorsTensorInput, type StreamedTensorInput } from "./safetensors-layout.js";
+import { isTensorByteSource } from "./tensor-byte-source.js";
 
 /** A tensor read from a file: its bytes as stored (little-endian), unconverted. */
 export interface SafetensorsTensor {
@@ -28,6 +29,23 @@ export function encodeSafetensors(
   const out = new Uint8Array(layout.fileSize);
   out.set(layout.head, 0);
   for (const t of layout.tensors) out.set(bytesOf(t.input.data), layout.head.byteLength + t.begin);
+  return out;
+}
+
+/** As encodeSafetensors, for tensors whose bytes may come from a TensorByteSource (each read straight into the result). */
+export async function encodeStreamedSafetensors(
+  tensors: readonly StreamedTensorInput[],
+  metadata: Readonly<Record<string, string>> = {},
+  fileName = IN_MEMORY,
+): Promise<Uint8Array> {
+  const layout = planSafetensorsLayout(tensors, metadata, fileName);
+  const out = new Uint8Array(layout.fileSize);
+  out.set(layout.head, 0);
+  for (const t of layout.tensors) {
+    const at = layout.head.byteLength + t.begin;
+    if (isTensorByteSource(t.input.data)) await t.input.data.read(out.subarray(at, layout.head.byteLength + t.end), 0);
+    else out.set(bytesOf(t.input.data), at);
+  }
   return out;
 }
 

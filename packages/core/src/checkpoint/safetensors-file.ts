@@ -1,25 +1,32 @@
 import { readFile } from "node:fs/promises";
 import { CheckpointError } from "@kiln/contract";
 import { writeFileAtomically, errorCode, messageOf } from "./atomic-file.js";
-import { SequentialFileWriter } from "./file-io.js";
+import { SequentialFileWriter, WRITE_BUFFER_BYTES } from "./file-io.js";
 import { decodeSafetensors, type DecodedSafetensors } from "./safetensors-codec.js";
-import { bytesOf, planSafetensorsLayout, type SafetensorsTensorInput } from "./safetensors-layout.js";
+import { bytesOf, planSafetensorsLayout, type StreamedTensorInput } from "./safetensors-layout.js";
+import { isTensorByteSource } from "./tensor-byte-source.js";
 
 /**
  * Writes a safetensors file atomically (see writeFileAtomically): a reader, or
  * a crash, never sees a half-written file. Tensors are checked before anything
  * is created; their order in the file is described at planSafetensorsLayout.
+ * A tensor whose data is a TensorByteSource is streamed through one buffer of
+ * `bufferBytes` (default 4 MiB), tensor by tensor, so the file is never whole in memory.
  */
 export async function writeSafetensors(
   path: string,
-  tensors: readonly SafetensorsTensorInput[],
+  tensors: readonly StreamedTensorInput[],
   metadata: Readonly<Record<string, string>> = {},
+  options: { bufferBytes?: number } = {},
 ): Promise<void> {
   const layout = planSafetensorsLayout(tensors, metadata, path);
   await writeFileAtomically(path, async (file) => {
-    const out = new SequentialFileWriter(file);
+    const out = new SequentialFileWriter(file, options.bufferBytes ?? WRITE_BUFFER_BYTES);
     await out.append(layout.head);
-    for (const t of layout.tensors) await out.append(bytesOf(t.input.data));
+    for (const { input } of layout.tensors) {
+      if (isTensorByteSource(input.data)) await out.appendFrom(input.data);
+      else await out.append(bytesOf(input.data));
+    }
     await out.flush();
   });
 }

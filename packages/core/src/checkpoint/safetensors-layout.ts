@@ -1,6 +1,7 @@
 import { CheckpointError } from "@kiln/contract";
 import { isSafetensorsDType, safetensorsDTypeSize, SAFETENSORS_DTYPES, type SafetensorsDType } from "./safetensors-dtype.js";
 import { SAFETENSORS_LENGTH_BYTES, SAFETENSORS_METADATA_KEY } from "./safetensors-header.js";
+import { isTensorByteSource, type TensorByteSource } from "./tensor-byte-source.js";
 
 /** One tensor to write: its raw little-endian bytes, shape and dtype. */
 export interface SafetensorsTensorInput {
@@ -11,18 +12,23 @@ export interface SafetensorsTensorInput {
   data: ArrayBufferView;
 }
 
-export interface PlannedTensor {
-  input: SafetensorsTensorInput;
+/** A tensor to write whose bytes may also come a piece at a time (writeSafetensors streams them). */
+export interface StreamedTensorInput extends Omit<SafetensorsTensorInput, "data"> {
+  data: ArrayBufferView | TensorByteSource;
+}
+
+export interface PlannedTensor<T extends StreamedTensorInput = SafetensorsTensorInput> {
+  input: T;
   /** Byte range [begin, end) within the data buffer. */
   begin: number;
   end: number;
 }
 
-export interface SafetensorsLayout {
+export interface SafetensorsLayout<T extends StreamedTensorInput = SafetensorsTensorInput> {
   /** Length field + header JSON + padding: everything before the data buffer. */
   head: Uint8Array;
   /** Tensors in the order their data is written. */
-  tensors: PlannedTensor[];
+  tensors: PlannedTensor<T>[];
   dataLength: number;
   fileSize: number;
 }
@@ -39,12 +45,15 @@ const encoder = new TextEncoder();
  * as a Float32Array (etc.) without copying. Equal inputs give equal bytes.
  * The header JSON lists "__metadata__" first (keys sorted), then the tensors in
  * data order, each as {"dtype","shape","data_offsets"} in that order.
+ * The data starts at a multiple of 8 and each tensor's length is a multiple of
+ * its element size, so a piece of a tensor written from a buffer whose length
+ * is a multiple of 8 also starts at a multiple of the element size.
  */
-export function planSafetensorsLayout(
-  tensors: readonly SafetensorsTensorInput[],
+export function planSafetensorsLayout<T extends StreamedTensorInput>(
+  tensors: readonly T[],
   metadata: Readonly<Record<string, string>>,
   fileName: string,
-): SafetensorsLayout {
+): SafetensorsLayout<T> {
   const seen = new Set<string>();
   for (const t of tensors) {
     checkInput(t, fileName);
@@ -69,7 +78,7 @@ export function planSafetensorsLayout(
   const ordered = [...tensors].sort(
     (a, b) => safetensorsDTypeSize(b.dtype) - safetensorsDTypeSize(a.dtype) || compareUtf8(a.name, b.name),
   );
-  const planned: PlannedTensor[] = [];
+  const planned: PlannedTensor<T>[] = [];
   let offset = 0;
   for (const input of ordered) {
     planned.push({ input, begin: offset, end: offset + input.data.byteLength });
@@ -95,7 +104,7 @@ export function planSafetensorsLayout(
   return { head, tensors: planned, dataLength: offset, fileSize: head.byteLength + offset };
 }
 
-function checkInput(t: SafetensorsTensorInput, fileName: string): void {
+function checkInput(t: StreamedTensorInput, fileName: string): void {
   const where = `${fileName} (tensor ${JSON.stringify(t.name)})`;
   const fail = (what: string, hint: string): never => {
     throw new CheckpointError(what, { where, hint });
@@ -115,7 +124,9 @@ function checkInput(t: SafetensorsTensorInput, fileName: string): void {
     }
     elements *= BigInt(dim);
   }
-  if (!ArrayBuffer.isView(t.data)) fail("data is not a typed array or DataView", "Pass the tensor's bytes as a typed array.");
+  if (!ArrayBuffer.isView(t.data) && !isTensorByteSource(t.data)) {
+    fail("data is not a typed array, a DataView or a byte source", "Pass the tensor's bytes as a typed array.");
+  }
   const needed = elements * BigInt(safetensorsDTypeSize(t.dtype));
   if (BigInt(t.data.byteLength) !== needed) {
     fail(

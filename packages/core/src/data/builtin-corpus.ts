@@ -1,10 +1,13 @@
 import { mkdir, stat } from "node:fs/promises";
 import path from "node:path";
+import { DEFAULT_BUILTIN_CORPUS_CHARS, builtinCorpusSource } from "./builtin-corpus-source.js";
 import { dataSidecarPath, readDataSidecar, type DataSidecar } from "./data-sidecar.js";
 import { STORY_GRAMMAR_VERSION, generateStories } from "./stories/story-generator.js";
 import { TextTokenWriter } from "./text-token-writer.js";
 import { getTokenizer, type Tokenizer, type TokenizerName } from "./tokenizer.js";
 import { DEFAULT_VAL_FRACTION } from "./token-split.js";
+
+export { DEFAULT_BUILTIN_CORPUS_CHARS, builtinCorpusSource };
 
 export interface BuiltinCorpusOptions {
   /** Where the tokenized corpus is kept between runs. */
@@ -24,8 +27,6 @@ export interface BuiltinCorpus {
   /** Whether this call generated and tokenized it (false: it was in the cache). */
   created: boolean;
 }
-
-export const DEFAULT_BUILTIN_CORPUS_CHARS = 3_000_000;
 
 /**
  * kiln's own training text: short children's stories from a hand-written
@@ -54,11 +55,6 @@ export async function builtinCorpus(options: BuiltinCorpusOptions): Promise<Buil
   }
   const sidecar = await writer.commit({ valFraction: DEFAULT_VAL_FRACTION, sources: [source] });
   return { path: file, sidecarPath: dataSidecarPath(file), sidecar, created: true };
-}
-
-/** How the sidecar names the built-in corpus. */
-export function builtinCorpusSource(seed: number, chars: number): string {
-  return `builtin:stories-v${STORY_GRAMMAR_VERSION}?seed=${seed}&chars=${chars}`;
 }
 
 async function readCached(file: string, source: string): Promise<DataSidecar | undefined> {

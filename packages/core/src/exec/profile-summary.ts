@@ -13,7 +13,7 @@ export interface ProfileRow {
 }
 
 export interface ProfileSummary {
-  /** The trainer's step numbers that were recorded. */
+  /** The numbers of the recorded steps, as the logs show them. */
   steps: number[];
   /** Mean time of a recorded step, from its start to its end inside Trainer.step. */
   stepMs: number;

@@ -21,7 +21,7 @@ export interface DataEvent {
 
 /** Everything recorded in one optimizer step, in the order it happened. */
 export interface ProfiledStep {
-  /** The trainer's step count when the step began (0 for the first step ever). */
+  /** The step's number as the logs show it: 1 for the first step ever. */
   step: number;
   start: number;
   end: number;

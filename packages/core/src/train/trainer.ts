@@ -247,7 +247,7 @@ export class Trainer {
     const count = "next" in microBatches ? microBatches.count : microBatches.length;
     if (count < 1) throw new Error("step() needs at least one batch");
     const profiler = this.profiler;
-    profiler?.beginStep(this.stepCount);
+    profiler?.beginStep(this.stepCount + 1);
     const dp = this.dataParallel;
     if (dp && !this.stateShared) await this.shareRankZeroState(dp);
     const localValid = "next" in microBatches ? undefined : microBatches.reduce((s, b) => s + countValid(b.targets), 0);

@@ -1,0 +1,178 @@
+import { CheckpointError, type FloatDType, isFloatDType } from "@kiln/contract";
+import { deviceTensorSource } from "../checkpoint/device-tensor-source.js";
+import { decodeSafetensors, encodeStreamedSafetensors } from "../checkpoint/safetensors-codec.js";
+import { type SafetensorsDType, toSafetensorsDType } from "../checkpoint/safetensors-dtype.js";
+import type { StreamedTensorInput } from "../checkpoint/safetensors-layout.js";
+import { elementCount } from "../graph/tensor.js";
+import {
+  EXP_AVG,
+  EXP_AVG_SQ,
+  META_DTYPE,
+  META_LOSS_SCALE,
+  META_LOSS_SCALE_GOOD_STEPS,
+  META_MODEL,
+  META_SKIPPED_STEPS,
+  META_STEP,
+  META_WORLD_SIZE,
+} from "./checkpoint-keys.js";
+import type { Trainer } from "./trainer.js";
+
+// What a kiln checkpoint holds, apart from where its bytes go: files (checkpoint-state.ts)
+// or memory (a browser page). Nothing here touches a file system.
+
+/** Tensors to read by name: an open safetensors file (SafetensorsReader) or one held in memory (tensorSourceOfBytes). */
+export interface TensorSource {
+  readonly metadata: Record<string, string>;
+  has(name: string): boolean;
+  info(name: string): { dtype: SafetensorsDType; shape: number[] };
+  read(name: string): Promise<{ data: Uint8Array }>;
+}
+
+/** A whole safetensors file held in memory, as a TensorSource (the header is checked here). */
+export function tensorSourceOfBytes(bytes: Uint8Array, fileName?: string): TensorSource {
+  const { tensors, metadata } = decodeSafetensors(bytes, fileName);
+  const where = fileName ?? "<in-memory safetensors>";
+  const get = (name: string) => {
+    const t = tensors.get(name);
+    if (t === undefined) throw new CheckpointError(`no tensor named ${JSON.stringify(name)}`, { where, hint: "check whether this checkpoint belongs to another model" });
+    return t;
+  };
+  return {
+    metadata,
+    has: (name) => tensors.has(name),
+    info: (name) => get(name),
+    read: async (name) => ({ data: get(name).data }),
+  };
+}
+
+/**
+ * The tensors and metadata of a training checkpoint: f32 weights (Hugging Face names), AdamW m and v, step, model, dtype.
+ * Each tensor's bytes are read from the device as a writer asks for them (deviceTensorSource): none is copied
+ * whole; write them before the trainer takes another step.
+ */
+export async function trainerCheckpointContents(
+  trainer: Trainer,
+  metadata: Record<string, string> = {},
+): Promise<{ tensors: StreamedTensorInput[]; metadata: Record<string, string> }> {
+  const { params, master, m, v } = trainer.stateBuffers;
+  const tensors: StreamedTensorInput[] = [];
+  for (const [prefix, buffer, layout] of [
+    ["", master ?? params, master ? trainer.stateLayout : trainer.layout],
+    [EXP_AVG, m, trainer.stateLayout],
+    [EXP_AVG_SQ, v, trainer.stateLayout],
+  ] as const) {
+    for (const s of layout.specs) {
+      const at = { buffer, byteOffset: layout.offsets.get(s.name)! };
+      tensors.push({ name: prefix + s.name, dtype: "F32", shape: s.shape, data: deviceTensorSource(trainer.backend, at, elementCount(s.shape)) });
+    }
+  }
+  return {
+    tensors,
+    metadata: {
+      ...metadata,
+      [META_STEP]: String(trainer.stepCount),
+      [META_MODEL]: JSON.stringify(trainer.config.model),
+      [META_DTYPE]: trainer.dtype,
+      [META_SKIPPED_STEPS]: String(trainer.skippedSteps),
+      [META_WORLD_SIZE]: String(trainer.worldSize),
+      ...(trainer.lossScaler
+        ? { [META_LOSS_SCALE]: String(trainer.lossScaler.scale), [META_LOSS_SCALE_GOOD_STEPS]: String(trainer.lossScaler.goodSteps) }
+        : {}),
+      format: "pt",
+    },
+  };
+}
+
+/** The trained weights alone in `dtype` (the 16-bit ones rounded from the f32 masters on their way out, as encodeElements rounds), with step, model and dtype. */
+export async function trainedWeightsContents(
+  trainer: Trainer,
+  metadata: Record<string, string> = {},
+  dtype: FloatDType = trainer.dtype,
+): Promise<{ tensors: StreamedTensorInput[]; metadata: Record<string, string> }> {
+  const { params, master } = trainer.stateBuffers;
+  const [buffer, layout] = master ? [master, trainer.stateLayout] : [params, trainer.layout];
+  const tensors: StreamedTensorInput[] = layout.specs.map((s) => ({
+    name: s.name,
+    dtype: toSafetensorsDType(dtype),
+    shape: s.shape,
+    data: deviceTensorSource(trainer.backend, { buffer, byteOffset: layout.offsets.get(s.name)! }, elementCount(s.shape), dtype),
+  }));
+  return { tensors, metadata: { ...metadata, [META_STEP]: String(trainer.stepCount), [META_MODEL]: JSON.stringify(trainer.config.model), [META_DTYPE]: dtype, format: "pt" } };
+}
+
+/** The bytes of the .safetensors file saveTrainerCheckpoint writes: the same tensors, order and metadata. */
+export async function encodeTrainerCheckpoint(trainer: Trainer, metadata: Record<string, string> = {}): Promise<Uint8Array> {
+  const c = await trainerCheckpointContents(trainer, metadata);
+  return encodeStreamedSafetensors(c.tensors, c.metadata);
+}
+
+/**
+ * Restores weights (master weights under bf16/f16, rounded into the parameters),
+ * optimizer state, step, skipped steps and the f16 loss scaler from a training
+ * checkpoint's tensors. Refuses, naming `where` and the tensor, a checkpoint of
+ * another model, or one trained by another number of data-parallel ranks.
+ * Returns the checkpoint's metadata.
+ */
+export async function restoreTrainerState(trainer: Trainer, source: TensorSource, where: string): Promise<Record<string, string>> {
+  const meta = source.metadata;
+  const step = Number(meta[META_STEP]);
+  if (!Number.isSafeInteger(step) || step < 0) {
+    throw new CheckpointError(`metadata ${META_STEP} is ${JSON.stringify(meta[META_STEP])}, not a step count`, {
+      where,
+      hint: "this file was not written by kiln train; pass a kiln checkpoint to --resume",
+    });
+  }
+  const counter = (key: string, fallback: number, max = Number.MAX_SAFE_INTEGER) => {
+    if (meta[key] === undefined) return fallback;
+    const n = Number(meta[key]);
+    if (!Number.isSafeInteger(n) || n < 0 || n > max) {
+      throw new CheckpointError(`metadata ${key} is ${JSON.stringify(meta[key])}, not a count from 0 to ${max}`, { where, hint: "the checkpoint is damaged; resume from an earlier one" });
+    }
+    return n;
+  };
+  if (meta[META_DTYPE] !== undefined && !isFloatDType(meta[META_DTYPE] as never)) {
+    throw new CheckpointError(`metadata ${META_DTYPE} is ${JSON.stringify(meta[META_DTYPE])}, not f32, bf16 or f16`, { where, hint: "the checkpoint is damaged; resume from an earlier one" });
+  }
+  const skippedSteps = counter(META_SKIPPED_STEPS, 0, step);
+  const worldSize = counter(META_WORLD_SIZE, 1);
+  if (worldSize !== trainer.worldSize) {
+    throw new CheckpointError(`the checkpoint was trained by ${worldSize} data-parallel rank${worldSize === 1 ? "" : "s"}, this run has ${trainer.worldSize}`, {
+      where,
+      hint: `resume with ${worldSize} rank${worldSize === 1 ? "" : "s"} (--ranks ${worldSize}), so each step sees the same global batch; or start a new run from its weights with --init-from`,
+    });
+  }
+  const scale = meta[META_LOSS_SCALE] === undefined ? undefined : Number(meta[META_LOSS_SCALE]);
+  if (scale !== undefined && !(scale > 0 && Number.isFinite(scale))) {
+    throw new CheckpointError(`metadata ${META_LOSS_SCALE} is ${JSON.stringify(meta[META_LOSS_SCALE])}, not a positive number`, { where, hint: "the checkpoint is damaged; resume from an earlier one" });
+  }
+  const goodSteps = counter(META_LOSS_SCALE_GOOD_STEPS, 0);
+  const { params, master, m, v } = trainer.stateBuffers;
+  for (const [prefix, buffer, layout] of [
+    ["", master ?? params, master ? trainer.stateLayout : trainer.layout],
+    [EXP_AVG, m, trainer.stateLayout],
+    [EXP_AVG_SQ, v, trainer.stateLayout],
+  ] as const) {
+    for (const s of layout.specs) {
+      const name = prefix + s.name;
+      if (!source.has(name)) {
+        throw new CheckpointError(`tensor ${name} is missing`, { where, hint: "the checkpoint belongs to another model or is not a training checkpoint" });
+      }
+      const info = source.info(name);
+      if (info.dtype !== "F32" || info.shape.join(",") !== s.shape.join(",")) {
+        throw new CheckpointError(`tensor ${name} is ${info.dtype} [${info.shape}], the model needs F32 [${s.shape}]`, {
+          where,
+          hint: "resume with the model config the checkpoint was trained with",
+        });
+      }
+      const { data } = await source.read(name);
+      if (data.byteLength !== elementCount(s.shape) * 4) throw new CheckpointError(`tensor ${name} has the wrong size`, { where });
+      trainer.backend.upload({ buffer, byteOffset: layout.offsets.get(s.name)! }, data);
+    }
+  }
+  trainer.roundMastersToParams();
+  trainer.stepCount = step;
+  trainer.skippedSteps = skippedSteps;
+  if (trainer.lossScaler && scale !== undefined) trainer.lossScaler.state = { scale, goodSteps };
+  await trainer.backend.synchronize();
+  return meta;
+}

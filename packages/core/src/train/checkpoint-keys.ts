@@ -1,0 +1,31 @@
+// The metadata keys and tensor-name prefixes of kiln checkpoints, defined once (no file I/O here: browser bundles import it).
+
+/** Optimizer state tensor names: torch.optim.AdamW's state keys under the parameter's name. */
+export const EXP_AVG = "optimizer.exp_avg.";
+export const EXP_AVG_SQ = "optimizer.exp_avg_sq.";
+
+/** Metadata keys every kiln checkpoint carries. */
+export const META_STEP = "kiln.step";
+export const META_MODEL = "kiln.model";
+/** The tokenizer the training data was prepared with: a built-in name or a folder tokenizer's identity (tokenizer-files.ts). */
+export const META_TOKENIZER = "kiln.tokenizer";
+/** A folder tokenizer's files (a JSON object, file name -> text): sampling and export need no other copy. */
+export const META_TOKENIZER_FILES = "kiln.tokenizer_files";
+/** What the run trained on (a file, or the built-in corpus), for model cards. */
+export const META_DATA = "kiln.data";
+/** The dtype the run trained in (its tensors here are f32 either way: master weights under bf16/f16). */
+export const META_DTYPE = "kiln.dtype";
+/** Steps whose update was skipped: f16 overflow or non-finite values (AdamW's bias correction counts applied updates only). */
+export const META_SKIPPED_STEPS = "kiln.skipped_steps";
+/** f16: the dynamic loss scaler's scale and its finite steps since the scale last changed. */
+export const META_LOSS_SCALE = "kiln.loss_scale";
+export const META_LOSS_SCALE_GOOD_STEPS = "kiln.loss_scale_good_steps";
+/** Data-parallel ranks that trained the run (absent: 1). A run resumes only with as many. */
+export const META_WORLD_SIZE = "kiln.world_size";
+/** Where the training data stands: the sampler's cursor ({epoch, index}, over every rank's windows). */
+export const META_DATA_CURSOR = "kiln.data_cursor";
+/** The data cursor of every rank, by rank (JSON array): each rank resumes from its own. */
+export const META_DATA_CURSORS = "kiln.data_cursors";
+/** The run's lowest val_loss so far and its step (JSON {step, loss}), and the evaluations since: --save-best and --early-stop go on after --resume. */
+export const META_BEST_VAL_LOSS = "kiln.best_val_loss";
+export const META_EVALS_SINCE_BEST = "kiln.evals_since_best";

@@ -1,0 +1,4 @@
+import { defineConfig } from "vitest/config";
+import { kilnVitestConfig } from "@kiln/tooling/vitest";
+
+export default defineConfig(kilnVitestConfig({ name: "web", testTimeout: 240_000 }));
