@@ -5,7 +5,8 @@
 // crashes or hangs the device is reported and the others still run.
 // Prints each failure, then one JSON summary line; exits 1 when a case failed or a
 // kernel crashed, 0 when all passed, 2 when there is no usable GPU.
-// Usage: node tooling/bench/cuda-conformance.mjs [--device 0] [--kernel matmul] [--filter "bf16 prime"] [--passes 2] [--isolate]
+// --sim runs the same on the CUDA simulator (cuda-sim), on a machine without a GPU.
+// Usage: node tooling/bench/cuda-conformance.mjs [--device 0] [--kernel matmul] [--filter "bf16 prime"] [--passes 2] [--isolate] [--sim]
 // Needs the workspace built (pnpm turbo run build) with nvcc present.
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -13,13 +14,13 @@ import { parseArgs } from "node:util";
 import { caseName } from "../../packages/contract/dist/conformance/case.js";
 import { checkConformance } from "../../packages/contract/dist/conformance/check.js";
 import { KERNEL_NAMES } from "../../packages/contract/dist/kernels/index.js";
-import { createCudaBackend, cudaStatus } from "../../packages/kernels-cuda/dist/index.js";
+import { createCudaBackend, createCudaSimBackend, cudaStatus } from "../../packages/kernels-cuda/dist/index.js";
 
 const { values } = parseArgs({
-  options: { device: { type: "string" }, kernel: { type: "string" }, filter: { type: "string" }, passes: { type: "string" }, isolate: { type: "boolean" }, "timeout-s": { type: "string" } },
+  options: { device: { type: "string" }, kernel: { type: "string" }, filter: { type: "string" }, passes: { type: "string" }, isolate: { type: "boolean" }, sim: { type: "boolean" }, "timeout-s": { type: "string" } },
 });
 const status = cudaStatus();
-if (!status.addon.built || status.runtime.deviceCount === 0) {
+if (values.sim ? !status.simulator.built : !status.addon.built || status.runtime.deviceCount === 0) {
   console.log(JSON.stringify({ gpu: false, status }));
   process.exit(2);
 }
@@ -29,7 +30,7 @@ if (values.isolate) {
   const self = fileURLToPath(import.meta.url);
   const summary = { archs: status.addon.archs, passes, kernels: {}, crashed: [], totals: { passed: 0, failed: 0, skipped: 0 } };
   for (const kernel of values.kernel ? [values.kernel] : KERNEL_NAMES) {
-    const args = [self, "--kernel", kernel, "--passes", String(passes), ...(values.device ? ["--device", values.device] : []), ...(values.filter ? ["--filter", values.filter] : [])];
+    const args = [self, "--kernel", kernel, "--passes", String(passes), ...(values.device ? ["--device", values.device] : []), ...(values.filter ? ["--filter", values.filter] : []), ...(values.sim ? ["--sim"] : [])];
     const r = spawnSync(process.execPath, args, { encoding: "utf8", timeout: Number(values["timeout-s"] ?? 180) * 1000 });
     const lines = (r.stdout ?? "").trim().split("\n");
     for (const line of lines.slice(0, -1)) console.log(line);
@@ -52,7 +53,7 @@ if (values.isolate) {
   process.exit(summary.totals.failed || summary.crashed.length ? 1 : 0);
 }
 
-const backend = createCudaBackend({ device: Number(values.device ?? 0) });
+const backend = values.sim ? createCudaSimBackend() : createCudaBackend({ device: Number(values.device ?? 0) });
 const caps = backend.capabilities();
 const filter = (c) => (!values.kernel || c.kernel === values.kernel) && (!values.filter || caseName(c).includes(values.filter));
 const summary = { device: caps.device.name, computeCapability: caps.device.computeCapability, libraries: caps.device.libraries ?? "none", archs: status.addon.archs, passes: [] };

@@ -1,4 +1,5 @@
-// GPU benchmark of @kiln/kernels-cuda: GEMM TFLOP/s per dtype (4096^3), causal
+// GPU benchmark of @kiln/kernels-cuda: GEMM TFLOP/s per dtype (4096^3), the grouped
+// GEMMs of a mixture-of-experts layer beside one dense GEMM of the same size, causal
 // attention forward/backward, and training steps of bench-small and gpt2-small
 // (f32 and bf16) with MFU, each beside the same work through PyTorch on the same
 // GPU (cuda_kernels_torch.py, train_step_torch.py) as a ratio kiln / PyTorch.
@@ -88,6 +89,37 @@ async function gemm(dtype, on = backend, path = matmulPath(backend), size = 4096
   return progress({ dtype, size, kernel: path, tflops_median: flops / t.median / 1e12, tflops_best: flops / t.best / 1e12, tflops_pipelined: flops / t.pipelined / 1e12, cold_ms: t.cold * 1e3, fraction_of_peak: peak ? flops / t.median / peak : null });
 }
 
+/**
+ * The experts' matmuls of a mixture-of-experts layer (rows sorted by expert, equal
+ * shares, offsets on the device): groupedMatmul with torch Linear weights (transB) and
+ * groupedMatmulWeightGrad, beside one dense matmul of the same rows x n x k.
+ */
+async function groupedGemm(dtype, shape = { rows: 16384, n: 2048, k: 1024, groups: 8 }) {
+  const { rows, n, k, groups } = shape;
+  const a = filled(dtype, rows * k), b = filled(dtype, groups * k * n), c = filled(dtype, rows * n), dC = filled(dtype, rows * n), dB = filled(dtype, groups * n * k);
+  const offsets = backend.alloc((groups + 1) * 4);
+  backend.upload(offsets, Int32Array.from({ length: groups + 1 }, (_, g) => Math.round((g * rows) / groups)));
+  const fwd = await time(() => backend.kernels.groupedMatmul({ a, b, offsets, c, rows, n, k, groups, transB: true, dtype }));
+  const wgrad = await time(() => backend.kernels.groupedMatmulWeightGrad({ a, dC, offsets, dB, rows, n, k, groups, dtype }));
+  const dense = await time(() => backend.kernels.matmul({ a, b, c, m: rows, n, k, transB: true, dtype }));
+  [a, b, c, dC, dB, offsets].forEach((x) => backend.free(x));
+  const flops = 2 * rows * n * k;
+  const peak = caps.peakFlops[dtype];
+  return progress({
+    dtype,
+    ...shape,
+    forward_tflops_median: flops / fwd.median / 1e12,
+    forward_tflops_pipelined: flops / fwd.pipelined / 1e12,
+    weight_grad_tflops_median: flops / wgrad.median / 1e12,
+    weight_grad_tflops_pipelined: flops / wgrad.pipelined / 1e12,
+    dense_tflops_median: flops / dense.median / 1e12,
+    forward_over_dense: dense.median / fwd.median,
+    forward_cold_ms: fwd.cold * 1e3,
+    weight_grad_cold_ms: wgrad.cold * 1e3,
+    forward_fraction_of_peak: peak ? flops / fwd.median / peak : null,
+  });
+}
+
 async function attention(dtype, shape = { batch: 8, seqLen: 1024, heads: 12, kvHeads: 12, headDim: 64 }) {
   const rows = shape.batch * shape.seqLen, width = shape.heads * shape.headDim;
   const [q, k, v, out, dOut, dQ, dK, dV] = Array.from({ length: 8 }, () => filled(dtype, rows * width));
@@ -170,6 +202,7 @@ if (matmulPath(backend) === "cublaslt") {
   ownGemms.push(await gemm("f32", tf32, "cublaslt-tf32"));
   tf32.dispose();
 }
+const groupedGemms = [await groupedGemm("bf16"), await groupedGemm("f32")];
 const attentions = [await attention("bf16"), await attention("f32")];
 const torchKernels = torchReference("cuda_kernels_torch.py", ["--calls", String(CALLS)]);
 const report = {
@@ -180,6 +213,7 @@ const report = {
   libraries: caps.device.libraries ?? "none: kiln's own kernels run every matmul",
   gemm: [...gemms, ...ownGemms],
   own_gemm_ratio_vs_cublaslt: ownGemms.length ? ownGemms.slice(0, 3).map((o, i) => ({ dtype: o.dtype, tflops_median: o.tflops_median / gemms[i].tflops_median, tflops_pipelined: o.tflops_pipelined / gemms[i].tflops_pipelined })) : undefined,
+  grouped_gemm: groupedGemms,
   attention: attentions,
   torch_kernels: torchKernels,
   gemm_ratio_vs_torch: ratios(gemms, torchKernels.gemm, ["tflops_median", "tflops_pipelined"]),

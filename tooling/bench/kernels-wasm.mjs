@@ -17,6 +17,8 @@
 // add, sumSquares and cast (10M elements) in ms and GB/s (loss-optimizer-wasm.mjs),
 // causal attention forward and backward GFLOP/s at batch 8, seqLen 256, 6 heads of 64 (attention-wasm.mjs),
 // LayerNorm and GELU forward and backward GB/s at 2048 rows of 384 and 1536, f32 / bf16 / f16 (norm-activation-wasm.mjs),
+// groupedMatmul and its weight gradient, 8 groups over 2048 rows x 512 x 512, next to one plain
+// matmul of the same size, f32 and bf16 (grouped-matmul-wasm.mjs),
 // and, where tooling/bench's own dependencies are installed, TensorFlow.js's
 // wasm backend matMul at the same size.
 // V8 runs a wasm function in its baseline tier until it has been called often
@@ -28,6 +30,7 @@ import { benchLossOptimizer } from "./loss-optimizer-wasm.mjs";
 import { benchAttention } from "./attention-wasm.mjs";
 import { benchTrainingMatmuls } from "./training-matmuls.mjs";
 import { benchNormActivation } from "./norm-activation-wasm.mjs";
+import { benchGroupedMatmul } from "./grouped-matmul-wasm.mjs";
 import { loadKernelsWasm } from "./load-kernels-wasm.mjs";
 
 const { values } = parseArgs({
@@ -234,6 +237,10 @@ const normActivation = await benchNormActivation(createWasmBackend, { threads: [
   error: String(error?.message ?? error),
 }));
 
+const groupedMatmul = await benchGroupedMatmul(createWasmBackend, { threads: [...new Set([1, threads])], repeats: Math.max(repeats, 9) }).catch((error) => ({
+  error: String(error?.message ?? error),
+}));
+
 const trainingMatmuls = await benchTrainingMatmuls(createKernels, { threads, repeats }).catch((error) => ({
   error: String(error?.message ?? error),
 }));
@@ -266,6 +273,7 @@ const result = {
   trainingMatmuls,
   attention,
   normActivation,
+  groupedMatmul,
   tfjsWasmMatmul: tfjs,
   ...(comparison ? { kilnVsTfjs: comparison } : {}),
 };

@@ -35,7 +35,7 @@ describe("--save-best and --early-stop", () => {
   const settingsFor = (args: string[], text = config) => {
     const cmd = trainOptions(new Command("train")).exitOverride().configureOutput({ writeErr: () => {} });
     cmd.parse(["-f", "tiny.yaml", ...args], { from: "user" });
-    return resolveSettings({ path: "tiny.yaml", text, config: parseConfigText(text, "tiny.yaml") }, cmd.opts());
+    return resolveSettings({ path: "tiny.yaml", text, config: parseConfigText(text, "tiny.yaml"), ignoredKeys: [] }, cmd.opts());
   };
 
   it("set trainer.save_best and trainer.early_stop, as the YAML keys do", () => {

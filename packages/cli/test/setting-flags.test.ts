@@ -16,7 +16,7 @@ trainer: { max_steps: 4, learning_rate: 0.003 }
 function settingsFor(args: string[]) {
   const cmd = trainOptions(new Command("train")).exitOverride();
   cmd.parse(["-f", "tiny.yaml", ...args], { from: "user" });
-  return resolveSettings({ path: "tiny.yaml", text: CONFIG, config: parseConfigText(CONFIG, "tiny.yaml") }, cmd.opts());
+  return resolveSettings({ path: "tiny.yaml", text: CONFIG, config: parseConfigText(CONFIG, "tiny.yaml"), ignoredKeys: [] }, cmd.opts());
 }
 
 describe("the setting flags table", () => {
@@ -93,7 +93,7 @@ describe("flags over the config file", () => {
 
   it("reads trainer.max_checkpoints from the file", () => {
     const text = CONFIG.replace("max_steps: 4", "max_steps: 4, max_checkpoints: 1");
-    expect(resolveSettings({ path: "t.yaml", text, config: parseConfigText(text, "t.yaml") }).maxCheckpoints).toBe(1);
+    expect(resolveSettings({ path: "t.yaml", text, config: parseConfigText(text, "t.yaml"), ignoredKeys: [] }).maxCheckpoints).toBe(1);
   });
 });
 

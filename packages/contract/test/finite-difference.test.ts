@@ -403,3 +403,111 @@ forwardKernel("matmul", () => {
     });
   }
 });
+
+forwardKernel("moeRoute", () => {
+  // The loss reads the routing weights (through R) and the load-balancing loss; the choice of
+  // experts is piecewise constant, so a small step in the logits never changes it here.
+  const tokens = 6, numExperts = 5, topK = 2, alpha = 0.3, auxScale = 0.7;
+  const rand = rng(71);
+  const logits = uniform(rand, tokens * numExperts, -2, 2);
+  const R = uniform(rand, tokens * topK);
+  const dims = { tokens, numExperts, topK, alpha };
+  const route = () =>
+    call(oracle.moeRoute, dims, {
+      logits,
+      probs: new Float64Array(tokens * numExperts),
+      experts: new Float64Array(tokens * topK),
+      weights: new Float64Array(tokens * topK),
+      offsets: new Float64Array(numExperts + 1),
+      slots: new Float64Array(tokens * topK),
+      auxLoss: new Float64Array(1),
+    });
+  const loss = () => {
+    const v = route();
+    return dotAt(v.weights, R) + auxScale * v.auxLoss[0];
+  };
+
+  it("dLogits matches finite differences of the weights and the auxiliary loss", () => {
+    const v = route();
+    const d = call(oracle.moeRouteBackward, { ...dims, auxScale }, { ...v, dWeights: R, dLogits: new Float64Array(tokens * numExperts) });
+    expectGradient("dLogits", logits, d.dLogits, loss);
+  });
+
+  it("routes each expert's assignments to consecutive slots in token order", () => {
+    const v = route();
+    expect([...v.slots].sort((x, y) => x - y)).toEqual([...Array(tokens * topK).keys()]);
+    for (let t = 0; t < tokens; t++) expect(v.experts[t * topK]).not.toBe(v.experts[t * topK + 1]);
+    for (let i = 0; i < tokens * topK; i++) {
+      const e = v.experts[i];
+      expect(v.slots[i]).toBeGreaterThanOrEqual(v.offsets[e]);
+      expect(v.slots[i]).toBeLessThan(v.offsets[e + 1]);
+    }
+  });
+});
+
+forwardKernel("moeDispatch", () => {
+  const tokens = 5, topK = 3, dim = 4;
+  const rand = rng(72);
+  const slots = Float64Array.from([7, 2, 12, 0, 9, 4, 14, 1, 11, 5, 3, 13, 8, 6, 10]);
+  const x = uniform(rand, tokens * dim);
+  const scale = uniform(rand, tokens * topK, 0.2, 1);
+  const R = uniform(rand, tokens * topK * dim);
+  const dims = { tokens, topK, dim };
+  const loss = () => dotAt(call(oracle.moeDispatch, dims, { x, slots, scale, out: new Float64Array(tokens * topK * dim) }).out, R);
+
+  it("moeCombine of dOut with the same scale is dX", () => {
+    const dX = call(oracle.moeCombine, dims, { x: R, slots, scale, out: new Float64Array(tokens * dim) }).out;
+    expectGradient("dX", x, dX, loss);
+  });
+
+  it("moeCombine with accumulate adds onto out", () => {
+    const start = uniform(rand, tokens * dim);
+    const fresh = call(oracle.moeCombine, dims, { x: R, slots, scale, out: new Float64Array(tokens * dim) }).out;
+    expectAccumulated(call(oracle.moeCombine, { ...dims, accumulate: true }, { x: R, slots, scale, out: start.slice() }).out, start, fresh);
+  });
+});
+
+forwardKernel("moeCombine", () => {
+  const tokens = 5, topK = 2, dim = 4;
+  const rand = rng(73);
+  const slots = Float64Array.from([3, 8, 0, 5, 9, 1, 6, 2, 4, 7]);
+  const x = uniform(rand, tokens * topK * dim);
+  const scale = uniform(rand, tokens * topK, 0.2, 1);
+  const R = uniform(rand, tokens * dim);
+  const dims = { tokens, topK, dim };
+  const loss = () => dotAt(call(oracle.moeCombine, dims, { x, slots, scale, out: new Float64Array(tokens * dim) }).out, R);
+
+  it("moeDispatch of dOut with the same scale is dX", () => {
+    const dX = call(oracle.moeDispatch, dims, { x: R, slots, scale, out: new Float64Array(tokens * topK * dim) }).out;
+    expectGradient("dX", x, dX, loss);
+  });
+
+  it("moeCombineScaleGrad is dScale", () => {
+    const dScale = call(oracle.moeCombineScaleGrad, dims, { dOut: R, x, slots, dScale: new Float64Array(tokens * topK) }).dScale;
+    expectGradient("dScale", scale, dScale, loss);
+  });
+});
+
+forwardKernel("groupedMatmul", () => {
+  const rows = 9, n = 4, k = 3, groups = 4;
+  const rand = rng(74);
+  const offsets = Float64Array.from([0, 2, 2, 7, 9]); // group 1 empty
+  const a = uniform(rand, rows * k);
+  const b = uniform(rand, groups * n * k);
+  const R = uniform(rand, rows * n);
+  const dims = { rows, n, k, groups, transB: true };
+  const loss = () => dotAt(call(oracle.groupedMatmul, dims, { a, b, offsets, c: new Float64Array(rows * n) }).c, R);
+
+  it("groupedMatmul of dC with B untransposed is dA", () => {
+    const dA = call(oracle.groupedMatmul, { rows, n: k, k: n, groups }, { a: R, b, offsets, c: new Float64Array(rows * k) }).c;
+    expectGradient("dA", a, dA, loss);
+  });
+
+  it("groupedMatmulWeightGrad is dB (an empty group's stays zero) and accumulates", () => {
+    const dB = call(oracle.groupedMatmulWeightGrad, { rows, n, k, groups }, { a, dC: R, offsets, dB: new Float64Array(groups * n * k) }).dB;
+    expectGradient("dB", b, dB, loss);
+    expect(maxAbs(dB.subarray(n * k, 2 * n * k))).toBe(0);
+    const start = uniform(rand, groups * n * k);
+    expectAccumulated(call(oracle.groupedMatmulWeightGrad, { rows, n, k, groups }, { a, dC: R, offsets, dB: start.slice() }).dB, start, dB);
+  });
+});

@@ -9,7 +9,7 @@ export { tensorLifetimes, type Lifetime } from "./plan/liveness.js";
 export { CompiledStep, type ParameterBinding } from "./exec/compiled-step.js";
 export { StepProfiler, type ProfiledStep, type KernelEvent, type DataEvent, type KernelRegion } from "./exec/step-profiler.js";
 export { summarizeProfile, type ProfileSummary, type ProfileRow } from "./exec/profile-summary.js";
-export type { ModelConfig, ModelConfigInput } from "./model/config.js";
+export { moeOf, type ModelConfig, type ModelConfigInput } from "./model/config.js";
 export { ARCHITECTURES, ARCH_NAMES, archOf, modelConfigProblem, resolveModelConfig, type Arch } from "./model/architectures.js";
 export type { ArchDef, ConfigProblem } from "./model/arch-def.js";
 export { paramLayout, type ParamLayout, type ParamSpec } from "./model/param-layout.js";
@@ -46,6 +46,7 @@ export { planGradientBuckets, DEFAULT_BUCKET_BYTES, type GradientBucket } from "
 export { PretrainedWeights } from "./hf/pretrained-weights.js";
 export { exportHfFolder } from "./hf/export-hf-folder.js";
 export { modelConfigFromHf, hfConfigOf, HF_ARCHITECTURES } from "./hf/hf-config.js";
+export { DEFAULT_LOAD_BALANCE_ALPHA } from "./train/trainer.js";
 export { DynamicLossScaler, DEFAULT_LOSS_SCALER, type LossScalerConfig, type LossScalerState } from "./train/loss-scaler.js";
 export { chooseTrainingDType, assertBackendTrains, TRAINING_DTYPE_CHOICES, type TrainingDTypeChoice } from "./train/training-dtype.js";
 export * from "./data/index.js";

@@ -1,18 +1,21 @@
 import { describe, expect, it } from "vitest";
 import { createWasmBackend } from "@kiln/kernels-wasm";
 import { resolveModelConfig } from "../src/model/architectures.js";
+import type { ModelConfigInput } from "../src/model/config.js";
 import { Trainer } from "../src/train/trainer.js";
 
-const BENCH = {
-  "bench-tiny": { vocabSize: 4096, hiddenSize: 256, numLayers: 4, numHeads: 4, seqLen: 128 },
-  "bench-small": { vocabSize: 8192, hiddenSize: 384, numLayers: 6, numHeads: 6, seqLen: 256 },
-} as const;
+const BENCH: Record<string, ModelConfigInput & { seqLen: number }> = {
+  "bench-tiny": { arch: "gpt2", vocabSize: 4096, hiddenSize: 256, numLayers: 4, numHeads: 4, maxSeqLen: 128, seqLen: 128 },
+  "bench-small": { arch: "gpt2", vocabSize: 8192, hiddenSize: 384, numLayers: 6, numHeads: 6, maxSeqLen: 256, seqLen: 256 },
+  // Mixture of experts: routing tables (i32) and expert-sorted rows in the arena too.
+  "llama-moe": { arch: "llama", vocabSize: 4096, hiddenSize: 256, numLayers: 3, numHeads: 4, kvHeads: 2, maxSeqLen: 128, seqLen: 128, intermediateSize: 192, numExperts: 6, expertsPerToken: 2, sharedExpert: true },
+};
 
 describe("the memory plan is what the wasm backend measures", () => {
   for (const [name, c] of Object.entries(BENCH)) {
     it(`${name}: planned peak within 2% of the measured peak; steady-state steps allocate nothing`, async () => {
       const backend = await createWasmBackend({ threads: 2, measurePeak: false });
-      const model = resolveModelConfig({ arch: "gpt2", vocabSize: c.vocabSize, hiddenSize: c.hiddenSize, numLayers: c.numLayers, numHeads: c.numHeads, maxSeqLen: c.seqLen });
+      const model = resolveModelConfig(c);
       const trainer = new Trainer(backend, {
         model,
         batchSize: 8,

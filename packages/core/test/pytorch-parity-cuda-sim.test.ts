@@ -10,5 +10,6 @@ if (!sim.built) {
   describe("PyTorch parity on the CUDA kernels (cuda-sim)", () => {
     pytorchParity("gpt2-tiny", () => createCudaSimBackend());
     pytorchParity("llama-tiny", () => createCudaSimBackend());
+    pytorchParity("llama-moe-tiny", () => createCudaSimBackend());
   });
 }

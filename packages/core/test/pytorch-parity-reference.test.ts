@@ -5,4 +5,5 @@ import { pytorchParity } from "./support/pytorch-parity.js";
 describe("PyTorch parity on the reference backend", () => {
   pytorchParity("gpt2-tiny", () => createReferenceBackend());
   pytorchParity("llama-tiny", () => createReferenceBackend());
+  pytorchParity("llama-moe-tiny", () => createReferenceBackend());
 });

@@ -5,4 +5,5 @@ import { pytorchParity } from "./support/pytorch-parity.js";
 describe.each([1, 2])("PyTorch parity on the wasm backend, %i thread(s)", (threads) => {
   pytorchParity("gpt2-tiny", () => createWasmBackend({ threads, measurePeak: false }));
   pytorchParity("llama-tiny", () => createWasmBackend({ threads, measurePeak: false }));
+  pytorchParity("llama-moe-tiny", () => createWasmBackend({ threads, measurePeak: false }));
 });

@@ -9,8 +9,16 @@ import { paramLayout } from "../src/model/param-layout.js";
 import { Trainer, type TrainerConfig } from "../src/train/trainer.js";
 import { loadTrainerCheckpoint, saveTrainerCheckpoint } from "../src/train/checkpoint-state.js";
 
-const config = (arch: "gpt2" | "llama"): TrainerConfig => ({
-  model: resolveModelConfig({ arch, vocabSize: 24, hiddenSize: 16, numLayers: 2, numHeads: 4, maxSeqLen: 8, ...(arch === "llama" ? { kvHeads: 2, intermediateSize: 32 } : {}) }),
+type Variant = "gpt2" | "llama" | "llama-moe";
+const VARIANTS = ["gpt2", "llama", "llama-moe"] as const;
+const MODEL_OF: Record<Variant, object> = {
+  gpt2: { arch: "gpt2" },
+  llama: { arch: "llama", kvHeads: 2, intermediateSize: 32 },
+  "llama-moe": { arch: "llama", kvHeads: 2, intermediateSize: 12, numExperts: 3, expertsPerToken: 2, sharedExpert: true },
+};
+
+const config = (variant: Variant): TrainerConfig => ({
+  model: resolveModelConfig({ arch: "llama", vocabSize: 24, hiddenSize: 16, numLayers: 2, numHeads: 4, maxSeqLen: 8, ...MODEL_OF[variant] }),
   batchSize: 2,
   seqLen: 8,
   optimizer: { beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 },
@@ -24,7 +32,7 @@ const batchAt = (step: number) => {
   return [{ ids, targets }];
 };
 
-describe.each(["gpt2", "llama"] as const)("%s trainer state", (arch) => {
+describe.each(VARIANTS)("%s trainer state", (arch) => {
   it("resumes from a checkpoint bit-exactly", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kiln-ckpt-"));
     const file = path.join(dir, "step_3.safetensors");
@@ -73,7 +81,7 @@ describe.each(["gpt2", "llama"] as const)("%s trainer state", (arch) => {
   });
 });
 
-describe.each(["gpt2", "llama"] as const)("%s activation recomputation", (arch) => {
+describe.each(VARIANTS)("%s activation recomputation", (arch) => {
   it("shrinks the planned arena (none > cheap > blocks) and leaves the training numbers unchanged", async () => {
     const withPolicy = (recompute: "none" | "cheap" | "blocks") => new Trainer(createReferenceBackend(), { ...config(arch), model: { ...config(arch).model, numLayers: 3 }, recompute });
     const kept = withPolicy("none");

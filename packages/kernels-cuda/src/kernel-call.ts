@@ -57,6 +57,13 @@ const SCALARS: { [K in KernelName]: (a: KernelArgsMap[K]) => number[] } = {
   cast: (a) => [a.n, code(a.srcDtype), code(a.dstDtype)],
   fill: (a) => [a.n, a.value, code(a.dtype)],
   checkFinite: (a) => [a.n, code(a.dtype)],
+  moeRoute: (a) => [a.tokens, a.numExperts, a.topK, a.alpha, code(a.dtype)],
+  moeRouteBackward: (a) => [a.tokens, a.numExperts, a.topK, a.alpha, a.auxScale, code(a.dtype)],
+  moeDispatch: (a) => [a.tokens, a.topK, a.dim, code(a.dtype)],
+  moeCombine: (a) => [a.tokens, a.topK, a.dim, bit(a.accumulate), code(a.dtype)],
+  moeCombineScaleGrad: (a) => [a.tokens, a.topK, a.dim, code(a.dtype)],
+  groupedMatmul: (a) => [a.rows, a.n, a.k, a.groups, bit(a.transB), bit(a.accumulate), code(a.dtype)],
+  groupedMatmulWeightGrad: (a) => [a.rows, a.n, a.k, a.groups, code(a.dtype)],
 };
 
 /** What the addon's launch() reads: operand addresses in spec order (0 when absent), then scalars. */

@@ -7,8 +7,8 @@ import { simulatorSkipReason } from "./support/simulator.js";
 // compiled for the host, against the reference oracle. A second pass runs the
 // grid's blocks and each block's threads in reverse order: a kernel whose result
 // depends on the order of blocks or threads fails one of the two. bf16/f16
-// matmuls and attention take the tensor-core (WMMA) kernels by default, as on a
-// GPU; a third pass runs them on the CUDA-core kernels (KILN_MATMUL_PATH=simt,
+// matmuls, grouped matmuls and attention take the tensor-core (WMMA) kernels by
+// default, as on a GPU; a third pass runs them on the CUDA-core kernels (KILN_MATMUL_PATH=simt,
 // KILN_ATTENTION_PATH=simt, read when a backend opens).
 const skip = simulatorSkipReason();
 if (skip) {
@@ -25,7 +25,7 @@ if (skip) {
       delete process.env.KILN_MATMUL_PATH;
       delete process.env.KILN_ATTENTION_PATH;
     });
-    const cudaCores = (c: { kernel: string; dtype: string }) => ["matmul", "attentionForward", "attentionBackward"].includes(c.kernel) && c.dtype !== "f32";
+    const cudaCores = (c: { kernel: string; dtype: string }) => ["matmul", "groupedMatmul", "groupedMatmulWeightGrad", "attentionForward", "attentionBackward"].includes(c.kernel) && c.dtype !== "f32";
     runConformance(() => createCudaSimBackend(), { name: "cuda-sim, CUDA-core matmul and attention", filter: cudaCores });
   });
 }

@@ -36,10 +36,14 @@
  * batch divides well among threads), packs its own A and B blocks into its
  * own scratch, and writes only its own rectangle, so no synchronisation is
  * needed inside the kernel.
+ *
+ * matmul_gemm.h holds the argument block and the one-matrix entry points that
+ * grouped_matmul.c runs per group (a rectangle, one row, a thread's part).
  */
 #include "kiln_simd.h"
 #include "matmul_dtype.h"
 #include "matmul_vector.h"
+#include "matmul_gemm.h"
 
 /*
  * Register tile MR x (4 * NRV). V8 gives wasm 15 of the 16 xmm registers and
@@ -85,20 +89,6 @@
 #define MC ((MATMUL_MC + MR - 1) / MR * MR)
 #define NC ((MATMUL_NC + NR - 1) / NR * NR)
 #define MB (MC * MATMUL_MB_BLOCKS)
-
-/* Host-written argument block; field order and sizes are mirrored in src/matmul-call.ts. */
-typedef struct {
-  int32_t m, n, k, batch;
-  const void* a;           /* elements of the entry's dtype */
-  const void* b;
-  void* c;
-  const void* bias;        /* NULL: no bias */
-  int32_t stride_a, stride_b, stride_c;
-  int32_t trans_a, trans_b, accumulate;
-  float alpha;
-  uint8_t* scratch;        /* thread t uses scratch + t * scratch_stride */
-  uint32_t scratch_stride; /* bytes, at least kiln_matmul_scratch_bytes() */
-} MatmulArgs;
 
 /* Per-thread scratch: Ap (MC x KC, each value stored 4x), Bp (KC x NC), one spare register tile, Cp (MB x NC). */
 #define AP_FLOATS (MC * KC * 4)
@@ -510,6 +500,14 @@ static void thread_grid(int m, int n, int k, int nthreads, int* tm_out) {
   *tm_out = best_tm;
 }
 
+void kiln_gemm_grid(int m, int n, int k, int part, int parts, int* m0, int* m1, int* n0, int* n1) {
+  int tm;
+  thread_grid(m, n, k, parts, &tm);
+  const int tn = parts / tm;
+  split_range(m, MR, part / tn, tm, m0, m1);
+  split_range(n, NR, part % tn, tn, n0, n1);
+}
+
 /* One output row or column: a matrix-vector product, no packing (matmul_vector.c). */
 KILN_INLINE void matvec_part(const MatmulArgs* g, const void* a, const void* b, void* c, int part, int parts,
                              float* work, int dt) {
@@ -548,21 +546,49 @@ KILN_INLINE void matmul_item_part(const MatmulArgs* g, int i, int part, int part
     matvec_part(g, a, b, c, part, parts, s->bp, dt);
     return;
   }
-  int tm;
-  thread_grid(g->m, g->n, g->k, parts, &tm);
-  const int tn = parts / tm;
   int m0, m1, n0, n1;
-  split_range(g->m, MR, part / tn, tm, &m0, &m1);
-  split_range(g->n, NR, part % tn, tn, &n0, &n1);
+  kiln_gemm_grid(g->m, g->n, g->k, part, parts, &m0, &m1, &n0, &n1);
   if (dt == MM_F32) gemm_rect(g, (const float*)a, (const float*)b, (float*)c, m0, m1, n0, n1, s);
   else if (dt == MM_BF16) gemm_rect_bf16(g, (const uint16_t*)a, (const uint16_t*)b, (uint16_t*)c, m0, m1, n0, n1, s);
   else gemm_rect_f16(g, (const uint16_t*)a, (const uint16_t*)b, (uint16_t*)c, m0, m1, n0, n1, s);
 }
 
-KILN_INLINE void matmul_entry(const MatmulArgs* g, int thread, int nthreads, int dt) {
+/* Thread `thread`'s share of the scratch block. */
+KILN_INLINE Scratch thread_scratch(const MatmulArgs* g, int thread) {
   uint8_t* base = g->scratch + (size_t)thread * g->scratch_stride;
   float* f = (float*)base;
   const Scratch s = {(v128_t*)base, f + AP_FLOATS, f + AP_FLOATS + BP_FLOATS, f + AP_FLOATS + BP_FLOATS + TILE_FLOATS};
+  return s;
+}
+
+void kiln_gemm_rect(const MatmulArgs* g, int m0, int m1, int n0, int n1, int thread, int dt) {
+  const Scratch s = thread_scratch(g, thread);
+  if (dt == MM_F32) gemm_rect(g, (const float*)g->a, (const float*)g->b, (float*)g->c, m0, m1, n0, n1, &s);
+  else if (dt == MM_BF16) gemm_rect_bf16(g, (const uint16_t*)g->a, (const uint16_t*)g->b, (uint16_t*)g->c, m0, m1, n0, n1, &s);
+  else gemm_rect_f16(g, (const uint16_t*)g->a, (const uint16_t*)g->b, (uint16_t*)g->c, m0, m1, n0, n1, &s);
+}
+
+void kiln_gemm_row(const MatmulArgs* g, int row, int n0, int n1, int thread, int dt) {
+  const Scratch s = thread_scratch(g, thread);
+  /* A 16-bit row of A is converted into Bp first, so it must fit there. */
+  if (g->trans_a || g->bias || (dt != MM_F32 && g->k > BP_FLOATS)) {
+    kiln_gemm_rect(g, row, row + 1, n0, n1, thread, dt);
+    return;
+  }
+  const size_t esize = dt == MM_F32 ? 4 : 2;
+  const uint8_t* a = (const uint8_t*)g->a + (size_t)row * g->k * esize;
+  const MatvecOut out = {(uint8_t*)g->c + (size_t)row * g->n * esize, g->alpha, g->accumulate, NULL, 1};
+  if (g->trans_b) kiln_rows_dot_vector(g->b, g->k, a, g->k, &out, n0, n1, s.bp, dt);
+  else kiln_vector_times_rows(g->b, g->n, a, g->k, &out, n0, n1, s.bp, dt);
+}
+
+void kiln_gemm_part(const MatmulArgs* g, int part, int parts, int thread, int dt) {
+  const Scratch s = thread_scratch(g, thread);
+  matmul_item_part(g, 0, part, parts, &s, dt);
+}
+
+KILN_INLINE void matmul_entry(const MatmulArgs* g, int thread, int nthreads, int dt) {
+  const Scratch s = thread_scratch(g, thread);
   const int batch = g->batch;
 
   /* Whole batch items per thread when that balances well; else every thread takes part of every item. */

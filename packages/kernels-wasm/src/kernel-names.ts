@@ -37,6 +37,14 @@ export const KERNEL_NAMES = [
   "kiln_embedding_forward",
   "kiln_embedding_group",
   "kiln_embedding_backward",
+  "kiln_grouped_matmul",
+  "kiln_grouped_matmul_weight_grad",
+  "kiln_moe_route",
+  "kiln_moe_route_offsets",
+  "kiln_moe_route_backward",
+  "kiln_moe_dispatch",
+  "kiln_moe_combine",
+  "kiln_moe_combine_scale_grad",
 ] as const;
 
 export type KernelName = (typeof KERNEL_NAMES)[number];

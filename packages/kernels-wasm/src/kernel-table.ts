@@ -12,6 +12,9 @@ import { NORM_KERNELS } from "./backend-norm.js";
 import { ACTIVATION_KERNELS } from "./backend-activation.js";
 import { ROPE_KERNELS } from "./backend-rope.js";
 import { EMBEDDING_KERNELS } from "./backend-embedding.js";
+import { GROUPED_MATMUL_KERNELS } from "./backend-grouped-matmul.js";
+import { MOE_MOVE_KERNELS } from "./backend-moe-move.js";
+import { MOE_ROUTE_KERNELS } from "./backend-moe-route.js";
 
 /** What a contract kernel runs with: the runtime (threads, args block) and the buffer table. */
 export interface WasmKernelContext {
@@ -44,4 +47,7 @@ export const WASM_KERNELS: WasmKernelTable = {
   ...ACTIVATION_KERNELS,
   ...ROPE_KERNELS,
   ...EMBEDDING_KERNELS,
+  ...GROUPED_MATMUL_KERNELS,
+  ...MOE_ROUTE_KERNELS,
+  ...MOE_MOVE_KERNELS,
 };

@@ -8,7 +8,7 @@ const ENTRY: Record<MatmulDType, KernelName> = { f32: "kiln_matmul_f32", bf16: "
 
 /**
  * One matmul on buffers already in linear memory (byte offsets), mirroring
- * MatmulArgs in csrc/matmul.c:
+ * MatmulArgs in csrc/matmul_gemm.h:
  *   C_i = (accumulate ? C_i : 0) + alpha * op(A_i) @ op(B_i) + bias,  i < batch
  * op(A) is (m, k): A stored (m, k), or (k, m) when transA; op(B) is (k, n): B
  * stored (k, n), or (n, k) when transB; C is (m, n). Strides are in elements.
@@ -34,7 +34,7 @@ export interface MatmulCall {
   dtype?: MatmulDType;
 }
 
-/** Index (in 4-byte words) of each field of MatmulArgs in csrc/matmul.c. */
+/** Index (in 4-byte words) of each field of MatmulArgs in csrc/matmul_gemm.h. */
 const FIELD = {
   m: 0, n: 1, k: 2, batch: 3, a: 4, b: 5, c: 6, bias: 7,
   strideA: 8, strideB: 9, strideC: 10, transA: 11, transB: 12, accumulate: 13,

@@ -46,7 +46,7 @@ export function registerEstimate(program: Command): void {
       const m = e.memory;
       const pct = (b: number) => `${((100 * b) / device.memoryBytes).toFixed(1)}%`;
       const rows: [string, string][] = [
-        ["model", `${settings.model.arch}, ${formatCount(e.parameters)} parameters (${e.parameters})`],
+        ["model", `${settings.model.arch}, ${formatCount(e.parameters)} parameters (${e.parameters})${settings.model.numExperts ? `, ${formatCount(e.activeParameters)} active per token` : ""}`],
         ["step", `batch ${settings.batchSize} x seq ${settings.seqLen} x accum ${settings.gradAccum} = ${e.tokensPerStep} tokens, ${dtype}${settings.dtype === "auto" ? " (auto)" : ""}`],
         ["FLOPs", `${formatFlops(e.flopsPerToken)} per token, ${formatFlops(e.flopsPerStep)} per step`],
         ["parameters", `${formatBytes(m.parameters)}${dtype === "f32" ? "" : " (incl. f32 master weights)"}`],

@@ -4,6 +4,7 @@ import { LineCounter, type Document, isNode, parseDocument } from "yaml";
 import type { z } from "zod";
 import { didYouMean } from "./did-you-mean.js";
 import { kilnKeyFor } from "./other-names.js";
+import { takeOxidizrKeys } from "./oxidizr-keys.js";
 import { KNOWN_KEYS, type KilnConfig, configSchema } from "./schema.js";
 
 /** A YAML config checked against the schema, with where each key sits in the file. */
@@ -12,6 +13,8 @@ export interface LoadedConfig {
   config: KilnConfig;
   /** The file's text, stored in checkpoints so a run can be reproduced. */
   text: string;
+  /** Oxidizr settings kiln left aside ("trainer.group_size"), for one warning. */
+  ignoredKeys: string[];
 }
 
 /** Reads and validates a config file. Every problem becomes a ConfigError naming the file, line and key. */
@@ -26,10 +29,12 @@ export function loadConfigFile(path: string): LoadedConfig {
       hint: code === "ENOENT" ? "check the path given to -f; ready configs are in models/" : "check the file's permissions",
     });
   }
-  return { path, config: parseConfigText(text, path), text };
+  const ignoredKeys: string[] = [];
+  return { path, config: parseConfigText(text, path, ignoredKeys), text, ignoredKeys };
 }
 
-export function parseConfigText(text: string, path: string): KilnConfig {
+/** `ignoredKeys` receives the Oxidizr settings taken out before the check (oxidizr-keys.ts). */
+export function parseConfigText(text: string, path: string, ignoredKeys: string[] = []): KilnConfig {
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false });
   if (doc.errors.length > 0) {
@@ -41,6 +46,7 @@ export function parseConfigText(text: string, path: string): KilnConfig {
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
     throw new ConfigError("the config must be a mapping with model: and trainer: sections", { where: path, hint: "see models/nano-start.yaml for the layout" });
   }
+  ignoredKeys.push(...takeOxidizrKeys(raw as Record<string, unknown>, path));
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) throw issuesToError(parsed.error.issues, doc, lines, path);
   return parsed.data;

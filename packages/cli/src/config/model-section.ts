@@ -15,6 +15,9 @@ export const MODEL_KEYS: Record<keyof ModelSection, keyof ModelConfig> = {
   rope_theta: "ropeTheta",
   norm_eps: "normEps",
   tie_embeddings: "tieEmbeddings",
+  num_experts: "numExperts",
+  experts_per_tok: "expertsPerToken",
+  shared_expert_enabled: "sharedExpert",
 };
 
 /** The YAML model key that sets a ModelConfig field. */

@@ -1,7 +1,7 @@
 import { TARGET_DEVICES } from "../train/open-backend.js";
 import { DTYPE_SPELLINGS } from "./dtype-choice.js";
 import { DEFAULT_SYNC_TIMEOUT_S } from "@kiln/distributed";
-import { ARCH_NAMES, TOKENIZER_NAMES } from "@kiln/core";
+import { ARCH_NAMES, DEFAULT_LOAD_BALANCE_ALPHA, TOKENIZER_NAMES } from "@kiln/core";
 import { z } from "zod";
 
 const positiveInt = z.number().int().positive();
@@ -21,6 +21,12 @@ export const modelSchema = z
     rope_theta: z.number().positive().optional(),
     norm_eps: z.number().positive().optional(),
     tie_embeddings: z.boolean().optional(),
+    /** Mixture of experts (Llama): experts per MLP; absent or 0 = a dense MLP. */
+    num_experts: nonNegativeInt.optional(),
+    /** Experts each token is routed to (top-k). */
+    experts_per_tok: positiveInt.optional(),
+    /** An expert every token goes through besides its routed ones. */
+    shared_expert_enabled: z.boolean().optional(),
   })
   .strict();
 
@@ -63,6 +69,8 @@ export const trainerSchema = z
     on_nonfinite: z.enum(["stop", "skip"]).default("stop"),
     /** Data parallel: seconds a collective may wait for the other ranks before the run stops, naming the rank that did not come. */
     sync_timeout: z.number().positive().default(DEFAULT_SYNC_TIMEOUT_S),
+    /** Mixture of experts: weight of the load-balancing loss added to the cross-entropy. */
+    load_balance_alpha: z.number().nonnegative().default(DEFAULT_LOAD_BALANCE_ALPHA),
     /** Data parallel: MiB of gradients per all-reduce bucket (PyTorch DDP's bucket_cap_mb). */
     bucket_mb: z.number().positive().default(25),
   })

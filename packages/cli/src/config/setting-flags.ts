@@ -50,6 +50,7 @@ export const SETTING_FLAGS: readonly SettingFlag[] = [
   { key: "trainer.on_nonfinite", flags: "--on-nonfinite <policy>", description: "a step whose loss or gradients are NaN or infinite: stop (default) or skip it" },
   { key: "trainer.sync_timeout", flags: "--sync-timeout <seconds>", description: "data parallel: how long a rank waits for the others before the run stops naming the missing rank" },
   { key: "trainer.bucket_mb", flags: "--bucket-mb <mib>", description: "data parallel: MiB of gradients per all-reduce bucket", aliases: ["--bucket-cap-mb"] },
+  { key: "trainer.load_balance_alpha", flags: "--load-balance-alpha <x>", description: "mixture of experts: weight of the load-balancing loss (default 0.01)" },
   { key: "trainer.seed", flags: "--seed <n>", description: "seed for initialisation and data order" },
   { key: "trainer.prefetch", flags: "--prefetch <n>", description: "batches read ahead of compute" },
   { key: "trainer.log_interval", flags: "--log-interval <n>", description: "steps between log lines" },

@@ -64,6 +64,10 @@ export interface RunSettings {
   syncTimeoutMs: number;
   /** Data parallel: bytes of gradients per all-reduce bucket. */
   bucketBytes: number;
+  /** Mixture of experts: the load-balancing loss coefficient. */
+  loadBalanceAlpha: number;
+  /** Oxidizr settings the config carries that kiln ignores (named in a warning). */
+  ignoredKeys: readonly string[];
   dataPath: string | undefined;
   tokenizer: string | undefined;
   valFraction: number;
@@ -127,6 +131,8 @@ export function resolveSettings(loaded: LoadedConfig, o: ConfigOverrides = {}, i
     onNonFinite: t.on_nonfinite,
     syncTimeoutMs: t.sync_timeout * 1000,
     bucketBytes: Math.max(4, Math.round(t.bucket_mb * 1024 * 1024)),
+    loadBalanceAlpha: t.load_balance_alpha,
+    ignoredKeys: loaded.ignoredKeys,
     dataPath: data.path,
     tokenizer: data.tokenizer,
     valFraction: data.val_fraction,
@@ -149,6 +155,9 @@ function modelOfSection(m: ModelSection | undefined, file: string, fail: (key: s
     ...(m.rope_theta === undefined ? {} : { ropeTheta: m.rope_theta }),
     ...(m.norm_eps === undefined ? {} : { normEps: m.norm_eps }),
     ...(m.tie_embeddings === undefined ? {} : { tieEmbeddings: m.tie_embeddings }),
+    ...(m.num_experts ? { numExperts: m.num_experts } : {}),
+    ...(m.experts_per_tok === undefined ? {} : { expertsPerToken: m.experts_per_tok }),
+    ...(m.shared_expert_enabled === undefined ? {} : { sharedExpert: m.shared_expert_enabled }),
   });
   const problem = modelConfigProblem(model);
   if (problem) fail(`model.${yamlKeyOf(problem.field)}`, problem.message, problem.hint);

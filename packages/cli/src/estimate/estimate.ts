@@ -1,8 +1,10 @@
-import { type ModelConfig, type MemoryPlan, type RecomputePolicy, paramLayout, planTrainingMemory, trainingFlopsPerToken } from "@kiln/core";
+import { type ModelConfig, type MemoryPlan, type RecomputePolicy, archOf, paramLayout, planTrainingMemory, trainingFlopsPerToken } from "@kiln/core";
 import type { DeviceProfile } from "./devices.js";
 
 export interface Estimate {
   parameters: number;
+  /** Parameters a token's forward pass multiplies (all but unrouted experts and learned positions). */
+  activeParameters: number;
   tokensPerStep: number;
   flopsPerToken: number;
   flopsPerStep: number;
@@ -47,6 +49,7 @@ export function estimateTraining(
   }
   return {
     parameters: paramLayout(model).count,
+    activeParameters: paramLayout(model).count - archOf(model).inactiveParams(model),
     tokensPerStep,
     flopsPerToken,
     flopsPerStep: flopsPerToken * tokensPerStep,

@@ -1,5 +1,5 @@
 import type { Backend } from "@kiln/contract";
-import type { MemoryPlan } from "@kiln/core";
+import { type MemoryPlan, type ModelConfig, moeOf } from "@kiln/core";
 import type { RunSettings } from "../config/settings.js";
 import { formatBytes, formatCount } from "../estimate/format-bytes.js";
 
@@ -19,7 +19,7 @@ export function formatBanner(
   const pct = (b: number) => `${((100 * b) / available).toFixed(1)}%`;
   const rows: [string, string][] = [
     ["device", `${dev.name}${dev.computeCapability ? `, compute ${dev.computeCapability}` : ""}${dev.libraries ? `; ${dev.libraries}` : ""}${deviceNote ? ` (${deviceNote})` : ""}`],
-    ["model", `${s.model.arch}, ${formatCount(parameters)} parameters, ${s.model.numLayers} layers, hidden ${s.model.hiddenSize}`],
+    ["model", `${s.model.arch}, ${formatCount(parameters)} parameters, ${s.model.numLayers} layers, hidden ${s.model.hiddenSize}${expertsOf(s.model)}`],
     ["dtype", precision],
     ["step", `${s.batchSize} x ${s.seqLen} tokens x ${s.gradAccum} accumulation = ${s.batchSize * s.seqLen * s.gradAccum} tokens`],
     ["data", data],
@@ -32,4 +32,10 @@ export function formatBanner(
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
   return rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`).join("\n");
+}
+
+/** ", 4 experts (top 2, shared expert)" for a mixture-of-experts model, else "". */
+function expertsOf(m: ModelConfig): string {
+  const moe = moeOf(m);
+  return moe ? `, ${moe.numExperts} experts (top ${moe.topK}${moe.shared ? ", shared expert" : ""})` : "";
 }

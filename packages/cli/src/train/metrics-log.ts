@@ -7,6 +7,10 @@ export interface MetricsLine {
   step: number;
   loss?: number;
   grad_norm?: number;
+  /** Mixture-of-experts models: the load-balancing loss (loss is the cross-entropy alone). */
+  aux_loss?: number;
+  /** Mixture-of-experts models: the busiest expert's tokens over an even share in the step (1 = even, E/k at most), the largest over layers. */
+  expert_imbalance?: number;
   learning_rate?: number;
   epoch?: number;
   "it/s"?: number;

@@ -27,6 +27,7 @@ import { type CpuPeak, cachedCpuPeakSource, forgetCpuPeak } from "../cpu-peak/cp
 import { modelFlopsUtilization, peakForDtype } from "./mfu.js";
 import { lockOutputDir } from "./output-lock.js";
 import { warmupWarning } from "../config/schedule-warnings.js";
+import { ignoredKeysWarning } from "../config/oxidizr-keys.js";
 import { MetricsLog, type MetricsLine } from "./metrics-log.js";
 import { openBackend } from "./open-backend.js";
 import { ProgressDisplay } from "./progress-display.js";
@@ -101,7 +102,7 @@ function weightsOnlyConfig(initFrom: string | undefined): LoadedConfig {
       hint: "pass -f config.yaml (models/ has ready ones), or --init-from PATH to take the model from trained weights with default trainer settings",
     });
   }
-  return { path: initFrom, config: parseConfigText("{}", initFrom), text: "" };
+  return { path: initFrom, config: parseConfigText("{}", initFrom), text: "", ignoredKeys: [] };
 }
 
 function stderrLine(text: string): void {
@@ -170,6 +171,7 @@ async function trainOn(
     seed: s.seed,
     recompute: s.recompute,
     dtype,
+    loadBalanceAlpha: s.loadBalanceAlpha,
     ...(comm ? { gradientSync: comm, bucketBytes: s.bucketBytes } : {}),
     ...(profiling ? { profiler: profiling.profiler } : {}),
   });
@@ -198,6 +200,8 @@ async function trainOn(
     if (need > 0.9 * available) process.stderr.write(`warning: the plan uses ${((100 * need) / available).toFixed(0)}% of device memory\n`);
     const warmup = warmupWarning(s.warmupSteps, totalSteps);
     if (warmup) process.stderr.write(`${warmup}\n`);
+    const ignored = ignoredKeysWarning(s.ignoredKeys);
+    if (ignored) process.stderr.write(`${ignored}\n`);
     if (resumeFrom) (interactive ? process.stdout : process.stderr).write(`resumed from ${resumeFrom} at step ${trainer.stepCount}\n`);
     else if (init) (interactive ? process.stdout : process.stderr).write(`weights from ${init.path} (optimizer state fresh)\n`);
   }
@@ -267,6 +271,7 @@ async function trainOn(
           step,
           loss: r.loss,
           grad_norm: r.gradNorm,
+          ...(r.auxLoss === undefined ? {} : { aux_loss: r.auxLoss, expert_imbalance: r.expertImbalance }),
           learning_rate: r.lr,
           epoch: prefetcher.epochProgress,
           "it/s": windowSteps / seconds,

@@ -9,6 +9,8 @@ export const TENSORBOARD_TAGS = {
   val_loss: "val_loss",
   learning_rate: "learning_rate",
   grad_norm: "grad_norm",
+  aux_loss: "aux_loss",
+  expert_imbalance: "expert_imbalance",
   "tokens/s": "tokens_per_second",
   mfu: "mfu",
 } as const satisfies Partial<Record<keyof MetricsLine, string>>;

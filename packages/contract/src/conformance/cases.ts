@@ -80,6 +80,51 @@ const ceShapes = (backward: boolean): Def[] => {
   ];
 };
 
+/** Consistent routing for moeRouteBackward: the forward's outputs for logits drawn like the probs operand. */
+const deriveRouting = (args: Record<string, unknown>, v: Record<string, Float64Array>) => {
+  const a = args as { tokens: number; numExperts: number; topK: number };
+  const scratch = { slots: new Float64Array(a.tokens * a.topK), auxLoss: new Float64Array(1) };
+  const logits = v.probs.map((x) => 4 * x);
+  oracle.moeRoute(args as never, { ...v, ...scratch, logits });
+};
+
+const routeShapes = (backward: boolean): Def[] => {
+  const s = (tokens: number, numExperts: number, topK: number, alpha: number) => (backward ? { tokens, numExperts, topK, alpha, auxScale: 0.5 } : { tokens, numExperts, topK, alpha });
+  const derive = backward ? deriveRouting : undefined;
+  // Logits on a coarse grid: many ties, which every backend must break by the lower expert index.
+  const ties = (_a: Record<string, unknown>, v: Record<string, Float64Array>) => {
+    const key = backward ? "probs" : "logits";
+    for (let i = 0; i < v[key].length; i++) v[key][i] = Math.round(v[key][i] * 2) / 2;
+    derive?.(_a, v);
+  };
+  return [
+    d("one", s(1, 1, 1, 0.01), { derive }),
+    d("prime", s(7, 5, 2, 0.01), { derive }),
+    d("odd", s(33, 8, 3, 0.1), { derive }),
+    d("options", s(9, 4, 4, 0), { derive, label: "every expert chosen, alpha 0" }),
+    d("special", s(17, 6, 2, 0.01), { derive: ties, label: "tied logits" }),
+    d("large", s(512, 16, 4, 0.01), { derive }),
+  ];
+};
+
+const moveShapes = (withScale: boolean, accumulate = false): Def[] => [
+  d("one", { tokens: 1, topK: 1, dim: 1 }),
+  d("prime", { tokens: 7, topK: 2, dim: 13 }, { present: withScale ? ["scale"] : [] }),
+  d("odd", { tokens: 33, topK: 3, dim: 65, ...(accumulate ? { accumulate: true } : {}) }, { present: withScale ? ["scale"] : [] }),
+  d("options", { tokens: 9, topK: 4, dim: 5 }, { label: "no scale" }),
+  d("large", { tokens: 256, topK: 2, dim: 384 }, { present: withScale ? ["scale"] : [] }),
+];
+
+const groupedShapes = (weightGrad: boolean): Def[] => [
+  d("one", { rows: 1, n: 1, k: 1, groups: 1 }),
+  d("prime", { rows: 7, n: 13, k: 11, groups: 3, ...(weightGrad ? {} : { transB: true }) }),
+  d("odd", { rows: 33, n: 17, k: 65, groups: 5 }),
+  ...(weightGrad ? [] : [d("options", { rows: 29, n: 19, k: 23, groups: 4, transB: true, accumulate: true })]),
+  d("batch", { rows: 12, n: 6, k: 7, groups: 9 }, { label: "more groups than some rows" }),
+  d("long", { rows: 3, n: 5, k: 4099, groups: 2 }),
+  d("large", { rows: 256, n: 96, k: 128, groups: 8, ...(weightGrad ? {} : { transB: true }) }),
+];
+
 const specials = [0, -0, 1, -1, 65504, 65520, 70000, -1e30, 3e38, 1e-8, 6e-8, 1e-40, 2 ** -24, 2 ** -25, 1.00390625, 1.005859375, Infinity, -Infinity, NaN];
 const withSpecials = (key: string) => (_a: Record<string, unknown>, v: Record<string, Float64Array>) => {
   for (let i = 0; i < v[key].length; i++) v[key][i] = specials[i % specials.length];
@@ -169,6 +214,13 @@ const CASES: Record<KernelName, Defs> = {
   },
   cast: () => [],
   fill: () => [],
+  moeRoute: () => routeShapes(false),
+  moeRouteBackward: () => routeShapes(true),
+  moeDispatch: () => moveShapes(true),
+  moeCombine: () => moveShapes(true, true),
+  moeCombineScaleGrad: () => moveShapes(false),
+  groupedMatmul: () => groupedShapes(false),
+  groupedMatmulWeightGrad: () => groupedShapes(true),
   checkFinite: () => [
     d("one", { n: 1 }),
     d("prime", { n: 37 }, { label: "all finite" }),

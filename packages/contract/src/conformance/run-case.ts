@@ -2,7 +2,7 @@ import type { Backend, BufferHandle } from "../backend.js";
 import { bytesPerElement, isFloatDType } from "../dtype.js";
 import { decodeElements, encodeToBytes } from "../host-codec.js";
 import { type KernelName, kernelSpecs } from "../kernels/index.js";
-import type { OperandSpec } from "../kernels/spec.js";
+import type { OperandInit, OperandSpec } from "../kernels/spec.js";
 import { type ConformanceCase, caseName } from "./case.js";
 import { hashString, seededRandom } from "./rng.js";
 import { TOLERANCES, compareValues, looser } from "./tolerance.js";
@@ -49,6 +49,36 @@ function placements(c: ConformanceCase): Placement[] {
   return out;
 }
 
+/** Fills `v` as `init` says, drawing from `rand`. */
+function fillInit(v: Float64Array, init: OperandInit, rand: () => number): void {
+  const n = v.length;
+  switch (init.kind) {
+    case "uniform":
+      for (let i = 0; i < n; i++) v[i] = init.lo + (init.hi - init.lo) * rand();
+      return;
+    case "index":
+      for (let i = 0; i < n; i++) v[i] = Math.floor(rand() * init.max);
+      return;
+    case "target":
+      for (let i = 0; i < n; i++) v[i] = rand() < 0.1 ? -1 : Math.floor(rand() * init.max);
+      return;
+    case "permutation":
+      for (let i = 0; i < n; i++) v[i] = i;
+      for (let i = n - 1; i > 0; i--) {
+        const j = Math.floor(rand() * (i + 1));
+        [v[i], v[j]] = [v[j], v[i]];
+      }
+      return;
+    case "offsets": {
+      // Sorted cut points; about one in four repeats the one before (an empty group).
+      const cuts = Array.from({ length: n - 2 }, () => Math.floor(rand() * (init.total + 1))).sort((x, y) => x - y);
+      for (let i = 1; i < cuts.length; i++) if (rand() < 0.25) cuts[i] = cuts[i - 1];
+      v.set([0, ...cuts, init.total]);
+      return;
+    }
+  }
+}
+
 /** Test data for every buffer (outputs too, so untouched or accumulated elements show), rounded to its dtype. */
 export function caseInputs(c: ConformanceCase): Record<string, Uint8Array> {
   const rand = seededRandom(hashString(caseName(c)));
@@ -57,12 +87,7 @@ export function caseInputs(c: ConformanceCase): Record<string, Uint8Array> {
   const values: Record<string, Float64Array> = {};
   for (const p of places) {
     const v = new Float64Array(p.elements);
-    const init = p.members[0].spec.init ?? { kind: "uniform", lo: -1, hi: 1 };
-    for (let i = 0; i < v.length; i++) {
-      if (init.kind === "uniform") v[i] = init.lo + (init.hi - init.lo) * rand();
-      else if (init.kind === "index") v[i] = Math.floor(rand() * init.max);
-      else v[i] = rand() < 0.1 ? -1 : Math.floor(rand() * init.max);
-    }
+    fillInit(v, p.members[0].spec.init ?? { kind: "uniform", lo: -1, hi: 1 }, rand);
     whole[p.name] = decodeElements(encodeToBytes(v, p.dtype), p.dtype, p.elements);
     for (const m of p.members) values[m.spec.key] = whole[p.name].subarray(m.offset);
   }

@@ -20,6 +20,10 @@ import type { RopeBackwardArgs, RopeForwardArgs } from "./rope.js";
 import { ropeBackwardSpec, ropeForwardSpec } from "./rope.js";
 import type { ReduceArgs } from "./reduce.js";
 import { sumSpec, sumSquaresSpec } from "./reduce.js";
+import type { GroupedMatmulArgs, GroupedMatmulWeightGradArgs } from "./grouped-matmul.js";
+import { groupedMatmulSpec, groupedMatmulWeightGradSpec } from "./grouped-matmul.js";
+import type { MoeCombineArgs, MoeCombineScaleGradArgs, MoeDispatchArgs, MoeRouteArgs, MoeRouteBackwardArgs } from "./moe.js";
+import { moeCombineScaleGradSpec, moeCombineSpec, moeDispatchSpec, moeRouteBackwardSpec, moeRouteSpec } from "./moe.js";
 import type { KernelSpec } from "./spec.js";
 
 /** The arguments of every v1 kernel, by name. */
@@ -53,6 +57,13 @@ export interface KernelArgsMap {
   cast: CastArgs;
   fill: FillArgs;
   checkFinite: CheckFiniteArgs;
+  moeRoute: MoeRouteArgs;
+  moeRouteBackward: MoeRouteBackwardArgs;
+  moeDispatch: MoeDispatchArgs;
+  moeCombine: MoeCombineArgs;
+  moeCombineScaleGrad: MoeCombineScaleGradArgs;
+  groupedMatmul: GroupedMatmulArgs;
+  groupedMatmulWeightGrad: GroupedMatmulWeightGradArgs;
 }
 
 export type KernelName = keyof KernelArgsMap;
@@ -91,6 +102,13 @@ export const kernelSpecs: { readonly [K in KernelName]: KernelSpec<KernelArgsMap
   cast: castSpec,
   fill: fillSpec,
   checkFinite: checkFiniteSpec,
+  moeRoute: moeRouteSpec,
+  moeRouteBackward: moeRouteBackwardSpec,
+  moeDispatch: moeDispatchSpec,
+  moeCombine: moeCombineSpec,
+  moeCombineScaleGrad: moeCombineScaleGradSpec,
+  groupedMatmul: groupedMatmulSpec,
+  groupedMatmulWeightGrad: groupedMatmulWeightGradSpec,
 };
 
 /** Typed kernel-name constants: `Kernel.matmul === "matmul"`. */
@@ -113,6 +131,12 @@ export const BACKWARD_OF: Readonly<Partial<Record<KernelName, KernelName>>> = {
   crossEntropyForward: "crossEntropyBackward",
   // matmul is its own backward (transposed calls) with sumRows for the bias.
   matmul: "matmul",
+  moeRoute: "moeRouteBackward",
+  // Moving tokens to their experts and back are each other's backward; moeCombineScaleGrad gives the weights' gradient.
+  moeDispatch: "moeCombine",
+  moeCombine: "moeDispatch",
+  // groupedMatmul is its own backward for A (transB flipped); groupedMatmulWeightGrad gives B's.
+  groupedMatmul: "groupedMatmulWeightGrad",
 };
 
 export type { KernelSpec, OperandSpec, OperandRole, OperandInit } from "./spec.js";
@@ -123,7 +147,9 @@ export * from "./convert.js";
 export * from "./cross-entropy.js";
 export * from "./elementwise.js";
 export * from "./embedding.js";
+export * from "./grouped-matmul.js";
 export * from "./matmul.js";
+export * from "./moe.js";
 export * from "./norm.js";
 export * from "./rope.js";
 export * from "./reduce.js";

@@ -9,7 +9,11 @@ export type OperandInit =
   /** integers in [0, max) */
   | { kind: "index"; max: number }
   /** integers in [0, max), with roughly one in ten set to -1 (ignored) */
-  | { kind: "target"; max: number };
+  | { kind: "target"; max: number }
+  /** a random permutation of 0..n-1 (n the operand's elements) */
+  | { kind: "permutation" }
+  /** group boundaries: 0 = o[0] <= o[1] <= ... <= o[n-1] = total, some groups empty */
+  | { kind: "offsets"; total: number };
 
 /** One buffer argument of a kernel: which key, read or written, its dtype and element count. */
 export interface OperandSpec {

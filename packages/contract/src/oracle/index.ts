@@ -9,6 +9,8 @@ import { embeddingBackwardOracle, embeddingForwardOracle } from "./embedding.js"
 import { matmulOracle, sumRowsOracle } from "./matmul.js";
 import { layerNormBackwardOracle, layerNormForwardOracle, rmsNormBackwardOracle, rmsNormForwardOracle } from "./norm.js";
 import { ropeBackwardOracle, ropeForwardOracle } from "./rope.js";
+import { groupedMatmulOracle, groupedMatmulWeightGradOracle } from "./grouped-matmul.js";
+import { moeCombineOracle, moeCombineScaleGradOracle, moeDispatchOracle, moeRouteBackwardOracle, moeRouteOracle } from "./moe.js";
 import type { OracleKernel } from "./types.js";
 
 /** The reference implementation of every v1 kernel (f64, plain loops). */
@@ -42,6 +44,13 @@ export const oracle: { readonly [K in KernelName]: OracleKernel<KernelArgsMap[K]
   cast: castOracle,
   fill: fillOracle,
   checkFinite: checkFiniteOracle,
+  moeRoute: moeRouteOracle,
+  moeRouteBackward: moeRouteBackwardOracle,
+  moeDispatch: moeDispatchOracle,
+  moeCombine: moeCombineOracle,
+  moeCombineScaleGrad: moeCombineScaleGradOracle,
+  groupedMatmul: groupedMatmulOracle,
+  groupedMatmulWeightGrad: groupedMatmulWeightGradOracle,
 };
 
 export type { OracleKernel } from "./types.js";

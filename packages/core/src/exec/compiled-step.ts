@@ -21,7 +21,7 @@ export interface ParameterBinding {
  * and allocates nothing.
  */
 export class CompiledStep {
-  readonly runtime: RuntimeScalars = { lossScale: 1 };
+  readonly runtime: RuntimeScalars = { lossScale: 1, auxScale: 0, loadBalanceAlpha: 0 };
   private readonly calls: (() => void)[] = [];
   /** nodeCalls[i]: index in `calls` of node i's first call (and nodeCalls[nodes] = calls.length). */
   private readonly nodeCalls: number[] = [];

@@ -5,6 +5,10 @@ import type { Graph, GraphNode } from "./graph.js";
 export interface RuntimeScalars {
   /** d(total loss)/d(each row's loss): 1 / (valid rows x accumulation steps). */
   lossScale: number;
+  /** d(total loss)/d(each mixture-of-experts layer's load-balancing loss): 1 / accumulation steps (x the f16 loss scale). */
+  auxScale: number;
+  /** The load-balancing loss coefficient (trainer.load_balance_alpha). */
+  loadBalanceAlpha: number;
 }
 
 /** What an op needs to turn a node into kernel calls. */

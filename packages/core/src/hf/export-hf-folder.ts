@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { type FloatDType, encodeToBytes } from "@kiln/contract";
+import { CheckpointError, type FloatDType, encodeToBytes } from "@kiln/contract";
 import { writeDirectoryAtomically } from "../checkpoint/atomic-directory.js";
 import { writeFileAtomically } from "../checkpoint/atomic-file.js";
 import { toSafetensorsDType } from "../checkpoint/safetensors-dtype.js";
@@ -28,6 +28,12 @@ const TORCH_DTYPES: Record<FloatDType, string> = { f32: "float32", bf16: "bfloat
 export async function exportHfFolder(checkpoint: string, out: string, dtype: FloatDType = "f32"): Promise<string[]> {
   const source = await PretrainedWeights.open(checkpoint);
   try {
+    if (source.model.numExperts) {
+      throw new CheckpointError("the checkpoint holds a mixture-of-experts model, which kiln cannot export to a Hugging Face folder yet", {
+        where: checkpoint,
+        hint: "sample and resume it with kiln; kiln export writes dense gpt2 and llama models",
+      });
+    }
     const meta = source.metadata;
     const layout = paramLayout(source.model);
     const tokenizer = await source.openTokenizer();

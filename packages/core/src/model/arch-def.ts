@@ -27,6 +27,10 @@ export interface ArchDef {
   forward(t: Trace, ids: number, positions: number | undefined): number;
   /** Scope prefix of the repeated blocks ("model.layers" for "model.layers.3"): the unit of `--recompute blocks`. */
   blockPrefix: string;
-  /** Parameters that enter no matmul (learned positions): left out of the 6-FLOPs-per-parameter count. */
-  nonMatmulParams(c: ModelConfig): number;
+  /**
+   * Parameters a token's forward pass multiplies by nothing: learned positions (a lookup),
+   * the experts it is not routed to. Left out of the 6-FLOPs-per-parameter count; the
+   * rest are the active parameters.
+   */
+  inactiveParams(c: ModelConfig): number;
 }

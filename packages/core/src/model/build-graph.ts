@@ -1,6 +1,7 @@
 import type { Graph } from "../graph/graph.js";
 import { appendBackward } from "../autodiff/append-backward.js";
 import { type RecomputePolicy, rematerialize } from "../autodiff/rematerialize.js";
+import { addKernelNode } from "../graph/kernel-node.js";
 import { crossEntropyLoss } from "../ops/index.js";
 import type { ModelConfig } from "./config.js";
 import { archOf } from "./architectures.js";
@@ -16,8 +17,12 @@ export interface ModelGraph {
   /** i32 positions 0..seqLen-1 per sequence (architectures with learned positions), uploaded once. */
   positions?: number;
   logits: number;
-  /** Present on training graphs. */
-  training?: { targets: number; lossSum: number; lossNode: number; paramGrads: Map<number, number> };
+  /**
+   * Present on training graphs. auxLoss (f32 [1], mixture-of-experts models only) is the
+   * sum of the layers' load-balancing losses, an output beside lossSum; expertOffsets the
+   * i32 (E + 1) slot offsets of each such layer, whose differences count each expert's tokens.
+   */
+  training?: { targets: number; lossSum: number; lossNode: number; paramGrads: Map<number, number>; auxLoss?: number; expertOffsets?: number[] };
 }
 
 function forward(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number) {
@@ -48,9 +53,27 @@ export function buildTrainingGraph(config: ModelConfig, layout: ParamLayout, bat
   const { t, ids, positions, logits } = forward(config, layout, batch, seqLen);
   const targets = t.g.tensor([batch * seqLen], "i32", "input", "labels");
   const { lossSum, lossNode } = crossEntropyLoss(t.g, logits, targets, "loss");
+  const auxLoss = t.auxLosses.length > 0 ? sumOfScalars(t.g, t.auxLosses, "aux_loss") : undefined;
   const { paramGrads } = appendBackward(t.g, lossNode);
   rematerialize(t.g, recompute, archOf(config).blockPrefix);
-  return { graph: t.g, batch, seqLen, ids, ...(positions === undefined ? {} : { positions }), logits, training: { targets, lossSum, lossNode, paramGrads } };
+  const training = { targets, lossSum, lossNode, paramGrads, ...(auxLoss === undefined ? {} : { auxLoss, expertOffsets: t.expertOffsets }) };
+  return { graph: t.g, batch, seqLen, ids, ...(positions === undefined ? {} : { positions }), logits, training };
+}
+
+/** An f32 [1] output holding the sum of f32 [1] tensors (not differentiated: each part's gradient enters where it is made). */
+function sumOfScalars(g: Graph, parts: readonly number[], name: string): number {
+  const out = g.tensor([1], "f32", "output", name);
+  if (parts.length === 1) {
+    addKernelNode(g, "scale", { x: parts[0], out }, { n: 1, alpha: 1, dtype: "f32" });
+    return out;
+  }
+  let total = parts[0];
+  for (let i = 1; i < parts.length; i++) {
+    const next = i === parts.length - 1 ? out : g.tensor([1], "f32", "activation", `${name}.${i}`);
+    addKernelNode(g, "add", { a: total, b: parts[i], out: next }, { n: 1, dtype: "f32" });
+    total = next;
+  }
+  return out;
 }
 
 /** Position ids for a (batch, seqLen) step: 0..seqLen-1 repeated per sequence. */

@@ -18,8 +18,23 @@ export interface ModelConfig {
   normEps: number;
   /** lm_head shares the token embedding. */
   tieEmbeddings: boolean;
+  /**
+   * Mixture of experts (Llama): the MLP of every layer becomes `numExperts` SwiGLU experts of
+   * `intermediateSize`, each token routed to its top `expertsPerToken`. Absent or 0: a dense MLP.
+   */
+  numExperts?: number;
+  /** Experts each token goes through (top-k routing); default 2 (1 with a single expert). */
+  expertsPerToken?: number;
+  /** An extra SwiGLU expert of `intermediateSize` that every token goes through, unweighted. */
+  sharedExpert?: boolean;
 }
 
 export type ModelConfigInput = Pick<ModelConfig, "arch" | "vocabSize" | "hiddenSize" | "numLayers" | "numHeads" | "maxSeqLen"> & Partial<ModelConfig>;
 
 export const headDim = (c: ModelConfig) => c.hiddenSize / c.numHeads;
+
+/** The mixture-of-experts settings of `c`, or undefined for a dense MLP. */
+export function moeOf(c: ModelConfig): { numExperts: number; topK: number; shared: boolean } | undefined {
+  if (!c.numExperts) return undefined;
+  return { numExperts: c.numExperts, topK: c.expertsPerToken ?? Math.min(2, c.numExperts), shared: c.sharedExpert ?? false };
+}

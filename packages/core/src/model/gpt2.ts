@@ -78,11 +78,14 @@ function gpt2Params(c: ModelConfig): ParamSpec[] {
 /** GPT-2: learned positions, LayerNorm, GELU MLP of 4x hidden, tied embeddings, multi-head attention only. */
 export const gpt2: ArchDef = {
   defaults: (c) => ({ intermediateSize: 4 * c.hiddenSize, normEps: 1e-5, tieEmbeddings: true }),
-  check: (c) =>
-    c.kvHeads !== c.numHeads ? { field: "kvHeads", message: "the gpt2 architecture has no grouped-query attention", hint: "remove kv_heads or use arch: llama" } : undefined,
+  check: (c) => {
+    if (c.kvHeads !== c.numHeads) return { field: "kvHeads", message: "the gpt2 architecture has no grouped-query attention", hint: "remove kv_heads or use arch: llama" };
+    if (c.numExperts) return { field: "numExperts", message: "kiln's gpt2 architecture has no mixture-of-experts MLP", hint: "remove num_experts or use arch: llama" };
+    return undefined;
+  },
   params: gpt2Params,
   positionIds: true,
   forward: (t, ids, positions) => gpt2Forward(t, ids, positions!),
   blockPrefix: "transformer.h",
-  nonMatmulParams: (c) => c.maxSeqLen * c.hiddenSize,
+  inactiveParams: (c) => c.maxSeqLen * c.hiddenSize,
 };

@@ -1,6 +1,7 @@
-import { add, attention, embedding, linear, rmsNorm, rope, swiGlu } from "../ops/index.js";
+import { add, attention, embedding, linear, rmsNorm, rope } from "../ops/index.js";
 import type { ArchDef } from "./arch-def.js";
-import { type ModelConfig, headDim } from "./config.js";
+import { type ModelConfig, headDim, moeOf } from "./config.js";
+import { moeMlp, moeMlpParams, swiGluMlp, swiGluMlpParams } from "./mlp.js";
 import type { ParamSpec } from "./param-layout.js";
 import type { Trace } from "./trace.js";
 
@@ -10,6 +11,7 @@ import type { Trace } from "./trace.js";
  *   per layer: h = rmsnorm(x); q,k,v = h·Wq^T, h·Wk^T, h·Wv^T  (rows, H*D | KVH*D)
  *              q,k = rope(q), rope(k); x += o_proj(attn(q, k, v))   (GQA)
  *              x += down_proj(silu(gate_proj(h2)) * up_proj(h2)), h2 = rmsnorm(x)
+ *              (or a mixture of such experts when numExperts > 0, mlp.ts)
  *   logits = norm(x) · lm_head^T (or embed_tokens^T when tied)
  * Weights use torch.nn.Linear's (out, in) layout.
  */
@@ -17,6 +19,7 @@ function llamaForward(t: Trace, ids: number): number {
   const { g, config: c, p } = t;
   const D = c.hiddenSize / c.numHeads;
   const dims = { batch: t.batch, seqLen: t.seqLen, headDim: D, theta: c.ropeTheta };
+  const moe = moeOf(c);
   let x = embedding(g, ids, p("model.embed_tokens.weight"), "embed");
   for (let i = 0; i < c.numLayers; i++) {
     const n = `model.layers.${i}`;
@@ -36,10 +39,8 @@ function llamaForward(t: Trace, ids: number): number {
       );
       const x1 = add(g, x, linear(g, a, p(`${n}.self_attn.o_proj.weight`), undefined, "out_in", `${n}.o`), `${n}.resid_attn`);
       const h2 = rmsNorm(g, x1, p(`${n}.post_attention_layernorm.weight`), c.normEps, `${n}.post_attention_layernorm`);
-      const gate = linear(g, h2, p(`${n}.mlp.gate_proj.weight`), undefined, "out_in", `${n}.gate`);
-      const up = linear(g, h2, p(`${n}.mlp.up_proj.weight`), undefined, "out_in", `${n}.up`);
-      const d = linear(g, swiGlu(g, gate, up, `${n}.swiglu`), p(`${n}.mlp.down_proj.weight`), undefined, "out_in", `${n}.down`);
-      return add(g, x1, d, `${n}.resid_mlp`);
+      const m = moe ? moeMlp(t, h2, `${n}.mlp`, moe.topK, moe.shared, `${n}.moe`) : swiGluMlp(t, h2, `${n}.mlp`, n);
+      return add(g, x1, m, `${n}.resid_mlp`);
     });
   }
   const xf = rmsNorm(g, x, p("model.norm.weight"), c.normEps, "norm");
@@ -48,7 +49,8 @@ function llamaForward(t: Trace, ids: number): number {
 }
 
 function llamaParams(c: ModelConfig): ParamSpec[] {
-  const C = c.hiddenSize, D = headDim(c), F = c.intermediateSize;
+  const C = c.hiddenSize, D = headDim(c);
+  const moe = moeOf(c);
   const w = (name: string, shape: number[]): ParamSpec => ({ name, shape, decay: true, init: { kind: "normal", std: 0.02 } });
   const norm = (name: string): ParamSpec => ({ name, shape: [C], decay: false, init: { kind: "ones" } });
   const specs: ParamSpec[] = [{ name: "model.embed_tokens.weight", shape: [c.vocabSize, C], decay: false, init: { kind: "normal", std: 0.02 } }];
@@ -61,9 +63,7 @@ function llamaParams(c: ModelConfig): ParamSpec[] {
       w(`${p}.self_attn.v_proj.weight`, [c.kvHeads * D, C]),
       w(`${p}.self_attn.o_proj.weight`, [C, c.numHeads * D]),
       norm(`${p}.post_attention_layernorm.weight`),
-      w(`${p}.mlp.gate_proj.weight`, [F, C]),
-      w(`${p}.mlp.up_proj.weight`, [F, C]),
-      w(`${p}.mlp.down_proj.weight`, [C, F]),
+      ...(moe ? moeMlpParams(`${p}.mlp`, c, moe.numExperts, moe.shared) : swiGluMlpParams(`${p}.mlp`, c)),
     );
   }
   specs.push(norm("model.norm.weight"));
@@ -75,13 +75,23 @@ function llamaParams(c: ModelConfig): ParamSpec[] {
 export const llama: ArchDef = {
   // SwiGLU's inner width: 8/3 of hidden (two-thirds of GPT-2's 4x, as it has three matrices), rounded to 64.
   defaults: (c) => ({ intermediateSize: Math.round((8 * c.hiddenSize) / 3 / 64) * 64, normEps: 1e-6, tieEmbeddings: false }),
-  check: (c) =>
-    (c.hiddenSize / c.numHeads) % 2 !== 0
-      ? { field: "numHeads", message: `head size ${c.hiddenSize / c.numHeads} is odd; rotary embeddings need an even head size`, hint: "change hidden_size or num_heads so hidden_size / num_heads is even" }
-      : undefined,
+  check: (c) => {
+    if ((c.hiddenSize / c.numHeads) % 2 !== 0) {
+      return { field: "numHeads", message: `head size ${c.hiddenSize / c.numHeads} is odd; rotary embeddings need an even head size`, hint: "change hidden_size or num_heads so hidden_size / num_heads is even" };
+    }
+    const moe = moeOf(c);
+    if (moe && moe.topK > moe.numExperts) {
+      return { field: "expertsPerToken", message: `experts_per_tok ${moe.topK} is more than num_experts ${moe.numExperts}`, hint: `route each token to at most ${moe.numExperts} experts, or add experts` };
+    }
+    return undefined;
+  },
   params: llamaParams,
   positionIds: false,
   forward: (t, ids) => llamaForward(t, ids),
   blockPrefix: "model.layers",
-  nonMatmulParams: () => 0,
+  // A token multiplies only its top k experts' weights (and the router's and shared expert's).
+  inactiveParams: (c) => {
+    const moe = moeOf(c);
+    return moe ? c.numLayers * (moe.numExperts - moe.topK) * 3 * c.intermediateSize * c.hiddenSize : 0;
+  },
 };

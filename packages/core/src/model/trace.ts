@@ -12,6 +12,10 @@ export interface Trace {
   dtype: FloatDType;
   /** Parameter tensor by Hugging Face name. */
   p(name: string): number;
+  /** f32 [1] auxiliary losses the layers add to the objective (mixture-of-experts load balancing). */
+  auxLosses: number[];
+  /** i32 (E + 1) expert offsets of each mixture-of-experts layer (moeRoute's), for the experts' load. */
+  expertOffsets: number[];
 }
 
 export function startTrace(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number): Trace {
@@ -24,6 +28,8 @@ export function startTrace(config: ModelConfig, layout: ParamLayout, batch: numb
     batch,
     seqLen,
     dtype: layout.dtype,
+    auxLosses: [],
+    expertOffsets: [],
     p(name) {
       const id = params.get(name);
       if (id === undefined) throw new Error(`model has no parameter ${name}`);

@@ -6,6 +6,7 @@ import { geluGrad, swiGluGrad } from "./activation.js";
 import { ropeGrad } from "./rope.js";
 import { attentionGrad } from "./attention.js";
 import { crossEntropyGrad } from "./loss.js";
+import { groupedLinearGrad, moeCombineGrad, moeDispatchGrad, moeRouteGrad } from "./moe.js";
 import type { GradRule } from "./grad-rule.js";
 
 /** Gradient rules by name (a forward node's `grad` attribute). */
@@ -20,6 +21,10 @@ export const gradRules: Readonly<Record<string, GradRule>> = {
   rope: ropeGrad,
   attention: attentionGrad,
   crossEntropy: crossEntropyGrad,
+  moeRoute: moeRouteGrad,
+  moeDispatch: moeDispatchGrad,
+  moeCombine: moeCombineGrad,
+  groupedLinear: groupedLinearGrad,
 };
 
 export { linear, type WeightLayout } from "./linear.js";
@@ -30,4 +35,5 @@ export { gelu, swiGlu } from "./activation.js";
 export { rope } from "./rope.js";
 export { attention, type AttentionShape } from "./attention.js";
 export { crossEntropyLoss } from "./loss.js";
+export { groupedLinear, moeCombine, moeDispatch, moeRoute, type MoeRouting } from "./moe.js";
 export type { GradRule } from "./grad-rule.js";

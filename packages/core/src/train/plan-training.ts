@@ -40,13 +40,13 @@ export function planTraining(model: ModelConfig, batchSize: number, seqLen: numb
 }
 
 /**
- * Training FLOPs per token: 6 per parameter that takes part in a matmul (all but
- * ArchDef.nonMatmulParams, e.g. GPT-2's position embedding) plus attention's score and value products,
+ * Training FLOPs per token: 6 per active parameter (all but ArchDef.inactiveParams:
+ * GPT-2's position embedding, the experts a token is not routed to) plus attention's score and value products,
  * 12 * layers * hidden * seqLen (forward 4, backward 8; as in PaLM's MFU accounting).
  */
 export function trainingFlopsPerToken(model: ModelConfig, seqLen: number): number {
   const layout = paramLayout(model, "f32");
-  return 6 * (layout.count - archOf(model).nonMatmulParams(model)) + 12 * model.numLayers * model.hiddenSize * seqLen;
+  return 6 * (layout.count - archOf(model).inactiveParams(model)) + 12 * model.numLayers * model.hiddenSize * seqLen;
 }
 
 /** Device bytes of a ForwardRunner (evaluation or generation) for (batch, seqLen): its arena and I/O. */

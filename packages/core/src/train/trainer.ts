@@ -2,7 +2,7 @@ import { type Backend, type BufferHandle, type FloatDType, type Kernels, KilnErr
 import { CompiledStep } from "../exec/compiled-step.js";
 import { withProfiledKernels } from "../exec/profiled-kernels.js";
 import type { StepProfiler } from "../exec/step-profiler.js";
-import type { ModelConfig } from "../model/config.js";
+import { type ModelConfig, moeOf } from "../model/config.js";
 import { type ModelGraph, positionIds } from "../model/build-graph.js";
 import { uploadInitialParams } from "../model/init-params.js";
 import type { ParamLayout } from "../model/param-layout.js";
@@ -15,9 +15,13 @@ import { MasterWeights } from "./master-weights.js";
 import { assertBackendTrains } from "./training-dtype.js";
 import type { MemoryPlan } from "./memory-plan.js";
 import { TRAINER_SCALAR_BYTES, planTraining } from "./plan-training.js";
+import { ExpertLoad } from "./expert-load.js";
 import { DataParallelSync } from "./data-parallel.js";
 import { DEFAULT_BUCKET_BYTES, planGradientBuckets } from "./gradient-buckets.js";
 import type { GradientSync } from "./gradient-sync.js";
+
+/** Mixture-of-experts load-balancing coefficient when a config names none (Switch Transformer's 0.01). */
+export const DEFAULT_LOAD_BALANCE_ALPHA = 0.01;
 
 export interface TrainerConfig {
   model: ModelConfig;
@@ -36,6 +40,8 @@ export interface TrainerConfig {
   dtype?: FloatDType;
   /** f16 only: the loss scaler's start and growth interval (defaults 2^16 and 2000). */
   lossScaler?: Partial<LossScalerConfig>;
+  /** Mixture-of-experts models: the load-balancing loss coefficient (default 0.01). */
+  loadBalanceAlpha?: number;
   /**
    * Data-parallel training: the communicator of this rank. Each step sums the
    * gradients of every rank's micro-batches (the global batch) before clipping
@@ -82,6 +88,16 @@ export interface StepResult {
   nonFinite: boolean;
   /** f16: the loss scale this step's backward pass used. */
   lossScale?: number;
+  /**
+   * Mixture-of-experts models: the load-balancing loss (summed over layers, times alpha),
+   * averaged over micro-batches and ranks; the objective is loss + auxLoss.
+   */
+  auxLoss?: number;
+  /**
+   * Mixture-of-experts models: this rank's busiest expert's tokens over an even share in
+   * the step (1 = even; the largest over layers).
+   */
+  expertImbalance?: number;
 }
 
 /**
@@ -114,6 +130,11 @@ export class Trainer {
   /** The loss scale the last backward pass used (1 unless f16). */
   private lastLossScale = 1;
   private readonly lossHost = new Float32Array(1);
+  private readonly auxLossHost = new Float32Array(1);
+  /** The last forward pass's auxiliary loss (0 without one). */
+  private lastAuxLoss = 0;
+  /** Mixture-of-experts models: tokens per expert over the current step. */
+  private readonly expertLoad: ExpertLoad | undefined;
   /** With several ranks: the gradient buckets and the all-reduces of a step. */
   private readonly dataParallel: DataParallelSync | undefined;
   /** Whether every rank holds rank 0's weights and optimizer state (done by the first step). */
@@ -148,6 +169,9 @@ export class Trainer {
     const scalars = backend.alloc(TRAINER_SCALAR_BYTES);
     this.buffers = { params, grads, m, v, scalars };
     this.compiled = new CompiledStep(this.model.graph, plan, backend, { params, grads, offsets: this.layout.offsets });
+    this.compiled.runtime.loadBalanceAlpha = config.loadBalanceAlpha ?? DEFAULT_LOAD_BALANCE_ALPHA;
+    const offsets = this.model.training!.expertOffsets;
+    this.expertLoad = offsets ? new ExpertLoad(offsets, moeOf(model)!.numExperts) : undefined;
     this.profiler = config.profiler;
     // Profiling: the step's calls and the optimizer's kernels timed; otherwise the backend's own.
     const exec = this.profiler ? withProfiledKernels(backend, this.profiler, "optimizer") : backend;
@@ -235,6 +259,9 @@ export class Trainer {
     const lossScale = this.lossScaler?.scale ?? 1;
     this.lastLossScale = lossScale;
     let loss = 0;
+    let auxLoss = 0;
+    this.expertLoad?.reset();
+    const worldSize = this.config.gradientSync?.worldSize ?? 1;
     let collected = 0;
     for (let i = 0; i < count; i++) {
       const waitStart = profiler?.now();
@@ -247,7 +274,9 @@ export class Trainer {
       if (masters) this.zeroGradients();
       // f32: the last micro-batch hands each gradient bucket to the communicator as backward finishes it.
       const handOff = dp && !masters && i === count - 1 ? dp : undefined;
-      loss += (await this.forwardBackward(batch, lossScale / denominator, handOff)) / denominator;
+      // The auxiliary loss is a mean over the micro-batches of every rank.
+      loss += (await this.forwardBackward(batch, lossScale / denominator, lossScale / (count * worldSize), handOff)) / denominator;
+      auxLoss += this.lastAuxLoss / (count * worldSize);
       masters?.collectGradients(collected++ === 0);
       await this.settleProfiledKernels();
     }
@@ -255,6 +284,7 @@ export class Trainer {
     if (dp) {
       await dp.finish();
       loss = await dp.sum(loss);
+      if (this.model.training!.auxLoss !== undefined) auxLoss = await dp.sum(auxLoss);
     }
     const { scalars } = this.buffers;
     const grads = masters ? masters.gradSums : this.buffers.grads;
@@ -287,7 +317,8 @@ export class Trainer {
     this.stepCount++;
     await this.backend.synchronize();
     profiler?.endStep();
-    return { loss, gradNorm, lr, tokens: count * this.tokensPerBatch, skipped, nonFinite, ...(this.lossScaler ? { lossScale } : {}) };
+    const moe = this.expertLoad ? { auxLoss, expertImbalance: this.expertLoad.imbalance() } : {};
+    return { loss, gradNorm, lr, tokens: count * this.tokensPerBatch, skipped, nonFinite, ...(this.lossScaler ? { lossScale } : {}), ...moe };
   }
 
   /**
@@ -323,9 +354,10 @@ export class Trainer {
    * Forward and backward of one micro-batch: adds its gradients, each target row
    * weighted by lossScale, to the gradient buffer; returns its summed row losses.
    */
-  private async forwardBackward(batch: Batch, lossScale: number, handOff?: DataParallelSync): Promise<number> {
+  private async forwardBackward(batch: Batch, lossScale: number, auxScale: number, handOff?: DataParallelSync): Promise<number> {
     this.checkBatch(batch);
     this.compiled.runtime.lossScale = lossScale;
+    this.compiled.runtime.auxScale = auxScale;
     const p = this.profiler;
     const uploadStart = p?.now();
     this.compiled.upload(this.model.ids, batch.ids);
@@ -335,6 +367,12 @@ export class Trainer {
     else if (p?.synchronize && p.recording) await this.compiled.runSynchronized(p, p.synchronize);
     else this.compiled.run();
     await this.compiled.download(this.model.training!.lossSum, this.lossHost);
+    const aux = this.model.training!.auxLoss;
+    if (aux !== undefined) {
+      await this.compiled.download(aux, this.auxLossHost);
+      this.lastAuxLoss = this.auxLossHost[0];
+      await this.expertLoad?.add(this.compiled);
+    }
     return this.lossHost[0];
   }
 
@@ -396,7 +434,7 @@ export class Trainer {
       this.masters?.zeroGradients();
       return 0;
     }
-    const loss = (await this.forwardBackward(batch, lossScale / valid)) / valid;
+    const loss = (await this.forwardBackward(batch, lossScale / valid, lossScale)) / valid;
     this.masters?.collectGradients(true);
     return loss;
   }

@@ -10,14 +10,16 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 /** A fixture written by tooling/fixtures/make_fixtures.py (PyTorch, float64). */
 export interface PytorchFixture {
   config: ModelConfig;
-  train: { lr: number; beta1: number; beta2: number; eps: number; weightDecay: number; gradClip: number; warmupSteps: number; maxSteps: number; minLr: number; batch: number; seqLen: number };
+  train: { lr: number; beta1: number; beta2: number; eps: number; weightDecay: number; gradClip: number; warmupSteps: number; maxSteps: number; minLr: number; batch: number; seqLen: number; loadBalanceAlpha?: number };
   tensor(name: string): Float32Array;
   ids: Int32Array;
   labels: Int32Array;
   paramNames: string[];
 }
 
-export async function loadFixture(name: "gpt2-tiny" | "llama-tiny"): Promise<PytorchFixture> {
+export type FixtureName = "gpt2-tiny" | "llama-tiny" | "llama-moe-tiny";
+
+export async function loadFixture(name: FixtureName): Promise<PytorchFixture> {
   const file = await readSafetensors(path.join(here, "..", "fixtures", `${name}.safetensors`));
   const raw = (n: string) => {
     const t = file.tensors.get(n);
@@ -45,6 +47,7 @@ export function fixtureTrainer(f: PytorchFixture, backend: Backend): Trainer {
     optimizer: { beta1: t.beta1, beta2: t.beta2, eps: t.eps, weightDecay: t.weightDecay, gradClip: t.gradClip },
     schedule: { kind: "cosine", peak: t.lr, min: t.minLr, warmupSteps: t.warmupSteps, maxSteps: t.maxSteps },
     seed: 0,
+    ...(t.loadBalanceAlpha === undefined ? {} : { loadBalanceAlpha: t.loadBalanceAlpha }),
   });
   trainer.loadParameters(new Map(f.paramNames.map((n) => [n, f.tensor(n)])));
   return trainer;

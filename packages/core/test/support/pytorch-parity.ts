@@ -1,13 +1,13 @@
 import { expect, it } from "vitest";
 import type { Backend } from "@kiln/contract";
-import { fixtureTrainer, loadFixture, normError, scaledError } from "./pytorch-fixture.js";
+import { type FixtureName, fixtureTrainer, loadFixture, normError, scaledError } from "./pytorch-fixture.js";
 
 /**
  * Registers the PyTorch parity tests of one fixture on one backend: logits and
  * loss to 1e-5, every gradient and the weights after 5 AdamW steps to 1e-4
  * (largest error relative to the tensor's largest magnitude).
  */
-export function pytorchParity(fixture: "gpt2-tiny" | "llama-tiny", makeBackend: () => Backend | Promise<Backend>): void {
+export function pytorchParity(fixture: FixtureName, makeBackend: () => Backend | Promise<Backend>): void {
   it(`${fixture}: logits and loss match PyTorch to 1e-5`, async () => {
     const f = await loadFixture(fixture);
     const backend = await makeBackend();
@@ -46,6 +46,9 @@ export function pytorchParity(fixture: "gpt2-tiny" | "llama-tiny", makeBackend: 
       const r = await trainer.step([{ ids: f.ids, targets: f.labels }]);
       expect(Math.abs(r.loss - losses[s]) / losses[s], `loss at step ${s}`).toBeLessThan(1e-5);
       expect(Math.abs(r.gradNorm - norms[s]) / norms[s], `grad norm at step ${s}`).toBeLessThan(1e-4);
+      if (f.train.loadBalanceAlpha !== undefined) {
+        expect(Math.abs(r.auxLoss! - f.tensor("aux_losses")[s]) / f.tensor("aux_losses")[s], `aux loss at step ${s}`).toBeLessThan(1e-5);
+      }
     }
     // Five AdamW steps at lr 1e-2 amplify f32 rounding unevenly: an element whose gradient
     // nears zero at some step gets an update decided by noise. Each tensor must match to

@@ -1,0 +1,66 @@
+import { ConfigError } from "@kiln/contract";
+
+/**
+ * Config files written for Oxidizr carry settings kiln has no use for; they are taken
+ * out before the schema check and named in one warning instead of failing the run.
+ */
+const IGNORED: Readonly<Record<string, string>> = {
+  "model.name": "a label",
+  "trainer.group_size": "GRPO",
+  "trainer.beta_kl": "GRPO",
+};
+
+/** Oxidizr's architecture keys for layers kiln does not build yet: refused, since ignoring them would train another model. */
+const PLANNED: Readonly<Record<string, string>> = {
+  kv_latent_dim: "Multi-head Latent Attention",
+  q_latent_dim: "Multi-head Latent Attention",
+  d_rope: "Multi-head Latent Attention",
+  mamba_layers: "Mamba2 layers",
+  mamba2_num_heads: "Mamba2 layers",
+  mamba2_head_dim: "Mamba2 layers",
+  mamba2_state_size: "Mamba2 layers",
+  mamba2_chunk_size: "Mamba2 layers",
+  mamba2_n_groups: "Mamba2 layers",
+  mamba2_conv_kernel: "Mamba2 layers",
+  mamba2_expand: "Mamba2 layers",
+};
+
+type Mapping = Record<string, unknown>;
+const isMapping = (v: unknown): v is Mapping => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * Rewrites Oxidizr's spellings of "not set" (kv_heads: null, max_steps: 0 beside num_epochs)
+ * as absent keys, drops the keys in IGNORED, and refuses PLANNED ones. Returns the dropped
+ * keys, as "section.key".
+ */
+export function takeOxidizrKeys(raw: Mapping, file: string): string[] {
+  const dropped: string[] = [];
+  const model = raw.model;
+  const trainer = raw.trainer;
+  if (isMapping(model)) {
+    for (const [key, what] of Object.entries(PLANNED)) {
+      if (model[key] === undefined || model[key] === null) continue;
+      throw new ConfigError(`model.${key} configures ${what}, which kiln does not build yet (planned)`, {
+        where: `${file} (model.${key})`,
+        hint: `remove the ${what} keys to train the same model without them; kiln builds attention with grouped-query heads and dense or mixture-of-experts MLPs today`,
+      });
+    }
+    if (model.kv_heads === null) delete model.kv_heads;
+  }
+  if (isMapping(trainer) && trainer.max_steps === 0 && trainer.num_epochs !== undefined) delete trainer.max_steps;
+  for (const full of Object.keys(IGNORED)) {
+    const [section, key] = full.split(".");
+    const m = raw[section];
+    if (isMapping(m) && key in m) {
+      delete m[key];
+      dropped.push(full);
+    }
+  }
+  return dropped;
+}
+
+/** The one warning naming the settings kiln left aside, or undefined when there are none. */
+export function ignoredKeysWarning(keys: readonly string[]): string | undefined {
+  if (keys.length === 0) return undefined;
+  return `warning: kiln ignores ${keys.join(", ")} (${[...new Set(keys.map((k) => IGNORED[k]))].join(", ")} settings it does not implement)`;
+}

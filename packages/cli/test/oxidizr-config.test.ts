@@ -1,0 +1,62 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError } from "@kiln/contract";
+import { parseConfigText } from "../src/config/load-config.js";
+import { ignoredKeysWarning } from "../src/config/oxidizr-keys.js";
+import { resolveSettings } from "../src/config/settings.js";
+
+// Oxidizr's MoE example, with the keys kiln reads and the ones it leaves aside.
+const OXIDIZR_MOE = `
+model:
+  name: nano-moe
+  hidden_size: 64
+  num_layers: 2
+  num_heads: 4
+  kv_heads: null
+  num_experts: 4
+  experts_per_tok: 2
+  shared_expert_enabled: true
+  intermediate_size: 96
+  vocab_size: 256
+  max_seq_len: 32
+  rope_theta: 10000.0
+trainer:
+  learning_rate: 0.0003
+  max_steps: 0
+  num_epochs: 2
+  batch_size: 4
+  load_balance_alpha: 0.02
+  group_size: 4
+  beta_kl: 0.04
+`;
+
+const load = (text: string) => {
+  const ignoredKeys: string[] = [];
+  return { path: "oxidizr.yaml", text, config: parseConfigText(text, "oxidizr.yaml", ignoredKeys), ignoredKeys };
+};
+
+describe("a config written for Oxidizr", () => {
+  it("trains a mixture-of-experts Llama, naming the settings kiln ignores in one warning", () => {
+    const loaded = load(OXIDIZR_MOE);
+    const s = resolveSettings(loaded);
+    expect(s.model).toMatchObject({ arch: "llama", kvHeads: 4, numExperts: 4, expertsPerToken: 2, sharedExpert: true, intermediateSize: 96 });
+    expect(s.loadBalanceAlpha).toBe(0.02);
+    expect(s.maxSteps).toBeUndefined();
+    expect(s.numEpochs).toBe(2);
+    expect(ignoredKeysWarning(s.ignoredKeys)).toBe("warning: kiln ignores model.name, trainer.group_size, trainer.beta_kl (a label, GRPO settings it does not implement)");
+  });
+
+  it("refuses layers kiln does not build yet, naming the key", () => {
+    const text = OXIDIZR_MOE.replace("  num_experts: 4\n", "  num_experts: 4\n  kv_latent_dim: 32\n");
+    expect(() => load(text)).toThrow(ConfigError);
+    expect(() => load(text)).toThrow(/model\.kv_latent_dim configures Multi-head Latent Attention, which kiln does not build yet \(planned\)/);
+  });
+
+  it("refuses more experts per token than experts", () => {
+    const loaded = load(OXIDIZR_MOE.replace("experts_per_tok: 2", "experts_per_tok: 5"));
+    expect(() => resolveSettings(loaded)).toThrow(/experts_per_tok 5 is more than num_experts 4/);
+  });
+
+  it("keeps max_steps: 0 an error without num_epochs", () => {
+    expect(() => load(OXIDIZR_MOE.replace("  num_epochs: 2\n", ""))).toThrow(/trainer\.max_steps/);
+  });
+});

@@ -1,0 +1,250 @@
+// grouped_matmul_tc.cu: groupedMatmul and groupedMatmulWeightGrad for bf16 / f16 on
+// tensor cores (nvcuda::wmma 16x16x16 fragments, f32 accumulators; the simulator
+// emulates them, sim/wmma_sim.h). Same work split as grouped_matmul.cu:
+//   groupedMatmul: grid.x = the groups' row tiles end to end (found by find_group_tile),
+//     grid.y = column tiles; op(A) = A_g (rows_g, k), op(B) = B_g (k, n) or (n, k).
+//   groupedMatmulWeightGrad: grid (k tiles, n tiles, groups); op(A) = dC_g^T (n, rows_g)
+//     from dC_g stored (rows_g, n), op(B) = A_g (rows_g, k); the depth is the group's rows.
+// Block tile BM x BN = (16 FM WARPS_M) x (16 FN WARPS_N), depth step 32; warp (wm, wn)
+// owns the 16 FM x 16 FN sub-tile at (wm * 16 FM, wn * 16 FN). Operand tiles are copied
+// to shared memory in their stored layout (rows padded by 8 elements, zero past the
+// edges) and read as row- or column-major fragments; the epilogue goes through a
+// per-warp f32 staging tile. Each output element is one warp's fixed sequence of MMAs.
+#include <type_traits>
+
+#include "grouped_matmul_tc.h"
+#include "grouped_rows.h"
+#include "kiln_cuda.h"
+
+#if defined(KILN_CUDA_SIM)
+#include "sim/wmma_sim.h"
+#else
+#include <mma.h>
+#endif
+
+namespace kiln {
+namespace {
+
+constexpr int kBK = 32;
+constexpr int kPad = 8;  // 16-bit elements: rows stay 16-byte aligned, banks skew
+constexpr int kStageLd = 16 + 4;
+
+/**
+ * Copies the ROWS x COLS tile at (r0, c0) of a row-major (R x Cc) matrix with leading
+ * dimension ld into shared memory dst (leading dimension LD), zero past the edges; eight
+ * columns at a time, one 16-byte load when `vec` (src 16-byte aligned, ld % 8 == 0) and
+ * the eight are inside the matrix.
+ */
+template <typename T, int ROWS, int COLS, int LD, int NT>
+__device__ __forceinline__ void copy_tile(T* dst, const T* src, int64_t ld, int r0, int R, int c0, int Cc, bool vec) {
+  constexpr int CHUNKS = COLS / 8, PER_THREAD = ROWS * CHUNKS / NT;
+  static_assert(ROWS * CHUNKS % NT == 0 && NT % CHUNKS == 0, "tile chunks must divide among the threads");
+  const T zero = from_f32<T>(0.f);
+  const int cc = (static_cast<int>(threadIdx.x) % CHUNKS) * 8, gc = c0 + cc;
+#pragma unroll
+  for (int l = 0; l < PER_THREAD; l++) {
+    const int r = static_cast<int>(threadIdx.x) / CHUNKS + l * (NT / CHUNKS), gr = r0 + r;
+    T* d = dst + r * LD + cc;
+    const T* s = src + gr * ld + gc;
+    if (vec && gr < R && gc + 8 <= Cc) {
+      *reinterpret_cast<uint4*>(d) = *reinterpret_cast<const uint4*>(s);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; e++) d[e] = (gr < R && gc + e < Cc) ? s[e] : zero;
+    }
+  }
+}
+
+template <typename T, bool TA, bool TB, int WARPS_M, int WARPS_N, int FM, int FN>
+struct TcTile {
+  static constexpr int NT = WARPS_M * WARPS_N * 32, NW = WARPS_M * WARPS_N;
+  static constexpr int BM = WARPS_M * FM * 16, BN = WARPS_N * FN * 16;
+  static constexpr int A_ROWS = TA ? kBK : BM, A_COLS = TA ? BM : kBK, A_LD = A_COLS + kPad;
+  static constexpr int B_ROWS = TB ? BN : kBK, B_COLS = TB ? kBK : BN, B_LD = B_COLS + kPad;
+};
+
+/**
+ * C (+)= op(A)[m0 : m0 + BM, :] @ op(B)[:, n0 : n0 + BN], op(A) (m, depth), op(B) (depth, n):
+ *   op(A)(i, d) = TA ? A[d * lda + i] : A[i * lda + d]      op(B)(d, j) = TB ? B[j * ldb + d] : B[d * ldb + j]
+ * C row-major (m, n) with leading dimension ldc. sA, sB, sC: shared memory of the sizes in TcTile.
+ */
+template <typename T, bool TA, bool TB, int WARPS_M, int WARPS_N, int FM, int FN>
+__device__ __forceinline__ void tc_tile(const T* A, int64_t lda, bool vec_a, const T* B, int64_t ldb, bool vec_b, T* C, int64_t ldc, int m, int n, int depth, int m0, int n0,
+                                        bool accumulate, T* sA, T* sB, float* sC) {
+  using namespace nvcuda;
+  using Tile = TcTile<T, TA, TB, WARPS_M, WARPS_N, FM, FN>;
+  constexpr int NT = Tile::NT, A_LD = Tile::A_LD, B_LD = Tile::B_LD;
+  using LayoutA = typename std::conditional<TA, wmma::col_major, wmma::row_major>::type;
+  using LayoutB = typename std::conditional<TB, wmma::col_major, wmma::row_major>::type;
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[FM][FN];
+#pragma unroll
+  for (int i = 0; i < FM; i++)
+#pragma unroll
+    for (int j = 0; j < FN; j++) wmma::fill_fragment(acc[i][j], 0.f);
+
+  for (int d0 = 0; d0 < depth; d0 += kBK) {
+    __syncthreads();  // every warp is done with the previous tiles
+    if (TA) copy_tile<T, Tile::A_ROWS, Tile::A_COLS, A_LD, NT>(sA, A, lda, d0, depth, m0, m, vec_a);
+    else copy_tile<T, Tile::A_ROWS, Tile::A_COLS, A_LD, NT>(sA, A, lda, m0, m, d0, depth, vec_a);
+    if (TB) copy_tile<T, Tile::B_ROWS, Tile::B_COLS, B_LD, NT>(sB, B, ldb, n0, n, d0, depth, vec_b);
+    else copy_tile<T, Tile::B_ROWS, Tile::B_COLS, B_LD, NT>(sB, B, ldb, d0, depth, n0, n, vec_b);
+    __syncthreads();
+#pragma unroll
+    for (int dd = 0; dd < kBK; dd += 16) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, T, LayoutA> fa[FM];
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, T, LayoutB> fb[FN];
+#pragma unroll
+      for (int i = 0; i < FM; i++) {
+        const int row = (wm * FM + i) * 16;  // op(A) element (row + r, dd + q)
+        wmma::load_matrix_sync(fa[i], TA ? sA + dd * A_LD + row : sA + row * A_LD + dd, A_LD);
+      }
+#pragma unroll
+      for (int j = 0; j < FN; j++) {
+        const int col = (wn * FN + j) * 16;  // op(B) element (dd + q, col + c)
+        wmma::load_matrix_sync(fb[j], TB ? sB + col * B_LD + dd : sB + dd * B_LD + col, B_LD);
+      }
+#pragma unroll
+      for (int i = 0; i < FM; i++)
+#pragma unroll
+        for (int j = 0; j < FN; j++) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+    }
+  }
+
+  // Epilogue: each fragment through this warp's f32 staging tile.
+  float* stage = sC + warp * 16 * kStageLd;
+#pragma unroll
+  for (int i = 0; i < FM; i++)
+#pragma unroll
+    for (int j = 0; j < FN; j++) {
+      wmma::store_matrix_sync(stage, acc[i][j], kStageLd, wmma::mem_row_major);
+      __syncwarp();
+      const int gi0 = m0 + (wm * FM + i) * 16, gj0 = n0 + (wn * FN + j) * 16;
+#pragma unroll 1  // unrolled, ptxas keeps every row's address and value live (twice the registers)
+      for (int t = 0; t < 8; t++) {  // lanes 0..15 take row 2t, lanes 16..31 row 2t + 1
+        const int e = t * 32 + lane, r = e / 16, cc = e % 16, gi = gi0 + r, gj = gj0 + cc;
+        if (gi < m && gj < n) {
+          T* out = C + int64_t{gi} * ldc + gj;
+          const float v = stage[r * kStageLd + cc];
+          *out = from_f32<T>(accumulate ? to_f32(*out) + v : v);
+        }
+      }
+      __syncwarp();  // staging tile free for the next fragment
+    }
+}
+
+#define KILN_TC_SHARED(Tile)                                   \
+  __shared__ __align__(128) T sA[Tile::A_ROWS * Tile::A_LD];   \
+  __shared__ __align__(128) T sB[Tile::B_ROWS * Tile::B_LD];   \
+  __shared__ __align__(128) float sC[Tile::NW * 16 * kStageLd]
+
+template <typename T, bool TB, int WARPS_M, int WARPS_N, int FM, int FN>
+__global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1)
+    grouped_matmul_tc_kernel(const T* a, const T* b, const int32_t* offsets, T* c, int rows, int n, int k, int groups, bool accumulate, bool vec_a, bool vec_b, int col_tile0) {
+#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800) || defined(KILN_CUDA_SIM)
+  using Tile = TcTile<T, false, TB, WARPS_M, WARPS_N, FM, FN>;
+  KILN_TC_SHARED(Tile);
+  __shared__ int32_t scratch[36];
+  int tile;
+  const int g = find_group_tile<Tile::BM>(offsets, groups, rows, static_cast<int>(blockIdx.x), scratch, tile);
+  if (g < 0) return;  // past the last tile
+  int start, end;
+  group_rows(offsets, g, rows, start, end);
+  const T* A = a + int64_t{start} * k;
+  const T* B = b + int64_t{g} * k * n;
+  T* C = c + int64_t{start} * n;
+  const int n0 = (col_tile0 + static_cast<int>(blockIdx.y)) * Tile::BN;
+  tc_tile<T, false, TB, WARPS_M, WARPS_N, FM, FN>(A, k, vec_a, B, TB ? k : n, vec_b, C, n, end - start, n, k, tile * Tile::BM, n0, accumulate, sA, sB, sC);
+#else
+  (void)a; (void)b; (void)offsets; (void)c; (void)rows; (void)n; (void)k; (void)groups; (void)accumulate; (void)vec_a; (void)vec_b; (void)col_tile0;
+#endif
+}
+
+template <typename T, int WARPS_M, int WARPS_N, int FM, int FN>
+__global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1)
+    grouped_weight_grad_tc_kernel(const T* a, const T* dc, const int32_t* offsets, T* db, int rows, int n, int k, bool vec_dc, bool vec_a, int group0, int row_tile0) {
+#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800) || defined(KILN_CUDA_SIM)
+  using Tile = TcTile<T, true, false, WARPS_M, WARPS_N, FM, FN>;
+  KILN_TC_SHARED(Tile);
+  const int g = group0 + static_cast<int>(blockIdx.z);
+  int start, end;
+  group_rows(offsets, g, rows, start, end);
+  if (end == start) return;  // empty group: dB_g stays as it is
+  const T* dC = dc + int64_t{start} * n;
+  const T* A = a + int64_t{start} * k;
+  T* dB = db + int64_t{g} * n * k;
+  const int m0 = (row_tile0 + static_cast<int>(blockIdx.y)) * Tile::BM, n0 = static_cast<int>(blockIdx.x) * Tile::BN;
+  tc_tile<T, true, false, WARPS_M, WARPS_N, FM, FN>(dC, n, vec_dc, A, k, vec_a, dB, k, n, k, end - start, m0, n0, true, sA, sB, sC);
+#else
+  (void)a; (void)dc; (void)offsets; (void)db; (void)rows; (void)n; (void)k; (void)vec_dc; (void)vec_a; (void)group0; (void)row_tile0;
+#endif
+}
+
+constexpr int kMaxGridYZ = 65535;
+
+/** 16-byte loads of a 16-bit matrix: base aligned and rows (and so every group's first row) whole 16-byte groups. */
+bool vec16(const void* p, int64_t ld) { return is_aligned16(p) && ld % 8 == 0; }
+
+template <typename T, bool TB, int WARPS_M, int WARPS_N, int FM, int FN>
+void launch_forward(const KernelCall& c, const GroupedDims& d) {
+  constexpr int BM = WARPS_M * FM * 16, BN = WARPS_N * FN * 16;
+  const T* a = c.ptr<const T>(0);
+  const T* b = c.ptr<const T>(1);
+  // B_g starts at g*k*n: a multiple of 8 elements whenever its leading dimension is.
+  const bool vec_a = vec16(a, d.k), vec_b = vec16(b, TB ? d.k : d.n);
+  const int col_tiles = (d.n + BN - 1) / BN;
+  for (int t0 = 0; t0 < col_tiles; t0 += kMaxGridYZ) {  // grid.y is at most 65535
+    const dim3 grid(static_cast<unsigned>(grouped_row_tiles_bound(d.rows, d.groups, BM)), static_cast<unsigned>(col_tiles - t0 < kMaxGridYZ ? col_tiles - t0 : kMaxGridYZ));
+    launch("groupedMatmul", grouped_matmul_tc_kernel<T, TB, WARPS_M, WARPS_N, FM, FN>, grid, dim3(WARPS_M * WARPS_N * 32), 0, c.stream, a, b, c.ptr<const int32_t>(2),
+           c.ptr<T>(3), d.rows, d.n, d.k, d.groups, d.accumulate, vec_a, vec_b, t0);
+  }
+}
+
+template <typename T, bool TB>
+void launch_forward_t(const KernelCall& c, const GroupedDims& d) {
+  if (grouped_big_tiles(d)) launch_forward<T, TB, 2, 4, 4, 2>(c, d);  // 128 x 128, 8 warps of 64 x 32
+  else launch_forward<T, TB, 2, 2, 2, 2>(c, d);                       // 64 x 64, 4 warps of 32 x 32
+}
+
+template <typename T, int WARPS_M, int WARPS_N, int FM, int FN>
+void launch_weight_grad(const KernelCall& c, const GroupedDims& d) {
+  constexpr int BM = WARPS_M * FM * 16, BN = WARPS_N * FN * 16;
+  const T* a = c.ptr<const T>(0);
+  const T* dc = c.ptr<const T>(1);
+  const int row_tiles = (d.n + BM - 1) / BM;
+  // grid.y and grid.z are at most 65535
+  for (int g0 = 0; g0 < d.groups; g0 += kMaxGridYZ)
+    for (int t0 = 0; t0 < row_tiles; t0 += kMaxGridYZ) {
+      const dim3 grid(ceil_div(d.k, BN), static_cast<unsigned>(row_tiles - t0 < kMaxGridYZ ? row_tiles - t0 : kMaxGridYZ),
+                      static_cast<unsigned>(d.groups - g0 < kMaxGridYZ ? d.groups - g0 : kMaxGridYZ));
+      launch("groupedMatmulWeightGrad", grouped_weight_grad_tc_kernel<T, WARPS_M, WARPS_N, FM, FN>, grid, dim3(WARPS_M * WARPS_N * 32), 0, c.stream, a, dc,
+             c.ptr<const int32_t>(2), c.ptr<T>(3), d.rows, d.n, d.k, vec16(dc, d.n), vec16(a, d.k), g0, t0);
+    }
+}
+
+}  // namespace
+
+void grouped_matmul_tc(const KernelCall& c, const GroupedDims& d, int dtype) {
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    if (d.trans_b) launch_forward_t<T, true>(c, d);
+    else launch_forward_t<T, false>(c, d);
+  };
+  if (dtype == kBF16) run(__nv_bfloat16{});
+  else if (dtype == kF16) run(__half{});
+  else throw_bad_dtype("groupedMatmul", dtype);
+}
+
+void grouped_weight_grad_tc(const KernelCall& c, const GroupedDims& d, int dtype) {
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    if (weight_grad_big_tiles(d)) launch_weight_grad<T, 2, 4, 4, 2>(c, d);
+    else launch_weight_grad<T, 2, 2, 2, 2>(c, d);
+  };
+  if (dtype == kBF16) run(__nv_bfloat16{});
+  else if (dtype == kF16) run(__half{});
+  else throw_bad_dtype("groupedMatmulWeightGrad", dtype);
+}
+
+}  // namespace kiln

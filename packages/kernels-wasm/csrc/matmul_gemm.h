@@ -1,0 +1,47 @@
+/*
+ * The matmul argument block and the pieces of csrc/matmul.c that other kernel
+ * families reuse to run one GEMM on part of the pool (grouped_matmul.c).
+ */
+#ifndef KILN_MATMUL_GEMM_H
+#define KILN_MATMUL_GEMM_H
+
+#include "kiln_simd.h"
+
+/* Host-written argument block; field order and sizes are mirrored in src/matmul-call.ts. */
+typedef struct {
+  int32_t m, n, k, batch;
+  const void* a;           /* elements of the entry's dtype */
+  const void* b;
+  void* c;
+  const void* bias;        /* NULL: no bias */
+  int32_t stride_a, stride_b, stride_c;
+  int32_t trans_a, trans_b, accumulate;
+  float alpha;
+  uint8_t* scratch;        /* thread t uses scratch + t * scratch_stride */
+  uint32_t scratch_stride; /* bytes, at least kiln_matmul_scratch_bytes() */
+} MatmulArgs;
+
+/*
+ * The functions below treat `g` as one matrix (batch item 0; batch and the
+ * strides are ignored), use thread `thread`'s scratch, and take dt = MM_F32,
+ * MM_BF16 or MM_F16. Every element of C is summed in the same order whatever
+ * the rectangle or part, so results do not depend on the thread count.
+ */
+
+/* C(m0:m1, n0:n1) by the packed loop nest (no matrix-vector shortcut). */
+void kiln_gemm_rect(const MatmulArgs* g, int m0, int m1, int n0, int n1, int thread, int dt);
+
+/*
+ * C(row, n0:n1) as a matrix-vector product (matmul_vector.c): B streams from
+ * memory unpacked, which pays when B serves one row. Falls back to
+ * kiln_gemm_rect for transposed A, a bias, or a 16-bit k too long for scratch.
+ */
+void kiln_gemm_row(const MatmulArgs* g, int row, int n0, int n1, int thread, int dt);
+
+/* Part `part` of `parts` of C, split as kiln_matmul_* splits one batch item among threads. */
+void kiln_gemm_part(const MatmulArgs* g, int part, int parts, int thread, int dt);
+
+/* The rectangle of C (m, n) that part `part` of `parts` takes, on the grid kiln_matmul_* uses. */
+void kiln_gemm_grid(int m, int n, int k, int part, int parts, int* m0, int* m1, int* n0, int* n1);
+
+#endif
