@@ -89,9 +89,8 @@ export function registerWeb(program: Command): void {
         });
       }
       const site = await serveSite(root, flags.host, flags.port);
-      process.stdout.write(`kiln web: ${site.url} (serving ${root}; Ctrl-C to stop)\n`);
-      // Runs until Ctrl-C or SIGTERM, then closes the server and exits 0.
-      await new Promise<void>((resolve) => {
+      // Runs until Ctrl-C or SIGTERM, then closes the server and exits 0 (listening before the address is printed).
+      const stopped = new Promise<void>((resolve) => {
         const stop = () => {
           process.off("SIGINT", stop);
           process.off("SIGTERM", stop);
@@ -100,5 +99,7 @@ export function registerWeb(program: Command): void {
         process.on("SIGINT", stop);
         process.on("SIGTERM", stop);
       });
+      process.stdout.write(`kiln web: ${site.url} (serving ${root}; Ctrl-C to stop)\n`);
+      await stopped;
     });
 }
