@@ -103,6 +103,7 @@ export class PageTraining {
       schedule: { kind: config.schedule, peak: config.lr, min: config.minLr, warmupSteps: config.warmupSteps, maxSteps: config.maxSteps },
       seed: config.seed,
       recompute: config.recompute,
+      loadBalanceAlpha: config.loadBalanceAlpha,
     });
     if (checkpoint) {
       try {

@@ -1,4 +1,4 @@
-import { type ModelConfig, type TokenizerName, isTokenizerName, resolveModelConfig } from "@kiln/core/browser";
+import { DEFAULT_LOAD_BALANCE_ALPHA, type ModelConfig, type TokenizerName, isTokenizerName, resolveModelConfig } from "@kiln/core/browser";
 import { parse } from "yaml";
 
 /** A training run as the page runs it: a kiln YAML config (the CLI's keys and defaults) resolved. */
@@ -22,6 +22,8 @@ export interface RunConfig {
   evalIters: number;
   seed: number;
   recompute: "none" | "cheap" | "blocks";
+  /** Mixture of experts: weight of the load-balancing loss. */
+  loadBalanceAlpha: number;
   tokenizer: TokenizerName;
   valFraction: number;
 }
@@ -51,6 +53,9 @@ const MODEL_KEYS: Record<string, keyof ModelConfig> = {
   rope_theta: "ropeTheta",
   norm_eps: "normEps",
   tie_embeddings: "tieEmbeddings",
+  num_experts: "numExperts",
+  experts_per_tok: "expertsPerToken",
+  shared_expert_enabled: "sharedExpert",
 };
 
 type Section = Record<string, unknown>;
@@ -135,6 +140,7 @@ export function parseRunConfig(text: string): RunConfig {
     evalIters: num(t, "trainer", "eval_iters", 10, int),
     seed: num(t, "trainer", "seed", 1337, (n) => Number.isSafeInteger(n) && n >= 0),
     recompute: choice(t, "trainer", "recompute", ["none", "cheap", "blocks"] as const, "cheap"),
+    loadBalanceAlpha: num(t, "trainer", "load_balance_alpha", DEFAULT_LOAD_BALANCE_ALPHA, positiveOrZero),
     tokenizer,
     valFraction: num(d, "data", "val_fraction", 0.01, (n) => n >= 0 && n < 1),
   };

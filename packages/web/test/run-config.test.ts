@@ -34,6 +34,7 @@ describe("the page's reading of a config", () => {
       evalIters: cli.evalIters,
       seed: cli.seed,
       recompute: cli.recompute,
+      loadBalanceAlpha: cli.loadBalanceAlpha,
       tokenizer: cli.tokenizer ?? "bytes",
       valFraction: cli.valFraction,
     });
