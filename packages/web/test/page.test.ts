@@ -223,7 +223,7 @@ describe("the page on a static host without COOP/COEP", () => {
     }
   });
 
-  it("says why it has one thread, and trains on it", async (ctx) => {
+  it("says why it has one thread, trains on it, and samples while it trains", async (ctx) => {
     if (missing) return ctx.skip(missing);
     const server = await servePlain(site);
     try {
@@ -232,7 +232,16 @@ describe("the page on a static host without COOP/COEP", () => {
       expect(device!.isolated).toBe(false);
       expect(device!.threads).toBe(1);
       expect(await page.textContent("#device")).toMatch(/x 1 thread: the page is not cross-origin isolated .*SharedArrayBuffer is unavailable/);
-      const v = await train(page, 30, 120_000);
+      await page.fill("#steps", "30");
+      await page.click("#start");
+      // A sample asked for while it trains comes between two steps; training goes on after it.
+      await waitFor(page, `v.state === "training" && v.step >= 1`, 60_000);
+      await page.fill("#max-tokens", "20");
+      await page.click("#generate");
+      const during = await waitFor(page, "v.samples.length === 1", 60_000);
+      expect(during.samples[0].tokens.length).toBe(20);
+      expect(during.state).toBe("training");
+      const v = await waitFor(page, `v.state === "done" && v.step === 30`, 120_000);
       expect(v.losses[0].step).toBe(1);
       expect(v.losses[0].loss - v.losses.at(-1)!.loss).toBeGreaterThan(0.5);
       await page.close();
