@@ -61,6 +61,9 @@ describe("kiln web", () => {
     });
     expect(raw).toBe(404);
     expect((await fetch(new URL("/..%2fsecret.txt", server.url))).status).toBe(404);
+    // A path that does not decode is refused, and the server goes on.
+    expect((await fetch(new URL("/%E0%A4%A", server.url))).status).toBe(400);
+    expect((await fetch(server.url)).status).toBe(200);
   });
 
   it("stops on Ctrl-C with exit code 0", async () => {

@@ -43,7 +43,13 @@ function defaultSiteDir(): string {
 /** Serves `root` (a built static site) with the isolation headers; resolves with its URL and a close function. */
 export async function serveSite(root: string, host: string, port: number): Promise<{ url: string; close(): Promise<void> }> {
   const server = http.createServer((req, res) => {
-    const urlPath = decodeURIComponent(new URL(req.url ?? "/", "http://localhost").pathname);
+    let urlPath: string;
+    try {
+      urlPath = decodeURIComponent(new URL(req.url ?? "/", "http://localhost").pathname);
+    } catch {
+      res.writeHead(400, { "Content-Type": "text/plain" }).end("bad request path\n");
+      return;
+    }
     const file = path.join(root, urlPath.endsWith("/") ? `${urlPath}index.html` : urlPath);
     if (!file.startsWith(root + path.sep) || (req.method !== "GET" && req.method !== "HEAD")) {
       res.writeHead(404, { "Content-Type": "text/plain" }).end("not found\n");
