@@ -35,7 +35,7 @@ export class EventFileWriter {
 
   constructor(dir: string) {
     fs.mkdirSync(dir, { recursive: true });
-    const stem = `events.out.tfevents.${Math.floor(Date.now() / 1000)}.${os.hostname()}.${process.pid}`;
+    const stem = `events.out.tfevents.${nameSeconds(dir)}.${os.hostname()}.${process.pid}`;
     for (let n = 0; ; n++) {
       const file = path.join(dir, `${stem}.${n}`);
       try {
@@ -61,6 +61,20 @@ export class EventFileWriter {
   private append(event: ScalarEvent): void {
     fs.writeSync(this.fd, frameRecord(encodeEvent(event)));
   }
+}
+
+/**
+ * The seconds in a new event file's name: now, or one past the last earlier file's when that would
+ * not sort after it. TensorBoard reads a folder's files in name order, one after the other, so a
+ * resumed run's file named before the earlier run's (the same second and a pid with more digits,
+ * or a clock set back) would show its steps before the earlier ones.
+ */
+function nameSeconds(dir: string): number {
+  const now = Math.floor(Date.now() / 1000);
+  const last = listEventFiles(dir).map((f) => path.basename(f)).at(-1) ?? "";
+  const seconds = /^events\.out\.tfevents\.(\d+)\./.exec(last)?.[1];
+  if (seconds === undefined || `events.out.tfevents.${now}.` > last) return now;
+  return Math.max(now, Number(seconds) + 1);
 }
 
 /**
