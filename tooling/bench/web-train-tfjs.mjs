@@ -8,7 +8,9 @@
 // Needs: the page built (pnpm --filter @kiln/web build), tooling/bench's own dependencies
 // (pnpm --dir tooling/bench install --ignore-workspace) and Debian's Chromium (/usr/bin/chromium).
 // The page is served cross-origin isolated, so both may use threads: kiln's kernels take
-// every core; TensorFlow.js is given as many (setThreadsCount) and reports what it used.
+// every core; TensorFlow.js is given as many (setThreadsCount, and a doubled
+// navigator.hardwareConcurrency on the page's main thread, since it takes half of it) and
+// reports what it used.
 // Figures: kiln's tokens/s per log interval of 10 steps after the first step (median and
 // best); TensorFlow.js's per step after 2 warm-up steps (median and best).
 import { existsSync, readFileSync } from "node:fs";
@@ -93,6 +95,10 @@ const median = (xs) => {
 const round = (x, digits = 1) => Number(x.toFixed(digits));
 try {
   const page = await context.newPage();
+  // TensorFlow.js's wasm backend takes half of navigator.hardwareConcurrency as its thread cap
+  // (it assumes two hardware threads per core): the page's main thread, where it runs, reports
+  // twice the cores, so that it may use every core as kiln does (kiln's worker sees the real count).
+  await page.addInitScript((cores) => Object.defineProperty(Navigator.prototype, "hardwareConcurrency", { get: () => 2 * cores }), os.availableParallelism());
   if (process.env.KILN_BENCH_VERBOSE) {
     page.on("console", (m) => process.stderr.write(`page: ${m.text()}\n`));
     page.on("pageerror", (e) => process.stderr.write(`page error: ${e}\n`));
