@@ -188,6 +188,7 @@ describe("the page served by kiln web (cross-origin isolated)", () => {
     if (missing) return ctx.skip(missing);
     const big = "model:\n  arch: gpt2\n  vocab_size: 256\n  hidden_size: 2048\n  num_layers: 48\n  num_heads: 16\n  max_seq_len: 1024\ntrainer:\n  batch_size: 8\n  max_steps: 10\ndata:\n  tokenizer: bytes\n";
     fs.writeFileSync(path.join(work, "big.yaml"), big);
+    const page = await openPage(kilnWeb!.url);
     await page.fill("#config", big);
     await page.click("#start");
     await page.waitForFunction(() => (globalThis as unknown as { kilnPage: PageView }).kilnPage.errors.length > 0, null, { timeout: 60_000 });
@@ -198,6 +199,7 @@ describe("the page served by kiln web (cross-origin isolated)", () => {
     expect(pageError).toMatch(message);
     expect(message.exec(pageError)![1]).toBe(message.exec(cli.stderr)?.[1]);
     expect((await view(page)).state).toBe("idle");
+    await page.close();
   });
 });
 
