@@ -8,6 +8,8 @@ import { initialParamBytes, uploadInitialParams } from "../src/model/init-params
 import { paramLayout } from "../src/model/param-layout.js";
 import { Trainer, type TrainerConfig } from "../src/train/trainer.js";
 import { loadTrainerCheckpoint, saveTrainerCheckpoint } from "../src/train/checkpoint-state.js";
+import { ForwardRunner } from "../src/train/forward-runner.js";
+import { planForwardMemory } from "../src/train/plan-training.js";
 
 type Variant = "gpt2" | "llama" | "llama-moe";
 const VARIANTS = ["gpt2", "llama", "llama-moe"] as const;
@@ -78,6 +80,33 @@ describe.each(VARIANTS)("%s trainer state", (arch) => {
     expect(after.allocCalls).toBe(before.allocCalls);
     expect(after.peakBytes).toBe(trainer.memoryPlan.total);
     expect(trainer.memoryPlan.activations).toBeLessThan(trainer.memoryPlan.activationsUnpacked);
+  });
+
+  it("evaluates between steps in the training arena: peaks at the plan plus the runner's I/O, and neither changes the other's numbers", async () => {
+    const c = config(arch);
+    const backend = createReferenceBackend();
+    const trainer = new Trainer(backend, c);
+    const runner = trainer.forwardRunner(c.batchSize, c.seqLen);
+    const evaluation = planForwardMemory(c.model, c.batchSize, c.seqLen, "f32", trainer.memoryPlan.activations);
+    expect(runner.allocatedBytes).toBe(evaluation);
+    expect(evaluation).toBeLessThan(planForwardMemory(c.model, c.batchSize, c.seqLen));
+    // The same run without a shared arena: a trainer that never evaluates, and a runner with an arena of its own.
+    const plainBackend = createReferenceBackend();
+    const plain = new Trainer(plainBackend, c);
+    const own = new ForwardRunner(plainBackend, c.model, plain.layout, plain.stateBuffers.params, c.batchSize, c.seqLen);
+    expect(own.allocatedBytes).toBe(planForwardMemory(c.model, c.batchSize, c.seqLen));
+    for (let s = 0; s < 3; s++) {
+      const a = await trainer.step(batchAt(s));
+      const b = await plain.step(batchAt(s));
+      expect(a.loss).toBe(b.loss);
+      expect(a.gradNorm).toBe(b.gradNorm);
+      const [val] = batchAt(s + 10);
+      expect(await runner.run(val.ids, val.targets)).toBe(await own.run(val.ids, val.targets));
+      expect(await runner.logits()).toEqual(await own.logits());
+    }
+    expect(backend.memoryStats().peakBytes).toBe(trainer.memoryPlan.total + evaluation);
+    runner.dispose();
+    own.dispose();
   });
 });
 

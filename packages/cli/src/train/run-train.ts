@@ -149,7 +149,9 @@ async function trainOn(
   const lead = !comm || comm.rank === 0;
   const precision = trainingPrecision(s, backend, dtypeFromFlags(flags)?.flag);
   const dtype = precision.dtype;
-  const plan = { ...planTrainingMemory(s.model, s.batchSize, s.seqLen, dtype, s.recompute), evaluation: planForwardMemory(s.model, s.batchSize, s.seqLen, dtype) };
+  const training = planTrainingMemory(s.model, s.batchSize, s.seqLen, dtype, s.recompute);
+  // Evaluation runs between steps in the training arena: it adds its I/O (and its own arena only if the training one is smaller).
+  const plan = { ...training, evaluation: planForwardMemory(s.model, s.batchSize, s.seqLen, dtype, training.activations) };
   const available = backend.capabilities().device.memoryBytes;
   const need = plan.total + plan.evaluation;
   if (need > available) {

@@ -18,14 +18,18 @@ export interface ParameterBinding {
 /**
  * A planned graph bound to a backend: its buffers allocated once and every node
  * turned into a kernel call with resolved operands. `run()` replays the calls
- * and allocates nothing.
+ * and allocates nothing. With `sharedArena` (another step's arena, at least as
+ * large as this plan's), the activations live there instead of in an arena of
+ * its own: the two steps must never run interleaved, since each overwrites the
+ * other's activations.
  */
 export class CompiledStep {
   readonly runtime: RuntimeScalars = { lossScale: 1, auxScale: 0, loadBalanceAlpha: 0 };
   private readonly calls: (() => void)[] = [];
   /** nodeCalls[i]: index in `calls` of node i's first call (and nodeCalls[nodes] = calls.length). */
   private readonly nodeCalls: number[] = [];
-  private readonly arena: BufferHandle | undefined;
+  /** The activation arena: this step's own, or the one it shares. */
+  readonly arena: BufferHandle | undefined;
   private readonly io: BufferHandle | undefined;
   private readonly owned: BufferHandle[] = [];
 
@@ -34,9 +38,14 @@ export class CompiledStep {
     readonly plan: StepPlan,
     private readonly backend: Backend,
     private readonly parameters: ParameterBinding,
+    sharedArena?: BufferHandle,
   ) {
     const ioBytes = plan.inputBytes + plan.constantBytes + plan.outputBytes;
-    if (plan.arena.bytes > 0) this.owned.push((this.arena = backend.alloc(plan.arena.bytes)));
+    if (sharedArena && sharedArena.byteLength < plan.arena.bytes) {
+      throw new Error(`a shared arena of ${sharedArena.byteLength} bytes is smaller than the ${plan.arena.bytes} bytes this step plans`);
+    }
+    if (sharedArena && plan.arena.bytes > 0) this.arena = sharedArena;
+    else if (plan.arena.bytes > 0) this.owned.push((this.arena = backend.alloc(plan.arena.bytes)));
     if (ioBytes > 0) this.owned.push((this.io = backend.alloc(ioBytes)));
     const ctx: CompileContext = {
       graph,
@@ -53,7 +62,7 @@ export class CompiledStep {
     this.nodeCalls.push(this.calls.length);
   }
 
-  /** Bytes this step allocated on the backend (arena + inputs, constants, outputs). */
+  /** Bytes this step allocated on the backend (its own arena, if any, + inputs, constants, outputs). */
   get allocatedBytes(): number {
     return this.owned.reduce((s, b) => s + b.byteLength, 0);
   }

@@ -9,6 +9,11 @@ import { planStep } from "../plan/plan-step.js";
  * The forward pass and loss for a fixed (batch, seqLen), over shared parameters:
  * evaluation losses and logits for generation. The logits stay readable after a
  * run: the loss is the only thing computed after them and it lives beside them.
+ *
+ * Given a trainer's arena (`sharedArena`) at least as large as its own plan's, the
+ * runner's activations live there (planForwardMemory counts only its I/O then):
+ * the training activations are dead between steps. It then runs between steps,
+ * never during one, and a step overwrites the logits of the runner's last run.
  */
 export class ForwardRunner {
   private readonly graph;
@@ -23,13 +28,16 @@ export class ForwardRunner {
     params: BufferHandle,
     readonly batchSize: number,
     readonly seqLen: number,
+    sharedArena?: BufferHandle,
   ) {
     this.graph = buildEvalGraph(model, layout, batchSize, seqLen);
-    this.compiled = new CompiledStep(this.graph.graph, planStep(this.graph.graph), backend, { params, offsets: layout.offsets });
+    const plan = planStep(this.graph.graph);
+    const shares = sharedArena !== undefined && sharedArena.byteLength >= plan.arena.bytes;
+    this.compiled = new CompiledStep(this.graph.graph, plan, backend, { params, offsets: layout.offsets }, shares ? sharedArena : undefined);
     if (this.graph.positions !== undefined) this.compiled.upload(this.graph.positions, positionIds(batchSize, seqLen));
   }
 
-  /** Device bytes this runner allocated (its arena and I/O). */
+  /** Device bytes this runner allocated (its I/O, and its arena unless it shares one). */
   get allocatedBytes(): number {
     return this.compiled.allocatedBytes;
   }

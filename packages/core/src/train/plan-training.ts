@@ -49,9 +49,14 @@ export function trainingFlopsPerToken(model: ModelConfig, seqLen: number): numbe
   return 6 * (layout.count - archOf(model).inactiveParams(model)) + 12 * model.numLayers * model.hiddenSize * seqLen;
 }
 
-/** Device bytes of a ForwardRunner (evaluation or generation) for (batch, seqLen): its arena and I/O. */
-export function planForwardMemory(model: ModelConfig, batchSize: number, seqLen: number, dtype: FloatDType = "f32"): number {
+/**
+ * Device bytes a ForwardRunner (evaluation or generation) for (batch, seqLen) allocates:
+ * its I/O, and its arena unless it shares one of `sharedArenaBytes` that holds it
+ * (a trainer's runner shares the training arena: pass the plan's `activations`).
+ */
+export function planForwardMemory(model: ModelConfig, batchSize: number, seqLen: number, dtype: FloatDType = "f32", sharedArenaBytes = 0): number {
   const g = buildEvalGraph(model, paramLayout(model, dtype), batchSize, seqLen);
   const p = planStep(g.graph);
-  return p.arena.bytes + p.inputBytes + p.constantBytes + p.outputBytes;
+  const shares = sharedArenaBytes > 0 && p.arena.bytes <= sharedArenaBytes;
+  return (shares ? 0 : p.arena.bytes) + p.inputBytes + p.constantBytes + p.outputBytes;
 }

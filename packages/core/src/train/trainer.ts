@@ -439,9 +439,14 @@ export class Trainer {
     return loss;
   }
 
-  /** A forward-only runner over this trainer's parameters (evaluation, generation). */
+  /**
+   * A forward-only runner over this trainer's parameters (evaluation, generation). Its
+   * activations live in the training arena when they fit there (planForwardMemory with
+   * the training plan's activations says what it adds): run it between steps, not
+   * while one is under way.
+   */
   forwardRunner(batchSize: number, seqLen: number): ForwardRunner {
-    return new ForwardRunner(this.backend, this.config.model, this.layout, this.buffers.params, batchSize, seqLen);
+    return new ForwardRunner(this.backend, this.config.model, this.layout, this.buffers.params, batchSize, seqLen, this.compiled.arena);
   }
 
   dispose(): void {
