@@ -168,6 +168,7 @@ describe("the page served by kiln web (cross-origin isolated)", () => {
     const r = runKiln(["train", "-f", path.join(repoRoot, "models/nano-start.yaml"), "--max-steps", "20", "--headless", "--output-dir", out]);
     expect(r.status, r.stderr).toBe(0);
     const file = path.join(out, "step_20.safetensors");
+    const page = await openPage(kilnWeb!.url);
     await page.setInputFiles("#upload", file);
     await waitFor(page, `v.state === "paused" && v.step === 20`, 60_000);
     expect(await page.textContent("#log")).toMatch(/resumed from step_20\.safetensors at step 20/);
@@ -182,6 +183,7 @@ describe("the page served by kiln web (cross-origin isolated)", () => {
     const f = await sample(page);
     expect(`${f.text}\n`).toBe(cliSample(final));
     expect(f.text).toBe(s.text);
+    await page.close();
   });
 
   it("refuses a model over WebAssembly's 4 GiB before allocating, with the CLI's message", async (ctx) => {
