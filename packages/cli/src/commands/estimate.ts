@@ -8,6 +8,7 @@ import { parseByteSize } from "../estimate/parse-size.js";
 import { addSettingFlags } from "../config/setting-flags.js";
 import { HEADROOM, estimateTraining } from "../estimate/estimate.js";
 import { formatBytes, formatCount, formatFlops, formatSeconds } from "../estimate/format-bytes.js";
+import { formatProcessPeak } from "../estimate/process-peak.js";
 import { dtypeChoice } from "./parse-flags.js";
 
 interface EstimateFlags {
@@ -38,7 +39,7 @@ export function registerEstimate(program: Command): void {
       const settings = resolveSettings(loadConfigFile(flags.file), { ...flags, ...(asked ? { dtype: asked.dtype } : {}) });
       const device = plannedDevice(flags.device, flags.deviceMemory);
       const dtype = settings.dtype === "auto" ? autoDTypeFor(device) : settings.dtype;
-      const e = estimateTraining(settings.model, settings.batchSize, settings.seqLen, settings.gradAccum, dtype, device, settings.recompute);
+      const e = estimateTraining(settings.model, settings.batchSize, settings.seqLen, settings.gradAccum, dtype, device, settings.recompute, settings.prefetch);
       if (flags.json) {
         process.stdout.write(`${JSON.stringify(e, null, 2)}\n`);
         return;
@@ -55,6 +56,8 @@ export function registerEstimate(program: Command): void {
         ["activations", `${formatBytes(m.activations)} (${formatBytes(m.activationsUnpacked)} without reuse; recompute: ${settings.recompute})`],
         ["io", formatBytes(m.io)],
         ["total", `${formatBytes(m.total)} of ${formatBytes(device.memoryBytes)} on ${device.name} (${pct(m.total)})`],
+        ["evaluation", `${formatBytes(e.evaluation)} more (between steps, in the training arena where it fits)`],
+        ["process", formatProcessPeak(e.process, device.threads ?? 1)],
         ["largest batch", e.largestBatch > 0 ? `${e.largestBatch} (within ${HEADROOM * 100}% of device memory)` : "none: even batch 1 does not fit"],
         ["ideal step", Number.isFinite(e.idealStepSeconds) ? `${formatSeconds(e.idealStepSeconds)} at 100% of peak` : `unknown: no ${dtype} peak FLOP/s figure for ${device.name}`],
       ];

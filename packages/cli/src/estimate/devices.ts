@@ -9,6 +9,8 @@ export interface DeviceProfile {
   peakFlops: { f32: number; bf16: number; f16: number };
   /** Set when kiln can plan for the device but its kernels do not run there: why. */
   unsupported?: string;
+  /** The CPU: the threads kiln train's kernels run on (every core); its memory is the host's. */
+  threads?: number;
 }
 
 const GiB = 2 ** 30;
@@ -40,6 +42,7 @@ export function cpuProfile(): DeviceProfile {
     name: `this CPU (${cores} cores, WebAssembly: at most 4 GiB)`,
     memoryBytes: Math.min(os.totalmem(), WASM32_LIMIT),
     peakFlops: { f32: peak, bf16: peak, f16: peak },
+    threads: cores,
   };
 }
 

@@ -1,5 +1,6 @@
-import { type ModelConfig, type MemoryPlan, type RecomputePolicy, archOf, paramLayout, planTrainingMemory, trainingFlopsPerToken } from "@kiln/core";
+import { type ModelConfig, type MemoryPlan, type RecomputePolicy, archOf, paramLayout, planForwardMemory, planTrainingMemory, trainingFlopsPerToken } from "@kiln/core";
 import type { DeviceProfile } from "./devices.js";
+import { type ProcessPeak, processPeak } from "./process-peak.js";
 
 export interface Estimate {
   parameters: number;
@@ -9,6 +10,10 @@ export interface Estimate {
   flopsPerToken: number;
   flopsPerStep: number;
   memory: MemoryPlan;
+  /** Bytes evaluation adds to the plan (its I/O: it runs in the training arena), as kiln train's banner counts it. */
+  evaluation: number;
+  /** The whole training process's expected peak RSS, as kiln train's banner shows it. */
+  process: ProcessPeak;
   device: DeviceProfile;
   /** Fraction of device memory the plan uses. */
   fits: boolean;
@@ -30,9 +35,13 @@ export function estimateTraining(
   dtype: "f32" | "bf16" | "f16",
   device: DeviceProfile,
   recompute: RecomputePolicy = "cheap",
+  prefetch = 2,
 ): Estimate {
   const plan = (b: number) => planTrainingMemory(model, b, seqLen, dtype, recompute);
   const memory = plan(batch);
+  const evaluation = planForwardMemory(model, batch, seqLen, dtype, memory.activations);
+  const planOnHost = device.threads !== undefined;
+  const process = processPeak({ planned: memory.total + evaluation, planOnHost, threads: device.threads ?? 1, batchSize: batch, seqLen, prefetch });
   const tokensPerStep = batch * seqLen * gradAccum;
   const flopsPerToken = trainingFlopsPerToken(model, seqLen);
   const budget = device.memoryBytes * HEADROOM;
@@ -54,8 +63,10 @@ export function estimateTraining(
     flopsPerToken,
     flopsPerStep: flopsPerToken * tokensPerStep,
     memory,
+    evaluation,
+    process,
     device,
-    fits: memory.total <= device.memoryBytes,
+    fits: memory.total + evaluation <= device.memoryBytes,
     usedFraction: memory.total / device.memoryBytes,
     largestBatch: lo,
     idealStepSeconds: (flopsPerToken * tokensPerStep) / device.peakFlops[dtype],

@@ -2,8 +2,12 @@ import type { Backend } from "@kiln/contract";
 import { type MemoryPlan, type ModelConfig, moeOf } from "@kiln/core";
 import type { RunSettings } from "../config/settings.js";
 import { formatBytes, formatCount } from "../estimate/format-bytes.js";
+import { formatProcessPeak, processPeak } from "../estimate/process-peak.js";
 
-/** The start-of-run summary: device, model size, dtype and why, tokens per step, the memory plan against what is available. */
+/**
+ * The start-of-run summary: device, model size, dtype and why, tokens per step, the memory
+ * plan against what is available, and the whole process's expected peak RSS (kiln estimate's figure).
+ */
 export function formatBanner(
   s: RunSettings,
   backend: Backend,
@@ -17,6 +21,8 @@ export function formatBanner(
   const available = dev.memoryBytes;
   const total = plan.total + plan.evaluation;
   const pct = (b: number) => `${((100 * b) / available).toFixed(1)}%`;
+  // The CPU backend's device memory is the process's own; a GPU's is not.
+  const peak = processPeak({ planned: total, planOnHost: dev.kind !== "gpu", threads: dev.parallelism, batchSize: s.batchSize, seqLen: s.seqLen, prefetch: s.prefetch });
   const rows: [string, string][] = [
     ["device", `${dev.name}${dev.computeCapability ? `, compute ${dev.computeCapability}` : ""}${dev.libraries ? `; ${dev.libraries}` : ""}${deviceNote ? ` (${deviceNote})` : ""}`],
     ["model", `${s.model.arch}, ${formatCount(parameters)} parameters, ${s.model.numLayers} layers, hidden ${s.model.hiddenSize}${expertsOf(s.model)}`],
@@ -28,6 +34,7 @@ export function formatBanner(
       `${formatBytes(total)} of ${formatBytes(available)} (${pct(total)}): parameters ${formatBytes(plan.parameters)}, gradients ${formatBytes(plan.gradients)}, ` +
         `AdamW ${formatBytes(plan.optimizerState)}, activations ${formatBytes(plan.activations)}, evaluation ${formatBytes(plan.evaluation)}`,
     ],
+    ["process", formatProcessPeak(peak, dev.parallelism)],
     ["output", s.outputDir],
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
