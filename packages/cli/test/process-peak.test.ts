@@ -5,7 +5,7 @@ describe("processPeak", () => {
   it("counts the plan on the CPU (its device memory is the process's), the runtime, the extra kernel threads and the batches", () => {
     const p = processPeak({ planned: 100 * 2 ** 20, planOnHost: true, threads: 4, batchSize: 8, seqLen: 256, prefetch: 2 });
     expect(p.bytes).toBe(100 * 2 ** 20 + NODE_RUNTIME_BYTES + 3 * BYTES_PER_EXTRA_THREAD + 4 * 8 * 8 * 256);
-    expect(formatProcessPeak(p, 4)).toMatch(/^~\d+ MiB peak RSS: the plan 100 MiB \(host memory\), the Node runtime 129 MiB, 3 more kernel threads 27\.0 MiB, batches 64\.0 KiB$/);
+    expect(formatProcessPeak(p, 4)).toMatch(/^~\d+ MiB RSS expected for the process: the plan 100 MiB \(host memory\), the Node runtime 129 MiB, 3 more kernel threads 27\.0 MiB, batches 64\.0 KiB$/);
   });
 
   it("leaves a GPU's plan out of the host's peak, and says what it does not count", () => {

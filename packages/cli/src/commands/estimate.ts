@@ -57,7 +57,7 @@ export function registerEstimate(program: Command): void {
         ["io", formatBytes(m.io)],
         ["total", `${formatBytes(m.total)} of ${formatBytes(device.memoryBytes)} on ${device.name} (${pct(m.total)})`],
         ["evaluation", `${formatBytes(e.evaluation)} more (between steps, in the training arena where it fits)`],
-        ["process", formatProcessPeak(e.process, device.threads ?? 1)],
+        ["peak", formatProcessPeak(e.process, device.threads ?? 1)],
         ["largest batch", e.largestBatch > 0 ? `${e.largestBatch} (within ${HEADROOM * 100}% of device memory)` : "none: even batch 1 does not fit"],
         ["ideal step", Number.isFinite(e.idealStepSeconds) ? `${formatSeconds(e.idealStepSeconds)} at 100% of peak` : `unknown: no ${dtype} peak FLOP/s figure for ${device.name}`],
       ];

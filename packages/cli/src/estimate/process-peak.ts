@@ -45,7 +45,7 @@ export function processPeak(o: { planned: number; planOnHost: boolean; threads: 
   return { bytes: plan + NODE_RUNTIME_BYTES + extraThreads + batches, plan, runtime: NODE_RUNTIME_BYTES, extraThreads, batches, planOnHost: o.planOnHost };
 }
 
-/** "~603 MiB peak RSS: the plan 465 MiB (host memory), the Node runtime 129 MiB, 1 more kernel thread 9.00 MiB, batches 64.0 KiB". */
+/** "~603 MiB RSS expected for the process: the plan 465 MiB (host memory), the Node runtime 129 MiB, 1 more kernel thread 9.00 MiB, batches 64.0 KiB". */
 export function formatProcessPeak(p: ProcessPeak, threads: number): string {
   const parts = [
     p.planOnHost ? `the plan ${formatBytes(p.plan)} (host memory)` : "the plan on the device",
@@ -53,5 +53,5 @@ export function formatProcessPeak(p: ProcessPeak, threads: number): string {
     ...(p.extraThreads > 0 ? [`${threads - 1} more kernel thread${threads > 2 ? "s" : ""} ${formatBytes(p.extraThreads)}`] : []),
     `batches ${formatBytes(p.batches)}`,
   ];
-  return `~${formatBytes(p.bytes)} peak RSS: ${parts.join(", ")}${p.planOnHost ? "" : "; the GPU runtime's own host memory is not counted"}`;
+  return `~${formatBytes(p.bytes)} RSS expected for the process: ${parts.join(", ")}${p.planOnHost ? "" : "; the GPU runtime's own host memory is not counted"}`;
 }

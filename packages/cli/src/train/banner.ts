@@ -34,7 +34,7 @@ export function formatBanner(
       `${formatBytes(total)} of ${formatBytes(available)} (${pct(total)}): parameters ${formatBytes(plan.parameters)}, gradients ${formatBytes(plan.gradients)}, ` +
         `AdamW ${formatBytes(plan.optimizerState)}, activations ${formatBytes(plan.activations)}, evaluation ${formatBytes(plan.evaluation)}`,
     ],
-    ["process", formatProcessPeak(peak, dev.parallelism)],
+    ["peak", formatProcessPeak(peak, dev.parallelism)],
     ["output", s.outputDir],
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
