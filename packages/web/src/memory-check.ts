@@ -17,9 +17,8 @@ export class PageMemoryError extends Error {
 /** The bytes a run needs (training plus evaluation), from the memory plan; throws PageMemoryError when over `available`. */
 export function checkMemory(c: RunConfig, deviceName: string, available: number): { need: number; description: string } {
   const plan = planTrainingMemory(c.model, c.batchSize, c.seqLen, "f32", c.recompute);
-  // kiln train's plan: evaluation runs between steps, next to the training arena (which it may share).
-  const planEvaluation: (model: RunConfig["model"], batchSize: number, seqLen: number, dtype: "f32", trainingArenaBytes: number) => number = planForwardMemory;
-  const evaluation = planEvaluation(c.model, c.batchSize, c.seqLen, "f32", plan.activations);
+  // kiln train's plan: evaluation runs between steps in the training arena when it fits.
+  const evaluation = planForwardMemory(c.model, c.batchSize, c.seqLen, "f32", plan.activations);
   const need = plan.total + evaluation;
   if (need > available) {
     throw new PageMemoryError(`training needs ${formatBytes(need)} but ${deviceName} has ${formatBytes(available)}`, "config", `lower trainer.batch_size (now ${c.batchSize}) or trainer.seq_len (now ${c.seqLen}) and raise trainer.gradient_accumulation to keep tokens per step`);
