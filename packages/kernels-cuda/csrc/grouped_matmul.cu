@@ -10,12 +10,12 @@
 //
 // bf16 / f16 take the tensor-core kernels of grouped_matmul_tc.cu (same work split, WMMA
 // fragments); f32, and every dtype with KILN_MATMUL_PATH=simt, the CUDA-core kernels here.
-// Both run the same SIMT tile product: 256 threads compute a BM x BN tile
-// (64 x 64 or 128 x 128), each a (4 GM) x (4 GN) register tile; the depth advances 16 at
-// a time through double-buffered shared tiles stored depth-major (f32), loaded with
-// transposes and zero-filled edges. Each output element is one thread's fixed sequence
-// of f32 FMAs (no split over the depth, no atomics): results do not depend on the order
-// of blocks or threads.
+// The CUDA-core kernels run the dense matmul's SIMT tile product (matmul_tiles.h):
+// 256 threads compute a BM x BN tile (64 x 64 or 128 x 128), each a (4 GM) x (4 GN)
+// register tile; the depth advances 16 at a time through double-buffered shared tiles
+// stored depth-major (f32), loaded with transposes and zero-filled edges. Each output
+// element is one thread's fixed sequence of f32 FMAs (no split over the depth, no
+// atomics): results do not depend on the order of blocks or threads.
 //   groupedMatmul: grid.x enumerates the groups' row tiles laid end to end (group g
 //     has ceil(rows_g / BM); at most ceil(rows / BM) + groups in all); a block finds
 //     its group by a block-wide scan of the tile counts and exits past the last tile.
@@ -25,105 +25,10 @@
 #include "grouped_matmul_tc.h"
 #include "grouped_rows.h"
 #include "kiln_cuda.h"
+#include "matmul_tiles.h"
 
 namespace kiln {
 namespace {
-
-constexpr int kThreads = 256;  // 16 x 16
-constexpr int kBK = 16;
-
-/** Four consecutive floats from 16-byte aligned shared memory. */
-__device__ __forceinline__ void load4(const float* src, float* dst) {
-#if defined(KILN_CUDA_SIM)
-  dst[0] = src[0]; dst[1] = src[1]; dst[2] = src[2]; dst[3] = src[3];
-#else
-  const float4 v = *reinterpret_cast<const float4*>(src);
-  dst[0] = v.x; dst[1] = v.y; dst[2] = v.z; dst[3] = v.w;
-#endif
-}
-
-template <int GM, int GN>
-struct TileShared {
-  static constexpr int BM = 64 * GM, BN = 64 * GN;
-  float a[2][kBK][BM + 4];  // rows stay 16-byte aligned
-  float b[2][kBK][BN + 4];
-};
-
-/**
- * acc = op(A)[m0 : m0 + BM, :] @ op(B)[:, n0 : n0 + BN], op(A) (m, depth), op(B) (depth, n):
- *   op(A)(i, d) = ta ? A[d * lda + i] : A[i * lda + d]      op(B)(d, j) = tb ? B[j * ldb + d] : B[d * ldb + j]
- * Thread (tx, ty) = (tid % 16, tid / 16) owns tile rows g*64 + ty*4 + {0..3} and columns
- * h*64 + tx*4 + {0..3}. Loads: consecutive threads along the stored matrix's contiguous
- * dimension. Ends with a barrier, so `s` can be refilled at once.
- */
-template <typename T, int GM, int GN>
-__device__ __forceinline__ void tile_product(const T* A, int64_t lda, bool ta, const T* B, int64_t ldb, bool tb, int m, int n, int depth, int m0, int n0,
-                                             TileShared<GM, GN>& s, float (&acc)[4 * GM][4 * GN]) {
-  constexpr int BM = 64 * GM, BN = 64 * GN, TM = 4 * GM, TN = 4 * GN;
-  constexpr int LA = BM * kBK / kThreads, LB = BN * kBK / kThreads;
-  const int tid = static_cast<int>(threadIdx.x), tx = tid % 16, ty = tid / 16;
-  // Load slots: fixed coordinate *_fix, moving coordinate *_mov + *_step * l.
-  const int a_fix = ta ? tid % BM : tid % kBK, a_mov = ta ? tid / BM : tid / kBK, a_step = ta ? kThreads / BM : kThreads / kBK;
-  const int b_fix = tb ? tid % kBK : tid % BN, b_mov = tb ? tid / kBK : tid / BN, b_step = tb ? kThreads / kBK : kThreads / BN;
-  const T zero = from_f32<T>(0.f);
-  T ra[LA], rb[LB];
-  auto load_regs = [&](int d0) {
-#pragma unroll
-    for (int l = 0; l < LA; l++) {
-      const int mov = a_mov + a_step * l;
-      const int gi = m0 + (ta ? a_fix : mov), gd = d0 + (ta ? mov : a_fix);
-      ra[l] = (gi < m && gd < depth) ? A[ta ? int64_t{gd} * lda + gi : int64_t{gi} * lda + gd] : zero;
-    }
-#pragma unroll
-    for (int l = 0; l < LB; l++) {
-      const int mov = b_mov + b_step * l;
-      const int gj = n0 + (tb ? mov : b_fix), gd = d0 + (tb ? b_fix : mov);
-      rb[l] = (gj < n && gd < depth) ? B[tb ? int64_t{gj} * ldb + gd : int64_t{gd} * ldb + gj] : zero;
-    }
-  };
-  auto store_smem = [&](int buf) {
-#pragma unroll
-    for (int l = 0; l < LA; l++) {
-      const int mov = a_mov + a_step * l;
-      if (ta) s.a[buf][mov][a_fix] = to_f32(ra[l]);
-      else s.a[buf][a_fix][mov] = to_f32(ra[l]);
-    }
-#pragma unroll
-    for (int l = 0; l < LB; l++) {
-      const int mov = b_mov + b_step * l;
-      if (tb) s.b[buf][b_fix][mov] = to_f32(rb[l]);
-      else s.b[buf][mov][b_fix] = to_f32(rb[l]);
-    }
-  };
-#pragma unroll
-  for (int i = 0; i < TM; i++)
-#pragma unroll
-    for (int j = 0; j < TN; j++) acc[i][j] = 0.f;
-  const int dtiles = (depth + kBK - 1) / kBK;
-  load_regs(0);
-  store_smem(0);
-  __syncthreads();
-  for (int dt = 0; dt < dtiles; dt++) {
-    const int buf = dt & 1;
-    const bool more = dt + 1 < dtiles;
-    if (more) load_regs((dt + 1) * kBK);  // global loads in flight during the math below
-#pragma unroll
-    for (int dd = 0; dd < kBK; dd++) {
-      float av[TM], bv[TN];
-#pragma unroll
-      for (int g = 0; g < GM; g++) load4(&s.a[buf][dd][g * 64 + ty * 4], &av[g * 4]);
-#pragma unroll
-      for (int h = 0; h < GN; h++) load4(&s.b[buf][dd][h * 64 + tx * 4], &bv[h * 4]);
-#pragma unroll
-      for (int i = 0; i < TM; i++)
-#pragma unroll
-        for (int j = 0; j < TN; j++) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
-    }
-    // buf ^ 1 was last read in iteration dt - 1, which every thread finished (barrier below).
-    if (more) store_smem(buf ^ 1);
-    __syncthreads();
-  }
-}
 
 /** C[i, j] (+)= acc for the tile at (m0, n0) of a (m, n) matrix with row stride ldc. */
 template <typename T, int GM, int GN>
@@ -148,14 +53,22 @@ __device__ __forceinline__ void store_tile(T* C, int64_t ldc, int m, int n, int 
     }
 }
 
+/** The product's shared tiles as one object (ptxas allocates these kernels' registers better so). */
+template <typename Tile>
+struct TileShared {
+  typename Tile::SharedA a;
+  typename Tile::SharedB b;
+};
+
 // Two blocks per SM for 64 x 64 tiles (left alone, ptxas picks 64 registers and spills).
 template <typename T, bool TB, int GM, int GN>
-__global__ void __launch_bounds__(kThreads, GM == 1 ? 2 : 1) grouped_matmul_kernel(const T* a, const T* b, const int32_t* offsets, T* c, int rows, int n, int k, int groups, bool accumulate) {
-  constexpr int BM = 64 * GM, BN = 64 * GN;
-  __shared__ __align__(16) TileShared<GM, GN> s;
+__global__ void __launch_bounds__(kSimtThreads, GM == 1 ? 2 : 1) grouped_matmul_kernel(const T* a, const T* b, const int32_t* offsets, T* c, int rows, int n, int k, int groups, bool accumulate) {
+  using Tile = SimtTile<T, GM, GN>;
+  constexpr int BM = Tile::BM, BN = Tile::BN;
+  __shared__ __align__(16) TileShared<Tile> s;
   __shared__ int32_t scratch[36];
-  int tile;
-  const int g = find_group_tile<BM>(offsets, groups, rows, static_cast<int>(blockIdx.x), scratch, tile);
+  int row_tile;
+  const int g = find_group_tile<BM>(offsets, groups, rows, static_cast<int>(blockIdx.x), scratch, row_tile);
   if (g < 0) return;  // past the last tile
   int start, end;
   group_rows(offsets, g, rows, start, end);
@@ -164,28 +77,31 @@ __global__ void __launch_bounds__(kThreads, GM == 1 ? 2 : 1) grouped_matmul_kern
   T* C = c + int64_t{start} * n;
   for (int64_t ny = blockIdx.y; ny * BN < n; ny += gridDim.y) {
     const int n0 = static_cast<int>(ny * BN);
-    float acc[4 * GM][4 * GN];
-    tile_product<T, GM, GN>(A, k, false, B, TB ? k : n, TB, end - start, n, k, tile * BM, n0, s, acc);
-    store_tile<T, GM, GN>(C, n, end - start, n, tile * BM, n0, accumulate, acc);
+    float acc[Tile::TM][Tile::TN];
+    const Tile tile(false, TB);
+    tile.product(A, B, StridedOperands{k, TB ? k : n}, end - start, n, k, row_tile * BM, n0, s.a, s.b, acc);
+    store_tile<T, GM, GN>(C, n, end - start, n, row_tile * BM, n0, accumulate, acc);
   }
 }
 
 template <typename T, int GM, int GN>
-__global__ void __launch_bounds__(kThreads) grouped_weight_grad_kernel(const T* a, const T* dc, const int32_t* offsets, T* db, int rows, int n, int k, int groups) {
-  constexpr int BM = 64 * GM, BN = 64 * GN;
-  __shared__ __align__(16) TileShared<GM, GN> s;
+__global__ void __launch_bounds__(kSimtThreads) grouped_weight_grad_kernel(const T* a, const T* dc, const int32_t* offsets, T* db, int rows, int n, int k, int groups) {
+  using Tile = SimtTile<T, GM, GN>;
+  constexpr int BM = Tile::BM, BN = Tile::BN;
+  __shared__ __align__(16) TileShared<Tile> s;
   for (int64_t g = blockIdx.z; g < groups; g += gridDim.z) {
     int start, end;
     group_rows(offsets, static_cast<int>(g), rows, start, end);
     if (end == start) continue;  // empty group: dB_g stays as it is
-    // op(A) = dC_g^T (n, depth): dC_g stored (depth, n); op(B) = A_g (depth, k).
     const T* dC = dc + int64_t{start} * n;
     const T* A = a + int64_t{start} * k;
     T* dB = db + g * n * k;
     for (int64_t my = blockIdx.y; my * BM < n; my += gridDim.y) {
       const int m0 = static_cast<int>(my * BM), n0 = static_cast<int>(blockIdx.x) * BN;
-      float acc[4 * GM][4 * GN];
-      tile_product<T, GM, GN>(dC, n, true, A, k, false, n, k, end - start, m0, n0, s, acc);
+      float acc[Tile::TM][Tile::TN];
+      // op(A) = dC_g^T (n, depth): dC_g stored (depth, n); op(B) = A_g (depth, k).
+      const Tile tile(true, false);
+      tile.product(dC, A, StridedOperands{n, k}, n, k, end - start, m0, n0, s.a, s.b, acc);
       store_tile<T, GM, GN>(dB, k, n, k, m0, n0, true, acc);
     }
   }
@@ -196,7 +112,7 @@ unsigned clamp_grid(int64_t v) { return static_cast<unsigned>(v < 65535 ? v : 65
 template <typename T, bool TB, int GM, int GN>
 void launch_grouped_cfg(const KernelCall& c, const GroupedDims& d) {
   const dim3 grid(static_cast<unsigned>(grouped_row_tiles_bound(d.rows, d.groups, 64 * GM)), clamp_grid((int64_t{d.n} + 64 * GN - 1) / (64 * GN)));
-  launch("groupedMatmul", grouped_matmul_kernel<T, TB, GM, GN>, grid, dim3(kThreads), 0, c.stream, c.ptr<const T>(0), c.ptr<const T>(1), c.ptr<const int32_t>(2), c.ptr<T>(3),
+  launch("groupedMatmul", grouped_matmul_kernel<T, TB, GM, GN>, grid, dim3(kSimtThreads), 0, c.stream, c.ptr<const T>(0), c.ptr<const T>(1), c.ptr<const int32_t>(2), c.ptr<T>(3),
          d.rows, d.n, d.k, d.groups, d.accumulate);
 }
 
@@ -224,7 +140,7 @@ void launch_grouped_matmul(const KernelCall& c) {
 template <typename T, int GM, int GN>
 void launch_weight_grad_cfg(const KernelCall& c, const GroupedDims& d) {
   const dim3 grid(ceil_div(d.k, 64 * GN), clamp_grid((int64_t{d.n} + 64 * GM - 1) / (64 * GM)), clamp_grid(d.groups));
-  launch("groupedMatmulWeightGrad", grouped_weight_grad_kernel<T, GM, GN>, grid, dim3(kThreads), 0, c.stream, c.ptr<const T>(0), c.ptr<const T>(1), c.ptr<const int32_t>(2),
+  launch("groupedMatmulWeightGrad", grouped_weight_grad_kernel<T, GM, GN>, grid, dim3(kSimtThreads), 0, c.stream, c.ptr<const T>(0), c.ptr<const T>(1), c.ptr<const int32_t>(2),
          c.ptr<T>(3), d.rows, d.n, d.k, d.groups);
 }
 

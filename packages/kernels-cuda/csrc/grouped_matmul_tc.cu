@@ -5,128 +5,47 @@
 //     grid.y = column tiles; op(A) = A_g (rows_g, k), op(B) = B_g (k, n) or (n, k).
 //   groupedMatmulWeightGrad: grid (k tiles, n tiles, groups); op(A) = dC_g^T (n, rows_g)
 //     from dC_g stored (rows_g, n), op(B) = A_g (rows_g, k); the depth is the group's rows.
-// Block tile BM x BN = (16 FM WARPS_M) x (16 FN WARPS_N), depth step 32; warp (wm, wn)
-// owns the 16 FM x 16 FN sub-tile at (wm * 16 FM, wn * 16 FN). Operand tiles are copied
-// to shared memory in their stored layout (rows padded by 8 elements, zero past the
-// edges) and read as row- or column-major fragments; the epilogue goes through a
-// per-warp f32 staging tile. Each output element is one warp's fixed sequence of MMAs.
-#include <type_traits>
-
+// The tile product is the dense matmul's (matmul_tiles_tc.h): block tile BM x BN =
+// (16 FM WARPS_M) x (16 FN WARPS_N), depth step 32; warp (wm, wn) owns the 16 FM x 16 FN
+// sub-tile at (wm * 16 FM, wn * 16 FN). Operand tiles are copied to shared memory in
+// their stored layout (rows padded by 8 elements, zero past the edges) and read as row-
+// or column-major fragments; the epilogue goes through a per-warp f32 staging tile.
+// Each output element is one warp's fixed sequence of MMAs.
 #include "grouped_matmul_tc.h"
 #include "grouped_rows.h"
 #include "kiln_cuda.h"
-
-#if defined(KILN_CUDA_SIM)
-#include "sim/wmma_sim.h"
-#else
-#include <mma.h>
-#endif
+#include "matmul_tiles_tc.h"
 
 namespace kiln {
 namespace {
 
-constexpr int kBK = 32;
-constexpr int kPad = 8;  // 16-bit elements: rows stay 16-byte aligned, banks skew
-constexpr int kStageLd = 16 + 4;
-
 /**
- * Copies the ROWS x COLS tile at (r0, c0) of a row-major (R x Cc) matrix with leading
- * dimension ld into shared memory dst (leading dimension LD), zero past the edges; eight
- * columns at a time, one 16-byte load when `vec` (src 16-byte aligned, ld % 8 == 0) and
- * the eight are inside the matrix.
+ * C (+)= op(A)[m0 : m0 + BM, :] @ op(B)[:, n0 : n0 + BN], op(A) (m, depth), op(B) (depth, n)
+ * stored densely (WmmaTile's product); C row-major (m, n) with leading dimension ldc.
  */
-template <typename T, int ROWS, int COLS, int LD, int NT>
-__device__ __forceinline__ void copy_tile(T* dst, const T* src, int64_t ld, int r0, int R, int c0, int Cc, bool vec) {
-  constexpr int CHUNKS = COLS / 8, PER_THREAD = ROWS * CHUNKS / NT;
-  static_assert(ROWS * CHUNKS % NT == 0 && NT % CHUNKS == 0, "tile chunks must divide among the threads");
-  const T zero = from_f32<T>(0.f);
-  const int cc = (static_cast<int>(threadIdx.x) % CHUNKS) * 8, gc = c0 + cc;
-#pragma unroll
-  for (int l = 0; l < PER_THREAD; l++) {
-    const int r = static_cast<int>(threadIdx.x) / CHUNKS + l * (NT / CHUNKS), gr = r0 + r;
-    T* d = dst + r * LD + cc;
-    const T* s = src + gr * ld + gc;
-    if (vec && gr < R && gc + 8 <= Cc) {
-      *reinterpret_cast<uint4*>(d) = *reinterpret_cast<const uint4*>(s);
-    } else {
-#pragma unroll
-      for (int e = 0; e < 8; e++) d[e] = (gr < R && gc + e < Cc) ? s[e] : zero;
-    }
-  }
-}
-
-template <typename T, bool TA, bool TB, int WARPS_M, int WARPS_N, int FM, int FN>
-struct TcTile {
-  static constexpr int NT = WARPS_M * WARPS_N * 32, NW = WARPS_M * WARPS_N;
-  static constexpr int BM = WARPS_M * FM * 16, BN = WARPS_N * FN * 16;
-  static constexpr int A_ROWS = TA ? kBK : BM, A_COLS = TA ? BM : kBK, A_LD = A_COLS + kPad;
-  static constexpr int B_ROWS = TB ? BN : kBK, B_COLS = TB ? kBK : BN, B_LD = B_COLS + kPad;
-};
-
-/**
- * C (+)= op(A)[m0 : m0 + BM, :] @ op(B)[:, n0 : n0 + BN], op(A) (m, depth), op(B) (depth, n):
- *   op(A)(i, d) = TA ? A[d * lda + i] : A[i * lda + d]      op(B)(d, j) = TB ? B[j * ldb + d] : B[d * ldb + j]
- * C row-major (m, n) with leading dimension ldc. sA, sB, sC: shared memory of the sizes in TcTile.
- */
-template <typename T, bool TA, bool TB, int WARPS_M, int WARPS_N, int FM, int FN>
-__device__ __forceinline__ void tc_tile(const T* A, int64_t lda, bool vec_a, const T* B, int64_t ldb, bool vec_b, T* C, int64_t ldc, int m, int n, int depth, int m0, int n0,
+template <typename Tile, typename T>
+__device__ __forceinline__ void tc_tile(const T* A, bool vec_a, const T* B, bool vec_b, T* C, int64_t ldc, int m, int n, int depth, int m0, int n0,
                                         bool accumulate, T* sA, T* sB, float* sC) {
-  using namespace nvcuda;
-  using Tile = TcTile<T, TA, TB, WARPS_M, WARPS_N, FM, FN>;
-  constexpr int NT = Tile::NT, A_LD = Tile::A_LD, B_LD = Tile::B_LD;
-  using LayoutA = typename std::conditional<TA, wmma::col_major, wmma::row_major>::type;
-  using LayoutB = typename std::conditional<TB, wmma::col_major, wmma::row_major>::type;
-  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int wm = warp / WARPS_N, wn = warp % WARPS_N;
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[FM][FN];
-#pragma unroll
-  for (int i = 0; i < FM; i++)
-#pragma unroll
-    for (int j = 0; j < FN; j++) wmma::fill_fragment(acc[i][j], 0.f);
-
-  for (int d0 = 0; d0 < depth; d0 += kBK) {
-    __syncthreads();  // every warp is done with the previous tiles
-    if (TA) copy_tile<T, Tile::A_ROWS, Tile::A_COLS, A_LD, NT>(sA, A, lda, d0, depth, m0, m, vec_a);
-    else copy_tile<T, Tile::A_ROWS, Tile::A_COLS, A_LD, NT>(sA, A, lda, m0, m, d0, depth, vec_a);
-    if (TB) copy_tile<T, Tile::B_ROWS, Tile::B_COLS, B_LD, NT>(sB, B, ldb, n0, n, d0, depth, vec_b);
-    else copy_tile<T, Tile::B_ROWS, Tile::B_COLS, B_LD, NT>(sB, B, ldb, d0, depth, n0, n, vec_b);
-    __syncthreads();
-#pragma unroll
-    for (int dd = 0; dd < kBK; dd += 16) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, T, LayoutA> fa[FM];
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, T, LayoutB> fb[FN];
-#pragma unroll
-      for (int i = 0; i < FM; i++) {
-        const int row = (wm * FM + i) * 16;  // op(A) element (row + r, dd + q)
-        wmma::load_matrix_sync(fa[i], TA ? sA + dd * A_LD + row : sA + row * A_LD + dd, A_LD);
-      }
-#pragma unroll
-      for (int j = 0; j < FN; j++) {
-        const int col = (wn * FN + j) * 16;  // op(B) element (dd + q, col + c)
-        wmma::load_matrix_sync(fb[j], TB ? sB + col * B_LD + dd : sB + dd * B_LD + col, B_LD);
-      }
-#pragma unroll
-      for (int i = 0; i < FM; i++)
-#pragma unroll
-        for (int j = 0; j < FN; j++) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
-    }
-  }
+  const Tile tile;
+  WmmaAccumulator acc[Tile::FRAGS_M][Tile::FRAGS_N];
+  tile.product(A, vec_a, B, vec_b, m, n, depth, m0, n0, sA, sB, acc);
 
   // Epilogue: each fragment through this warp's f32 staging tile.
-  float* stage = sC + warp * 16 * kStageLd;
+  using namespace nvcuda;
+  float* stage = sC + tile.warp * 16 * kWmmaStageLd;
 #pragma unroll
-  for (int i = 0; i < FM; i++)
+  for (int i = 0; i < Tile::FRAGS_M; i++)
 #pragma unroll
-    for (int j = 0; j < FN; j++) {
-      wmma::store_matrix_sync(stage, acc[i][j], kStageLd, wmma::mem_row_major);
+    for (int j = 0; j < Tile::FRAGS_N; j++) {
+      wmma::store_matrix_sync(stage, acc[i][j], kWmmaStageLd, wmma::mem_row_major);
       __syncwarp();
-      const int gi0 = m0 + (wm * FM + i) * 16, gj0 = n0 + (wn * FN + j) * 16;
+      const int gi0 = m0 + (tile.wm * Tile::FRAGS_M + i) * 16, gj0 = n0 + (tile.wn * Tile::FRAGS_N + j) * 16;
 #pragma unroll 1  // unrolled, ptxas keeps every row's address and value live (twice the registers)
       for (int t = 0; t < 8; t++) {  // lanes 0..15 take row 2t, lanes 16..31 row 2t + 1
-        const int e = t * 32 + lane, r = e / 16, cc = e % 16, gi = gi0 + r, gj = gj0 + cc;
+        const int e = t * 32 + tile.lane, r = e / 16, cc = e % 16, gi = gi0 + r, gj = gj0 + cc;
         if (gi < m && gj < n) {
           T* out = C + int64_t{gi} * ldc + gj;
-          const float v = stage[r * kStageLd + cc];
+          const float v = stage[r * kWmmaStageLd + cc];
           *out = from_f32<T>(accumulate ? to_f32(*out) + v : v);
         }
       }
@@ -137,13 +56,13 @@ __device__ __forceinline__ void tc_tile(const T* A, int64_t lda, bool vec_a, con
 #define KILN_TC_SHARED(Tile)                                   \
   __shared__ __align__(128) T sA[Tile::A_ROWS * Tile::A_LD];   \
   __shared__ __align__(128) T sB[Tile::B_ROWS * Tile::B_LD];   \
-  __shared__ __align__(128) float sC[Tile::NW * 16 * kStageLd]
+  __shared__ __align__(128) float sC[Tile::NW * 16 * kWmmaStageLd]
 
 template <typename T, bool TB, int WARPS_M, int WARPS_N, int FM, int FN>
 __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1)
     grouped_matmul_tc_kernel(const T* a, const T* b, const int32_t* offsets, T* c, int rows, int n, int k, int groups, bool accumulate, bool vec_a, bool vec_b, int col_tile0) {
 #if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800) || defined(KILN_CUDA_SIM)
-  using Tile = TcTile<T, false, TB, WARPS_M, WARPS_N, FM, FN>;
+  using Tile = WmmaTile<T, false, TB, WARPS_M, WARPS_N, FM, FN, int>;
   KILN_TC_SHARED(Tile);
   __shared__ int32_t scratch[36];
   int tile;
@@ -155,7 +74,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1)
   const T* B = b + int64_t{g} * k * n;
   T* C = c + int64_t{start} * n;
   const int n0 = (col_tile0 + static_cast<int>(blockIdx.y)) * Tile::BN;
-  tc_tile<T, false, TB, WARPS_M, WARPS_N, FM, FN>(A, k, vec_a, B, TB ? k : n, vec_b, C, n, end - start, n, k, tile * Tile::BM, n0, accumulate, sA, sB, sC);
+  tc_tile<Tile>(A, vec_a, B, vec_b, C, n, end - start, n, k, tile * Tile::BM, n0, accumulate, sA, sB, sC);
 #else
   (void)a; (void)b; (void)offsets; (void)c; (void)rows; (void)n; (void)k; (void)groups; (void)accumulate; (void)vec_a; (void)vec_b; (void)col_tile0;
 #endif
@@ -165,7 +84,7 @@ template <typename T, int WARPS_M, int WARPS_N, int FM, int FN>
 __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1)
     grouped_weight_grad_tc_kernel(const T* a, const T* dc, const int32_t* offsets, T* db, int rows, int n, int k, bool vec_dc, bool vec_a, int group0, int row_tile0) {
 #if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800) || defined(KILN_CUDA_SIM)
-  using Tile = TcTile<T, true, false, WARPS_M, WARPS_N, FM, FN>;
+  using Tile = WmmaTile<T, true, false, WARPS_M, WARPS_N, FM, FN, int>;
   KILN_TC_SHARED(Tile);
   const int g = group0 + static_cast<int>(blockIdx.z);
   int start, end;
@@ -175,7 +94,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1)
   const T* A = a + int64_t{start} * k;
   T* dB = db + int64_t{g} * n * k;
   const int m0 = (row_tile0 + static_cast<int>(blockIdx.y)) * Tile::BM, n0 = static_cast<int>(blockIdx.x) * Tile::BN;
-  tc_tile<T, true, false, WARPS_M, WARPS_N, FM, FN>(dC, n, vec_dc, A, k, vec_a, dB, k, n, k, end - start, m0, n0, true, sA, sB, sC);
+  tc_tile<Tile>(dC, vec_dc, A, vec_a, dB, k, n, k, end - start, m0, n0, true, sA, sB, sC);
 #else
   (void)a; (void)dc; (void)offsets; (void)db; (void)rows; (void)n; (void)k; (void)vec_dc; (void)vec_a; (void)group0; (void)row_tile0;
 #endif
