@@ -13,7 +13,7 @@ function kernel(name: keyof typeof oracle, body: () => void): void {
 
 it("every oracle kernel has hand-computed cases below", () => {
   expect(Object.keys(oracle).filter((k) => !covered.has(k))).toEqual([]);
-  expect(Object.keys(oracle)).toHaveLength(29);
+  expect(Object.keys(oracle)).toHaveLength(36);
 });
 
 const S1 = 1 / (1 + Math.exp(-1)); // sigmoid(1)
@@ -592,5 +592,117 @@ kernel("checkFinite", () => {
 
   it("looks only at the first n elements", () => {
     expect(callOracle(oracle.checkFinite, { n: 1 }, { x: [1, NaN], flag: [0] }).flag[0]).toBe(0);
+  });
+});
+
+// Mixture-of-experts routing of 2 tokens over 3 experts, top 2. Logits are logs, so exp(logits) are integers:
+//   token 0: exp = [1, 2, 3] -> probs [1/6, 2/6, 3/6], picks experts 2 then 1, weights 3/5 and 2/5
+//   token 1: exp = [4, 1, 4] -> probs [4/9, 1/9, 4/9], a tie between 0 and 2: 0 first, weights 1/2, 1/2
+//   counts [1, 1, 2] -> offsets [0, 1, 2, 4]; slots in token order within each expert: [2, 1, 0, 3]
+const ROUTE_LOGITS = [0, Math.log(2), Math.log(3), Math.log(4), 0, Math.log(4)];
+const route = (alpha: number) =>
+  callOracle(oracle.moeRoute, { tokens: 2, numExperts: 3, topK: 2, alpha }, { logits: ROUTE_LOGITS, probs: new Array(6).fill(0), experts: [0, 0, 0, 0], weights: [0, 0, 0, 0], offsets: [0, 0, 0, 0], slots: [0, 0, 0, 0], auxLoss: [0] });
+
+kernel("moeRoute", () => {
+  it("picks the top 2 by logit (ties to the lower expert), renormalises their weights and lays out slots by expert", () => {
+    const v = route(0.1);
+    expectClose(v.probs, [1 / 6, 2 / 6, 3 / 6, 4 / 9, 1 / 9, 4 / 9]);
+    expect(arr(v.experts)).toEqual([2, 1, 0, 2]);
+    expectClose(v.weights, [3 / 5, 2 / 5, 1 / 2, 1 / 2]);
+    expect(arr(v.offsets)).toEqual([0, 1, 2, 4]);
+    expect(arr(v.slots)).toEqual([2, 1, 0, 3]);
+  });
+
+  it("computes the load-balancing loss alpha * E * sum_e f_e P_e", () => {
+    // f = [1/4, 1/4, 2/4], P = [11/36, 8/36, 17/36]: sum = 53/144
+    expectClose(route(0.1).auxLoss, [(0.1 * 3 * 53) / 144]);
+    expect(arr(route(0).auxLoss)).toEqual([0]);
+  });
+});
+
+kernel("moeRouteBackward", () => {
+  const dims = { tokens: 2, numExperts: 3, topK: 2, alpha: 0.1 };
+  const run = (dWeights: number[], auxScale: number) => {
+    const f = route(0.1);
+    return callOracle(oracle.moeRouteBackward, { ...dims, auxScale }, { dWeights, weights: f.weights, experts: f.experts, probs: f.probs, offsets: f.offsets, dLogits: new Array(6).fill(9) }).dLogits;
+  };
+
+  it("passes the weights' gradient through the softmax over the chosen experts only", () => {
+    // token 0: w = [0.6, 0.4] on experts [2, 1], dW = [1, 0]: sum w dW = 0.6 -> dz2 = 0.6 * 0.4, dz1 = 0.4 * -0.6
+    expectClose(run([1, 0, 0, 0], 0), [0, -0.24, 0.24, 0, 0, 0]);
+  });
+
+  it("adds the load-balancing loss's gradient through the full softmax", () => {
+    // g_e = auxScale * alpha * E * f_e / T = 0.15 * [1/4, 1/4, 1/2]; token 0: probs [1/6, 1/3, 1/2], sum p g = 0.05625
+    const t0 = [(1 / 6) * (0.0375 - 0.05625), (1 / 3) * (0.0375 - 0.05625), (1 / 2) * (0.075 - 0.05625)];
+    // token 1: probs [4/9, 1/9, 4/9], sum p g = (4/9) 0.0375 + (1/9) 0.0375 + (4/9) 0.075 = 0.054166...
+    const pg = (4 / 9) * 0.0375 + (1 / 9) * 0.0375 + (4 / 9) * 0.075;
+    const t1 = [(4 / 9) * (0.0375 - pg), (1 / 9) * (0.0375 - pg), (4 / 9) * (0.075 - pg)];
+    expectClose(run([0, 0, 0, 0], 1), [...t0, ...t1]);
+  });
+});
+
+// Token movement: 2 tokens, 2 slots each, rows of 2; slots [2, 0, 1, 3].
+const SLOTS = [2, 0, 1, 3];
+
+kernel("moeDispatch", () => {
+  const dims = { tokens: 2, topK: 2, dim: 2 };
+  it("copies each token to its slots, scaled", () => {
+    const v = callOracle(oracle.moeDispatch, dims, { x: [1, 2, 3, 4], slots: SLOTS, scale: [1, 2, 3, 4], out: new Array(8).fill(0) });
+    expect(arr(v.out)).toEqual([2, 4, 9, 12, 1, 2, 12, 16]);
+    const plain = callOracle(oracle.moeDispatch, dims, { x: [1, 2, 3, 4], slots: SLOTS, out: new Array(8).fill(0) });
+    expect(arr(plain.out)).toEqual([1, 2, 3, 4, 1, 2, 3, 4]);
+  });
+
+  it("refuses a slot outside the T*k rows", () => {
+    expect(() => callOracle(oracle.moeDispatch, dims, { x: [1, 2, 3, 4], slots: [0, 1, 2, 4], out: new Array(8).fill(0) })).toThrow(KernelArgumentError);
+  });
+});
+
+kernel("moeCombine", () => {
+  const dims = { tokens: 2, topK: 2, dim: 2 };
+  const x = [1, 2, 3, 4, 5, 6, 7, 8];
+  it("sums each token's slots, weighted, and accumulates when asked", () => {
+    // token 0: 1 * x[2] + 2 * x[0]; token 1: 3 * x[1] + 4 * x[3]
+    expect(arr(callOracle(oracle.moeCombine, dims, { x, slots: SLOTS, scale: [1, 2, 3, 4], out: [9, 9, 9, 9] }).out)).toEqual([7, 10, 37, 44]);
+    expect(arr(callOracle(oracle.moeCombine, { ...dims, accumulate: true }, { x, slots: SLOTS, scale: [1, 2, 3, 4], out: [1, 1, 1, 1] }).out)).toEqual([8, 11, 38, 45]);
+    expect(arr(callOracle(oracle.moeCombine, dims, { x, slots: SLOTS, out: [0, 0, 0, 0] }).out)).toEqual([6, 8, 10, 12]);
+  });
+});
+
+kernel("moeCombineScaleGrad", () => {
+  it("dots each token's output gradient with its slots' rows", () => {
+    const v = callOracle(oracle.moeCombineScaleGrad, { tokens: 2, topK: 2, dim: 2 }, { dOut: [1, 0, 0, 1], x: [1, 2, 3, 4, 5, 6, 7, 8], slots: SLOTS, dScale: [0, 0, 0, 0] });
+    expect(arr(v.dScale)).toEqual([5, 1, 4, 8]);
+  });
+});
+
+// Grouped matmul: rows [[1,2],[3,4],[5,6]]; group 0 = row 0 with B0 = I, group 1 = rows 1-2 with B1 = [[1,1],[0,2]].
+const GA = [1, 2, 3, 4, 5, 6];
+
+kernel("groupedMatmul", () => {
+  const dims = { rows: 3, n: 2, k: 2, groups: 2 };
+  it("multiplies each row by its group's matrix, stored (k, n) or transposed (n, k)", () => {
+    expect(arr(callOracle(oracle.groupedMatmul, dims, { a: GA, b: [1, 0, 0, 1, 1, 1, 0, 2], offsets: [0, 1, 3], c: new Array(6).fill(9) }).c)).toEqual([1, 2, 3, 11, 5, 17]);
+    expect(arr(callOracle(oracle.groupedMatmul, { ...dims, transB: true }, { a: GA, b: [1, 0, 0, 1, 1, 0, 1, 2], offsets: [0, 1, 3], c: new Array(6).fill(9) }).c)).toEqual([1, 2, 3, 11, 5, 17]);
+  });
+
+  it("accumulates when asked, skips an empty group and refuses offsets that go back", () => {
+    expect(arr(callOracle(oracle.groupedMatmul, { ...dims, accumulate: true }, { a: GA, b: [1, 0, 0, 1, 1, 1, 0, 2], offsets: [0, 0, 3], c: [1, 1, 1, 1, 1, 1] }).c)).toEqual([2, 6, 4, 12, 6, 18]);
+    expect(() => callOracle(oracle.groupedMatmul, dims, { a: GA, b: new Array(8).fill(0), offsets: [0, 2, 1], c: new Array(6).fill(0) })).toThrow(KernelArgumentError);
+  });
+});
+
+kernel("groupedMatmulWeightGrad", () => {
+  const dims = { rows: 3, n: 2, k: 2, groups: 2 };
+  it("accumulates each group's dC^T A into its (n, k) block", () => {
+    // group 0: [1, 0]^T [1, 2]; group 1: [0, 1]^T [3, 4] + [1, 1]^T [5, 6]
+    const v = callOracle(oracle.groupedMatmulWeightGrad, dims, { a: GA, dC: [1, 0, 0, 1, 1, 1], offsets: [0, 1, 3], dB: [0, 0, 0, 0, 1, 1, 1, 1] });
+    expect(arr(v.dB)).toEqual([1, 2, 0, 0, 6, 7, 9, 11]);
+  });
+
+  it("leaves an empty group's block as it was", () => {
+    const v = callOracle(oracle.groupedMatmulWeightGrad, dims, { a: GA, dC: [1, 0, 0, 1, 1, 1], offsets: [0, 0, 3], dB: [7, 7, 7, 7, 0, 0, 0, 0] });
+    expect(arr(v.dB)).toEqual([7, 7, 7, 7, 6, 8, 8, 10]);
   });
 });
