@@ -51,4 +51,13 @@ export { DynamicLossScaler, DEFAULT_LOSS_SCALER, type LossScalerConfig, type Los
 export { chooseTrainingDType, assertBackendTrains, TRAINING_DTYPE_CHOICES, type TrainingDTypeChoice } from "./train/training-dtype.js";
 export * from "./data/index.js";
 export { InferenceSession } from "./generate/inference-session.js";
+export { TokenGenerator } from "./generate/token-generator.js";
+export {
+  encodeTrainerCheckpoint,
+  restoreTrainerState,
+  tensorSourceOfBytes,
+  trainerCheckpointContents,
+  trainedWeightsContents,
+  type TensorSource,
+} from "./train/checkpoint-contents.js";
 export { sampleToken, type SamplingOptions } from "./generate/sample-token.js";
