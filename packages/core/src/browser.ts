@@ -3,6 +3,7 @@
 // reading and writing files stays in the main entry.
 export type { ModelConfig, ModelConfigInput } from "./model/config.js";
 export { resolveModelConfig } from "./model/architectures.js";
+export { MODEL_YAML_KEYS } from "./model/model-keys.js";
 export { paramLayout, type ParamLayout, type ParamSpec } from "./model/param-layout.js";
 export { learningRateAt, type LrScheduleConfig } from "./optim/lr-schedule.js";
 export type { AdamWConfig } from "./optim/adamw.js";

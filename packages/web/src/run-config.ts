@@ -1,4 +1,4 @@
-import { DEFAULT_LOAD_BALANCE_ALPHA, type ModelConfig, type TokenizerName, isTokenizerName, resolveModelConfig } from "@kiln/core/browser";
+import { DEFAULT_LOAD_BALANCE_ALPHA, MODEL_YAML_KEYS, type ModelConfig, type TokenizerName, isTokenizerName, resolveModelConfig } from "@kiln/core/browser";
 import { parse } from "yaml";
 
 /** A training run as the page runs it: a kiln YAML config (the CLI's keys and defaults) resolved. */
@@ -41,22 +41,7 @@ export class PageConfigError extends Error {
 }
 
 /** The YAML model keys and the ModelConfig fields they set (the CLI's names). */
-const MODEL_KEYS: Record<string, keyof ModelConfig> = {
-  arch: "arch",
-  vocab_size: "vocabSize",
-  hidden_size: "hiddenSize",
-  num_layers: "numLayers",
-  num_heads: "numHeads",
-  kv_heads: "kvHeads",
-  max_seq_len: "maxSeqLen",
-  intermediate_size: "intermediateSize",
-  rope_theta: "ropeTheta",
-  norm_eps: "normEps",
-  tie_embeddings: "tieEmbeddings",
-  num_experts: "numExperts",
-  experts_per_tok: "expertsPerToken",
-  shared_expert_enabled: "sharedExpert",
-};
+const MODEL_KEYS: Record<string, keyof ModelConfig> = MODEL_YAML_KEYS;
 
 type Section = Record<string, unknown>;
 

@@ -1,24 +1,9 @@
 import { ConfigError } from "@kiln/contract";
-import type { ModelConfig } from "@kiln/core";
+import { type ModelConfig, MODEL_YAML_KEYS } from "@kiln/core";
 import type { ModelSection } from "./schema.js";
 
 /** The ModelConfig field each key of the YAML model section sets. */
-export const MODEL_KEYS: Record<keyof ModelSection, keyof ModelConfig> = {
-  arch: "arch",
-  vocab_size: "vocabSize",
-  hidden_size: "hiddenSize",
-  num_layers: "numLayers",
-  num_heads: "numHeads",
-  kv_heads: "kvHeads",
-  max_seq_len: "maxSeqLen",
-  intermediate_size: "intermediateSize",
-  rope_theta: "ropeTheta",
-  norm_eps: "normEps",
-  tie_embeddings: "tieEmbeddings",
-  num_experts: "numExperts",
-  experts_per_tok: "expertsPerToken",
-  shared_expert_enabled: "sharedExpert",
-};
+export const MODEL_KEYS: Record<keyof ModelSection, keyof ModelConfig> = MODEL_YAML_KEYS;
 
 /** The YAML model key that sets a ModelConfig field. */
 export function yamlKeyOf(field: keyof ModelConfig): string {
