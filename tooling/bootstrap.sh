@@ -38,6 +38,16 @@ command -v clang-16 >/dev/null 2>&1 || missing+=(clang-16)
 [ -x /usr/lib/llvm-16/bin/wasm-ld ] || missing+=(lld-16)
 install_apt "the WebAssembly kernel toolchain" "${missing[@]}"
 
+# Gloo (the gloo sync backend of @kiln/distributed, multi-machine CPU training) is optional:
+# installed when possible, else the package builds without it and says so.
+if [ ! -f /usr/include/gloo/allreduce.h ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    install_apt "Gloo, for --sync-backend gloo" libgloo-dev
+  else
+    echo "bootstrap: libgloo-dev is not installed, so --sync-backend gloo will be unavailable (sudo apt-get install libgloo-dev)"
+  fi
+fi
+
 echo "bootstrap: installing JavaScript dependencies"
 pnpm install --frozen-lockfile --reporter=silent
 echo "bootstrap: building"

@@ -1,7 +1,10 @@
 import type { GradientSync } from "@kiln/core";
 
-/** Sync backends: "single" (one rank, nothing to do), "cpu" (host staging between processes), "nccl" (device buffers; not yet). */
-export type SyncBackendKind = "single" | "cpu" | "nccl";
+/**
+ * Sync backends: "single" (one rank, nothing to do), "cpu" (host staging, summed at rank 0 over kiln's TCP star),
+ * "gloo" (host staging, Gloo's TCP ring), "nccl" (device buffers; not yet).
+ */
+export type SyncBackendKind = "single" | "cpu" | "gloo" | "nccl";
 
 /**
  * How data-parallel ranks agree on gradients: one communicator per rank, and
@@ -9,7 +12,7 @@ export type SyncBackendKind = "single" | "cpu" | "nccl";
  * gradient-sync hook (`GradientSync`, defined in core: all-reduce sum or mean
  * of f32 and bf16 device operands, broadcast, all-reduce of host scalars)
  * plus what a run needs around training. Operands are the backend's own
- * buffers: the `cpu` communicator stages them through the host, an NCCL one
+ * buffers: the `cpu` and `gloo` communicators stage them through the host, an NCCL one
  * would reduce them on the device. Every call fails after the communicator's
  * timeout, and a failure names the rank that caused it.
  */

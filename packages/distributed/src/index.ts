@@ -4,3 +4,5 @@ export { createCpuCommunicator, DEFAULT_SYNC_TIMEOUT_S, type CpuCommunicatorOpti
 export { rankEnvironment, DEFAULT_MASTER_ADDR, DEFAULT_MASTER_PORT, type RankEnvironment } from "./rank-environment.js";
 export { launchRanks, type LaunchOptions } from "./launch-ranks.js";
 export { freePort } from "./free-port.js";
+export { createGlooCommunicator, type GlooCommunicatorOptions } from "./gloo-communicator.js";
+export { glooStatus, type GlooStatus } from "./gloo-addon.js";

@@ -41,14 +41,16 @@ export function partOf(root: number): Combine {
   return (parts) => parts[root];
 }
 
-function widenBf16(bytes: Uint8Array): Float32Array {
+/** bf16 bits to f32 values (exact). */
+export function widenBf16(bytes: Uint8Array): Float32Array {
   const h = new Uint16Array(bytes.slice().buffer);
   const bits = new Uint32Array(h.length);
   for (let i = 0; i < h.length; i++) bits[i] = h[i] << 16;
   return new Float32Array(bits.buffer);
 }
 
-function narrowToBf16(values: Float32Array): Uint8Array {
+/** f32 values to bf16 bits, rounded to nearest even. */
+export function narrowToBf16(values: Float32Array): Uint8Array {
   const bits = new Uint32Array(values.buffer, values.byteOffset, values.length);
   const out = new Uint16Array(values.length);
   for (let i = 0; i < values.length; i++) out[i] = f32BitsToBf16Bits(bits[i]);

@@ -65,10 +65,22 @@ export class StarGroup {
    * out (the same bytes on every rank). The collective takes its number when
    * called, before `part` is ready, so collectives match across ranks in call order.
    */
-  run(what: string, part: Uint8Array | Promise<Uint8Array>, combine: Combine): Promise<Uint8Array> {
+  run(what: string, part: Uint8Array | Promise<Uint8Array>, combine: Combine, timeoutMs = this.timeoutMs): Promise<Uint8Array> {
     if (this.failure) return Promise.reject(this.failure);
     const seq = this.seq++;
-    return Promise.resolve(part).then((bytes) => this.start(seq, what, bytes, combine));
+    return Promise.resolve(part).then((bytes) => this.start(seq, what, bytes, combine, timeoutMs));
+  }
+
+  /** The failure that ended the group (naming the rank that caused it), if it has failed. */
+  get failed(): TrainingError | undefined {
+    return this.failure;
+  }
+
+  /** The address of this machine that the group's connections use (what other ranks can reach it at). */
+  get localAddress(): string {
+    const socket = this.peers.find((s) => s !== undefined);
+    const address = socket?.localAddress ?? "127.0.0.1";
+    return address.startsWith("::ffff:") ? address.slice(7) : address;
   }
 
   /** Closes every connection; collectives called later fail. */
@@ -78,20 +90,20 @@ export class StarGroup {
     for (const s of this.peers) s?.end();
   }
 
-  private start(seq: number, what: string, part: Uint8Array, combine: Combine): Promise<Uint8Array> {
+  private start(seq: number, what: string, part: Uint8Array, combine: Combine, timeoutMs: number): Promise<Uint8Array> {
     if (this.failure) return Promise.reject(this.failure);
     return new Promise<Uint8Array>((resolve, reject) => {
       if (this.rank === 0) {
         const g = this.gathering(seq);
         g.parts[0] = part;
-        const timer = setTimeout(() => this.stalled(seq), this.timeoutMs);
+        const timer = setTimeout(() => this.stalled(seq, timeoutMs), timeoutMs);
         g.call = { what, combine, resolve, reject, timer };
         this.complete(seq);
         return;
       }
       const timer = setTimeout(
-        () => this.fail(0, `rank 0 did not answer ${what} (collective #${seq}) within ${seconds(this.timeoutMs * LEAF_PATIENCE)}: it stalled or is far behind`),
-        this.timeoutMs * LEAF_PATIENCE,
+        () => this.fail(0, `rank 0 did not answer ${what} (collective #${seq}) within ${seconds(timeoutMs * LEAF_PATIENCE)}: it stalled or is far behind`),
+        timeoutMs * LEAF_PATIENCE,
       );
       this.waiting.set(seq, { resolve, reject, timer });
       send(this.peers[0]!, FrameType.Part, seq, this.rank, part);
@@ -155,12 +167,12 @@ export class StarGroup {
   }
 
   /** Rank 0: collective `seq` timed out; the first rank missing from it is named. */
-  private stalled(seq: number): void {
+  private stalled(seq: number, timeoutMs: number): void {
     const g = this.gatherings.get(seq);
     if (!g?.call) return;
     let missing = 0;
     while (g.parts[missing] !== undefined) missing++;
-    this.fail(missing, `rank ${missing} did not reach ${g.call.what} (collective #${seq}) within ${seconds(this.timeoutMs)}: it stalled, is far behind, or runs different code`);
+    this.fail(missing, `rank ${missing} did not reach ${g.call.what} (collective #${seq}) within ${seconds(timeoutMs)}: it stalled, is far behind, or runs different code`);
   }
 
   /** Fails the group (once): every pending collective rejects, and rank 0 tells every other rank which rank failed. */

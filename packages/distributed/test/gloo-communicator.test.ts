@@ -1,0 +1,138 @@
+import { spawn } from "node:child_process";
+import readline from "node:readline";
+import { afterEach, describe, expect, it } from "vitest";
+import { type Backend, TrainingError, createReferenceBackend, decodeElements, encodeToBytes } from "@kiln/contract";
+import { type Communicator, createGlooCommunicator, glooStatus } from "@kiln/distributed";
+import { freePort } from "../src/free-port.js";
+
+// Ranks of the gloo communicator in one process (each with its own backend and Gloo mesh) over loopback TCP.
+// Without Gloo installed (libgloo-dev) the addon is not built: these tests then check the clear refusal only.
+const gloo = glooStatus();
+const withGloo = gloo.available ? describe : describe.skip;
+
+let open: Communicator[] = [];
+afterEach(async () => {
+  await Promise.all(open.map((c) => c.close()));
+  open = [];
+});
+
+async function group(worldSize: number, timeoutMs = 5000): Promise<Communicator[]> {
+  const port = await freePort();
+  const comms = await Promise.all([...Array(worldSize).keys()].map((rank) => createGlooCommunicator({ rank, worldSize, host: "127.0.0.1", port, timeoutMs })));
+  open.push(...comms);
+  return comms;
+}
+
+function f32Operand(backend: Backend, values: Float32Array) {
+  const buffer = backend.alloc(values.byteLength + 16);
+  const at = { buffer, byteOffset: 16 };
+  backend.upload(at, values);
+  return at;
+}
+
+const valuesOf = (r: number, n: number) => Float32Array.from({ length: n }, (_, i) => Math.fround((r + 1) * 0.1 * Math.sin(i + r) * 10 ** ((i % 7) - 3)));
+
+withGloo("gloo communicator (Gloo TCP ring, host staging)", () => {
+  it("all-reduces f32 to the same bits on every rank, within rounding of the exact sum; mean divides by the world size", async () => {
+    const comms = await group(3);
+    const n = 100_003; // not a multiple of the ring's slices
+    const backends = comms.map(() => createReferenceBackend());
+    const ats = comms.map((_, r) => f32Operand(backends[r], valuesOf(r, n)));
+    await Promise.all(comms.map((c, r) => c.allReduce(backends[r], ats[r], n, "f32", "sum")));
+    const outs = await Promise.all(
+      backends.map(async (b, r) => {
+        const out = new Float32Array(n);
+        await b.download(ats[r], out);
+        return out;
+      }),
+    );
+    for (let r = 1; r < 3; r++) expect(Buffer.from(outs[r].buffer).equals(Buffer.from(outs[0].buffer))).toBe(true);
+    const inputs = [0, 1, 2].map((r) => valuesOf(r, n));
+    let worst = 0;
+    for (let i = 0; i < n; i++) {
+      const exact = inputs[0][i] + inputs[1][i] + inputs[2][i];
+      const magnitude = Math.abs(inputs[0][i]) + Math.abs(inputs[1][i]) + Math.abs(inputs[2][i]);
+      worst = Math.max(worst, Math.abs(outs[0][i] - exact) / magnitude);
+    }
+    expect(worst).toBeLessThanOrEqual(2 ** -22); // two f32 additions, each within half an ulp
+    await Promise.all(comms.map((c, r) => c.allReduce(backends[r], ats[r], n, "f32", "mean")));
+    const mean = new Float32Array(n);
+    await backends[1].download(ats[1], mean);
+    // Every rank held outs[0]: three equal addends are summed exactly up to rounding, then divided by 3.
+    expect(mean[7]).toBeCloseTo(outs[0][7], 6);
+  });
+
+  it("all-reduces bf16: widened, summed in f32, rounded once", async () => {
+    const comms = await group(2);
+    const backends = comms.map(() => createReferenceBackend());
+    const parts = [Float32Array.of(1, 0.1, -3, 100), Float32Array.of(1 / 256, 0.2, 3, 0.4)];
+    const ats = comms.map((_, r) => {
+      const buffer = backends[r].alloc(8);
+      backends[r].upload({ buffer, byteOffset: 0 }, encodeToBytes(parts[r], "bf16"));
+      return { buffer, byteOffset: 0 };
+    });
+    await Promise.all(comms.map((c, r) => c.allReduce(backends[r], ats[r], 4, "bf16", "sum")));
+    const widen = (x: Float32Array) => Array.from(decodeElements(encodeToBytes(x, "bf16"), "bf16", 4));
+    const [a, b] = parts.map(widen);
+    const expected = widen(Float32Array.from(a, (x, i) => Math.fround(x + b[i])));
+    for (let r = 0; r < 2; r++) {
+      const bytes = new Uint8Array(8);
+      await backends[r].download(ats[r], bytes);
+      expect(Array.from(decodeElements(bytes, "bf16", 4))).toEqual(expected);
+    }
+  });
+
+  it("broadcasts from any root, sums host numbers, and runs several collectives called at once in call order", async () => {
+    const comms = await group(3);
+    const backends = comms.map(() => createReferenceBackend());
+    const ats = comms.map((_, r) => f32Operand(backends[r], Float32Array.of(r, r, r)));
+    const results = await Promise.all(
+      comms.map((c, r) =>
+        Promise.all([c.broadcast(backends[r], ats[r], 12, 2), c.allReduceScalars(Float64Array.of(r, 0.5), "sum"), c.allReduceScalars(Float64Array.of(r), "mean"), c.barrier()]),
+      ),
+    );
+    for (let r = 0; r < 3; r++) {
+      const out = new Float32Array(3);
+      await backends[r].download(ats[r], out);
+      expect(Array.from(out)).toEqual([2, 2, 2]);
+      expect(Array.from(results[r][1])).toEqual([3, 1.5]);
+      expect(Array.from(results[r][2])).toEqual([1]);
+    }
+    expect(comms.map((c) => c.kind)).toEqual(["gloo", "gloo", "gloo"]);
+  });
+
+  it.each([
+    ["killed with SIGKILL", "SIGKILL", /rank 1 disconnected/],
+    ["stalled (SIGSTOP)", "SIGSTOP", /rank 1 did not reach roll call/],
+  ] as const)("a rank %s fails the next collective on the others within the timeout (+ a roll call), naming it", async (_, signal, says) => {
+    const port = await freePort();
+    const timeoutMs = 3000;
+    const child = spawn(process.execPath, [new URL("./support/gloo-rank.mjs", import.meta.url).pathname, "1", "2", String(port), String(timeoutMs)], { stdio: ["ignore", "pipe", "inherit"] });
+    try {
+      const comm = await createGlooCommunicator({ rank: 0, worldSize: 2, host: "127.0.0.1", port, timeoutMs });
+      open.push(comm);
+      const backend = createReferenceBackend();
+      const at = f32Operand(backend, Float32Array.of(1, 2, 3, 4));
+      const ready = new Promise<void>((resolve) => readline.createInterface({ input: child.stdout! }).on("line", (l) => l === "ready" && resolve()));
+      await Promise.all([comm.allReduce(backend, at, 4, "f32", "sum"), ready]);
+      child.kill(signal);
+      const started = Date.now();
+      const err = await comm.allReduce(backend, at, 4, "f32", "sum").then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(TrainingError);
+      expect((err as TrainingError).message).toMatch(says);
+      expect(String((err as TrainingError).where)).toMatch(/rank 1 of 2/);
+      expect(Date.now() - started).toBeLessThan(2 * timeoutMs + 1000);
+    } finally {
+      child.kill("SIGKILL");
+    }
+  }, 20_000);
+});
+
+describe("gloo communicator without Gloo", () => {
+  it.runIf(!gloo.available)("refuses with what to install", async () => {
+    await expect(createGlooCommunicator({ rank: 0, worldSize: 2, host: "127.0.0.1", port: await freePort(), timeoutMs: 1000 })).rejects.toThrow(/libgloo-dev/);
+  });
+  it("says whether it is available", () => {
+    expect(gloo.available ? gloo.path : gloo.reason).toMatch(gloo.available ? /kiln_gloo\.node$/ : /Gloo/);
+  });
+});
