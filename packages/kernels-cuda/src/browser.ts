@@ -4,8 +4,9 @@
 import { type Backend, DeviceError } from "@kiln/contract";
 import type { CudaBackendOptions } from "./create-cuda-backend.js";
 import type { CudaStatus } from "./cuda-status.js";
+import type { NcclCollectives, NcclCollectivesOptions, NcclLibraryStatus } from "./nccl.js";
 
-export type { CudaBackendOptions, CudaStatus };
+export type { CudaBackendOptions, CudaStatus, NcclCollectives, NcclCollectivesOptions, NcclLibraryStatus };
 export { GPU_PROFILES, gpuPeakFlops, gpuProfileForName, type GpuProfile } from "./gpu-peaks.js";
 
 const WHY = "@kiln/kernels-cuda runs in Node only: its CUDA kernels are a Node native addon, which a browser cannot load";
@@ -19,6 +20,7 @@ export function cudaStatus(): CudaStatus {
     simulator: { built: false, detail: WHY },
     libraries: { cublas: null, cublasLt: null, nccl: null },
     libraryVersions: {},
+    nccl: ncclLibraryStatus(),
   };
 }
 
@@ -33,4 +35,16 @@ export function createCudaSimBackend(_options: { reverseBlocks?: boolean; revers
 /** Shared libraries are a Node matter: always null here. */
 export function findSharedLibrary(_names: readonly string[]): string | null {
   return null;
+}
+
+export function ncclLibraryStatus(): NcclLibraryStatus {
+  return { found: false, problem: WHY, hint: HINT };
+}
+
+export function ncclUniqueId(): Uint8Array {
+  throw new DeviceError(`cannot use NCCL: ${WHY}`, { where: "@kiln/kernels-cuda", hint: HINT });
+}
+
+export async function openNcclCollectives(_backend: Backend, _options: NcclCollectivesOptions): Promise<NcclCollectives> {
+  throw new DeviceError(`cannot use NCCL: ${WHY}`, { where: "@kiln/kernels-cuda", hint: HINT });
 }

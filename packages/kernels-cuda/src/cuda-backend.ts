@@ -48,6 +48,20 @@ function bytesOf(data: ArrayBufferView): Uint8Array {
   return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
 }
 
+/** The native device and buffer table behind a Backend made here (for NCCL, which works on its device addresses). */
+export interface NativeBackendParts {
+  device: NativeDevice;
+  memory: DeviceMemory;
+  kind: AddonKind;
+}
+
+const partsOf = new WeakMap<Backend, NativeBackendParts>();
+
+/** The native parts of a backend made by openNativeBackend, or undefined for any other backend. */
+export function nativeBackendParts(backend: Backend): NativeBackendParts | undefined {
+  return partsOf.get(backend);
+}
+
 /**
  * The contract's Backend over a native device (the CUDA addon or its simulator):
  * kernels are checked and bounds-checked here, then enqueued on the device's one
@@ -85,7 +99,7 @@ export function openNativeBackend(addon: NativeAddon, options: OpenDeviceOptions
   ) as unknown as Kernels;
 
   const gpu = options.kind === "cuda";
-  return {
+  const backend: Backend = {
     contractVersion: CONTRACT_VERSION,
     name: options.name,
     capabilities: () => ({
@@ -127,4 +141,6 @@ export function openNativeBackend(addon: NativeAddon, options: OpenDeviceOptions
       device.close();
     },
   };
+  partsOf.set(backend, { device, memory, kind: options.kind });
+  return backend;
 }

@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import { addonPath, loadAddon } from "./native-addon.js";
+import { type NcclLibraryStatus, ncclLibraryStatus } from "./nccl.js";
 import { findSharedLibrary } from "./shared-library.js";
 
 export interface CudaStatus {
@@ -13,8 +14,13 @@ export interface CudaStatus {
   simulator: { built: boolean; detail: string };
   /** Libraries loaded at run time when present; kiln works without them where it can. */
   libraries: { cublas: string | null; cublasLt: string | null; nccl: string | null };
-  /** Versions of the optional libraries found, read from the libraries themselves ("13.0.2"), or why not. */
+  /**
+   * Versions of the optional libraries found, read from the libraries themselves ("13.0.2"), or why not;
+   * an NCCL that kiln cannot use says so after its version ("2.9.0 (not usable: ...)").
+   */
   libraryVersions: { cublasLt?: string; nccl?: string };
+  /** Whether NCCL's collectives (several GPUs) can run: the same answer as ncclLibraryStatus(). */
+  nccl: NcclLibraryStatus;
 }
 
 const PROC_VERSION = "/proc/driver/nvidia/version";
@@ -60,8 +66,10 @@ export function cudaStatus(): CudaStatus {
   const libraries = {
     cublas: findSharedLibrary(["libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"]),
     cublasLt: findSharedLibrary(["libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so.11", "libcublasLt.so"]),
-    nccl: findSharedLibrary(["libnccl.so.2", "libnccl.so"]),
+    nccl: process.env.KILN_NCCL_LIBRARY || findSharedLibrary(["libnccl.so.2", "libnccl.so"]),
   };
+  const nccl = ncclLibraryStatus();
+  if (nccl.found) libraries.nccl = nccl.path;
   return {
     driver: driverStatus(),
     ...addonStatus(),
@@ -69,9 +77,16 @@ export function cudaStatus(): CudaStatus {
     libraries,
     libraryVersions: {
       ...(libraries.cublasLt ? { cublasLt: libraryVersion(libraries.cublasLt, "cublasLt") } : {}),
-      ...(libraries.nccl ? { nccl: libraryVersion(libraries.nccl, "nccl") } : {}),
+      ...(libraries.nccl ? { nccl: nccl.found ? nccl.version : unusableNccl(libraries.nccl, nccl.problem) } : {}),
     },
+    nccl,
   };
+}
+
+/** The version of an NCCL file kiln cannot use, and why not. */
+function unusableNccl(file: string, problem: string): string {
+  const version = libraryVersion(file, "nccl");
+  return `${version.startsWith("version unknown") ? "version unknown" : version} (not usable: ${problem})`;
 }
 
 /** Read through either addon (the probe needs no GPU); an explanation when neither is built or the read fails. */

@@ -11,7 +11,9 @@ import {
 
 /** Storage dtype codes of csrc/kiln_cuda.h (enum DType). */
 const DTYPE_CODES: Record<DType, number> = { f32: 0, bf16: 1, f16: 2, i32: 3, u32: 4, u16: 5 };
-const code = (d: DType) => DTYPE_CODES[d];
+/** A dtype's code in csrc/kiln_cuda.h (enum DType), as the addon reads it. */
+export const dtypeCode = (d: DType) => DTYPE_CODES[d];
+const code = dtypeCode;
 const bit = (b: boolean | undefined) => (b ? 1 : 0);
 
 /**

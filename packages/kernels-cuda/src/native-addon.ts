@@ -18,6 +18,15 @@ export interface NativeDevice {
   close(): void;
   /** Routes matmuls through cuBLASLt loaded from `path` (TF32 for f32 when asked); returns its version; throws why not. */
   useCublasLt?(path: string, tf32: boolean): string;
+  /** Joins an NCCL communicator on this device (csrc/addon/nccl_bindings.cc); rejects with a coded error. */
+  openNccl?(libraryPath: string, uniqueId: Uint8Array, rank: number, worldSize: number, timeoutMs: number): Promise<NativeNccl>;
+}
+
+/** One rank's NCCL communicator: collectives on device addresses, resolved when done on the device. */
+export interface NativeNccl {
+  allReduce(address: number, count: number, dtypeCode: number, mean: boolean): Promise<void>;
+  broadcast(address: number, bytes: number, root: number): Promise<void>;
+  close(): void;
 }
 
 export interface NativeStatus {
@@ -37,6 +46,10 @@ export interface NativeAddon {
   Device: new (ordinal: number) => NativeDevice;
   /** The version ("13.0.2") of the library at `path`, read through its own version function; throws why not. */
   libraryVersion(path: string, kind: "cublasLt" | "nccl"): string;
+  /** Loads NCCL from `path` (a file or "libnccl.so.2") and checks it; throws with code KILN_NCCL_MISSING, _TOO_OLD or _SYMBOL. */
+  ncclLibrary?(path: string): { path: string; version: string };
+  /** ncclGetUniqueId through the NCCL at `path`: 128 bytes. */
+  ncclUniqueId?(path: string): Uint8Array;
   setSimOptions?(options: { reverseBlocks?: boolean; reverseThreads?: boolean }): void;
 }
 

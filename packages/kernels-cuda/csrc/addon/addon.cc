@@ -2,7 +2,7 @@
 // the same sources). Device addresses cross into JavaScript as doubles (exact below
 // 2^53, which covers every x86-64 and CUDA virtual address). download() and
 // synchronize() return promises that resolve on a worker thread's wait, so Node's
-// event loop never blocks on the device.
+// event loop never blocks on the device. NCCL's part is in nccl_bindings.cc.
 #include <napi.h>
 
 #include <memory>
@@ -12,6 +12,7 @@
 #include "../runtime/device.h"
 #include "../runtime/raw_runtime.h"
 #include "library_probe.h"
+#include "nccl_bindings.h"
 #if defined(KILN_CUDA_SIM)
 #include "../sim/sim_options.h"
 #endif
@@ -79,7 +80,7 @@ class DeviceHandle : public Napi::ObjectWrap<DeviceHandle> {
                         InstanceMethod("launch", &DeviceHandle::Launch), InstanceMethod("synchronize", &DeviceHandle::Synchronize),
                         InstanceMethod("allocatorStats", &DeviceHandle::AllocatorStats), InstanceMethod("emptyCache", &DeviceHandle::EmptyCache),
                         InstanceMethod("freeBytes", &DeviceHandle::FreeBytes), InstanceMethod("close", &DeviceHandle::Close),
-                        InstanceMethod("useCublasLt", &DeviceHandle::UseCublasLt)});
+                        InstanceMethod("useCublasLt", &DeviceHandle::UseCublasLt), InstanceMethod("openNccl", &DeviceHandle::OpenNccl)});
   }
 
   explicit DeviceHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<DeviceHandle>(info) {
@@ -166,6 +167,12 @@ class DeviceHandle : public Napi::ObjectWrap<DeviceHandle> {
     } catch (const kiln::DeviceFailure& e) {
       rethrow(info.Env(), e);
     }
+  }
+
+  /** openNccl(libraryPath, uniqueId, rank, worldSize, timeoutMs) -> Promise of a communicator (nccl_bindings.h). */
+  Napi::Value OpenNccl(const Napi::CallbackInfo& info) {
+    dev(info);
+    return kiln::addon::open_nccl(info, device_);
   }
 
   void Launch(const Napi::CallbackInfo& info) {
@@ -263,6 +270,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("status", Napi::Function::New(env, Status));
   exports.Set("Device", DeviceHandle::Define(env));
   exports.Set("libraryVersion", Napi::Function::New(env, LibraryVersion));
+  kiln::addon::register_nccl(env, exports);
 #if defined(KILN_CUDA_SIM)
   exports.Set("setSimOptions", Napi::Function::New(env, SetSimOptions));
 #endif

@@ -15,7 +15,8 @@ bool env_is(const char* name, const char* value) {
 }  // namespace
 
 Device::Device(int ordinal)
-    : props_(raw_open_device(ordinal)),
+    : ordinal_(ordinal),
+      props_(raw_open_device(ordinal)),
       stream_(raw_stream_create()),
       simt_matmul_(env_is("KILN_MATMUL_PATH", "simt")),
       simt_attention_(env_is("KILN_ATTENTION_PATH", "simt")) {}

@@ -27,6 +27,9 @@ class Device {
   Device& operator=(const Device&) = delete;
 
   const DeviceProperties& properties() const { return props_; }
+  int ordinal() const { return ordinal_; }
+  /** The stream every kernel and copy is issued on (others order themselves against it with events). */
+  RawStream stream() const { return stream_; }
   void* alloc(size_t bytes) { return allocator_.allocate(bytes); }
   void free(void* p) { allocator_.release(p); }
   void upload(void* dst, const void* src, size_t bytes);
@@ -45,6 +48,7 @@ class Device {
 
  private:
   static void* scratch_for(void* self, size_t bytes);
+  int ordinal_;
   DeviceProperties props_;
   RawStream stream_ = nullptr;
   CachingAllocator allocator_;

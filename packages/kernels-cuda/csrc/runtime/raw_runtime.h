@@ -36,6 +36,7 @@ using RawEvent = void*;
 
 RuntimeStatus raw_status();
 DeviceProperties raw_open_device(int ordinal);  // makes it current on this thread
+void raw_set_device(int ordinal);  // makes an opened device current on the calling thread
 /** nullptr (no throw) when the device has no room. */
 void* raw_malloc(size_t bytes);
 void raw_free(void* p);
@@ -49,6 +50,8 @@ void raw_memcpy_d2d(void* dst, const void* src, size_t bytes, RawStream s);
 RawEvent raw_event_create();
 void raw_event_destroy(RawEvent e);
 void raw_event_record(RawEvent e, RawStream s);
+/** Work issued to `s` after this call waits until `e` (as recorded now) is done; the host does not wait. */
+void raw_stream_wait_event(RawStream s, RawEvent e);
 bool raw_event_done(RawEvent e);
 void raw_event_wait(RawEvent e);  // blocks the calling thread
 void raw_stream_wait_idle(RawStream s);

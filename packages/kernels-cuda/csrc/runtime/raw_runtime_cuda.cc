@@ -54,6 +54,8 @@ DeviceProperties raw_open_device(int ordinal) {
   return p;
 }
 
+void raw_set_device(int ordinal) { check(cudaSetDevice(ordinal), "selecting the device"); }
+
 void* raw_malloc(size_t bytes) {
   void* p = nullptr;
   cudaError_t err = cudaMalloc(&p, bytes);
@@ -87,6 +89,9 @@ RawEvent raw_event_create() {
 }
 void raw_event_destroy(RawEvent e) { cudaEventDestroy(static_cast<cudaEvent_t>(e)); }
 void raw_event_record(RawEvent e, RawStream s) { check(cudaEventRecord(static_cast<cudaEvent_t>(e), stream_of(s)), "recording an event"); }
+void raw_stream_wait_event(RawStream s, RawEvent e) {
+  check(cudaStreamWaitEvent(stream_of(s), static_cast<cudaEvent_t>(e), 0), "ordering two streams");
+}
 bool raw_event_done(RawEvent e) {
   cudaError_t err = cudaEventQuery(static_cast<cudaEvent_t>(e));
   if (err == cudaErrorNotReady) return false;

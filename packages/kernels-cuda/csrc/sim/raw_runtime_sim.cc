@@ -2,6 +2,8 @@
 // issued (sim_scheduler.cc), so copies are plain memcpy and events are always done.
 // The "device" holds KILN_SIM_MEMORY_BYTES (default 4 GiB) so that out-of-memory
 // handling can be exercised.
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -49,6 +51,10 @@ DeviceProperties raw_open_device(int ordinal) {
   return p;
 }
 
+void raw_set_device(int ordinal) {
+  if (ordinal != 0) throw DeviceFailure("the simulator has one device, ordinal 0");
+}
+
 void* raw_malloc(size_t bytes) {
   std::lock_guard<std::mutex> lock(g_mu);
   size_t rounded = (bytes + 255) & ~size_t{255};
@@ -73,7 +79,11 @@ void* raw_host_alloc(size_t bytes) {
   return p;
 }
 void raw_host_free(void* p) { std::free(p); }
-RawStream raw_stream_create() { return reinterpret_cast<RawStream>(1); }
+// Streams are distinct tokens (so a library handed one can tell them apart); work runs when issued.
+RawStream raw_stream_create() {
+  static std::atomic<uintptr_t> next{1};
+  return reinterpret_cast<RawStream>(next++);
+}
 void raw_stream_destroy(RawStream) {}
 void raw_memcpy_h2d(void* dst, const void* src, size_t n, RawStream) { std::memcpy(dst, src, n); }
 void raw_memcpy_d2h(void* dst, const void* src, size_t n, RawStream) { std::memcpy(dst, src, n); }
@@ -81,6 +91,7 @@ void raw_memcpy_d2d(void* dst, const void* src, size_t n, RawStream) { std::memm
 RawEvent raw_event_create() { return reinterpret_cast<RawEvent>(1); }
 void raw_event_destroy(RawEvent) {}
 void raw_event_record(RawEvent, RawStream) {}
+void raw_stream_wait_event(RawStream, RawEvent) {}
 bool raw_event_done(RawEvent) { return true; }
 void raw_event_wait(RawEvent) {}
 void raw_stream_wait_idle(RawStream) {}
