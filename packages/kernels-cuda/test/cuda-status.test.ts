@@ -5,6 +5,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { DeviceError } from "@kiln/contract";
 import { createCudaBackend, cudaStatus, findSharedLibrary } from "@kiln/kernels-cuda";
+import { buildFakeNccl } from "./support/fake-nccl.js";
 
 const hasDriver = fs.existsSync("/proc/driver/nvidia/version");
 const built = cudaStatus().addon.built;
@@ -56,7 +57,7 @@ describe("cuda status", () => {
 
 describe("optional NVIDIA libraries", () => {
   const st = cudaStatus();
-  it.skipIf(!st.addon.built && !st.simulator.built)("reads cuBLASLt's and NCCL's versions from the libraries found (fakes built here)", () => {
+  it.skipIf(!st.addon.built && !st.simulator.built)("reads cuBLASLt's and NCCL's versions from the libraries found (fakes built here; NCCL found through LD_LIBRARY_PATH)", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kiln-fake-libs-"));
     const build = (name: string, source: string) => {
       const c = path.join(dir, `${name}.c`);
@@ -64,13 +65,14 @@ describe("optional NVIDIA libraries", () => {
       execFileSync("cc", ["-shared", "-fPIC", "-o", path.join(dir, name), c]);
     };
     build("libcublasLt.so.13", "#include <stddef.h>\nsize_t cublasLtGetVersion(void) { return 130002; }\n");
-    build("libnccl.so.2", "int ncclGetVersion(int* v) { *v = 22703; return 0; }\n");
+    buildFakeNccl(dir, "libnccl.so.2", { version: 22703 });
     const saved = process.env.LD_LIBRARY_PATH;
     process.env.LD_LIBRARY_PATH = dir;
     try {
       const s = cudaStatus();
       expect(s.libraries.cublasLt).toBe(path.join(dir, "libcublasLt.so.13"));
       expect(s.libraryVersions).toEqual({ cublasLt: "13.0.2", nccl: "2.27.3" });
+      expect(s.nccl).toEqual({ found: true, path: path.join(dir, "libnccl.so.2"), version: "2.27.3" });
     } finally {
       process.env.LD_LIBRARY_PATH = saved;
       fs.rmSync(dir, { recursive: true });
