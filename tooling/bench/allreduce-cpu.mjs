@@ -1,9 +1,10 @@
 #!/usr/bin/env node
-// All-reduce bandwidth of the cpu sync backend (@kiln/distributed's TCP communicator,
-// host staging): N rank processes on this machine all-reduce (sum) one f32 buffer;
-// rank 0 prints one JSON object.
+// All-reduce bandwidth of the host-staged sync backends of @kiln/distributed: `cpu`
+// (kiln's TCP star, summed at rank 0) and `gloo` (Gloo's TCP ring): N rank processes
+// on this machine all-reduce (sum) one f32 buffer; rank 0 prints one JSON object per
+// backend, measured one after the other in the same run.
 //
-//   node tooling/bench/allreduce-cpu.mjs [--ranks 2] [--mb 100] [--calls 5]
+//   node tooling/bench/allreduce-cpu.mjs [--ranks 2] [--mb 100] [--calls 5] [--backends cpu,gloo]
 //
 // Needs the packages built: pnpm --filter "@kiln/distributed..." build
 // Each rank stages its buffer through the reference backend's host memory, as
@@ -14,7 +15,7 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
-const { values: args } = parseArgs({ options: { ranks: { type: "string", default: "2" }, mb: { type: "string", default: "100" }, calls: { type: "string", default: "5" } } });
+const { values: args } = parseArgs({ options: { ranks: { type: "string", default: "2" }, mb: { type: "string", default: "100" }, calls: { type: "string", default: "5" }, backends: { type: "string", default: "cpu,gloo" } } });
 const ranks = Number(args.ranks);
 const bytes = Math.round(Number(args.mb) * 1e6 / 4) * 4;
 const calls = Number(args.calls);
@@ -27,9 +28,12 @@ async function load() {
   });
 }
 
-async function rank(r, port) {
-  const [{ createReferenceBackend }, { createCpuCommunicator }] = await load();
-  const comm = await createCpuCommunicator({ rank: r, worldSize: ranks, host: "127.0.0.1", port, timeoutMs: 600_000 });
+const TRANSPORT = { cpu: "tcp loopback star, host staging, sum at rank 0 in rank order", gloo: "Gloo tcp loopback ring, host staging" };
+
+async function rank(r, port, kind) {
+  const [{ createReferenceBackend }, { createCpuCommunicator, createGlooCommunicator }] = await load();
+  const create = kind === "gloo" ? createGlooCommunicator : createCpuCommunicator;
+  const comm = await create({ rank: r, worldSize: ranks, host: "127.0.0.1", port, timeoutMs: 600_000 });
   const backend = createReferenceBackend();
   const buffer = backend.alloc(bytes);
   backend.upload(buffer, new Float32Array(bytes / 4).fill(r + 1));
@@ -51,7 +55,7 @@ async function rank(r, port) {
   const median = sorted[Math.floor(sorted.length / 2)];
   const gbps = (s) => Number((bytes / s / 1e9).toFixed(3));
   console.log(JSON.stringify({
-    bench: "allreduce-cpu", transport: "tcp loopback, host staging, sum at rank 0 in rank order", ranks, bytes, calls,
+    bench: "allreduce-cpu", sync_backend: kind, transport: TRANSPORT[kind], ranks, bytes, calls,
     cold_seconds: Number(cold.toFixed(4)), median_seconds: Number(median.toFixed(4)), best_seconds: Number(sorted[0].toFixed(4)),
     gb_per_s_median: gbps(median), gb_per_s_best: gbps(sorted[0]), gb_per_s_cold: gbps(cold),
     checked: Number.isFinite(check[0]),
@@ -59,14 +63,20 @@ async function rank(r, port) {
 }
 
 if (process.env.BENCH_RANK !== undefined) {
-  await rank(Number(process.env.BENCH_RANK), Number(process.env.BENCH_PORT));
+  await rank(Number(process.env.BENCH_RANK), Number(process.env.BENCH_PORT), process.env.BENCH_SYNC);
 } else {
-  const [, { freePort }] = await load();
-  const port = await freePort();
+  const [, { freePort, glooStatus }] = await load();
   const script = fileURLToPath(import.meta.url);
-  const children = Array.from({ length: ranks }, (_, r) =>
-    spawn(process.execPath, [script, ...process.argv.slice(2)], { env: { ...process.env, BENCH_RANK: String(r), BENCH_PORT: String(port) }, stdio: "inherit" }),
-  );
-  const codes = await Promise.all(children.map((c) => new Promise((resolve) => c.on("exit", (code) => resolve(code)))));
-  process.exitCode = codes.find((c) => c !== 0) ?? 0;
+  for (const kind of args.backends.split(",")) {
+    if (kind === "gloo" && !glooStatus().available) {
+      console.log(JSON.stringify({ bench: "allreduce-cpu", sync_backend: kind, skipped: glooStatus().reason }));
+      continue;
+    }
+    const port = await freePort();
+    const children = Array.from({ length: ranks }, (_, r) =>
+      spawn(process.execPath, [script, ...process.argv.slice(2)], { env: { ...process.env, BENCH_RANK: String(r), BENCH_PORT: String(port), BENCH_SYNC: kind }, stdio: "inherit" }),
+    );
+    const codes = await Promise.all(children.map((c) => new Promise((resolve) => c.on("exit", (code) => resolve(code)))));
+    process.exitCode ||= codes.find((c) => c !== 0) ?? 0;
+  }
 }

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { main } from "@kiln/cli";
+import { glooStatus } from "@kiln/distributed";
 
 // doctor measures the CPU's peak once and caches it: in a cache folder of the tests' own.
 let cache: string;
@@ -39,7 +40,12 @@ describe("kiln doctor", () => {
     expect(out).toMatch(/cpu kernels\s+WebAssembly (relaxed SIMD|SIMD128).*\d+ thread/);
     expect(out).toMatch(/nvidia driver\s+/);
     expect(out).toMatch(/NCCL\s+(found|not found)/);
-    expect(out).toMatch(/sync backends\s+cpu \(data-parallel ranks over TCP, --ranks N\): available; nccl \(several GPUs\): not available yet/);
+    const gloo = glooStatus();
+    expect(out).toMatch(
+      gloo.available
+        ? /sync backends\s+gloo \(Gloo's TCP ring; the default for --ranks\/--nnodes\): available; cpu \(kiln's TCP star, sums in rank order\): available; nccl/
+        : /sync backends\s+gloo: not available \(.*libgloo-dev.*\); cpu \(kiln's TCP star, sums in rank order\): available; nccl/,
+    );
     expect(out).toMatch(/^ready: kiln can train on the CPU/m);
   });
 
@@ -50,6 +56,7 @@ describe("kiln doctor", () => {
     expect(report.wasm.ok).toBe(true);
     expect(report.wasm.threads).toBeGreaterThanOrEqual(1);
     expect(typeof report.cuda.driver.found).toBe("boolean");
+    expect(report.sync.gloo.available).toBe(glooStatus().available);
   });
 
   it("measures the CPU's peak once, then shows the cached figure", async () => {

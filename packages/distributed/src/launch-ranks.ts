@@ -5,6 +5,9 @@ import readline from "node:readline";
 export interface LaunchOptions {
   /** Processes to start, one per rank, on this machine. */
   ranks: number;
+  /** The global rank of the first of them (default 0), and of how many ranks on every machine (default `ranks`). */
+  firstRank?: number;
+  worldSize?: number;
   /** The program and arguments every rank runs (the same for all; the environment tells them apart). */
   command: string;
   args: readonly string[];
@@ -27,13 +30,15 @@ export interface LaunchOptions {
 export async function launchRanks(o: LaunchOptions): Promise<number> {
   const log = o.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const children: ChildProcess[] = [];
-  const exits: Promise<{ rank: number; code: number; how: string }>[] = [];
-  for (let rank = 0; rank < o.ranks; rank++) {
+  const exits: Promise<{ local: number; rank: number; code: number; how: string }>[] = [];
+  const firstRank = o.firstRank ?? 0;
+  for (let local = 0; local < o.ranks; local++) {
+    const rank = firstRank + local;
     const env = {
       ...process.env,
-      WORLD_SIZE: String(o.ranks),
+      WORLD_SIZE: String(o.worldSize ?? o.ranks),
       RANK: String(rank),
-      LOCAL_RANK: String(rank),
+      LOCAL_RANK: String(local),
       LOCAL_WORLD_SIZE: String(o.ranks),
       MASTER_ADDR: o.masterAddr,
       MASTER_PORT: String(o.masterPort),
@@ -43,8 +48,8 @@ export async function launchRanks(o: LaunchOptions): Promise<number> {
     children.push(child);
     exits.push(
       new Promise((resolve) => {
-        child.on("error", (err) => resolve({ rank, code: 1, how: `could not start (${err.message})` }));
-        child.on("exit", (code, signal) => resolve({ rank, code: code ?? 128 + (signal ? os.constants.signals[signal] : 0), how: signal ? `was killed by ${signal}` : `exited with code ${code}` }));
+        child.on("error", (err) => resolve({ local, rank, code: 1, how: `could not start (${err.message})` }));
+        child.on("exit", (code, signal) => resolve({ local, rank, code: code ?? 128 + (signal ? os.constants.signals[signal] : 0), how: signal ? `was killed by ${signal}` : `exited with code ${code}` }));
       }),
     );
   }
@@ -52,12 +57,12 @@ export async function launchRanks(o: LaunchOptions): Promise<number> {
   const ignoreSigint = () => undefined;
   process.on("SIGINT", ignoreSigint);
   try {
-    let failed: { rank: number; code: number; how: string } | undefined;
+    let failed: { local: number; rank: number; code: number; how: string } | undefined;
     const pending = new Set(exits.map((_, r) => r));
     let killTimer: NodeJS.Timeout | undefined;
     while (pending.size > 0) {
       const done = await Promise.race([...pending].map((r) => exits[r]));
-      pending.delete(done.rank);
+      pending.delete(done.local);
       if (done.code !== 0 && failed === undefined) {
         failed = done;
         if (done.code !== 130) log(`rank ${done.rank} ${done.how}; the other ranks stop too`);

@@ -2,7 +2,8 @@ import { type Command, Option } from "commander";
 import { addSettingFlags } from "../config/setting-flags.js";
 import { runTrain, type TrainFlags } from "../train/run-train.js";
 import { FLOAT_DTYPES } from "@kiln/contract";
-import { dtypeChoice, oneOf, positiveInt } from "./parse-flags.js";
+import { dtypeChoice, nonNegativeInt, oneOf, positiveInt } from "./parse-flags.js";
+import { SYNC_BACKENDS } from "../train/data-parallel-run.js";
 import { PROFILE_DEFAULT_STEPS, PROFILE_WARMUP_STEPS } from "../train/step-profiling.js";
 
 /** Adds the training flags to a command (train, and the bare `kiln -f cfg.yaml`). */
@@ -17,9 +18,15 @@ export function trainOptions(cmd: Command): Command {
     .option("--tf32", "allow TF32 for f32 matmuls (the GPU's cuBLASLt path; no effect elsewhere) (trainer.tf32)")
     .addOption(new Option("--export-dtype <dtype>", "dtype of final.safetensors (default: the training dtype)").argParser(oneOf(FLOAT_DTYPES)))
     .option("--ranks <n>", "data-parallel training on the CPU: start N ranks on this machine, each with its slice of every batch (torchrun's WORLD_SIZE, RANK, MASTER_ADDR, MASTER_PORT are read too)", positiveInt)
+    .option("--nnodes <n>", "data parallel across machines: run the same command on N machines, each starting its --ranks (default 1)", positiveInt)
+    .option("--node-rank <r>", "data parallel across machines: this machine's index, 0 to N - 1 (0 where rank 0 listens)", nonNegativeInt)
     .option("--master-addr <host>", "data parallel: where rank 0 listens for the other ranks (default 127.0.0.1; MASTER_ADDR)")
-    .option("--master-port <port>", "data parallel: rank 0's port (default: a free one with --ranks; MASTER_PORT)", positiveInt)
-    .addOption(new Option("--sync-backend <backend>", "gradient sync between ranks: cpu (host staging over TCP); nccl is not available yet").argParser(oneOf(["cpu", "nccl"] as const)))
+    .option("--master-port <port>", "data parallel: rank 0's port (default: a free one with --ranks on one machine, 29500 across machines; MASTER_PORT)", positiveInt)
+    .addOption(
+      new Option("--sync-backend <backend>", "gradient sync between ranks: gloo (Gloo's TCP ring, host staging; default where installed), cpu (kiln's TCP star, host staging, sums in rank order); nccl is not available yet").argParser(
+        oneOf(SYNC_BACKENDS),
+      ),
+    )
     .option("--gpus <list>", "GPU ordinals for data-parallel training, e.g. 0,1 (not available yet: refused)")
     .option("--threads <n>", "CPU threads for kernels (default: every core, shared out between the ranks of this machine)", positiveInt)
     .option(

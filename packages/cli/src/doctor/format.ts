@@ -18,7 +18,7 @@ export function formatDoctorReport(r: DoctorReport): string {
       ? [["cpu peak", `${(r.wasm.peak.flopsPerSecond / 1e9).toFixed(1)} GFLOP/s f32 on ${r.wasm.threads} thread${r.wasm.threads === 1 ? "" : "s"}, for MFU (${r.wasm.peak.cached ? "measured" : "measured now"} ${r.wasm.peak.measuredAt.slice(0, 16).replace("T", " ")} UTC, kept in ${r.wasm.peak.file})`] as [string, string]]
       : []),
     ...cudaRows(r.cuda),
-    ["sync backends", "cpu (data-parallel ranks over TCP, --ranks N): available; nccl (several GPUs): not available yet"],
+    ["sync backends", syncRow(r.sync)],
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
   const verdict = r.wasm.ok
@@ -43,4 +43,10 @@ function cudaRows(c: DoctorReport["cuda"]): [string, string][] {
     ],
     ["NCCL", withVersion(found(c.libraries.nccl, "libnccl.so.2"), c.libraryVersions.nccl) + "; needed only for training on several GPUs, which is not available yet"],
   ];
+}
+
+/** Which --sync-backend values this machine can use. */
+function syncRow(sync: DoctorReport["sync"]): string {
+  const gloo = sync.gloo.available ? "gloo (Gloo's TCP ring; the default for --ranks/--nnodes): available" : `gloo: not available (${sync.gloo.reason})`;
+  return `${gloo}; cpu (kiln's TCP star, sums in rank order): available; nccl (several GPUs): not available yet`;
 }

@@ -41,11 +41,13 @@ import {
   type DataParallelFlags,
   anyRankStops,
   checkRanksAgree,
+  chooseSyncBackend,
   gatherCursors,
   joinRanks,
   launchThisCommand,
   ranksRow,
   refuseUnavailableSync,
+  startsRanks,
   threadsPerRank,
 } from "./data-parallel-run.js";
 import path from "node:path";
@@ -78,7 +80,7 @@ export async function runTrain(flags: TrainFlags): Promise<number> {
   const init = flags.initFrom === undefined ? undefined : await PretrainedWeights.open(flags.initFrom);
   try {
     const s = resolveSettings(config, { ...flags, ...(asked ? { dtype: asked.dtype } : {}) }, init && { model: init.model, source: init.modelSource });
-    if (!env && flags.ranks !== undefined && flags.ranks > 1) return await launchThisCommand({ ...flags, ranks: flags.ranks }, s);
+    if (!env && startsRanks(flags)) return await launchThisCommand(flags, s);
     // One run per output folder: a second one stops here, before it reads or writes anything there. Rank 0 alone writes there.
     const lock = (env?.rank ?? 0) === 0 ? lockOutputDir(s.outputDir, stderrLine) : undefined;
     try {
@@ -123,7 +125,7 @@ async function openAndTrain(s: RunSettings, flags: TrainFlags, init: PretrainedW
       ...(!comm || comm.rank === 0 ? { cpuPeak: cachedCpuPeakSource(stderrLine, (p) => (cpuPeak = p)) } : {}),
     });
     try {
-      const ranks = comm && env ? { comm, row: ranksRow(comm, s, threads ?? 1, `${flags.masterAddr ?? env.masterAddr}:${flags.masterPort ?? env.masterPort}`) } : undefined;
+      const ranks = comm && env ? { comm, row: ranksRow(comm, s, threads ?? 1, `${flags.masterAddr ?? env.masterAddr}:${flags.masterPort ?? env.masterPort}`, chooseSyncBackend(flags).why) } : undefined;
       return await trainOn(s, flags, data, backend, note, cpuPeak, init, ranks);
     } finally {
       backend.dispose();

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "@kiln/distributed";
+import { cp } from "node:fs/promises";
+import { freePort, glooStatus } from "@kiln/distributed";
 import { readCheckpoint, stepCheckpoints } from "./support/checkpoints.js";
 import { jsonLines } from "./support/kiln-process.js";
 import { expectSuccess } from "./support/runs.js";
@@ -26,16 +27,24 @@ function maxAbsDiff(a: Uint8Array, b: Uint8Array): number {
   return worst;
 }
 
-describe("kiln train --ranks 2", () => {
+// The one-rank run every data-parallel run is compared with, made once.
+let oneRank: Promise<Awaited<ReturnType<Workspace["run"]>>> | undefined;
+const one = () => (oneRank ??= ws.run([...TRAIN, "--batch-size", "4", "--threads", "1", "--output-dir", "one"]).then((r) => expectSuccess(r, "1 rank")));
+const withGloo = glooStatus().available;
+
+describe.each([
+  ["gloo", withGloo],
+  ["cpu", true],
+] as const)("kiln train --ranks 2 --sync-backend %s", (sync, available) => {
   let two: Awaited<ReturnType<Workspace["run"]>>;
-  let one: Awaited<ReturnType<Workspace["run"]>>;
+  const dir = `two-${sync}`;
   beforeAll(async () => {
-    two = expectSuccess(await ws.run([...TRAIN, "--ranks", "2", "--batch-size", "2", "--output-dir", "two"]), "2 ranks");
-    one = expectSuccess(await ws.run([...TRAIN, "--batch-size", "4", "--threads", "1", "--output-dir", "one"]), "1 rank");
+    if (!available) return;
+    two = expectSuccess(await ws.run([...TRAIN, "--ranks", "2", "--sync-backend", sync, "--batch-size", "2", "--output-dir", dir]), "2 ranks");
   });
 
-  it("logs the loss curve, grad norms and validation losses of one rank with the whole global batch", () => {
-    const [a, b] = [training(two.stdout), training(one.stdout)];
+  it.runIf(available)("logs the loss curve, grad norms and validation losses of one rank with the whole global batch", async () => {
+    const [a, b] = [training(two.stdout), training((await one()).stdout)];
     expect(a.map((l) => l.step)).toEqual([1, 2, 2, 3, 4, 4]);
     expect(a.map((l) => l.step)).toEqual(b.map((l) => l.step));
     for (const [i, l] of a.entries()) {
@@ -48,28 +57,62 @@ describe("kiln train --ranks 2", () => {
     // Rank 0 alone prints: one JSON line per step, the banner once, with the ranks row.
     expect(jsonLines(two.stdout).length).toBe(6);
     expect(two.stderr.match(/^kiln train /gm)).toHaveLength(1);
-    expect(two.stderr).toMatch(/^ {2}ranks {3}2 processes, cpu sync via 127\.0\.0\.1:\d+, \d+ threads? each; global batch 2 x 2 x 16 tokens x 1 accumulation = 64 tokens$/m);
+    expect(two.stderr).toMatch(
+      new RegExp(`^ {2}ranks {3}2 processes, ${sync} sync via 127\\.0\\.0\\.1:\\d+ \\(--sync-backend\\), \\d+ threads? each; global batch 2 x 2 x 16 tokens x 1 accumulation = 64 tokens$`, "m"),
+    );
   });
 
-  it("ends with the weights of the one-rank run, and checkpoints that hold every rank's data cursor", async () => {
-    const [a, b] = await Promise.all([readCheckpoint(ws.path("two", "final.safetensors")), readCheckpoint(ws.path("one", "final.safetensors"))]);
+  it.runIf(available)("ends with the weights of the one-rank run, and checkpoints that hold every rank's data cursor", async () => {
+    await one();
+    const [a, b] = await Promise.all([readCheckpoint(ws.path(dir, "final.safetensors")), readCheckpoint(ws.path("one", "final.safetensors"))]);
     for (const [name, bytes] of b.tensors) expect(maxAbsDiff(a.tensors.get(name)!, bytes), name).toBeLessThan(1e-6);
-    const step2 = await readCheckpoint(ws.path("two", "step_2.safetensors"));
+    const step2 = await readCheckpoint(ws.path(dir, "step_2.safetensors"));
     expect(step2.metadata["kiln.world_size"]).toBe("2");
     expect(JSON.parse(step2.metadata["kiln.data_cursors"])).toEqual([{ epoch: 0, index: 8 }, { epoch: 0, index: 8 }]);
     expect((await readCheckpoint(ws.path("one", "step_2.safetensors"))).metadata["kiln.data_cursor"]).toBe(step2.metadata["kiln.data_cursor"]);
   });
 
-  it("refuses to resume with another number of ranks, and resumes with as many", async () => {
-    const refused = await ws.run([...TRAIN, "--batch-size", "4", "--output-dir", "two", "--resume", "auto", "--max-steps", "6"]);
+  it.runIf(available)("refuses to resume with another number of ranks, and resumes with as many", async () => {
+    await one();
+    const refused = await ws.run([...TRAIN, "--batch-size", "4", "--output-dir", dir, "--resume", "auto", "--max-steps", "6"]);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(/CheckpointError in two\/step_4\.safetensors: the checkpoint was trained by 2 data-parallel ranks, this run has 1/);
+    expect(refused.stderr).toMatch(new RegExp(`CheckpointError in ${dir}/step_4\\.safetensors: the checkpoint was trained by 2 data-parallel ranks, this run has 1`));
     expect(refused.stderr).toMatch(/resume with 2 ranks \(--ranks 2\)/);
-    const resumed = expectSuccess(await ws.run([...TRAIN, "--ranks", "2", "--batch-size", "2", "--output-dir", "two", "--resume", "auto", "--max-steps", "6"]), "resume");
-    const more = expectSuccess(await ws.run([...TRAIN, "--batch-size", "4", "--threads", "1", "--output-dir", "one", "--resume", "auto", "--max-steps", "6"]), "resume 1 rank");
+    const resumed = expectSuccess(await ws.run([...TRAIN, "--ranks", "2", "--sync-backend", sync, "--batch-size", "2", "--output-dir", dir, "--resume", "auto", "--max-steps", "6"]), "resume");
+    const more = await resumeOne();
     const [a, b] = [training(resumed.stdout), training(more.stdout)];
     expect(a.map((l) => l.step)).toEqual([5, 6, 6]);
     for (const [i, l] of a.entries()) expect(Math.abs(((l.loss ?? l.val_loss) as number) - ((b[i].loss ?? b[i].val_loss) as number))).toBeLessThan(1e-5);
+  });
+});
+
+// The one-rank run continued to step 6, made once (in a copy, so that `one` stays at step 4 for the other comparisons).
+let oneResumed: Promise<Awaited<ReturnType<Workspace["run"]>>> | undefined;
+const resumeOne = () =>
+  (oneResumed ??= one().then(async () => {
+    await cp(ws.path("one"), ws.path("one-resumed"), { recursive: true });
+    return expectSuccess(await ws.run([...TRAIN, "--batch-size", "4", "--threads", "1", "--output-dir", "one-resumed", "--resume", "auto", "--max-steps", "6"]), "resume 1 rank");
+  }));
+
+describe("two machines (--nnodes 2 --node-rank R, here both on this one)", () => {
+  it("train like one rank with the whole batch, through Gloo by default", async () => {
+    const port = String(await freePort());
+    const node = (r: number) => ws.run([...TRAIN, "--nnodes", "2", "--node-rank", String(r), "--master-port", port, "--batch-size", "2", "--output-dir", "nodes"]);
+    const [n0, n1] = await Promise.all([node(0), node(1)]);
+    expectSuccess(n0, "node 0");
+    expectSuccess(n1, "node 1");
+    expect(n0.stderr).toMatch(withGloo ? /ranks {3}2 processes, gloo sync via 127\.0\.0\.1:\d+ \(default: Gloo is installed\)/ : /ranks {3}2 processes, cpu sync via .*\(default: Gloo is not installed\)/);
+    // Node 1's rank prints nothing of the run: rank 0 alone reports.
+    expect(jsonLines(n1.stdout)).toEqual([]);
+    await one();
+    const [a, b] = await Promise.all([readCheckpoint(ws.path("nodes", "final.safetensors")), readCheckpoint(ws.path("one", "final.safetensors"))]);
+    for (const [name, bytes] of b.tensors) expect(maxAbsDiff(a.tensors.get(name)!, bytes), name).toBeLessThan(1e-6);
+  });
+
+  it("refuses a node rank outside --nnodes", async () => {
+    const r = await ws.run([...TRAIN, "--nnodes", "2", "--node-rank", "2", "--output-dir", "bad-node"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/ConfigError in --node-rank: --node-rank 2 is outside 0\.\.1/);
   });
 });
 
