@@ -139,7 +139,13 @@ export async function openNcclCollectives(backend: Backend, options: NcclCollect
   const { path } = requireNccl();
   if (!parts.device.openNccl) throw new DeviceError("this build of the CUDA addon cannot call NCCL", { where: "openNcclCollectives", hint: "rebuild it with 'pnpm --filter @kiln/kernels-cuda build'" });
   const where = `NCCL rank ${rank} of ${worldSize}`;
-  const native = await joinWithin(parts.device.openNccl(path, uniqueId, rank, worldSize, timeoutMs), timeoutMs, where);
+  let joining: Promise<NativeNccl>;
+  try {
+    joining = parts.device.openNccl(path, uniqueId, rank, worldSize, timeoutMs);
+  } catch (err) {
+    throw ncclError(err, where);
+  }
+  const native = await joinWithin(joining, timeoutMs, where);
   return collectives(native, parts.memory, rank, worldSize, where);
 }
 
