@@ -31,7 +31,7 @@ export function buildFakeNccl(dir: string, name: string, o: FakeNcclOptions = {}
   if (o.failEnqueue) defines.push("-DFAKE_NCCL_FAIL_ENQUEUE");
   if (o.async) defines.push(`-DFAKE_NCCL_ASYNC=${o.async === "hang" ? 1 : 2}`);
   fs.mkdirSync(path.dirname(out), { recursive: true });
-  const r = spawnSync("cc", ["-shared", "-fPIC", "-O1", "-Wall", "-Werror", ...defines, "-o", out, SOURCE], { encoding: "utf8" });
+  const r = spawnSync("cc", ["-shared", "-fPIC", "-O1", "-Wall", "-Werror", ...defines, "-o", out, SOURCE, "-lrt"], { encoding: "utf8" });
   if (r.status !== 0) throw new Error(`building the fake NCCL failed:\n${r.stderr}`);
   return out;
 }
