@@ -66,7 +66,7 @@ export function cudaStatus(): CudaStatus {
   const libraries = {
     cublas: findSharedLibrary(["libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"]),
     cublasLt: findSharedLibrary(["libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so.11", "libcublasLt.so"]),
-    nccl: process.env.KILN_NCCL_LIBRARY || findSharedLibrary(["libnccl.so.2", "libnccl.so"]),
+    nccl: ncclFile(),
   };
   const nccl = ncclLibraryStatus();
   if (nccl.found) libraries.nccl = nccl.path;
@@ -81,6 +81,13 @@ export function cudaStatus(): CudaStatus {
     },
     nccl,
   };
+}
+
+/** The NCCL file there is: KILN_NCCL_LIBRARY when it names one, else where the loader would find libnccl.so.2. */
+function ncclFile(): string | null {
+  const wanted = process.env.KILN_NCCL_LIBRARY;
+  if (wanted) return fs.existsSync(wanted) ? wanted : null;
+  return findSharedLibrary(["libnccl.so.2", "libnccl.so"]);
 }
 
 /** The version of an NCCL file kiln cannot use, and why not. */
