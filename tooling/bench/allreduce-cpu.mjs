@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // All-reduce bandwidth of the host-staged sync backends of @kiln/distributed: `cpu`
-// (kiln's TCP star, summed at rank 0) and `gloo` (Gloo's TCP ring): N rank processes
-// on this machine all-reduce (sum) one f32 buffer; rank 0 prints one JSON object per
-// backend, measured one after the other in the same run.
+// through shared memory (ranks on one machine), `cpu` over TCP (kiln's star, summed at
+// rank 0, what ranks on several machines use without Gloo) and `gloo` (Gloo's TCP
+// ring): N rank processes on this machine all-reduce (sum) one f32 buffer; rank 0
+// prints one JSON object per path, measured one after the other in the same run.
 //
-//   node tooling/bench/allreduce-cpu.mjs [--ranks 2] [--mb 100] [--calls 5] [--backends cpu,gloo]
+//   node tooling/bench/allreduce-cpu.mjs [--ranks 2] [--mb 100] [--calls 5] [--paths shm,tcp,gloo]
 //
 // Needs the packages built: pnpm --filter "@kiln/distributed..." build
 // Each rank stages its buffer through the reference backend's host memory, as
@@ -15,7 +16,7 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
-const { values: args } = parseArgs({ options: { ranks: { type: "string", default: "2" }, mb: { type: "string", default: "100" }, calls: { type: "string", default: "5" }, backends: { type: "string", default: "cpu,gloo" } } });
+const { values: args } = parseArgs({ options: { ranks: { type: "string", default: "2" }, mb: { type: "string", default: "100" }, calls: { type: "string", default: "5" }, paths: { type: "string", default: "shm,tcp,gloo" } } });
 const ranks = Number(args.ranks);
 const bytes = Math.round(Number(args.mb) * 1e6 / 4) * 4;
 const calls = Number(args.calls);
@@ -28,12 +29,17 @@ async function load() {
   });
 }
 
-const TRANSPORT = { cpu: "tcp loopback star, host staging, sum at rank 0 in rank order", gloo: "Gloo tcp loopback ring, host staging" };
+const TRANSPORT = {
+  shm: "cpu sync: shared memory, host staging, slices summed in rank order",
+  tcp: "cpu sync: tcp loopback star, host staging, sum at rank 0 in rank order",
+  gloo: "gloo sync: Gloo tcp loopback ring, host staging",
+};
 
 async function rank(r, port, kind) {
   const [{ createReferenceBackend }, { createCpuCommunicator, createGlooCommunicator }] = await load();
-  const create = kind === "gloo" ? createGlooCommunicator : createCpuCommunicator;
-  const comm = await create({ rank: r, worldSize: ranks, host: "127.0.0.1", port, timeoutMs: 600_000 });
+  const o = { rank: r, worldSize: ranks, host: "127.0.0.1", port, timeoutMs: 600_000 };
+  const comm = kind === "gloo" ? await createGlooCommunicator(o) : await createCpuCommunicator({ ...o, sharedMemory: kind === "shm" });
+  if (kind === "shm" && comm.dataPath !== "shared memory") throw new Error(`bench: no shared memory here: ${comm.dataPath}`);
   const backend = createReferenceBackend();
   const buffer = backend.alloc(bytes);
   backend.upload(buffer, new Float32Array(bytes / 4).fill(r + 1));
@@ -55,7 +61,7 @@ async function rank(r, port, kind) {
   const median = sorted[Math.floor(sorted.length / 2)];
   const gbps = (s) => Number((bytes / s / 1e9).toFixed(3));
   console.log(JSON.stringify({
-    bench: "allreduce-cpu", sync_backend: kind, transport: TRANSPORT[kind], ranks, bytes, calls,
+    bench: "allreduce-cpu", path: kind, transport: TRANSPORT[kind], ranks, bytes, calls,
     cold_seconds: Number(cold.toFixed(4)), median_seconds: Number(median.toFixed(4)), best_seconds: Number(sorted[0].toFixed(4)),
     gb_per_s_median: gbps(median), gb_per_s_best: gbps(sorted[0]), gb_per_s_cold: gbps(cold),
     checked: Number.isFinite(check[0]),
@@ -65,11 +71,12 @@ async function rank(r, port, kind) {
 if (process.env.BENCH_RANK !== undefined) {
   await rank(Number(process.env.BENCH_RANK), Number(process.env.BENCH_PORT), process.env.BENCH_SYNC);
 } else {
-  const [, { freePort, glooStatus }] = await load();
+  const [, { freePort, glooStatus, sharedMemoryStatus }] = await load();
   const script = fileURLToPath(import.meta.url);
-  for (const kind of args.backends.split(",")) {
-    if (kind === "gloo" && !glooStatus().available) {
-      console.log(JSON.stringify({ bench: "allreduce-cpu", sync_backend: kind, skipped: glooStatus().reason }));
+  for (const kind of args.paths.split(",")) {
+    const status = kind === "gloo" ? glooStatus() : kind === "shm" ? sharedMemoryStatus() : { available: true };
+    if (!status.available) {
+      console.log(JSON.stringify({ bench: "allreduce-cpu", path: kind, skipped: status.reason }));
       continue;
     }
     const port = await freePort();

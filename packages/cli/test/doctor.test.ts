@@ -43,8 +43,8 @@ describe("kiln doctor", () => {
     const gloo = glooStatus();
     expect(out).toMatch(
       gloo.available
-        ? /sync backends\s+gloo \(Gloo's TCP ring; the default for --ranks\/--nnodes\): available; cpu \(kiln's TCP star, sums in rank order\): available; nccl/
-        : /sync backends\s+gloo: not available \(.*libgloo-dev.*\); cpu \(kiln's TCP star, sums in rank order\): available; nccl/,
+        ? /sync backends\s+cpu \(ranks on this machine through shared memory, others over TCP\): available; gloo \(Gloo's TCP ring; the default across machines\): available; nccl/
+        : /sync backends\s+cpu \(ranks on this machine through shared memory, others over TCP\): available; gloo: not available \(.*libgloo-dev.*\); nccl/,
     );
     expect(out).toMatch(/^ready: kiln can train on the CPU/m);
   });

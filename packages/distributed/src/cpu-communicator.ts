@@ -1,23 +1,39 @@
 import { type Backend, type FloatDType, type Operand, bytesPerElement } from "@kiln/contract";
 import type { ReduceOp } from "@kiln/core";
 import type { Communicator } from "./communicator.js";
-import { partOf, sumInRankOrder, sumScalarsInRankOrder } from "./rank-order-reductions.js";
+import { narrowToBf16, partOf, sumInRankOrder, sumScalarsInRankOrder, widenBf16 } from "./rank-order-reductions.js";
+import { joinSharedMemory } from "./shared-memory-plane.js";
 import { StarGroup, type StarGroupOptions } from "./star-group.js";
 
 /** Seconds a collective may take unless told otherwise (rank 0's evaluation and checkpoints count against it). */
 export const DEFAULT_SYNC_TIMEOUT_S = 300;
 
-export type CpuCommunicatorOptions = StarGroupOptions;
+export interface CpuCommunicatorOptions extends StarGroupOptions {
+  /** Sum through shared memory when every rank runs on this machine (default true); false: always over TCP. */
+  sharedMemory?: boolean;
+}
 
 /**
  * The `cpu` sync backend: ranks are processes (on one machine or several)
  * joined over TCP, and every operand is staged through the host: downloaded,
- * combined at rank 0 in rank order, and the result uploaded on every rank, so
- * all ranks hold bit-identical values. Works with any backend, GPUs included.
+ * summed in rank order ((x0 + x1) + x2 ..., in f32), and uploaded on every
+ * rank, so all ranks hold bit-identical values. When every rank runs on this
+ * machine, operands are summed through a shared-memory segment (each rank
+ * adds its slice of every chunk); otherwise, or where shared memory is not
+ * available, rank 0 sums them and sends the result over TCP. Works with any
+ * backend, GPUs included. `dataPath` says which.
  */
-export async function createCpuCommunicator(o: CpuCommunicatorOptions): Promise<Communicator> {
+export async function createCpuCommunicator(o: CpuCommunicatorOptions): Promise<Communicator & { dataPath: string }> {
   const group = await StarGroup.connect(o);
   const { rank, worldSize } = o;
+  const plane =
+    o.sharedMemory === false
+      ? { unavailable: "turned off" }
+      : await joinSharedMemory(group, o.timeoutMs).catch((err: unknown) => {
+          group.close();
+          throw err;
+        });
+  const shm = "sum" in plane ? plane : undefined;
   // Each method hands the group a promise of its bytes without awaiting first, so collectives are numbered in call order.
   const staged = async (backend: Backend, at: Operand, bytes: number): Promise<Uint8Array> => {
     const host = new Uint8Array(bytes);
@@ -28,10 +44,20 @@ export async function createCpuCommunicator(o: CpuCommunicatorOptions): Promise<
     rank,
     worldSize,
     kind: "cpu",
+    dataPath: shm ? "shared memory" : `TCP through rank 0 (no shared memory: ${"unavailable" in plane ? plane.unavailable : ""})`,
     async allReduce(backend: Backend, at: Operand, n: number, dtype: FloatDType, op: ReduceOp) {
-      const combine = sumInRankOrder(dtype, op, worldSize);
-      const result = await group.run(`all-reduce (${op}) of ${n} ${dtype}`, staged(backend, at, n * bytesPerElement(dtype)), combine);
-      backend.upload(at, result);
+      const what = `all-reduce (${op}) of ${n} ${dtype}`;
+      if (!shm) {
+        const combine = sumInRankOrder(dtype, op, worldSize);
+        backend.upload(at, await group.run(what, staged(backend, at, n * bytesPerElement(dtype)), combine));
+        return;
+      }
+      if (dtype !== "f32" && dtype !== "bf16") throw new RangeError(`all-reduce of ${dtype} is not supported: f32 and bf16 only`);
+      // bf16 is widened exactly, summed in f32 and rounded once, as the TCP path does. The sum takes its turn now, in call order.
+      const values = staged(backend, at, n * bytesPerElement(dtype)).then((bytes) => (dtype === "f32" ? new Float32Array(bytes.buffer, 0, n) : widenBf16(bytes)));
+      const sums = await shm.sum(values, what);
+      if (op === "mean") for (let i = 0; i < n; i++) sums[i] /= worldSize;
+      backend.upload(at, dtype === "f32" ? sums : narrowToBf16(sums));
     },
     async broadcast(backend: Backend, at: Operand, bytes: number, root: number) {
       // Root sends its bytes through rank 0; the others send nothing and take them.
@@ -47,6 +73,7 @@ export async function createCpuCommunicator(o: CpuCommunicatorOptions): Promise<
       await group.run("barrier", new Uint8Array(0), () => new Uint8Array(0));
     },
     async close() {
+      shm?.close();
       group.close();
     },
   };

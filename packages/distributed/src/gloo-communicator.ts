@@ -1,7 +1,7 @@
 import { type Backend, type FloatDType, type Operand, TrainingError, bytesPerElement } from "@kiln/contract";
 import type { ReduceOp } from "@kiln/core";
 import type { Communicator } from "./communicator.js";
-import { type GlooGroupHandle, loadGloo } from "./gloo-addon.js";
+import { type GlooGroupHandle, loadGloo } from "./native-addons.js";
 import { narrowToBf16, widenBf16 } from "./rank-order-reductions.js";
 import { StarGroup, type StarGroupOptions } from "./star-group.js";
 

@@ -5,4 +5,5 @@ export { rankEnvironment, DEFAULT_MASTER_ADDR, DEFAULT_MASTER_PORT, type RankEnv
 export { launchRanks, type LaunchOptions } from "./launch-ranks.js";
 export { freePort } from "./free-port.js";
 export { createGlooCommunicator, type GlooCommunicatorOptions } from "./gloo-communicator.js";
-export { glooStatus, type GlooStatus } from "./gloo-addon.js";
+export { glooStatus, type GlooStatus } from "./native-addons.js";
+export { sharedMemoryStatus, type AddonStatus } from "./native-addons.js";

@@ -42,6 +42,7 @@ export class StarGroup {
   private closing = false;
   private readonly gatherings = new Map<number, Gathering>();
   private readonly waiting = new Map<number, Waiting>();
+  private readonly failureListeners: ((failure: TrainingError) => void)[] = [];
 
   private constructor(
     readonly rank: number,
@@ -69,6 +70,12 @@ export class StarGroup {
     if (this.failure) return Promise.reject(this.failure);
     const seq = this.seq++;
     return Promise.resolve(part).then((bytes) => this.start(seq, what, bytes, combine, timeoutMs));
+  }
+
+  /** Calls `listener` once when the group fails (at once if it has already). */
+  onFailure(listener: (failure: TrainingError) => void): void {
+    if (this.failure) listener(this.failure);
+    else this.failureListeners.push(listener);
   }
 
   /** The failure that ended the group (naming the rank that caused it), if it has failed. */
@@ -197,6 +204,7 @@ export class StarGroup {
       w.reject(this.failure);
     }
     this.waiting.clear();
+    for (const listener of this.failureListeners.splice(0)) listener(this.failure);
   }
 }
 

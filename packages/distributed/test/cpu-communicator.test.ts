@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { type Backend, TrainingError, createReferenceBackend, encodeToBytes, decodeElements } from "@kiln/contract";
-import { type Communicator, createCpuCommunicator } from "@kiln/distributed";
+import { type Communicator, createCpuCommunicator, sharedMemoryStatus } from "@kiln/distributed";
 import { freePort } from "../src/free-port.js";
 
 // Ranks of the cpu communicator in one process, joined over loopback TCP: each rank has its own backend.
@@ -10,9 +10,9 @@ afterEach(async () => {
   open = [];
 });
 
-async function group(worldSize: number, timeoutMs = 5000, ranks = [...Array(worldSize).keys()]): Promise<Communicator[]> {
+async function group(worldSize: number, timeoutMs = 5000, ranks = [...Array(worldSize).keys()], sharedMemory = true): Promise<Communicator[]> {
   const port = await freePort();
-  const comms = await Promise.all(ranks.map((rank) => createCpuCommunicator({ rank, worldSize, host: "127.0.0.1", port, timeoutMs })));
+  const comms = await Promise.all(ranks.map((rank) => createCpuCommunicator({ rank, worldSize, host: "127.0.0.1", port, timeoutMs, sharedMemory })));
   open.push(...comms);
   return comms;
 }
@@ -27,9 +27,15 @@ function f32Operand(backend: Backend, values: Float32Array) {
 /** Values of rank r: spread over magnitudes so that the order of additions shows in the rounding. */
 const valuesOf = (r: number, n: number) => Float32Array.from({ length: n }, (_, i) => Math.fround((r + 1) * 0.1 * Math.sin(i + r) * 10 ** ((i % 7) - 3)));
 
-describe("cpu communicator (TCP, host staging)", () => {
-  it("all-reduces f32 as the sum in rank order, the same bits on every rank; mean divides by the world size", async () => {
-    const comms = await group(3);
+const shmAvailable = sharedMemoryStatus().available;
+
+describe.each([
+  ["shared memory", true],
+  ["TCP through rank 0", false],
+] as const)("cpu communicator (host staging, sums through %s)", (path, sharedMemory) => {
+  it.runIf(shmAvailable || !sharedMemory)("all-reduces f32 as the sum in rank order, the same bits on every rank; mean divides by the world size", async () => {
+    const comms = await group(3, 5000, undefined, sharedMemory);
+    for (const c of comms) expect((c as Communicator & { dataPath: string }).dataPath).toMatch(new RegExp(`^${path}`));
     const n = 10_001;
     const backends = comms.map(() => createReferenceBackend());
     const ats = comms.map((_, r) => f32Operand(backends[r], valuesOf(r, n)));
@@ -51,8 +57,8 @@ describe("cpu communicator (TCP, host staging)", () => {
     expect(mean[5]).toBe(Math.fround(Math.fround(Math.fround(expected[5] + expected[5]) + expected[5]) / 3));
   });
 
-  it("all-reduces bf16: widened, summed in f32, rounded once", async () => {
-    const comms = await group(2);
+  it.runIf(shmAvailable || !sharedMemory)("all-reduces bf16: widened, summed in f32, rounded once", async () => {
+    const comms = await group(2, 5000, undefined, sharedMemory);
     const backends = comms.map(() => createReferenceBackend());
     const parts = [Float32Array.of(1, 0.1, -3, 100), Float32Array.of(1 / 256, 0.2, 3, 0.4)];
     const ats = comms.map((_, r) => {
@@ -71,6 +77,38 @@ describe("cpu communicator (TCP, host staging)", () => {
     }
   });
 
+  it.runIf(shmAvailable || !sharedMemory)("keeps all-reduces called at once in call order, over several chunks of the segment", async () => {
+    const comms = await group(2, 5000, undefined, sharedMemory);
+    const backends = comms.map(() => createReferenceBackend());
+    const sizes = [1_500_001, 17, 1_048_576];
+    const ats = comms.map((_, r) => sizes.map((n, k) => f32Operand(backends[r], valuesOf(r + k, n))));
+    await Promise.all(comms.flatMap((c, r) => sizes.map((n, k) => c.allReduce(backends[r], ats[r][k], n, "f32", "sum"))));
+    for (const [k, n] of sizes.entries()) {
+      const expected = valuesOf(k, n);
+      const x = valuesOf(1 + k, n);
+      for (let i = 0; i < n; i++) expected[i] += x[i];
+      for (let r = 0; r < 2; r++) {
+        const out = new Float32Array(n);
+        await backends[r].download(ats[r][k], out);
+        expect(Buffer.from(out.buffer).equals(Buffer.from(expected.buffer)), `operand ${k} on rank ${r}`).toBe(true);
+      }
+    }
+  });
+
+  it.runIf(shmAvailable || !sharedMemory)("fails within the timeout, naming the rank, when one stalls in an all-reduce", async () => {
+    const comms = await group(3, 400, undefined, sharedMemory);
+    const backends = comms.map(() => createReferenceBackend());
+    const ats = comms.map((_, r) => f32Operand(backends[r], valuesOf(r, 8)));
+    const started = Date.now();
+    // Rank 1 never calls the collective.
+    const errors = await Promise.all([0, 2].map((r) => comms[r].allReduce(backends[r], ats[r], 8, "f32", "sum").catch((e: unknown) => e)));
+    expect(Date.now() - started).toBeLessThan(3000);
+    for (const e of errors) expect((e as Error).message).toMatch(/^rank 1 did not reach all-reduce \(sum\) of 8 f32 .*within 0\.4 s/);
+    expect((errors[1] as TrainingError).where).toBe("data-parallel rank 1 of 3, seen by rank 2");
+  });
+});
+
+describe("cpu communicator (TCP control)", () => {
   it("broadcasts from any root, sums host numbers, and keeps several collectives in flight in call order", async () => {
     const comms = await group(3);
     const backends = comms.map(() => createReferenceBackend());
@@ -105,7 +143,7 @@ describe("cpu communicator (TCP, host staging)", () => {
     // Rank 1 never calls the collective.
     const errors = await Promise.all([comms[0], comms[2]].map((c) => c.barrier().catch((e: unknown) => e)));
     expect(Date.now() - started).toBeLessThan(3000);
-    for (const e of errors) expect((e as Error).message).toMatch(/^rank 1 did not reach barrier \(collective #0\) within 0\.4 s/);
+    for (const e of errors) expect((e as Error).message).toMatch(/^rank 1 did not reach barrier \(collective #\d+\) within 0\.4 s/);
     expect((errors[1] as TrainingError).where).toBe("data-parallel rank 1 of 3, seen by rank 2");
   });
 

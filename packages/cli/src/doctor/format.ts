@@ -47,6 +47,7 @@ function cudaRows(c: DoctorReport["cuda"]): [string, string][] {
 
 /** Which --sync-backend values this machine can use. */
 function syncRow(sync: DoctorReport["sync"]): string {
-  const gloo = sync.gloo.available ? "gloo (Gloo's TCP ring; the default for --ranks/--nnodes): available" : `gloo: not available (${sync.gloo.reason})`;
-  return `${gloo}; cpu (kiln's TCP star, sums in rank order): available; nccl (several GPUs): not available yet`;
+  const cpu = sync.sharedMemory.available ? "cpu (ranks on this machine through shared memory, others over TCP): available" : `cpu: available over TCP only (no shared memory: ${sync.sharedMemory.reason})`;
+  const gloo = sync.gloo.available ? "gloo (Gloo's TCP ring; the default across machines): available" : `gloo: not available (${sync.gloo.reason})`;
+  return `${cpu}; ${gloo}; nccl (several GPUs): not available yet`;
 }

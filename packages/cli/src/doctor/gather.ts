@@ -1,7 +1,7 @@
 import os from "node:os";
 import type { CudaStatus } from "@kiln/kernels-cuda";
 import { createKernels } from "@kiln/kernels-wasm";
-import { type GlooStatus, glooStatus } from "@kiln/distributed";
+import { type AddonStatus, glooStatus, sharedMemoryStatus } from "@kiln/distributed";
 import { cpuPeak } from "../cpu-peak/cpu-peak.js";
 
 /** The CPU's f32 peak FLOP/s that kiln train's MFU is measured against (all threads). */
@@ -22,8 +22,8 @@ export interface DoctorReport {
     | { ok: false; error: string };
   /** Absent when @kiln/kernels-cuda is not installed. */
   cuda: CudaStatus | { missing: string };
-  /** Data-parallel gradient sync: `cpu` needs nothing; `gloo` needs the Gloo addon of @kiln/distributed. */
-  sync: { gloo: GlooStatus };
+  /** Data-parallel gradient sync: `cpu` needs nothing (its shared-memory path the shm addon); `gloo` the Gloo addon of @kiln/distributed. */
+  sync: { sharedMemory: AddonStatus; gloo: AddonStatus };
 }
 
 export async function gatherDoctorReport(): Promise<DoctorReport> {
@@ -33,7 +33,7 @@ export async function gatherDoctorReport(): Promise<DoctorReport> {
     cpu: { model: cpus[0]?.model.trim() ?? "unknown", cores: os.availableParallelism(), memoryBytes: os.totalmem() },
     wasm: await probeWasm(),
     cuda: await probeCuda(),
-    sync: { gloo: glooStatus() },
+    sync: { sharedMemory: sharedMemoryStatus(), gloo: glooStatus() },
   };
 }
 

@@ -90,11 +90,15 @@ export async function launchThisCommand(flags: DataParallelFlags, s: RunSettings
   });
 }
 
-/** The sync backend a run uses, and why: the flag, else Gloo where it is installed (its ring is faster than kiln's star), else cpu. */
-export function chooseSyncBackend(flags: DataParallelFlags): { kind: "cpu" | "gloo"; why: string } {
+/**
+ * The sync backend a run uses, and why: the flag; else on one machine `cpu` (shared memory),
+ * across machines Gloo where it is installed (its ring beats kiln's star over a network), else `cpu` over TCP.
+ */
+export function chooseSyncBackend(flags: DataParallelFlags, env: RankEnvironment): { kind: "cpu" | "gloo"; why: string } {
   if (flags.syncBackend === "cpu" || flags.syncBackend === "gloo") return { kind: flags.syncBackend, why: "--sync-backend" };
+  if (env.worldSize === env.localWorldSize) return { kind: "cpu", why: "default for ranks on one machine" };
   const gloo = glooStatus();
-  return gloo.available ? { kind: "gloo", why: "default: Gloo is installed" } : { kind: "cpu", why: "default: Gloo is not installed" };
+  return gloo.available ? { kind: "gloo", why: "default across machines" } : { kind: "cpu", why: `default across machines without Gloo: ${gloo.reason}` };
 }
 
 /** This rank's communicator: rank 0 listens on MASTER_ADDR:MASTER_PORT (or the flags), the others connect. */
@@ -108,7 +112,7 @@ export function joinRanks(env: RankEnvironment, flags: DataParallelFlags, s: Run
   };
   // GLOO_SOCKET_IFNAME names the network interface Gloo binds to, as in PyTorch.
   const iface = process.env.GLOO_SOCKET_IFNAME;
-  return chooseSyncBackend(flags).kind === "gloo" ? createGlooCommunicator({ ...o, ...(iface ? { iface } : {}) }) : createCpuCommunicator(o);
+  return chooseSyncBackend(flags, env).kind === "gloo" ? createGlooCommunicator({ ...o, ...(iface ? { iface } : {}) }) : createCpuCommunicator(o);
 }
 
 /** CPU threads for this rank when --threads is not given: the machine's cores shared out between its ranks. */
@@ -131,10 +135,11 @@ export async function gatherCursors(comm: Communicator, cursor: SamplerCursor): 
 }
 
 /** The banner row of a data-parallel run: ranks, sync and the global batch. */
-export function ranksRow(comm: Communicator, s: RunSettings, threads: number, where: string, why: string): string {
+export function ranksRow(comm: Communicator, s: RunSettings, threads: number, rendezvous: string, why: string): string {
   const tokens = comm.worldSize * s.batchSize * s.seqLen * s.gradAccum;
+  const path = "dataPath" in comm ? String(comm.dataPath) : comm.kind === "gloo" ? "Gloo's TCP ring" : comm.kind;
   return (
-    `  ranks   ${comm.worldSize} processes, ${comm.kind} sync via ${where} (${why}), ${threads} thread${threads === 1 ? "" : "s"} each; ` +
+    `  ranks   ${comm.worldSize} processes, ${comm.kind} sync (${why}) through ${path}, rank 0 at ${rendezvous}; ${threads} thread${threads === 1 ? "" : "s"} each; ` +
     `global batch ${comm.worldSize} x ${s.batchSize} x ${s.seqLen} tokens x ${s.gradAccum} accumulation = ${tokens} tokens`
   );
 }

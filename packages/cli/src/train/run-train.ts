@@ -125,7 +125,7 @@ async function openAndTrain(s: RunSettings, flags: TrainFlags, init: PretrainedW
       ...(!comm || comm.rank === 0 ? { cpuPeak: cachedCpuPeakSource(stderrLine, (p) => (cpuPeak = p)) } : {}),
     });
     try {
-      const ranks = comm && env ? { comm, row: ranksRow(comm, s, threads ?? 1, `${flags.masterAddr ?? env.masterAddr}:${flags.masterPort ?? env.masterPort}`, chooseSyncBackend(flags).why) } : undefined;
+      const ranks = comm && env ? { comm, row: ranksRow(comm, s, threads ?? 1, `${flags.masterAddr ?? env.masterAddr}:${flags.masterPort ?? env.masterPort}`, chooseSyncBackend(flags, env).why) } : undefined;
       return await trainOn(s, flags, data, backend, note, cpuPeak, init, ranks);
     } finally {
       backend.dispose();
