@@ -1,7 +1,7 @@
 import { type Backend, type FloatDType, type Operand, bytesPerElement } from "@kiln/contract";
 import type { ReduceOp } from "@kiln/core";
 import type { Communicator } from "./communicator.js";
-import { narrowToBf16, partOf, sumInRankOrder, sumScalarsInRankOrder, widenBf16 } from "./rank-order-reductions.js";
+import { narrowToBf16, partOf, sumInRankOrder, widenBf16 } from "./rank-order-reductions.js";
 import { joinSharedMemory } from "./shared-memory-plane.js";
 import { StarGroup, type StarGroupOptions } from "./star-group.js";
 
@@ -65,13 +65,8 @@ export async function createCpuCommunicator(o: CpuCommunicatorOptions): Promise<
       const result = await group.run(`broadcast of ${bytes} bytes from rank ${root}`, part, partOf(root));
       if (rank !== root) backend.upload(at, result);
     },
-    async allReduceScalars(values: Float64Array, op: ReduceOp) {
-      const result = await group.run(`all-reduce (${op}) of ${values.length} host numbers`, new Uint8Array(values.slice().buffer), sumScalarsInRankOrder(op, worldSize));
-      return new Float64Array(result.buffer, result.byteOffset, values.length);
-    },
-    async barrier() {
-      await group.run("barrier", new Uint8Array(0), () => new Uint8Array(0));
-    },
+    allReduceScalars: (values: Float64Array, op: ReduceOp) => group.allReduceScalars(values, op),
+    barrier: () => group.barrier(),
     async close() {
       shm?.close();
       group.close();

@@ -1,6 +1,7 @@
-import { type Backend, type FloatDType, type Operand, TrainingError, bytesPerElement } from "@kiln/contract";
+import { type Backend, type FloatDType, type Operand, bytesPerElement } from "@kiln/contract";
 import type { ReduceOp } from "@kiln/core";
 import type { Communicator } from "./communicator.js";
+import { explainChannelFailure } from "./failure-report.js";
 import { type GlooGroupHandle, loadGloo } from "./native-addons.js";
 import { narrowToBf16, widenBf16 } from "./rank-order-reductions.js";
 import { StarGroup, type StarGroupOptions } from "./star-group.js";
@@ -9,9 +10,6 @@ export interface GlooCommunicatorOptions extends StarGroupOptions {
   /** Network interface Gloo binds to (GLOO_SOCKET_IFNAME); default: the address this rank reaches rank 0 from. */
   iface?: string;
 }
-
-/** How long the ranks get to answer the roll call that names the rank behind a failed Gloo collective. */
-const ROLL_CALL_MS = 10_000;
 
 /**
  * The `gloo` sync backend: the data moves through Gloo's TCP full mesh (ring
@@ -28,22 +26,7 @@ export async function createGlooCommunicator(o: GlooCommunicatorOptions): Promis
   const { rank, worldSize } = o;
   const where = o.iface ? { iface: o.iface } : { hostname: group.localAddress };
 
-  /** The error to report for a failed Gloo call: the star group's, naming a rank, when it knows one. */
-  const explain = async (what: string, err: unknown): Promise<Error> => {
-    if (err instanceof TrainingError) return err;
-    const glooMessage = (err as Error).message;
-    const known =
-      group.failed ??
-      (await group.run(`roll call after a failed ${what}`, new Uint8Array(0), () => new Uint8Array(0), Math.min(ROLL_CALL_MS, o.timeoutMs)).then(
-        () => undefined,
-        (e: unknown) => (e instanceof TrainingError ? e : undefined),
-      ));
-    if (known) return new TrainingError(`${known.message}; Gloo's ${what} failed: ${glooMessage}`, { where: known.where, hint: known.hint });
-    return new TrainingError(`Gloo's ${what} failed: ${glooMessage}`, {
-      where: `data-parallel rank ${rank} of ${worldSize}`,
-      hint: "every rank answered a roll call afterwards, so the network between them is the likely cause: set GLOO_SOCKET_IFNAME to the interface the machines share",
-    });
-  };
+  const explain = (what: string, err: unknown) => explainChannelFailure(group, "Gloo", what, err, o.timeoutMs);
 
   let mesh: GlooGroupHandle;
   try {

@@ -7,3 +7,4 @@ export { freePort } from "./free-port.js";
 export { createGlooCommunicator, type GlooCommunicatorOptions } from "./gloo-communicator.js";
 export { glooStatus, type GlooStatus } from "./native-addons.js";
 export { sharedMemoryStatus, type AddonStatus } from "./native-addons.js";
+export { createNcclCommunicator, type DeviceCollectives, type NcclCommunicator, type NcclCommunicatorOptions } from "./nccl-communicator.js";

@@ -1,7 +1,7 @@
 import net from "node:net";
 import { TrainingError } from "@kiln/contract";
 import { type Frame, FrameReader, FrameType, frameHeader } from "./frame-reader.js";
-import type { Combine } from "./rank-order-reductions.js";
+import { type Combine, sumScalarsInRankOrder } from "./rank-order-reductions.js";
 
 export interface StarGroupOptions {
   rank: number;
@@ -70,6 +70,17 @@ export class StarGroup {
     if (this.failure) return Promise.reject(this.failure);
     const seq = this.seq++;
     return Promise.resolve(part).then((bytes) => this.start(seq, what, bytes, combine, timeoutMs));
+  }
+
+  /** Host f64 numbers summed (or averaged) over the ranks in rank order: the same values on every rank. */
+  async allReduceScalars(values: Float64Array, op: "sum" | "mean"): Promise<Float64Array> {
+    const result = await this.run(`all-reduce (${op}) of ${values.length} host numbers`, new Uint8Array(values.slice().buffer), sumScalarsInRankOrder(op, this.worldSize));
+    return new Float64Array(result.buffer, result.byteOffset, values.length);
+  }
+
+  /** Resolves when every rank has reached it. */
+  async barrier(): Promise<void> {
+    await this.run("barrier", new Uint8Array(0), () => new Uint8Array(0));
   }
 
   /** Calls `listener` once when the group fails (at once if it has already). */
@@ -226,6 +237,7 @@ function checkRank(rank: number, worldSize: number): void {
 
 /** Rank 0: listens on host:port until every other rank has said hello, then welcomes them all. */
 async function acceptRanks(o: StarGroupOptions): Promise<(net.Socket | undefined)[]> {
+  if (o.worldSize === 1) return [undefined]; // a group of one: nothing to listen for
   const server = net.createServer();
   await new Promise<void>((resolve, reject) => {
     server.once("error", (err: NodeJS.ErrnoException) =>
