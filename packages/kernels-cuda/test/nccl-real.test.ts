@@ -3,7 +3,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { cudaStatus, ncclLibraryStatus, ncclUniqueId } from "../src/index.js";
+import { DeviceError } from "@kiln/contract";
+import { createCudaSimBackend, cudaStatus, ncclLibraryStatus, ncclUniqueId, openNcclCollectives } from "../src/index.js";
 import { PACKAGE_ROOT } from "./support/sim-toolchain.js";
 
 // A real NCCL without a GPU: pip's nvidia-nccl wheel (a zip) holds libnccl.so.2 and
@@ -57,7 +58,7 @@ describe.skipIf(skip)(`a real NCCL from pip's wheel${skip ? ` (skipped: ${skip})
     expect(r.status).toBe(0);
   });
 
-  it("is found with its version and makes unique ids, without a GPU", () => {
+  it("is found with its version and makes unique ids, without a GPU; joining without one fails with NCCL's reason", async (ctx) => {
     const lib = path.join(unpack("lib/libnccl\\.so\\.2$"), "lib", "libnccl.so.2");
     const saved = process.env.KILN_NCCL_LIBRARY;
     process.env.KILN_NCCL_LIBRARY = lib;
@@ -66,6 +67,13 @@ describe.skipIf(skip)(`a real NCCL from pip's wheel${skip ? ` (skipped: ${skip})
       const id = ncclUniqueId();
       expect(id.length).toBe(128);
       expect(id.some((b) => b !== 0)).toBe(true);
+      // On the simulator's device: NCCL's own CUDA calls find no GPU, and the join says so.
+      if (!st.simulator.built || fs.existsSync("/proc/driver/nvidia/version")) ctx.skip("joining needs the simulator and a machine without an NVIDIA driver");
+      const backend = createCudaSimBackend();
+      const err = await openNcclCollectives(backend, { uniqueId: id, rank: 0, worldSize: 1 }).catch((e: unknown) => e);
+      backend.dispose();
+      expect(err).toBeInstanceOf(DeviceError);
+      expect((err as DeviceError).message).toMatch(/^ncclCommInitRank \(rank 0 of 1\) failed: unhandled cuda error .*\(ncclUnhandledCudaError, 1\)$/);
     } finally {
       if (saved === undefined) delete process.env.KILN_NCCL_LIBRARY;
       else process.env.KILN_NCCL_LIBRARY = saved;
