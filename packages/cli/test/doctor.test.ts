@@ -43,8 +43,8 @@ describe("kiln doctor", () => {
     const gloo = glooStatus();
     expect(out).toMatch(
       gloo.available
-        ? /sync backends\s+cpu \(ranks on this machine through shared memory, others over TCP\): available; gloo \(Gloo's TCP ring; the default across machines\): available; nccl/
-        : /sync backends\s+cpu \(ranks on this machine through shared memory, others over TCP\): available; gloo: not available \(.*libgloo-dev.*\); nccl/,
+        ? /sync backends\s+cpu \(ranks on this machine through shared memory, others over TCP\): available; gloo \(Gloo's TCP ring; the default across machines\): available; nccl(: not available| \(GPU ranks)/
+        : /sync backends\s+cpu \(ranks on this machine through shared memory, others over TCP\): available; gloo: not available \(.*libgloo-dev.*\); nccl(: not available| \(GPU ranks)/,
     );
     expect(out).toMatch(/^ready: kiln can train on the CPU/m);
   });

@@ -28,3 +28,14 @@ export function dtypeChoice(value: string): TrainingDTypeChoice {
   if (!dtype) throw new InvalidArgumentError(`expected one of ${DTYPE_SPELLINGS.join(", ")}, got "${value}"`);
   return dtype;
 }
+
+/** commander parser for --gpus: GPU ordinals, comma-separated and distinct ("0,1"). */
+export function gpuList(value: string): number[] {
+  const parts = value.split(",").map((p) => p.trim());
+  const ordinals = parts.map(Number);
+  if (parts.some((p) => p === "") || ordinals.some((n) => !Number.isSafeInteger(n) || n < 0)) {
+    throw new InvalidArgumentError(`expected GPU ordinals separated by commas, e.g. 0,1, got "${value}"`);
+  }
+  if (new Set(ordinals).size !== ordinals.length) throw new InvalidArgumentError(`each GPU may be named once, got "${value}"`);
+  return ordinals;
+}

@@ -2,7 +2,7 @@ import { type Command, Option } from "commander";
 import { addSettingFlags } from "../config/setting-flags.js";
 import { runTrain, type TrainFlags } from "../train/run-train.js";
 import { FLOAT_DTYPES } from "@kiln/contract";
-import { dtypeChoice, nonNegativeInt, oneOf, positiveInt } from "./parse-flags.js";
+import { dtypeChoice, gpuList, nonNegativeInt, oneOf, positiveInt } from "./parse-flags.js";
 import { SYNC_BACKENDS } from "../train/data-parallel-run.js";
 import { PROFILE_DEFAULT_STEPS, PROFILE_WARMUP_STEPS } from "../train/step-profiling.js";
 
@@ -23,11 +23,12 @@ export function trainOptions(cmd: Command): Command {
     .option("--master-addr <host>", "data parallel: where rank 0 listens for the other ranks (default 127.0.0.1; MASTER_ADDR)")
     .option("--master-port <port>", "data parallel: rank 0's port (default: a free one with --ranks on one machine, 29500 across machines; MASTER_PORT)", positiveInt)
     .addOption(
-      new Option("--sync-backend <backend>", "gradient sync between ranks: gloo (Gloo's TCP ring, host staging; default where installed), cpu (kiln's TCP star, host staging, sums in rank order); nccl is not available yet").argParser(
-        oneOf(SYNC_BACKENDS),
-      ),
+      new Option(
+        "--sync-backend <backend>",
+        "gradient sync between ranks: nccl (GPU ranks, on the devices; their default where NCCL is found), cpu (host staging: shared memory on one machine, else TCP through rank 0; the default on one machine), gloo (host staging over Gloo's TCP ring; the default across machines where installed)",
+      ).argParser(oneOf(SYNC_BACKENDS)),
     )
-    .option("--gpus <list>", "GPU ordinals for data-parallel training, e.g. 0,1 (not available yet: refused)")
+    .option("--gpus <list>", "data parallel on GPUs: one rank per listed GPU ordinal, e.g. 0,1 (within CUDA_VISIBLE_DEVICES); implies --target-device gpu", gpuList)
     .option("--threads <n>", "CPU threads for kernels (default: every core, shared out between the ranks of this machine)", positiveInt)
     .option(
       "--profile [steps]",

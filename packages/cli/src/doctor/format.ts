@@ -18,7 +18,7 @@ export function formatDoctorReport(r: DoctorReport): string {
       ? [["cpu peak", `${(r.wasm.peak.flopsPerSecond / 1e9).toFixed(1)} GFLOP/s f32 on ${r.wasm.threads} thread${r.wasm.threads === 1 ? "" : "s"}, for MFU (${r.wasm.peak.cached ? "measured" : "measured now"} ${r.wasm.peak.measuredAt.slice(0, 16).replace("T", " ")} UTC, kept in ${r.wasm.peak.file})`] as [string, string]]
       : []),
     ...cudaRows(r.cuda),
-    ["sync backends", syncRow(r.sync)],
+    ["sync backends", syncRow(r.sync, r.cuda)],
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
   const verdict = r.wasm.ok
@@ -41,13 +41,14 @@ function cudaRows(c: DoctorReport["cuda"]): [string, string][] {
       withVersion(found(c.libraries.cublasLt, "libcublasLt.so"), c.libraryVersions.cublasLt) +
         (c.libraries.cublasLt ? "; GPU matmuls go through it (KILN_MATMUL_PATH=kiln: kiln's own kernels)" : "; without it GPU matmuls run on kiln's own kernels"),
     ],
-    ["NCCL", withVersion(found(c.libraries.nccl, "libnccl.so.2"), c.libraryVersions.nccl) + "; needed only for training on several GPUs, which is not available yet"],
+    ["NCCL", withVersion(found(c.libraries.nccl, "libnccl.so.2"), c.libraryVersions.nccl) + "; the default sync of GPU ranks (--gpus 0,1); without it they sync through the host"],
   ];
 }
 
 /** Which --sync-backend values this machine can use. */
-function syncRow(sync: DoctorReport["sync"]): string {
+function syncRow(sync: DoctorReport["sync"], cuda: DoctorReport["cuda"]): string {
   const cpu = sync.sharedMemory.available ? "cpu (ranks on this machine through shared memory, others over TCP): available" : `cpu: available over TCP only (no shared memory: ${sync.sharedMemory.reason})`;
   const gloo = sync.gloo.available ? "gloo (Gloo's TCP ring; the default across machines): available" : `gloo: not available (${sync.gloo.reason})`;
-  return `${cpu}; ${gloo}; nccl (several GPUs): not available yet`;
+  const nccl = !("driver" in cuda) ? `nccl: not available (${cuda.missing})` : cuda.nccl.found ? `nccl (GPU ranks, --gpus): available, NCCL ${cuda.nccl.version}` : `nccl: not available (${cuda.nccl.problem})`;
+  return `${cpu}; ${gloo}; ${nccl}`;
 }

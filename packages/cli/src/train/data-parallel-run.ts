@@ -1,29 +1,33 @@
 import os from "node:os";
-import { ConfigError } from "@kiln/contract";
+import { type Backend, ConfigError } from "@kiln/contract";
 import type { SamplerCursor } from "@kiln/core";
 import {
   type Communicator,
   DEFAULT_MASTER_ADDR,
   DEFAULT_MASTER_PORT,
+  type NcclCommunicator,
   type RankEnvironment,
   createCpuCommunicator,
   createGlooCommunicator,
+  createNcclCommunicator,
   freePort,
   glooStatus,
   launchRanks,
 } from "@kiln/distributed";
 import type { RunSettings } from "../config/settings.js";
+import { type TargetDevice, importCuda } from "./open-backend.js";
 
 /** The flags of a data-parallel run. */
 export interface DataParallelFlags {
   /** Rank processes kiln starts on this machine. */
   ranks?: number;
-  /** Machines in the run, and this one's index (each starts its --ranks processes). */
+  /** GPU ordinals: one rank per GPU on this machine. */
+  gpus?: number[];
+  /** Machines in the run, and this one's index (each starts its ranks). */
   nnodes?: number;
   nodeRank?: number;
   masterAddr?: string;
   masterPort?: number;
-  gpus?: string;
   syncBackend?: SyncChoice;
 }
 
@@ -31,18 +35,23 @@ export interface DataParallelFlags {
 export const SYNC_BACKENDS = ["cpu", "gloo", "nccl"] as const;
 export type SyncChoice = (typeof SYNC_BACKENDS)[number];
 
-/** Refuses, before anything is read, what data-parallel training cannot do yet (GPU ranks, NCCL) and node flags that do not fit together. */
-export function refuseUnavailableSync(flags: DataParallelFlags): void {
-  if (flags.gpus !== undefined) {
-    throw new ConfigError("data-parallel training on several GPUs is not available yet: it needs the NCCL communicator in @kiln/kernels-cuda and one rank per GPU", {
-      where: "--gpus",
-      hint: "train on one GPU (drop --gpus), or data-parallel on the CPU with --ranks N --target-device cpu",
+/** Ranks this machine runs: one per --gpus entry, else --ranks. */
+export function ranksHere(flags: DataParallelFlags): number {
+  return flags.gpus?.length ?? flags.ranks ?? 1;
+}
+
+/** Refuses, before anything is read, data-parallel flags that do not fit together. */
+export function checkDataParallelFlags(flags: DataParallelFlags, targetDevice: TargetDevice): void {
+  if (flags.gpus !== undefined && flags.ranks !== undefined && flags.ranks !== flags.gpus.length) {
+    throw new ConfigError(`--ranks ${flags.ranks} disagrees with --gpus ${flags.gpus.join(",")} (${flags.gpus.length} GPUs, one rank each)`, {
+      where: "--ranks",
+      hint: "leave --ranks out with --gpus: each listed GPU gets one rank",
     });
   }
-  if (flags.syncBackend === "nccl") {
-    throw new ConfigError("the nccl sync backend is not available yet: the NCCL communicator in @kiln/kernels-cuda is still to be written", {
-      where: "--sync-backend",
-      hint: "use --sync-backend gloo or cpu with --ranks N",
+  if (flags.gpus !== undefined && targetDevice === "cpu") {
+    throw new ConfigError("--gpus trains on GPUs, but the target device is cpu (--target-device or trainer.target_device)", {
+      where: "--gpus",
+      hint: "drop --target-device cpu (auto and gpu both take the GPUs), or use --ranks N for data parallel on the CPU",
     });
   }
   if (flags.nodeRank !== undefined && flags.nodeRank >= (flags.nnodes ?? 1)) {
@@ -53,28 +62,30 @@ export function refuseUnavailableSync(flags: DataParallelFlags): void {
   }
 }
 
-/** Whether this command should start rank processes itself (--ranks, --nnodes) rather than train. */
+/** Whether this command should start rank processes itself (--ranks, --gpus, --nnodes) rather than train. */
 export function startsRanks(flags: DataParallelFlags): boolean {
-  return (flags.ranks ?? 1) * (flags.nnodes ?? 1) > 1;
+  return ranksHere(flags) * (flags.nnodes ?? 1) > 1;
 }
 
-/** Checks that --ranks and --nnodes agree with WORLD_SIZE when a launcher (kiln's or torchrun) started this rank. */
+/** Checks that --ranks/--gpus and --nnodes agree with WORLD_SIZE when a launcher (kiln's or torchrun) started this rank. */
 export function checkRanksAgree(flags: DataParallelFlags, env: RankEnvironment): void {
-  const asked = (flags.ranks ?? 1) * (flags.nnodes ?? 1);
+  const asked = ranksHere(flags) * (flags.nnodes ?? 1);
   if (startsRanks(flags) && asked !== env.worldSize) {
-    throw new ConfigError(`--ranks ${flags.ranks ?? 1}${flags.nnodes ? ` x --nnodes ${flags.nnodes}` : ""} disagrees with WORLD_SIZE=${env.worldSize}`, {
-      where: flags.nnodes ? "--nnodes" : "--ranks",
-      hint: "pass --ranks (and --nnodes) only to let kiln start the ranks itself; under torchrun or Slurm leave them out",
+    const what = flags.gpus ? `--gpus ${flags.gpus.join(",")}` : `--ranks ${flags.ranks ?? 1}`;
+    throw new ConfigError(`${what}${flags.nnodes ? ` x --nnodes ${flags.nnodes}` : ""} disagrees with WORLD_SIZE=${env.worldSize}`, {
+      where: flags.nnodes ? "--nnodes" : flags.gpus ? "--gpus" : "--ranks",
+      hint: "pass --ranks or --gpus (and --nnodes) only to let kiln start the ranks itself; under torchrun or Slurm leave them out",
     });
   }
 }
 
 /**
- * Starts this machine's `--ranks` processes of this same command (torchrun's variables set: with
- * --nnodes N --node-rank R they are ranks R x ranks ... of N x ranks) and waits for them.
+ * Starts this machine's ranks (one per --gpus entry, else --ranks) as processes of this same
+ * command (torchrun's variables set: with --nnodes N --node-rank R they are ranks R x ranks ...
+ * of N x ranks) and waits for them.
  */
 export async function launchThisCommand(flags: DataParallelFlags, s: RunSettings): Promise<number> {
-  const ranks = flags.ranks ?? 1;
+  const ranks = ranksHere(flags);
   const nnodes = flags.nnodes ?? 1;
   return launchRanks({
     ranks,
@@ -90,19 +101,42 @@ export async function launchThisCommand(flags: DataParallelFlags, s: RunSettings
   });
 }
 
+/** This rank's GPU: its entry of --gpus, else its local rank (torchrun's convention), among the visible devices. */
+export function gpuOfRank(flags: DataParallelFlags, env: RankEnvironment): number {
+  return flags.gpus ? flags.gpus[env.localRank] : env.localRank;
+}
+
+export interface SyncChoiceMade {
+  kind: "cpu" | "gloo" | "nccl";
+  why: string;
+}
+
 /**
- * The sync backend a run uses, and why: the flag; else on one machine `cpu` (shared memory),
- * across machines Gloo where it is installed (its ring beats kiln's star over a network), else `cpu` over TCP.
+ * The sync backend a run uses, and why: the flag (nccl only for ranks on CUDA devices); else for
+ * GPU ranks NCCL where it is found; else on one machine `cpu` (shared memory), across machines
+ * Gloo where it is installed (its ring beats kiln's star over a network), else `cpu` over TCP.
  */
-export function chooseSyncBackend(flags: DataParallelFlags, env: RankEnvironment): { kind: "cpu" | "gloo"; why: string } {
-  if (flags.syncBackend === "cpu" || flags.syncBackend === "gloo") return { kind: flags.syncBackend, why: "--sync-backend" };
+export async function chooseSyncBackend(flags: DataParallelFlags, env: RankEnvironment, onCuda: boolean): Promise<SyncChoiceMade> {
+  if (flags.syncBackend === "nccl" && !onCuda) {
+    throw new ConfigError("--sync-backend nccl syncs GPU buffers, but this run trains on the CPU", {
+      where: "--sync-backend",
+      hint: "use --sync-backend cpu (or gloo) for CPU ranks, or train on GPUs (--gpus 0,1 or --target-device gpu)",
+    });
+  }
+  if (flags.syncBackend) return { kind: flags.syncBackend, why: "--sync-backend" };
+  if (onCuda) {
+    const nccl = (await importCuda("--sync-backend nccl")).ncclLibraryStatus();
+    if (nccl.found) return { kind: "nccl", why: `default for GPU ranks: NCCL ${nccl.version} found` };
+    const staged = env.worldSize === env.localWorldSize ? "cpu" : glooStatus().available ? "gloo" : "cpu";
+    return { kind: staged, why: `default for GPU ranks without NCCL (${nccl.problem}): host staging` };
+  }
   if (env.worldSize === env.localWorldSize) return { kind: "cpu", why: "default for ranks on one machine" };
   const gloo = glooStatus();
   return gloo.available ? { kind: "gloo", why: "default across machines" } : { kind: "cpu", why: `default across machines without Gloo: ${gloo.reason}` };
 }
 
 /** This rank's communicator: rank 0 listens on MASTER_ADDR:MASTER_PORT (or the flags), the others connect. */
-export function joinRanks(env: RankEnvironment, flags: DataParallelFlags, s: RunSettings): Promise<Communicator> {
+export async function joinRanks(env: RankEnvironment, flags: DataParallelFlags, s: RunSettings, sync: SyncChoiceMade): Promise<Communicator> {
   const o = {
     rank: env.rank,
     worldSize: env.worldSize,
@@ -110,9 +144,20 @@ export function joinRanks(env: RankEnvironment, flags: DataParallelFlags, s: Run
     port: flags.masterPort ?? env.masterPort,
     timeoutMs: s.syncTimeoutMs,
   };
+  if (sync.kind === "nccl") {
+    const cuda = await importCuda("--sync-backend nccl");
+    return createNcclCommunicator({ ...o, uniqueId: () => cuda.ncclUniqueId() });
+  }
   // GLOO_SOCKET_IFNAME names the network interface Gloo binds to, as in PyTorch.
   const iface = process.env.GLOO_SOCKET_IFNAME;
-  return chooseSyncBackend(flags, env).kind === "gloo" ? createGlooCommunicator({ ...o, ...(iface ? { iface } : {}) }) : createCpuCommunicator(o);
+  return sync.kind === "gloo" ? createGlooCommunicator({ ...o, ...(iface ? { iface } : {}) }) : createCpuCommunicator(o);
+}
+
+/** For the nccl backend: joins NCCL on this rank's (CUDA) backend, once it is open. Other backends need nothing. */
+export async function joinDevice(comm: Communicator, backend: Backend, s: RunSettings): Promise<void> {
+  if (comm.kind !== "nccl") return;
+  const cuda = await importCuda("--sync-backend nccl");
+  await (comm as NcclCommunicator).joinDevice((uniqueId) => cuda.openNcclCollectives(backend, { uniqueId, rank: comm.rank, worldSize: comm.worldSize, timeoutMs: s.syncTimeoutMs }));
 }
 
 /** CPU threads for this rank when --threads is not given: the machine's cores shared out between its ranks. */
@@ -137,7 +182,7 @@ export async function gatherCursors(comm: Communicator, cursor: SamplerCursor): 
 /** The banner row of a data-parallel run: ranks, sync and the global batch. */
 export function ranksRow(comm: Communicator, s: RunSettings, threads: number, rendezvous: string, why: string): string {
   const tokens = comm.worldSize * s.batchSize * s.seqLen * s.gradAccum;
-  const path = "dataPath" in comm ? String(comm.dataPath) : comm.kind === "gloo" ? "Gloo's TCP ring" : comm.kind;
+  const path = "dataPath" in comm ? String(comm.dataPath) : comm.kind === "gloo" ? "Gloo's TCP ring" : comm.kind === "nccl" ? "NCCL on the devices" : comm.kind;
   return (
     `  ranks   ${comm.worldSize} processes, ${comm.kind} sync (${why}) through ${path}, rank 0 at ${rendezvous}; ${threads} thread${threads === 1 ? "" : "s"} each; ` +
     `global batch ${comm.worldSize} x ${s.batchSize} x ${s.seqLen} tokens x ${s.gradAccum} accumulation = ${tokens} tokens`

@@ -12,6 +12,8 @@ export interface BackendOptions {
   cpuPeak?: PeakFlopsSource;
   /** Allow TF32 matmuls (--tf32, trainer.tf32): the CUDA backend's f32 matmuls through cuBLASLt use it; elsewhere it has no effect. */
   tf32?: boolean;
+  /** The GPU's ordinal among the visible ones (default 0); a data-parallel rank's own GPU. */
+  device?: number;
 }
 
 /** Backends by registry name; KILN_BACKEND picks one of them over --target-device. */
@@ -23,7 +25,7 @@ const BACKENDS: Record<string, (options: BackendOptions) => Promise<Backend>> = 
     }),
   gpu: async (options) => {
     const cuda = await importCuda("--target-device gpu");
-    return cuda.createCudaBackend(options.tf32 ? { tf32: true } : {});
+    return cuda.createCudaBackend({ ...(options.tf32 ? { tf32: true } : {}), ...(options.device !== undefined ? { device: options.device } : {}) });
   },
   // The CUDA kernels compiled for the host CPU: slow, for checking the GPU code without a GPU.
   "cuda-sim": async () => (await importCuda("KILN_BACKEND=cuda-sim")).createCudaSimBackend(),
@@ -31,7 +33,7 @@ const BACKENDS: Record<string, (options: BackendOptions) => Promise<Backend>> = 
   reference: async () => createReferenceBackend(),
 };
 
-async function importCuda(where: string): Promise<typeof import("@kiln/kernels-cuda")> {
+export async function importCuda(where: string): Promise<typeof import("@kiln/kernels-cuda")> {
   try {
     return await import("@kiln/kernels-cuda");
   } catch {
@@ -75,4 +77,12 @@ export async function openBackend(device: TargetDevice, options: BackendOptions 
   const why = await gpuUnavailableReason();
   if (why === undefined) return { backend: await BACKENDS.gpu(options) };
   return { backend: await BACKENDS.cpu(options), note: `training on the CPU: no usable GPU (${why})` };
+}
+
+/** Whether a run with this target device trains on a CUDA backend (the GPU, or the CUDA simulator through KILN_BACKEND). */
+export async function trainsOnCuda(device: TargetDevice): Promise<boolean> {
+  const forced = process.env.KILN_BACKEND;
+  if (forced) return forced === "gpu" || forced === "cuda-sim";
+  if (device === "auto") return (await gpuUnavailableReason()) === undefined;
+  return device === "gpu";
 }

@@ -29,7 +29,7 @@ import { lockOutputDir } from "./output-lock.js";
 import { warmupWarning } from "../config/schedule-warnings.js";
 import { ignoredKeysWarning } from "../config/oxidizr-keys.js";
 import { MetricsLog, type MetricsLine } from "./metrics-log.js";
-import { openBackend } from "./open-backend.js";
+import { openBackend, trainsOnCuda } from "./open-backend.js";
 import { ProgressDisplay } from "./progress-display.js";
 import { BestValLoss, bestCheckpointPath } from "./best-val-loss.js";
 import { evaluate } from "./evaluate.js";
@@ -46,7 +46,9 @@ import {
   joinRanks,
   launchThisCommand,
   ranksRow,
-  refuseUnavailableSync,
+  checkDataParallelFlags,
+  gpuOfRank,
+  joinDevice,
   startsRanks,
   threadsPerRank,
 } from "./data-parallel-run.js";
@@ -71,7 +73,6 @@ export interface TrainFlags extends ConfigOverrides, DataParallelFlags {
  * a rank (WORLD_SIZE set, by kiln or torchrun) trains its slice of every batch.
  */
 export async function runTrain(flags: TrainFlags): Promise<number> {
-  refuseUnavailableSync(flags);
   const env = rankEnvironment();
   if (env) checkRanksAgree(flags, env);
   const asked = dtypeFromFlags(flags);
@@ -80,6 +81,8 @@ export async function runTrain(flags: TrainFlags): Promise<number> {
   const init = flags.initFrom === undefined ? undefined : await PretrainedWeights.open(flags.initFrom);
   try {
     const s = resolveSettings(config, { ...flags, ...(asked ? { dtype: asked.dtype } : {}) }, init && { model: init.model, source: init.modelSource });
+    checkDataParallelFlags(flags, s.targetDevice);
+    if (flags.gpus) s.targetDevice = "gpu";
     if (!env && startsRanks(flags)) return await launchThisCommand(flags, s);
     // One run per output folder: a second one stops here, before it reads or writes anything there. Rank 0 alone writes there.
     const lock = (env?.rank ?? 0) === 0 ? lockOutputDir(s.outputDir, stderrLine) : undefined;
@@ -113,7 +116,9 @@ function stderrLine(text: string): void {
 
 async function openAndTrain(s: RunSettings, flags: TrainFlags, init: PretrainedWeights | undefined, env: RankEnvironment | undefined): Promise<number> {
   // Ranks join first, so that one that cannot start is named before the others do any work.
-  const comm = env ? await joinRanks(env, flags, s) : undefined;
+  const onCuda = env !== undefined && (await trainsOnCuda(s.targetDevice));
+  const sync = env ? await chooseSyncBackend(flags, env, onCuda) : undefined;
+  const comm = env && sync ? await joinRanks(env, flags, s, sync) : undefined;
   try {
     const data = await openTrainingData(s, comm);
     const threads = flags.threads ?? (env ? threadsPerRank(env) : undefined);
@@ -121,11 +126,13 @@ async function openAndTrain(s: RunSettings, flags: TrainFlags, init: PretrainedW
     const { backend, note } = await openBackend(s.targetDevice, {
       ...(threads ? { threads } : {}),
       ...(s.tf32 ? { tf32: true } : {}),
+      ...(env && onCuda ? { device: gpuOfRank(flags, env) } : {}),
       // Rank 0 alone reports MFU, so it alone measures the CPU's peak.
       ...(!comm || comm.rank === 0 ? { cpuPeak: cachedCpuPeakSource(stderrLine, (p) => (cpuPeak = p)) } : {}),
     });
     try {
-      const ranks = comm && env ? { comm, row: ranksRow(comm, s, threads ?? 1, `${flags.masterAddr ?? env.masterAddr}:${flags.masterPort ?? env.masterPort}`, chooseSyncBackend(flags, env).why) } : undefined;
+      if (comm) await joinDevice(comm, backend, s);
+      const ranks = comm && env ? { comm, row: ranksRow(comm, s, threads ?? 1, `${flags.masterAddr ?? env.masterAddr}:${flags.masterPort ?? env.masterPort}`, sync!.why) } : undefined;
       return await trainOn(s, flags, data, backend, note, cpuPeak, init, ranks);
     } finally {
       backend.dispose();
