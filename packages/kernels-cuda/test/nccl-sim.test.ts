@@ -158,6 +158,18 @@ describe.skipIf(skip)(`NCCL collectives on the simulator${skip ? ` (skipped: ${s
     backend.free(buf);
   });
 
+  it("rejects when the other ranks do not join within the timeout", async () => {
+    const fake = useFake({ waitSeconds: 1 });
+    const started = Date.now();
+    const joining = openNcclCollectives(backend, { uniqueId: ncclUniqueId(), rank: 0, worldSize: 2, timeoutMs: 200 });
+    await expect(joining).rejects.toThrow("NCCL rank 0 of 2: joining the communicator did not complete within 200 ms");
+    expect(Date.now() - started).toBeLessThan(900); // before the fake itself gives up
+    await expect(joining.catch((e: DeviceError) => e.hint)).resolves.toMatch(/same unique id and world size/);
+    // The join (blocked in the fake) gives up after 1 s, after the promise has rejected; nothing is logged.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(fake.log()).toEqual([]);
+  });
+
   it("keeps Node's event loop free while a collective is pending", async () => {
     useFake({ async: "hang" });
     const nccl = await open(400);

@@ -20,6 +20,8 @@ export interface FakeNcclOptions {
   failEnqueue?: boolean;
   /** After a collective, ncclCommGetAsyncError reports: "hang" ncclInProgress for ever, "remote" ncclRemoteError. */
   async?: "hang" | "remote";
+  /** How long a rank waits for the others, to join or at a collective (default 60 s). */
+  waitSeconds?: number;
 }
 
 /** Compiles test/support/fake_nccl.c with these knobs into `dir`/`name`; returns the file. */
@@ -29,6 +31,7 @@ export function buildFakeNccl(dir: string, name: string, o: FakeNcclOptions = {}
   if (o.withoutAsyncError) defines.push("-DFAKE_NCCL_WITHOUT_ASYNC_ERROR");
   if (o.log) defines.push(`-DFAKE_NCCL_LOG=${JSON.stringify(o.log)}`);
   if (o.failEnqueue) defines.push("-DFAKE_NCCL_FAIL_ENQUEUE");
+  if (o.waitSeconds !== undefined) defines.push(`-DFAKE_NCCL_WAIT_SECONDS=${o.waitSeconds}`);
   if (o.async) defines.push(`-DFAKE_NCCL_ASYNC=${o.async === "hang" ? 1 : 2}`);
   fs.mkdirSync(path.dirname(out), { recursive: true });
   const r = spawnSync("cc", ["-shared", "-fPIC", "-O1", "-Wall", "-Werror", ...defines, "-o", out, SOURCE, "-lrt"], { encoding: "utf8" });

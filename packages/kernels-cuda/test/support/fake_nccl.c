@@ -9,6 +9,7 @@
  *   -DFAKE_NCCL_FAIL_ENQUEUE        ncclAllReduce/ncclBroadcast return ncclSystemError
  *   -DFAKE_NCCL_ASYNC=1             after a collective, ncclCommGetAsyncError says ncclInProgress for ever
  *   -DFAKE_NCCL_ASYNC=2             after a collective, ncclCommGetAsyncError says ncclRemoteError
+ *   -DFAKE_NCCL_WAIT_SECONDS=60     how long a rank waits for the others (to join, at a collective)
  *
  * World size 1: a sum or mean over one rank, or a broadcast, leaves the data as it is.
  * World size N > 1 (the ranks in separate processes): the ranks meet in a POSIX shared
@@ -50,7 +51,10 @@ typedef struct { char internal[128]; } ncclUniqueId;
 
 #define SLOT_BYTES (size_t)(4u << 20) /* the most one rank brings to one collective */
 #define MAX_RANKS 16
-#define WAIT_SECONDS 60 /* a rank missing for this long fails the call */
+#ifndef FAKE_NCCL_WAIT_SECONDS
+#define FAKE_NCCL_WAIT_SECONDS 60
+#endif
+#define WAIT_SECONDS FAKE_NCCL_WAIT_SECONDS /* a rank missing for this long fails the call */
 
 /* The segment the ranks share (world size > 1). */
 struct shared {
@@ -153,6 +157,7 @@ int ncclCommInitRank(struct ncclComm** comm, int nranks, ncclUniqueId id, int ra
     double deadline = now_seconds() + WAIT_SECONDS;
     while (__atomic_load_n(&c->shm->joined, __ATOMIC_ACQUIRE) < nranks) {
       if (now_seconds() > deadline) {
+        shm_unlink(name);
         munmap(c->shm, c->shm_bytes);
         free(c);
         return remote_error;
