@@ -34,7 +34,7 @@ const skip = !wheel
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kiln-nccl-wheel-"));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-/** Extracts the wheel's members under nvidia/nccl/ that `pattern` matches into `dir`; returns the folder nvidia/nccl. */
+/** Extracts the members of the wheel's NCCL folder that `pattern` matches into `dir`; returns that folder. */
 function unpack(pattern: string): string {
   const script = `import re, sys, zipfile
 z = zipfile.ZipFile(sys.argv[1])

@@ -1,5 +1,5 @@
 import os from "node:os";
-import { type Backend, ConfigError } from "@kiln/contract";
+import { type Backend, ConfigError, DeviceError } from "@kiln/contract";
 import type { SamplerCursor } from "@kiln/core";
 import {
   type Communicator,
@@ -15,7 +15,7 @@ import {
   launchRanks,
 } from "@kiln/distributed";
 import type { RunSettings } from "../config/settings.js";
-import { type TargetDevice, importCuda } from "./open-backend.js";
+import { type TargetDevice, gpuUnavailableReason, importCuda } from "./open-backend.js";
 
 /** The flags of a data-parallel run. */
 export interface DataParallelFlags {
@@ -99,6 +99,29 @@ export async function launchThisCommand(flags: DataParallelFlags, s: RunSettings
     // A failed rank's peers notice within their timeout and stop, naming it; after that they are terminated.
     graceMs: 1.5 * s.syncTimeoutMs + 5000,
   });
+}
+
+/**
+ * With --gpus (and no KILN_BACKEND), before any rank starts: the GPUs must be usable and
+ * every listed ordinal visible, else the DeviceError each rank would stop with, once.
+ */
+export async function checkGpusBeforeLaunch(flags: DataParallelFlags): Promise<void> {
+  if (!flags.gpus || process.env.KILN_BACKEND) return;
+  const why = await gpuUnavailableReason();
+  if (why !== undefined) {
+    throw new DeviceError(`cannot use the GPU: ${why}`, {
+      where: "--target-device gpu",
+      hint: "--gpus needs NVIDIA GPUs with their driver; on the CPU use --ranks N --target-device cpu",
+    });
+  }
+  const visible = (await importCuda("--gpus")).cudaStatus().runtime.deviceCount;
+  const missing = flags.gpus.filter((g) => g >= visible);
+  if (missing.length > 0) {
+    throw new DeviceError(`GPU ${missing.join(", ")} does not exist: ${visible} visible`, {
+      where: "--gpus",
+      hint: `list ordinals between 0 and ${visible - 1} (CUDA_VISIBLE_DEVICES narrows what is visible)`,
+    });
+  }
 }
 
 /** This rank's GPU: its entry of --gpus, else its local rank (torchrun's convention), among the visible devices. */

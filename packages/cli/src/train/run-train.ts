@@ -47,6 +47,7 @@ import {
   launchThisCommand,
   ranksRow,
   checkDataParallelFlags,
+  checkGpusBeforeLaunch,
   gpuOfRank,
   joinDevice,
   startsRanks,
@@ -83,7 +84,10 @@ export async function runTrain(flags: TrainFlags): Promise<number> {
     const s = resolveSettings(config, { ...flags, ...(asked ? { dtype: asked.dtype } : {}) }, init && { model: init.model, source: init.modelSource });
     checkDataParallelFlags(flags, s.targetDevice);
     if (flags.gpus) s.targetDevice = "gpu";
-    if (!env && startsRanks(flags)) return await launchThisCommand(flags, s);
+    if (!env && startsRanks(flags)) {
+      await checkGpusBeforeLaunch(flags);
+      return await launchThisCommand(flags, s);
+    }
     // One run per output folder: a second one stops here, before it reads or writes anything there. Rank 0 alone writes there.
     const lock = (env?.rank ?? 0) === 0 ? lockOutputDir(s.outputDir, stderrLine) : undefined;
     try {
