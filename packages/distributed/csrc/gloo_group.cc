@@ -6,6 +6,8 @@
 // ranks) keeps running while Gloo waits on the network.
 #include <napi.h>
 
+#include "worker_job.h"
+
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
@@ -43,31 +45,6 @@ void addInto(void* out, const void* a, const void* b, size_t n) {
   auto* y = static_cast<const T*>(b);
   for (size_t i = 0; i < n; i++) o[i] = x[i] + y[i];
 }
-
-// Runs `work` on a worker thread; the promise resolves when it returns and
-// rejects with its exception's message. `keep` (the JS buffer it works on, if any) stays alive until then.
-class Job : public Napi::AsyncWorker {
- public:
-  Job(Napi::Env env, std::function<void()> work, Napi::Value keep = Napi::Value())
-      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), work_(std::move(work)) {
-    if (!keep.IsEmpty() && keep.IsObject()) keep_ = Napi::Persistent(keep.As<Napi::Object>());
-  }
-  Napi::Promise promise() { return deferred_.Promise(); }
-  void Execute() override {
-    try {
-      work_();
-    } catch (const std::exception& e) {
-      SetError(e.what());
-    }
-  }
-  void OnOK() override { deferred_.Resolve(Env().Undefined()); }
-  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
-
- private:
-  Napi::Promise::Deferred deferred_;
-  std::function<void()> work_;
-  Napi::ObjectReference keep_;
-};
 
 class GlooGroup : public Napi::ObjectWrap<GlooGroup> {
  public:
@@ -128,11 +105,9 @@ class GlooGroup : public Napi::ObjectWrap<GlooGroup> {
     }
     auto context = context_;
     int rank = rank_, size = size_;
-    auto* job = new Job(info.Env(), [context, mine, rank, size] {
+    return WorkerJob::start(info.Env(), [context, mine, rank, size] {
       for (int peer = 0; peer < size; peer++) if (peer != rank) context->connect(peer, mine[peer]);
     });
-    job->Queue();
-    return job->promise();
   }
 
   // allReduceSum(values: Float32Array | Float64Array): in place, the sum over the ranks (ring algorithm: the same bits on every rank).
@@ -145,7 +120,7 @@ class GlooGroup : public Napi::ObjectWrap<GlooGroup> {
     auto context = live(info.Env());
     auto timeout = timeout_;
     uint32_t tag = nextTag_++;
-    auto* job = new Job(info.Env(), [context, data, n, f64, timeout, tag] {
+    return WorkerJob::start(info.Env(), [context, data, n, f64, timeout, tag] {
       gloo::AllreduceOptions o(context);
       if (f64) o.setOutput(static_cast<double*>(data), n), o.setReduceFunction(&addInto<double>);
       else o.setOutput(static_cast<float*>(data), n), o.setReduceFunction(&addInto<float>);
@@ -154,8 +129,6 @@ class GlooGroup : public Napi::ObjectWrap<GlooGroup> {
       o.setTimeout(timeout);
       gloo::allreduce(o);
     }, info[0]);
-    job->Queue();
-    return job->promise();
   }
 
   // broadcast(bytes: Uint8Array, root): in place, root's bytes on every rank.
@@ -167,7 +140,7 @@ class GlooGroup : public Napi::ObjectWrap<GlooGroup> {
     auto context = live(info.Env());
     auto timeout = timeout_;
     uint32_t tag = nextTag_++;
-    auto* job = new Job(info.Env(), [context, data, n, root, timeout, tag] {
+    return WorkerJob::start(info.Env(), [context, data, n, root, timeout, tag] {
       gloo::BroadcastOptions o(context);
       o.setOutput(data, n);
       o.setRoot(root);
@@ -175,22 +148,18 @@ class GlooGroup : public Napi::ObjectWrap<GlooGroup> {
       o.setTimeout(timeout);
       gloo::broadcast(o);
     }, info[0]);
-    job->Queue();
-    return job->promise();
   }
 
   Napi::Value Barrier(const Napi::CallbackInfo& info) {
     auto context = live(info.Env());
     auto timeout = timeout_;
     uint32_t tag = nextTag_++;
-    auto* job = new Job(info.Env(), [context, timeout, tag] {
+    return WorkerJob::start(info.Env(), [context, timeout, tag] {
       gloo::BarrierOptions o(context);
       o.setTag(tag);
       o.setTimeout(timeout);
       gloo::barrier(o);
     });
-    job->Queue();
-    return job->promise();
   }
 
   // Drops this handle on the context; the pairs close once no collective still runs on them.

@@ -14,6 +14,8 @@
 // that did not arrive.
 #include <napi.h>
 
+#include "worker_job.h"
+
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
@@ -150,27 +152,6 @@ class Segment {
   int parity_ = 0;  // the set the next chunk uses: the same on every rank, as every rank runs the same chunks
 };
 
-class Job : public Napi::AsyncWorker {
- public:
-  Job(Napi::Env env, std::function<void()> work, Napi::Object keep)
-      : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)), work_(std::move(work)), keep_(Napi::Persistent(keep)) {}
-  Napi::Promise promise() { return deferred_.Promise(); }
-  void Execute() override {
-    try {
-      work_();
-    } catch (const std::exception& e) {
-      SetError(e.what());
-    }
-  }
-  void OnOK() override { deferred_.Resolve(Env().Undefined()); }
-  void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
-
- private:
-  Napi::Promise::Deferred deferred_;
-  std::function<void()> work_;
-  Napi::ObjectReference keep_;
-};
-
 class ShmGroup : public Napi::ObjectWrap<ShmGroup> {
  public:
   static Napi::Function Define(Napi::Env env) {
@@ -204,9 +185,7 @@ class ShmGroup : public Napi::ObjectWrap<ShmGroup> {
     float* data = array.Data();
     size_t n = array.ElementLength();
     auto segment = segment_;
-    auto* job = new Job(info.Env(), [segment, data, n] { segment->allReduceSum(data, n); }, array);
-    job->Queue();
-    return job->promise();
+    return WorkerJob::start(info.Env(), [segment, data, n] { segment->allReduceSum(data, n); }, array);
   }
 
   // Makes a waiting collective (and every later one) fail at once: another rank failed.

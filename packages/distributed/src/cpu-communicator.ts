@@ -1,6 +1,7 @@
 import { type Backend, type FloatDType, type Operand, bytesPerElement } from "@kiln/contract";
 import type { ReduceOp } from "@kiln/core";
 import type { Communicator } from "./communicator.js";
+import { downloadToHost } from "./host-staging.js";
 import { narrowToBf16, partOf, sumInRankOrder, widenBf16 } from "./rank-order-reductions.js";
 import { joinSharedMemory } from "./shared-memory-plane.js";
 import { StarGroup, type StarGroupOptions } from "./star-group.js";
@@ -35,11 +36,6 @@ export async function createCpuCommunicator(o: CpuCommunicatorOptions): Promise<
         });
   const shm = "sum" in plane ? plane : undefined;
   // Each method hands the group a promise of its bytes without awaiting first, so collectives are numbered in call order.
-  const staged = async (backend: Backend, at: Operand, bytes: number): Promise<Uint8Array> => {
-    const host = new Uint8Array(bytes);
-    await backend.download(at, host);
-    return host;
-  };
   return {
     rank,
     worldSize,
@@ -49,19 +45,19 @@ export async function createCpuCommunicator(o: CpuCommunicatorOptions): Promise<
       const what = `all-reduce (${op}) of ${n} ${dtype}`;
       if (!shm) {
         const combine = sumInRankOrder(dtype, op, worldSize);
-        backend.upload(at, await group.run(what, staged(backend, at, n * bytesPerElement(dtype)), combine));
+        backend.upload(at, await group.run(what, downloadToHost(backend, at, n * bytesPerElement(dtype)), combine));
         return;
       }
       if (dtype !== "f32" && dtype !== "bf16") throw new RangeError(`all-reduce of ${dtype} is not supported: f32 and bf16 only`);
       // bf16 is widened exactly, summed in f32 and rounded once, as the TCP path does. The sum takes its turn now, in call order.
-      const values = staged(backend, at, n * bytesPerElement(dtype)).then((bytes) => (dtype === "f32" ? new Float32Array(bytes.buffer, 0, n) : widenBf16(bytes)));
+      const values = downloadToHost(backend, at, n * bytesPerElement(dtype)).then((bytes) => (dtype === "f32" ? new Float32Array(bytes.buffer, 0, n) : widenBf16(bytes)));
       const sums = await shm.sum(values, what);
       if (op === "mean") for (let i = 0; i < n; i++) sums[i] /= worldSize;
       backend.upload(at, dtype === "f32" ? sums : narrowToBf16(sums));
     },
     async broadcast(backend: Backend, at: Operand, bytes: number, root: number) {
       // Root sends its bytes through rank 0; the others send nothing and take them.
-      const part = rank === root ? staged(backend, at, bytes) : new Uint8Array(0);
+      const part = rank === root ? downloadToHost(backend, at, bytes) : new Uint8Array(0);
       const result = await group.run(`broadcast of ${bytes} bytes from rank ${root}`, part, partOf(root));
       if (rank !== root) backend.upload(at, result);
     },

@@ -1,6 +1,7 @@
 import { type Backend, type FloatDType, type Operand, bytesPerElement } from "@kiln/contract";
 import type { ReduceOp } from "@kiln/core";
 import type { Communicator } from "./communicator.js";
+import { downloadToHost } from "./host-staging.js";
 import { explainChannelFailure } from "./failure-report.js";
 import { type GlooGroupHandle, loadGloo } from "./native-addons.js";
 import { narrowToBf16, widenBf16 } from "./rank-order-reductions.js";
@@ -52,11 +53,6 @@ export async function createGlooCommunicator(o: GlooCommunicatorOptions): Promis
     tail = next.catch(() => undefined);
     return next;
   };
-  const staged = async (backend: Backend, at: Operand, bytes: number): Promise<Uint8Array> => {
-    const host = new Uint8Array(bytes);
-    await backend.download(at, host);
-    return host;
-  };
 
   return {
     rank,
@@ -64,7 +60,7 @@ export async function createGlooCommunicator(o: GlooCommunicatorOptions): Promis
     kind: "gloo",
     allReduce(backend: Backend, at: Operand, n: number, dtype: FloatDType, op: ReduceOp) {
       if (dtype !== "f32" && dtype !== "bf16") return Promise.reject(new RangeError(`all-reduce of ${dtype} is not supported: f32 and bf16 only`));
-      const host = staged(backend, at, n * bytesPerElement(dtype)); // starts now, so the download overlaps earlier collectives
+      const host = downloadToHost(backend, at, n * bytesPerElement(dtype)); // starts now, so the download overlaps earlier collectives
       return inOrder(`all-reduce (${op}) of ${n} ${dtype}`, async () => {
         const bytes = await host;
         // bf16 is summed in f32 and rounded once, as the cpu backend does.
@@ -75,7 +71,7 @@ export async function createGlooCommunicator(o: GlooCommunicatorOptions): Promis
       });
     },
     broadcast(backend: Backend, at: Operand, bytes: number, root: number) {
-      const host = rank === root ? staged(backend, at, bytes) : Promise.resolve(new Uint8Array(bytes));
+      const host = rank === root ? downloadToHost(backend, at, bytes) : Promise.resolve(new Uint8Array(bytes));
       return inOrder(`broadcast of ${bytes} bytes from rank ${root}`, async () => {
         const b = await host;
         await mesh.broadcast(b, root);
