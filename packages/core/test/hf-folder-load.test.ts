@@ -35,7 +35,37 @@ async function refusal(location: string): Promise<CheckpointError> {
   return err as CheckpointError;
 }
 
+/** What pieces() gives, put back together per parameter; also checks the pieces' bounds and order. */
+async function fromPieces(location: string, pieceBytes: number): Promise<Map<string, Float32Array>> {
+  const source = await PretrainedWeights.open(location);
+  const out = new Map<string, Float32Array>();
+  const next = new Map<string, number>();
+  try {
+    for await (const p of source.pieces(pieceBytes)) {
+      expect(p.values.byteLength).toBeLessThanOrEqual(Math.max(4, pieceBytes));
+      // Each parameter's pieces come in order, one after the other.
+      expect(p.elementOffset).toBe(next.get(p.name) ?? 0);
+      next.set(p.name, p.elementOffset + p.values.length);
+      const whole = out.get(p.name) ?? new Float32Array(p.elements);
+      whole.set(p.values, p.elementOffset);
+      out.set(p.name, whole);
+    }
+  } finally {
+    await source.close();
+  }
+  return out;
+}
+
 describe("--init-from sources", () => {
+  it("reads the same weights piece by piece (f32 and bf16 files, pieces smaller than a tensor)", async () => {
+    const w = randomWeights(TINY_LLAMA);
+    await writeKilnCheckpoint(path.join(dir, "final.safetensors"), TINY_LLAMA, w);
+    expect(await fromPieces(path.join(dir, "final.safetensors"), 100)).toEqual(w);
+    const g = randomWeights(TINY_GPT2);
+    await writeHfFolder(path.join(dir, "gpt2-bf16"), TINY_GPT2, g, { dtype: "BF16" });
+    expect(await fromPieces(path.join(dir, "gpt2-bf16"), 36)).toEqual((await load(path.join(dir, "gpt2-bf16"))).weights);
+  });
+
   it("a kiln checkpoint: its model and weights, optimizer state ignored", async () => {
     const w = randomWeights(TINY_LLAMA);
     await writeKilnCheckpoint(path.join(dir, "final.safetensors"), TINY_LLAMA, w);

@@ -200,7 +200,7 @@ async function trainOn(
     const cursor = cursors?.[comm?.rank ?? 0] ?? (meta[META_DATA_CURSOR] ? (JSON.parse(meta[META_DATA_CURSOR]) as SamplerCursor) : undefined);
     if (cursor) data.train.setCursor(cursor);
   } else if (init) {
-    trainer.loadParameters(await init.read());
+    await trainer.loadParametersFrom(init.pieces());
   }
   // The data must be in the tokens of the model it trains; checkpoints record that tokenizer.
   const tokenizer = await runTokenizer(data, startedFrom, (text) => lead && process.stderr.write(`${text}\n`));

@@ -102,6 +102,21 @@ export class SafetensorsReader {
     }
   }
 
+  /** Reads bytes [byteStart, byteStart + target.byteLength) of one tensor's data into `target`. */
+  async readRange(name: string, byteStart: number, target: Uint8Array): Promise<void> {
+    if (this.closed) throw new Error(`SafetensorsReader for ${this.path} is closed`);
+    const info = this.info(name);
+    if (byteStart < 0 || byteStart + target.byteLength > info.byteLength) {
+      throw new RangeError(`bytes ${byteStart}..${byteStart + target.byteLength} are outside tensor ${JSON.stringify(name)} (${info.byteLength} bytes)`);
+    }
+    try {
+      await readFully(this.file, target, this.header.dataStart + info.dataOffsets[0] + byteStart, this.path);
+    } catch (err) {
+      if (err instanceof CheckpointError) throw err;
+      throw openError(err, this.path);
+    }
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

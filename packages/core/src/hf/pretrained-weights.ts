@@ -1,6 +1,6 @@
 import { stat } from "node:fs/promises";
 import path from "node:path";
-import { CheckpointError, decodeElements, isFloatDType } from "@kiln/contract";
+import { CheckpointError, bytesPerElement, decodeElements, isFloatDType } from "@kiln/contract";
 import { fromSafetensorsDType } from "../checkpoint/safetensors-dtype.js";
 import { type SafetensorsReader, openSafetensors } from "../checkpoint/safetensors-reader.js";
 import { elementCount } from "../graph/tensor.js";
@@ -15,6 +15,14 @@ import { HF_CONFIG_FILE, openHfTensorFiles, readJsonFile } from "./hf-shards.js"
 import { fileNameOf, isSkippedHfTensor } from "./hf-tensor-names.js";
 
 /** Where one parameter's values lie: a file and the tensor's name in it. */
+/** A run of one parameter's values, `elementOffset` onwards, of `elements` in all. */
+export interface ParameterPiece {
+  name: string;
+  elementOffset: number;
+  elements: number;
+  values: Float32Array;
+}
+
 interface TensorSource {
   reader: SafetensorsReader;
   name: string;
@@ -70,6 +78,27 @@ export class PretrainedWeights {
       out.set(kilnName, dtype === "f32" ? new Float32Array(t.data.buffer, t.data.byteOffset, n) : Float32Array.from(decodeElements(t.data, dtype, n)));
     }
     return out;
+  }
+
+  /**
+   * The parameters as pieces of at most `pieceBytes` bytes of f32 values, read as
+   * they are asked for, so that loading them needs one piece of host memory rather
+   * than a copy of the whole model.
+   */
+  async *pieces(pieceBytes = 4 * 2 ** 20): AsyncGenerator<ParameterPiece> {
+    for (const [kilnName, { reader, name }] of this.sources) {
+      const info = reader.info(name);
+      const dtype = fromSafetensorsDType(info.dtype)!;
+      const width = bytesPerElement(dtype);
+      const elements = elementCount(info.shape);
+      const per = Math.max(1, Math.floor(pieceBytes / 4));
+      for (let at = 0; at < elements; at += per) {
+        const n = Math.min(per, elements - at);
+        const raw = new Uint8Array(n * width);
+        await reader.readRange(name, at * width, raw);
+        yield { name: kilnName, elementOffset: at, elements, values: dtype === "f32" ? new Float32Array(raw.buffer, 0, n) : Float32Array.from(decodeElements(raw, dtype, n)) };
+      }
+    }
   }
 
   async close(): Promise<void> {

@@ -6,6 +6,7 @@ import { type ModelConfig, moeOf } from "../model/config.js";
 import { type ModelGraph, positionIds } from "../model/build-graph.js";
 import { uploadInitialParams } from "../model/init-params.js";
 import type { ParamLayout } from "../model/param-layout.js";
+import type { ParameterPiece } from "../hf/pretrained-weights.js";
 import { AdamW, type AdamWConfig } from "../optim/adamw.js";
 import type { RecomputePolicy } from "../autodiff/rematerialize.js";
 import { type LrScheduleConfig, learningRateAt } from "../optim/lr-schedule.js";
@@ -381,15 +382,46 @@ export class Trainer {
    * dump. Under a 16-bit dtype they become the master weights, rounded into the parameters.
    */
   loadParameters(values: ReadonlyMap<string, Float32Array>): void {
-    const [buffer, layout] = this.masters ? [this.masters.master, this.stateLayout] : [this.buffers.params, this.layout];
-    for (const s of layout.specs) {
+    for (const s of this.uploadLayout()[1].specs) {
       const v = values.get(s.name);
       if (!v) throw new KilnError(`no value for parameter ${s.name}`, { where: s.name, hint: "the checkpoint does not match this model" });
-      const n = s.shape.reduce((a, b) => a * b, 1);
-      if (v.length !== n) throw new KilnError(`parameter ${s.name} has ${v.length} values, the model needs ${n}`, { where: s.name });
-      this.backend.upload({ buffer, byteOffset: layout.offsets.get(s.name)! }, v);
+      this.uploadParameter(s.name, v);
     }
     this.masters?.roundToParams();
+  }
+
+  /**
+   * loadParameters from a stream of pieces (a run of one parameter's values each), each
+   * uploaded as it comes, so that loading needs only one piece in host memory; every
+   * parameter must be covered exactly.
+   */
+  async loadParametersFrom(pieces: AsyncIterable<ParameterPiece>): Promise<void> {
+    const [buffer, layout] = this.uploadLayout();
+    const loaded = new Map(layout.specs.map((s) => [s.name, 0]));
+    for await (const p of pieces) {
+      const done = loaded.get(p.name);
+      if (done === undefined) continue; // not a parameter of this model: the caller checked its source
+      const n = layout.specs.find((s) => s.name === p.name)!.shape.reduce((a, b) => a * b, 1);
+      if (p.elements !== n || p.elementOffset + p.values.length > n) throw new KilnError(`parameter ${p.name} has ${p.elements} values, the model needs ${n}`, { where: p.name });
+      this.backend.upload({ buffer, byteOffset: layout.offsets.get(p.name)! + 4 * p.elementOffset }, p.values);
+      loaded.set(p.name, done + p.values.length);
+    }
+    const short = layout.specs.find((s) => loaded.get(s.name) !== s.shape.reduce((a, b) => a * b, 1));
+    if (short) throw new KilnError(`no value (or not every value) for parameter ${short.name}`, { where: short.name, hint: "the checkpoint does not match this model" });
+    this.masters?.roundToParams();
+  }
+
+  /** Where loaded parameters go: the f32 masters under a 16-bit dtype, else the parameters. */
+  private uploadLayout(): [BufferHandle, ParamLayout] {
+    return this.masters ? [this.masters.master, this.stateLayout] : [this.buffers.params, this.layout];
+  }
+
+  private uploadParameter(name: string, v: Float32Array): void {
+    const [buffer, layout] = this.uploadLayout();
+    const spec = layout.specs.find((s) => s.name === name)!;
+    const n = spec.shape.reduce((a, b) => a * b, 1);
+    if (v.length !== n) throw new KilnError(`parameter ${name} has ${v.length} values, the model needs ${n}`, { where: name });
+    this.backend.upload({ buffer, byteOffset: layout.offsets.get(name)! }, v);
   }
 
   /**
