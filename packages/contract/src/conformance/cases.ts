@@ -237,6 +237,9 @@ const CASES: Record<KernelName, Defs> = {
     d("strided", cp(9, 4, 10, [72, 18], [64, 16]), { label: "mla k_nope out of the kv projection" }),
     d("options", cp(9, 4, 10, [64, 16], [72, 18], true), { label: "mla backward: dK into the kv projection's gradient" }),
     d("options", cp(5, 3, 7, [40, 11], [30, 9], true), { shared: [{ src: 3 }, { dst: 5 }], label: "accumulate, odd offsets" }),
+    // Rows, strides and offsets in whole 16-byte groups: the vectorised paths.
+    d("strided", cp(16, 4, 32, [256, 64], [192, 48]), { label: "rows of 16-byte groups" }),
+    d("options", cp(6, 8, 24, [0, 24], [256, 32], true), { label: "rows of 16-byte groups, src broadcast over batch, accumulate" }),
     d("batch", cp(4, 3, 33, [0, 40], [99, 33]), { label: "src broadcast over batch" }),
     d("batch", cp(6, 5, 3, [15, 3], [3, 18]), { label: "rows outer: b and r swapped" }),
     d("long", cp(2, 3, 4099, [12300, 4100], [12297, 4099]), { shared: [{ dst: 1 }] }),
