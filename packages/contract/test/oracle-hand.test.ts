@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { KernelArgumentError } from "../src/errors.js";
+import { kernelSpecs } from "../src/kernels/index.js";
 import { oracle } from "../src/oracle/index.js";
 import { arr, callOracle, expectClose } from "./support/call-oracle.js";
 
@@ -13,7 +14,7 @@ function kernel(name: keyof typeof oracle, body: () => void): void {
 
 it("every oracle kernel has hand-computed cases below", () => {
   expect(Object.keys(oracle).filter((k) => !covered.has(k))).toEqual([]);
-  expect(Object.keys(oracle)).toHaveLength(36);
+  expect(Object.keys(oracle)).toHaveLength(37);
 });
 
 const S1 = 1 / (1 + Math.exp(-1)); // sigmoid(1)
@@ -592,6 +593,40 @@ kernel("checkFinite", () => {
 
   it("looks only at the first n elements", () => {
     expect(callOracle(oracle.checkFinite, { n: 1 }, { x: [1, NaN], flag: [0] }).flag[0]).toBe(0);
+  });
+});
+
+kernel("copyStrided", () => {
+  // batch 2, rows 2, cols 2; src rows (b, r) at 4b + 2r, dst rows at 5b + 2r with one gap element (index 4).
+  const dims = { batch: 2, rows: 2, cols: 2, srcBatchStride: 4, srcRowStride: 2, dstBatchStride: 5, dstRowStride: 2 };
+  const src = [1, 2, 3, 4, 5, 6, 7, 8];
+
+  it("copies each (b, r) row to its dst row and leaves the gap alone", () => {
+    const v = callOracle(oracle.copyStrided, dims, { src, dst: new Array(9).fill(-1) });
+    expect(arr(v.dst)).toEqual([1, 2, 3, 4, -1, 5, 6, 7, 8]);
+  });
+
+  it("broadcasts with a src row stride of 0 and adds into dst when accumulating", () => {
+    // Every head of a batch item gets that item's one row: [1, 2] then [5, 6].
+    const v = callOracle(oracle.copyStrided, { ...dims, srcRowStride: 0, accumulate: true }, { src, dst: [10, 10, 20, 20, 0, 30, 30, 40, 40] });
+    expect(arr(v.dst)).toEqual([11, 12, 21, 22, 0, 35, 36, 45, 46]);
+  });
+
+  it("swaps batch and rows when the dst strides nest rows outside batch", () => {
+    // dst (r, b, c): batch stride 2, row stride 4.
+    const v = callOracle(oracle.copyStrided, { ...dims, dstBatchStride: 2, dstRowStride: 4 }, { src, dst: new Array(8).fill(0) });
+    expect(arr(v.dst)).toEqual([1, 2, 5, 6, 3, 4, 7, 8]);
+  });
+
+  it("refuses dst strides that put two elements on one, negative and fractional strides", () => {
+    const check = (a: Record<string, unknown>) => () => kernelSpecs.copyStrided.check({ ...dims, ...a } as never);
+    expect(check({})).not.toThrow();
+    expect(check({ dstRowStride: 1 })).toThrow(KernelArgumentError);
+    expect(check({ dstBatchStride: 3 })).toThrow(/land on one/);
+    expect(check({ dstBatchStride: 0, dstRowStride: 0 })).toThrow(KernelArgumentError);
+    expect(check({ batch: 1, dstBatchStride: 0 })).not.toThrow();
+    expect(check({ srcBatchStride: -1 })).toThrow(/non-negative integer/);
+    expect(check({ dstRowStride: 2.5 })).toThrow(KernelArgumentError);
   });
 });
 

@@ -59,6 +59,7 @@ const SCALARS: { [K in KernelName]: (a: KernelArgsMap[K]) => number[] } = {
   cast: (a) => [a.n, code(a.srcDtype), code(a.dstDtype)],
   fill: (a) => [a.n, a.value, code(a.dtype)],
   checkFinite: (a) => [a.n, code(a.dtype)],
+  copyStrided: (a) => [a.batch, a.rows, a.cols, a.srcBatchStride, a.srcRowStride, a.dstBatchStride, a.dstRowStride, bit(a.accumulate), code(a.dtype)],
   moeRoute: (a) => [a.tokens, a.numExperts, a.topK, a.alpha, code(a.dtype)],
   moeRouteBackward: (a) => [a.tokens, a.numExperts, a.topK, a.alpha, a.auxScale, code(a.dtype)],
   moeDispatch: (a) => [a.tokens, a.topK, a.dim, code(a.dtype)],

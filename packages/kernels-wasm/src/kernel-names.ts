@@ -45,6 +45,7 @@ export const KERNEL_NAMES = [
   "kiln_moe_dispatch",
   "kiln_moe_combine",
   "kiln_moe_combine_scale_grad",
+  "kiln_copy_strided",
 ] as const;
 
 export type KernelName = (typeof KERNEL_NAMES)[number];

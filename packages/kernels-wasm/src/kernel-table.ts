@@ -4,6 +4,7 @@ import { backendMatmul } from "./backend-matmul.js";
 import type { KernelRuntime } from "./kernel-runtime.js";
 import { ADAMW_KERNELS } from "./backend-adamw.js";
 import { CONVERT_KERNELS } from "./backend-convert.js";
+import { COPY_KERNELS } from "./backend-copy.js";
 import { CROSS_ENTROPY_KERNELS } from "./backend-cross-entropy.js";
 import { ELEMENTWISE_KERNELS } from "./backend-elementwise.js";
 import { REDUCE_KERNELS } from "./backend-reduce.js";
@@ -42,6 +43,7 @@ export const WASM_KERNELS: WasmKernelTable = {
   ...REDUCE_KERNELS,
   ...ADAMW_KERNELS,
   ...CONVERT_KERNELS,
+  ...COPY_KERNELS,
   ...ATTENTION_KERNELS,
   ...NORM_KERNELS,
   ...ACTIVATION_KERNELS,

@@ -125,6 +125,18 @@ const groupedShapes = (weightGrad: boolean): Def[] => [
   d("large", { rows: 256, n: 96, k: 128, groups: 8, ...(weightGrad ? {} : { transB: true }) }),
 ];
 
+/** copyStrided dims: (batch, rows, cols) with src and dst [batchStride, rowStride]. */
+const cp = (batch: number, rows: number, cols: number, src: [number, number], dst: [number, number], accumulate = false) => ({
+  batch,
+  rows,
+  cols,
+  srcBatchStride: src[0],
+  srcRowStride: src[1],
+  dstBatchStride: dst[0],
+  dstRowStride: dst[1],
+  ...(accumulate ? { accumulate } : {}),
+});
+
 const specials = [0, -0, 1, -1, 65504, 65520, 70000, -1e30, 3e38, 1e-8, 6e-8, 1e-40, 2 ** -24, 2 ** -25, 1.00390625, 1.005859375, Infinity, -Infinity, NaN];
 const withSpecials = (key: string) => (_a: Record<string, unknown>, v: Record<string, Float64Array>) => {
   for (let i = 0; i < v[key].length; i++) v[key][i] = specials[i % specials.length];
@@ -214,6 +226,27 @@ const CASES: Record<KernelName, Defs> = {
   },
   cast: () => [],
   fill: () => [],
+  // Operands placed at odd element offsets (shared with one member) start off any vector alignment.
+  // K (T=9, H=4, 16) of multi-head latent attention: k_nope (10) from the kv projection (T, H*18), k_rope (6) broadcast.
+  copyStrided: () => [
+    d("one", cp(1, 1, 1, [1, 1], [1, 1])),
+    d("one", cp(1, 1, 1, [0, 0], [0, 0]), { label: "zero strides on unit dims" }),
+    d("prime", cp(1, 7, 13, [91, 13], [91, 13]), { label: "dense" }),
+    d("odd", cp(3, 5, 33, [200, 37], [170, 34]), { shared: [{ src: 3 }, { dst: 1 }], label: "gaps both sides, odd offsets" }),
+    d("strided", cp(9, 4, 6, [6, 0], [64, 16]), { shared: [{ dst: 10 }], label: "mla k_rope broadcast to every head" }),
+    d("strided", cp(9, 4, 10, [72, 18], [64, 16]), { label: "mla k_nope out of the kv projection" }),
+    d("options", cp(9, 4, 10, [64, 16], [72, 18], true), { label: "mla backward: dK into the kv projection's gradient" }),
+    d("options", cp(5, 3, 7, [40, 11], [30, 9], true), { shared: [{ src: 3 }, { dst: 5 }], label: "accumulate, odd offsets" }),
+    // Rows, strides and offsets in whole 16-byte groups: the vectorised paths.
+    d("strided", cp(16, 4, 32, [256, 64], [192, 48]), { label: "rows of 16-byte groups" }),
+    d("options", cp(6, 8, 24, [0, 24], [256, 32], true), { label: "rows of 16-byte groups, src broadcast over batch, accumulate" }),
+    d("batch", cp(4, 3, 33, [0, 40], [99, 33]), { label: "src broadcast over batch" }),
+    d("batch", cp(6, 5, 3, [15, 3], [3, 18]), { label: "rows outer: b and r swapped" }),
+    d("long", cp(2, 3, 4099, [12300, 4100], [12297, 4099]), { shared: [{ dst: 1 }] }),
+    d("large", cp(1, 1000, 37, [37000, 37], [37000, 37])),
+    d("large", cp(8, 125, 37, [5000, 40], [4625, 37], true)),
+    d("special", cp(2, 3, 19, [57, 19], [60, 20]), { derive: withSpecials("src") }),
+  ],
   moeRoute: () => routeShapes(false),
   moeRouteBackward: () => routeShapes(true),
   moeDispatch: () => moveShapes(true),

@@ -6,6 +6,8 @@ import type { AttentionBackwardArgs, AttentionForwardArgs } from "./attention.js
 import { attentionBackwardSpec, attentionForwardSpec } from "./attention.js";
 import type { CastArgs, CheckFiniteArgs, FillArgs } from "./convert.js";
 import { castSpec, checkFiniteSpec, fillSpec } from "./convert.js";
+import type { CopyStridedArgs } from "./copy.js";
+import { copyStridedSpec } from "./copy.js";
 import type { CrossEntropyBackwardArgs, CrossEntropyForwardArgs, SoftmaxForwardArgs } from "./cross-entropy.js";
 import { crossEntropyBackwardSpec, crossEntropyForwardSpec, softmaxForwardSpec } from "./cross-entropy.js";
 import type { AddArgs, ScaleArgs } from "./elementwise.js";
@@ -57,6 +59,7 @@ export interface KernelArgsMap {
   cast: CastArgs;
   fill: FillArgs;
   checkFinite: CheckFiniteArgs;
+  copyStrided: CopyStridedArgs;
   moeRoute: MoeRouteArgs;
   moeRouteBackward: MoeRouteBackwardArgs;
   moeDispatch: MoeDispatchArgs;
@@ -102,6 +105,7 @@ export const kernelSpecs: { readonly [K in KernelName]: KernelSpec<KernelArgsMap
   cast: castSpec,
   fill: fillSpec,
   checkFinite: checkFiniteSpec,
+  copyStrided: copyStridedSpec,
   moeRoute: moeRouteSpec,
   moeRouteBackward: moeRouteBackwardSpec,
   moeDispatch: moeDispatchSpec,
@@ -144,6 +148,7 @@ export * from "./adamw.js";
 export * from "./activation.js";
 export * from "./attention.js";
 export * from "./convert.js";
+export * from "./copy.js";
 export * from "./cross-entropy.js";
 export * from "./elementwise.js";
 export * from "./embedding.js";

@@ -3,6 +3,7 @@ import { adamWOracle } from "./adamw.js";
 import { geluBackwardOracle, geluForwardOracle, siluBackwardOracle, siluForwardOracle, swiGluBackwardOracle, swiGluForwardOracle } from "./activation.js";
 import { attentionBackwardOracle, attentionForwardOracle } from "./attention.js";
 import { castOracle, checkFiniteOracle, fillOracle } from "./convert.js";
+import { copyStridedOracle } from "./copy.js";
 import { crossEntropyBackwardOracle, crossEntropyForwardOracle, softmaxForwardOracle } from "./cross-entropy.js";
 import { addOracle, scaleOracle, sumOracle, sumSquaresOracle } from "./elementwise.js";
 import { embeddingBackwardOracle, embeddingForwardOracle } from "./embedding.js";
@@ -44,6 +45,7 @@ export const oracle: { readonly [K in KernelName]: OracleKernel<KernelArgsMap[K]
   cast: castOracle,
   fill: fillOracle,
   checkFinite: checkFiniteOracle,
+  copyStrided: copyStridedOracle,
   moeRoute: moeRouteOracle,
   moeRouteBackward: moeRouteBackwardOracle,
   moeDispatch: moeDispatchOracle,
