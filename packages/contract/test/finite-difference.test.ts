@@ -211,11 +211,12 @@ forwardKernel("attentionForward", () => {
     heads: number;
     kvHeads: number;
     headDim: number;
+    vHeadDim?: number;
     scale?: number;
-    /** q, k, v as slices of one (rows, (heads + 2 kvHeads) headDim) buffer. */
+    /** q, k, v as slices of one (rows, heads headDim + kvHeads (headDim + vHeadDim)) buffer. */
     packed?: boolean;
-    /** Extra elements after each row of q / kv / out (gaps). */
-    gaps?: { q: number; kv: number; out: number };
+    /** Extra elements after each row of q / k / v / out (gaps); v's default to k's. */
+    gaps?: { q: number; kv: number; v?: number; out: number };
   }
   const cases: AttnCase[] = [
     { name: "dense MHA", batch: 2, seqLen: 5, heads: 2, kvHeads: 2, headDim: 4 },
@@ -224,63 +225,68 @@ forwardKernel("attentionForward", () => {
     { name: "strided rows with gaps, GQA", batch: 2, seqLen: 4, heads: 4, kvHeads: 2, headDim: 3, gaps: { q: 2, kv: 3, out: 1 } },
     { name: "packed qkv (GPT-2 layout)", batch: 2, seqLen: 4, heads: 2, kvHeads: 2, headDim: 3, packed: true, gaps: { q: 0, kv: 0, out: 2 } },
     { name: "packed qkv with GQA (Llama layout)", batch: 1, seqLen: 5, heads: 4, kvHeads: 2, headDim: 2, packed: true },
+    { name: "vHeadDim < headDim, GQA", batch: 2, seqLen: 4, heads: 4, kvHeads: 2, headDim: 5, vHeadDim: 3 },
+    { name: "vHeadDim > headDim, k and v rows apart with gaps", batch: 2, seqLen: 4, heads: 2, kvHeads: 1, headDim: 2, vHeadDim: 5, gaps: { q: 1, kv: 2, v: 3, out: 2 } },
+    { name: "packed qkv, vHeadDim > headDim", batch: 1, seqLen: 5, heads: 2, kvHeads: 2, headDim: 2, vHeadDim: 3, packed: true },
   ];
 
   for (const c of cases) {
     describe(c.name, () => {
       const rand = rng(71);
       const { batch: B, seqLen: T, heads: Hq, kvHeads: KH, headDim: D } = c;
+      const DV = c.vHeadDim ?? D;
       const rows = B * T;
-      const qW = Hq * D, kvW = KH * D;
+      const qW = Hq * D, kW = KH * D, vW = KH * DV, outW = Hq * DV;
       const gaps = c.gaps ?? { q: 0, kv: 0, out: 0 };
-      const outStride = qW + gaps.out;
-      const outExtent = (rows - 1) * outStride + qW;
-      const outLogical = stridedIndices(rows, qW, outStride);
+      const outStride = outW + gaps.out;
+      const outExtent = (rows - 1) * outStride + outW;
+      const outLogical = stridedIndices(rows, outW, outStride);
       const R = new Float64Array(outExtent).fill(NaN); // dOut: gaps are NaN and must not be read
       for (const i of outLogical) R[i] = rand() * 2 - 1;
 
       // Inputs: either one packed buffer with three views, or three buffers.
-      let qStride: number, kvStride: number;
+      let qStride: number, kvStride: number, vStride: number;
       let inputs: { buf: Float64Array; logical: number[]; label: string }[];
       let q: Float64Array, k: Float64Array, v: Float64Array;
       let gradBuffers: () => { dQ: Float64Array; dK: Float64Array; dV: Float64Array; all: Float64Array[] };
       if (c.packed) {
-        qStride = kvStride = qW + 2 * kvW;
+        qStride = kvStride = vStride = qW + kW + vW;
         const qkv = uniform(rand, rows * qStride, -1.5, 1.5);
         q = qkv.subarray(0);
         k = qkv.subarray(qW);
-        v = qkv.subarray(qW + kvW);
+        v = qkv.subarray(qW + kW);
         inputs = [{ buf: qkv, logical: [...qkv.keys()], label: "dQKV" }];
         gradBuffers = () => {
           const d = new Float64Array(rows * qStride).fill(12345);
-          return { dQ: d.subarray(0), dK: d.subarray(qW), dV: d.subarray(qW + kvW), all: [d] };
+          return { dQ: d.subarray(0), dK: d.subarray(qW), dV: d.subarray(qW + kW), all: [d] };
         };
       } else {
         qStride = qW + gaps.q;
-        kvStride = kvW + gaps.kv;
-        const qExt = (rows - 1) * qStride + qW, kvExt = (rows - 1) * kvStride + kvW;
-        const qLogical = stridedIndices(rows, qW, qStride), kvLogical = stridedIndices(rows, kvW, kvStride);
+        kvStride = kW + gaps.kv;
+        vStride = vW + (gaps.v ?? gaps.kv);
+        const qExt = (rows - 1) * qStride + qW, kExt = (rows - 1) * kvStride + kW, vExt = (rows - 1) * vStride + vW;
+        const qLogical = stridedIndices(rows, qW, qStride), kLogical = stridedIndices(rows, kW, kvStride), vLogical = stridedIndices(rows, vW, vStride);
         const withNaNGaps = (ext: number, logical: number[]) => {
           const b = new Float64Array(ext).fill(NaN);
           for (const i of logical) b[i] = rand() * 3 - 1.5;
           return b;
         };
         q = withNaNGaps(qExt, qLogical);
-        k = withNaNGaps(kvExt, kvLogical);
-        v = withNaNGaps(kvExt, kvLogical);
+        k = withNaNGaps(kExt, kLogical);
+        v = withNaNGaps(vExt, vLogical);
         inputs = [
           { buf: q, logical: qLogical, label: "dQ" },
-          { buf: k, logical: kvLogical, label: "dK" },
-          { buf: v, logical: kvLogical, label: "dV" },
+          { buf: k, logical: kLogical, label: "dK" },
+          { buf: v, logical: vLogical, label: "dV" },
         ];
         gradBuffers = () => {
-          const dQ = new Float64Array(qExt).fill(12345), dK = new Float64Array(kvExt).fill(12345), dV = new Float64Array(kvExt).fill(12345);
+          const dQ = new Float64Array(qExt).fill(12345), dK = new Float64Array(kExt).fill(12345), dV = new Float64Array(vExt).fill(12345);
           return { dQ, dK, dV, all: [dQ, dK, dV] };
         };
       }
       const dims = {
-        batch: B, seqLen: T, heads: Hq, kvHeads: KH, headDim: D, scale: c.scale,
-        qRowStride: qStride, kvRowStride: kvStride, outRowStride: outStride,
+        batch: B, seqLen: T, heads: Hq, kvHeads: KH, headDim: D, vHeadDim: c.vHeadDim, scale: c.scale,
+        qRowStride: qStride, kvRowStride: kvStride, vRowStride: vStride, outRowStride: outStride,
       };
       const forward = () => call(oracle.attentionForward, dims, { q, k, v, out: new Float64Array(outExtent), lse: new Float64Array(B * Hq * T) });
       const loss = () => dotAt(forward().out, R, outLogical);

@@ -371,6 +371,27 @@ kernel("attentionForward", () => {
     );
     expectClose(arr(v.out), [4, -5, 7]);
   });
+
+  it("reads v and writes out at vHeadDim wide, apart from headDim (MLA)", () => {
+    // headDim 2, vHeadDim 3, scale 1: t=1 scores q1.k = [0, ln 3] -> weights [1/4, 3/4]
+    const v = callOracle(
+      oracle.attentionForward,
+      { batch: 1, seqLen: 2, heads: 1, kvHeads: 1, headDim: 2, vHeadDim: 3, scale: 1 },
+      { q: [2, 0, 1, 0], k: [0, 5, Math.log(3), 7], v: [4, 0, -8, 8, 4, 0], out: [0, 0, 0, 0, 0, 0], lse: [0, 0] },
+    );
+    expectClose(arr(v.out), [4, 0, -8, 7, 3, -2]);
+    expectClose(arr(v.lse), [0, Math.log(4)]);
+  });
+
+  it("reads k and v at their own row strides when vHeadDim differs", () => {
+    // As above with k rows 3 apart, v rows 4 apart, out rows 4 apart; gaps hold 99 / -5.
+    const v = callOracle(
+      oracle.attentionForward,
+      { batch: 1, seqLen: 2, heads: 1, kvHeads: 1, headDim: 2, vHeadDim: 3, scale: 1, kvRowStride: 3, vRowStride: 4, outRowStride: 4 },
+      { q: [2, 0, 1, 0], k: [0, 5, 99, Math.log(3), 7], v: [4, 0, -8, 99, 8, 4, 0], out: [0, 0, 0, -5, 0, 0, 0], lse: [0, 0] },
+    );
+    expectClose(arr(v.out), [4, 0, -8, -5, 7, 3, -2]);
+  });
 });
 
 kernel("attentionBackward", () => {
@@ -408,6 +429,24 @@ kernel("attentionBackward", () => {
     expectClose(arr(v.dQ), [0, 0.75 * Math.log(3)]);
     expectClose(arr(v.dK), [-0.75, 0.75]);
     expectClose(arr(v.dV), [0.25, 0.75]);
+  });
+
+  it("computes dQ, dK, dV by hand with vHeadDim 2 and headDim 1", () => {
+    // scale 1, q = [0, 1], k = [0, ln 3], v = [[4, 2], [8, -2]]; out = [[4, 2], [7, -1]], lse = [0, ln 4]
+    // dOut = [[0, 0], [1, 2]]: t = 1 has p = [1/4, 3/4], dP = v.dOut[1] = [8, 4], D = out[1].dOut[1] = 5,
+    // dS = p (dP - D) = [3/4, -3/4];  dQ[1] = dS . k = -3/4 ln 3;  dK = dS q[1] = [3/4, -3/4];
+    // dV = p dOut[1] = [[1/4, 1/2], [3/4, 3/2]]  (t = 0 adds dOut[0] = 0)
+    const v = callOracle(
+      oracle.attentionBackward,
+      { batch: 1, seqLen: 2, heads: 1, kvHeads: 1, headDim: 1, vHeadDim: 2, scale: 1 },
+      {
+        dOut: [0, 0, 1, 2], q: [0, 1], k: [0, Math.log(3)], v: [4, 2, 8, -2], out: [4, 2, 7, -1], lse: [0, Math.log(4)],
+        dQ: [9, 9], dK: [9, 9], dV: [9, 9, 9, 9],
+      },
+    );
+    expectClose(arr(v.dQ), [0, -0.75 * Math.log(3)]);
+    expectClose(arr(v.dK), [0.75, -0.75]);
+    expectClose(arr(v.dV), [0.25, 0.5, 0.75, 1.5]);
   });
 });
 

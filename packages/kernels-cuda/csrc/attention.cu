@@ -10,28 +10,33 @@
 // dK and dV of kv head g sum over the query heads of its group. Exponentials are
 // taken base 2 on scores pre-multiplied by log2(e).
 //
-// Memory layout (row-major, one row per token, elements of T = f32 / bf16 / f16):
-//   q, out, dQ, dOut: row (b*T + t), columns [h*D, h*D + D), rows qRowStride / outRowStride apart
-//   k, v, dK, dV:     row (b*T + u), columns [g*D, g*D + D), rows kvRowStride apart
-//   lse:              f32 (batch, heads, T)
+// Memory layout (row-major, one row per token, elements of T = f32 / bf16 / f16); D is
+// the query/key head size, DV the value/output head size (Multi-head Latent Attention: DV != D):
+//   q, dQ:     row (b*T + t), columns [h*D, h*D + D),    rows qRowStride apart
+//   out, dOut: row (b*T + t), columns [h*DV, h*DV + DV), rows outRowStride apart
+//   k, dK:     row (b*T + u), columns [g*D, g*D + D),    rows kvRowStride apart
+//   v, dV:     row (b*T + u), columns [g*DV, g*DV + DV), rows vRowStride apart
+//   lse:       f32 (batch, heads, T)
 // Only those logical elements are read or written, so q/k/v (and dQ/dK/dV) may be
 // interleaved slices of one packed buffer. dQ, dK, dV are overwritten.
 //
 // Tiling: a block of NW warps owns NW * 4 * RM rows (queries, or keys for dK/dV);
 // lane = rg * 8 + cg: row group rg (RM consecutive rows), column group cg. Tiles
-// live in dynamic shared memory as f32 rows of ds = round_up(D, 32) + 4 floats
-// (zero padded; ds = 4 mod 8 keeps the float4 reads of 8 rows conflict free).
+// live in dynamic shared memory as f32 rows of ds = round_up(max(D, DV), 32) + 4
+// floats (zero padded; ds = 4 mod 8 keeps the float4 reads of 8 rows conflict free);
+// products over q/k run D's depth and column blocks, those over v/dO run DV's.
 // Two register-tiled products cover every step:
 //   nt: C(rows x cols) += A B^T over the head dimension (S = Q K^T, dP = dO V^T, ...);
 //       thread columns j*8 + cg;
 //   nn: C(rows x D) += A B over the tile, A a per-warp tile (P, dS, P^T, dS^T);
 //       thread columns blk*32 + cg*4 + e.
-// Tile sizes are chosen at launch from D (buckets 32, 64, 128, 256); nothing of
-// size T x T exists beyond one tile. Tiles above the causal diagonal are skipped.
+// Tile sizes and register accumulators are chosen at launch from max(D, DV) (buckets
+// 32, 64, 128, 256); nothing of size T x T exists beyond one tile. Tiles above the
+// causal diagonal are skipped.
 //
 // Kernels:
 //   forward:  one block per (query tile, head, batch), online softmax over kv tiles;
-//             bf16/f16 with headDim <= 128 run the tensor-core version in
+//             bf16/f16 with headDim and vHeadDim <= 128 run the tensor-core version in
 //             attention_forward_tc.cu (KILN_ATTENTION_PATH=simt: this one).
 //   backward (attention_backward.cu): (1) D[t] per query row and head into scratch (laid out like lse);
 //             (2) one block per (kv tile, kv head, batch): loops over the query tiles of
@@ -50,11 +55,13 @@ namespace {
 template <typename T, int DMAX, int RM, int NW, int BK>
 __global__ void __launch_bounds__(NW * 32, 1)
     attention_forward_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ out,
-                             float* __restrict__ lse, int batch, int seq, int heads, int kv_heads, int d, int64_t q_stride,
-                             int64_t kv_stride, int64_t out_stride, float scale) {
+                             float* __restrict__ lse, int batch, int seq, int heads, int kv_heads, int d, int dv,
+                             int64_t q_stride, int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale) {
   constexpr int RW = 4 * RM, BQ = NW * RW, NB = DMAX / 32, NC = BK / 8, PS = BK + 4;
-  const Geometry gm = geometry(d);
-  const int ds = gm.ds;
+  // Every tile has the row pitch and zero padding of the wider head size; each product
+  // runs the depth (dp4) or column blocks (nblk) of its own: gm for q/k, gv for v/dO.
+  const Geometry gw = geometry(max(d, dv)), gm = geometry(d), gv = geometry(dv);
+  const int ds = gw.ds;
   KILN_DYNAMIC_SHARED(float, smem);
   float* qs = smem;
   float* ks = qs + BQ * ds;
@@ -69,9 +76,9 @@ __global__ void __launch_bounds__(NW * 32, 1)
   const int qt = tile.tile, h = tile.head, b = tile.batch, g = tile.kv_head, q0 = tile.row0, nq = tile.rows;
   const int64_t tok0 = tile.tok0;
 
-  load_tile<T, NW>(qs, ds, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, BQ, nq, d, gm.dw, scale * kLog2e);
+  load_tile<T, NW>(qs, ds, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, BQ, nq, d, gw.dw, scale * kLog2e);
   const T* kb = k + tok0 * kv_stride + int64_t{g} * d;
-  const T* vb = v + tok0 * kv_stride + int64_t{g} * d;
+  const T* vb = v + tok0 * v_stride + int64_t{g} * dv;
 
   float o[RM][NB * 4], m[RM], l[RM];
 #pragma unroll
@@ -87,8 +94,8 @@ __global__ void __launch_bounds__(NW * 32, 1)
   for (int kt = 0; kt < n_kt; kt++) {
     const int kv0 = kt * BK, nk = min(BK, seq - kv0);
     __syncthreads();  // the previous tile's K and V are no longer read
-    load_tile<T, NW>(ks, ds, kb + int64_t{kv0} * kv_stride, kv_stride, BK, nk, d, gm.dw, 1.0f);
-    load_tile<T, NW>(vs, ds, vb + int64_t{kv0} * kv_stride, kv_stride, BK, nk, d, gm.dw, 1.0f);
+    load_tile<T, NW>(ks, ds, kb + int64_t{kv0} * kv_stride, kv_stride, BK, nk, d, gw.dw, 1.0f);
+    load_tile<T, NW>(vs, ds, vb + int64_t{kv0} * v_stride, v_stride, BK, nk, dv, gw.dw, 1.0f);
     __syncthreads();
 
     float s[RM][NC];
@@ -128,7 +135,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
     __syncwarp();
     // Keys past the warp's last query have p = 0: skip them.
     const int depth = min(BK, (wlast - kv0 + 1 + 3) & ~3);
-    if (depth > 0) nn_product<RM, NB>(o, pw, PS, vs + cg * 4, ds, 0, depth, gm.nblk);
+    if (depth > 0) nn_product<RM, NB>(o, pw, PS, vs + cg * 4, ds, 0, depth, gv.nblk);
     __syncwarp();
   }
 
@@ -136,29 +143,30 @@ __global__ void __launch_bounds__(NW * 32, 1)
   for (int i = 0; i < RM; i++) {
     const int t = q0 + row0 + i;
     if (t < seq) {
-      store_row<T, RM, NB>(out + (tok0 + t) * out_stride + int64_t{h} * d, o, i, cg, d, 1.0f / l[i]);
+      store_row<T, RM, NB>(out + (tok0 + t) * out_stride + int64_t{h} * dv, o, i, cg, dv, 1.0f / l[i]);
       if (cg == 0) lse[(int64_t{b} * heads + h) * seq + t] = (m[i] + log2f(l[i])) * kLn2;
     }
   }
 }
 
-// attentionForward: q, k, v, out, lse | batch, seqLen, heads, kvHeads, headDim, qRowStride, kvRowStride, outRowStride, scale, dtype
+// attentionForward: q, k, v, out, lse | batch, seqLen, heads, kvHeads, headDim, vHeadDim, qRowStride, kvRowStride, vRowStride,
+//                   outRowStride, scale, dtype
 void launch_attention_forward(const KernelCall& c) {
   if (launch_attention_forward_tensor_cores(c)) return;
   const Args a = read_args(c, 5);
   dispatch_float(a.dtype, "attentionForward", [&](auto tag) {
     using T = decltype(tag);
-    dispatch_head_dim(a.d, "attentionForward", [&](auto dmax) {
+    dispatch_head_dim(a, "attentionForward", [&](auto dmax) {
       constexpr int DMAX = decltype(dmax)::value, RM = Config<DMAX>::kFwdRM, BK = Config<DMAX>::kFwdBK;
       constexpr int BQ = kWarps * 4 * RM;
-      const size_t ds = row_floats(a.d);
+      const size_t ds = row_floats(a.d_max());
       const size_t smem = (BQ * ds + 2 * BK * ds + size_t{BQ} * (BK + 4)) * sizeof(float);
       auto kernel = attention_forward_kernel<T, DMAX, RM, kWarps, BK>;
       allow_shared(kernel, smem);
       const unsigned grid = ceil_div(a.seq, BQ) * static_cast<unsigned>(a.heads * a.batch);
       launch("attentionForward", kernel, dim3(grid), dim3(kWarps * 32), smem, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
-             c.ptr<const T>(2), c.ptr<T>(3), c.ptr<float>(4), a.batch, a.seq, a.heads, a.kv_heads, a.d, a.q_stride, a.kv_stride,
-             a.out_stride, a.scale);
+             c.ptr<const T>(2), c.ptr<T>(3), c.ptr<float>(4), a.batch, a.seq, a.heads, a.kv_heads, a.d, a.dv, a.q_stride,
+             a.kv_stride, a.v_stride, a.out_stride, a.scale);
     });
   });
 }

@@ -1,7 +1,8 @@
 // attention_backward.cu: gradients of causal attention (see attention.cu for the math,
 // the layout and the tiling), FlashAttention-2 style in three kernels: D = dOut·out
 // per row; dK, dV per kv tile over every query head of its group; dQ per query tile.
-// bf16/f16 with headDim <= 128 run the last two on tensor cores (attention_backward_tc.cu).
+// bf16/f16 with headDim and vHeadDim <= 64 run the last two on tensor cores (attention_backward_tc.cu).
+// dK, dQ are headDim wide, dV, dOut vHeadDim wide (attention.cu's layout).
 // Each output element has one writer and every sum runs in a fixed order (no atomics).
 #include "attention_tiles.h"
 
@@ -12,7 +13,7 @@ namespace {
 
 constexpr int kDotWarps = 8;
 
-/** dvec[(b*heads + h)*seq + t] = dOut[b,t,h]·out[b,t,h]; one warp per (token, head). */
+/** dvec[(b*heads + h)*seq + t] = dOut[b,t,h]·out[b,t,h] (d = vHeadDim); one warp per (token, head). */
 template <typename T>
 __global__ void __launch_bounds__(kDotWarps * 32)
     attention_dot_kernel(const T* __restrict__ dout, const T* __restrict__ out, float* __restrict__ dvec, int64_t items, int seq,
@@ -38,12 +39,14 @@ __global__ void __launch_bounds__(kDotWarps * 32)
 template <typename T, int DMAX, int RM, int NW, int BQ>
 __global__ void __launch_bounds__(NW * 32, 1)
     attention_dkdv_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
-                          const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dk, T* __restrict__ dv,
-                          int batch, int seq, int heads, int kv_heads, int d, int64_t q_stride, int64_t kv_stride,
-                          int64_t out_stride, float scale) {
+                          const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dk, T* __restrict__ dv_out,
+                          int batch, int seq, int heads, int kv_heads, int d, int dv, int64_t q_stride, int64_t kv_stride,
+                          int64_t v_stride, int64_t out_stride, float scale) {
   constexpr int RW = 4 * RM, BKV = NW * RW, NB = DMAX / 32, NC = BQ / 8, PS = BQ + 4;
-  const Geometry gm = geometry(d);
-  const int ds = gm.ds;
+  // Every tile has the row pitch and zero padding of the wider head size; each product
+  // runs the depth (dp4) or column blocks (nblk) of its own: gm for q/k, gv for v/dO.
+  const Geometry gw = geometry(max(d, dv)), gm = geometry(d), gv = geometry(dv);
+  const int ds = gw.ds;
   KILN_DYNAMIC_SHARED(float, smem);
   float* ks = smem;
   float* vs = ks + BKV * ds;
@@ -63,8 +66,8 @@ __global__ void __launch_bounds__(NW * 32, 1)
   const int g = tile.kv_head, b = tile.batch, kv0 = tile.row0, nk = tile.rows, group = heads / kv_heads;
   const int64_t tok0 = tile.tok0;
 
-  load_tile<T, NW>(ks, ds, k + (tok0 + kv0) * kv_stride + int64_t{g} * d, kv_stride, BKV, nk, d, gm.dw, 1.0f);
-  load_tile<T, NW>(vs, ds, v + (tok0 + kv0) * kv_stride + int64_t{g} * d, kv_stride, BKV, nk, d, gm.dw, 1.0f);
+  load_tile<T, NW>(ks, ds, k + (tok0 + kv0) * kv_stride + int64_t{g} * d, kv_stride, BKV, nk, d, gw.dw, 1.0f);
+  load_tile<T, NW>(vs, ds, v + (tok0 + kv0) * v_stride + int64_t{g} * dv, v_stride, BKV, nk, dv, gw.dw, 1.0f);
 
   float ak[RM][NB * 4], av[RM][NB * 4];
 #pragma unroll
@@ -81,8 +84,8 @@ __global__ void __launch_bounds__(NW * 32, 1)
       const int q0 = qt * BQ, nq = min(BQ, seq - q0);
       __syncthreads();  // the previous query tile is no longer read
       // Q pre-scaled by `scale`: S^T = K (scale Q)^T and dK = dS^T (scale Q).
-      load_tile<T, NW>(qs, ds, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, BQ, nq, d, gm.dw, scale);
-      load_tile<T, NW>(dos, ds, dout + (tok0 + q0) * out_stride + int64_t{h} * d, out_stride, BQ, nq, d, gm.dw, 1.0f);
+      load_tile<T, NW>(qs, ds, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, BQ, nq, d, gw.dw, scale);
+      load_tile<T, NW>(dos, ds, dout + (tok0 + q0) * out_stride + int64_t{h} * dv, out_stride, BQ, nq, dv, gw.dw, 1.0f);
       load_row_stats<NW * 32>(ls, dl, lse + lrow + q0, dvec + lrow + q0, BQ, nq);
       __syncthreads();
 
@@ -92,7 +95,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
 #pragma unroll
         for (int j = 0; j < NC; j++) st[i][j] = dpt[i][j] = 0.0f;
       nt_product<RM, NC>(st, ks + row0 * ds, ds, qs + cg * ds, ds, gm.dp4);
-      nt_product<RM, NC>(dpt, vs + row0 * ds, ds, dos + cg * ds, ds, gm.dp4);
+      nt_product<RM, NC>(dpt, vs + row0 * ds, ds, dos + cg * ds, ds, gv.dp4);
 #pragma unroll
       for (int i = 0; i < RM; i++) {
         const int u = kv0 + row0 + i;
@@ -108,7 +111,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
       // Queries before the warp's first key have p = 0; rows past nq are zero.
       const int k0 = min(max(wfirst - q0, 0) & ~3, BQ), k1 = (nq + 3) & ~3;
       if (k0 < k1) {
-        nn_product<RM, NB>(av, ptw, PS, dos + cg * 4, ds, k0, k1, gm.nblk);
+        nn_product<RM, NB>(av, ptw, PS, dos + cg * 4, ds, k0, k1, gv.nblk);
         nn_product<RM, NB>(ak, dstw, PS, qs + cg * 4, ds, k0, k1, gm.nblk);
       }
       __syncwarp();
@@ -119,9 +122,8 @@ __global__ void __launch_bounds__(NW * 32, 1)
   for (int i = 0; i < RM; i++) {
     const int u = kv0 + row0 + i;
     if (u < seq) {
-      const int64_t off = (tok0 + u) * kv_stride + int64_t{g} * d;
-      store_row<T, RM, NB>(dk + off, ak, i, cg, d, 1.0f);
-      store_row<T, RM, NB>(dv + off, av, i, cg, d, 1.0f);
+      store_row<T, RM, NB>(dk + (tok0 + u) * kv_stride + int64_t{g} * d, ak, i, cg, d, 1.0f);
+      store_row<T, RM, NB>(dv_out + (tok0 + u) * v_stride + int64_t{g} * dv, av, i, cg, dv, 1.0f);
     }
   }
 }
@@ -132,10 +134,13 @@ template <typename T, int DMAX, int RM, int NW, int BK>
 __global__ void __launch_bounds__(NW * 32, 1)
     attention_dq_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                         const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dq, int batch, int seq,
-                        int heads, int kv_heads, int d, int64_t q_stride, int64_t kv_stride, int64_t out_stride, float scale) {
+                        int heads, int kv_heads, int d, int dv, int64_t q_stride, int64_t kv_stride, int64_t v_stride,
+                        int64_t out_stride, float scale) {
   constexpr int RW = 4 * RM, BQ = NW * RW, NB = DMAX / 32, NC = BK / 8, PS = BK + 4;
-  const Geometry gm = geometry(d);
-  const int ds = gm.ds;
+  // Every tile has the row pitch and zero padding of the wider head size; each product
+  // runs the depth (dp4) or column blocks (nblk) of its own: gm for q/k, gv for v/dO.
+  const Geometry gw = geometry(max(d, dv)), gm = geometry(d), gv = geometry(dv);
+  const int ds = gw.ds;
   KILN_DYNAMIC_SHARED(float, smem);
   float* qs = smem;
   float* dos = qs + BQ * ds;
@@ -152,10 +157,10 @@ __global__ void __launch_bounds__(NW * 32, 1)
   const int64_t tok0 = tile.tok0;
   const int64_t lrow = (int64_t{b} * heads + h) * seq;
 
-  load_tile<T, NW>(qs, ds, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, BQ, nq, d, gm.dw, scale * kLog2e);
-  load_tile<T, NW>(dos, ds, dout + (tok0 + q0) * out_stride + int64_t{h} * d, out_stride, BQ, nq, d, gm.dw, 1.0f);
+  load_tile<T, NW>(qs, ds, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, BQ, nq, d, gw.dw, scale * kLog2e);
+  load_tile<T, NW>(dos, ds, dout + (tok0 + q0) * out_stride + int64_t{h} * dv, out_stride, BQ, nq, dv, gw.dw, 1.0f);
   const T* kb = k + tok0 * kv_stride + int64_t{g} * d;
-  const T* vb = v + tok0 * kv_stride + int64_t{g} * d;
+  const T* vb = v + tok0 * v_stride + int64_t{g} * dv;
 
   float lr[RM], dr[RM], acc[RM][NB * 4];
 #pragma unroll
@@ -172,8 +177,8 @@ __global__ void __launch_bounds__(NW * 32, 1)
   for (int kt = 0; kt < n_kt; kt++) {
     const int kv0 = kt * BK, nk = min(BK, seq - kv0);
     __syncthreads();
-    load_tile<T, NW>(ks, ds, kb + int64_t{kv0} * kv_stride, kv_stride, BK, nk, d, gm.dw, 1.0f);
-    load_tile<T, NW>(vs, ds, vb + int64_t{kv0} * kv_stride, kv_stride, BK, nk, d, gm.dw, 1.0f);
+    load_tile<T, NW>(ks, ds, kb + int64_t{kv0} * kv_stride, kv_stride, BK, nk, d, gw.dw, 1.0f);
+    load_tile<T, NW>(vs, ds, vb + int64_t{kv0} * v_stride, v_stride, BK, nk, dv, gw.dw, 1.0f);
     __syncthreads();
 
     float s[RM][NC], dp[RM][NC];
@@ -182,7 +187,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
 #pragma unroll
       for (int j = 0; j < NC; j++) s[i][j] = dp[i][j] = 0.0f;
     nt_product<RM, NC>(s, qs + row0 * ds, ds, ks + cg * ds, ds, gm.dp4);
-    nt_product<RM, NC>(dp, dos + row0 * ds, ds, vs + cg * ds, ds, gm.dp4);
+    nt_product<RM, NC>(dp, dos + row0 * ds, ds, vs + cg * ds, ds, gv.dp4);
 #pragma unroll
     for (int i = 0; i < RM; i++) {
       const int t = q0 + row0 + i;
@@ -206,7 +211,8 @@ __global__ void __launch_bounds__(NW * 32, 1)
   }
 }
 
-// attentionBackward: dOut, q, k, v, out, lse, dQ, dK, dV | batch, seqLen, heads, kvHeads, headDim, qRowStride, kvRowStride, outRowStride, scale, dtype
+// attentionBackward: dOut, q, k, v, out, lse, dQ, dK, dV | batch, seqLen, heads, kvHeads, headDim, vHeadDim, qRowStride,
+//                    kvRowStride, vRowStride, outRowStride, scale, dtype
 void launch_attention_backward(const KernelCall& c) {
   const Args a = read_args(c, 9);
   const int64_t items = int64_t{a.batch} * a.seq * a.heads;
@@ -224,11 +230,11 @@ void launch_attention_backward(const KernelCall& c) {
     T* dv = c.ptr<T>(8);
 
     launch("attentionBackward", attention_dot_kernel<T>, dim3(grid_stride_blocks(items, kDotWarps)), dim3(kDotWarps * 32), 0,
-           c.stream, dout, out, dvec, items, a.seq, a.heads, a.d, a.out_stride);
+           c.stream, dout, out, dvec, items, a.seq, a.heads, a.dv, a.out_stride);
     if (launch_attention_backward_tensor_cores(c, dvec)) return;
-    dispatch_head_dim(a.d, "attentionBackward", [&](auto dmax) {
+    dispatch_head_dim(a, "attentionBackward", [&](auto dmax) {
       constexpr int DMAX = decltype(dmax)::value;
-      const size_t ds = row_floats(a.d);
+      const size_t ds = row_floats(a.d_max());
       {
         constexpr int RM = Config<DMAX>::kKvRM, BQ = Config<DMAX>::kKvBQ, BKV = kWarps * 4 * RM;
         const size_t smem = (2 * BKV * ds + 2 * BQ * ds + 2 * BQ + 2 * size_t{BKV} * (BQ + 4)) * sizeof(float);
@@ -236,8 +242,8 @@ void launch_attention_backward(const KernelCall& c) {
         allow_shared(kernel, smem);
         const unsigned grid = ceil_div(a.seq, BKV) * static_cast<unsigned>(a.kv_heads * a.batch);
         launch("attentionBackward", kernel, dim3(grid), dim3(kWarps * 32), smem, c.stream, dout, q, k, v, lse,
-               static_cast<const float*>(dvec), dk, dv, a.batch, a.seq, a.heads, a.kv_heads, a.d, a.q_stride, a.kv_stride,
-               a.out_stride, a.scale);
+               static_cast<const float*>(dvec), dk, dv, a.batch, a.seq, a.heads, a.kv_heads, a.d, a.dv, a.q_stride,
+               a.kv_stride, a.v_stride, a.out_stride, a.scale);
       }
       {
         constexpr int RM = Config<DMAX>::kQRM, BK = Config<DMAX>::kQBK, BQ = kWarps * 4 * RM;
@@ -246,8 +252,8 @@ void launch_attention_backward(const KernelCall& c) {
         allow_shared(kernel, smem);
         const unsigned grid = ceil_div(a.seq, BQ) * static_cast<unsigned>(a.heads * a.batch);
         launch("attentionBackward", kernel, dim3(grid), dim3(kWarps * 32), smem, c.stream, dout, q, k, v, lse,
-               static_cast<const float*>(dvec), dq, a.batch, a.seq, a.heads, a.kv_heads, a.d, a.q_stride, a.kv_stride,
-               a.out_stride, a.scale);
+               static_cast<const float*>(dvec), dq, a.batch, a.seq, a.heads, a.kv_heads, a.d, a.dv, a.q_stride,
+               a.kv_stride, a.v_stride, a.out_stride, a.scale);
       }
     });
   });

@@ -1,7 +1,9 @@
 // attention_backward_tc.cu: dK, dV and dQ of causal attention on tensor cores, for
-// bf16 and f16 with head dim up to 64 (math at the top of attention.cu; D = dOut·out
-// comes from attention_backward.cu's first kernel, which also runs the f32 kernels
-// for every other case). Products go through attention_tc.h's warp products.
+// bf16 and f16 with headDim and vHeadDim up to 64 (math at the top of attention.cu;
+// D = dOut·out comes from attention_backward.cu's first kernel, which also runs the
+// f32 kernels for every other case). Products go through attention_tc.h's warp
+// products. A value head size apart from the query/key one (MLA) runs here too: tiles
+// are DP wide for the wider, Q, K (so dQ, dK) zero past headDim, V, dO (so dV) past vHeadDim.
 //
 // dK/dV: a block of 4 warps owns 64 keys of one (kv head, batch); warp w owns keys
 //   16w..16w+15 and keeps their dK, dV in accumulator fragments. For every query
@@ -82,9 +84,9 @@ __device__ __forceinline__ void p_and_ds(const float* s, const float* dp, T* p_o
 template <typename T, int DP>
 __global__ void __launch_bounds__(kTcWarps * 32, 1)
     attention_dkdv_tc_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
-                             const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dk, T* __restrict__ dv,
-                             int batch, int seq, int heads, int kv_heads, int d, int64_t q_stride, int64_t kv_stride,
-                             int64_t out_stride, float scale) {
+                             const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dk, T* __restrict__ dv_out,
+                             int batch, int seq, int heads, int kv_heads, int d, int dv, int64_t q_stride, int64_t kv_stride,
+                             int64_t v_stride, int64_t out_stride, float scale) {
 #if defined(KILN_ATTENTION_TC)
   using namespace nvcuda;
   using L = BwLayout<DP>;
@@ -100,7 +102,7 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
   const float s_mul = scale * kLog2e;
 
   load_tile_t<T, DP>(ks, L::LQ, k + (tok0 + kv0) * kv_stride + int64_t{g} * d, kv_stride, kBwRows, nk, d);
-  load_tile_t<T, DP>(vs, L::LQ, v + (tok0 + kv0) * kv_stride + int64_t{g} * d, kv_stride, kBwRows, nk, d);
+  load_tile_t<T, DP>(vs, L::LQ, v + (tok0 + kv0) * v_stride + int64_t{g} * dv, v_stride, kBwRows, nk, dv);
 
   TcAccumulator ak[DP / 16], av[DP / 16];
 #pragma unroll
@@ -117,7 +119,7 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
       const int q0 = qt * kBwTile, nq = min(kBwTile, seq - q0);
       __syncthreads();  // the previous query tile is no longer read
       load_tile_t<T, DP>(qs, L::LQ, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, kBwTile, nq, d);
-      load_tile_t<T, DP>(dos, L::LQ, dout + (tok0 + q0) * out_stride + int64_t{h} * d, out_stride, kBwTile, nq, d);
+      load_tile_t<T, DP>(dos, L::LQ, dout + (tok0 + q0) * out_stride + int64_t{h} * dv, out_stride, kBwTile, nq, dv);
       load_row_stats<kTcWarps * 32>(ls, dl, lse + lrow + q0, dvec + lrow + q0, kBwTile, nq);
       __syncthreads();
       if (q0 + kBwTile - 1 < kv0 + wrow) continue;  // every query of the tile is before every key of this warp
@@ -143,12 +145,12 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
   __syncthreads();  // the loop's space becomes the staging rows
   const int valid = max(0, min(16, nk - wrow));
   float* stage = sh.stage + wrow * (DP + 4);
-  const int64_t off = (tok0 + kv0 + wrow) * kv_stride + int64_t{g} * d;
-  warp_store_rows<T, DP / 16>(dk + off, kv_stride, valid, d, ak, stage, scale);
-  warp_store_rows<T, DP / 16>(dv + off, kv_stride, valid, d, av, stage, 1.0f);
+  const int64_t tok = tok0 + kv0 + wrow;
+  warp_store_rows<T, DP / 16>(dk + tok * kv_stride + int64_t{g} * d, kv_stride, valid, d, ak, stage, scale);
+  warp_store_rows<T, DP / 16>(dv_out + tok * v_stride + int64_t{g} * dv, v_stride, valid, dv, av, stage, 1.0f);
 #else
-  (void)dout; (void)q; (void)k; (void)v; (void)lse; (void)dvec; (void)dk; (void)dv; (void)batch; (void)seq; (void)heads;
-  (void)kv_heads; (void)d; (void)q_stride; (void)kv_stride; (void)out_stride; (void)scale;
+  (void)dout; (void)q; (void)k; (void)v; (void)lse; (void)dvec; (void)dk; (void)dv_out; (void)batch; (void)seq; (void)heads;
+  (void)kv_heads; (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
 #endif
 }
 
@@ -156,7 +158,8 @@ template <typename T, int DP>
 __global__ void __launch_bounds__(kTcWarps * 32, 1)
     attention_dq_tc_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                            const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dq, int batch, int seq,
-                           int heads, int kv_heads, int d, int64_t q_stride, int64_t kv_stride, int64_t out_stride, float scale) {
+                           int heads, int kv_heads, int d, int dv, int64_t q_stride, int64_t kv_stride, int64_t v_stride,
+                           int64_t out_stride, float scale) {
 #if defined(KILN_ATTENTION_TC)
   using namespace nvcuda;
   using L = BwLayout<DP>;
@@ -172,10 +175,10 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
   const float s_mul = scale * kLog2e;
 
   load_tile_t<T, DP>(qs, L::LQ, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, kBwRows, nq, d);
-  load_tile_t<T, DP>(dos, L::LQ, dout + (tok0 + q0) * out_stride + int64_t{h} * d, out_stride, kBwRows, nq, d);
+  load_tile_t<T, DP>(dos, L::LQ, dout + (tok0 + q0) * out_stride + int64_t{h} * dv, out_stride, kBwRows, nq, dv);
   load_row_stats<kTcWarps * 32>(ls, dl, lse + lrow + q0, dvec + lrow + q0, kBwRows, nq);
   const T* kb = k + tok0 * kv_stride + int64_t{g} * d;
-  const T* vb = v + tok0 * kv_stride + int64_t{g} * d;
+  const T* vb = v + tok0 * v_stride + int64_t{g} * dv;
 
   TcAccumulator aq[DP / 16];
 #pragma unroll
@@ -186,7 +189,7 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
     const int kv0 = kt * kBwTile, nk = min(kBwTile, seq - kv0);
     __syncthreads();  // the previous key tile is no longer read (and the block's rows are in place)
     load_tile_t<T, DP>(ks, L::LQ, kb + int64_t{kv0} * kv_stride, kv_stride, kBwTile, nk, d);
-    load_tile_t<T, DP>(vs, L::LQ, vb + int64_t{kv0} * kv_stride, kv_stride, kBwTile, nk, d);
+    load_tile_t<T, DP>(vs, L::LQ, vb + int64_t{kv0} * v_stride, v_stride, kBwTile, nk, dv);
     __syncthreads();
     if (kv0 > q0 + wrow + 15) continue;  // every key of the tile is after every query of this warp
 
@@ -212,7 +215,7 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
   warp_store_rows<T, DP / 16>(dq + off, q_stride, valid, d, aq, sh.stage + wrow * (DP + 4), scale);
 #else
   (void)dout; (void)q; (void)k; (void)v; (void)lse; (void)dvec; (void)dq; (void)batch; (void)seq; (void)heads; (void)kv_heads;
-  (void)d; (void)q_stride; (void)kv_stride; (void)out_stride; (void)scale;
+  (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
 #endif
 }
 
@@ -224,13 +227,13 @@ void launch_backward_tc(const KernelCall& c, const Args& a, const float* dvec) {
   allow_shared(dkdv, L::total);
   launch("attentionBackward", dkdv, dim3(kv_grid), dim3(kTcWarps * 32), L::total, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
          c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(7), c.ptr<T>(8), a.batch, a.seq, a.heads, a.kv_heads,
-         a.d, a.q_stride, a.kv_stride, a.out_stride, a.scale);
+         a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale);
   const unsigned q_grid = ceil_div(a.seq, kBwRows) * static_cast<unsigned>(a.heads * a.batch);
   auto dqk = attention_dq_tc_kernel<T, DP>;
   allow_shared(dqk, L::total);
   launch("attentionBackward", dqk, dim3(q_grid), dim3(kTcWarps * 32), L::total, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
          c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(6), a.batch, a.seq, a.heads, a.kv_heads, a.d,
-         a.q_stride, a.kv_stride, a.out_stride, a.scale);
+         a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale);
 }
 
 }  // namespace
@@ -238,7 +241,7 @@ void launch_backward_tc(const KernelCall& c, const Args& a, const float* dvec) {
 bool launch_attention_backward_tensor_cores(const KernelCall& c, const float* dvec) {
   const Args a = read_args(c, 9);
   // Up to 64: a warp's dK and dV fragments for 128 columns would not fit in registers.
-  if (!attention_tc_allowed(c, a.dtype, a.d) || a.d > 64) return false;
+  if (!attention_tc_allowed(c, a.dtype, a.d_max()) || a.d_max() > 64) return false;
   if (a.dtype == kBF16) launch_backward_tc<__nv_bfloat16, 64>(c, a, dvec);
   else launch_backward_tc<__half, 64>(c, a, dvec);
   return true;

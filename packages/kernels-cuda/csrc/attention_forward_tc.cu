@@ -1,6 +1,11 @@
 // attention_forward_tc.cu: the causal attention forward on tensor cores, for bf16
-// and f16 with head dim up to 128 (the math is at the top of attention.cu; the
-// f32 kernel there runs every other case and KILN_ATTENTION_PATH=simt).
+// and f16 with headDim and vHeadDim up to 128 (the math is at the top of attention.cu;
+// the f32 kernel there runs every other case and KILN_ATTENTION_PATH=simt). A value
+// head size apart from the query/key one (MLA) runs here too: tiles are DP wide for
+// the wider of the two, Q and K zero past headDim, V (so O) zero past vHeadDim.
+// VOWN (v has a layout of its own) is false when v has k's head size and row stride
+// (every call without MLA): V is then addressed with K's offsets, which keeps the
+// registers (and blocks per SM) of the kernel before vHeadDim existed.
 //
 // A block of 4 warps owns 64 query rows of one (head, batch); warp w owns rows
 // 16w..16w+15. For each tile of 32 keys:
@@ -30,11 +35,11 @@ struct TcLayout {
   static constexpr size_t total = q_bytes + 2 * kv_bytes + s_bytes + p_bytes + o_bytes;
 };
 
-template <typename T, int DP>
+template <typename T, int DP, bool VOWN>
 __global__ void __launch_bounds__(kTcWarps * 32, 1)
     attention_forward_tc_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ out,
-                                float* __restrict__ lse, int batch, int seq, int heads, int kv_heads, int d, int64_t q_stride,
-                                int64_t kv_stride, int64_t out_stride, float scale) {
+                                float* __restrict__ lse, int batch, int seq, int heads, int kv_heads, int d, int dv,
+                                int64_t q_stride, int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale) {
 #if defined(KILN_ATTENTION_TC)
   using namespace nvcuda;
   using L = TcLayout<DP>;
@@ -56,8 +61,10 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
 
   load_tile_t<T, DP>(qs, L::LQ, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, kTcRows, nq, d);
   for (int i = threadIdx.x; i < kTcRows * DP; i += kTcWarps * 32) os[(i / DP) * L::LO + i % DP] = 0.0f;
+  const int dvo = VOWN ? dv : d;                              // v and out columns
+  const int64_t vstride = VOWN ? v_stride : kv_stride;
   const T* kb = k + tok0 * kv_stride + int64_t{g} * d;
-  const T* vb = v + tok0 * kv_stride + int64_t{g} * d;
+  const T* vb = v + tok0 * vstride + int64_t{g} * dvo;
 
   float m = neg_inf(), l = 0.0f;
   const int n_kt = (q0 + nq - 1) / kTcKeys + 1;
@@ -65,7 +72,7 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
     const int kv0 = kt * kTcKeys, nk = min(kTcKeys, seq - kv0);
     __syncthreads();  // the previous tile's K and V are no longer read (and Q, O are in place)
     load_tile_t<T, DP>(ks, L::LQ, kb + int64_t{kv0} * kv_stride, kv_stride, kTcKeys, nk, d);
-    load_tile_t<T, DP>(vs, L::LQ, vb + int64_t{kv0} * kv_stride, kv_stride, kTcKeys, nk, d);
+    load_tile_t<T, DP>(vs, L::LQ, vb + int64_t{kv0} * vstride, vstride, kTcKeys, nk, dvo);
     __syncthreads();
     if (kv0 > q0 + wrow + 15) continue;  // every key of the tile is after every row of this warp
 
@@ -111,36 +118,38 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
 
   if (t < seq) {
     const float* orow = os + (wrow + r) * L::LO;
-    T* dst = out + (tok0 + t) * out_stride + int64_t{h} * d;
+    T* dst = out + (tok0 + t) * out_stride + int64_t{h} * dvo;
     const float inv = 1.0f / l;
-    for (int c = half; c < d; c += 2) dst[c] = from_f32<T>(orow[c] * inv);
+    for (int c = half; c < dvo; c += 2) dst[c] = from_f32<T>(orow[c] * inv);
     if (half == 0) lse[(int64_t{b} * heads + h) * seq + t] = (m + log2f(l)) * kLn2;
   }
 #else
-  (void)q; (void)k; (void)v; (void)out; (void)lse; (void)batch; (void)seq; (void)heads; (void)kv_heads; (void)d;
-  (void)q_stride; (void)kv_stride; (void)out_stride; (void)scale;
+  (void)q; (void)k; (void)v; (void)out; (void)lse; (void)batch; (void)seq; (void)heads; (void)kv_heads; (void)d; (void)dv;
+  (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
 #endif
 }
 
 template <typename T, int DP>
 void launch_tc(const KernelCall& c, const Args& a) {
-  auto kernel = attention_forward_tc_kernel<T, DP>;
+  const bool v_own = a.dv != a.d || a.v_stride != a.kv_stride;
+  auto kernel = v_own ? attention_forward_tc_kernel<T, DP, true> : attention_forward_tc_kernel<T, DP, false>;
   allow_shared(kernel, TcLayout<DP>::total);
   const unsigned grid = ceil_div(a.seq, kTcRows) * static_cast<unsigned>(a.heads * a.batch);
   launch("attentionForward", kernel, dim3(grid), dim3(kTcWarps * 32), TcLayout<DP>::total, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
-         c.ptr<const T>(2), c.ptr<T>(3), c.ptr<float>(4), a.batch, a.seq, a.heads, a.kv_heads, a.d, a.q_stride, a.kv_stride, a.out_stride, a.scale);
+         c.ptr<const T>(2), c.ptr<T>(3), c.ptr<float>(4), a.batch, a.seq, a.heads, a.kv_heads, a.d, a.dv, a.q_stride, a.kv_stride,
+         a.v_stride, a.out_stride, a.scale);
 }
 
 }  // namespace
 
 bool launch_attention_forward_tensor_cores(const KernelCall& c) {
   const Args a = read_args(c, 5);
-  if (!attention_tc_allowed(c, a.dtype, a.d)) return false;
+  if (!attention_tc_allowed(c, a.dtype, a.d_max())) return false;
   if (a.dtype == kBF16) {
-    if (a.d <= 64) launch_tc<__nv_bfloat16, 64>(c, a);
+    if (a.d_max() <= 64) launch_tc<__nv_bfloat16, 64>(c, a);
     else launch_tc<__nv_bfloat16, 128>(c, a);
   } else {
-    if (a.d <= 64) launch_tc<__half, 64>(c, a);
+    if (a.d_max() <= 64) launch_tc<__half, 64>(c, a);
     else launch_tc<__half, 128>(c, a);
   }
   return true;

@@ -90,9 +90,14 @@ __device__ __forceinline__ void warp_store_rows(T* dst, int64_t stride, int vali
 }
 #endif
 
-/** Tensor cores for 16-bit dtypes up to headDim 128, unless the device was opened with KILN_ATTENTION_PATH=simt. */
-inline bool attention_tc_allowed(const KernelCall& c, int dtype, int d) {
-  return !c.simt_attention && d <= 128 && (dtype == kBF16 || dtype == kF16);
+/**
+ * Tensor cores for 16-bit dtypes with headDim and vHeadDim (d_max, the wider) up to 128,
+ * unless the device was opened with KILN_ATTENTION_PATH=simt. The tensor-core kernels
+ * take vHeadDim != headDim as they are: tiles are DP = bucket(d_max) wide, Q and K zero
+ * padded past headDim, V and dO past vHeadDim, so every product stays exact.
+ */
+inline bool attention_tc_allowed(const KernelCall& c, int dtype, int d_max) {
+  return !c.simt_attention && d_max <= 128 && (dtype == kBF16 || dtype == kF16);
 }
 
 }  // namespace

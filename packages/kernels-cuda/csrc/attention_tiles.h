@@ -204,13 +204,18 @@ template <> struct Config<256> {
 };
 constexpr int kWarps = 4;
 
+/** d: query/key head size; dv: value/output head size (Multi-head Latent Attention: dv != d). */
 struct Args {
-  int batch, seq, heads, kv_heads, d;
-  int64_t q_stride, kv_stride, out_stride;
+  int batch, seq, heads, kv_heads, d, dv;
+  int64_t q_stride, kv_stride, v_stride, out_stride;
   float scale;
   int dtype;
+  /** The wider of the two head sizes: what picks the tile bucket. */
+  int d_max() const { return d > dv ? d : dv; }
 };
 
+// Scalars after the operands, in src/kernel-call.ts's order: batch, seqLen, heads, kvHeads,
+// headDim, vHeadDim, qRowStride, kvRowStride, vRowStride, outRowStride, scale, dtype.
 Args read_args(const KernelCall& c, int first) {
   Args a;
   a.batch = c.i32(first);
@@ -218,11 +223,13 @@ Args read_args(const KernelCall& c, int first) {
   a.heads = c.i32(first + 2);
   a.kv_heads = c.i32(first + 3);
   a.d = c.i32(first + 4);
-  a.q_stride = c.i64(first + 5);
-  a.kv_stride = c.i64(first + 6);
-  a.out_stride = c.i64(first + 7);
-  a.scale = c.f32(first + 8);
-  a.dtype = c.i32(first + 9);
+  a.dv = c.i32(first + 5);
+  a.q_stride = c.i64(first + 6);
+  a.kv_stride = c.i64(first + 7);
+  a.v_stride = c.i64(first + 8);
+  a.out_stride = c.i64(first + 9);
+  a.scale = c.f32(first + 10);
+  a.dtype = c.i32(first + 11);
   return a;
 }
 
@@ -239,21 +246,25 @@ void allow_shared(K* kernel, size_t bytes) {
 #endif
 }
 
-/** Calls f(std::integral_constant<int, DMAX>) for the bucket holding head dim d. */
+/**
+ * Calls f(std::integral_constant<int, DMAX>) for the bucket holding both head sizes
+ * (the register accumulators and the tile sizes follow the wider one).
+ */
 template <typename F>
-void dispatch_head_dim(int d, const char* kernel, F&& f) {
+void dispatch_head_dim(const Args& a, const char* kernel, F&& f) {
+  const int d = a.d_max();
   if (d <= 32) f(std::integral_constant<int, 32>{});
   else if (d <= 64) f(std::integral_constant<int, 64>{});
   else if (d <= 128) f(std::integral_constant<int, 128>{});
   else if (d <= 256) f(std::integral_constant<int, 256>{});
-  else throw DeviceFailure(std::string(kernel) + ": headDim " + std::to_string(d) + " is above 256");
+  else throw DeviceFailure(std::string(kernel) + ": headDim " + std::to_string(a.d) + " and vHeadDim " + std::to_string(a.dv) + " must be at most 256");
 }
 
 }  // namespace
 
-/** attentionForward on tensor cores (attention_forward_tc.cu) when it applies: bf16/f16, headDim <= 128; false otherwise. */
+/** attentionForward on tensor cores (attention_forward_tc.cu) when it applies: bf16/f16, headDim and vHeadDim <= 128; false otherwise. */
 bool launch_attention_forward_tensor_cores(const KernelCall& c);
-/** dK, dV and dQ on tensor cores (attention_backward_tc.cu) from D in `dvec`, when it applies (bf16/f16, headDim <= 64); false otherwise. */
+/** dK, dV and dQ on tensor cores (attention_backward_tc.cu) from D in `dvec`, when it applies (bf16/f16, headDim and vHeadDim <= 64); false otherwise. */
 bool launch_attention_backward_tensor_cores(const KernelCall& c, const float* dvec);
 
 }  // namespace kiln

@@ -42,11 +42,11 @@ const SCALARS: { [K in KernelName]: (a: KernelArgsMap[K]) => number[] } = {
   ropeBackward: (a) => [a.batch, a.seqLen, a.heads, a.headDim, ropeRowStride(a), a.posOffset ?? 0, a.theta, code(a.dtype)],
   attentionForward: (a) => {
     const l = attentionLayout(a);
-    return [a.batch, a.seqLen, a.heads, a.kvHeads, a.headDim, l.qRowStride, l.kvRowStride, l.outRowStride, l.scale, code(a.dtype)];
+    return [a.batch, a.seqLen, a.heads, a.kvHeads, a.headDim, l.vHeadDim, l.qRowStride, l.kvRowStride, l.vRowStride, l.outRowStride, l.scale, code(a.dtype)];
   },
   attentionBackward: (a) => {
     const l = attentionLayout(a);
-    return [a.batch, a.seqLen, a.heads, a.kvHeads, a.headDim, l.qRowStride, l.kvRowStride, l.outRowStride, l.scale, code(a.dtype)];
+    return [a.batch, a.seqLen, a.heads, a.kvHeads, a.headDim, l.vHeadDim, l.qRowStride, l.kvRowStride, l.vRowStride, l.outRowStride, l.scale, code(a.dtype)];
   },
   crossEntropyForward: (a) => [a.rows, a.vocab, code(a.dtype)],
   crossEntropyBackward: (a) => [a.rows, a.vocab, a.lossScale, code(a.dtype)],

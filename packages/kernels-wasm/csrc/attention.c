@@ -9,22 +9,26 @@
  * dK and dV of kv head g sum over the query heads of its group.
  * Exponentials are taken base 2 on scores pre-multiplied by log2(e).
  *
- * Memory layout (elements of `dtype`: 0 f32, 1 bf16, 2 f16; row-major):
- *   q, out, dq, dout: row (b*T + t), columns [h*D, h*D + D), rows q_stride / out_stride apart
- *   k, v, dk, dv:     row (b*T + u), columns [g*D, g*D + D), rows kv_stride apart
- *   lse:              f32 (batch, heads, T)
+ * Memory layout (elements of `dtype`: 0 f32, 1 bf16, 2 f16; row-major); D is the
+ * query/key head size, DV the value/output head size (MLA: DV != D):
+ *   q, dq:     row (b*T + t), columns [h*D, h*D + D),   rows q_stride apart
+ *   out, dout: row (b*T + t), columns [h*DV, h*DV + DV), rows out_stride apart
+ *   k, dk:     row (b*T + u), columns [g*D, g*D + D),   rows kv_stride apart
+ *   v, dv:     row (b*T + u), columns [g*DV, g*DV + DV), rows v_stride apart
+ *   lse:       f32 (batch, heads, T)
  * Only those logical elements are read or written, so q/k/v (and dq/dk/dv)
  * may be interleaved slices of one packed buffer.
  *
  * Blocking: BQ queries against BK keys at a time, in f32 copies with rows
- * padded to dpad = D rounded up to 4 (zeros), so every dot product and
- * update runs whole f32x4 vectors. Every product is one register-tiled form,
+ * padded to dpad = D (q, k rows) or vpad = DV (v, out rows) rounded up to 4
+ * (zeros), so every dot product and update runs whole f32x4 vectors. Every product is one register-tiled form,
  * C(m x n) += A(m x k) B(k x n), B rows contiguous, A read one splat at a time
  * either row-major or transposed:
  *   forward:  S = Q K^T,  O += P V                   (online softmax between the two)
  *   backward: S = Q K^T,  dP = dO V^T,  dV += P^T dO,  dK += dS^T Q,  dQ += dS K
- * K^T and V^T are kept per key tile as (dpad x BK). On tiles that cross the
- * diagonal, each row sliver skips the columns and depth the causal mask removes.
+ * K^T and V^T are kept per key tile as (dpad x BK) and (vpad x BK). On tiles
+ * that cross the diagonal, each row sliver skips the columns and depth the
+ * causal mask removes.
  * Nothing larger than BQ x BK scores exists at once.
  *
  * Threads:
@@ -37,7 +41,7 @@
  * Results do not depend on the thread count.
  *
  * Scratch: thread t owns scratch + t * scratch_stride, at least
- * kiln_attention_scratch_bytes(T, D, backward) bytes, 16-byte aligned.
+ * kiln_attention_scratch_bytes(T, D, DV, backward) bytes, 16-byte aligned.
  */
 #include "kiln_simd.h"
 #include "attention_io.h"
@@ -66,8 +70,8 @@
 
 /* Host-written argument block; mirrored in src/attention-call.ts. */
 typedef struct {
-  int32_t batch, seq_len, heads, kv_heads, head_dim;
-  int32_t q_stride, kv_stride, out_stride; /* elements between rows */
+  int32_t batch, seq_len, heads, kv_heads, head_dim, v_head_dim;
+  int32_t q_stride, kv_stride, v_stride, out_stride; /* elements between rows */
   float scale;
   int32_t dtype;
   const void* q;
@@ -243,19 +247,22 @@ KILN_INLINE void zero_floats(float* p, size_t n) {
 
 /* ---- scratch --------------------------------------------------------------- */
 
-/* Floats of each region, every one a multiple of 4 so each starts 16-byte aligned. */
+/*
+ * Floats of each region, every one a multiple of 4 so each starts 16-byte aligned.
+ * `wpad` is the wider of dpad and vpad: every region holds rows of either.
+ */
 typedef struct {
   size_t row, block, vec, tile, keys;
   int key_arrays; /* forward: K^T, V; backward: K, K^T, V^T, dK, dV */
 } Sizes;
 
-static Sizes sizes(int seq_len, int dpad, int backward) {
+static Sizes sizes(int seq_len, int wpad, int backward) {
   Sizes z;
-  z.row = (size_t)dpad;
-  z.block = (size_t)BQ * dpad;
+  z.row = (size_t)wpad;
+  z.block = (size_t)BQ * wpad;
   z.vec = BQ;
   z.tile = (size_t)BQ * BK;
-  z.keys = (size_t)round_up(seq_len, BK) * dpad;
+  z.keys = (size_t)round_up(seq_len, BK) * wpad;
   z.key_arrays = backward ? 5 : 2;
   return z;
 }
@@ -266,8 +273,8 @@ static uint64_t total_floats(const Sizes* z) {
 }
 
 KILN_EXPORT(kiln_attention_scratch_bytes)
-uint32_t kiln_attention_scratch_bytes(int seq_len, int head_dim, int backward) {
-  const Sizes z = sizes(seq_len, round_up(head_dim, 4), backward);
+uint32_t kiln_attention_scratch_bytes(int seq_len, int head_dim, int v_head_dim, int backward) {
+  const Sizes z = sizes(seq_len, round_up(kiln_max(head_dim, v_head_dim), 4), backward);
   const uint64_t bytes = total_floats(&z) * sizeof(float);
   return bytes > 0xffffffffu ? 0xffffffffu : (uint32_t)bytes;
 }
@@ -278,14 +285,14 @@ uint32_t kiln_attention_block_queries(void) { return BQ; }
 
 typedef struct {
   float* row;                /* one converted row */
-  float *q, *dout, *o;       /* (BQ x dpad): Q (forward: times scale log2 e), dO, output / dQ accumulator */
+  float *q, *dout, *o;       /* Q (BQ x dpad; forward: times scale log2 e), dO (BQ x vpad), output (x vpad) / dQ (x dpad) accumulator */
   float *m, *l;              /* forward: running max (log2 units) and sum; backward: D and lse log2 e */
   float *s, *dp;             /* (BQ x BK): S then P in place; dP then dS in place */
-  float *kt, *v, *k, *vt, *dk, *dv; /* round_up(T, BK) x dpad each; K^T and V^T as (dpad x BK) tiles */
+  float *kt, *v, *k, *vt, *dk, *dv; /* round_up(T, BK) rows each: K, dK x dpad; V, dV x vpad; K^T (dpad x BK) and V^T (vpad x BK) tiles */
 } Work;
 
-static Work work_at(uint8_t* base, int seq_len, int dpad, int backward) {
-  const Sizes z = sizes(seq_len, dpad, backward);
+static Work work_at(uint8_t* base, int seq_len, int wpad, int backward) {
+  const Sizes z = sizes(seq_len, wpad, backward);
   float* f = (float*)base;
   Work w;
   w.row = f; f += z.row;
@@ -313,8 +320,8 @@ static Work work_at(uint8_t* base, int seq_len, int dpad, int backward) {
 /* ---- shared pieces ------------------------------------------------------ */
 
 typedef struct {
-  int T, D, dpad, group;
-  size_t q_stride, kv_stride, out_stride;
+  int T, D, dpad, DV, vpad, wpad, group;
+  size_t q_stride, kv_stride, v_stride, out_stride;
 } Dims;
 
 static Dims dims_of(const AttentionArgs* a) {
@@ -322,40 +329,47 @@ static Dims dims_of(const AttentionArgs* a) {
   d.T = a->seq_len;
   d.D = a->head_dim;
   d.dpad = round_up(a->head_dim, 4);
+  d.DV = a->v_head_dim;
+  d.vpad = round_up(a->v_head_dim, 4);
+  d.wpad = kiln_max(d.dpad, d.vpad);
   d.group = a->heads / a->kv_heads;
   d.q_stride = (size_t)a->q_stride;
   d.kv_stride = (size_t)a->kv_stride;
+  d.v_stride = (size_t)a->v_stride;
   d.out_stride = (size_t)a->out_stride;
   return d;
 }
 
-/* mul * rows q0.. of head h of `src` (rows `stride` apart) into `dst` (mq x dpad), zero rows past nq. */
-static void load_query_block(const void* src, size_t stride, int dtype, const Dims* d, int b, int h, int q0, int nq, int mq,
-                             float mul, float* dst) {
+/*
+ * mul * rows q0.. of head h of `src` (rows `stride` apart, heads `n` wide) into `dst`
+ * (mq x npad), zero rows past nq.
+ */
+static void load_query_block(const void* src, size_t stride, int n, int npad, int dtype, const Dims* d, int b, int h, int q0,
+                             int nq, int mq, float mul, float* dst) {
   for (int i = 0; i < mq; i++) {
-    float* row = dst + (size_t)i * d->dpad;
+    float* row = dst + (size_t)i * npad;
     if (i >= nq) {
-      zero_floats(row, (size_t)d->dpad);
+      zero_floats(row, (size_t)npad);
       continue;
     }
-    attn_load_row(src, ((size_t)b * d->T + q0 + i) * stride + (size_t)h * d->D, d->D, dtype, row, d->dpad);
+    attn_load_row(src, ((size_t)b * d->T + q0 + i) * stride + (size_t)h * n, n, dtype, row, npad);
     if (mul != 1.0f) {
       const v128_t vm = wasm_f32x4_splat(mul);
-      for (int c = 0; c < d->dpad; c += 4) wasm_v128_store(row + c, wasm_f32x4_mul(wasm_v128_load(row + c), vm));
+      for (int c = 0; c < npad; c += 4) wasm_v128_store(row + c, wasm_f32x4_mul(wasm_v128_load(row + c), vm));
     }
   }
 }
 
-/* Key row u of `src` (kv head g) into `row` (dpad floats), zeros past T. */
-static void load_key_row(const void* src, const AttentionArgs* a, const Dims* d, int b, int g, int u, float* row) {
-  if (u < d->T) attn_load_row(src, ((size_t)b * d->T + u) * d->kv_stride + (size_t)g * d->D, d->D, a->dtype, row, d->dpad);
-  else zero_floats(row, (size_t)d->dpad);
+/* Key row u of `src` (kv head g; rows `stride` apart, heads `n` wide) into `row` (npad floats), zeros past T. */
+static void load_key_row(const void* src, size_t stride, int n, int npad, int dtype, const Dims* d, int b, int g, int u, float* row) {
+  if (u < d->T) attn_load_row(src, ((size_t)b * d->T + u) * stride + (size_t)g * n, n, dtype, row, npad);
+  else zero_floats(row, (size_t)npad);
 }
 
-/* row (dpad floats) as column u % BK of key tile u / BK in (dpad x BK) tiles. */
-static void put_transposed(const float* row, int dpad, int u, float* tiles) {
-  float* col = tiles + (size_t)(u / BK) * dpad * BK + u % BK;
-  for (int c = 0; c < dpad; c++) col[(size_t)c * BK] = row[c];
+/* row (npad floats) as column u % BK of key tile u / BK in (npad x BK) tiles. */
+static void put_transposed(const float* row, int npad, int u, float* tiles) {
+  float* col = tiles + (size_t)(u / BK) * npad * BK + u % BK;
+  for (int c = 0; c < npad; c++) col[(size_t)c * BK] = row[c];
 }
 
 /* ---- forward ----------------------------------------------------------------- */
@@ -372,9 +386,9 @@ static void forward_keys(const AttentionArgs* a, const Dims* d, Work* w, KvCache
     cache->keys = 0;
   }
   for (int u = cache->keys; u < keys; u++) {
-    load_key_row(a->k, a, d, b, g, u, w->row);
+    load_key_row(a->k, d->kv_stride, d->D, d->dpad, a->dtype, d, b, g, u, w->row);
     put_transposed(w->row, d->dpad, u, w->kt);
-    load_key_row(a->v, a, d, b, g, u, w->v + (size_t)u * d->dpad);
+    load_key_row(a->v, d->v_stride, d->DV, d->vpad, a->dtype, d, b, g, u, w->v + (size_t)u * d->vpad);
   }
   if (keys > cache->keys) cache->keys = keys;
 }
@@ -411,9 +425,9 @@ static NOINLINE void softmax_tile_row(Work* w, const Dims* d, int i, int valid) 
   w->l[i] = w->l[i] * alpha + hsum(vsum);
   w->m[i] = m_new;
   if (alpha != 1.0f) {
-    float* orow = w->o + (size_t)i * d->dpad;
+    float* orow = w->o + (size_t)i * d->vpad;
     const v128_t va = wasm_f32x4_splat(alpha);
-    for (int c = 0; c < d->dpad; c += 4) wasm_v128_store(orow + c, wasm_f32x4_mul(wasm_v128_load(orow + c), va));
+    for (int c = 0; c < d->vpad; c += 4) wasm_v128_store(orow + c, wasm_f32x4_mul(wasm_v128_load(orow + c), va));
   }
 }
 
@@ -421,12 +435,12 @@ static void forward_block(const AttentionArgs* a, const Dims* d, Work* w, KvCach
   const int nq = kiln_min(BQ, d->T - q0), mq = round_up(nq, MR);
   const int tiles = (q0 + nq - 1) / BK + 1;
   forward_keys(a, d, w, cache, b, h / d->group, tiles * BK);
-  load_query_block(a->q, d->q_stride, a->dtype, d, b, h, q0, nq, mq, a->scale * LOG2E, w->q);
+  load_query_block(a->q, d->q_stride, d->D, d->dpad, a->dtype, d, b, h, q0, nq, mq, a->scale * LOG2E, w->q);
   for (int i = 0; i < mq; i++) {
     w->m[i] = -__builtin_inff();
     w->l[i] = 0.0f;
   }
-  zero_floats(w->o, (size_t)mq * d->dpad);
+  zero_floats(w->o, (size_t)mq * d->vpad);
 
   for (int t = 0; t < tiles; t++) {
     const int k0 = t * BK, kn = kiln_min(BK, d->T - k0), delta = q0 - k0;
@@ -436,12 +450,12 @@ static void forward_block(const AttentionArgs* a, const Dims* d, Work* w, KvCach
       if (valid > 0) softmax_tile_row(w, d, i, valid);
       else zero_floats(w->s + (size_t)i * BK, BK);
     }
-    gemm(mq, d->dpad, kn, w->s, BK, 0, w->v + (size_t)k0 * d->dpad, d->dpad, w->o, d->dpad, 1, KEY_DEPTH, delta);
+    gemm(mq, d->vpad, kn, w->s, BK, 0, w->v + (size_t)k0 * d->vpad, d->vpad, w->o, d->vpad, 1, KEY_DEPTH, delta);
   }
 
   for (int i = 0; i < nq; i++) {
     const size_t row = (size_t)b * d->T + q0 + i;
-    attn_store_row(a->out, row * d->out_stride + (size_t)h * d->D, d->D, a->dtype, w->o + (size_t)i * d->dpad, 1.0f / w->l[i]);
+    attn_store_row(a->out, row * d->out_stride + (size_t)h * d->DV, d->DV, a->dtype, w->o + (size_t)i * d->vpad, 1.0f / w->l[i]);
     a->lse[((size_t)b * a->heads + h) * d->T + q0 + i] = w->m[i] * LN2 + log_f32(w->l[i]);
   }
 }
@@ -449,7 +463,7 @@ static void forward_block(const AttentionArgs* a, const Dims* d, Work* w, KvCach
 KILN_EXPORT(kiln_attention_forward)
 void kiln_attention_forward(const AttentionArgs* a, int thread, int nthreads) {
   const Dims d = dims_of(a);
-  Work w = work_at(a->scratch + (size_t)thread * a->scratch_stride, d.T, d.dpad, 0);
+  Work w = work_at(a->scratch + (size_t)thread * a->scratch_stride, d.T, d.wpad, 0);
   KvCache cache = {-1, -1, 0};
   const int blocks = (d.T + BQ - 1) / BQ;
   /* Cost of a unit = its key tiles; a unit belongs to the thread whose share holds its midpoint. */
@@ -476,13 +490,13 @@ static void backward_keys(const AttentionArgs* a, const Dims* d, Work* w, int b,
   const int keys = round_up(d->T, BK);
   for (int u = 0; u < keys; u++) {
     float* krow = w->k + (size_t)u * d->dpad;
-    load_key_row(a->k, a, d, b, g, u, krow);
+    load_key_row(a->k, d->kv_stride, d->D, d->dpad, a->dtype, d, b, g, u, krow);
     put_transposed(krow, d->dpad, u, w->kt);
-    load_key_row(a->v, a, d, b, g, u, w->row);
-    put_transposed(w->row, d->dpad, u, w->vt);
+    load_key_row(a->v, d->v_stride, d->DV, d->vpad, a->dtype, d, b, g, u, w->row);
+    put_transposed(w->row, d->vpad, u, w->vt);
   }
   zero_floats(w->dk, (size_t)keys * d->dpad);
-  zero_floats(w->dv, (size_t)keys * d->dpad);
+  zero_floats(w->dv, (size_t)keys * d->vpad);
 }
 
 /*
@@ -508,16 +522,16 @@ static void backward_block(const AttentionArgs* a, const Dims* d, Work* w, int b
   const int nq = kiln_min(BQ, d->T - q0), mq = round_up(nq, MR);
   const int tiles = (q0 + nq - 1) / BK + 1;
   const float c = a->scale * LOG2E;
-  load_query_block(a->q, d->q_stride, a->dtype, d, b, h, q0, nq, mq, 1.0f, w->q);
-  load_query_block(a->d_out, d->out_stride, a->dtype, d, b, h, q0, nq, mq, 1.0f, w->dout);
+  load_query_block(a->q, d->q_stride, d->D, d->dpad, a->dtype, d, b, h, q0, nq, mq, 1.0f, w->q);
+  load_query_block(a->d_out, d->out_stride, d->DV, d->vpad, a->dtype, d, b, h, q0, nq, mq, 1.0f, w->dout);
   for (int i = 0; i < mq; i++) {
     float dot = 0.0f, lse = 0.0f;
     if (i < nq) {
       const size_t row = (size_t)b * d->T + q0 + i;
-      attn_load_row(a->out, row * d->out_stride + (size_t)h * d->D, d->D, a->dtype, w->row, d->dpad);
-      const float* dorow = w->dout + (size_t)i * d->dpad;
+      attn_load_row(a->out, row * d->out_stride + (size_t)h * d->DV, d->DV, a->dtype, w->row, d->vpad);
+      const float* dorow = w->dout + (size_t)i * d->vpad;
       v128_t acc = wasm_f32x4_splat(0.0f);
-      for (int k = 0; k < d->dpad; k += 4) acc = KILN_MADD(acc, wasm_v128_load(dorow + k), wasm_v128_load(w->row + k));
+      for (int k = 0; k < d->vpad; k += 4) acc = KILN_MADD(acc, wasm_v128_load(dorow + k), wasm_v128_load(w->row + k));
       dot = hsum(acc);
       lse = a->lse[((size_t)b * a->heads + h) * d->T + q0 + i] * LOG2E;
     }
@@ -529,9 +543,9 @@ static void backward_block(const AttentionArgs* a, const Dims* d, Work* w, int b
   for (int t = 0; t < tiles; t++) {
     const int k0 = t * BK, kn = kiln_min(BK, d->T - k0), mk = round_up(kn, MR), delta = q0 - k0;
     const float* kt = w->kt + (size_t)t * d->dpad * BK;
-    const float* vt = w->vt + (size_t)t * d->dpad * BK;
+    const float* vt = w->vt + (size_t)t * d->vpad * BK;
     gemm(mq, round_up(kn, 4), d->dpad, w->q, d->dpad, 0, kt, BK, w->s, BK, 0, KEY_COLS, delta);
-    gemm(mq, round_up(kn, 4), d->dpad, w->dout, d->dpad, 0, vt, BK, w->dp, BK, 0, KEY_COLS, delta);
+    gemm(mq, round_up(kn, 4), d->vpad, w->dout, d->vpad, 0, vt, BK, w->dp, BK, 0, KEY_COLS, delta);
     for (int i = 0; i < mq; i++) {
       const int valid = i < nq ? kiln_min(kn, i + delta + 1) : 0;
       if (valid > 0) {
@@ -541,7 +555,7 @@ static void backward_block(const AttentionArgs* a, const Dims* d, Work* w, int b
         zero_floats(w->dp + (size_t)i * BK, BK);
       }
     }
-    gemm(mk, d->dpad, nq, w->s, BK, 1, w->dout, d->dpad, w->dv + (size_t)k0 * d->dpad, d->dpad, 1, QUERY_DEPTH, delta);
+    gemm(mk, d->vpad, nq, w->s, BK, 1, w->dout, d->vpad, w->dv + (size_t)k0 * d->vpad, d->vpad, 1, QUERY_DEPTH, delta);
     gemm(mk, d->dpad, nq, w->dp, BK, 1, w->q, d->dpad, w->dk + (size_t)k0 * d->dpad, d->dpad, 1, QUERY_DEPTH, delta);
     gemm(mq, d->dpad, kn, w->dp, BK, 0, w->k + (size_t)k0 * d->dpad, d->dpad, w->o, d->dpad, 1, KEY_DEPTH, delta);
   }
@@ -555,7 +569,7 @@ static void backward_block(const AttentionArgs* a, const Dims* d, Work* w, int b
 KILN_EXPORT(kiln_attention_backward)
 void kiln_attention_backward(const AttentionArgs* a, int thread, int nthreads) {
   const Dims d = dims_of(a);
-  Work w = work_at(a->scratch + (size_t)thread * a->scratch_stride, d.T, d.dpad, 1);
+  Work w = work_at(a->scratch + (size_t)thread * a->scratch_stride, d.T, d.wpad, 1);
   const int pairs = a->batch * a->kv_heads;
   const int first = (int)((int64_t)pairs * thread / nthreads), last = (int)((int64_t)pairs * (thread + 1) / nthreads);
   for (int pair = first; pair < last; pair++) {
@@ -564,9 +578,9 @@ void kiln_attention_backward(const AttentionArgs* a, int thread, int nthreads) {
     for (int h = g * d.group; h < (g + 1) * d.group; h++)
       for (int q0 = 0; q0 < d.T; q0 += BQ) backward_block(a, &d, &w, b, h, q0);
     for (int u = 0; u < d.T; u++) {
-      const size_t row = ((size_t)b * d.T + u) * d.kv_stride + (size_t)g * d.D;
-      attn_store_row(a->d_k, row, d.D, a->dtype, w.dk + (size_t)u * d.dpad, a->scale);
-      attn_store_row(a->d_v, row, d.D, a->dtype, w.dv + (size_t)u * d.dpad, 1.0f);
+      const size_t row = (size_t)b * d.T + u;
+      attn_store_row(a->d_k, row * d.kv_stride + (size_t)g * d.D, d.D, a->dtype, w.dk + (size_t)u * d.dpad, a->scale);
+      attn_store_row(a->d_v, row * d.v_stride + (size_t)g * d.DV, d.DV, a->dtype, w.dv + (size_t)u * d.vpad, 1.0f);
     }
   }
 }

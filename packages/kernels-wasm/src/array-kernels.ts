@@ -68,12 +68,18 @@ export class ArrayKernels {
   }
 
   /**
-   * Causal attention: q (batch, seqLen, heads, headDim), k and v (batch, seqLen,
-   * kvHeads, headDim). Returns out (q's layout) and the log-sum-exp per query.
+   * Causal attention: q (batch, seqLen, heads, headDim), k (batch, seqLen, kvHeads,
+   * headDim), v (batch, seqLen, kvHeads, vHeadDim; vHeadDim defaults to headDim).
+   * Returns out (batch, seqLen, heads, vHeadDim) and the log-sum-exp per query.
    */
-  attention(q: Float32Array, k: Float32Array, v: Float32Array, shape: { batch: number; seqLen: number; heads: number; kvHeads?: number; headDim: number; scale?: number }) {
+  attention(
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    shape: { batch: number; seqLen: number; heads: number; kvHeads?: number; headDim: number; vHeadDim?: number; scale?: number },
+  ) {
     const kvHeads = shape.kvHeads ?? shape.heads;
-    const out = new Float32Array(q.length);
+    const out = new Float32Array(shape.batch * shape.seqLen * shape.heads * (shape.vHeadDim ?? shape.headDim));
     const lse = new Float32Array(shape.batch * shape.heads * shape.seqLen);
     this.calls.run("attentionForward", { q, k, v, out, lse }, ["out", "lse"], { ...shape, kvHeads });
     return { out, lse };

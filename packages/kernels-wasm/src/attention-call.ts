@@ -13,8 +13,10 @@ export interface AttentionCall {
   heads: number;
   kvHeads: number;
   headDim: number;
+  vHeadDim: number;
   qRowStride: number;
   kvRowStride: number;
+  vRowStride: number;
   outRowStride: number;
   scale: number;
   dtype: FloatDType;
@@ -32,10 +34,10 @@ export interface AttentionCall {
 
 /** Index (in 4-byte words) of each field of AttentionArgs in csrc/attention.c. */
 const FIELD = {
-  batch: 0, seqLen: 1, heads: 2, kvHeads: 3, headDim: 4,
-  qRowStride: 5, kvRowStride: 6, outRowStride: 7, scale: 8, dtype: 9,
-  q: 10, k: 11, v: 12, out: 13, lse: 14, dOut: 15, dQ: 16, dK: 17, dV: 18,
-  scratch: 19, scratchStride: 20,
+  batch: 0, seqLen: 1, heads: 2, kvHeads: 3, headDim: 4, vHeadDim: 5,
+  qRowStride: 6, kvRowStride: 7, vRowStride: 8, outRowStride: 9, scale: 10, dtype: 11,
+  q: 12, k: 13, v: 14, out: 15, lse: 16, dOut: 17, dQ: 18, dK: 19, dV: 20,
+  scratch: 21, scratchStride: 22,
 } as const;
 
 /** Per-thread scratch of the attention kernels, grown on demand and kept with the runtime. */
@@ -53,13 +55,13 @@ function attentionScratch(rt: KernelRuntime, bytesPerThread: number): { ptr: num
 }
 
 function scratchBytes(rt: KernelRuntime, call: AttentionCall, backward: boolean): number {
-  const fn = rt.exports.kiln_attention_scratch_bytes as (seqLen: number, headDim: number, backward: number) => number;
-  return fn(call.seqLen, call.headDim, backward ? 1 : 0) >>> 0;
+  const fn = rt.exports.kiln_attention_scratch_bytes as (seqLen: number, headDim: number, vHeadDim: number, backward: number) => number;
+  return fn(call.seqLen, call.headDim, call.vHeadDim, backward ? 1 : 0) >>> 0;
 }
 
 function writeAttentionArgs(rt: KernelRuntime, call: AttentionCall, scratch: { ptr: number; stride: number }): void {
   const { u32, f32 } = rt.argsViews();
-  for (const key of ["batch", "seqLen", "heads", "kvHeads", "headDim", "qRowStride", "kvRowStride", "outRowStride"] as const) {
+  for (const key of ["batch", "seqLen", "heads", "kvHeads", "headDim", "vHeadDim", "qRowStride", "kvRowStride", "vRowStride", "outRowStride"] as const) {
     u32[FIELD[key]] = call[key];
   }
   f32[FIELD.scale] = call.scale;
@@ -69,9 +71,9 @@ function writeAttentionArgs(rt: KernelRuntime, call: AttentionCall, scratch: { p
   u32[FIELD.scratchStride] = scratch.stride;
 }
 
-/** Multiply-adds x 2 of one direction, causal half (the contract's count). */
+/** Multiply-adds x 2 of the forward, causal half (the contract's count): q·k over headDim, p·v over vHeadDim. */
 function attentionFlops(call: AttentionCall): number {
-  return 4 * call.batch * call.heads * call.headDim * ((call.seqLen * (call.seqLen + 1)) / 2);
+  return 2 * call.batch * call.heads * (call.headDim + call.vHeadDim) * ((call.seqLen * (call.seqLen + 1)) / 2);
 }
 
 /** out, lse = causal attention of q, k, v. Work is split over (batch, head, query block). */

@@ -38,10 +38,11 @@ function mayOverlap(a: Region, b: Region): boolean {
 function placeOperands<A extends AttentionDims>(spec: KernelSpec<A>, memory: BackendMemory, args: A): Record<string, number> {
   const l = attentionLayout(args);
   const qRows = { stride: l.qRowStride, width: args.heads * args.headDim };
-  const kvRows = { stride: l.kvRowStride, width: args.kvHeads * args.headDim };
-  const outRows = { stride: l.outRowStride, width: args.heads * args.headDim };
+  const kRows = { stride: l.kvRowStride, width: args.kvHeads * args.headDim };
+  const vRows = { stride: l.vRowStride, width: args.kvHeads * l.vHeadDim };
+  const outRows = { stride: l.outRowStride, width: args.heads * l.vHeadDim };
   const rows: Record<string, { stride: number; width: number }> = {
-    q: qRows, dQ: qRows, k: kvRows, v: kvRows, dK: kvRows, dV: kvRows, out: outRows, dOut: outRows,
+    q: qRows, dQ: qRows, k: kRows, dK: kRows, v: vRows, dV: vRows, out: outRows, dOut: outRows,
   };
   const regions: (Region & { output: boolean })[] = [];
   for (const s of spec.operands(args)) {
@@ -78,8 +79,10 @@ function callOf(args: AttentionDims, at: Record<string, number>): AttentionCall 
     heads: args.heads,
     kvHeads: args.kvHeads,
     headDim: args.headDim,
+    vHeadDim: l.vHeadDim,
     qRowStride: l.qRowStride,
     kvRowStride: l.kvRowStride,
+    vRowStride: l.vRowStride,
     outRowStride: l.outRowStride,
     scale: l.scale,
     dtype: args.dtype,

@@ -66,6 +66,16 @@ describe("the Float32Array API", () => {
     expectClose(got.lse, want.lse);
   });
 
+  it("causal attention with a value head size apart from the query/key one", () => {
+    const shape = { batch: 2, seqLen: 7, heads: 4, kvHeads: 2, headDim: 6, vHeadDim: 10 };
+    const q = randoms(2 * 7 * 4 * 6), kk = randoms(2 * 7 * 2 * 6), v = randoms(2 * 7 * 2 * 10);
+    const got = k.attention(q, kk, v, shape);
+    const want = reference("attentionForward", shape, { q, k: kk, v }, { out: 2 * 7 * 4 * 10, lse: 2 * 4 * 7 });
+    expect(got.out.length).toBe(2 * 7 * 4 * 10);
+    expectClose(got.out, want.out);
+    expectClose(got.lse, want.lse);
+  });
+
   it("cross-entropy with an ignored target", () => {
     const logits = randoms(5 * 50, -3, 3);
     const targets = Int32Array.from([3, -1, 49, 0, 7]);

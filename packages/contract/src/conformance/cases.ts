@@ -52,6 +52,27 @@ const attentionShapes: Def[] = [
   d("large", { batch: 2, seqLen: 64, heads: 4, kvHeads: 4, headDim: 32 }),
 ];
 
+/**
+ * A value head size apart from the query/key one (Multi-head Latent Attention): smaller
+ * and larger than headDim, sizes off every SIMD width and tile, head sizes in different
+ * tile buckets, GQA, row strides of their own for k and v, seqLen off the tile sizes.
+ */
+const vHeadShapes: Def[] = [
+  d("prime", { batch: 1, seqLen: 7, heads: 3, kvHeads: 1, headDim: 5, vHeadDim: 3, scale: 0.4 }, { label: "vHeadDim < headDim, mqa" }),
+  d("odd", { batch: 2, seqLen: 13, heads: 2, kvHeads: 2, headDim: 24, vHeadDim: 16 }, { label: "vHeadDim < headDim" }),
+  d("odd", { batch: 2, seqLen: 37, heads: 4, kvHeads: 2, headDim: 40, vHeadDim: 56 }, { label: "vHeadDim > headDim, gqa" }),
+  d("strided", { batch: 2, seqLen: 19, heads: 4, kvHeads: 2, headDim: 12, vHeadDim: 20, qRowStride: 50, kvRowStride: 27, vRowStride: 45, outRowStride: 83 }, { label: "k and v rows apart" }),
+  d("long", { batch: 2, seqLen: 77, heads: 2, kvHeads: 1, headDim: 72, vHeadDim: 40 }, { label: "headDim and vHeadDim in different tile buckets" }),
+  d("large", { batch: 1, seqLen: 130, heads: 2, kvHeads: 2, headDim: 48, vHeadDim: 136 }, { label: "vHeadDim > 128" }),
+];
+
+/** k and v (and dK, dV) as two slices of one (B*T, kvHeads*(headDim + vHeadDim)) buffer. */
+const packedKv = (backward: boolean): Def =>
+  d("strided", { batch: 2, seqLen: 11, heads: 4, kvHeads: 2, headDim: 6, vHeadDim: 10, kvRowStride: 32, vRowStride: 32 }, {
+    label: "one packed kv buffer, vHeadDim > headDim",
+    shared: backward ? [{ k: 0, v: 12 }, { dK: 0, dV: 12 }] : [{ k: 0, v: 12 }],
+  });
+
 /** GPT-2's layout: q, k, v (and dQ, dK, dV) as three slices of one (B*T, 3C) buffer. */
 const packedQkv = (backward: boolean): Def =>
   d("strided", { batch: 2, seqLen: 11, heads: 3, kvHeads: 3, headDim: 4, qRowStride: 36, kvRowStride: 36 }, {
@@ -199,8 +220,8 @@ const CASES: Record<KernelName, Defs> = {
   swiGluBackward: () => unarySizes("swiGluBackward").filter((s) => s.shape !== "in-place"),
   ropeForward: () => ropeShapes,
   ropeBackward: () => ropeShapes,
-  attentionForward: () => [...attentionShapes, packedQkv(false)],
-  attentionBackward: () => [...attentionShapes, packedQkv(true)].map((s) => ({ ...s, derive: deriveFrom("attentionForward", { out: "out", lse: "lse" }) })),
+  attentionForward: () => [...attentionShapes, packedQkv(false), ...vHeadShapes, packedKv(false)],
+  attentionBackward: () => [...attentionShapes, packedQkv(true), ...vHeadShapes, packedKv(true)].map((s) => ({ ...s, derive: deriveFrom("attentionForward", { out: "out", lse: "lse" }) })),
   crossEntropyForward: () => ceShapes(false),
   crossEntropyBackward: () => ceShapes(true),
   softmaxForward: () => [

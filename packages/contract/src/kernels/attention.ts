@@ -3,13 +3,21 @@ import type { FloatDType } from "../dtype.js";
 import { type KernelSpec, operand, positiveInts, require, stridedExtent } from "./spec.js";
 
 /**
- * Causal scaled-dot-product attention, GQA aware.
+ * Causal scaled-dot-product attention, GQA aware, with a value head size that may
+ * differ from the query/key head size (Multi-head Latent Attention, where q and k
+ * heads are d_nope + d_rope wide and v heads are vHeadDim wide).
  * Layouts (row-major, one row per token):
- *   q, out: (batch, seqLen, heads,   headDim), rows qRowStride / outRowStride apart
- *   k, v:   (batch, seqLen, kvHeads, headDim), rows kvRowStride apart
- *   lse:    (batch, heads, seqLen) f32, log-sum-exp of each query's scaled scores
- * Default strides are dense; a packed GPT-2 qkv buffer (B, T, 3C) is addressed as
- * three slices at element offsets 0, C, 2C with qRowStride = kvRowStride = 3C.
+ *   q:   (batch, seqLen, heads,   headDim),  rows qRowStride apart
+ *   k:   (batch, seqLen, kvHeads, headDim),  rows kvRowStride apart
+ *   v:   (batch, seqLen, kvHeads, vHeadDim), rows vRowStride apart
+ *   out: (batch, seqLen, heads,   vHeadDim), rows outRowStride apart
+ *   lse: (batch, heads, seqLen) f32, log-sum-exp of each query's scaled scores
+ * vHeadDim defaults to headDim. Default strides are dense: qRowStride = heads*headDim,
+ * kvRowStride = kvHeads*headDim, outRowStride = heads*vHeadDim. vRowStride defaults to
+ * kvRowStride when vHeadDim equals headDim (given or not), so a packed GPT-2 qkv buffer
+ * (B, T, 3C) is still addressed as three slices at element offsets 0, C, 2C with
+ * qRowStride = kvRowStride = 3C; when vHeadDim differs it defaults to the dense
+ * kvHeads*vHeadDim (pass it for any packed layout of v).
  * Query head h reads kv head floor(h / (heads / kvHeads)).
  *   s[t,u] = scale * q[t]·k[u] for u <= t;  p = softmax_u(s);  out[t] = sum_u p[t,u] v[u]
  * scale defaults to 1/sqrt(headDim). Scores and sums in f32; nothing of size
@@ -25,9 +33,15 @@ export interface AttentionForwardArgs {
   seqLen: number;
   heads: number;
   kvHeads: number;
+  /** Query and key head size. */
   headDim: number;
+  /** Value (and output) head size; default headDim. */
+  vHeadDim?: number;
   qRowStride?: number;
+  /** Row stride of k (and of v unless vRowStride says otherwise). */
   kvRowStride?: number;
+  /** Row stride of v; default kvRowStride when vHeadDim equals headDim, else kvHeads*vHeadDim. */
+  vRowStride?: number;
   outRowStride?: number;
   scale?: number;
   dtype: FloatDType;
@@ -37,7 +51,8 @@ export interface AttentionForwardArgs {
  * Gradients of attentionForward. With D[t] = dOut[t]·out[t]:
  *   dP = dOut v^T;  dS = p (dP - D);  dQ = scale dS k;  dK = scale dS^T q;  dV = p^T dOut
  * summed over the query heads that share a kv head. dQ has q's layout (qRowStride),
- * dK and dV have k's (kvRowStride), dOut has out's (outRowStride). All overwritten.
+ * dK has k's (kvRowStride, headDim wide), dV has v's (vRowStride, vHeadDim wide),
+ * dOut has out's (outRowStride, vHeadDim wide). All overwritten.
  */
 export interface AttentionBackwardArgs {
   dOut: Operand;
@@ -54,8 +69,10 @@ export interface AttentionBackwardArgs {
   heads: number;
   kvHeads: number;
   headDim: number;
+  vHeadDim?: number;
   qRowStride?: number;
   kvRowStride?: number;
+  vRowStride?: number;
   outRowStride?: number;
   scale?: number;
   dtype: FloatDType;
@@ -63,12 +80,16 @@ export interface AttentionBackwardArgs {
 
 export type AttentionDims = Omit<AttentionForwardArgs, "q" | "k" | "v" | "out" | "lse">;
 
-/** Strides and scale with defaults filled in. */
+/** Value head size, strides and scale with defaults filled in. */
 export function attentionLayout(a: AttentionDims) {
+  const vHeadDim = a.vHeadDim ?? a.headDim;
+  const kvRowStride = a.kvRowStride ?? a.kvHeads * a.headDim;
   return {
+    vHeadDim,
     qRowStride: a.qRowStride ?? a.heads * a.headDim,
-    kvRowStride: a.kvRowStride ?? a.kvHeads * a.headDim,
-    outRowStride: a.outRowStride ?? a.heads * a.headDim,
+    kvRowStride,
+    vRowStride: a.vRowStride ?? (vHeadDim === a.headDim ? kvRowStride : a.kvHeads * vHeadDim),
+    outRowStride: a.outRowStride ?? a.heads * vHeadDim,
     scale: a.scale ?? 1 / Math.sqrt(a.headDim),
     group: a.heads / a.kvHeads,
   };
@@ -79,25 +100,34 @@ function extents(a: AttentionDims) {
   const rows = a.batch * a.seqLen;
   return {
     q: stridedExtent(rows, a.heads * a.headDim, l.qRowStride),
-    kv: stridedExtent(rows, a.kvHeads * a.headDim, l.kvRowStride),
-    out: stridedExtent(rows, a.heads * a.headDim, l.outRowStride),
+    k: stridedExtent(rows, a.kvHeads * a.headDim, l.kvRowStride),
+    v: stridedExtent(rows, a.kvHeads * l.vHeadDim, l.vRowStride),
+    out: stridedExtent(rows, a.heads * l.vHeadDim, l.outRowStride),
     lse: a.batch * a.heads * a.seqLen,
   };
 }
 
 function checkAttention(name: string, a: AttentionDims): void {
-  positiveInts(name, { batch: a.batch, seqLen: a.seqLen, heads: a.heads, kvHeads: a.kvHeads, headDim: a.headDim });
+  positiveInts(name, { batch: a.batch, seqLen: a.seqLen, heads: a.heads, kvHeads: a.kvHeads, headDim: a.headDim, vHeadDim: a.vHeadDim });
   require(name, a.heads % a.kvHeads === 0, `heads (${a.heads}) must be a multiple of kvHeads (${a.kvHeads})`);
   const l = attentionLayout(a);
-  require(name, l.qRowStride >= a.heads * a.headDim, "qRowStride must be >= heads*headDim");
-  require(name, l.kvRowStride >= a.kvHeads * a.headDim, "kvRowStride must be >= kvHeads*headDim");
-  require(name, l.outRowStride >= a.heads * a.headDim, "outRowStride must be >= heads*headDim");
+  const D = a.headDim, DV = l.vHeadDim;
+  const atLeast = (key: string, value: number, what: string, min: number) =>
+    require(name, value >= min, `${key} (${value}) must be >= ${what} (${min})`);
+  atLeast("qRowStride", l.qRowStride, "heads*headDim", a.heads * D);
+  atLeast("kvRowStride", l.kvRowStride, "kvHeads*headDim", a.kvHeads * D);
+  atLeast("vRowStride", l.vRowStride, "kvHeads*vHeadDim", a.kvHeads * DV);
+  atLeast("outRowStride", l.outRowStride, "heads*vHeadDim", a.heads * DV);
 }
 
-const attentionFlops = (a: AttentionDims) => {
-  // Two (T x T x D) products per head, causal half.
-  return 2 * 2 * a.batch * a.heads * a.headDim * ((a.seqLen * (a.seqLen + 1)) / 2);
-};
+/** Query-key pairs the causal mask keeps, over all heads and batches. */
+const causalPairs = (a: AttentionDims) => a.batch * a.heads * ((a.seqLen * (a.seqLen + 1)) / 2);
+
+/** q·k (headDim) and p·v (vHeadDim) per kept pair. */
+const attentionFlops = (a: AttentionDims) => 2 * causalPairs(a) * (a.headDim + attentionLayout(a).vHeadDim);
+
+/** Recomputed q·k, dQ and dK (headDim each); dP = dOut·v and dV (vHeadDim each). */
+const attentionBackwardFlops = (a: AttentionDims) => 2 * causalPairs(a) * (3 * a.headDim + 2 * attentionLayout(a).vHeadDim);
 
 export const attentionForwardSpec: KernelSpec<AttentionForwardArgs> = {
   name: "attentionForward",
@@ -105,8 +135,8 @@ export const attentionForwardSpec: KernelSpec<AttentionForwardArgs> = {
     const e = extents(a);
     return [
       operand("q", "in", a.dtype, e.q, { strided: true }),
-      operand("k", "in", a.dtype, e.kv, { strided: true }),
-      operand("v", "in", a.dtype, e.kv, { strided: true }),
+      operand("k", "in", a.dtype, e.k, { strided: true }),
+      operand("v", "in", a.dtype, e.v, { strided: true }),
       operand("out", "out", a.dtype, e.out, { strided: true }),
       operand("lse", "out", "f32", e.lse),
     ];
@@ -122,15 +152,15 @@ export const attentionBackwardSpec: KernelSpec<AttentionBackwardArgs> = {
     return [
       operand("dOut", "in", a.dtype, e.out, { strided: true }),
       operand("q", "in", a.dtype, e.q, { strided: true }),
-      operand("k", "in", a.dtype, e.kv, { strided: true }),
-      operand("v", "in", a.dtype, e.kv, { strided: true }),
+      operand("k", "in", a.dtype, e.k, { strided: true }),
+      operand("v", "in", a.dtype, e.v, { strided: true }),
       operand("out", "in", a.dtype, e.out, { strided: true }),
       operand("lse", "in", "f32", e.lse),
       operand("dQ", "out", a.dtype, e.q, { strided: true }),
-      operand("dK", "out", a.dtype, e.kv, { strided: true }),
-      operand("dV", "out", a.dtype, e.kv, { strided: true }),
+      operand("dK", "out", a.dtype, e.k, { strided: true }),
+      operand("dV", "out", a.dtype, e.v, { strided: true }),
     ];
   },
   check: (a) => checkAttention("attentionBackward", a),
-  flops: (a) => 2.5 * attentionFlops(a),
+  flops: attentionBackwardFlops,
 };
