@@ -11,5 +11,6 @@ if (!sim.built) {
     pytorchParity("gpt2-tiny", () => createCudaSimBackend());
     pytorchParity("llama-tiny", () => createCudaSimBackend());
     pytorchParity("llama-moe-tiny", () => createCudaSimBackend());
+    pytorchParity("llama-mla-tiny", () => createCudaSimBackend());
   });
 }

@@ -6,4 +6,5 @@ describe("PyTorch parity on the reference backend", () => {
   pytorchParity("gpt2-tiny", () => createReferenceBackend());
   pytorchParity("llama-tiny", () => createReferenceBackend());
   pytorchParity("llama-moe-tiny", () => createReferenceBackend());
+  pytorchParity("llama-mla-tiny", () => createReferenceBackend());
 });

@@ -27,6 +27,15 @@ export interface ModelConfig {
   expertsPerToken?: number;
   /** An extra SwiGLU expert of `intermediateSize` that every token goes through, unweighted. */
   sharedExpert?: boolean;
+  /**
+   * Multi-head Latent Attention (Llama layers, DeepSeek-V2): keys and values from a latent of
+   * this size. Absent or 0: ordinary attention. kvHeads does not apply then: every head has its keys.
+   */
+  kvLatentDim?: number;
+  /** MLA: queries through a latent of this size too; absent or 0: a direct query projection. */
+  qLatentDim?: number;
+  /** MLA: the RoPE slice added to every query and key head (one RoPE key shared by all heads). */
+  ropeDim?: number;
 }
 
 export type ModelConfigInput = Pick<ModelConfig, "arch" | "vocabSize" | "hiddenSize" | "numLayers" | "numHeads" | "maxSeqLen"> & Partial<ModelConfig>;

@@ -2,6 +2,7 @@ import { add, attention, embedding, linear, rmsNorm, rope } from "../ops/index.j
 import type { ArchDef } from "./arch-def.js";
 import { type ModelConfig, headDim, moeOf } from "./config.js";
 import { moeMlp, moeMlpParams, swiGluMlp, swiGluMlpParams } from "./mlp.js";
+import { mlaAttention, mlaOf, mlaParams } from "./mla.js";
 import type { ParamSpec } from "./param-layout.js";
 import type { Trace } from "./trace.js";
 
@@ -11,7 +12,8 @@ import type { Trace } from "./trace.js";
  *   per layer: h = rmsnorm(x); q,k,v = h·Wq^T, h·Wk^T, h·Wv^T  (rows, H*D | KVH*D)
  *              q,k = rope(q), rope(k); x += o_proj(attn(q, k, v))   (GQA)
  *              x += down_proj(silu(gate_proj(h2)) * up_proj(h2)), h2 = rmsnorm(x)
- *              (or a mixture of such experts when numExperts > 0, mlp.ts)
+ *              (or a mixture of such experts when numExperts > 0, mlp.ts;
+ *              multi-head latent attention in place of q/k/v when kvLatentDim > 0, mla.ts)
  *   logits = norm(x) · lm_head^T (or embed_tokens^T when tied)
  * Weights use torch.nn.Linear's (out, in) layout.
  */
@@ -20,24 +22,13 @@ function llamaForward(t: Trace, ids: number): number {
   const D = c.hiddenSize / c.numHeads;
   const dims = { batch: t.batch, seqLen: t.seqLen, headDim: D, theta: c.ropeTheta };
   const moe = moeOf(c);
+  const mla = mlaOf(c);
   let x = embedding(g, ids, p("model.embed_tokens.weight"), "embed");
   for (let i = 0; i < c.numLayers; i++) {
     const n = `model.layers.${i}`;
     x = g.withScope(n, () => {
       const h = rmsNorm(g, x, p(`${n}.input_layernorm.weight`), c.normEps, `${n}.input_layernorm`);
-      const q = rope(g, linear(g, h, p(`${n}.self_attn.q_proj.weight`), undefined, "out_in", `${n}.q`), { ...dims, heads: c.numHeads }, `${n}.q_rope`);
-      const k = rope(g, linear(g, h, p(`${n}.self_attn.k_proj.weight`), undefined, "out_in", `${n}.k`), { ...dims, heads: c.kvHeads }, `${n}.k_rope`);
-      const v = linear(g, h, p(`${n}.self_attn.v_proj.weight`), undefined, "out_in", `${n}.v`);
-      const a = attention(
-        g,
-        { id: q },
-        { id: k },
-        { id: v },
-        { batch: t.batch, seqLen: t.seqLen, heads: c.numHeads, kvHeads: c.kvHeads, headDim: D },
-        {},
-        `${n}.attn`,
-      );
-      const x1 = add(g, x, linear(g, a, p(`${n}.self_attn.o_proj.weight`), undefined, "out_in", `${n}.o`), `${n}.resid_attn`);
+      const x1 = add(g, x, mla ? mlaAttention(t, h, `${n}.self_attn`) : gqaAttention(h, n), `${n}.resid_attn`);
       const h2 = rmsNorm(g, x1, p(`${n}.post_attention_layernorm.weight`), c.normEps, `${n}.post_attention_layernorm`);
       const m = moe ? moeMlp(t, h2, `${n}.mlp`, moe.topK, moe.shared, `${n}.moe`) : swiGluMlp(t, h2, `${n}.mlp`, n);
       return add(g, x1, m, `${n}.resid_mlp`);
@@ -46,6 +37,23 @@ function llamaForward(t: Trace, ids: number): number {
   const xf = rmsNorm(g, x, p("model.norm.weight"), c.normEps, "norm");
   const head = c.tieEmbeddings ? p("model.embed_tokens.weight") : p("lm_head.weight");
   return linear(g, xf, head, undefined, "out_in", "logits");
+
+  /** Grouped-query attention of layer n with RoPE on whole heads, through o_proj. */
+  function gqaAttention(h: number, n: string): number {
+    const q = rope(g, linear(g, h, p(`${n}.self_attn.q_proj.weight`), undefined, "out_in", `${n}.q`), { ...dims, heads: c.numHeads }, `${n}.q_rope`);
+    const k = rope(g, linear(g, h, p(`${n}.self_attn.k_proj.weight`), undefined, "out_in", `${n}.k`), { ...dims, heads: c.kvHeads }, `${n}.k_rope`);
+    const v = linear(g, h, p(`${n}.self_attn.v_proj.weight`), undefined, "out_in", `${n}.v`);
+    const a = attention(
+      g,
+      { id: q },
+      { id: k },
+      { id: v },
+      { batch: t.batch, seqLen: t.seqLen, heads: c.numHeads, kvHeads: c.kvHeads, headDim: D },
+      {},
+      `${n}.attn`,
+    );
+    return linear(g, a, p(`${n}.self_attn.o_proj.weight`), undefined, "out_in", `${n}.o`);
+  }
 }
 
 function llamaParams(c: ModelConfig): ParamSpec[] {
@@ -58,10 +66,14 @@ function llamaParams(c: ModelConfig): ParamSpec[] {
     const p = `model.layers.${i}`;
     specs.push(
       norm(`${p}.input_layernorm.weight`),
-      w(`${p}.self_attn.q_proj.weight`, [c.numHeads * D, C]),
-      w(`${p}.self_attn.k_proj.weight`, [c.kvHeads * D, C]),
-      w(`${p}.self_attn.v_proj.weight`, [c.kvHeads * D, C]),
-      w(`${p}.self_attn.o_proj.weight`, [C, c.numHeads * D]),
+      ...(mlaOf(c)
+        ? mlaParams(`${p}.self_attn`, c)
+        : [
+            w(`${p}.self_attn.q_proj.weight`, [c.numHeads * D, C]),
+            w(`${p}.self_attn.k_proj.weight`, [c.kvHeads * D, C]),
+            w(`${p}.self_attn.v_proj.weight`, [c.kvHeads * D, C]),
+            w(`${p}.self_attn.o_proj.weight`, [C, c.numHeads * D]),
+          ]),
       norm(`${p}.post_attention_layernorm.weight`),
       ...(moe ? moeMlpParams(`${p}.mlp`, c, moe.numExperts, moe.shared) : swiGluMlpParams(`${p}.mlp`, c)),
     );
@@ -78,6 +90,10 @@ export const llama: ArchDef = {
   check: (c) => {
     if ((c.hiddenSize / c.numHeads) % 2 !== 0) {
       return { field: "numHeads", message: `head size ${c.hiddenSize / c.numHeads} is odd; rotary embeddings need an even head size`, hint: "change hidden_size or num_heads so hidden_size / num_heads is even" };
+    }
+    const mla = mlaOf(c);
+    if (mla && (mla.rope < 2 || mla.rope % 2 !== 0)) {
+      return { field: "ropeDim", message: `d_rope ${c.ropeDim ?? "(not set)"} is not an even number >= 2; multi-head latent attention rotates a slice of that size in every head`, hint: "set d_rope to an even size such as 16 (with kv_latent_dim)" };
     }
     const moe = moeOf(c);
     if (moe && moe.topK > moe.numExperts) {

@@ -16,4 +16,7 @@ export const MODEL_YAML_KEYS = {
   num_experts: "numExperts",
   experts_per_tok: "expertsPerToken",
   shared_expert_enabled: "sharedExpert",
+  kv_latent_dim: "kvLatentDim",
+  q_latent_dim: "qLatentDim",
+  d_rope: "ropeDim",
 } as const satisfies Record<string, keyof ModelConfig>;

@@ -7,13 +7,16 @@ export interface AttentionShape {
   seqLen: number;
   heads: number;
   kvHeads: number;
+  /** Query and key head size. */
   headDim: number;
+  /** Value (and output) head size, when it differs from headDim (multi-head latent attention). */
+  vHeadDim?: number;
 }
 
 /**
  * Causal attention. q, k, v are separate (batch*seqLen, heads*headDim) tensors, or
  * slices of one packed qkv tensor (GPT-2's c_attn output) given with element
- * offsets and `rowStride`. Returns out (batch*seqLen, heads*headDim).
+ * offsets and `rowStride`. Returns out (batch*seqLen, heads*vHeadDim), vHeadDim defaulting to headDim.
  */
 export function attention(
   g: Graph,
@@ -21,12 +24,12 @@ export function attention(
   k: BoundOperand,
   v: BoundOperand,
   shape: AttentionShape,
-  strides: { qRowStride?: number; kvRowStride?: number },
+  strides: { qRowStride?: number; kvRowStride?: number; vRowStride?: number },
   name: string,
 ): number {
   const dtype = g.info(q.id).dtype;
   const rows = shape.batch * shape.seqLen;
-  const out = g.tensor([rows, shape.heads * shape.headDim], dtype, "activation", name);
+  const out = g.tensor([rows, shape.heads * (shape.vHeadDim ?? shape.headDim)], dtype, "activation", name);
   const lse = g.tensor([shape.batch * shape.heads * shape.seqLen], "f32", "activation", `${name}.lse`);
   addKernelNode(g, "attentionForward", { q, k, v, out, lse }, { ...shape, ...strides, dtype }, { grad: "attention" });
   return out;

@@ -5,6 +5,7 @@ import { layerNormGrad, rmsNormGrad } from "./norm.js";
 import { geluGrad, swiGluGrad } from "./activation.js";
 import { ropeGrad } from "./rope.js";
 import { attentionGrad } from "./attention.js";
+import { copyStridedGrad } from "./copy.js";
 import { crossEntropyGrad } from "./loss.js";
 import { groupedLinearGrad, moeCombineGrad, moeDispatchGrad, moeRouteGrad } from "./moe.js";
 import type { GradRule } from "./grad-rule.js";
@@ -20,6 +21,7 @@ export const gradRules: Readonly<Record<string, GradRule>> = {
   swiGlu: swiGluGrad,
   rope: ropeGrad,
   attention: attentionGrad,
+  copyStrided: copyStridedGrad,
   crossEntropy: crossEntropyGrad,
   moeRoute: moeRouteGrad,
   moeDispatch: moeDispatchGrad,
@@ -34,6 +36,7 @@ export { layerNorm, rmsNorm } from "./norm.js";
 export { gelu, swiGlu } from "./activation.js";
 export { rope } from "./rope.js";
 export { attention, type AttentionShape } from "./attention.js";
+export { assembleBlocks, type BlockLayout, type BlockShape, denseBlock, gatherBlock } from "./copy.js";
 export { crossEntropyLoss } from "./loss.js";
 export { groupedLinear, moeCombine, moeDispatch, moeRoute, type MoeRouting } from "./moe.js";
 export type { GradRule } from "./grad-rule.js";
