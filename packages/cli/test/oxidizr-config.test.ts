@@ -46,9 +46,26 @@ describe("a config written for Oxidizr", () => {
   });
 
   it("refuses layers kiln does not build yet, naming the key", () => {
-    const text = OXIDIZR_MOE.replace("  num_experts: 4\n", "  num_experts: 4\n  kv_latent_dim: 32\n");
+    const text = OXIDIZR_MOE.replace("  num_experts: 4\n", "  num_experts: 4\n  mamba_layers: [0, 1, 2]\n");
     expect(() => load(text)).toThrow(ConfigError);
-    expect(() => load(text)).toThrow(/model\.kv_latent_dim configures Multi-head Latent Attention, which kiln does not build yet \(planned\)/);
+    expect(() => load(text)).toThrow(/model\.mamba_layers configures Mamba2 layers, which kiln does not build yet \(planned\)/);
+  });
+
+  it("trains multi-head latent attention from its keys, and refuses them half given or on GPT-2", () => {
+    const mla = OXIDIZR_MOE.replace("  num_experts: 4\n", "  num_experts: 4\n  kv_latent_dim: 32\n  q_latent_dim: 48\n  d_rope: 8\n");
+    expect(resolveSettings(load(mla)).model).toMatchObject({ kvLatentDim: 32, qLatentDim: 48, ropeDim: 8, numExperts: 4 });
+    expect(() => resolveSettings(load(mla.replace("  d_rope: 8\n", "")))).toThrow(/d_rope \(not set\) is not an even number >= 2/);
+    expect(() => resolveSettings(load(mla.replace("  kv_latent_dim: 32\n", "")))).toThrow(/q_latent_dim configures multi-head latent attention, which needs kv_latent_dim too/);
+    const gpt2 = "model:\n  arch: gpt2\n  hidden_size: 32\n  num_layers: 1\n  num_heads: 4\n  vocab_size: 64\n  max_seq_len: 16\n  kv_latent_dim: 8\n";
+    const refusal = (() => {
+      try {
+        resolveSettings(load(gpt2));
+      } catch (e) {
+        return e as ConfigError;
+      }
+    })();
+    expect(refusal?.message).toMatch(/gpt2 architecture has no multi-head latent attention/);
+    expect(refusal?.where).toMatch(/model\.kv_latent_dim/);
   });
 
   it("refuses more experts per token than experts", () => {

@@ -10,6 +10,8 @@ const BENCH: Record<string, ModelConfigInput & { seqLen: number }> = {
   "bench-small": { arch: "gpt2", vocabSize: 8192, hiddenSize: 384, numLayers: 6, numHeads: 6, maxSeqLen: 256, seqLen: 256 },
   // Mixture of experts: routing tables (i32) and expert-sorted rows in the arena too.
   "llama-moe": { arch: "llama", vocabSize: 4096, hiddenSize: 256, numLayers: 3, numHeads: 4, kvHeads: 2, maxSeqLen: 128, seqLen: 128, intermediateSize: 192, numExperts: 6, expertsPerToken: 2, sharedExpert: true },
+  // Multi-head latent attention: per-head slots assembled and gathered by copies, zero-filled keys.
+  "llama-mla": { arch: "llama", vocabSize: 4096, hiddenSize: 256, numLayers: 3, numHeads: 4, maxSeqLen: 128, seqLen: 128, intermediateSize: 512, kvLatentDim: 64, qLatentDim: 96, ropeDim: 16 },
 };
 
 describe("the memory plan is what the wasm backend measures", () => {

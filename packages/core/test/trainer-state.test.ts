@@ -11,12 +11,13 @@ import { loadTrainerCheckpoint, saveTrainerCheckpoint } from "../src/train/check
 import { ForwardRunner } from "../src/train/forward-runner.js";
 import { planForwardMemory } from "../src/train/plan-training.js";
 
-type Variant = "gpt2" | "llama" | "llama-moe";
-const VARIANTS = ["gpt2", "llama", "llama-moe"] as const;
+type Variant = "gpt2" | "llama" | "llama-moe" | "llama-mla";
+const VARIANTS = ["gpt2", "llama", "llama-moe", "llama-mla"] as const;
 const MODEL_OF: Record<Variant, object> = {
   gpt2: { arch: "gpt2" },
   llama: { arch: "llama", kvHeads: 2, intermediateSize: 32 },
   "llama-moe": { arch: "llama", kvHeads: 2, intermediateSize: 12, numExperts: 3, expertsPerToken: 2, sharedExpert: true },
+  "llama-mla": { arch: "llama", intermediateSize: 32, kvLatentDim: 6, qLatentDim: 10, ropeDim: 2 },
 };
 
 const config = (variant: Variant): TrainerConfig => ({

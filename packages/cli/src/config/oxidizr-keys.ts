@@ -12,9 +12,6 @@ const IGNORED: Readonly<Record<string, string>> = {
 
 /** Oxidizr's architecture keys for layers kiln does not build yet: refused, since ignoring them would train another model. */
 const PLANNED: Readonly<Record<string, string>> = {
-  kv_latent_dim: "Multi-head Latent Attention",
-  q_latent_dim: "Multi-head Latent Attention",
-  d_rope: "Multi-head Latent Attention",
   mamba_layers: "Mamba2 layers",
   mamba2_num_heads: "Mamba2 layers",
   mamba2_head_dim: "Mamba2 layers",
@@ -42,7 +39,7 @@ export function takeOxidizrKeys(raw: Mapping, file: string): string[] {
       if (model[key] === undefined || model[key] === null) continue;
       throw new ConfigError(`model.${key} configures ${what}, which kiln does not build yet (planned)`, {
         where: `${file} (model.${key})`,
-        hint: `remove the ${what} keys to train the same model without them; kiln builds attention with grouped-query heads and dense or mixture-of-experts MLPs today`,
+        hint: `remove the ${what} keys to train the same model without them; kiln builds grouped-query or multi-head latent attention and dense or mixture-of-experts MLPs today`,
       });
     }
     if (model.kv_heads === null) delete model.kv_heads;

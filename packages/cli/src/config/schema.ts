@@ -27,6 +27,12 @@ export const modelSchema = z
     experts_per_tok: positiveInt.optional(),
     /** An expert every token goes through besides its routed ones. */
     shared_expert_enabled: z.boolean().optional(),
+    /** Multi-head latent attention (Llama): the key/value latent size; absent or 0 = ordinary attention. */
+    kv_latent_dim: nonNegativeInt.optional(),
+    /** Multi-head latent attention: the query latent size; absent or 0 = a direct query projection. */
+    q_latent_dim: nonNegativeInt.optional(),
+    /** Multi-head latent attention: the RoPE slice of every query and key head. */
+    d_rope: nonNegativeInt.optional(),
   })
   .strict();
 

@@ -158,6 +158,9 @@ function modelOfSection(m: ModelSection | undefined, file: string, fail: (key: s
     ...(m.num_experts ? { numExperts: m.num_experts } : {}),
     ...(m.experts_per_tok === undefined ? {} : { expertsPerToken: m.experts_per_tok }),
     ...(m.shared_expert_enabled === undefined ? {} : { sharedExpert: m.shared_expert_enabled }),
+    ...(m.kv_latent_dim ? { kvLatentDim: m.kv_latent_dim } : {}),
+    ...(m.q_latent_dim ? { qLatentDim: m.q_latent_dim } : {}),
+    ...(m.d_rope ? { ropeDim: m.d_rope } : {}),
   });
   const problem = modelConfigProblem(model);
   if (problem) fail(`model.${yamlKeyOf(problem.field)}`, problem.message, problem.hint);

@@ -1,5 +1,5 @@
 import type { Backend } from "@kiln/contract";
-import { type MemoryPlan, type ModelConfig, moeOf } from "@kiln/core";
+import { type MemoryPlan, type ModelConfig, mlaOf, moeOf } from "@kiln/core";
 import type { RunSettings } from "../config/settings.js";
 import { formatBytes, formatCount } from "../estimate/format-bytes.js";
 import { formatProcessPeak, processPeak } from "../estimate/process-peak.js";
@@ -25,7 +25,7 @@ export function formatBanner(
   const peak = processPeak({ planned: total, planOnHost: dev.kind !== "gpu", threads: dev.parallelism, batchSize: s.batchSize, seqLen: s.seqLen, prefetch: s.prefetch });
   const rows: [string, string][] = [
     ["device", `${dev.name}${dev.computeCapability ? `, compute ${dev.computeCapability}` : ""}${dev.libraries ? `; ${dev.libraries}` : ""}${deviceNote ? ` (${deviceNote})` : ""}`],
-    ["model", `${s.model.arch}, ${formatCount(parameters)} parameters, ${s.model.numLayers} layers, hidden ${s.model.hiddenSize}${expertsOf(s.model)}`],
+    ["model", `${s.model.arch}, ${formatCount(parameters)} parameters, ${s.model.numLayers} layers, hidden ${s.model.hiddenSize}${latentAttentionOf(s.model)}${expertsOf(s.model)}`],
     ["dtype", precision],
     ["step", `${s.batchSize} x ${s.seqLen} tokens x ${s.gradAccum} accumulation = ${s.batchSize * s.seqLen * s.gradAccum} tokens`],
     ["data", data],
@@ -39,6 +39,12 @@ export function formatBanner(
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
   return rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`).join("\n");
+}
+
+/** ", latent attention (kv 32, q 48, rope 8)" for multi-head latent attention, else "". */
+function latentAttentionOf(m: ModelConfig): string {
+  const mla = mlaOf(m);
+  return mla ? `, latent attention (kv ${mla.kvLatent}${mla.qLatent ? `, q ${mla.qLatent}` : ""}, rope ${mla.rope})` : "";
 }
 
 /** ", 4 experts (top 2, shared expert)" for a mixture-of-experts model, else "". */

@@ -32,8 +32,10 @@ export function rematerialize(g: Graph, policy: RecomputePolicy, blockPrefix: st
   const blockOf = blockOfScope(blockPrefix);
   const firstBackward = g.nodes.findIndex((n) => n.backward);
   if (firstBackward < 0) return;
-  const producer = new Map<number, GraphNode>();
-  for (const n of g.nodes.slice(0, firstBackward)) for (const t of n.outputs) producer.set(t, n);
+  // A tensor's writers, in order: one node, or a node and those that add into it (assembleBlocks' copies).
+  const writers = new Map<number, GraphNode[]>();
+  for (const n of g.nodes.slice(0, firstBackward)) for (const t of n.outputs) writers.set(t, [...(writers.get(t) ?? []), n]);
+  const producer = new Map([...writers].map(([t, ws]) => [t, ws.at(-1)!]));
   // Under "blocks", a tensor made inside a block is recomputed when no forward node outside that block reads it.
   const leavesBlock = new Set<number>();
   for (const n of g.nodes.slice(0, firstBackward)) {
@@ -42,11 +44,13 @@ export function rematerialize(g: Graph, policy: RecomputePolicy, blockPrefix: st
       if (p && blockOf(p) !== undefined && blockOf(p) !== blockOf(n)) leavesBlock.add(t);
     }
   }
-  const recomputable = (n: GraphNode | undefined): boolean => {
-    if (n === undefined || n.op !== "kernel") return false;
+  const recomputableNode = (n: GraphNode): boolean => {
+    if (n.op !== "kernel") return false;
     if (CHEAP.has((n.attrs as unknown as KernelNodeAttrs).kernel)) return true;
     return policy === "blocks" && blockOf(n) !== undefined && n.outputs.every((t) => !leavesBlock.has(t));
   };
+  /** An activation the backward pass may make again: every node writing it can run again. */
+  const recomputable = (t: number): boolean => g.info(t).kind === "activation" && (writers.get(t)?.every(recomputableNode) ?? false);
 
   const out: Omit<GraphNode, "index">[] = g.nodes.slice(0, firstBackward);
   const copies = new Map<number, number>();
@@ -57,28 +61,31 @@ export function rematerialize(g: Graph, policy: RecomputePolicy, blockPrefix: st
     return { ...attrs, operands };
   };
 
-  /** Makes sure a recomputed copy of `t` exists, recomputing its inputs first where they are recomputable too. */
+  /** Makes sure a recomputed copy of `t` exists (every writer of it run again, in order), recomputing their inputs first where they are recomputable too. */
   const ensure = (t: number): void => {
     if (copies.has(t)) return;
-    const n = producer.get(t)!;
-    for (const i of n.inputs) if (g.info(i).kind === "activation" && recomputable(producer.get(i))) ensure(i);
-    for (const o of n.outputs) {
-      const info = g.info(o);
-      copies.set(o, g.tensor(info.shape, info.dtype, info.kind, `${info.name} (recomputed)`));
+    const ws = writers.get(t)!;
+    for (const n of ws) for (const i of n.inputs) if (i !== t && recomputable(i)) ensure(i);
+    for (const n of ws) {
+      for (const o of n.outputs) {
+        if (copies.has(o)) continue;
+        const info = g.info(o);
+        copies.set(o, g.tensor(info.shape, info.dtype, info.kind, `${info.name} (recomputed)`));
+      }
+      const attrs = remap(n.attrs as unknown as KernelNodeAttrs);
+      out.push({
+        op: n.op,
+        inputs: n.inputs.map((i) => copies.get(i) ?? i),
+        outputs: n.outputs.map((o) => copies.get(o)!),
+        attrs: { ...n.attrs, ...attrs, grad: undefined },
+        scope: n.scope,
+        backward: true,
+      });
     }
-    const attrs = remap(n.attrs as unknown as KernelNodeAttrs);
-    out.push({
-      op: n.op,
-      inputs: n.inputs.map((i) => copies.get(i) ?? i),
-      outputs: n.outputs.map((o) => copies.get(o)!),
-      attrs: { ...n.attrs, ...attrs, grad: undefined },
-      scope: n.scope,
-      backward: true,
-    });
   };
 
   for (const n of g.nodes.slice(firstBackward)) {
-    for (const t of n.inputs) if (g.info(t).kind === "activation" && recomputable(producer.get(t))) ensure(t);
+    for (const t of n.inputs) if (recomputable(t)) ensure(t);
     const attrs = remap(n.attrs as unknown as KernelNodeAttrs);
     out.push({ ...n, inputs: n.inputs.map((i) => copies.get(i) ?? i), outputs: n.outputs.map((o) => copies.get(o) ?? o), attrs: { ...n.attrs, ...attrs } });
   }

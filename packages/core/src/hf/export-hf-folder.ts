@@ -28,10 +28,11 @@ const TORCH_DTYPES: Record<FloatDType, string> = { f32: "float32", bf16: "bfloat
 export async function exportHfFolder(checkpoint: string, out: string, dtype: FloatDType = "f32"): Promise<string[]> {
   const source = await PretrainedWeights.open(checkpoint);
   try {
-    if (source.model.numExperts) {
-      throw new CheckpointError("the checkpoint holds a mixture-of-experts model, which kiln cannot export to a Hugging Face folder yet", {
+    const unexportable = source.model.numExperts ? "a mixture-of-experts model" : source.model.kvLatentDim ? "a model with multi-head latent attention" : undefined;
+    if (unexportable) {
+      throw new CheckpointError(`the checkpoint holds ${unexportable}, which kiln cannot export to a Hugging Face folder yet`, {
         where: checkpoint,
-        hint: "sample and resume it with kiln; kiln export writes dense gpt2 and llama models",
+        hint: "sample and resume it with kiln; kiln export writes dense gpt2 and llama models with ordinary attention",
       });
     }
     const meta = source.metadata;

@@ -81,6 +81,10 @@ export const gpt2: ArchDef = {
   check: (c) => {
     if (c.kvHeads !== c.numHeads) return { field: "kvHeads", message: "the gpt2 architecture has no grouped-query attention", hint: "remove kv_heads or use arch: llama" };
     if (c.numExperts) return { field: "numExperts", message: "kiln's gpt2 architecture has no mixture-of-experts MLP", hint: "remove num_experts or use arch: llama" };
+    if (c.kvLatentDim || c.qLatentDim || c.ropeDim) {
+      const field = c.kvLatentDim ? "kvLatentDim" : c.qLatentDim ? "qLatentDim" : "ropeDim";
+      return { field, message: "kiln's gpt2 architecture has no multi-head latent attention", hint: "remove kv_latent_dim, q_latent_dim and d_rope, or use arch: llama" };
+    }
     return undefined;
   },
   params: gpt2Params,

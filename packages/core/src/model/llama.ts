@@ -92,6 +92,9 @@ export const llama: ArchDef = {
       return { field: "numHeads", message: `head size ${c.hiddenSize / c.numHeads} is odd; rotary embeddings need an even head size`, hint: "change hidden_size or num_heads so hidden_size / num_heads is even" };
     }
     const mla = mlaOf(c);
+    if (!mla && (c.qLatentDim || c.ropeDim)) {
+      return { field: c.qLatentDim ? "qLatentDim" : "ropeDim", message: `${c.qLatentDim ? "q_latent_dim" : "d_rope"} configures multi-head latent attention, which needs kv_latent_dim too`, hint: "set kv_latent_dim (the key/value latent size), or remove q_latent_dim and d_rope" };
+    }
     if (mla && (mla.rope < 2 || mla.rope % 2 !== 0)) {
       return { field: "ropeDim", message: `d_rope ${c.ropeDim ?? "(not set)"} is not an even number >= 2; multi-head latent attention rotates a slice of that size in every head`, hint: "set d_rope to an even size such as 16 (with kv_latent_dim)" };
     }
