@@ -15,7 +15,7 @@ import {
   launchRanks,
 } from "@kiln/distributed";
 import type { RunSettings } from "../config/settings.js";
-import { type TargetDevice, gpuUnavailableReason, importCuda } from "./open-backend.js";
+import { type TargetDevice, gpuUnavailableReason, importCuda, trainsOnCuda } from "./open-backend.js";
 
 /** The flags of a data-parallel run. */
 export interface DataParallelFlags {
@@ -102,10 +102,11 @@ export async function launchThisCommand(flags: DataParallelFlags, s: RunSettings
 }
 
 /**
- * With --gpus (and no KILN_BACKEND), before any rank starts: the GPUs must be usable and
- * every listed ordinal visible, else the DeviceError each rank would stop with, once.
+ * Before any rank starts, what every rank would refuse, said once: --sync-backend nccl for
+ * ranks on the CPU; with --gpus (and no KILN_BACKEND), GPUs that are not usable or not visible.
  */
-export async function checkGpusBeforeLaunch(flags: DataParallelFlags): Promise<void> {
+export async function checkBeforeLaunch(flags: DataParallelFlags, targetDevice: TargetDevice): Promise<void> {
+  if (flags.syncBackend === "nccl" && !(await trainsOnCuda(targetDevice))) throw ncclOnCpu();
   if (!flags.gpus || process.env.KILN_BACKEND) return;
   const why = await gpuUnavailableReason();
   if (why !== undefined) {
@@ -124,6 +125,13 @@ export async function checkGpusBeforeLaunch(flags: DataParallelFlags): Promise<v
   }
 }
 
+function ncclOnCpu(): ConfigError {
+  return new ConfigError("--sync-backend nccl syncs GPU buffers, but this run trains on the CPU", {
+    where: "--sync-backend",
+    hint: "use --sync-backend cpu (or gloo) for CPU ranks, or train on GPUs (--gpus 0,1 or --target-device gpu)",
+  });
+}
+
 /** This rank's GPU: its entry of --gpus, else its local rank (torchrun's convention), among the visible devices. */
 export function gpuOfRank(flags: DataParallelFlags, env: RankEnvironment): number {
   return flags.gpus ? flags.gpus[env.localRank] : env.localRank;
@@ -140,12 +148,7 @@ export interface SyncChoiceMade {
  * Gloo where it is installed (its ring beats kiln's star over a network), else `cpu` over TCP.
  */
 export async function chooseSyncBackend(flags: DataParallelFlags, env: RankEnvironment, onCuda: boolean): Promise<SyncChoiceMade> {
-  if (flags.syncBackend === "nccl" && !onCuda) {
-    throw new ConfigError("--sync-backend nccl syncs GPU buffers, but this run trains on the CPU", {
-      where: "--sync-backend",
-      hint: "use --sync-backend cpu (or gloo) for CPU ranks, or train on GPUs (--gpus 0,1 or --target-device gpu)",
-    });
-  }
+  if (flags.syncBackend === "nccl" && !onCuda) throw ncclOnCpu();
   if (flags.syncBackend) return { kind: flags.syncBackend, why: "--sync-backend" };
   if (onCuda) {
     const nccl = (await importCuda("--sync-backend nccl")).ncclLibraryStatus();

@@ -47,7 +47,7 @@ import {
   launchThisCommand,
   ranksRow,
   checkDataParallelFlags,
-  checkGpusBeforeLaunch,
+  checkBeforeLaunch,
   gpuOfRank,
   joinDevice,
   startsRanks,
@@ -85,7 +85,7 @@ export async function runTrain(flags: TrainFlags): Promise<number> {
     checkDataParallelFlags(flags, s.targetDevice);
     if (flags.gpus) s.targetDevice = "gpu";
     if (!env && startsRanks(flags)) {
-      await checkGpusBeforeLaunch(flags);
+      await checkBeforeLaunch(flags, s.targetDevice);
       return await launchThisCommand(flags, s);
     }
     // One run per output folder: a second one stops here, before it reads or writes anything there. Rank 0 alone writes there.

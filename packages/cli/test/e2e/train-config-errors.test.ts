@@ -90,28 +90,30 @@ describe("kiln train refuses a bad config or flag", () => {
     });
   });
 
-  it("--gpus 0,1, which needs the NCCL communicator", async () => {
+  it("--gpus with a cpu target", async () => {
     await ws.writeConfig("tiny.yaml");
-    expectRefused(await refuse(["-f", "tiny.yaml", "--gpus", "0,1"]), {
+    expectRefused(await refuse(["-f", "tiny.yaml", "--gpus", "0,1", "--target-device", "cpu"]), {
       kind: "ConfigError",
       where: "--gpus",
-      message: /^data-parallel training on several GPUs is not available yet: it needs the NCCL communicator in @kiln\/kernels-cuda/,
-      hint: /drop --gpus\), or data-parallel on the CPU with --ranks N/,
+      message: /^--gpus trains on GPUs, but the target device is cpu/,
+      hint: /or use --ranks N for data parallel on the CPU/,
     });
   });
 
-  it("--sync-backend nccl, which is not written yet", async () => {
+  it("--sync-backend nccl for ranks on the CPU, refused before any rank starts", async () => {
     await ws.writeConfig("tiny.yaml");
-    expectRefused(await refuse(["-f", "tiny.yaml", "--ranks", "2", "--sync-backend", "nccl"]), {
+    const r = await refuse(["-f", "tiny.yaml", "--ranks", "2", "--sync-backend", "nccl", "--target-device", "cpu"]);
+    expectRefused(r, {
       kind: "ConfigError",
       where: "--sync-backend",
-      message: /^the nccl sync backend is not available yet/,
-      hint: /use --sync-backend cpu/,
+      message: /^--sync-backend nccl syncs GPU buffers, but this run trains on the CPU/,
+      hint: /use --sync-backend cpu \(or gloo\) for CPU ranks/,
     });
+    expect(r.stderr).not.toMatch(/rank 1:/);
   });
 
   it("--ranks that disagrees with WORLD_SIZE", async () => {
     await ws.writeConfig("tiny.yaml");
-    expectRefused(await refuse(["-f", "tiny.yaml", "--ranks", "3"], { WORLD_SIZE: "2", RANK: "0" }), { kind: "ConfigError", where: "--ranks", message: /^--ranks 3 disagrees with WORLD_SIZE=2/, hint: /leave it out/ });
+    expectRefused(await refuse(["-f", "tiny.yaml", "--ranks", "3"], { WORLD_SIZE: "2", RANK: "0" }), { kind: "ConfigError", where: "--ranks", message: /^--ranks 3 disagrees with WORLD_SIZE=2/, hint: /leave them out/ });
   });
 });
