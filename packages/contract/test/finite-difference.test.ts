@@ -517,3 +517,55 @@ forwardKernel("groupedMatmul", () => {
     expectAccumulated(call(oracle.groupedMatmulWeightGrad, { rows, n, k, groups }, { a, dC: R, offsets, dB: start.slice() }).dB, start, dB);
   });
 });
+
+forwardKernel("conv1dCausalForward", () => {
+  const cases = [
+    { name: "K 4, batch 2, with bias", batch: 2, seqLen: 6, channels: 3, kernelSize: 4, bias: true },
+    { name: "K 3 > seqLen, x a strided slice, no bias", batch: 1, seqLen: 2, channels: 2, kernelSize: 3, rowStride: 5, bias: false },
+  ];
+  for (const c of cases) {
+    describe(c.name, () => {
+      const { name: _name, bias: withBias, ...dims } = c;
+      const rand = rng(withBias ? 81 : 82);
+      const rows = c.batch * c.seqLen, C = c.channels, K = c.kernelSize;
+      const stride = c.rowStride ?? C;
+      const logical = stridedIndices(rows, C, stride);
+      const isLogical = new Set(logical);
+      const x = uniform(rand, (rows - 1) * stride + C).map((v, i) => (isLogical.has(i) ? v : NaN)); // gaps must not be read
+      const weight = uniform(rand, C * K);
+      const bias = uniform(rand, C);
+      const R = uniform(rand, rows * C);
+      const loss = () => {
+        const v: Values = { x, weight, out: new Float64Array(rows * C) };
+        if (withBias) v.bias = bias;
+        return dotAt(call(oracle.conv1dCausalForward, dims, v).out, R);
+      };
+      const backward = (dWeight: Float64Array, dBias: Float64Array) => {
+        const v: Values = { dOut: R, x, weight, dX: new Float64Array(rows * C).fill(12345), dWeight };
+        if (withBias) v.dBias = dBias;
+        return call(oracle.conv1dCausalBackward, dims, v);
+      };
+      const g = backward(new Float64Array(C * K), new Float64Array(C));
+
+      it("dX (dense) matches finite differences of x's logical elements", () => {
+        const dXAtX = new Float64Array(x.length);
+        logical.forEach((xi, i) => (dXAtX[xi] = g.dX[i]));
+        expectGradient("dX", x, dXAtX, loss, logical);
+      });
+
+      it("dWeight matches finite differences and accumulates", () => {
+        expectGradient("dWeight", weight, g.dWeight, loss);
+        const start = uniform(rand, C * K);
+        expectAccumulated(backward(start.slice(), new Float64Array(C)).dWeight, start, g.dWeight);
+      });
+
+      if (withBias) {
+        it("dBias matches finite differences and accumulates", () => {
+          expectGradient("dBias", bias, g.dBias, loss);
+          const start = uniform(rand, C);
+          expectAccumulated(backward(new Float64Array(C * K), start.slice()).dBias, start, g.dBias);
+        });
+      }
+    });
+  }
+});

@@ -14,7 +14,7 @@ function kernel(name: keyof typeof oracle, body: () => void): void {
 
 it("every oracle kernel has hand-computed cases below", () => {
   expect(Object.keys(oracle).filter((k) => !covered.has(k))).toEqual([]);
-  expect(Object.keys(oracle)).toHaveLength(37);
+  expect(Object.keys(oracle)).toHaveLength(39);
 });
 
 const S1 = 1 / (1 + Math.exp(-1)); // sigmoid(1)
@@ -666,6 +666,60 @@ kernel("copyStrided", () => {
     expect(check({ batch: 1, dstBatchStride: 0 })).not.toThrow();
     expect(check({ srcBatchStride: -1 })).toThrow(/non-negative integer/);
     expect(check({ dstRowStride: 2.5 })).toThrow(KernelArgumentError);
+  });
+});
+
+kernel("conv1dCausalForward", () => {
+  // batch 1, seqLen 3, channels 2, K 2; x rows 3 apart (the third element of each row a gap, -9).
+  // out[t, c] = bias[c] + w[c,0] x[t-1, c] + w[c,1] x[t, c]
+  //   c0 (w 10, 1; bias 0.5):  0.5 + 1,  0.5 + 10 + 3,  0.5 + 30 + 5
+  //   c1 (w -1, 2; bias -0.5): -0.5 + 4, -0.5 - 2 + 8,  -0.5 - 4 + 12
+  const dims = { batch: 1, seqLen: 3, channels: 2, kernelSize: 2, rowStride: 3 };
+  const x = [1, 2, -9, 3, 4, -9, 5, 6];
+  const weight = [10, 1, -1, 2];
+
+  it("convolves each channel over past times, zero before t = 0, reading x's rows rowStride apart", () => {
+    const v = callOracle(oracle.conv1dCausalForward, dims, { x, weight, bias: [0.5, -0.5], out: new Array(6).fill(0) });
+    expect(arr(v.out)).toEqual([1.5, 3.5, 13.5, 5.5, 35.5, 7.5]);
+  });
+
+  it("sees only the last taps of the window when seqLen < kernelSize", () => {
+    // K 4, weights [1, 2, 3, 4]: out[0] = 4*5, out[1] = 3*5 + 4*7.
+    const v = callOracle(oracle.conv1dCausalForward, { batch: 1, seqLen: 2, channels: 1, kernelSize: 4 }, { x: [5, 7], weight: [1, 2, 3, 4], out: [0, 0] });
+    expect(arr(v.out)).toEqual([20, 43]);
+  });
+
+  it("refuses kernelSize 0 or above the maximum and a rowStride below channels", () => {
+    const check = (a: Record<string, unknown>) => () => kernelSpecs.conv1dCausalForward.check({ ...dims, ...a } as never);
+    expect(check({})).not.toThrow();
+    expect(check({ kernelSize: 16 })).not.toThrow();
+    expect(check({ kernelSize: 17 })).toThrow(/at most 16/);
+    expect(check({ kernelSize: 0 })).toThrow(KernelArgumentError);
+    expect(check({ rowStride: 1 })).toThrow(/rowStride must be >= channels/);
+    expect(check({ seqLen: 2.5 })).toThrow(KernelArgumentError);
+  });
+});
+
+kernel("conv1dCausalBackward", () => {
+  // The forward's case above with dOut rows [1, 0], [0, 1], [2, -1]:
+  //   dX[s, c] = w[c,1] dOut[s, c] + w[c,0] dOut[s+1, c]         (dense rows of 2)
+  //   dWeight[c, 0] = sum_{t>=1} dOut[t, c] x[t-1, c],  dWeight[c, 1] = sum_t dOut[t, c] x[t, c]
+  //     c0: [0*1 + 2*3, 1*1 + 0*3 + 2*5] = [6, 11];  c1: [1*2 - 1*4, 0*2 + 1*4 - 1*6] = [-2, -2]
+  //   dBias = [3, 0]
+  const dims = { batch: 1, seqLen: 3, channels: 2, kernelSize: 2, rowStride: 3 };
+  const values = { dOut: [1, 0, 0, 1, 2, -1], x: [1, 2, -9, 3, 4, -9, 5, 6], weight: [10, 1, -1, 2] };
+
+  it("overwrites dX and adds dWeight and dBias onto their contents", () => {
+    const v = callOracle(oracle.conv1dCausalBackward, dims, { ...values, dX: new Array(6).fill(7), dWeight: [1, 1, 1, 1], dBias: [10, 10] });
+    expect(arr(v.dX)).toEqual([1, -1, 20, 3, 2, -2]);
+    expect(arr(v.dWeight)).toEqual([7, 12, -1, -1]);
+    expect(arr(v.dBias)).toEqual([13, 10]);
+  });
+
+  it("leaves dBias out when absent", () => {
+    const v = callOracle(oracle.conv1dCausalBackward, dims, { ...values, dX: new Array(6).fill(0), dWeight: [0, 0, 0, 0] });
+    expect(arr(v.dWeight)).toEqual([6, 11, -2, -2]);
+    expect(v.dBias).toBeUndefined();
   });
 });
 

@@ -46,6 +46,8 @@ export const KERNEL_NAMES = [
   "kiln_moe_combine",
   "kiln_moe_combine_scale_grad",
   "kiln_copy_strided",
+  "kiln_conv1d_causal_forward",
+  "kiln_conv1d_causal_backward",
 ] as const;
 
 export type KernelName = (typeof KERNEL_NAMES)[number];

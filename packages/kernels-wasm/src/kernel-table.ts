@@ -4,6 +4,7 @@ import { backendMatmul } from "./backend-matmul.js";
 import type { KernelRuntime } from "./kernel-runtime.js";
 import { ADAMW_KERNELS } from "./backend-adamw.js";
 import { CONVERT_KERNELS } from "./backend-convert.js";
+import { CONV1D_KERNELS } from "./backend-conv1d.js";
 import { COPY_KERNELS } from "./backend-copy.js";
 import { CROSS_ENTROPY_KERNELS } from "./backend-cross-entropy.js";
 import { ELEMENTWISE_KERNELS } from "./backend-elementwise.js";
@@ -44,6 +45,7 @@ export const WASM_KERNELS: WasmKernelTable = {
   ...ADAMW_KERNELS,
   ...CONVERT_KERNELS,
   ...COPY_KERNELS,
+  ...CONV1D_KERNELS,
   ...ATTENTION_KERNELS,
   ...NORM_KERNELS,
   ...ACTIVATION_KERNELS,

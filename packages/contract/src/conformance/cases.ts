@@ -158,6 +158,38 @@ const cp = (batch: number, rows: number, cols: number, src: [number, number], ds
   ...(accumulate ? { accumulate } : {}),
 });
 
+/**
+ * conv1dCausal shapes: K = 1, 2, 4 (Mamba2), 7, 16 (the largest); seqLen below K (every
+ * output sees the left padding); odd channel counts off the SIMD width; x as a slice of a
+ * wider projection (rowStride > channels) at an odd element offset; batch 1 and 3.
+ */
+const conv1dShapes = (backward: boolean): Def[] => {
+  const withBias = { present: [backward ? "dBias" : "bias"] };
+  const s = (batch: number, seqLen: number, channels: number, kernelSize: number, rowStride?: number) => ({
+    batch,
+    seqLen,
+    channels,
+    kernelSize,
+    ...(rowStride === undefined ? {} : { rowStride }),
+  });
+  return [
+    d("one", s(1, 1, 1, 1), withBias),
+    d("one", s(1, 1, 1, 4), { label: "seqLen < K, no bias" }),
+    d("prime", s(1, 7, 13, 4), withBias),
+    d("odd", s(3, 5, 33, 7), { ...withBias, label: "seqLen < K" }),
+    d("options", s(2, 9, 17, 2), { label: "no bias" }),
+    d("options", s(2, 20, 11, 16), { ...withBias, label: "largest K" }),
+    d("batch", s(3, 11, 19, 4), withBias),
+    d("strided", s(3, 9, 37, 4, 100), { ...withBias, shared: [{ x: 41 }], label: "x a slice of a wider projection, odd offset" }),
+    d("strided", s(1, 13, 5, 7, 12), { shared: [{ x: 3 }], label: "narrow slice, no bias" }),
+    d("strided", s(2, 16, 64, 4, 128), { ...withBias, label: "aligned slice, whole vectors" }),
+    d("long", s(1, 1000, 37, 4), withBias),
+    d("long", s(3, 333, 9, 2), { label: "no bias" }),
+    d("large", s(2, 64, 1001, 4), withBias),
+    d("large", s(1, 300, 129, 8), withBias),
+  ];
+};
+
 const specials = [0, -0, 1, -1, 65504, 65520, 70000, -1e30, 3e38, 1e-8, 6e-8, 1e-40, 2 ** -24, 2 ** -25, 1.00390625, 1.005859375, Infinity, -Infinity, NaN];
 const withSpecials = (key: string) => (_a: Record<string, unknown>, v: Record<string, Float64Array>) => {
   for (let i = 0; i < v[key].length; i++) v[key][i] = specials[i % specials.length];
@@ -268,6 +300,8 @@ const CASES: Record<KernelName, Defs> = {
     d("large", cp(8, 125, 37, [5000, 40], [4625, 37], true)),
     d("special", cp(2, 3, 19, [57, 19], [60, 20]), { derive: withSpecials("src") }),
   ],
+  conv1dCausalForward: () => conv1dShapes(false),
+  conv1dCausalBackward: () => conv1dShapes(true),
   moeRoute: () => routeShapes(false),
   moeRouteBackward: () => routeShapes(true),
   moeDispatch: () => moveShapes(true),

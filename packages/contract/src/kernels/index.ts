@@ -6,6 +6,8 @@ import type { AttentionBackwardArgs, AttentionForwardArgs } from "./attention.js
 import { attentionBackwardSpec, attentionForwardSpec } from "./attention.js";
 import type { CastArgs, CheckFiniteArgs, FillArgs } from "./convert.js";
 import { castSpec, checkFiniteSpec, fillSpec } from "./convert.js";
+import type { Conv1dCausalBackwardArgs, Conv1dCausalForwardArgs } from "./conv1d.js";
+import { conv1dCausalBackwardSpec, conv1dCausalForwardSpec } from "./conv1d.js";
 import type { CopyStridedArgs } from "./copy.js";
 import { copyStridedSpec } from "./copy.js";
 import type { CrossEntropyBackwardArgs, CrossEntropyForwardArgs, SoftmaxForwardArgs } from "./cross-entropy.js";
@@ -60,6 +62,8 @@ export interface KernelArgsMap {
   fill: FillArgs;
   checkFinite: CheckFiniteArgs;
   copyStrided: CopyStridedArgs;
+  conv1dCausalForward: Conv1dCausalForwardArgs;
+  conv1dCausalBackward: Conv1dCausalBackwardArgs;
   moeRoute: MoeRouteArgs;
   moeRouteBackward: MoeRouteBackwardArgs;
   moeDispatch: MoeDispatchArgs;
@@ -106,6 +110,8 @@ export const kernelSpecs: { readonly [K in KernelName]: KernelSpec<KernelArgsMap
   fill: fillSpec,
   checkFinite: checkFiniteSpec,
   copyStrided: copyStridedSpec,
+  conv1dCausalForward: conv1dCausalForwardSpec,
+  conv1dCausalBackward: conv1dCausalBackwardSpec,
   moeRoute: moeRouteSpec,
   moeRouteBackward: moeRouteBackwardSpec,
   moeDispatch: moeDispatchSpec,
@@ -141,6 +147,7 @@ export const BACKWARD_OF: Readonly<Partial<Record<KernelName, KernelName>>> = {
   moeCombine: "moeDispatch",
   // groupedMatmul is its own backward for A (transB flipped); groupedMatmulWeightGrad gives B's.
   groupedMatmul: "groupedMatmulWeightGrad",
+  conv1dCausalForward: "conv1dCausalBackward",
 };
 
 export type { KernelSpec, OperandSpec, OperandRole, OperandInit } from "./spec.js";
@@ -148,6 +155,7 @@ export * from "./adamw.js";
 export * from "./activation.js";
 export * from "./attention.js";
 export * from "./convert.js";
+export * from "./conv1d.js";
 export * from "./copy.js";
 export * from "./cross-entropy.js";
 export * from "./elementwise.js";

@@ -3,6 +3,7 @@ import { adamWOracle } from "./adamw.js";
 import { geluBackwardOracle, geluForwardOracle, siluBackwardOracle, siluForwardOracle, swiGluBackwardOracle, swiGluForwardOracle } from "./activation.js";
 import { attentionBackwardOracle, attentionForwardOracle } from "./attention.js";
 import { castOracle, checkFiniteOracle, fillOracle } from "./convert.js";
+import { conv1dCausalBackwardOracle, conv1dCausalForwardOracle } from "./conv1d.js";
 import { copyStridedOracle } from "./copy.js";
 import { crossEntropyBackwardOracle, crossEntropyForwardOracle, softmaxForwardOracle } from "./cross-entropy.js";
 import { addOracle, scaleOracle, sumOracle, sumSquaresOracle } from "./elementwise.js";
@@ -46,6 +47,8 @@ export const oracle: { readonly [K in KernelName]: OracleKernel<KernelArgsMap[K]
   fill: fillOracle,
   checkFinite: checkFiniteOracle,
   copyStrided: copyStridedOracle,
+  conv1dCausalForward: conv1dCausalForwardOracle,
+  conv1dCausalBackward: conv1dCausalBackwardOracle,
   moeRoute: moeRouteOracle,
   moeRouteBackward: moeRouteBackwardOracle,
   moeDispatch: moeDispatchOracle,
