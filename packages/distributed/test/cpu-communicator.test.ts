@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { type Backend, TrainingError, createReferenceBackend, encodeToBytes, decodeElements } from "@kiln/contract";
+import { type Backend, TrainingError, createReferenceBackend } from "@kiln/contract";
 import { type Communicator, createCpuCommunicator, sharedMemoryStatus } from "@kiln/distributed";
 import { freePort } from "../src/free-port.js";
+import { expectBf16SumRoundedOnce } from "./support/bf16-sum.js";
 
 // Ranks of the cpu communicator in one process, joined over loopback TCP: each rank has its own backend.
 let open: Communicator[] = [];
@@ -58,23 +59,7 @@ describe.each([
   });
 
   it.runIf(shmAvailable || !sharedMemory)("all-reduces bf16: widened, summed in f32, rounded once", async () => {
-    const comms = await group(2, 5000, undefined, sharedMemory);
-    const backends = comms.map(() => createReferenceBackend());
-    const parts = [Float32Array.of(1, 0.1, -3, 100), Float32Array.of(1 / 256, 0.2, 3, 0.4)];
-    const ats = comms.map((_, r) => {
-      const buffer = backends[r].alloc(8);
-      backends[r].upload({ buffer, byteOffset: 0 }, encodeToBytes(parts[r], "bf16"));
-      return { buffer, byteOffset: 0 };
-    });
-    await Promise.all(comms.map((c, r) => c.allReduce(backends[r], ats[r], 4, "bf16", "sum")));
-    const widen = (x: Float32Array) => Array.from(decodeElements(encodeToBytes(x, "bf16"), "bf16", 4));
-    const [a, b] = parts.map(widen);
-    const expected = widen(Float32Array.from(a, (x, i) => Math.fround(x + b[i])));
-    for (let r = 0; r < 2; r++) {
-      const bytes = new Uint8Array(8);
-      await backends[r].download(ats[r], bytes);
-      expect(Array.from(decodeElements(bytes, "bf16", 4))).toEqual(expected);
-    }
+    await expectBf16SumRoundedOnce(await group(2, 5000, undefined, sharedMemory));
   });
 
   it.runIf(shmAvailable || !sharedMemory)("keeps all-reduces called at once in call order, over several chunks of the segment", async () => {

@@ -1,9 +1,10 @@
 import { spawn } from "node:child_process";
 import readline from "node:readline";
 import { afterEach, describe, expect, it } from "vitest";
-import { type Backend, TrainingError, createReferenceBackend, decodeElements, encodeToBytes } from "@kiln/contract";
+import { type Backend, TrainingError, createReferenceBackend } from "@kiln/contract";
 import { type Communicator, createGlooCommunicator, glooStatus } from "@kiln/distributed";
 import { freePort } from "../src/free-port.js";
+import { expectBf16SumRoundedOnce } from "./support/bf16-sum.js";
 
 // Ranks of the gloo communicator in one process (each with its own backend and Gloo mesh) over loopback TCP.
 // Without Gloo installed (libgloo-dev) the addon is not built: these tests then check the clear refusal only.
@@ -63,23 +64,7 @@ withGloo("gloo communicator (Gloo TCP ring, host staging)", () => {
   });
 
   it("all-reduces bf16: widened, summed in f32, rounded once", async () => {
-    const comms = await group(2);
-    const backends = comms.map(() => createReferenceBackend());
-    const parts = [Float32Array.of(1, 0.1, -3, 100), Float32Array.of(1 / 256, 0.2, 3, 0.4)];
-    const ats = comms.map((_, r) => {
-      const buffer = backends[r].alloc(8);
-      backends[r].upload({ buffer, byteOffset: 0 }, encodeToBytes(parts[r], "bf16"));
-      return { buffer, byteOffset: 0 };
-    });
-    await Promise.all(comms.map((c, r) => c.allReduce(backends[r], ats[r], 4, "bf16", "sum")));
-    const widen = (x: Float32Array) => Array.from(decodeElements(encodeToBytes(x, "bf16"), "bf16", 4));
-    const [a, b] = parts.map(widen);
-    const expected = widen(Float32Array.from(a, (x, i) => Math.fround(x + b[i])));
-    for (let r = 0; r < 2; r++) {
-      const bytes = new Uint8Array(8);
-      await backends[r].download(ats[r], bytes);
-      expect(Array.from(decodeElements(bytes, "bf16", 4))).toEqual(expected);
-    }
+    await expectBf16SumRoundedOnce(await group(2));
   });
 
   it("broadcasts from any root, sums host numbers, and runs several collectives called at once in call order", async () => {
