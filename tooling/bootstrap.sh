@@ -42,7 +42,9 @@ install_apt "the WebAssembly kernel toolchain" "${missing[@]}"
 # installed when possible, else the package builds without it and says so.
 if [ ! -f /usr/include/gloo/allreduce.h ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    install_apt "Gloo, for --sync-backend gloo" libgloo-dev
+    echo "bootstrap: installing libgloo-dev (Gloo, for --sync-backend gloo) with apt-get"
+    (apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libgloo-dev >/dev/null) \
+      || echo "bootstrap: could not install libgloo-dev, so --sync-backend gloo will be unavailable"
   else
     echo "bootstrap: libgloo-dev is not installed, so --sync-backend gloo will be unavailable (sudo apt-get install libgloo-dev)"
   fi
