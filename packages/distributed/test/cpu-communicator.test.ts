@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { type Backend, TrainingError, createReferenceBackend } from "@kiln/contract";
+import { TrainingError, createReferenceBackend } from "@kiln/contract";
 import { type Communicator, createCpuCommunicator, sharedMemoryStatus } from "@kiln/distributed";
 import { freePort } from "../src/free-port.js";
-import { expectBf16SumRoundedOnce } from "./support/bf16-sum.js";
+import { expectBf16SumRoundedOnce, f32Operand, valuesOf } from "./support/collective-cases.js";
 
 // Ranks of the cpu communicator in one process, joined over loopback TCP: each rank has its own backend.
 let open: Communicator[] = [];
@@ -17,16 +17,6 @@ async function group(worldSize: number, timeoutMs = 5000, ranks = [...Array(worl
   open.push(...comms);
   return comms;
 }
-
-function f32Operand(backend: Backend, values: Float32Array) {
-  const buffer = backend.alloc(values.byteLength + 16);
-  const at = { buffer, byteOffset: 16 };
-  backend.upload(at, values);
-  return at;
-}
-
-/** Values of rank r: spread over magnitudes so that the order of additions shows in the rounding. */
-const valuesOf = (r: number, n: number) => Float32Array.from({ length: n }, (_, i) => Math.fround((r + 1) * 0.1 * Math.sin(i + r) * 10 ** ((i % 7) - 3)));
 
 const shmAvailable = sharedMemoryStatus().available;
 

@@ -1,10 +1,10 @@
 import { spawn } from "node:child_process";
 import readline from "node:readline";
 import { afterEach, describe, expect, it } from "vitest";
-import { type Backend, TrainingError, createReferenceBackend } from "@kiln/contract";
+import { TrainingError, createReferenceBackend } from "@kiln/contract";
 import { type Communicator, createGlooCommunicator, glooStatus } from "@kiln/distributed";
 import { freePort } from "../src/free-port.js";
-import { expectBf16SumRoundedOnce } from "./support/bf16-sum.js";
+import { expectBf16SumRoundedOnce, f32Operand, valuesOf } from "./support/collective-cases.js";
 
 // Ranks of the gloo communicator in one process (each with its own backend and Gloo mesh) over loopback TCP.
 // Without Gloo installed (libgloo-dev) the addon is not built: these tests then check the clear refusal only.
@@ -23,15 +23,6 @@ async function group(worldSize: number, timeoutMs = 5000): Promise<Communicator[
   open.push(...comms);
   return comms;
 }
-
-function f32Operand(backend: Backend, values: Float32Array) {
-  const buffer = backend.alloc(values.byteLength + 16);
-  const at = { buffer, byteOffset: 16 };
-  backend.upload(at, values);
-  return at;
-}
-
-const valuesOf = (r: number, n: number) => Float32Array.from({ length: n }, (_, i) => Math.fround((r + 1) * 0.1 * Math.sin(i + r) * 10 ** ((i % 7) - 3)));
 
 withGloo("gloo communicator (Gloo TCP ring, host staging)", () => {
   it("all-reduces f32 to the same bits on every rank, within rounding of the exact sum; mean divides by the world size", async () => {

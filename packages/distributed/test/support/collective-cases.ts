@@ -1,5 +1,5 @@
 import { expect } from "vitest";
-import { createReferenceBackend, decodeElements, encodeToBytes } from "@kiln/contract";
+import { type Backend, createReferenceBackend, decodeElements, encodeToBytes } from "@kiln/contract";
 import type { Communicator } from "@kiln/distributed";
 
 /** Two ranks all-reduce (sum) four bf16 values: every rank must hold the f32 sums of the widened values, rounded once to bf16. */
@@ -21,3 +21,14 @@ export async function expectBf16SumRoundedOnce(comms: readonly Communicator[]): 
     expect(Array.from(decodeElements(bytes, "bf16", 4))).toEqual(expected);
   }
 }
+
+/** f32 values uploaded 16 bytes into a fresh buffer (an operand that does not start its buffer). */
+export function f32Operand(backend: Backend, values: Float32Array) {
+  const buffer = backend.alloc(values.byteLength + 16);
+  const at = { buffer, byteOffset: 16 };
+  backend.upload(at, values);
+  return at;
+}
+
+/** Values of rank r: spread over magnitudes so that the order of additions shows in the rounding. */
+export const valuesOf = (r: number, n: number) => Float32Array.from({ length: n }, (_, i) => Math.fround((r + 1) * 0.1 * Math.sin(i + r) * 10 ** ((i % 7) - 3)));
