@@ -18,6 +18,8 @@ export type SyncBackendKind = "single" | "cpu" | "gloo" | "nccl";
  */
 export interface Communicator extends GradientSync {
   readonly kind: SyncBackendKind;
+  /** What the gradients go through, for the banner ("shared memory", "Gloo's TCP ring", ...; for cpu, why not shared memory). */
+  readonly dataPath: string;
   /** Resolves when every rank has reached it. */
   barrier(): Promise<void>;
   /** Closes the connections; collectives called afterwards fail. */

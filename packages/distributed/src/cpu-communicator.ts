@@ -22,9 +22,9 @@ export interface CpuCommunicatorOptions extends StarGroupOptions {
  * machine, operands are summed through a shared-memory segment (each rank
  * adds its slice of every chunk); otherwise, or where shared memory is not
  * available, rank 0 sums them and sends the result over TCP. Works with any
- * backend, GPUs included. `dataPath` says which.
+ * backend, GPUs included. `dataPath` says which, and why not shared memory.
  */
-export async function createCpuCommunicator(o: CpuCommunicatorOptions): Promise<Communicator & { dataPath: string }> {
+export async function createCpuCommunicator(o: CpuCommunicatorOptions): Promise<Communicator> {
   const group = await StarGroup.connect(o);
   const { rank, worldSize } = o;
   const plane =

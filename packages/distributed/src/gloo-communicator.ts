@@ -58,6 +58,7 @@ export async function createGlooCommunicator(o: GlooCommunicatorOptions): Promis
     rank,
     worldSize,
     kind: "gloo",
+    dataPath: "Gloo's TCP ring",
     allReduce(backend: Backend, at: Operand, n: number, dtype: FloatDType, op: ReduceOp) {
       if (dtype !== "f32" && dtype !== "bf16") return Promise.reject(new RangeError(`all-reduce of ${dtype} is not supported: f32 and bf16 only`));
       const host = downloadToHost(backend, at, n * bytesPerElement(dtype)); // starts now, so the download overlaps earlier collectives

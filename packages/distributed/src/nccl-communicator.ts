@@ -69,6 +69,7 @@ export async function createNcclCommunicator(o: NcclCommunicatorOptions): Promis
     rank,
     worldSize,
     kind: "nccl",
+    dataPath: "NCCL on the devices",
     async joinDevice(join) {
       try {
         device = await join(uniqueId);

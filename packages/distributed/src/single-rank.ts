@@ -6,6 +6,7 @@ export function createSingleRankCommunicator(): Communicator {
     rank: 0,
     worldSize: 1,
     kind: "single",
+    dataPath: "nothing (one rank)",
     allReduce: async () => {},
     broadcast: async () => {},
     allReduceScalars: async (values) => values.slice(),

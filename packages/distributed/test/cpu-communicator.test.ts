@@ -26,7 +26,7 @@ describe.each([
 ] as const)("cpu communicator (host staging, sums through %s)", (path, sharedMemory) => {
   it.runIf(shmAvailable || !sharedMemory)("all-reduces f32 as the sum in rank order, the same bits on every rank; mean divides by the world size", async () => {
     const comms = await group(3, 5000, undefined, sharedMemory);
-    for (const c of comms) expect((c as Communicator & { dataPath: string }).dataPath).toMatch(new RegExp(`^${path}`));
+    for (const c of comms) expect(c.dataPath).toMatch(new RegExp(`^${path}`));
     const n = 10_001;
     const backends = comms.map(() => createReferenceBackend());
     const ats = comms.map((_, r) => f32Operand(backends[r], valuesOf(r, n)));

@@ -208,9 +208,8 @@ export async function gatherCursors(comm: Communicator, cursor: SamplerCursor): 
 /** The banner row of a data-parallel run: ranks, sync and the global batch. */
 export function ranksRow(comm: Communicator, s: RunSettings, threads: number, rendezvous: string, why: string): string {
   const tokens = comm.worldSize * s.batchSize * s.seqLen * s.gradAccum;
-  const path = "dataPath" in comm ? String(comm.dataPath) : comm.kind === "gloo" ? "Gloo's TCP ring" : comm.kind === "nccl" ? "NCCL on the devices" : comm.kind;
   return (
-    `  ranks   ${comm.worldSize} processes, ${comm.kind} sync (${why}) through ${path}, rank 0 at ${rendezvous}; ${threads} thread${threads === 1 ? "" : "s"} each; ` +
+    `  ranks   ${comm.worldSize} processes, ${comm.kind} sync (${why}) through ${comm.dataPath}, rank 0 at ${rendezvous}; ${threads} thread${threads === 1 ? "" : "s"} each; ` +
     `global batch ${comm.worldSize} x ${s.batchSize} x ${s.seqLen} tokens x ${s.gradAccum} accumulation = ${tokens} tokens`
   );
 }
