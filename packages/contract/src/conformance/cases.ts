@@ -190,6 +190,50 @@ const conv1dShapes = (backward: boolean): Def[] => {
   ];
 };
 
+/**
+ * ssdScan shapes: chunkSize off seqLen (a short last chunk), 1 (every token its own chunk)
+ * and past seqLen (one chunk); several heads per group and a group per head; headDim and
+ * stateSize off every SIMD width; x, B and C as slices of one conv output and dt a slice
+ * of a wider projection at odd offsets (their gradients likewise), as Mamba2 lays them out.
+ */
+const ssdShapes = (backward: boolean): Def[] => {
+  const s = (batch: number, seqLen: number, heads: number, headDim: number, groups: number, stateSize: number, chunkSize: number, strides = {}) => ({
+    batch,
+    seqLen,
+    heads,
+    headDim,
+    groups,
+    stateSize,
+    chunkSize,
+    ...strides,
+  });
+  // One xBC row: x (heads·headDim), then B and C (groups·stateSize each).
+  const packed = (heads: number, headDim: number, groups: number, stateSize: number, dtOffset: number) => {
+    const xw = heads * headDim, bw = groups * stateSize;
+    const ins: Record<string, number>[] = [{ x: 0, B: xw, C: xw + bw }, { dt: dtOffset }];
+    return backward ? [...ins, { dX: 0, dB: xw, dC: xw + bw }, { dDt: dtOffset }] : ins;
+  };
+  const derive = backward
+    ? (args: Record<string, unknown>, v: Record<string, Float64Array>) => {
+        const a = args as { batch: number; seqLen: number; heads: number; headDim: number };
+        oracle.ssdScanForward(args as never, { ...v, y: new Float64Array(a.batch * a.seqLen * a.heads * a.headDim) });
+      }
+    : undefined;
+  return [
+    d("one", s(1, 1, 1, 1, 1, 1, 1)),
+    d("prime", s(1, 7, 2, 5, 1, 3, 4), { label: "short last chunk" }),
+    d("odd", s(2, 13, 4, 6, 2, 5, 5), { label: "2 heads per group" }),
+    d("options", s(1, 6, 2, 3, 1, 4, 1), { label: "chunk 1" }),
+    d("options", s(1, 9, 3, 4, 3, 7, 16), { label: "one chunk, a group per head" }),
+    d("batch", s(3, 10, 2, 8, 1, 8, 4)),
+    d("strided", s(2, 11, 2, 4, 1, 5, 4, { xRowStride: 18, bcRowStride: 18, dtRowStride: 29 }), { shared: packed(2, 4, 1, 5, 3), label: "Mamba2 layout, odd offsets" }),
+    d("strided", s(1, 17, 4, 3, 2, 6, 8, { xRowStride: 36, bcRowStride: 36, dtRowStride: 7 }), { shared: packed(4, 3, 2, 6, 2), label: "Mamba2 layout, 2 groups" }),
+    d("long", s(1, 300, 2, 8, 1, 16, 64), { label: "short last chunk" }),
+    d("large", s(2, 128, 4, 32, 1, 32, 64)),
+    d("large", s(1, 256, 2, 64, 1, 64, 64), { label: "Mamba2 head and state" }),
+  ].map((c) => ({ ...c, derive }));
+};
+
 const specials = [0, -0, 1, -1, 65504, 65520, 70000, -1e30, 3e38, 1e-8, 6e-8, 1e-40, 2 ** -24, 2 ** -25, 1.00390625, 1.005859375, Infinity, -Infinity, NaN];
 const withSpecials = (key: string) => (_a: Record<string, unknown>, v: Record<string, Float64Array>) => {
   for (let i = 0; i < v[key].length; i++) v[key][i] = specials[i % specials.length];
@@ -302,6 +346,8 @@ const CASES: Record<KernelName, Defs> = {
   ],
   conv1dCausalForward: () => conv1dShapes(false),
   conv1dCausalBackward: () => conv1dShapes(true),
+  ssdScanForward: () => ssdShapes(false),
+  ssdScanBackward: () => ssdShapes(true),
   moeRoute: () => routeShapes(false),
   moeRouteBackward: () => routeShapes(true),
   moeDispatch: () => moveShapes(true),

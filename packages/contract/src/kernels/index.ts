@@ -28,6 +28,8 @@ import type { GroupedMatmulArgs, GroupedMatmulWeightGradArgs } from "./grouped-m
 import { groupedMatmulSpec, groupedMatmulWeightGradSpec } from "./grouped-matmul.js";
 import type { MoeCombineArgs, MoeCombineScaleGradArgs, MoeDispatchArgs, MoeRouteArgs, MoeRouteBackwardArgs } from "./moe.js";
 import { moeCombineScaleGradSpec, moeCombineSpec, moeDispatchSpec, moeRouteBackwardSpec, moeRouteSpec } from "./moe.js";
+import type { SsdScanBackwardArgs, SsdScanForwardArgs } from "./ssd.js";
+import { ssdScanBackwardSpec, ssdScanForwardSpec } from "./ssd.js";
 import type { KernelSpec } from "./spec.js";
 
 /** The arguments of every v1 kernel, by name. */
@@ -71,6 +73,8 @@ export interface KernelArgsMap {
   moeCombineScaleGrad: MoeCombineScaleGradArgs;
   groupedMatmul: GroupedMatmulArgs;
   groupedMatmulWeightGrad: GroupedMatmulWeightGradArgs;
+  ssdScanForward: SsdScanForwardArgs;
+  ssdScanBackward: SsdScanBackwardArgs;
 }
 
 export type KernelName = keyof KernelArgsMap;
@@ -119,6 +123,8 @@ export const kernelSpecs: { readonly [K in KernelName]: KernelSpec<KernelArgsMap
   moeCombineScaleGrad: moeCombineScaleGradSpec,
   groupedMatmul: groupedMatmulSpec,
   groupedMatmulWeightGrad: groupedMatmulWeightGradSpec,
+  ssdScanForward: ssdScanForwardSpec,
+  ssdScanBackward: ssdScanBackwardSpec,
 };
 
 /** Typed kernel-name constants: `Kernel.matmul === "matmul"`. */
@@ -148,6 +154,7 @@ export const BACKWARD_OF: Readonly<Partial<Record<KernelName, KernelName>>> = {
   // groupedMatmul is its own backward for A (transB flipped); groupedMatmulWeightGrad gives B's.
   groupedMatmul: "groupedMatmulWeightGrad",
   conv1dCausalForward: "conv1dCausalBackward",
+  ssdScanForward: "ssdScanBackward",
 };
 
 export type { KernelSpec, OperandSpec, OperandRole, OperandInit } from "./spec.js";
@@ -165,5 +172,6 @@ export * from "./matmul.js";
 export * from "./moe.js";
 export * from "./norm.js";
 export * from "./rope.js";
+export * from "./ssd.js";
 export * from "./reduce.js";
 export { operand, stridedExtent } from "./spec.js";

@@ -13,6 +13,7 @@ import { layerNormBackwardOracle, layerNormForwardOracle, rmsNormBackwardOracle,
 import { ropeBackwardOracle, ropeForwardOracle } from "./rope.js";
 import { groupedMatmulOracle, groupedMatmulWeightGradOracle } from "./grouped-matmul.js";
 import { moeCombineOracle, moeCombineScaleGradOracle, moeDispatchOracle, moeRouteBackwardOracle, moeRouteOracle } from "./moe.js";
+import { ssdScanBackwardOracle, ssdScanForwardOracle } from "./ssd.js";
 import type { OracleKernel } from "./types.js";
 
 /** The reference implementation of every v1 kernel (f64, plain loops). */
@@ -56,7 +57,10 @@ export const oracle: { readonly [K in KernelName]: OracleKernel<KernelArgsMap[K]
   moeCombineScaleGrad: moeCombineScaleGradOracle,
   groupedMatmul: groupedMatmulOracle,
   groupedMatmulWeightGrad: groupedMatmulWeightGradOracle,
+  ssdScanForward: ssdScanForwardOracle,
+  ssdScanBackward: ssdScanBackwardOracle,
 };
 
 export type { OracleKernel } from "./types.js";
 export { gelu, geluGrad, silu, siluGrad, sigmoid } from "./activation.js";
+export { softplus } from "./ssd.js";
