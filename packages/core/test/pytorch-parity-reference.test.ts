@@ -7,4 +7,5 @@ describe("PyTorch parity on the reference backend", () => {
   pytorchParity("llama-tiny", () => createReferenceBackend());
   pytorchParity("llama-moe-tiny", () => createReferenceBackend());
   pytorchParity("llama-mla-tiny", () => createReferenceBackend());
+  pytorchParity("llama-hybrid-tiny", () => createReferenceBackend());
 });

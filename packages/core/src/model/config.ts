@@ -36,6 +36,25 @@ export interface ModelConfig {
   qLatentDim?: number;
   /** MLA: the RoPE slice added to every query and key head (one RoPE key shared by all heads). */
   ropeDim?: number;
+  /**
+   * Mamba2 (Llama layers): the indices (from 0) of the layers whose mixer is a Mamba2 block in
+   * place of attention; the other layers keep attention. Absent or empty: no Mamba2 layers.
+   */
+  mambaLayers?: number[];
+  /** Mamba2 heads; default hidden·expand / headDim. */
+  mamba2NumHeads?: number;
+  /** Mamba2 head size; default 64 (or hidden·expand / heads when the heads are given). */
+  mamba2HeadDim?: number;
+  /** Mamba2 state size per head (N); default 128. */
+  mamba2StateSize?: number;
+  /** Tokens per chunk of the SSD scan; default 256. */
+  mamba2ChunkSize?: number;
+  /** Groups of heads sharing B and C; default 1. */
+  mamba2NGroups?: number;
+  /** Taps of the causal convolution; default 4. */
+  mamba2ConvKernel?: number;
+  /** Inner width over hidden size; default 2. */
+  mamba2Expand?: number;
 }
 
 export type ModelConfigInput = Pick<ModelConfig, "arch" | "vocabSize" | "hiddenSize" | "numLayers" | "numHeads" | "maxSeqLen"> & Partial<ModelConfig>;
@@ -47,3 +66,25 @@ export function moeOf(c: ModelConfig): { numExperts: number; topK: number; share
   if (!c.numExperts) return undefined;
   return { numExperts: c.numExperts, topK: c.expertsPerToken ?? Math.min(2, c.numExperts), shared: c.sharedExpert ?? false };
 }
+
+/** The Mamba2 settings of `c` with defaults filled, or undefined when no layer is Mamba2. */
+export function mambaOf(c: ModelConfig) {
+  if (!c.mambaLayers || c.mambaLayers.length === 0) return undefined;
+  const expand = c.mamba2Expand ?? 2;
+  const inner = c.hiddenSize * expand;
+  const headDim = c.mamba2HeadDim ?? (c.mamba2NumHeads ? inner / c.mamba2NumHeads : 64);
+  const heads = c.mamba2NumHeads ?? inner / headDim;
+  return {
+    layers: new Set(c.mambaLayers),
+    expand,
+    inner,
+    heads,
+    headDim,
+    stateSize: c.mamba2StateSize ?? 128,
+    chunkSize: c.mamba2ChunkSize ?? 256,
+    groups: c.mamba2NGroups ?? 1,
+    convKernel: c.mamba2ConvKernel ?? 4,
+  };
+}
+
+export type MambaSettings = NonNullable<ReturnType<typeof mambaOf>>;

@@ -85,6 +85,7 @@ export const gpt2: ArchDef = {
       const field = c.kvLatentDim ? "kvLatentDim" : c.qLatentDim ? "qLatentDim" : "ropeDim";
       return { field, message: "kiln's gpt2 architecture has no multi-head latent attention", hint: "remove kv_latent_dim, q_latent_dim and d_rope, or use arch: llama" };
     }
+    if (c.mambaLayers?.length) return { field: "mambaLayers", message: "kiln's gpt2 architecture has no Mamba2 layers", hint: "remove mamba_layers and the mamba2_* keys, or use arch: llama" };
     return undefined;
   },
   params: gpt2Params,

@@ -1,13 +1,31 @@
 import { type Backend, type BufferHandle, encodeElements } from "@kiln/contract";
 import { elementCount } from "../graph/tensor.js";
-import { fillNormal, streamOf } from "../rng/philox.js";
+import { fillNormal, fillUniform, streamOf } from "../rng/philox.js";
 import type { ParamLayout, ParamSpec } from "./param-layout.js";
 
-/** One parameter's initial values: N(0, std^2) from its own Philox stream of `seed`, ones, or zeros. */
+/** Elements firstElement.. of a parameter's initial values, random ones from its own Philox stream of `seed`. */
+function fillInit(values: Float32Array, s: ParamSpec, seed: number, firstElement: number): void {
+  const stream = streamOf(s.name);
+  switch (s.init.kind) {
+    case "normal":
+      return fillNormal(values, seed, stream, s.init.std, firstElement);
+    case "ssmDecayLog":
+      fillUniform(values, seed, stream, firstElement);
+      return values.forEach((u, i) => (values[i] = Math.log(1 + 15 * u)));
+    case "ssmTimeStepBias":
+      fillUniform(values, seed, stream, firstElement);
+      return values.forEach((u, i) => {
+        const dt = Math.max(1e-4, Math.exp(Math.log(1e-3) + u * (Math.log(1e-1) - Math.log(1e-3))));
+        values[i] = dt + Math.log(-Math.expm1(-dt)); // softplus(dt + log(1 - e^-dt)) = dt
+      });
+    default:
+      values.fill(s.init.kind === "ones" ? 1 : 0);
+  }
+}
+
 function initialValues(s: ParamSpec, seed: number): Float32Array {
   const values = new Float32Array(elementCount(s.shape));
-  if (s.init.kind === "normal") fillNormal(values, seed, streamOf(s.name), s.init.std);
-  else values.fill(s.init.kind === "ones" ? 1 : 0);
+  fillInit(values, s, seed, 0);
   return values;
 }
 
@@ -39,8 +57,7 @@ export function uploadInitialParams(backend: Backend, params: BufferHandle, layo
     const n = elementCount(s.shape);
     for (let start = 0; start < n; start += CHUNK) {
       const values = scratch.subarray(0, Math.min(CHUNK, n - start));
-      if (s.init.kind === "normal") fillNormal(values, seed, streamOf(s.name), s.init.std, start);
-      else values.fill(s.init.kind === "ones" ? 1 : 0);
+      fillInit(values, s, seed, start);
       backend.upload({ buffer: params, byteOffset: layout.offsets.get(s.name)! + start * width }, storageBytes(values, layout));
     }
   }

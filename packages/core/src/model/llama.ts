@@ -1,6 +1,7 @@
 import { add, attention, embedding, linear, rmsNorm, rope } from "../ops/index.js";
 import type { ArchDef } from "./arch-def.js";
-import { type ModelConfig, headDim, moeOf } from "./config.js";
+import { type ModelConfig, headDim, mambaOf, moeOf } from "./config.js";
+import { mamba2Mixer, mamba2Params, mamba2Problem } from "./mamba2.js";
 import { moeMlp, moeMlpParams, swiGluMlp, swiGluMlpParams } from "./mlp.js";
 import { mlaAttention, mlaOf, mlaParams } from "./mla.js";
 import type { ParamSpec } from "./param-layout.js";
@@ -13,7 +14,8 @@ import type { Trace } from "./trace.js";
  *              q,k = rope(q), rope(k); x += o_proj(attn(q, k, v))   (GQA)
  *              x += down_proj(silu(gate_proj(h2)) * up_proj(h2)), h2 = rmsnorm(x)
  *              (or a mixture of such experts when numExperts > 0, mlp.ts;
- *              multi-head latent attention in place of q/k/v when kvLatentDim > 0, mla.ts)
+ *              multi-head latent attention in place of q/k/v when kvLatentDim > 0, mla.ts;
+ *              a Mamba2 mixer in place of attention in the layers mambaLayers lists, mamba2.ts)
  *   logits = norm(x) · lm_head^T (or embed_tokens^T when tied)
  * Weights use torch.nn.Linear's (out, in) layout.
  */
@@ -23,12 +25,14 @@ function llamaForward(t: Trace, ids: number): number {
   const dims = { batch: t.batch, seqLen: t.seqLen, headDim: D, theta: c.ropeTheta };
   const moe = moeOf(c);
   const mla = mlaOf(c);
+  const mamba = mambaOf(c);
   let x = embedding(g, ids, p("model.embed_tokens.weight"), "embed");
   for (let i = 0; i < c.numLayers; i++) {
     const n = `model.layers.${i}`;
     x = g.withScope(n, () => {
       const h = rmsNorm(g, x, p(`${n}.input_layernorm.weight`), c.normEps, `${n}.input_layernorm`);
-      const x1 = add(g, x, mla ? mlaAttention(t, h, `${n}.self_attn`) : gqaAttention(h, n), `${n}.resid_attn`);
+      const mixer = mamba?.layers.has(i) ? mamba2Mixer(t, h, `${n}.mamba`) : mla ? mlaAttention(t, h, `${n}.self_attn`) : gqaAttention(h, n);
+      const x1 = add(g, x, mixer, `${n}.resid_attn`);
       const h2 = rmsNorm(g, x1, p(`${n}.post_attention_layernorm.weight`), c.normEps, `${n}.post_attention_layernorm`);
       const m = moe ? moeMlp(t, h2, `${n}.mlp`, moe.topK, moe.shared, `${n}.moe`) : swiGluMlp(t, h2, `${n}.mlp`, n);
       return add(g, x1, m, `${n}.resid_mlp`);
@@ -59,6 +63,7 @@ function llamaForward(t: Trace, ids: number): number {
 function llamaParams(c: ModelConfig): ParamSpec[] {
   const C = c.hiddenSize, D = headDim(c);
   const moe = moeOf(c);
+  const mamba = mambaOf(c);
   const w = (name: string, shape: number[]): ParamSpec => ({ name, shape, decay: true, init: { kind: "normal", std: 0.02 } });
   const norm = (name: string): ParamSpec => ({ name, shape: [C], decay: false, init: { kind: "ones" } });
   const specs: ParamSpec[] = [{ name: "model.embed_tokens.weight", shape: [c.vocabSize, C], decay: false, init: { kind: "normal", std: 0.02 } }];
@@ -66,7 +71,9 @@ function llamaParams(c: ModelConfig): ParamSpec[] {
     const p = `model.layers.${i}`;
     specs.push(
       norm(`${p}.input_layernorm.weight`),
-      ...(mlaOf(c)
+      ...(mamba?.layers.has(i)
+        ? mamba2Params(`${p}.mamba`, c)
+        : mlaOf(c)
         ? mlaParams(`${p}.self_attn`, c)
         : [
             w(`${p}.self_attn.q_proj.weight`, [c.numHeads * D, C]),
@@ -102,7 +109,7 @@ export const llama: ArchDef = {
     if (moe && moe.topK > moe.numExperts) {
       return { field: "expertsPerToken", message: `experts_per_tok ${moe.topK} is more than num_experts ${moe.numExperts}`, hint: `route each token to at most ${moe.numExperts} experts, or add experts` };
     }
-    return undefined;
+    return mamba2Problem(c);
   },
   params: llamaParams,
   positionIds: false,

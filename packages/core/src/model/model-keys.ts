@@ -19,4 +19,12 @@ export const MODEL_YAML_KEYS = {
   kv_latent_dim: "kvLatentDim",
   q_latent_dim: "qLatentDim",
   d_rope: "ropeDim",
+  mamba_layers: "mambaLayers",
+  mamba2_num_heads: "mamba2NumHeads",
+  mamba2_head_dim: "mamba2HeadDim",
+  mamba2_state_size: "mamba2StateSize",
+  mamba2_chunk_size: "mamba2ChunkSize",
+  mamba2_n_groups: "mamba2NGroups",
+  mamba2_conv_kernel: "mamba2ConvKernel",
+  mamba2_expand: "mamba2Expand",
 } as const satisfies Record<string, keyof ModelConfig>;

@@ -4,8 +4,12 @@ import { alignUp } from "../plan/pack-arena.js";
 import { ARCHITECTURES } from "./architectures.js";
 import type { ModelConfig } from "./config.js";
 
-/** How a parameter starts: N(0, std^2), all ones, or all zeros. */
-export type ParamInit = { kind: "normal"; std: number } | { kind: "ones" } | { kind: "zeros" };
+/**
+ * How a parameter starts: N(0, std^2), all ones, all zeros, or Mamba2's per-head
+ * inits: ssmDecayLog = log(U(1, 16)) (A = -exp of it), ssmTimeStepBias = softplus⁻¹(dt)
+ * with dt log-uniform in [0.001, 0.1] (floored at 1e-4).
+ */
+export type ParamInit = { kind: "normal"; std: number } | { kind: "ones" } | { kind: "zeros" } | { kind: "ssmDecayLog" } | { kind: "ssmTimeStepBias" };
 
 export interface ParamSpec {
   /** Hugging Face tensor name. */

@@ -34,3 +34,18 @@ export const swiGluGrad: GradRule = (node, b, [dOut]) => {
   b.addGrad(gate, dGate);
   b.addGrad(up, dUp);
 };
+
+/** SiLU, x·sigmoid(x), element-wise (Mamba2 after its convolution). */
+export function silu(g: Graph, x: number, name: string): number {
+  const out = g.tensor(g.info(x).shape, g.info(x).dtype, "activation", name);
+  addKernelNode(g, "siluForward", { x, out }, { n: g.elements(x), dtype: g.info(x).dtype }, { grad: "silu" });
+  return out;
+}
+
+export const siluGrad: GradRule = (node, b, [dOut]) => {
+  const x = operandOf(node, "x");
+  if (dOut === undefined || !b.needsGrad(x)) return;
+  const dX = b.activation(b.graph.info(x).shape, x, `d(${b.graph.info(x).name})`);
+  addKernelNode(b.graph, "siluBackward", { x, dOut, dX }, { ...kernelAttrs(node).args });
+  b.addGrad(x, dX);
+};

@@ -2,7 +2,9 @@ import { linearGrad } from "./linear.js";
 import { embeddingGrad } from "./embedding.js";
 import { addGrad } from "./residual.js";
 import { layerNormGrad, rmsNormGrad } from "./norm.js";
-import { geluGrad, swiGluGrad } from "./activation.js";
+import { geluGrad, siluGrad, swiGluGrad } from "./activation.js";
+import { conv1dCausalGrad } from "./conv1d.js";
+import { ssdScanGrad } from "./ssd.js";
 import { ropeGrad } from "./rope.js";
 import { attentionGrad } from "./attention.js";
 import { copyStridedGrad } from "./copy.js";
@@ -18,6 +20,9 @@ export const gradRules: Readonly<Record<string, GradRule>> = {
   layerNorm: layerNormGrad,
   rmsNorm: rmsNormGrad,
   gelu: geluGrad,
+  silu: siluGrad,
+  conv1dCausal: conv1dCausalGrad,
+  ssdScan: ssdScanGrad,
   swiGlu: swiGluGrad,
   rope: ropeGrad,
   attention: attentionGrad,
@@ -29,11 +34,13 @@ export const gradRules: Readonly<Record<string, GradRule>> = {
   groupedLinear: groupedLinearGrad,
 };
 
-export { linear, type WeightLayout } from "./linear.js";
+export { linear, linearRows, type WeightLayout } from "./linear.js";
 export { embedding } from "./embedding.js";
 export { add } from "./residual.js";
 export { layerNorm, rmsNorm } from "./norm.js";
-export { gelu, swiGlu } from "./activation.js";
+export { gelu, silu, swiGlu } from "./activation.js";
+export { conv1dCausal } from "./conv1d.js";
+export { ssdScan, type SsdParams } from "./ssd.js";
 export { rope } from "./rope.js";
 export { attention, type AttentionShape } from "./attention.js";
 export { assembleBlocks, type BlockLayout, type BlockShape, denseBlock, gatherBlock } from "./copy.js";

@@ -26,6 +26,27 @@ export function linear(g: Graph, x: number, w: number, bias: number | undefined,
   return y;
 }
 
+/**
+ * y (N, count) = x (N, in) · W[firstRow : firstRow + count]^T: one block of rows of an
+ * (out, in) weight, as when one projection feeds several branches (Mamba2's in_proj).
+ * Its gradient accumulates into the same rows of the weight's gradient.
+ */
+export function linearRows(g: Graph, x: number, w: number, firstRow: number, count: number, name: string): number {
+  const [rows, inF] = g.info(x).shape;
+  const [outF, wIn] = g.info(w).shape;
+  if (wIn !== inF) throw new Error(`${name}: input has ${inF} features, weight ${g.info(w).name} expects ${wIn}`);
+  if (firstRow < 0 || firstRow + count > outF) throw new Error(`${name}: rows ${firstRow}..${firstRow + count} are outside ${g.info(w).name}'s ${outF}`);
+  const y = g.tensor([rows, count], g.info(x).dtype, "activation", name);
+  addKernelNode(
+    g,
+    "matmul",
+    { a: x, b: { id: w, offset: firstRow * inF }, c: y },
+    { m: rows, n: count, k: inF, transB: true, dtype: g.info(x).dtype },
+    { grad: "linear", extraAttrs: { layout: "out_in" } },
+  );
+  return y;
+}
+
 export const linearGrad: GradRule = (node, b, [dY]) => {
   if (dY === undefined) return;
   const g = b.graph;
@@ -34,18 +55,20 @@ export const linearGrad: GradRule = (node, b, [dY]) => {
   const { m: rows, n: outF, k: inF } = a.args as { m: number; n: number; k: number };
   const x = operandOf(node, "a");
   const w = operandOf(node, "b");
+  // A block of the weight's rows (linearRows): read and accumulate at the same place.
+  const wOffset = a.operands.b.offset ?? 0;
   const dtype = g.info(x).dtype;
   if (b.needsGrad(x)) {
     const dX = b.activation([rows, inF], x, `d(${g.info(x).name})`);
     // dX (rows, in) = dY (rows, out) · W as (out, in)
-    addKernelNode(g, "matmul", { a: dY, b: w, c: dX }, { m: rows, n: inF, k: outF, transB: layout === "in_out", dtype });
+    addKernelNode(g, "matmul", { a: dY, b: { id: w, offset: wOffset }, c: dX }, { m: rows, n: inF, k: outF, transB: layout === "in_out", dtype });
     b.addGrad(x, dX);
   }
   if (b.needsGrad(w)) {
     const dW = b.paramGrad(w);
     if (layout === "out_in") {
       // dW (out, in) += dY^T · x
-      addKernelNode(g, "matmul", { a: dY, b: x, c: dW }, { m: outF, n: inF, k: rows, transA: true, accumulate: true, dtype });
+      addKernelNode(g, "matmul", { a: dY, b: x, c: { id: dW, offset: wOffset } }, { m: outF, n: inF, k: rows, transA: true, accumulate: true, dtype });
     } else {
       // dW (in, out) += x^T · dY
       addKernelNode(g, "matmul", { a: x, b: dY, c: dW }, { m: inF, n: outF, k: rows, transA: true, accumulate: true, dtype });

@@ -77,3 +77,13 @@ export function streamOf(name: string): number {
   }
   return h >>> 0;
 }
+
+/** Fills `out` with uniforms in (0, 1) for stream `stream` of `seed`, element i from counter (floor(i/4), stream) as fillNormal. */
+export function fillUniform(out: Float32Array | Float64Array, seed: number, stream: number, firstElement = 0): void {
+  if (firstElement % 4 !== 0) throw new RangeError(`firstElement must be a multiple of 4, got ${firstElement}`);
+  const words = new Uint32Array(4);
+  for (let i = 0; i < out.length; i += 4) {
+    philox4x32((firstElement + i) / 4, 0, stream, 0, seed, 0x6b696c6e, words);
+    for (let j = 0; j < 4 && i + j < out.length; j++) out[i + j] = toUnitOpen(words[j]);
+  }
+}
