@@ -45,10 +45,23 @@ describe("a config written for Oxidizr", () => {
     expect(ignoredKeysWarning(s.ignoredKeys)).toBe("warning: kiln ignores model.name, trainer.group_size, trainer.beta_kl (a label, GRPO settings it does not implement)");
   });
 
-  it("refuses layers kiln does not build yet, naming the key", () => {
-    const text = OXIDIZR_MOE.replace("  num_experts: 4\n", "  num_experts: 4\n  mamba_layers: [0, 1, 2]\n");
-    expect(() => load(text)).toThrow(ConfigError);
-    expect(() => load(text)).toThrow(/model\.mamba_layers configures Mamba2 layers, which kiln does not build yet \(planned\)/);
+  it("trains Mamba2 layers from Oxidizr's keys, and names the key at fault when their sizes do not fit", () => {
+    const keys = "  mamba_layers: [0]\n  mamba2_num_heads: 2\n  mamba2_head_dim: 64\n  mamba2_state_size: 32\n  mamba2_chunk_size: 16\n  mamba2_n_groups: 1\n  mamba2_conv_kernel: 4\n  mamba2_expand: 2\n";
+    const text = OXIDIZR_MOE.replace("  num_experts: 4\n", `  num_experts: 4\n${keys}`);
+    expect(resolveSettings(load(text)).model).toMatchObject({ mambaLayers: [0], mamba2NumHeads: 2, mamba2HeadDim: 64, mamba2StateSize: 32, mamba2ChunkSize: 16, mamba2NGroups: 1, mamba2ConvKernel: 4, mamba2Expand: 2 });
+    const refusal = (t: string) => {
+      try {
+        resolveSettings(load(t));
+      } catch (e) {
+        return e as ConfigError;
+      }
+    };
+    const heads = refusal(text.replace("mamba2_num_heads: 2", "mamba2_num_heads: 3"));
+    expect(heads?.message).toMatch(/hidden_size 64 x mamba2_expand 2 = 128 is not mamba2_num_heads 3 x mamba2_head_dim 64/);
+    expect(heads?.where).toMatch(/model\.mamba2_num_heads/);
+    expect(refusal(text.replace("mamba_layers: [0]", "mamba_layers: [0, 2]"))?.message).toMatch(/mamba_layers names layer 2, but the model has layers 0\.\.1/);
+    expect(refusal(text.replace("mamba2_state_size: 32", "mamba2_state_size: 300"))?.where).toMatch(/model\.mamba2_state_size/);
+    expect(refusal(text.replace("mamba2_n_groups: 1", "mamba2_n_groups: 3"))?.message).toMatch(/mamba2_n_groups 3 does not divide the 2 Mamba2 heads/);
   });
 
   it("trains multi-head latent attention from its keys, and refuses them half given or on GPT-2", () => {

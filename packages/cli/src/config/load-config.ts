@@ -46,7 +46,7 @@ export function parseConfigText(text: string, path: string, ignoredKeys: string[
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
     throw new ConfigError("the config must be a mapping with model: and trainer: sections", { where: path, hint: "see models/nano-start.yaml for the layout" });
   }
-  ignoredKeys.push(...takeOxidizrKeys(raw as Record<string, unknown>, path));
+  ignoredKeys.push(...takeOxidizrKeys(raw as Record<string, unknown>));
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) throw issuesToError(parsed.error.issues, doc, lines, path);
   return parsed.data;

@@ -23,7 +23,7 @@ export interface InitModel {
 export function checkModelAgrees(section: ModelSection, init: InitModel, file: string): void {
   for (const [key, field] of Object.entries(MODEL_KEYS) as [keyof ModelSection, keyof ModelConfig][]) {
     const yaml = section[key];
-    if (yaml === undefined || yaml === init.model[field]) continue;
+    if (yaml === undefined || JSON.stringify(yaml) === JSON.stringify(init.model[field])) continue;
     throw new ConfigError(`model.${key} is ${JSON.stringify(yaml)} in ${file}, but ${JSON.stringify(init.model[field])} in ${init.source}`, {
       where: `${file} (model.${key})`,
       hint: `the model comes from ${init.source}: remove model.${key} (or the whole model section) from ${file}, or start from other weights`,

@@ -1,5 +1,3 @@
-import { ConfigError } from "@kiln/contract";
-
 /**
  * Config files written for Oxidizr carry settings kiln has no use for; they are taken
  * out before the schema check and named in one warning instead of failing the run.
@@ -10,40 +8,18 @@ const IGNORED: Readonly<Record<string, string>> = {
   "trainer.beta_kl": "GRPO",
 };
 
-/** Oxidizr's architecture keys for layers kiln does not build yet: refused, since ignoring them would train another model. */
-const PLANNED: Readonly<Record<string, string>> = {
-  mamba_layers: "Mamba2 layers",
-  mamba2_num_heads: "Mamba2 layers",
-  mamba2_head_dim: "Mamba2 layers",
-  mamba2_state_size: "Mamba2 layers",
-  mamba2_chunk_size: "Mamba2 layers",
-  mamba2_n_groups: "Mamba2 layers",
-  mamba2_conv_kernel: "Mamba2 layers",
-  mamba2_expand: "Mamba2 layers",
-};
-
 type Mapping = Record<string, unknown>;
 const isMapping = (v: unknown): v is Mapping => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /**
  * Rewrites Oxidizr's spellings of "not set" (kv_heads: null, max_steps: 0 beside num_epochs)
- * as absent keys, drops the keys in IGNORED, and refuses PLANNED ones. Returns the dropped
- * keys, as "section.key".
+ * as absent keys and drops the keys in IGNORED. Returns the dropped keys, as "section.key".
  */
-export function takeOxidizrKeys(raw: Mapping, file: string): string[] {
+export function takeOxidizrKeys(raw: Mapping): string[] {
   const dropped: string[] = [];
   const model = raw.model;
   const trainer = raw.trainer;
-  if (isMapping(model)) {
-    for (const [key, what] of Object.entries(PLANNED)) {
-      if (model[key] === undefined || model[key] === null) continue;
-      throw new ConfigError(`model.${key} configures ${what}, which kiln does not build yet (planned)`, {
-        where: `${file} (model.${key})`,
-        hint: `remove the ${what} keys to train the same model without them; kiln builds grouped-query or multi-head latent attention and dense or mixture-of-experts MLPs today`,
-      });
-    }
-    if (model.kv_heads === null) delete model.kv_heads;
-  }
+  if (isMapping(model) && model.kv_heads === null) delete model.kv_heads;
   if (isMapping(trainer) && trainer.max_steps === 0 && trainer.num_epochs !== undefined) delete trainer.max_steps;
   for (const full of Object.keys(IGNORED)) {
     const [section, key] = full.split(".");

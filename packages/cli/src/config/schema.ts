@@ -33,6 +33,15 @@ export const modelSchema = z
     q_latent_dim: nonNegativeInt.optional(),
     /** Multi-head latent attention: the RoPE slice of every query and key head. */
     d_rope: nonNegativeInt.optional(),
+    /** Mamba2 (Llama): the layers (from 0) whose mixer is Mamba2 instead of attention. */
+    mamba_layers: z.array(nonNegativeInt).optional(),
+    mamba2_num_heads: positiveInt.optional(),
+    mamba2_head_dim: positiveInt.optional(),
+    mamba2_state_size: positiveInt.optional(),
+    mamba2_chunk_size: positiveInt.optional(),
+    mamba2_n_groups: positiveInt.optional(),
+    mamba2_conv_kernel: positiveInt.optional(),
+    mamba2_expand: positiveInt.optional(),
   })
   .strict();
 

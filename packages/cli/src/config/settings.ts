@@ -161,6 +161,14 @@ function modelOfSection(m: ModelSection | undefined, file: string, fail: (key: s
     ...(m.kv_latent_dim ? { kvLatentDim: m.kv_latent_dim } : {}),
     ...(m.q_latent_dim ? { qLatentDim: m.q_latent_dim } : {}),
     ...(m.d_rope ? { ropeDim: m.d_rope } : {}),
+    ...(m.mamba_layers?.length ? { mambaLayers: m.mamba_layers } : {}),
+    ...(m.mamba2_num_heads === undefined ? {} : { mamba2NumHeads: m.mamba2_num_heads }),
+    ...(m.mamba2_head_dim === undefined ? {} : { mamba2HeadDim: m.mamba2_head_dim }),
+    ...(m.mamba2_state_size === undefined ? {} : { mamba2StateSize: m.mamba2_state_size }),
+    ...(m.mamba2_chunk_size === undefined ? {} : { mamba2ChunkSize: m.mamba2_chunk_size }),
+    ...(m.mamba2_n_groups === undefined ? {} : { mamba2NGroups: m.mamba2_n_groups }),
+    ...(m.mamba2_conv_kernel === undefined ? {} : { mamba2ConvKernel: m.mamba2_conv_kernel }),
+    ...(m.mamba2_expand === undefined ? {} : { mamba2Expand: m.mamba2_expand }),
   });
   const problem = modelConfigProblem(model);
   if (problem) fail(`model.${yamlKeyOf(problem.field)}`, problem.message, problem.hint);

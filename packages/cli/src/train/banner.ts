@@ -1,5 +1,5 @@
 import type { Backend } from "@kiln/contract";
-import { type MemoryPlan, type ModelConfig, mlaOf, moeOf } from "@kiln/core";
+import { type MemoryPlan, type ModelConfig, mambaOf, mlaOf, moeOf } from "@kiln/core";
 import type { RunSettings } from "../config/settings.js";
 import { formatBytes, formatCount } from "../estimate/format-bytes.js";
 import { formatProcessPeak, processPeak } from "../estimate/process-peak.js";
@@ -25,7 +25,7 @@ export function formatBanner(
   const peak = processPeak({ planned: total, planOnHost: dev.kind !== "gpu", threads: dev.parallelism, batchSize: s.batchSize, seqLen: s.seqLen, prefetch: s.prefetch });
   const rows: [string, string][] = [
     ["device", `${dev.name}${dev.computeCapability ? `, compute ${dev.computeCapability}` : ""}${dev.libraries ? `; ${dev.libraries}` : ""}${deviceNote ? ` (${deviceNote})` : ""}`],
-    ["model", `${s.model.arch}, ${formatCount(parameters)} parameters, ${s.model.numLayers} layers, hidden ${s.model.hiddenSize}${latentAttentionOf(s.model)}${expertsOf(s.model)}`],
+    ["model", `${s.model.arch}, ${formatCount(parameters)} parameters, ${s.model.numLayers} layers, hidden ${s.model.hiddenSize}${mambaLayersOf(s.model)}${latentAttentionOf(s.model)}${expertsOf(s.model)}`],
     ["dtype", precision],
     ["step", `${s.batchSize} x ${s.seqLen} tokens x ${s.gradAccum} accumulation = ${s.batchSize * s.seqLen * s.gradAccum} tokens`],
     ["data", data],
@@ -45,6 +45,12 @@ export function formatBanner(
 function latentAttentionOf(m: ModelConfig): string {
   const mla = mlaOf(m);
   return mla ? `, latent attention (kv ${mla.kvLatent}${mla.qLatent ? `, q ${mla.qLatent}` : ""}, rope ${mla.rope})` : "";
+}
+
+/** ", Mamba2 in 8 of 10 layers (16 heads of 64, state 64, chunks of 64)" for a model with Mamba2 layers, else "". */
+function mambaLayersOf(m: ModelConfig): string {
+  const mamba = mambaOf(m);
+  return mamba ? `, Mamba2 in ${mamba.layers.size} of ${m.numLayers} layers (${mamba.heads} heads of ${mamba.headDim}, state ${mamba.stateSize}, chunks of ${mamba.chunkSize})` : "";
 }
 
 /** ", 4 experts (top 2, shared expert)" for a mixture-of-experts model, else "". */

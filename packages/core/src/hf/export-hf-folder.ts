@@ -28,11 +28,12 @@ const TORCH_DTYPES: Record<FloatDType, string> = { f32: "float32", bf16: "bfloat
 export async function exportHfFolder(checkpoint: string, out: string, dtype: FloatDType = "f32"): Promise<string[]> {
   const source = await PretrainedWeights.open(checkpoint);
   try {
-    const unexportable = source.model.numExperts ? "a mixture-of-experts model" : source.model.kvLatentDim ? "a model with multi-head latent attention" : undefined;
+    const m = source.model;
+    const unexportable = m.numExperts ? "a mixture-of-experts model" : m.kvLatentDim ? "a model with multi-head latent attention" : m.mambaLayers?.length ? "a model with Mamba2 layers" : undefined;
     if (unexportable) {
       throw new CheckpointError(`the checkpoint holds ${unexportable}, which kiln cannot export to a Hugging Face folder yet`, {
         where: checkpoint,
-        hint: "sample and resume it with kiln; kiln export writes dense gpt2 and llama models with ordinary attention",
+        hint: "sample and resume it with kiln; kiln export writes dense gpt2 and llama models with ordinary attention in every layer",
       });
     }
     const meta = source.metadata;

@@ -1,4 +1,4 @@
-import { CONV1D_MAX_KERNEL_SIZE, SSD_MAX_CHUNK_SIZE, SSD_MAX_HEAD_DIM, SSD_MAX_STATE_SIZE } from "@kiln/contract";
+import { CONV1D_MAX_KERNEL_SIZE, SSD_MAX_CHUNK_SIZE, SSD_MAX_HEAD_DIM, SSD_MAX_STATE_SIZE, ssdScanForwardSpec } from "@kiln/contract";
 import { conv1dCausal, linear, linearRows, rmsNorm, silu, ssdScan, swiGlu } from "../ops/index.js";
 import type { ConfigProblem } from "./arch-def.js";
 import { type ModelConfig, type MambaSettings, mambaOf } from "./config.js";
@@ -55,6 +55,14 @@ export function mamba2Params(n: string, c: ModelConfig): ParamSpec[] {
     { name: `${n}.norm.weight`, shape: [m.inner], decay: false, init: { kind: "ones" } },
     w(`${n}.out_proj.weight`, [C, m.inner]),
   ];
+}
+
+/** Forward FLOPs of the SSD scans of one token over all Mamba2 layers (0 without any). */
+export function mamba2ScanFlopsPerToken(c: ModelConfig, seqLen: number): number {
+  const m = mambaOf(c);
+  if (!m) return 0;
+  const dims = { batch: 1, seqLen, heads: m.heads, headDim: m.headDim, groups: m.groups, stateSize: m.stateSize, chunkSize: m.chunkSize };
+  return (m.layers.size * ssdScanForwardSpec.flops!(dims as never)) / seqLen;
 }
 
 /** The first Mamba2 setting of `c` kiln cannot build, if any. */

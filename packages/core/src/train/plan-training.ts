@@ -1,5 +1,6 @@
 import type { FloatDType } from "@kiln/contract";
-import type { ModelConfig } from "../model/config.js";
+import { type ModelConfig, mambaOf } from "../model/config.js";
+import { mamba2ScanFlopsPerToken } from "../model/mamba2.js";
 import { buildEvalGraph, buildTrainingGraph } from "../model/build-graph.js";
 import { paramLayout } from "../model/param-layout.js";
 import { archOf } from "../model/architectures.js";
@@ -42,11 +43,14 @@ export function planTraining(model: ModelConfig, batchSize: number, seqLen: numb
 /**
  * Training FLOPs per token: 6 per active parameter (all but ArchDef.inactiveParams:
  * GPT-2's position embedding, the experts a token is not routed to) plus attention's score and value products,
- * 12 * layers * hidden * seqLen (forward 4, backward 8; as in PaLM's MFU accounting).
+ * 12 * layers * hidden * seqLen (forward 4, backward 8; as in PaLM's MFU accounting), over the attention
+ * layers; Mamba2 layers add their scan's forward FLOPs (the contract's count for the chunked form) times 3.
  */
 export function trainingFlopsPerToken(model: ModelConfig, seqLen: number): number {
   const layout = paramLayout(model, "f32");
-  return 6 * (layout.count - archOf(model).inactiveParams(model)) + 12 * model.numLayers * model.hiddenSize * seqLen;
+  const mamba = mambaOf(model);
+  const attentionLayers = model.numLayers - (mamba?.layers.size ?? 0);
+  return 6 * (layout.count - archOf(model).inactiveParams(model)) + 12 * attentionLayers * model.hiddenSize * seqLen + 3 * mamba2ScanFlopsPerToken(model, seqLen);
 }
 
 /**
