@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import { ARCHITECTURES, ARCH_NAMES, type Arch, buildTrainingGraph, modelConfigProblem, paramLayout, resolveModelConfig } from "../src/index.js";
 
 const small = (arch: Arch) => resolveModelConfig({ arch, vocabSize: 37, hiddenSize: 24, numLayers: 2, numHeads: 4, kvHeads: arch === "gpt2" ? 4 : 2, maxSeqLen: 16 });
+// Llama's layers composed per index: Mamba2 in layer 1 (48 = 4 heads of 12), attention in layer 0.
+const hybrid = () => ({ ...small("llama"), mambaLayers: [1], mamba2HeadDim: 12, mamba2StateSize: 8, mamba2ChunkSize: 4 });
 
 describe("architecture registry", () => {
   it("names every architecture once", () => {
@@ -42,6 +44,31 @@ describe("architecture registry", () => {
     expect(modelConfigProblem({ ...small("gpt2"), kvHeads: 2 })).toMatchObject({ field: "kvHeads" });
     expect(modelConfigProblem({ ...small("llama"), hiddenSize: 20, numHeads: 4, kvHeads: 4 })).toMatchObject({ field: "numHeads", message: expect.stringContaining("odd") });
     expect(modelConfigProblem({ ...small("llama"), numHeads: 4, kvHeads: 3 })).toMatchObject({ field: "kvHeads" });
+  });
+
+  it("builds Mamba2 mixers only in the layers mamba_layers lists, every parameter read, each block under its prefix", () => {
+    const c = hybrid();
+    expect(modelConfigProblem(c)).toBeUndefined();
+    const layout = paramLayout(c);
+    const names = layout.specs.map((s) => s.name);
+    expect(names.filter((n) => n.includes(".mamba."))).toEqual(
+      ["in_proj.weight", "conv1d.weight", "conv1d.bias", "dt_bias", "A_log", "D", "norm.weight", "out_proj.weight"].map((p) => `model.layers.1.mamba.${p}`),
+    );
+    expect(names.some((n) => n.startsWith("model.layers.1.self_attn."))).toBe(false);
+    expect(names.some((n) => n.startsWith("model.layers.0.self_attn."))).toBe(true);
+    const g = buildTrainingGraph(c, layout, 2, 8, "none").graph;
+    const read = new Set(g.nodes.filter((n) => !n.backward).flatMap((n) => n.inputs).map((t) => g.info(t).name));
+    expect(names.filter((n) => !read.has(n))).toEqual([]);
+    expect(g.nodes.filter((n) => !n.backward && (n.attrs as { kernel?: string }).kernel === "ssdScanForward").map((n) => n.scope)).toEqual(["model.layers.1"]);
+  });
+
+  it("refuses Mamba2 sizes that do not fit, naming the setting", () => {
+    expect(modelConfigProblem({ ...hybrid(), mamba2HeadDim: 10 })).toMatchObject({ field: "mamba2NumHeads", message: expect.stringContaining("hidden_size 24 x mamba2_expand 2 = 48") });
+    expect(modelConfigProblem({ ...hybrid(), mambaLayers: [2] })).toMatchObject({ field: "mambaLayers" });
+    expect(modelConfigProblem({ ...hybrid(), mambaLayers: [1, 1] })).toMatchObject({ field: "mambaLayers", message: expect.stringContaining("twice") });
+    expect(modelConfigProblem({ ...hybrid(), mamba2NGroups: 3 })).toMatchObject({ field: "mamba2NGroups" });
+    expect(modelConfigProblem({ ...hybrid(), mamba2ChunkSize: 512 })).toMatchObject({ field: "mamba2ChunkSize" });
+    expect(modelConfigProblem({ ...small("gpt2"), mambaLayers: [0] })).toMatchObject({ field: "mambaLayers" });
   });
 
   it("fills each architecture's defaults", () => {

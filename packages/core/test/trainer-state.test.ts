@@ -11,13 +11,30 @@ import { loadTrainerCheckpoint, saveTrainerCheckpoint } from "../src/train/check
 import { ForwardRunner } from "../src/train/forward-runner.js";
 import { planForwardMemory } from "../src/train/plan-training.js";
 
-type Variant = "gpt2" | "llama" | "llama-moe" | "llama-mla";
-const VARIANTS = ["gpt2", "llama", "llama-moe", "llama-mla"] as const;
+type Variant = "gpt2" | "llama" | "llama-moe" | "llama-mla" | "llama-hybrid";
+const VARIANTS = ["gpt2", "llama", "llama-moe", "llama-mla", "llama-hybrid"] as const;
 const MODEL_OF: Record<Variant, object> = {
   gpt2: { arch: "gpt2" },
   llama: { arch: "llama", kvHeads: 2, intermediateSize: 32 },
   "llama-moe": { arch: "llama", kvHeads: 2, intermediateSize: 12, numExperts: 3, expertsPerToken: 2, sharedExpert: true },
   "llama-mla": { arch: "llama", intermediateSize: 32, kvLatentDim: 6, qLatentDim: 10, ropeDim: 2 },
+  // Mamba2 in layer 0 (8 heads of 4 in 2 groups, state 5, chunks of 3), latent attention in layer 1, experts in both.
+  "llama-hybrid": {
+    arch: "llama",
+    intermediateSize: 12,
+    numExperts: 3,
+    expertsPerToken: 2,
+    sharedExpert: true,
+    kvLatentDim: 6,
+    qLatentDim: 10,
+    ropeDim: 2,
+    mambaLayers: [0],
+    mamba2HeadDim: 4,
+    mamba2StateSize: 5,
+    mamba2ChunkSize: 3,
+    mamba2NGroups: 2,
+    mamba2ConvKernel: 3,
+  },
 };
 
 const config = (variant: Variant): TrainerConfig => ({
