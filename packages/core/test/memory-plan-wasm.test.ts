@@ -12,6 +12,8 @@ const BENCH: Record<string, ModelConfigInput & { seqLen: number }> = {
   "llama-moe": { arch: "llama", vocabSize: 4096, hiddenSize: 256, numLayers: 3, numHeads: 4, kvHeads: 2, maxSeqLen: 128, seqLen: 128, intermediateSize: 192, numExperts: 6, expertsPerToken: 2, sharedExpert: true },
   // Multi-head latent attention: per-head slots assembled and gathered by copies, zero-filled keys.
   "llama-mla": { arch: "llama", vocabSize: 4096, hiddenSize: 256, numLayers: 3, numHeads: 4, maxSeqLen: 128, seqLen: 128, intermediateSize: 512, kvLatentDim: 64, qLatentDim: 96, ropeDim: 16 },
+  // Mamba2: in_proj read as three row blocks, the f32 chunk states kept for the backward, the [x | B | C] gradient written by one kernel.
+  "llama-mamba2": { arch: "llama", vocabSize: 4096, hiddenSize: 256, numLayers: 3, numHeads: 4, maxSeqLen: 128, seqLen: 128, intermediateSize: 512, mambaLayers: [0, 2], mamba2HeadDim: 64, mamba2StateSize: 64, mamba2ChunkSize: 32 },
 };
 
 describe("the memory plan is what the wasm backend measures", () => {

@@ -12,5 +12,6 @@ if (!sim.built) {
     pytorchParity("llama-tiny", () => createCudaSimBackend());
     pytorchParity("llama-moe-tiny", () => createCudaSimBackend());
     pytorchParity("llama-mla-tiny", () => createCudaSimBackend());
+    pytorchParity("llama-hybrid-tiny", () => createCudaSimBackend());
   });
 }

@@ -7,4 +7,5 @@ describe.each([1, 2])("PyTorch parity on the wasm backend, %i thread(s)", (threa
   pytorchParity("llama-tiny", () => createWasmBackend({ threads, measurePeak: false }));
   pytorchParity("llama-moe-tiny", () => createWasmBackend({ threads, measurePeak: false }));
   pytorchParity("llama-mla-tiny", () => createWasmBackend({ threads, measurePeak: false }));
+  pytorchParity("llama-hybrid-tiny", () => createWasmBackend({ threads, measurePeak: false }));
 });
