@@ -62,7 +62,7 @@ function randomGraph(seed: number) {
   const targets = g.tensor([ROWS], "i32", "input", "targets");
   const { lossSum, lossNode } = crossEntropyLoss(g, logits, targets, "loss");
   const forwardNodes = g.nodes.length;
-  const { paramGrads } = appendBackward(g, lossNode);
+  const { paramGrads } = appendBackward(g, { lossNode });
   // Odd seeds also recompute GELU / norm / SwiGLU outputs in the backward pass.
   if (seed % 2 === 1) rematerialize(g, "cheap", "model.layers");
   // Initial values: params N(0, 0.5^2)-ish uniform, targets in range.

@@ -9,15 +9,24 @@ export interface BackwardResult {
 }
 
 /**
- * Reverse-mode autodiff: walks the forward nodes from the loss node back to the
- * start and appends each one's gradient nodes to the same graph. Gradients that
+ * Where the backward pass starts: the node whose gradient rule begins it (the loss), or
+ * gradients the forward pass already computed: `grads` of activations made by nodes before
+ * node `before`, and gradient tensors `paramGrads` already accumulated into.
+ */
+export type BackwardStart = { lossNode: number } | { before: number; grads: Map<number, number>; paramGrads: Map<number, number> };
+
+/**
+ * Reverse-mode autodiff: walks the forward nodes from the start back to the first
+ * and appends each one's gradient nodes to the same graph. Gradients that
  * reach a tensor from several consumers are summed with `add` nodes; parameter
  * gradients accumulate into their gradient tensors (zeroed before the step).
  */
-export function appendBackward(g: Graph, lossNodeIndex: number): BackwardResult {
-  const requires = tensorsRequiringGrad(g, lossNodeIndex);
+export function appendBackward(g: Graph, start: BackwardStart): BackwardResult {
+  const end = "lossNode" in start ? start.lossNode : start.before;
+  const requires = tensorsRequiringGrad(g, end);
   const contributions = new Map<number, number[]>();
-  const paramGrads = new Map<number, number>();
+  const paramGrads = new Map<number, number>("paramGrads" in start ? start.paramGrads : []);
+  if ("grads" in start) for (const [id, grad] of start.grads) contributions.set(id, [grad]);
 
   const builder: BackwardBuilder = {
     graph: g,
@@ -56,11 +65,13 @@ export function appendBackward(g: Graph, lossNodeIndex: number): BackwardResult 
   };
 
   g.asBackward(() => {
-    const lossNode = g.nodes[lossNodeIndex];
-    const rule = gradRules[(lossNode.attrs as unknown as KernelNodeAttrs).grad ?? ""];
-    if (!rule) throw new Error(`node ${lossNodeIndex} (${lossNode.op}) cannot start a backward pass`);
-    g.withScope(lossNode.scope, () => rule(lossNode, builder, []));
-    for (let i = lossNodeIndex - 1; i >= 0; i--) {
+    if ("lossNode" in start) {
+      const lossNode = g.nodes[start.lossNode];
+      const rule = gradRules[(lossNode.attrs as unknown as KernelNodeAttrs).grad ?? ""];
+      if (!rule) throw new Error(`node ${start.lossNode} (${lossNode.op}) cannot start a backward pass`);
+      g.withScope(lossNode.scope, () => rule(lossNode, builder, []));
+    }
+    for (let i = end - 1; i >= 0; i--) {
       const node = g.nodes[i];
       const name = (node.attrs as unknown as KernelNodeAttrs).grad;
       if (!name) continue;
@@ -74,11 +85,11 @@ export function appendBackward(g: Graph, lossNodeIndex: number): BackwardResult 
   return { paramGrads };
 }
 
-/** Parameters, and every output of a differentiable node that reads one, up to the loss node. */
-function tensorsRequiringGrad(g: Graph, lossNodeIndex: number): Set<number> {
+/** Parameters, and every output of a differentiable node that reads one, before node `end`. */
+function tensorsRequiringGrad(g: Graph, end: number): Set<number> {
   const requires = new Set<number>();
   for (const t of g.tensors) if (t.kind === "param") requires.add(t.id);
-  for (let i = 0; i < lossNodeIndex; i++) {
+  for (let i = 0; i < end; i++) {
     const node = g.nodes[i];
     if (!(node.attrs as unknown as KernelNodeAttrs).grad) continue;
     if (node.inputs.some((t) => requires.has(t))) for (const o of node.outputs) requires.add(o);

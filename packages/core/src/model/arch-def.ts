@@ -23,8 +23,12 @@ export interface ArchDef {
   params(c: ModelConfig): ParamSpec[];
   /** Learned position embeddings: the graph takes a constant i32 `position_ids` input. */
   positionIds: boolean;
-  /** Traces the forward pass from token ids (and positions when `positionIds`) to logits (rows, vocab). */
-  forward(t: Trace, ids: number, positions: number | undefined): number;
+  /**
+   * Traces the forward pass from token ids (and positions when `positionIds`) to the final
+   * normed hidden states (rows, hidden) and the output weight (vocab, hidden) whose product
+   * is the logits; the graph builders make the logits (or the loss by row chunks) from them.
+   */
+  forward(t: Trace, ids: number, positions: number | undefined): { hidden: number; head: number };
   /** Scope prefix of the repeated blocks ("model.layers" for "model.layers.3"): the unit of `--recompute blocks`. */
   blockPrefix: string;
   /**

@@ -2,7 +2,8 @@ import type { Graph } from "../graph/graph.js";
 import { appendBackward } from "../autodiff/append-backward.js";
 import { type RecomputePolicy, rematerialize } from "../autodiff/rematerialize.js";
 import { addKernelNode } from "../graph/kernel-node.js";
-import { crossEntropyLoss } from "../ops/index.js";
+import { chunkedClassifierLoss } from "../ops/classifier-loss.js";
+import { crossEntropyLoss, linear } from "../ops/index.js";
 import type { ModelConfig } from "./config.js";
 import { archOf } from "./architectures.js";
 import type { ParamLayout } from "./param-layout.js";
@@ -16,48 +17,61 @@ export interface ModelGraph {
   ids: number;
   /** i32 positions 0..seqLen-1 per sequence (architectures with learned positions), uploaded once. */
   positions?: number;
-  logits: number;
+  /** The logits (rows, vocab); training graphs make them a chunk at a time inside the loss and have none whole. */
+  logits?: number;
   /**
    * Present on training graphs. auxLoss (f32 [1], mixture-of-experts models only) is the
    * sum of the layers' load-balancing losses, an output beside lossSum; expertOffsets the
    * i32 (E + 1) slot offsets of each such layer, whose differences count each expert's tokens.
    */
-  training?: { targets: number; lossSum: number; lossNode: number; paramGrads: Map<number, number>; auxLoss?: number; expertOffsets?: number[] };
+  training?: { targets: number; lossSum: number; paramGrads: Map<number, number>; auxLoss?: number; expertOffsets?: number[] };
 }
 
+/** The forward pass up to the final hidden states and the output weight. */
 function forward(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number) {
   const t = startTrace(config, layout, batch, seqLen);
   const ids = t.g.tensor([batch * seqLen], "i32", "input", "input_ids");
   const arch = archOf(config);
   const positions = arch.positionIds ? t.g.tensor([batch * seqLen], "i32", "constant", "position_ids") : undefined;
-  const logits = arch.forward(t, ids, positions);
-  return { t, ids, positions, logits };
+  const { hidden, head } = arch.forward(t, ids, positions);
+  return { t, ids, positions, hidden, head };
+}
+
+/** The forward pass to the whole logits matrix. */
+function forwardToLogits(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number) {
+  const { t, ids, positions, hidden, head } = forward(config, layout, batch, seqLen);
+  return { t, ids, positions, logits: linear(t.g, hidden, head, undefined, "out_in", "logits") };
 }
 
 /** The forward pass alone (evaluation, generation). */
-export function buildForwardGraph(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number): ModelGraph {
-  const { t, ids, positions, logits } = forward(config, layout, batch, seqLen);
+export function buildForwardGraph(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number): ModelGraph & { logits: number } {
+  const { t, ids, positions, logits } = forwardToLogits(config, layout, batch, seqLen);
   return { graph: t.g, batch, seqLen, ids, ...(positions === undefined ? {} : { positions }), logits };
 }
 
 /** Forward and the summed cross-entropy loss, no backward (evaluation). */
-export function buildEvalGraph(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number): ModelGraph & { eval: { targets: number; lossSum: number } } {
-  const { t, ids, positions, logits } = forward(config, layout, batch, seqLen);
+export function buildEvalGraph(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number): ModelGraph & { logits: number; eval: { targets: number; lossSum: number } } {
+  const { t, ids, positions, logits } = forwardToLogits(config, layout, batch, seqLen);
   const targets = t.g.tensor([batch * seqLen], "i32", "input", "labels");
   const { lossSum } = crossEntropyLoss(t.g, logits, targets, "loss");
   return { graph: t.g, batch, seqLen, ids, ...(positions === undefined ? {} : { positions }), logits, eval: { targets, lossSum } };
 }
 
-/** Forward, mean cross-entropy loss and the whole backward pass, as one graph. */
+/**
+ * Forward, the cross-entropy loss and the whole backward pass, as one graph. The loss and
+ * its gradient come a chunk of rows at a time (chunkedClassifierLoss), so the logits are
+ * never whole; the backward pass starts from the final hidden states' gradient.
+ */
 export function buildTrainingGraph(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number, recompute: RecomputePolicy = "cheap"): ModelGraph {
-  const { t, ids, positions, logits } = forward(config, layout, batch, seqLen);
+  const { t, ids, positions, hidden, head } = forward(config, layout, batch, seqLen);
   const targets = t.g.tensor([batch * seqLen], "i32", "input", "labels");
-  const { lossSum, lossNode } = crossEntropyLoss(t.g, logits, targets, "loss");
+  const before = t.g.nodes.length;
+  const { lossSum, dHidden, headGrad } = t.g.withScope("loss", () => chunkedClassifierLoss(t.g, hidden, head, targets, "loss"));
   const auxLoss = t.auxLosses.length > 0 ? sumOfScalars(t.g, t.auxLosses, "aux_loss") : undefined;
-  const { paramGrads } = appendBackward(t.g, lossNode);
+  const { paramGrads } = appendBackward(t.g, { before, grads: new Map([[hidden, dHidden]]), paramGrads: new Map([[head, headGrad]]) });
   rematerialize(t.g, recompute, archOf(config).blockPrefix);
-  const training = { targets, lossSum, lossNode, paramGrads, ...(auxLoss === undefined ? {} : { auxLoss, expertOffsets: t.expertOffsets }) };
-  return { graph: t.g, batch, seqLen, ids, ...(positions === undefined ? {} : { positions }), logits, training };
+  const training = { targets, lossSum, paramGrads, ...(auxLoss === undefined ? {} : { auxLoss, expertOffsets: t.expertOffsets }) };
+  return { graph: t.g, batch, seqLen, ids, ...(positions === undefined ? {} : { positions }), training };
 }
 
 /** An f32 [1] output holding the sum of f32 [1] tensors (not differentiated: each part's gradient enters where it is made). */

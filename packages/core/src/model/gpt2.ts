@@ -12,7 +12,7 @@ import type { Trace } from "./trace.js";
  *   logits = ln_f(x) · wte^T                              (rows, V), tied
  * Weights use Conv1D's (in, out) layout, as Hugging Face stores them.
  */
-function gpt2Forward(t: Trace, ids: number, positions: number): number {
+function gpt2Forward(t: Trace, ids: number, positions: number): { hidden: number; head: number } {
   const { g, config: c, p } = t;
   const C = c.hiddenSize;
   const D = C / c.numHeads;
@@ -41,7 +41,7 @@ function gpt2Forward(t: Trace, ids: number, positions: number): number {
   }
   const xf = layerNorm(g, x, p("transformer.ln_f.weight"), p("transformer.ln_f.bias"), c.normEps, "ln_f");
   const head = c.tieEmbeddings ? p("transformer.wte.weight") : p("lm_head.weight");
-  return linear(g, xf, head, undefined, "out_in", "logits");
+  return { hidden: xf, head };
 }
 
 function gpt2Params(c: ModelConfig): ParamSpec[] {

@@ -19,7 +19,7 @@ import type { Trace } from "./trace.js";
  *   logits = norm(x) · lm_head^T (or embed_tokens^T when tied)
  * Weights use torch.nn.Linear's (out, in) layout.
  */
-function llamaForward(t: Trace, ids: number): number {
+function llamaForward(t: Trace, ids: number): { hidden: number; head: number } {
   const { g, config: c, p } = t;
   const D = c.hiddenSize / c.numHeads;
   const dims = { batch: t.batch, seqLen: t.seqLen, headDim: D, theta: c.ropeTheta };
@@ -40,7 +40,7 @@ function llamaForward(t: Trace, ids: number): number {
   }
   const xf = rmsNorm(g, x, p("model.norm.weight"), c.normEps, "norm");
   const head = c.tieEmbeddings ? p("model.embed_tokens.weight") : p("lm_head.weight");
-  return linear(g, xf, head, undefined, "out_in", "logits");
+  return { hidden: xf, head };
 
   /** Grouped-query attention of layer n with RoPE on whole heads, through o_proj. */
   function gqaAttention(h: number, n: string): number {

@@ -1,0 +1,59 @@
+import { bytesPerElement } from "@kiln/contract";
+import type { Graph } from "../graph/graph.js";
+import { addKernelNode } from "../graph/kernel-node.js";
+
+/** Logits one chunk of the training loss materialises: at most this many bytes... */
+export const LOGITS_CHUNK_BYTES = 16 * 2 ** 20;
+/** ...unless that leaves fewer rows than this, which keeps the chunks' matmuls large enough to run at speed. */
+export const LOGITS_CHUNK_MIN_ROWS = 256;
+
+/** Rows per chunk of the training loss (all of them when they are few). */
+export function logitsChunkRows(rows: number, vocab: number, bytesPerLogit: number): number {
+  return Math.min(rows, Math.max(LOGITS_CHUNK_MIN_ROWS, Math.floor(LOGITS_CHUNK_BYTES / (vocab * bytesPerLogit))));
+}
+
+export interface ClassifierLoss {
+  /** f32 [1] output: the sum of the row losses. */
+  lossSum: number;
+  /** d(loss)/d(hidden), (rows, hidden): where the rest of the backward pass starts. */
+  dHidden: number;
+  /** The head weight's gradient tensor, already holding this loss's contribution. */
+  headGrad: number;
+}
+
+/**
+ * The training loss from the final hidden states without the whole logits matrix: rows go
+ * through the output weight (vocab, hidden) a chunk at a time, and each chunk's logits are
+ * turned into their loss and gradient at once (cross-entropy forward and backward, the
+ * gradient over the logits in place), which then yield the chunk's rows of d(hidden) and
+ * add into the head weight's gradient. Only one chunk's logits are ever live, so the
+ * training arena holds rows/chunk times fewer logits; the arithmetic is the same kernels'.
+ * d(row loss) is the run-time lossScale, as for crossEntropyLoss's backward.
+ */
+export function chunkedClassifierLoss(g: Graph, hidden: number, head: number, targets: number, name: string, chunkRows?: number): ClassifierLoss {
+  const [rows, width] = g.info(hidden).shape;
+  const [vocab] = g.info(head).shape;
+  const dtype = g.info(hidden).dtype;
+  const chunk = chunkRows ?? logitsChunkRows(rows, vocab, bytesPerElement(dtype));
+  const losses = g.tensor([rows], "f32", "activation", `${name}.rows`);
+  const dHidden = g.tensor([rows, width], dtype, "activation", `d(${g.info(hidden).name})`);
+  const headInfo = g.info(head);
+  const headGrad = g.tensor(headInfo.shape, headInfo.dtype, "grad", `grad(${headInfo.name})`, head);
+  for (let r0 = 0, i = 0; r0 < rows; r0 += chunk, i++) {
+    const n = Math.min(chunk, rows - r0);
+    const x = { id: hidden, offset: r0 * width };
+    const logits = g.tensor([n, vocab], dtype, "activation", `${name}.logits.${i}`);
+    const lse = g.tensor([n], "f32", "activation", `${name}.lse.${i}`);
+    addKernelNode(g, "matmul", { a: x, b: head, c: logits }, { m: n, n: vocab, k: width, transB: true, dtype });
+    const t = { id: targets, offset: r0 };
+    addKernelNode(g, "crossEntropyForward", { logits, targets: t, losses: { id: losses, offset: r0 }, lse }, { rows: n, vocab, dtype });
+    const dLogits = g.tensor([n, vocab], dtype, "activation", `d(${name}.logits.${i})`);
+    addKernelNode(g, "crossEntropyBackward", { logits, targets: t, lse, dLogits }, { rows: n, vocab, lossScale: 1, dtype }, { runtimeArgs: { lossScale: "lossScale" } });
+    // d(hidden) rows = dLogits · W;  dW += dLogits^T · hidden rows
+    addKernelNode(g, "matmul", { a: dLogits, b: head, c: { id: dHidden, offset: r0 * width } }, { m: n, n: width, k: vocab, dtype });
+    addKernelNode(g, "matmul", { a: dLogits, b: x, c: headGrad }, { m: vocab, n: width, k: n, transA: true, accumulate: true, dtype });
+  }
+  const lossSum = g.tensor([1], "f32", "output", name);
+  addKernelNode(g, "sum", { x: losses, out: lossSum }, { n: rows, dtype: "f32" });
+  return { lossSum, dHidden, headGrad };
+}

@@ -1,0 +1,62 @@
+import { describe, expect, it } from "vitest";
+import { seededRandom } from "@kiln/contract/conformance";
+import { appendBackward } from "../src/autodiff/append-backward.js";
+import { Graph } from "../src/graph/graph.js";
+import { chunkedClassifierLoss, logitsChunkRows } from "../src/ops/classifier-loss.js";
+import { crossEntropyLoss, linear } from "../src/ops/index.js";
+import { buildTrainingGraph } from "../src/model/build-graph.js";
+import { resolveModelConfig } from "../src/model/architectures.js";
+import { paramLayout } from "../src/model/param-layout.js";
+import { runF64 } from "./support/f64-interpreter.js";
+
+const ROWS = 7, WIDTH = 5, VOCAB = 11;
+
+/** hidden = x·w^T (ROWS, WIDTH) -> logits -> loss: d(hidden) reaches w through the ordinary backward pass. */
+function lossGraph(chunkRows: number | undefined) {
+  const g = new Graph();
+  const x = g.tensor([ROWS, WIDTH], "f32", "param", "x");
+  const w = g.tensor([WIDTH, WIDTH], "f32", "param", "w");
+  const head = g.tensor([VOCAB, WIDTH], "f32", "param", "head");
+  const targets = g.tensor([ROWS], "i32", "input", "targets");
+  const hidden = linear(g, x, w, undefined, "out_in", "hidden");
+  if (chunkRows === undefined) {
+    const { lossSum, lossNode } = crossEntropyLoss(g, linear(g, hidden, head, undefined, "out_in", "logits"), targets, "loss");
+    return { g, x, w, head, targets, lossSum, ...appendBackward(g, { lossNode }) };
+  }
+  const before = g.nodes.length;
+  const { lossSum, dHidden, headGrad } = chunkedClassifierLoss(g, hidden, head, targets, "loss", chunkRows);
+  return { g, x, w, head, targets, lossSum, ...appendBackward(g, { before, grads: new Map([[hidden, dHidden]]), paramGrads: new Map([[head, headGrad]]) }) };
+}
+
+describe("the training loss by row chunks", () => {
+  it("gives the loss and every gradient of the whole-logits formulation, chunks of 3 + 3 + 1 rows, one target ignored", () => {
+    const rand = seededRandom(5);
+    const inputs = new Map<string, Float64Array>([
+      ["x", Float64Array.from({ length: ROWS * WIDTH }, () => rand() * 2 - 1)],
+      ["w", Float64Array.from({ length: WIDTH * WIDTH }, () => rand() * 2 - 1)],
+      ["head", Float64Array.from({ length: VOCAB * WIDTH }, () => rand() * 2 - 1)],
+    ]);
+    const targets = Float64Array.from({ length: ROWS }, (_, i) => (i === 4 ? -1 : (i * 3) % VOCAB));
+    const run = (chunkRows: number | undefined) => {
+      const r = lossGraph(chunkRows);
+      const storage = new Map<number, Float64Array>([[r.x, inputs.get("x")!.slice()], [r.w, inputs.get("w")!.slice()], [r.head, inputs.get("head")!.slice()], [r.targets, targets]]);
+      runF64(r.g, storage, { lossScale: 0.5 });
+      return { loss: storage.get(r.lossSum)![0], grads: [r.w, r.head].map((p) => storage.get(r.paramGrads.get(p)!)!) };
+    };
+    const whole = run(undefined);
+    const chunked = run(3);
+    expect(chunked.loss).toBeCloseTo(whole.loss, 12);
+    chunked.grads.forEach((grad, i) => grad.forEach((v, j) => expect(v, `${["w", "head"][i]}[${j}]`).toBeCloseTo(whole.grads[i][j], 12)));
+    for (const grad of whole.grads) expect(Math.max(...grad.map(Math.abs))).toBeGreaterThan(1e-3);
+  });
+
+  it("never holds the whole logits in a training graph, and keeps chunks of at least 256 rows", () => {
+    const c = resolveModelConfig({ arch: "gpt2", vocabSize: 8192, hiddenSize: 64, numLayers: 1, numHeads: 2, maxSeqLen: 256 });
+    const { graph } = buildTrainingGraph(c, paramLayout(c), 8, 256);
+    const logits = graph.tensors.filter((t) => t.shape.length === 2 && t.shape[1] === 8192).map((t) => t.shape[0]);
+    expect(new Set(logits)).toEqual(new Set([512]));
+    expect(logitsChunkRows(2048, 8192, 4)).toBe(512);
+    expect(logitsChunkRows(2048, 50257, 4)).toBe(256);
+    expect(logitsChunkRows(16, 50257, 4)).toBe(16);
+  });
+});
