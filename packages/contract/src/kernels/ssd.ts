@@ -38,7 +38,8 @@ export interface SsdScanDims {
   bcRowStride?: number;
 }
 
-export interface SsdScanForwardArgs extends SsdScanDims {
+/** The scan's inputs, read by both kernels. */
+interface SsdScanInputs extends SsdScanDims {
   x: Operand;
   dt: Operand;
   dtBias: Operand;
@@ -46,9 +47,12 @@ export interface SsdScanForwardArgs extends SsdScanDims {
   B: Operand;
   C: Operand;
   D: Operand;
+  dtype: FloatDType;
+}
+
+export interface SsdScanForwardArgs extends SsdScanInputs {
   y: Operand;
   states: Operand;
-  dtype: FloatDType;
 }
 
 /**
@@ -60,15 +64,8 @@ export interface SsdScanForwardArgs extends SsdScanDims {
  *   dDtBias, dALog, dD: (heads), accumulate (parameter gradients), summed over batch and
  *     time in f32 in a fixed order and added once: the same bits on every call.
  */
-export interface SsdScanBackwardArgs extends SsdScanDims {
+export interface SsdScanBackwardArgs extends SsdScanInputs {
   dY: Operand;
-  x: Operand;
-  dt: Operand;
-  dtBias: Operand;
-  aLog: Operand;
-  B: Operand;
-  C: Operand;
-  D: Operand;
   states: Operand;
   dX: Operand;
   dDt: Operand;
@@ -77,7 +74,6 @@ export interface SsdScanBackwardArgs extends SsdScanDims {
   dDtBias: Operand;
   dALog: Operand;
   dD: Operand;
-  dtype: FloatDType;
 }
 
 /** Longest state (stateSize) and head (headDim) the backends support. */

@@ -2,20 +2,28 @@ import type { Graph } from "../graph/graph.js";
 import { addKernelNode } from "../graph/kernel-node.js";
 import { type GradRule, kernelAttrs, operandOf } from "./grad-rule.js";
 
-/** GELU (tanh approximation), element-wise. */
-export function gelu(g: Graph, x: number, name: string): number {
-  const out = g.tensor(g.info(x).shape, g.info(x).dtype, "activation", name);
-  addKernelNode(g, "geluForward", { x, out }, { n: g.elements(x), dtype: g.info(x).dtype }, { grad: "gelu" });
-  return out;
+/** An element-wise activation: its op (forward kernel, gradient rule named `grad`) and its gradient rule. */
+function unaryActivation(forward: "geluForward" | "siluForward", backward: "geluBackward" | "siluBackward", grad: string) {
+  const op = (g: Graph, x: number, name: string): number => {
+    const out = g.tensor(g.info(x).shape, g.info(x).dtype, "activation", name);
+    addKernelNode(g, forward, { x, out }, { n: g.elements(x), dtype: g.info(x).dtype }, { grad });
+    return out;
+  };
+  const rule: GradRule = (node, b, [dOut]) => {
+    const x = operandOf(node, "x");
+    if (dOut === undefined || !b.needsGrad(x)) return;
+    const dX = b.activation(b.graph.info(x).shape, x, `d(${b.graph.info(x).name})`);
+    addKernelNode(b.graph, backward, { x, dOut, dX }, { ...kernelAttrs(node).args });
+    b.addGrad(x, dX);
+  };
+  return [op, rule] as const;
 }
 
-export const geluGrad: GradRule = (node, b, [dOut]) => {
-  const x = operandOf(node, "x");
-  if (dOut === undefined || !b.needsGrad(x)) return;
-  const dX = b.activation(b.graph.info(x).shape, x, `d(${b.graph.info(x).name})`);
-  addKernelNode(b.graph, "geluBackward", { x, dOut, dX }, { ...kernelAttrs(node).args });
-  b.addGrad(x, dX);
-};
+/** GELU (tanh approximation), element-wise. */
+export const [gelu, geluGrad] = unaryActivation("geluForward", "geluBackward", "gelu");
+
+/** SiLU, x·sigmoid(x), element-wise (Mamba2 after its convolution). */
+export const [silu, siluGrad] = unaryActivation("siluForward", "siluBackward", "silu");
 
 /** SwiGLU: silu(gate) * up, element-wise (Llama's MLP). */
 export function swiGlu(g: Graph, gate: number, up: number, name: string): number {
@@ -35,17 +43,3 @@ export const swiGluGrad: GradRule = (node, b, [dOut]) => {
   b.addGrad(up, dUp);
 };
 
-/** SiLU, x·sigmoid(x), element-wise (Mamba2 after its convolution). */
-export function silu(g: Graph, x: number, name: string): number {
-  const out = g.tensor(g.info(x).shape, g.info(x).dtype, "activation", name);
-  addKernelNode(g, "siluForward", { x, out }, { n: g.elements(x), dtype: g.info(x).dtype }, { grad: "silu" });
-  return out;
-}
-
-export const siluGrad: GradRule = (node, b, [dOut]) => {
-  const x = operandOf(node, "x");
-  if (dOut === undefined || !b.needsGrad(x)) return;
-  const dX = b.activation(b.graph.info(x).shape, x, `d(${b.graph.info(x).name})`);
-  addKernelNode(b.graph, "siluBackward", { x, dOut, dX }, { ...kernelAttrs(node).args });
-  b.addGrad(x, dX);
-};
