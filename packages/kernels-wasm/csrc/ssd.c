@@ -62,17 +62,18 @@ static void forward_head(const SsdArgs* a, const SsdDims* d, size_t b, size_t h,
       /* W[t][s] = exp(lam_t - lam_s) (C_t . B_s) dt_s, s <= t (lanes past t are not read) */
       float* wr = W + t * Q4;
       const float* ct = Ct + t * N4;
-      for (size_t s = 0; s <= t; s++) wr[s] = ssd_dot(ct, Bt + s * N4, N4);
+      ssd_dots(ct, Bt, N4, t + 1, N4, wr);
       const v128_t lt = wasm_f32x4_splat(lam[t]);
       for (size_t s = 0; s <= t; s += 4) {
         const v128_t dec = kiln_exp_f32x4(wasm_f32x4_sub(lt, wasm_v128_load(lam + s)));
         wasm_v128_store(wr + s, wasm_f32x4_mul(wasm_f32x4_mul(wasm_v128_load(wr + s), dec), wasm_v128_load(dt + s)));
       }
       const float eL = ssd_exp(lam[t]);
-      for (size_t p = 0; p < P; p++) yrow[p] = eL * ssd_dot(S + p * N4, ct, N4);
+      ssd_dots(ct, S, N4, P, N4, yrow);
       for (size_t p = P; p < P4; p++) yrow[p] = 0.0f;
+      ssd_scale(yrow, eL, P4);
       ssd_axpy(yrow, Dh, X + t * P4, P4);
-      for (size_t s = 0; s <= t; s++) ssd_axpy(yrow, wr[s], X + s * P4, P4);
+      ssd_gemv(yrow, P4, wr, 1, 0, X, P4, t + 1);
       ssd_store_row(a->y, ((b * L + t0 + t) * H + h) * P, yrow, P, dtc);
     }
     /* the state leaving the chunk */
@@ -82,7 +83,7 @@ static void forward_head(const SsdArgs* a, const SsdDims* d, size_t b, size_t h,
     for (size_t p = 0; p < P; p++) {
       float* row = S + p * N4;
       ssd_scale(row, eE, N4);
-      for (size_t s = 0; s < len; s++) ssd_axpy(row, coef[s] * X[s * P4 + p], Bt + s * N4, N4);
+      ssd_gemv(row, N4, X + p, P4, coef, Bt, N4, len);
     }
   }
 }

@@ -140,6 +140,63 @@ KILN_INLINE void ssd_scale(float* y, float s, size_t n4) {
   for (size_t i = 0; i < n4; i += 4) wasm_v128_store(y + i, wasm_f32x4_mul(wasm_v128_load(y + i), sv));
 }
 
+/*
+ * The two inner kernels below stay functions of their own: inlined into the long
+ * per-chunk functions, V8's register allocator spills their accumulators inside the
+ * loops (twice as slow on a Mamba2 shape).
+ */
+#define SSD_KERNEL static __attribute__((noinline))
+
+/* out[j] = ssd_dot(a, b + j bs, n4) for j < count: four dot products at a time, sharing a's loads. */
+SSD_KERNEL void ssd_dots(const float* a, const float* b, size_t bs, size_t count, size_t n4, float* out) {
+  size_t j = 0;
+  for (; j + 4 <= count; j += 4) {
+    const float* b0 = b + j * bs;
+    v128_t c0 = wasm_f32x4_splat(0.0f), c1 = c0, c2 = c0, c3 = c0;
+    for (size_t i = 0; i < n4; i += 4) {
+      const v128_t av = wasm_v128_load(a + i);
+      c0 = KILN_MADD(c0, av, wasm_v128_load(b0 + i));
+      c1 = KILN_MADD(c1, av, wasm_v128_load(b0 + bs + i));
+      c2 = KILN_MADD(c2, av, wasm_v128_load(b0 + 2 * bs + i));
+      c3 = KILN_MADD(c3, av, wasm_v128_load(b0 + 3 * bs + i));
+    }
+    out[j] = kiln_hsum(c0);
+    out[j + 1] = kiln_hsum(c1);
+    out[j + 2] = kiln_hsum(c2);
+    out[j + 3] = kiln_hsum(c3);
+  }
+  for (; j < count; j++) out[j] = ssd_dot(a, b + j * bs, n4);
+}
+
+/*
+ * y[i] += sum_{j < count} w[j ws] (m ? m[j] : 1) x[j xs + i] for i < n4, j in order: the same
+ * sums as `count` ssd_axpy calls, with y's vectors held in registers across j (16 floats
+ * at a time).
+ */
+SSD_KERNEL void ssd_gemv(float* y, size_t n4, const float* w, size_t ws, const float* m, const float* x, size_t xs, size_t count) {
+  size_t i = 0;
+  for (; i + 16 <= n4; i += 16) {
+    v128_t a0 = wasm_v128_load(y + i), a1 = wasm_v128_load(y + i + 4), a2 = wasm_v128_load(y + i + 8), a3 = wasm_v128_load(y + i + 12);
+    for (size_t j = 0; j < count; j++) {
+      const v128_t wv = wasm_f32x4_splat(m ? w[j * ws] * m[j] : w[j * ws]);
+      const float* xj = x + j * xs + i;
+      a0 = KILN_MADD(a0, wv, wasm_v128_load(xj));
+      a1 = KILN_MADD(a1, wv, wasm_v128_load(xj + 4));
+      a2 = KILN_MADD(a2, wv, wasm_v128_load(xj + 8));
+      a3 = KILN_MADD(a3, wv, wasm_v128_load(xj + 12));
+    }
+    wasm_v128_store(y + i, a0);
+    wasm_v128_store(y + i + 4, a1);
+    wasm_v128_store(y + i + 8, a2);
+    wasm_v128_store(y + i + 12, a3);
+  }
+  for (; i < n4; i += 4) {
+    v128_t a0 = wasm_v128_load(y + i);
+    for (size_t j = 0; j < count; j++) a0 = KILN_MADD(a0, wasm_f32x4_splat(m ? w[j * ws] * m[j] : w[j * ws]), wasm_v128_load(x + j * xs + i));
+    wasm_v128_store(y + i, a0);
+  }
+}
+
 KILN_INLINE void ssd_zero(float* y, size_t n) {
   for (size_t i = 0; i < n; i++) y[i] = 0.0f;
 }

@@ -91,10 +91,8 @@ static void backward_chunk(const SsdArgs* a, const SsdDims* d, const Work* k, si
   /* W1, W2, dyx over s <= t (lanes past t are not read) */
   for (size_t t = 0; t < len; t++) {
     float *w1 = W1 + t * Q4, *w2 = W2 + t * Q4, *yx = DYX + t * Q4;
-    for (size_t s = 0; s <= t; s++) {
-      w1[s] = ssd_dot(Ct + t * N4, Bt + s * N4, N4);
-      yx[s] = ssd_dot(DY + t * P4, X + s * P4, P4);
-    }
+    ssd_dots(Ct + t * N4, Bt, N4, t + 1, N4, w1);
+    ssd_dots(DY + t * P4, X, P4, t + 1, P4, yx);
     const v128_t lt = wasm_f32x4_splat(lam[t]);
     for (size_t s = 0; s <= t; s += 4) {
       const v128_t dec = kiln_exp_f32x4(wasm_f32x4_sub(lt, wasm_v128_load(lam + s)));
@@ -105,16 +103,14 @@ static void backward_chunk(const SsdArgs* a, const SsdDims* d, const Work* k, si
   /* dS B_s (over n), dS^T x_s and S^T dy_t (over p) */
   for (size_t s = 0; s < len; s++) {
     float* sb = k->dSB + s * P4;
-    for (size_t p = 0; p < P; p++) sb[p] = ssd_dot(dS + p * N4, Bt + s * N4, N4);
+    ssd_dots(Bt + s * N4, dS, N4, P, N4, sb);
     for (size_t p = P; p < P4; p++) sb[p] = 0.0f;
     float* sx = k->dSx + s * N4;
     float* sy = k->StDy + s * N4;
     ssd_zero(sx, N4);
     ssd_zero(sy, N4);
-    for (size_t p = 0; p < P; p++) {
-      ssd_axpy(sx, X[s * P4 + p], dS + p * N4, N4);
-      ssd_axpy(sy, DY[s * P4 + p], S + p * N4, N4);
-    }
+    ssd_gemv(sx, N4, X + s * P4, 1, 0, dS, N4, P);
+    ssd_gemv(sy, N4, DY + s * P4, 1, 0, S, N4, P);
     k->xd[s] = ssd_dot(X + s * P4, sb, P4);
   }
 
@@ -123,7 +119,7 @@ static void backward_chunk(const SsdArgs* a, const SsdDims* d, const Work* k, si
     float* dx = k->DX + s * P4;
     ssd_zero(dx, P4);
     ssd_axpy(dx, k->eE[s], k->dSB + s * P4, P4);
-    for (size_t t = s; t < len; t++) ssd_axpy(dx, W1[t * Q4 + s], DY + t * P4, P4);
+    ssd_gemv(dx, P4, W1 + s * Q4 + s, Q4, 0, DY + s * P4, P4, len - s);
     ssd_scale(dx, dt[s], P4);
     ssd_axpy(dx, Dh, DY + s * P4, P4);
     ssd_store_row(a->dx, (b * L + t0 + s) * d->xs + h * P, dx, P, dtc);
@@ -132,13 +128,13 @@ static void backward_chunk(const SsdArgs* a, const SsdDims* d, const Work* k, si
   for (size_t s = 0; s < len; s++) {
     ssd_zero(k->row, N4);
     ssd_axpy(k->row, k->eE[s], k->dSx + s * N4, N4);
-    for (size_t t = s; t < len; t++) ssd_axpy(k->row, W2[t * Q4 + s], Ct + t * N4, N4);
+    ssd_gemv(k->row, N4, W2 + s * Q4 + s, Q4, 0, Ct + s * N4, N4, len - s);
     ssd_axpy(k->dBacc + (t0 + s) * N4, dt[s], k->row, N4);
   }
   for (size_t t = 0; t < len; t++) {
     ssd_zero(k->row, N4);
     ssd_axpy(k->row, k->eL[t], k->StDy + t * N4, N4);
-    for (size_t s = 0; s <= t; s++) ssd_axpy(k->row, W2[t * Q4 + s] * dt[s], Bt + s * N4, N4);
+    ssd_gemv(k->row, N4, W2 + t * Q4, 1, dt, Bt, N4, t + 1);
     ssd_axpy(k->dCacc + (t0 + t) * N4, 1.0f, k->row, N4);
   }
 
@@ -186,7 +182,7 @@ static void backward_chunk(const SsdArgs* a, const SsdDims* d, const Work* k, si
   for (size_t p = 0; p < P; p++) {
     float* row = dS + p * N4;
     ssd_scale(row, eEall, N4);
-    for (size_t t = 0; t < len; t++) ssd_axpy(row, k->eL[t] * DY[t * P4 + p], Ct + t * N4, N4);
+    ssd_gemv(row, N4, DY + p, P4, k->eL, Ct, N4, len);
   }
 }
 
