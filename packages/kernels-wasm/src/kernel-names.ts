@@ -48,6 +48,9 @@ export const KERNEL_NAMES = [
   "kiln_copy_strided",
   "kiln_conv1d_causal_forward",
   "kiln_conv1d_causal_backward",
+  "kiln_ssd_scan_forward",
+  "kiln_ssd_scan_backward",
+  "kiln_ssd_scan_param_reduce",
 ] as const;
 
 export type KernelName = (typeof KERNEL_NAMES)[number];

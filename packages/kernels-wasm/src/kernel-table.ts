@@ -17,6 +17,7 @@ import { EMBEDDING_KERNELS } from "./backend-embedding.js";
 import { GROUPED_MATMUL_KERNELS } from "./backend-grouped-matmul.js";
 import { MOE_MOVE_KERNELS } from "./backend-moe-move.js";
 import { MOE_ROUTE_KERNELS } from "./backend-moe-route.js";
+import { SSD_KERNELS } from "./backend-ssd.js";
 
 /** What a contract kernel runs with: the runtime (threads, args block) and the buffer table. */
 export interface WasmKernelContext {
@@ -46,6 +47,7 @@ export const WASM_KERNELS: WasmKernelTable = {
   ...CONVERT_KERNELS,
   ...COPY_KERNELS,
   ...CONV1D_KERNELS,
+  ...SSD_KERNELS,
   ...ATTENTION_KERNELS,
   ...NORM_KERNELS,
   ...ACTIVATION_KERNELS,
