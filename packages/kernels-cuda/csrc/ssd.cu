@@ -1,0 +1,480 @@
+// ssd.cu: ssdScanForward and ssdScanBackward, Mamba2's selective state space scan
+// (state space duality), computed by chunks of Q tokens, f32 sums for every dtype.
+// Per batch b and head h (group g shares B and C), dt_t = softplus(dtRaw + dtBias[h]),
+// A = -exp(aLog[h]), Λ_t the running sum of dt·A inside t's chunk (E_c its last value):
+//   forward
+//     prep       one thread per (b, h, chunk): dt_t and Λ_t into f32 scratch
+//     contrib    block (chunk c, b·h, 256 state elements): Σ_s exp(E_c − Λ_s) dt_s x_s B_sᵀ
+//                written to states[c+1] (the chunks in parallel)
+//     carry      one thread per (b, h, state element): states[0] = 0,
+//                states[c] = exp(E_{c−1}) states[c−1] + contribution, chunks in order
+//     y          block per (token t, b·h): C_t·B_s for the chunk's s ≤ t (a warp per s),
+//                S C_t (a warp per row of the entry state S), then a thread per p:
+//                y_t = D x_t + exp(Λ_t) S C_t + Σ_s exp(Λ_t − Λ_s) (C_t·B_s) dt_s x_s
+//   backward (dS_c: the adjoint of the state leaving chunk c, zero for the last chunk)
+//     prep, then contrib/carry mirrored: dS_{c−1} = exp(E_c) dS_c + Σ_{t∈c} exp(Λ_t) dy_t C_tᵀ
+//     token      block per (token s, b·h): the chunk's C·B and dy·x products that involve s
+//                (a warp per other token), dS B_s (a warp per row), dSᵀ x_s and Sᵀ dy_s (a
+//                thread per state column); writes dX, this head's shares of dB_s and dC_s
+//                (f32 scratch), and s's scalars (dt gradient before the decay term, the
+//                gradient of Λ_s, the state term handed to the chunk's last token, dy·x)
+//     chunk      one thread per (b, h, chunk): the reverse running sum of dΛ, dDt (with
+//                softplus' derivative), f32 partials of dDtBias, dA and dD per chunk
+//     params     one thread per head: partials summed over (batch, chunk) in order, added once
+//     groups     one thread per (row, group, n): dB and dC, the group's heads summed in order
+// Every sum runs in a fixed order and no kernel uses atomics: the same bits on every call.
+#include "kiln_cuda.h"
+
+namespace kiln {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kMaxQ = 256;  // SSD_MAX_CHUNK_SIZE in @kiln/contract
+constexpr int kMaxP = 256;  // SSD_MAX_HEAD_DIM
+constexpr int kMaxN = 256;  // SSD_MAX_STATE_SIZE
+
+struct SsdDims {
+  int64_t batch, L, H, P, G, N, Q, chunks;
+  int64_t xs, dts, bcs;  // row strides of x, dtRaw, B/C (and their gradients)
+  __host__ __device__ int64_t PN() const { return P * N; }
+};
+
+__device__ __forceinline__ float softplus_f(float v) { return v > 20.0f ? v : log1pf(expf(v)); }
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+/** dtv[bh*L + t] = dt_t, lam[bh*L + t] = Λ_t; one thread per (b, h, chunk). */
+template <typename T>
+__global__ void __launch_bounds__(kThreads) ssd_prep_kernel(const T* dt_raw, const T* dt_bias, const T* a_log, float* dtv, float* lam, SsdDims d) {
+  const int64_t total = d.batch * d.H * d.chunks;
+  for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < total; i += int64_t{gridDim.x} * kThreads) {
+    const int64_t bh = i / d.chunks, c = i - bh * d.chunks;
+    const int64_t b = bh / d.H, h = bh - b * d.H;
+    const float A = -expf(to_f32(a_log[h]));
+    const float bias = to_f32(dt_bias[h]);
+    const int64_t t0 = c * d.Q, t1 = t0 + d.Q < d.L ? t0 + d.Q : d.L;
+    float run = 0.0f;
+    for (int64_t t = t0; t < t1; t++) {
+      const float dt = softplus_f(to_f32(dt_raw[(b * d.L + t) * d.dts + h]) + bias);
+      run += dt * A;
+      dtv[bh * d.L + t] = dt;
+      lam[bh * d.L + t] = run;
+    }
+  }
+}
+
+/**
+ * Block (chunk c = blockIdx.x + 1, b·h, 256 elements of the P×N state): a thread per (p, n),
+ *   out[(bh*chunks + c − 1)·PN + p·N + n] (+ `shift`·PN) = Σ_{t∈chunk} w_t u_t[p] v_t[n]
+ * forward (kForward): chunk c − 1, w_t = exp(E − Λ_t) dt_t, u = x, v = B, written to states[c];
+ * backward: chunk c, w_t = exp(Λ_t), u = dy (dense), v = C, written to dS[c − 1].
+ */
+template <typename T, bool kForward>
+__global__ void __launch_bounds__(kThreads) ssd_chunk_outer_kernel(const T* u, const T* v, const float* dtv, const float* lam, float* out, SsdDims d) {
+  __shared__ float w[kMaxQ];
+  const int64_t bh = blockIdx.y;
+  const int64_t b = bh / d.H, h = bh - b * d.H, g = h / (d.H / d.G);
+  const int64_t c = kForward ? blockIdx.x : blockIdx.x + 1;  // the chunk summed
+  const int64_t t0 = c * d.Q, t1 = t0 + d.Q < d.L ? t0 + d.Q : d.L;
+  const float* lr = lam + bh * d.L;
+  const float E = lr[t1 - 1];
+  for (int64_t t = t0 + threadIdx.x; t < t1; t += kThreads) w[t - t0] = kForward ? expf(E - lr[t]) * dtv[bh * d.L + t] : expf(lr[t]);
+  __syncthreads();
+  const int64_t i = blockIdx.z * int64_t{kThreads} + threadIdx.x;
+  if (i >= d.PN()) return;
+  const int64_t p = i / d.N, n = i - p * d.N;
+  float acc = 0.0f;
+  for (int64_t t = t0; t < t1; t++) {
+    const int64_t row = b * d.L + t;
+    const float uu = kForward ? to_f32(u[row * d.xs + h * d.P + p]) : to_f32(u[(row * d.H + h) * d.P + p]);
+    acc = fmaf(w[t - t0] * uu, to_f32(v[row * d.bcs + g * d.N + n]), acc);
+  }
+  out[(bh * d.chunks + blockIdx.x) * d.PN() + (kForward ? d.PN() : 0) + i] = acc;
+}
+
+/**
+ * One thread per (b·h, state element): the chunks' contributions (already in buf) turned
+ * into the carried value, chunks in order (forward: buf[0] = 0, buf[c] += exp(E_{c−1}) buf[c−1])
+ * or in reverse (backward: buf[last] = 0, buf[c] += exp(E_{c+1}) buf[c+1]).
+ */
+template <bool kForward>
+__global__ void __launch_bounds__(kThreads) ssd_carry_kernel(float* buf, const float* lam, SsdDims d) {
+  const int64_t total = d.batch * d.H * d.PN();
+  for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < total; i += int64_t{gridDim.x} * kThreads) {
+    const int64_t bh = i / d.PN(), e = i - bh * d.PN();
+    float* s = buf + bh * d.chunks * d.PN() + e;
+    const float* lr = lam + bh * d.L;
+    float run = 0.0f;
+    if (kForward) {
+      s[0] = 0.0f;
+      for (int64_t c = 1; c < d.chunks; c++) {
+        run = expf(lr[c * d.Q - 1]) * run + s[c * d.PN()];
+        s[c * d.PN()] = run;
+      }
+    } else {
+      s[(d.chunks - 1) * d.PN()] = 0.0f;
+      for (int64_t c = d.chunks - 2; c >= 0; c--) {
+        const int64_t last = (c + 2) * d.Q < d.L ? (c + 2) * d.Q : d.L;
+        run = expf(lr[last - 1]) * run + s[c * d.PN()];
+        s[c * d.PN()] = run;
+      }
+    }
+  }
+}
+
+/** Block (token t, b·h): y_t (see the file's head). */
+template <typename T>
+__global__ void __launch_bounds__(kThreads) ssd_y_kernel(const T* x, const T* Bm, const T* Cm, const T* Dv, const float* states, const float* dtv,
+                                                          const float* lam, T* y, SsdDims d) {
+  __shared__ float cs[kMaxN];
+  __shared__ float coef[kMaxQ];
+  __shared__ float sc[kMaxP];
+  const int64_t t = blockIdx.x, bh = blockIdx.y;
+  const int64_t b = bh / d.H, h = bh - b * d.H, g = h / (d.H / d.G);
+  const int64_t c = t / d.Q, t0 = c * d.Q;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int64_t row = b * d.L + t;
+  const float* lr = lam + bh * d.L;
+  const float* dr = dtv + bh * d.L;
+  const T* crow = Cm + row * d.bcs + g * d.N;
+  for (int64_t n = tid; n < d.N; n += kThreads) cs[n] = to_f32(crow[n]);
+  __syncthreads();
+  const float lt = lr[t];
+  for (int64_t s = t0 + warp; s <= t; s += kWarps) {
+    const T* brow = Bm + (b * d.L + s) * d.bcs + g * d.N;
+    float a = 0.0f;
+    for (int64_t n = lane; n < d.N; n += 32) a = fmaf(cs[n], to_f32(brow[n]), a);
+    a = warp_sum(a);
+    if (lane == 0) coef[s - t0] = expf(lt - lr[s]) * a * dr[s];
+  }
+  const float* S = states + (bh * d.chunks + c) * d.PN();
+  for (int64_t p = warp; p < d.P; p += kWarps) {
+    float a = 0.0f;
+    for (int64_t n = lane; n < d.N; n += 32) a = fmaf(S[p * d.N + n], cs[n], a);
+    a = warp_sum(a);
+    if (lane == 0) sc[p] = a;
+  }
+  __syncthreads();
+  const float D = to_f32(Dv[h]), el = expf(lt);
+  for (int64_t p = tid; p < d.P; p += kThreads) {
+    const T* xp = x + h * d.P + p;
+    float acc = 0.0f;
+    for (int64_t s = t0; s <= t; s++) acc = fmaf(coef[s - t0], to_f32(xp[(b * d.L + s) * d.xs]), acc);
+    y[(row * d.H + h) * d.P + p] = from_f32<T>(D * to_f32(xp[row * d.xs]) + el * sc[p] + acc);
+  }
+}
+
+/** Per-token scratch of the backward: f32, indexed bh*L + s. */
+struct SsdTokenScratch {
+  float* ddt;   // dt gradient before the A·dl term
+  float* dlam;  // gradient of Λ_s (all but the state terms the chunk's last token collects)
+  float* q;     // exp(E − Λ_s) dt_s x_sᵀ dS B_s: added to the last token's dΛ, taken from s's
+  float* dd;    // dy_s · x_s
+  float* dbh;   // (B, L, H, N) this head's share of dB
+  float* dch;   // (B, L, H, N) this head's share of dC
+};
+
+/** Block (token s, b·h): see the file's head. */
+template <typename T>
+__global__ void __launch_bounds__(kThreads) ssd_token_backward_kernel(const T* dy, const T* x, const T* Bm, const T* Cm, const T* Dv, const float* states,
+                                                                      const float* dstate, const float* dtv, const float* lam, T* dx, SsdTokenScratch o,
+                                                                      SsdDims d) {
+  __shared__ float bs[kMaxN], cs[kMaxN], gc[kMaxN];
+  __shared__ float xs[kMaxP], dys[kMaxP], gx[kMaxP];
+  __shared__ float col_cb[kMaxQ], col_dyx[kMaxQ], col_e[kMaxQ];  // t ≥ s: C_t·B_s, dy_t·x_s, exp(Λ_t − Λ_s)
+  __shared__ float row_cb[kMaxQ], row_dyx[kMaxQ], row_e[kMaxQ];  // k ≤ s: C_s·B_k, dy_s·x_k, exp(Λ_s − Λ_k)
+  __shared__ float red[kThreads];
+  const int64_t s = blockIdx.x, bh = blockIdx.y;
+  const int64_t b = bh / d.H, h = bh - b * d.H, g = h / (d.H / d.G);
+  const int64_t c = s / d.Q, t0 = c * d.Q, t1 = t0 + d.Q < d.L ? t0 + d.Q : d.L;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int64_t row = b * d.L + s;
+  const float* lr = lam + bh * d.L;
+  const float* dr = dtv + bh * d.L;
+  const int64_t bc0 = g * d.N, x0 = h * d.P;
+  for (int64_t n = tid; n < d.N; n += kThreads) {
+    bs[n] = to_f32(Bm[row * d.bcs + bc0 + n]);
+    cs[n] = to_f32(Cm[row * d.bcs + bc0 + n]);
+  }
+  for (int64_t p = tid; p < d.P; p += kThreads) {
+    xs[p] = to_f32(x[row * d.xs + x0 + p]);
+    dys[p] = to_f32(dy[(row * d.H + h) * d.P + p]);
+  }
+  __syncthreads();
+  const float ls = lr[s], E = lr[t1 - 1], es = expf(E - ls), dts = dr[s];
+  // The chunk's products that involve s: a warp per other token k.
+  for (int64_t k = t0 + warp; k < t1; k += kWarps) {
+    const int64_t rk = b * d.L + k;
+    if (k >= s) {
+      const T* crow = Cm + rk * d.bcs + bc0;
+      const T* dyrow = dy + (rk * d.H + h) * d.P;
+      float cb = 0.0f, dyx = 0.0f;
+      for (int64_t n = lane; n < d.N; n += 32) cb = fmaf(to_f32(crow[n]), bs[n], cb);
+      for (int64_t p = lane; p < d.P; p += 32) dyx = fmaf(to_f32(dyrow[p]), xs[p], dyx);
+      cb = warp_sum(cb);
+      dyx = warp_sum(dyx);
+      if (lane == 0) {
+        col_cb[k - t0] = cb;
+        col_dyx[k - t0] = dyx;
+        col_e[k - t0] = expf(lr[k] - ls);
+      }
+    }
+    if (k <= s) {
+      const T* brow = Bm + rk * d.bcs + bc0;
+      const T* xrow = x + rk * d.xs + x0;
+      float cb = 0.0f, dyx = 0.0f;
+      for (int64_t n = lane; n < d.N; n += 32) cb = fmaf(cs[n], to_f32(brow[n]), cb);
+      for (int64_t p = lane; p < d.P; p += 32) dyx = fmaf(dys[p], to_f32(xrow[p]), dyx);
+      cb = warp_sum(cb);
+      dyx = warp_sum(dyx);
+      if (lane == 0) {
+        row_cb[k - t0] = cb;
+        row_dyx[k - t0] = dyx;
+        row_e[k - t0] = expf(ls - lr[k]);
+      }
+    }
+  }
+  const float* S = states + (bh * d.chunks + c) * d.PN();
+  const float* dS = dstate + (bh * d.chunks + c) * d.PN();
+  // gx = dS B_s: a warp per row p.
+  for (int64_t p = warp; p < d.P; p += kWarps) {
+    float a = 0.0f;
+    for (int64_t n = lane; n < d.N; n += 32) a = fmaf(dS[p * d.N + n], bs[n], a);
+    a = warp_sum(a);
+    if (lane == 0) gx[p] = a;
+  }
+  __syncthreads();
+  // A thread per column n: dSᵀ x_s, Sᵀ dy_s, this head's shares of dB_s and dC_s.
+  for (int64_t n = tid; n < d.N; n += kThreads) {
+    float gb = 0.0f, gcn = 0.0f;
+    for (int64_t p = 0; p < d.P; p++) {
+      gb = fmaf(dS[p * d.N + n], xs[p], gb);
+      gcn = fmaf(S[p * d.N + n], dys[p], gcn);
+    }
+    gc[n] = gcn;
+    float db = 0.0f, dc = 0.0f;
+    for (int64_t t = s; t < t1; t++) db = fmaf(col_e[t - t0] * col_dyx[t - t0], to_f32(Cm[(b * d.L + t) * d.bcs + bc0 + n]), db);
+    for (int64_t k = t0; k <= s; k++) dc = fmaf(row_e[k - t0] * row_dyx[k - t0] * dr[k], to_f32(Bm[(b * d.L + k) * d.bcs + bc0 + n]), dc);
+    o.dbh[(row * d.H + h) * d.N + n] = dts * (db + es * gb);
+    o.dch[(row * d.H + h) * d.N + n] = expf(ls) * gcn + dc;
+  }
+  // A thread per p: dx_s.
+  const float D = to_f32(Dv[h]);
+  for (int64_t p = tid; p < d.P; p += kThreads) {
+    float a = 0.0f;
+    for (int64_t t = s; t < t1; t++) a = fmaf(col_e[t - t0] * col_cb[t - t0], to_f32(dy[((b * d.L + t) * d.H + h) * d.P + p]), a);
+    dx[row * d.xs + x0 + p] = from_f32<T>(D * dys[p] + dts * (a + es * gx[p]));
+  }
+  // The chunk's last token collects exp(E) <dS, S>.
+  const bool last = s == t1 - 1;
+  if (last) {
+    float a = 0.0f;
+    for (int64_t e = tid; e < d.PN(); e += kThreads) a = fmaf(dS[e], S[e], a);
+    red[tid] = a;
+  }
+  __syncthreads();
+  if (tid != 0) return;
+  float r = 0.0f, dd = 0.0f, u = 0.0f;
+  for (int64_t p = 0; p < d.P; p++) {
+    r = fmaf(xs[p], gx[p], r);
+    dd = fmaf(dys[p], xs[p], dd);
+  }
+  for (int64_t n = 0; n < d.N; n++) u = fmaf(cs[n], gc[n], u);
+  float mall = 0.0f, mstrict = 0.0f, intra = 0.0f;
+  for (int64_t t = s; t < t1; t++) {
+    const float m = col_e[t - t0] * col_cb[t - t0] * col_dyx[t - t0];
+    mall += m;
+    if (t > s) mstrict += m;
+  }
+  for (int64_t k = t0; k < s; k++) intra = fmaf(dr[k], row_e[k - t0] * row_cb[k - t0] * row_dyx[k - t0], intra);
+  const float q = es * dts * r;
+  float dl = intra - dts * mstrict + expf(ls) * u - q;
+  if (last) {
+    float ss = 0.0f;
+    for (int i = 0; i < kThreads; i++) ss += red[i];
+    dl += expf(E) * ss;
+  }
+  const int64_t at = bh * d.L + s;
+  o.ddt[at] = mall + es * r;
+  o.dlam[at] = dl;
+  o.q[at] = q;
+  o.dd[at] = dd;
+}
+
+/**
+ * One thread per (b, h, chunk): dΛ's reverse running sum dl, ddt_s += A dl_s, dDt with
+ * softplus' derivative; partials (h, b·chunks + c) of Σ dDt, Σ dt·dl (dA) and Σ dy·x.
+ */
+template <typename T>
+__global__ void __launch_bounds__(kThreads) ssd_chunk_backward_kernel(const T* dt_raw, const T* dt_bias, const T* a_log, const float* dtv, SsdTokenScratch o,
+                                                                      T* ddt_out, float* part, SsdDims d) {
+  const int64_t total = d.batch * d.H * d.chunks;
+  for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < total; i += int64_t{gridDim.x} * kThreads) {
+    const int64_t bh = i / d.chunks, c = i - bh * d.chunks;
+    const int64_t b = bh / d.H, h = bh - b * d.H;
+    const float A = -expf(to_f32(a_log[h]));
+    const float bias = to_f32(dt_bias[h]);
+    const int64_t t0 = c * d.Q, t1 = t0 + d.Q < d.L ? t0 + d.Q : d.L;
+    float qsum = 0.0f;
+    for (int64_t t = t0; t < t1; t++) qsum += o.q[bh * d.L + t];
+    float dl = qsum, sdt = 0.0f, sa = 0.0f, sd = 0.0f;
+    for (int64_t t = t1 - 1; t >= t0; t--) {
+      const int64_t at = bh * d.L + t;
+      dl += o.dlam[at];
+      const float g = fmaf(A, dl, o.ddt[at]);
+      sa = fmaf(dtv[at], dl, sa);
+      const float v = to_f32(dt_raw[(b * d.L + t) * d.dts + h]) + bias;
+      const float sig = v > 20.0f ? 1.0f : 1.0f / (1.0f + expf(-v));
+      const float graw = g * sig;
+      ddt_out[(b * d.L + t) * d.dts + h] = from_f32<T>(graw);
+      sdt += graw;
+      sd += o.dd[at];
+    }
+    const int64_t slot = h * d.batch * d.chunks + b * d.chunks + c;
+    const int64_t stride = d.H * d.batch * d.chunks;
+    part[slot] = sdt;
+    part[stride + slot] = sa;
+    part[2 * stride + slot] = sd;
+  }
+}
+
+/** One thread per head: the partials summed over (batch, chunk) in order, added once. */
+template <typename T>
+__global__ void __launch_bounds__(kThreads) ssd_param_kernel(const float* part, const T* a_log, T* d_bias, T* d_alog, T* d_d, SsdDims d) {
+  const int64_t h = blockIdx.x * int64_t{kThreads} + threadIdx.x;
+  if (h >= d.H) return;
+  const int64_t per = d.batch * d.chunks, stride = d.H * per;
+  float sdt = 0.0f, sa = 0.0f, sd = 0.0f;
+  for (int64_t k = 0; k < per; k++) {
+    sdt += part[h * per + k];
+    sa += part[stride + h * per + k];
+    sd += part[2 * stride + h * per + k];
+  }
+  const float A = -expf(to_f32(a_log[h]));
+  d_bias[h] = from_f32<T>(to_f32(d_bias[h]) + sdt);
+  d_alog[h] = from_f32<T>(to_f32(d_alog[h]) + A * sa);
+  d_d[h] = from_f32<T>(to_f32(d_d[h]) + sd);
+}
+
+/** One thread per (row, group, n): dB and dC, the group's heads' shares summed in order. */
+template <typename T>
+__global__ void __launch_bounds__(kThreads) ssd_group_sum_kernel(const float* dbh, const float* dch, T* dB, T* dC, SsdDims d) {
+  const int64_t GN = d.G * d.N, total = d.batch * d.L * GN, per = d.H / d.G;
+  for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < total; i += int64_t{gridDim.x} * kThreads) {
+    const int64_t row = i / GN, e = i - row * GN;
+    const int64_t g = e / d.N, n = e - g * d.N;
+    float sb = 0.0f, sc = 0.0f;
+    for (int64_t h = g * per; h < (g + 1) * per; h++) {
+      sb += dbh[(row * d.H + h) * d.N + n];
+      sc += dch[(row * d.H + h) * d.N + n];
+    }
+    dB[row * d.bcs + e] = from_f32<T>(sb);
+    dC[row * d.bcs + e] = from_f32<T>(sc);
+  }
+}
+
+SsdDims dims_of(const KernelCall& c, int first) {
+  // batch, seqLen, heads, headDim, groups, stateSize, chunkSize, xRowStride, dtRowStride, bcRowStride
+  SsdDims d{};
+  d.batch = c.i64(first);
+  d.L = c.i64(first + 1);
+  d.H = c.i64(first + 2);
+  d.P = c.i64(first + 3);
+  d.G = c.i64(first + 4);
+  d.N = c.i64(first + 5);
+  d.Q = c.i64(first + 6);
+  d.xs = c.i64(first + 7);
+  d.dts = c.i64(first + 8);
+  d.bcs = c.i64(first + 9);
+  d.chunks = (d.L + d.Q - 1) / d.Q;
+  return d;
+}
+
+size_t elems(int64_t n) { return static_cast<size_t>(n); }
+/** Scratch offsets rounded to 64 floats (256 bytes). */
+size_t padded(int64_t n) { return (elems(n) + 63) & ~size_t{63}; }
+
+// ssdScanForward: x, dt, dtBias, aLog, B, C, D, y, states | batch, seqLen, heads, headDim, groups, stateSize, chunkSize,
+//                 xRowStride, dtRowStride, bcRowStride, dtype
+void launch_ssd_forward(const KernelCall& c) {
+  const char* name = "ssdScanForward";
+  const SsdDims d = dims_of(c, 9);
+  const int64_t bhl = d.batch * d.H * d.L;
+  float* dtv = static_cast<float*>(c.scratch(sizeof(float) * 2 * padded(bhl)));
+  float* lam = dtv + padded(bhl);
+  float* states = c.ptr<float>(8);
+  dispatch_float(c.i32(19), name, [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = c.ptr<const T>(0);
+    const T* Bm = c.ptr<const T>(4);
+    launch(name, ssd_prep_kernel<T>, grid_stride_blocks(d.batch * d.H * d.chunks, kThreads), kThreads, 0, c.stream, c.ptr<const T>(1), c.ptr<const T>(2),
+           c.ptr<const T>(3), dtv, lam, d);
+    if (d.chunks > 1) {
+      launch(name, ssd_chunk_outer_kernel<T, true>, dim3(static_cast<unsigned>(d.chunks - 1), static_cast<unsigned>(d.batch * d.H), ceil_div(elems(d.PN()), kThreads)),
+             kThreads, 0, c.stream, x, Bm, static_cast<const float*>(dtv), static_cast<const float*>(lam), states, d);
+    }
+    launch(name, ssd_carry_kernel<true>, grid_stride_blocks(d.batch * d.H * d.PN(), kThreads), kThreads, 0, c.stream, states, static_cast<const float*>(lam), d);
+    launch(name, ssd_y_kernel<T>, dim3(static_cast<unsigned>(d.L), static_cast<unsigned>(d.batch * d.H)), kThreads, 0, c.stream, x, Bm, c.ptr<const T>(5),
+           c.ptr<const T>(6), static_cast<const float*>(states), static_cast<const float*>(dtv), static_cast<const float*>(lam), c.ptr<T>(7), d);
+  });
+}
+
+// ssdScanBackward: dY, x, dt, dtBias, aLog, B, C, D, states, dX, dDt, dB, dC, dDtBias, dALog, dD | batch, seqLen, heads,
+//                  headDim, groups, stateSize, chunkSize, xRowStride, dtRowStride, bcRowStride, dtype
+void launch_ssd_backward(const KernelCall& c) {
+  const char* name = "ssdScanBackward";
+  const SsdDims d = dims_of(c, 16);
+  const int64_t bhl = d.batch * d.H * d.L;
+  const int64_t nstate = d.batch * d.H * d.chunks * d.PN();
+  const int64_t nshare = d.batch * d.L * d.H * d.N;
+  const int64_t npart = 3 * d.H * d.batch * d.chunks;
+  float* base = static_cast<float*>(c.scratch(sizeof(float) * (6 * padded(bhl) + padded(nstate) + 2 * padded(nshare) + padded(npart))));
+  float* dtv = base;
+  float* lam = dtv + padded(bhl);
+  SsdTokenScratch o{};
+  o.ddt = lam + padded(bhl);
+  o.dlam = o.ddt + padded(bhl);
+  o.q = o.dlam + padded(bhl);
+  o.dd = o.q + padded(bhl);
+  float* dstate = o.dd + padded(bhl);
+  o.dbh = dstate + padded(nstate);
+  o.dch = o.dbh + padded(nshare);
+  float* part = o.dch + padded(nshare);
+  dispatch_float(c.i32(26), name, [&](auto tag) {
+    using T = decltype(tag);
+    const T* dy = c.ptr<const T>(0);
+    const T* x = c.ptr<const T>(1);
+    const T* dt_raw = c.ptr<const T>(2);
+    const T* dt_bias = c.ptr<const T>(3);
+    const T* a_log = c.ptr<const T>(4);
+    const T* Bm = c.ptr<const T>(5);
+    const T* Cm = c.ptr<const T>(6);
+    launch(name, ssd_prep_kernel<T>, grid_stride_blocks(d.batch * d.H * d.chunks, kThreads), kThreads, 0, c.stream, dt_raw, dt_bias, a_log, dtv, lam, d);
+    if (d.chunks > 1) {
+      launch(name, ssd_chunk_outer_kernel<T, false>, dim3(static_cast<unsigned>(d.chunks - 1), static_cast<unsigned>(d.batch * d.H), ceil_div(elems(d.PN()), kThreads)),
+             kThreads, 0, c.stream, dy, Cm, static_cast<const float*>(dtv), static_cast<const float*>(lam), dstate, d);
+    }
+    launch(name, ssd_carry_kernel<false>, grid_stride_blocks(d.batch * d.H * d.PN(), kThreads), kThreads, 0, c.stream, dstate, static_cast<const float*>(lam), d);
+    launch(name, ssd_token_backward_kernel<T>, dim3(static_cast<unsigned>(d.L), static_cast<unsigned>(d.batch * d.H)), kThreads, 0, c.stream, dy, x, Bm, Cm,
+           c.ptr<const T>(7), c.ptr<const float>(8), static_cast<const float*>(dstate), static_cast<const float*>(dtv), static_cast<const float*>(lam), c.ptr<T>(9),
+           o, d);
+    launch(name, ssd_chunk_backward_kernel<T>, grid_stride_blocks(d.batch * d.H * d.chunks, kThreads), kThreads, 0, c.stream, dt_raw, dt_bias, a_log,
+           static_cast<const float*>(dtv), o, c.ptr<T>(10), part, d);
+    launch(name, ssd_group_sum_kernel<T>, grid_stride_blocks(d.batch * d.L * d.G * d.N, kThreads), kThreads, 0, c.stream, static_cast<const float*>(o.dbh),
+           static_cast<const float*>(o.dch), c.ptr<T>(11), c.ptr<T>(12), d);
+    launch(name, ssd_param_kernel<T>, dim3(ceil_div(elems(d.H), kThreads)), kThreads, 0, c.stream, static_cast<const float*>(part), a_log, c.ptr<T>(13),
+           c.ptr<T>(14), c.ptr<T>(15), d);
+  });
+}
+
+}  // namespace
+
+KILN_REGISTER_KERNEL("ssdScanForward", launch_ssd_forward);
+KILN_REGISTER_KERNEL("ssdScanBackward", launch_ssd_backward);
+
+}  // namespace kiln
