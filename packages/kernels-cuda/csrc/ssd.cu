@@ -8,16 +8,18 @@
 //                written to states[c+1] (the chunks in parallel)
 //     carry      one thread per (b, h, state element): states[0] = 0,
 //                states[c] = exp(E_{c−1}) states[c−1] + contribution, chunks in order
-//     y          block per (token t, b·h): C_t·B_s for the chunk's s ≤ t (a warp per s),
-//                S C_t (a warp per row of the entry state S), then a thread per p:
-//                y_t = D x_t + exp(Λ_t) S C_t + Σ_s exp(Λ_t − Λ_s) (C_t·B_s) dt_s x_s
+//     y          block per (8 tokens t of a chunk, b·h): C_t·B_s for the chunk's s ≤ t (a
+//                warp per s), S C_t (a warp per row of the entry state S), then a thread
+//                per (t, p): y_t = D x_t + exp(Λ_t) S C_t + Σ_s exp(Λ_t − Λ_s) (C_t·B_s) dt_s x_s
 //   backward (dS_c: the adjoint of the state leaving chunk c, zero for the last chunk)
 //     prep, then contrib/carry mirrored: dS_{c−1} = exp(E_c) dS_c + Σ_{t∈c} exp(Λ_t) dy_t C_tᵀ
-//     token      block per (token s, b·h): the chunk's C·B and dy·x products that involve s
-//                (a warp per other token), dS B_s (a warp per row), dSᵀ x_s and Sᵀ dy_s (a
-//                thread per state column); writes dX, this head's shares of dB_s and dC_s
-//                (f32 scratch), and s's scalars (dt gradient before the decay term, the
-//                gradient of Λ_s, the state term handed to the chunk's last token, dy·x)
+//     token      block per (8 tokens s of a chunk, or 4 when 8 do not fit 99 KiB of shared
+//                memory; b·h): the chunk's C·B and dy·x products that involve s (a warp
+//                per chunk token), dS B_s (a warp per row), dSᵀ x_s and Sᵀ dy_s (a thread
+//                per state column), each row of S and dS read once per tile; writes dX,
+//                this head's shares of dB_s and dC_s (f32 scratch), and s's scalars (dt
+//                gradient before the decay term, the gradient of Λ_s, the state term
+//                handed to the chunk's last token, dy·x)
 //     chunk      one thread per (b, h, chunk): the reverse running sum of dΛ, dDt (with
 //                softplus' derivative), f32 partials of dDtBias, dA and dD per chunk
 //     params     one thread per head: partials summed over (batch, chunk) in order, added once
@@ -33,6 +35,9 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kMaxQ = 256;  // SSD_MAX_CHUNK_SIZE in @kiln/contract
 constexpr int kMaxP = 256;  // SSD_MAX_HEAD_DIM
 constexpr int kMaxN = 256;  // SSD_MAX_STATE_SIZE
+constexpr int kYTile = 8;   // tokens per block of the forward's y
+constexpr int kSmallTile = 4, kLargeTile = 8;  // tokens per block of the backward (kLargeTile when its shared memory fits)
+constexpr size_t kMaxSharedBytes = 99 * 1024;  // dynamic shared memory every arch of the build grants a block (sm_86/89/120)
 
 struct SsdDims {
   int64_t batch, L, H, P, G, N, Q, chunks;
@@ -127,45 +132,94 @@ __global__ void __launch_bounds__(kThreads) ssd_carry_kernel(float* buf, const f
   }
 }
 
-/** Block (token t, b·h): y_t (see the file's head). */
+/** The token tile of a block: tokens [ta, tb) of chunk c ([t0, t1)); empty past the sequence. */
+struct SsdTile {
+  int64_t c, t0, t1, ta, tb;
+  __device__ SsdTile(const SsdDims& d, int64_t block, int tile) {
+    const int64_t per = (d.Q + tile - 1) / tile;
+    c = block / per;
+    t0 = c * d.Q;
+    t1 = t0 + d.Q < d.L ? t0 + d.Q : d.L;
+    ta = t0 + (block - c * per) * tile;
+    tb = ta + tile < t1 ? ta + tile : t1;
+  }
+};
+
+/**
+ * Block (kYTile tokens of one chunk, b·h): y (see the file's head). Each row of B and of the
+ * entry state S is read once for the tile's tokens.
+ */
 template <typename T>
 __global__ void __launch_bounds__(kThreads) ssd_y_kernel(const T* x, const T* Bm, const T* Cm, const T* Dv, const float* states, const float* dtv,
                                                           const float* lam, T* y, SsdDims d) {
-  __shared__ float cs[kMaxN];
-  __shared__ float coef[kMaxQ];
-  __shared__ float sc[kMaxP];
-  const int64_t t = blockIdx.x, bh = blockIdx.y;
+  __shared__ float cs[kYTile][kMaxN];
+  __shared__ float coef[kYTile][kMaxQ];
+  __shared__ float sc[kYTile][kMaxP];
+  const SsdTile tl(d, blockIdx.x, kYTile);
+  if (tl.ta >= tl.t1) return;
+  const int64_t bh = blockIdx.y;
   const int64_t b = bh / d.H, h = bh - b * d.H, g = h / (d.H / d.G);
-  const int64_t c = t / d.Q, t0 = c * d.Q;
+  const int nt = static_cast<int>(tl.tb - tl.ta);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int64_t row = b * d.L + t;
   const float* lr = lam + bh * d.L;
   const float* dr = dtv + bh * d.L;
-  const T* crow = Cm + row * d.bcs + g * d.N;
-  for (int64_t n = tid; n < d.N; n += kThreads) cs[n] = to_f32(crow[n]);
+  for (int64_t i = tid; i < kYTile * d.N; i += kThreads) {
+    const int j = static_cast<int>(i / d.N);
+    const int64_t n = i - j * d.N;
+    cs[j][n] = j < nt ? to_f32(Cm[(b * d.L + tl.ta + j) * d.bcs + g * d.N + n]) : 0.0f;
+  }
   __syncthreads();
-  const float lt = lr[t];
-  for (int64_t s = t0 + warp; s <= t; s += kWarps) {
+  // C_t·B_s for the tile's tokens t and the chunk's s up to the tile's last token: a warp per s.
+  for (int64_t s = tl.t0 + warp; s < tl.tb; s += kWarps) {
     const T* brow = Bm + (b * d.L + s) * d.bcs + g * d.N;
-    float a = 0.0f;
-    for (int64_t n = lane; n < d.N; n += 32) a = fmaf(cs[n], to_f32(brow[n]), a);
-    a = warp_sum(a);
-    if (lane == 0) coef[s - t0] = expf(lt - lr[s]) * a * dr[s];
+    float a[kYTile];
+#pragma unroll
+    for (int j = 0; j < kYTile; j++) a[j] = 0.0f;
+    for (int64_t n = lane; n < d.N; n += 32) {
+      const float bv = to_f32(brow[n]);
+#pragma unroll
+      for (int j = 0; j < kYTile; j++) a[j] = fmaf(cs[j][n], bv, a[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < kYTile; j++) a[j] = warp_sum(a[j]);
+    if (lane == 0) {
+#pragma unroll
+      for (int j = 0; j < kYTile; j++) {
+        const int64_t t = tl.ta + j;
+        if (j < nt) coef[j][s - tl.t0] = s <= t ? expf(lr[t] - lr[s]) * a[j] * dr[s] : 0.0f;
+      }
+    }
   }
-  const float* S = states + (bh * d.chunks + c) * d.PN();
+  // S C_t: a warp per row p of the entry state.
+  const float* S = states + (bh * d.chunks + tl.c) * d.PN();
   for (int64_t p = warp; p < d.P; p += kWarps) {
-    float a = 0.0f;
-    for (int64_t n = lane; n < d.N; n += 32) a = fmaf(S[p * d.N + n], cs[n], a);
-    a = warp_sum(a);
-    if (lane == 0) sc[p] = a;
+    float a[kYTile];
+#pragma unroll
+    for (int j = 0; j < kYTile; j++) a[j] = 0.0f;
+    for (int64_t n = lane; n < d.N; n += 32) {
+      const float sv = S[p * d.N + n];
+#pragma unroll
+      for (int j = 0; j < kYTile; j++) a[j] = fmaf(sv, cs[j][n], a[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < kYTile; j++) a[j] = warp_sum(a[j]);
+    if (lane == 0) {
+#pragma unroll
+      for (int j = 0; j < kYTile; j++) {
+        if (j < nt) sc[j][p] = a[j];
+      }
+    }
   }
   __syncthreads();
-  const float D = to_f32(Dv[h]), el = expf(lt);
-  for (int64_t p = tid; p < d.P; p += kThreads) {
+  // A thread per (token, p).
+  const float D = to_f32(Dv[h]);
+  for (int64_t i = tid; i < nt * d.P; i += kThreads) {
+    const int j = static_cast<int>(i / d.P);
+    const int64_t p = i - j * d.P, t = tl.ta + j;
     const T* xp = x + h * d.P + p;
     float acc = 0.0f;
-    for (int64_t s = t0; s <= t; s++) acc = fmaf(coef[s - t0], to_f32(xp[(b * d.L + s) * d.xs]), acc);
-    y[(row * d.H + h) * d.P + p] = from_f32<T>(D * to_f32(xp[row * d.xs]) + el * sc[p] + acc);
+    for (int64_t s = tl.t0; s <= t; s++) acc = fmaf(coef[j][s - tl.t0], to_f32(xp[(b * d.L + s) * d.xs]), acc);
+    y[((b * d.L + t) * d.H + h) * d.P + p] = from_f32<T>(D * to_f32(xp[(b * d.L + t) * d.xs]) + expf(lr[t]) * sc[j][p] + acc);
   }
 }
 
@@ -179,122 +233,217 @@ struct SsdTokenScratch {
   float* dch;   // (B, L, H, N) this head's share of dC
 };
 
-/** Block (token s, b·h): see the file's head. */
-template <typename T>
+/** Floats of dynamic shared memory the backward token kernel takes for `tile` tokens. */
+__host__ __device__ __forceinline__ int64_t ssd_token_smem_floats(const SsdDims& d, int tile) { return tile * (4 * d.N + 3 * d.P + 6 * d.Q) + kThreads; }
+
+/**
+ * Block (kTile tokens of one chunk, b·h): see the file's head. Dynamic shared memory, per
+ * token j of the tile (s_j = ta + j): B, C, dSᵀ x, Sᵀ dy (N each), x, dy, dS B (P each), and
+ * over the chunk's tokens k: C_k·B_s, dy_k·x_s, exp(Λ_k − Λ_s) (k ≥ s_j) and C_s·B_k,
+ * dy_s·x_k, exp(Λ_s − Λ_k) (k ≤ s_j); then kThreads floats for <dS, S>.
+ */
+template <typename T, int kTile>
 __global__ void __launch_bounds__(kThreads) ssd_token_backward_kernel(const T* dy, const T* x, const T* Bm, const T* Cm, const T* Dv, const float* states,
                                                                       const float* dstate, const float* dtv, const float* lam, T* dx, SsdTokenScratch o,
                                                                       SsdDims d) {
-  __shared__ float bs[kMaxN], cs[kMaxN], gc[kMaxN];
-  __shared__ float xs[kMaxP], dys[kMaxP], gx[kMaxP];
-  __shared__ float col_cb[kMaxQ], col_dyx[kMaxQ], col_e[kMaxQ];  // t ≥ s: C_t·B_s, dy_t·x_s, exp(Λ_t − Λ_s)
-  __shared__ float row_cb[kMaxQ], row_dyx[kMaxQ], row_e[kMaxQ];  // k ≤ s: C_s·B_k, dy_s·x_k, exp(Λ_s − Λ_k)
-  __shared__ float red[kThreads];
-  const int64_t s = blockIdx.x, bh = blockIdx.y;
+  KILN_DYNAMIC_SHARED(float, smem);
+  const SsdTile tl(d, blockIdx.x, kTile);
+  if (tl.ta >= tl.t1) return;
+  const int64_t N = d.N, P = d.P, Q = d.Q;
+  float* bs = smem;
+  float* cs = bs + kTile * N;
+  float* gb = cs + kTile * N;
+  float* gc = gb + kTile * N;
+  float* xs = gc + kTile * N;
+  float* dys = xs + kTile * P;
+  float* gx = dys + kTile * P;
+  float* col_cb = gx + kTile * P;
+  float* col_dyx = col_cb + kTile * Q;
+  float* col_e = col_dyx + kTile * Q;
+  float* row_cb = col_e + kTile * Q;
+  float* row_dyx = row_cb + kTile * Q;
+  float* row_e = row_dyx + kTile * Q;
+  float* red = row_e + kTile * Q;
+  const int64_t bh = blockIdx.y;
   const int64_t b = bh / d.H, h = bh - b * d.H, g = h / (d.H / d.G);
-  const int64_t c = s / d.Q, t0 = c * d.Q, t1 = t0 + d.Q < d.L ? t0 + d.Q : d.L;
+  const int64_t t0 = tl.t0, t1 = tl.t1, ta = tl.ta;
+  const int nt = static_cast<int>(tl.tb - ta);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int64_t row = b * d.L + s;
   const float* lr = lam + bh * d.L;
   const float* dr = dtv + bh * d.L;
-  const int64_t bc0 = g * d.N, x0 = h * d.P;
-  for (int64_t n = tid; n < d.N; n += kThreads) {
-    bs[n] = to_f32(Bm[row * d.bcs + bc0 + n]);
-    cs[n] = to_f32(Cm[row * d.bcs + bc0 + n]);
+  const int64_t bc0 = g * N, x0 = h * P;
+  const float E = lr[t1 - 1];
+  for (int64_t i = tid; i < kTile * N; i += kThreads) {
+    const int j = static_cast<int>(i / N);
+    const int64_t n = i - j * N, row = b * d.L + ta + j;
+    bs[i] = j < nt ? to_f32(Bm[row * d.bcs + bc0 + n]) : 0.0f;
+    cs[i] = j < nt ? to_f32(Cm[row * d.bcs + bc0 + n]) : 0.0f;
   }
-  for (int64_t p = tid; p < d.P; p += kThreads) {
-    xs[p] = to_f32(x[row * d.xs + x0 + p]);
-    dys[p] = to_f32(dy[(row * d.H + h) * d.P + p]);
+  for (int64_t i = tid; i < kTile * P; i += kThreads) {
+    const int j = static_cast<int>(i / P);
+    const int64_t p = i - j * P, row = b * d.L + ta + j;
+    xs[i] = j < nt ? to_f32(x[row * d.xs + x0 + p]) : 0.0f;
+    dys[i] = j < nt ? to_f32(dy[(row * d.H + h) * P + p]) : 0.0f;
   }
   __syncthreads();
-  const float ls = lr[s], E = lr[t1 - 1], es = expf(E - ls), dts = dr[s];
-  // The chunk's products that involve s: a warp per other token k.
+  // The chunk's products that involve the tile's tokens: a warp per chunk token k.
   for (int64_t k = t0 + warp; k < t1; k += kWarps) {
     const int64_t rk = b * d.L + k;
-    if (k >= s) {
+    if (k >= ta) {  // k ≥ s_j for some j: C_k·B_s, dy_k·x_s
       const T* crow = Cm + rk * d.bcs + bc0;
-      const T* dyrow = dy + (rk * d.H + h) * d.P;
-      float cb = 0.0f, dyx = 0.0f;
-      for (int64_t n = lane; n < d.N; n += 32) cb = fmaf(to_f32(crow[n]), bs[n], cb);
-      for (int64_t p = lane; p < d.P; p += 32) dyx = fmaf(to_f32(dyrow[p]), xs[p], dyx);
-      cb = warp_sum(cb);
-      dyx = warp_sum(dyx);
+      const T* dyrow = dy + (rk * d.H + h) * P;
+      float cb[kTile], dyx[kTile];
+#pragma unroll
+      for (int j = 0; j < kTile; j++) cb[j] = dyx[j] = 0.0f;
+      for (int64_t n = lane; n < N; n += 32) {
+        const float v = to_f32(crow[n]);
+#pragma unroll
+        for (int j = 0; j < kTile; j++) cb[j] = fmaf(v, bs[j * N + n], cb[j]);
+      }
+      for (int64_t p = lane; p < P; p += 32) {
+        const float v = to_f32(dyrow[p]);
+#pragma unroll
+        for (int j = 0; j < kTile; j++) dyx[j] = fmaf(v, xs[j * P + p], dyx[j]);
+      }
+#pragma unroll
+      for (int j = 0; j < kTile; j++) {
+        cb[j] = warp_sum(cb[j]);
+        dyx[j] = warp_sum(dyx[j]);
+      }
       if (lane == 0) {
-        col_cb[k - t0] = cb;
-        col_dyx[k - t0] = dyx;
-        col_e[k - t0] = expf(lr[k] - ls);
+#pragma unroll
+        for (int j = 0; j < kTile; j++) {
+          if (j >= nt || ta + j > k) continue;
+          col_cb[j * Q + (k - t0)] = cb[j];
+          col_dyx[j * Q + (k - t0)] = dyx[j];
+          col_e[j * Q + (k - t0)] = expf(lr[k] - lr[ta + j]);
+        }
       }
     }
-    if (k <= s) {
+    if (k < tl.tb) {  // k ≤ s_j for some j: C_s·B_k, dy_s·x_k
       const T* brow = Bm + rk * d.bcs + bc0;
       const T* xrow = x + rk * d.xs + x0;
-      float cb = 0.0f, dyx = 0.0f;
-      for (int64_t n = lane; n < d.N; n += 32) cb = fmaf(cs[n], to_f32(brow[n]), cb);
-      for (int64_t p = lane; p < d.P; p += 32) dyx = fmaf(dys[p], to_f32(xrow[p]), dyx);
-      cb = warp_sum(cb);
-      dyx = warp_sum(dyx);
+      float cb[kTile], dyx[kTile];
+#pragma unroll
+      for (int j = 0; j < kTile; j++) cb[j] = dyx[j] = 0.0f;
+      for (int64_t n = lane; n < N; n += 32) {
+        const float v = to_f32(brow[n]);
+#pragma unroll
+        for (int j = 0; j < kTile; j++) cb[j] = fmaf(cs[j * N + n], v, cb[j]);
+      }
+      for (int64_t p = lane; p < P; p += 32) {
+        const float v = to_f32(xrow[p]);
+#pragma unroll
+        for (int j = 0; j < kTile; j++) dyx[j] = fmaf(dys[j * P + p], v, dyx[j]);
+      }
+#pragma unroll
+      for (int j = 0; j < kTile; j++) {
+        cb[j] = warp_sum(cb[j]);
+        dyx[j] = warp_sum(dyx[j]);
+      }
       if (lane == 0) {
-        row_cb[k - t0] = cb;
-        row_dyx[k - t0] = dyx;
-        row_e[k - t0] = expf(ls - lr[k]);
+#pragma unroll
+        for (int j = 0; j < kTile; j++) {
+          if (j >= nt || k > ta + j) continue;
+          row_cb[j * Q + (k - t0)] = cb[j];
+          row_dyx[j * Q + (k - t0)] = dyx[j];
+          row_e[j * Q + (k - t0)] = expf(lr[ta + j] - lr[k]);
+        }
       }
     }
   }
-  const float* S = states + (bh * d.chunks + c) * d.PN();
-  const float* dS = dstate + (bh * d.chunks + c) * d.PN();
-  // gx = dS B_s: a warp per row p.
-  for (int64_t p = warp; p < d.P; p += kWarps) {
-    float a = 0.0f;
-    for (int64_t n = lane; n < d.N; n += 32) a = fmaf(dS[p * d.N + n], bs[n], a);
-    a = warp_sum(a);
-    if (lane == 0) gx[p] = a;
-  }
-  __syncthreads();
-  // A thread per column n: dSᵀ x_s, Sᵀ dy_s, this head's shares of dB_s and dC_s.
-  for (int64_t n = tid; n < d.N; n += kThreads) {
-    float gb = 0.0f, gcn = 0.0f;
-    for (int64_t p = 0; p < d.P; p++) {
-      gb = fmaf(dS[p * d.N + n], xs[p], gb);
-      gcn = fmaf(S[p * d.N + n], dys[p], gcn);
+  const float* S = states + (bh * d.chunks + tl.c) * d.PN();
+  const float* dS = dstate + (bh * d.chunks + tl.c) * d.PN();
+  // dS B_s: a warp per row p.
+  for (int64_t p = warp; p < P; p += kWarps) {
+    float a[kTile];
+#pragma unroll
+    for (int j = 0; j < kTile; j++) a[j] = 0.0f;
+    for (int64_t n = lane; n < N; n += 32) {
+      const float v = dS[p * N + n];
+#pragma unroll
+      for (int j = 0; j < kTile; j++) a[j] = fmaf(v, bs[j * N + n], a[j]);
     }
-    gc[n] = gcn;
-    float db = 0.0f, dc = 0.0f;
-    for (int64_t t = s; t < t1; t++) db = fmaf(col_e[t - t0] * col_dyx[t - t0], to_f32(Cm[(b * d.L + t) * d.bcs + bc0 + n]), db);
-    for (int64_t k = t0; k <= s; k++) dc = fmaf(row_e[k - t0] * row_dyx[k - t0] * dr[k], to_f32(Bm[(b * d.L + k) * d.bcs + bc0 + n]), dc);
-    o.dbh[(row * d.H + h) * d.N + n] = dts * (db + es * gb);
-    o.dch[(row * d.H + h) * d.N + n] = expf(ls) * gcn + dc;
+#pragma unroll
+    for (int j = 0; j < kTile; j++) a[j] = warp_sum(a[j]);
+    if (lane == 0) {
+#pragma unroll
+      for (int j = 0; j < kTile; j++) {
+        if (j < nt) gx[j * P + p] = a[j];
+      }
+    }
   }
-  // A thread per p: dx_s.
-  const float D = to_f32(Dv[h]);
-  for (int64_t p = tid; p < d.P; p += kThreads) {
-    float a = 0.0f;
-    for (int64_t t = s; t < t1; t++) a = fmaf(col_e[t - t0] * col_cb[t - t0], to_f32(dy[((b * d.L + t) * d.H + h) * d.P + p]), a);
-    dx[row * d.xs + x0 + p] = from_f32<T>(D * dys[p] + dts * (a + es * gx[p]));
+  // dSᵀ x_s and Sᵀ dy_s: a thread per column n.
+  for (int64_t n = tid; n < N; n += kThreads) {
+    float ab[kTile], ac[kTile];
+#pragma unroll
+    for (int j = 0; j < kTile; j++) ab[j] = ac[j] = 0.0f;
+    for (int64_t p = 0; p < P; p++) {
+      const float vs = dS[p * N + n], v = S[p * N + n];
+#pragma unroll
+      for (int j = 0; j < kTile; j++) {
+        ab[j] = fmaf(vs, xs[j * P + p], ab[j]);
+        ac[j] = fmaf(v, dys[j * P + p], ac[j]);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kTile; j++) {
+      gb[j * N + n] = ab[j];
+      gc[j * N + n] = ac[j];
+    }
   }
   // The chunk's last token collects exp(E) <dS, S>.
-  const bool last = s == t1 - 1;
+  const bool last = tl.tb == t1;
   if (last) {
     float a = 0.0f;
     for (int64_t e = tid; e < d.PN(); e += kThreads) a = fmaf(dS[e], S[e], a);
     red[tid] = a;
   }
   __syncthreads();
-  if (tid != 0) return;
-  float r = 0.0f, dd = 0.0f, u = 0.0f;
-  for (int64_t p = 0; p < d.P; p++) {
-    r = fmaf(xs[p], gx[p], r);
-    dd = fmaf(dys[p], xs[p], dd);
+  // A thread per (token, n): this head's shares of dB_s and dC_s.
+  for (int64_t i = tid; i < nt * N; i += kThreads) {
+    const int j = static_cast<int>(i / N);
+    const int64_t n = i - j * N, s = ta + j, row = b * d.L + s;
+    float db = 0.0f, dc = 0.0f;
+    for (int64_t t = s; t < t1; t++) db = fmaf(col_e[j * Q + (t - t0)] * col_dyx[j * Q + (t - t0)], to_f32(Cm[(b * d.L + t) * d.bcs + bc0 + n]), db);
+    for (int64_t k = t0; k <= s; k++) dc = fmaf(row_e[j * Q + (k - t0)] * row_dyx[j * Q + (k - t0)] * dr[k], to_f32(Bm[(b * d.L + k) * d.bcs + bc0 + n]), dc);
+    o.dbh[(row * d.H + h) * N + n] = dr[s] * (db + expf(E - lr[s]) * gb[i]);
+    o.dch[(row * d.H + h) * N + n] = expf(lr[s]) * gc[i] + dc;
   }
-  for (int64_t n = 0; n < d.N; n++) u = fmaf(cs[n], gc[n], u);
+  // A thread per (token, p): dx_s.
+  const float D = to_f32(Dv[h]);
+  for (int64_t i = tid; i < nt * P; i += kThreads) {
+    const int j = static_cast<int>(i / P);
+    const int64_t p = i - j * P, s = ta + j, row = b * d.L + s;
+    float a = 0.0f;
+    for (int64_t t = s; t < t1; t++) a = fmaf(col_e[j * Q + (t - t0)] * col_cb[j * Q + (t - t0)], to_f32(dy[((b * d.L + t) * d.H + h) * P + p]), a);
+    dx[row * d.xs + x0 + p] = from_f32<T>(D * dys[i] + dr[s] * (a + expf(E - lr[s]) * gx[i]));
+  }
+  // A thread per token: its scalars.
+  if (tid >= nt) return;
+  const int j = tid;
+  const int64_t s = ta + j;
+  const float ls = lr[s], es = expf(E - ls), dts = dr[s];
+  float r = 0.0f, dd = 0.0f, u = 0.0f;
+  for (int64_t p = 0; p < P; p++) {
+    r = fmaf(xs[j * P + p], gx[j * P + p], r);
+    dd = fmaf(dys[j * P + p], xs[j * P + p], dd);
+  }
+  for (int64_t n = 0; n < N; n++) u = fmaf(cs[j * N + n], gc[j * N + n], u);
   float mall = 0.0f, mstrict = 0.0f, intra = 0.0f;
   for (int64_t t = s; t < t1; t++) {
-    const float m = col_e[t - t0] * col_cb[t - t0] * col_dyx[t - t0];
+    const int64_t q = j * Q + (t - t0);
+    const float m = col_e[q] * col_cb[q] * col_dyx[q];
     mall += m;
     if (t > s) mstrict += m;
   }
-  for (int64_t k = t0; k < s; k++) intra = fmaf(dr[k], row_e[k - t0] * row_cb[k - t0] * row_dyx[k - t0], intra);
-  const float q = es * dts * r;
-  float dl = intra - dts * mstrict + expf(ls) * u - q;
-  if (last) {
+  for (int64_t k = t0; k < s; k++) {
+    const int64_t q = j * Q + (k - t0);
+    intra = fmaf(dr[k], row_e[q] * row_cb[q] * row_dyx[q], intra);
+  }
+  const float qs = es * dts * r;
+  float dl = intra - dts * mstrict + expf(ls) * u - qs;
+  if (s == t1 - 1) {
     float ss = 0.0f;
     for (int i = 0; i < kThreads; i++) ss += red[i];
     dl += expf(E) * ss;
@@ -302,7 +451,7 @@ __global__ void __launch_bounds__(kThreads) ssd_token_backward_kernel(const T* d
   const int64_t at = bh * d.L + s;
   o.ddt[at] = mall + es * r;
   o.dlam[at] = dl;
-  o.q[at] = q;
+  o.q[at] = qs;
   o.dd[at] = dd;
 }
 
@@ -396,6 +545,17 @@ SsdDims dims_of(const KernelCall& c, int first) {
 }
 
 size_t elems(int64_t n) { return static_cast<size_t>(n); }
+
+/** Opts a kernel into more than 48 KiB of dynamic shared memory (real device only). */
+template <typename K>
+void allow_shared(K* kernel, size_t bytes) {
+#if !defined(KILN_CUDA_SIM)
+  if (bytes > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+#else
+  (void)kernel;
+  (void)bytes;
+#endif
+}
 /** Scratch offsets rounded to 64 floats (256 bytes). */
 size_t padded(int64_t n) { return (elems(n) + 63) & ~size_t{63}; }
 
@@ -419,7 +579,8 @@ void launch_ssd_forward(const KernelCall& c) {
              kThreads, 0, c.stream, x, Bm, static_cast<const float*>(dtv), static_cast<const float*>(lam), states, d);
     }
     launch(name, ssd_carry_kernel<true>, grid_stride_blocks(d.batch * d.H * d.PN(), kThreads), kThreads, 0, c.stream, states, static_cast<const float*>(lam), d);
-    launch(name, ssd_y_kernel<T>, dim3(static_cast<unsigned>(d.L), static_cast<unsigned>(d.batch * d.H)), kThreads, 0, c.stream, x, Bm, c.ptr<const T>(5),
+    launch(name, ssd_y_kernel<T>, dim3(static_cast<unsigned>(d.chunks * ((d.Q + kYTile - 1) / kYTile)), static_cast<unsigned>(d.batch * d.H)), kThreads, 0,
+           c.stream, x, Bm, c.ptr<const T>(5),
            c.ptr<const T>(6), static_cast<const float*>(states), static_cast<const float*>(dtv), static_cast<const float*>(lam), c.ptr<T>(7), d);
   });
 }
@@ -460,9 +621,14 @@ void launch_ssd_backward(const KernelCall& c) {
              kThreads, 0, c.stream, dy, Cm, static_cast<const float*>(dtv), static_cast<const float*>(lam), dstate, d);
     }
     launch(name, ssd_carry_kernel<false>, grid_stride_blocks(d.batch * d.H * d.PN(), kThreads), kThreads, 0, c.stream, dstate, static_cast<const float*>(lam), d);
-    launch(name, ssd_token_backward_kernel<T>, dim3(static_cast<unsigned>(d.L), static_cast<unsigned>(d.batch * d.H)), kThreads, 0, c.stream, dy, x, Bm, Cm,
-           c.ptr<const T>(7), c.ptr<const float>(8), static_cast<const float*>(dstate), static_cast<const float*>(dtv), static_cast<const float*>(lam), c.ptr<T>(9),
-           o, d);
+    const auto token_kernel = [&](auto kernel, int tile) {
+      allow_shared(kernel, sizeof(float) * elems(ssd_token_smem_floats(d, tile)));
+      launch(name, kernel, dim3(static_cast<unsigned>(d.chunks * ((d.Q + tile - 1) / tile)), static_cast<unsigned>(d.batch * d.H)), kThreads,
+             sizeof(float) * elems(ssd_token_smem_floats(d, tile)), c.stream, dy, x, Bm, Cm, c.ptr<const T>(7), c.ptr<const float>(8),
+             static_cast<const float*>(dstate), static_cast<const float*>(dtv), static_cast<const float*>(lam), c.ptr<T>(9), o, d);
+    };
+    if (sizeof(float) * elems(ssd_token_smem_floats(d, kLargeTile)) <= kMaxSharedBytes) token_kernel(ssd_token_backward_kernel<T, kLargeTile>, kLargeTile);
+    else token_kernel(ssd_token_backward_kernel<T, kSmallTile>, kSmallTile);
     launch(name, ssd_chunk_backward_kernel<T>, grid_stride_blocks(d.batch * d.H * d.chunks, kThreads), kThreads, 0, c.stream, dt_raw, dt_bias, a_log,
            static_cast<const float*>(dtv), o, c.ptr<T>(10), part, d);
     launch(name, ssd_group_sum_kernel<T>, grid_stride_blocks(d.batch * d.L * d.G * d.N, kThreads), kThreads, 0, c.stream, static_cast<const float*>(o.dbh),
