@@ -2,7 +2,8 @@
 // GEMMs of a mixture-of-experts layer beside one dense GEMM of the same size, causal
 // attention forward/backward, and training steps of bench-small and gpt2-small
 // (f32 and bf16) with MFU, each beside the same work through PyTorch on the same
-// GPU (cuda_kernels_torch.py, train_step_torch.py) as a ratio kiln / PyTorch.
+// GPU (cuda_kernels_torch.py, train_step_torch.py) as a ratio kiln / PyTorch; Mamba2's
+// selective scan (ssdScanForward / ssdScanBackward) on its own, with no PyTorch figure.
 // Prints one JSON object. On a machine without a usable GPU it says so and exits 0.
 // Needs the workspace built (pnpm turbo run build) with nvcc present; the PyTorch
 // side runs when `$KILN_TORCH_PYTHON` (default python3) imports a CUDA torch.
@@ -13,7 +14,7 @@ import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { encodeToBytes } from "../../packages/contract/dist/index.js";
+import { encodeToBytes, kernelSpecs, ssdStateElements } from "../../packages/contract/dist/index.js";
 import { Trainer, resolveModelConfig, trainingFlopsPerToken } from "../../packages/core/dist/index.js";
 import { createCudaBackend, cudaStatus } from "../../packages/kernels-cuda/dist/index.js";
 
@@ -131,6 +132,30 @@ async function attention(dtype, shape = { batch: 8, seqLen: 1024, heads: 12, kvH
   return progress({ dtype, ...shape, forward_tflops_median: flops / fwd.median / 1e12, backward_tflops_median: (2.5 * flops) / bwd.median / 1e12, forward_tflops_pipelined: flops / fwd.pipelined / 1e12, backward_tflops_pipelined: (2.5 * flops) / bwd.pipelined / 1e12, forward_cold_ms: fwd.cold * 1e3, backward_cold_ms: bwd.cold * 1e3 });
 }
 
+/** Mamba2's selective scan (ssdScanForward / ssdScanBackward), FLOPs as the contract counts them. */
+async function ssdScan(dtype, shape = { batch: 4, seqLen: 1024, heads: 16, headDim: 64, groups: 1, stateSize: 128, chunkSize: 64 }) {
+  const rows = shape.batch * shape.seqLen, xw = shape.heads * shape.headDim, bw = shape.groups * shape.stateSize;
+  const [x, y, dY, dX] = Array.from({ length: 4 }, () => filled(dtype, rows * xw));
+  const [B, C, dB, dC] = Array.from({ length: 4 }, () => filled(dtype, rows * bw));
+  const [dt, dDt] = Array.from({ length: 2 }, () => filled(dtype, rows * shape.heads));
+  const [dtBias, aLog, D, dDtBias, dALog, dD] = Array.from({ length: 6 }, () => filled(dtype, shape.heads));
+  const states = filled("f32", ssdStateElements(shape));
+  const fwd = await time(() => backend.kernels.ssdScanForward({ x, dt, dtBias, aLog, B, C, D, y, states, ...shape, dtype }));
+  const bwd = await time(() => backend.kernels.ssdScanBackward({ dY, x, dt, dtBias, aLog, B, C, D, states, dX, dDt, dB, dC, dDtBias, dALog, dD, ...shape, dtype }));
+  [x, y, dY, dX, B, C, dB, dC, dt, dDt, dtBias, aLog, D, dDtBias, dALog, dD, states].forEach((b) => backend.free(b));
+  const flops = kernelSpecs.ssdScanForward.flops(shape);
+  return progress({
+    dtype,
+    ...shape,
+    forward_ms_median: fwd.median * 1e3,
+    backward_ms_median: bwd.median * 1e3,
+    forward_tflops_median: flops / fwd.median / 1e12,
+    backward_tflops_median: (2 * flops) / bwd.median / 1e12,
+    forward_cold_ms: fwd.cold * 1e3,
+    backward_cold_ms: bwd.cold * 1e3,
+  });
+}
+
 /** Training steps of a model; `accum` micro-batches per step. GPT-2 models also run through PyTorch. */
 async function trainStep(name, dims, batch, seq, dtype, accum = 1) {
   const model = resolveModelConfig({ arch: "gpt2", ...dims, maxSeqLen: seq });
@@ -204,6 +229,7 @@ if (matmulPath(backend) === "cublaslt") {
 }
 const groupedGemms = [await groupedGemm("bf16"), await groupedGemm("f32")];
 const attentions = [await attention("bf16"), await attention("f32")];
+const ssdScans = [await ssdScan("bf16"), await ssdScan("f32")];
 const torchKernels = torchReference("cuda_kernels_torch.py", ["--calls", String(CALLS)]);
 const report = {
   gpu: true,
@@ -215,6 +241,7 @@ const report = {
   own_gemm_ratio_vs_cublaslt: ownGemms.length ? ownGemms.slice(0, 3).map((o, i) => ({ dtype: o.dtype, tflops_median: o.tflops_median / gemms[i].tflops_median, tflops_pipelined: o.tflops_pipelined / gemms[i].tflops_pipelined })) : undefined,
   grouped_gemm: groupedGemms,
   attention: attentions,
+  ssd_scan: ssdScans,
   torch_kernels: torchKernels,
   gemm_ratio_vs_torch: ratios(gemms, torchKernels.gemm, ["tflops_median", "tflops_pipelined"]),
   own_gemm_ratio_vs_torch: ownGemms.length ? ratios(ownGemms.slice(0, 3), torchKernels.gemm, ["tflops_median", "tflops_pipelined"]) : undefined,

@@ -3,11 +3,13 @@ import {
   type KernelArgsMap,
   type KernelName,
   type OperandRange,
+  type SsdScanDims,
   attentionLayout,
   conv1dRowStride,
   kernelSpecs,
   matmulStrides,
   ropeRowStride,
+  ssdRowStrides,
 } from "@kiln/contract";
 
 /** Storage dtype codes of csrc/kiln_cuda.h (enum DType). */
@@ -16,6 +18,12 @@ const DTYPE_CODES: Record<DType, number> = { f32: 0, bf16: 1, f16: 2, i32: 3, u3
 export const dtypeCode = (d: DType) => DTYPE_CODES[d];
 const code = dtypeCode;
 const bit = (b: boolean | undefined) => (b ? 1 : 0);
+
+/** ssdScanForward / ssdScanBackward: batch, seqLen, heads, headDim, groups, stateSize, chunkSize, the three row strides, dtype. */
+const ssdScalars = (a: SsdScanDims & { dtype: DType }) => {
+  const s = ssdRowStrides(a);
+  return [a.batch, a.seqLen, a.heads, a.headDim, a.groups, a.stateSize, a.chunkSize, s.x, s.dt, s.bc, code(a.dtype)];
+};
 
 /**
  * Each kernel's scalars, in the order its launcher in csrc/<family>.cu reads them
@@ -63,6 +71,8 @@ const SCALARS: { [K in KernelName]: (a: KernelArgsMap[K]) => number[] } = {
   copyStrided: (a) => [a.batch, a.rows, a.cols, a.srcBatchStride, a.srcRowStride, a.dstBatchStride, a.dstRowStride, bit(a.accumulate), code(a.dtype)],
   conv1dCausalForward: (a) => [a.batch, a.seqLen, a.channels, a.kernelSize, conv1dRowStride(a), code(a.dtype)],
   conv1dCausalBackward: (a) => [a.batch, a.seqLen, a.channels, a.kernelSize, conv1dRowStride(a), code(a.dtype)],
+  ssdScanForward: (a) => ssdScalars(a),
+  ssdScanBackward: (a) => ssdScalars(a),
   moeRoute: (a) => [a.tokens, a.numExperts, a.topK, a.alpha, code(a.dtype)],
   moeRouteBackward: (a) => [a.tokens, a.numExperts, a.topK, a.alpha, a.auxScale, code(a.dtype)],
   moeDispatch: (a) => [a.tokens, a.topK, a.dim, code(a.dtype)],

@@ -1,0 +1,144 @@
+// ssd_scan.h: what the selective scan's kernels share (ssd.cu forward, ssd_backward.cu
+// backward): the dimensions, dt and the running sum of dt·A, each chunk's outer-product
+// sum and the sequential pass over chunks, the token tiles. The math and the kernels are
+// described at the top of ssd.cu.
+#pragma once
+#include "kiln_cuda.h"
+
+namespace kiln {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kMaxQ = 256;  // SSD_MAX_CHUNK_SIZE in @kiln/contract
+
+struct SsdDims {
+  int64_t batch, L, H, P, G, N, Q, chunks;
+  int64_t xs, dts, bcs;  // row strides of x, dtRaw, B/C (and their gradients)
+  __host__ __device__ int64_t PN() const { return P * N; }
+};
+
+__device__ __forceinline__ float softplus_f(float v) { return v > 20.0f ? v : log1pf(expf(v)); }
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+/** dtv[bh*L + t] = dt_t, lam[bh*L + t] = Λ_t; one thread per (b, h, chunk). */
+template <typename T>
+__global__ void __launch_bounds__(kThreads) ssd_prep_kernel(const T* dt_raw, const T* dt_bias, const T* a_log, float* dtv, float* lam, SsdDims d) {
+  const int64_t total = d.batch * d.H * d.chunks;
+  for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < total; i += int64_t{gridDim.x} * kThreads) {
+    const int64_t bh = i / d.chunks, c = i - bh * d.chunks;
+    const int64_t b = bh / d.H, h = bh - b * d.H;
+    const float A = -expf(to_f32(a_log[h]));
+    const float bias = to_f32(dt_bias[h]);
+    const int64_t t0 = c * d.Q, t1 = t0 + d.Q < d.L ? t0 + d.Q : d.L;
+    float run = 0.0f;
+    for (int64_t t = t0; t < t1; t++) {
+      const float dt = softplus_f(to_f32(dt_raw[(b * d.L + t) * d.dts + h]) + bias);
+      run += dt * A;
+      dtv[bh * d.L + t] = dt;
+      lam[bh * d.L + t] = run;
+    }
+  }
+}
+
+/**
+ * Block (chunk c = blockIdx.x + 1, b·h, 256 elements of the P×N state): a thread per (p, n),
+ *   out[(bh*chunks + c − 1)·PN + p·N + n] (+ `shift`·PN) = Σ_{t∈chunk} w_t u_t[p] v_t[n]
+ * forward (kForward): chunk c − 1, w_t = exp(E − Λ_t) dt_t, u = x, v = B, written to states[c];
+ * backward: chunk c, w_t = exp(Λ_t), u = dy (dense), v = C, written to dS[c − 1].
+ */
+template <typename T, bool kForward>
+__global__ void __launch_bounds__(kThreads) ssd_chunk_outer_kernel(const T* u, const T* v, const float* dtv, const float* lam, float* out, SsdDims d) {
+  __shared__ float w[kMaxQ];
+  const int64_t bh = blockIdx.y;
+  const int64_t b = bh / d.H, h = bh - b * d.H, g = h / (d.H / d.G);
+  const int64_t c = kForward ? blockIdx.x : blockIdx.x + 1;  // the chunk summed
+  const int64_t t0 = c * d.Q, t1 = t0 + d.Q < d.L ? t0 + d.Q : d.L;
+  const float* lr = lam + bh * d.L;
+  const float E = lr[t1 - 1];
+  for (int64_t t = t0 + threadIdx.x; t < t1; t += kThreads) w[t - t0] = kForward ? expf(E - lr[t]) * dtv[bh * d.L + t] : expf(lr[t]);
+  __syncthreads();
+  const int64_t i = blockIdx.z * int64_t{kThreads} + threadIdx.x;
+  if (i >= d.PN()) return;
+  const int64_t p = i / d.N, n = i - p * d.N;
+  float acc = 0.0f;
+  for (int64_t t = t0; t < t1; t++) {
+    const int64_t row = b * d.L + t;
+    const float uu = kForward ? to_f32(u[row * d.xs + h * d.P + p]) : to_f32(u[(row * d.H + h) * d.P + p]);
+    acc = fmaf(w[t - t0] * uu, to_f32(v[row * d.bcs + g * d.N + n]), acc);
+  }
+  out[(bh * d.chunks + blockIdx.x) * d.PN() + (kForward ? d.PN() : 0) + i] = acc;
+}
+
+/**
+ * One thread per (b·h, state element): the chunks' contributions (already in buf) turned
+ * into the carried value, chunks in order (forward: buf[0] = 0, buf[c] += exp(E_{c−1}) buf[c−1])
+ * or in reverse (backward: buf[last] = 0, buf[c] += exp(E_{c+1}) buf[c+1]).
+ */
+template <bool kForward>
+__global__ void __launch_bounds__(kThreads) ssd_carry_kernel(float* buf, const float* lam, SsdDims d) {
+  const int64_t total = d.batch * d.H * d.PN();
+  for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < total; i += int64_t{gridDim.x} * kThreads) {
+    const int64_t bh = i / d.PN(), e = i - bh * d.PN();
+    float* s = buf + bh * d.chunks * d.PN() + e;
+    const float* lr = lam + bh * d.L;
+    float run = 0.0f;
+    if (kForward) {
+      s[0] = 0.0f;
+      for (int64_t c = 1; c < d.chunks; c++) {
+        run = expf(lr[c * d.Q - 1]) * run + s[c * d.PN()];
+        s[c * d.PN()] = run;
+      }
+    } else {
+      s[(d.chunks - 1) * d.PN()] = 0.0f;
+      for (int64_t c = d.chunks - 2; c >= 0; c--) {
+        const int64_t last = (c + 2) * d.Q < d.L ? (c + 2) * d.Q : d.L;
+        run = expf(lr[last - 1]) * run + s[c * d.PN()];
+        s[c * d.PN()] = run;
+      }
+    }
+  }
+}
+
+/** The token tile of a block: tokens [ta, tb) of chunk c ([t0, t1)); empty past the sequence. */
+struct SsdTile {
+  int64_t c, t0, t1, ta, tb;
+  __device__ SsdTile(const SsdDims& d, int64_t block, int tile) {
+    const int64_t per = (d.Q + tile - 1) / tile;
+    c = block / per;
+    t0 = c * d.Q;
+    t1 = t0 + d.Q < d.L ? t0 + d.Q : d.L;
+    ta = t0 + (block - c * per) * tile;
+    tb = ta + tile < t1 ? ta + tile : t1;
+  }
+};
+
+SsdDims dims_of(const KernelCall& c, int first) {
+  // batch, seqLen, heads, headDim, groups, stateSize, chunkSize, xRowStride, dtRowStride, bcRowStride
+  SsdDims d{};
+  d.batch = c.i64(first);
+  d.L = c.i64(first + 1);
+  d.H = c.i64(first + 2);
+  d.P = c.i64(first + 3);
+  d.G = c.i64(first + 4);
+  d.N = c.i64(first + 5);
+  d.Q = c.i64(first + 6);
+  d.xs = c.i64(first + 7);
+  d.dts = c.i64(first + 8);
+  d.bcs = c.i64(first + 9);
+  d.chunks = (d.L + d.Q - 1) / d.Q;
+  return d;
+}
+
+size_t elems(int64_t n) { return static_cast<size_t>(n); }
+
+/** Scratch offsets rounded to 64 floats (256 bytes). */
+size_t padded(int64_t n) { return (elems(n) + 63) & ~size_t{63}; }
+
+}  // namespace
+}  // namespace kiln
