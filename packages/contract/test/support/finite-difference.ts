@@ -1,4 +1,7 @@
+import { describe, expect } from "vitest";
 import { seededRandom } from "../../src/conformance/rng.js";
+import { BACKWARD_OF } from "../../src/kernels/index.js";
+import type { OracleKernel } from "../../src/oracle/types.js";
 
 export const H = 1e-6;
 
@@ -64,4 +67,36 @@ export function maxAbs(g: ArrayLike<number>, indices?: readonly number[]): numbe
   const idx = indices ?? Array.from({ length: g.length }, (_, i) => i);
   for (const i of idx) m = Math.max(m, Math.abs(g[i]));
   return m;
+}
+
+export type Values = Record<string, Float64Array>;
+
+export function call<A>(kernel: OracleKernel<A>, dims: Record<string, unknown>, values: Values): Values {
+  kernel(dims as unknown as A, values);
+  return values;
+}
+
+/** Asserts the analytic gradient matches finite differences and is not trivially zero. */
+export function expectGradient(
+  what: string,
+  input: Float64Array,
+  analytic: ArrayLike<number>,
+  loss: () => number,
+  indices?: readonly number[],
+): void {
+  expect(gradientMismatches(input, analytic, loss, indices), what).toEqual([]);
+  expect(maxAbs(analytic, indices), `${what} is all zero`).toBeGreaterThan(1e-3);
+}
+
+/** Checks that `after` equals `before` plus `grad`, element by element. */
+export function expectAccumulated(after: Float64Array, before: Float64Array, grad: Float64Array): void {
+  const expected = before.map((b, i) => b + grad[i]);
+  const bad = [...after.keys()].filter((i) => Math.abs(after[i] - expected[i]) > 1e-12 * (1 + Math.abs(expected[i])));
+  expect(bad, "elements that did not accumulate").toEqual([]);
+}
+
+
+/** Groups one forward kernel's finite-difference checks under "forward -> backward". */
+export function forwardKernel(name: keyof typeof BACKWARD_OF, body: () => void): void {
+  describe(`${name} -> ${BACKWARD_OF[name]}`, body);
 }
