@@ -239,8 +239,26 @@ const withSpecials = (key: string) => (_a: Record<string, unknown>, v: Record<st
   for (let i = 0; i < v[key].length; i++) v[key][i] = specials[i % specials.length];
 };
 
+/**
+ * A kernel's cases again with its gradient output in f32 (`key`: "f32"), for bf16 and f16:
+ * mixed precision keeps parameter gradients in f32. The chosen shapes, plus `more`.
+ */
+function withF32Grads(base: Defs, key: string, shapes: readonly ShapeClass[], more: Def[] = []): Defs {
+  return (dtype) => {
+    const cases = base(dtype);
+    if (dtype === "f32") return cases;
+    const wide = [...cases.filter((c) => shapes.includes(c.shape)), ...more];
+    return [...cases, ...wide.map((c) => ({ ...c, args: { ...c.args, [key]: "f32" } }))];
+  };
+}
+
+/** Every element of the named operands set to one value: sums far past f16's largest finite value, 65504. */
+const constants = (values: Record<string, number>) => (_a: Record<string, unknown>, v: Record<string, Float64Array>) => {
+  for (const [key, value] of Object.entries(values)) v[key].fill(value);
+};
+
 const CASES: Record<KernelName, Defs> = {
-  matmul: () => [
+  matmul: withF32Grads(() => [
     d("one", { m: 1, n: 1, k: 1 }),
     d("prime", { m: 7, n: 13, k: 37 }),
     d("odd", { m: 33, n: 65, k: 17 }),
@@ -251,43 +269,43 @@ const CASES: Record<KernelName, Defs> = {
     d("batch", { m: 6, n: 10, k: 7, batch: 4, strideB: 0, transB: true }, { label: "broadcast B" }),
     d("long", { m: 3, n: 5, k: 4099 }),
     d("large", { m: 128, n: 192, k: 160 }, { present: ["bias"] }),
-  ],
-  sumRows: () => [
+  ], "cDtype", ["prime", "options", "batch", "large"], [d("special", { m: 3, n: 5, k: 300, accumulate: true }, { derive: constants({ a: 16, b: 16 }), label: "sums past 65504" })]),
+  sumRows: withF32Grads(() => [
     d("one", { rows: 1, cols: 1 }),
     d("prime", { rows: 7, cols: 13 }),
     d("odd", { rows: 33, cols: 65, accumulate: true }),
     d("large", { rows: 300, cols: 97 }),
-  ],
+  ], "gradDtype", ["prime", "odd", "large"], [d("special", { rows: 300, cols: 5, accumulate: true }, { derive: constants({ x: 300 }), label: "sums past 65504" })]),
   embeddingForward: () => [
     d("one", { count: 1, vocab: 1, dim: 1 }),
     d("prime", { count: 7, vocab: 13, dim: 37 }),
     d("odd", { count: 65, vocab: 50, dim: 33 }),
     d("large", { count: 512, vocab: 300, dim: 96 }),
   ],
-  embeddingBackward: () => [
+  embeddingBackward: withF32Grads(() => [
     d("one", { count: 1, vocab: 1, dim: 1 }),
     d("prime", { count: 7, vocab: 13, dim: 37 }),
     d("odd", { count: 65, vocab: 50, dim: 33 }, { label: "repeated ids" }),
     d("large", { count: 512, vocab: 300, dim: 96 }),
-  ],
+  ], "gradDtype", ["prime", "odd", "large"]),
   layerNormForward: () => [
     ...normShapes.map((s) => ({ ...s, args: { ...s.args, eps: 1e-5 }, present: ["bias"] })),
     d("options", { rows: 9, dim: 17, eps: 1e-3 }, { label: "no bias" }),
     d("in-place", { rows: 9, dim: 31, eps: 1e-5 }, { present: ["bias"], inPlace: ["out", "x"] }),
   ],
-  layerNormBackward: () =>
+  layerNormBackward: withF32Grads(() =>
     [...normShapes, d("options", { rows: 9, dim: 17 }, { label: "no bias" })].map((s) => ({
       ...s,
       present: s.label === "no bias" ? [] : ["dBias"],
       derive: deriveFrom("layerNormForward", { mean: "mean", rstd: "rstd" }, {}),
       args: { ...s.args, eps: 1e-5 },
-    })),
+    })), "gradDtype", ["prime", "odd", "options", "large"]),
   rmsNormForward: () => [
     ...normShapes.map((s) => ({ ...s, args: { ...s.args, eps: 1e-6 } })),
     d("in-place", { rows: 9, dim: 31, eps: 1e-6 }, { inPlace: ["out", "x"] }),
   ],
-  rmsNormBackward: () =>
-    normShapes.map((s) => ({ ...s, args: { ...s.args, eps: 1e-6 }, derive: deriveFrom("rmsNormForward", { rstd: "rstd" }) })),
+  rmsNormBackward: withF32Grads(() =>
+    normShapes.map((s) => ({ ...s, args: { ...s.args, eps: 1e-6 }, derive: deriveFrom("rmsNormForward", { rstd: "rstd" }) })), "gradDtype", ["prime", "odd", "large"]),
   geluForward: () => unarySizes("geluForward"),
   geluBackward: () => unarySizes("geluBackward"),
   siluForward: () => unarySizes("siluForward"),
@@ -345,16 +363,16 @@ const CASES: Record<KernelName, Defs> = {
     d("special", cp(2, 3, 19, [57, 19], [60, 20]), { derive: withSpecials("src") }),
   ],
   conv1dCausalForward: () => conv1dShapes(false),
-  conv1dCausalBackward: () => conv1dShapes(true),
+  conv1dCausalBackward: withF32Grads(() => conv1dShapes(true), "gradDtype", ["prime", "odd", "strided", "large"]),
   ssdScanForward: () => ssdShapes(false),
-  ssdScanBackward: () => ssdShapes(true),
+  ssdScanBackward: withF32Grads(() => ssdShapes(true), "gradDtype", ["prime", "odd", "strided", "large"]),
   moeRoute: () => routeShapes(false),
   moeRouteBackward: () => routeShapes(true),
   moeDispatch: () => moveShapes(true),
   moeCombine: () => moveShapes(true, true),
   moeCombineScaleGrad: () => moveShapes(false),
   groupedMatmul: () => groupedShapes(false),
-  groupedMatmulWeightGrad: () => groupedShapes(true),
+  groupedMatmulWeightGrad: withF32Grads(() => groupedShapes(true), "gradDtype", ["prime", "odd", "large"]),
   checkFinite: () => [
     d("one", { n: 1 }),
     d("prime", { n: 37 }, { label: "all finite" }),

@@ -1,6 +1,6 @@
 import type { Operand } from "../backend.js";
 import type { FloatDType } from "../dtype.js";
-import { type KernelSpec, operand, positiveInts, require, stridedExtent } from "./spec.js";
+import { type KernelSpec, checkWideDtype, operand, positiveInts, require, stridedExtent, wideDtype } from "./spec.js";
 
 /** Longest convolution window the backends support (Mamba2 uses 4). */
 export const CONV1D_MAX_KERNEL_SIZE = 16;
@@ -40,8 +40,8 @@ export interface Conv1dCausalForwardArgs {
  *   dWeight[c, j]   += sum_{b, t >= (K-1) - j} dOut[b, t, c] * x[b, t - (K-1) + j, c]
  *   dBias[c]        += sum_{b, t} dOut[b, t, c]
  * dX is dense (batch, seqLen, channels) whatever x's rowStride, and overwritten; dWeight
- * and dBias accumulate (parameter gradients, as the norm kernels' dWeight), summed in f32
- * and rounded once when added. Their sums are deterministic: the same inputs give the
+ * and dBias accumulate (parameter gradients, as the norm kernels' dWeight, in `gradDtype`:
+ * `dtype` or f32), summed in f32 and rounded once when added. Their sums are deterministic: the same inputs give the
  * same bits on every call (fixed-order partial sums, no float atomics). dBias is optional.
  */
 export interface Conv1dCausalBackwardArgs {
@@ -58,6 +58,8 @@ export interface Conv1dCausalBackwardArgs {
   /** x's row stride; default channels. dX is always dense. */
   rowStride?: number;
   dtype: FloatDType;
+  /** Dtype of the parameter gradients written here: `dtype` (default) or f32 (mixed precision). */
+  gradDtype?: FloatDType;
 }
 
 type Conv1dDims = Pick<Conv1dCausalForwardArgs, "batch" | "seqLen" | "channels" | "kernelSize" | "rowStride">;
@@ -95,9 +97,12 @@ export const conv1dCausalBackwardSpec: KernelSpec<Conv1dCausalBackwardArgs> = {
     xOperand(a),
     operand("weight", "in", a.dtype, a.channels * a.kernelSize),
     operand("dX", "out", a.dtype, a.batch * a.seqLen * a.channels),
-    operand("dWeight", "inout", a.dtype, a.channels * a.kernelSize),
-    operand("dBias", "inout", a.dtype, a.channels, { optional: true }),
+    operand("dWeight", "inout", wideDtype(a.dtype, a.gradDtype), a.channels * a.kernelSize),
+    operand("dBias", "inout", wideDtype(a.dtype, a.gradDtype), a.channels, { optional: true }),
   ],
-  check: (a) => checkConv1d("conv1dCausalBackward", a),
+  check: (a) => {
+    checkConv1d("conv1dCausalBackward", a);
+    checkWideDtype("conv1dCausalBackward", "gradDtype", a.dtype, a.gradDtype);
+  },
   flops: (a) => 4 * a.batch * a.seqLen * a.channels * a.kernelSize,
 };

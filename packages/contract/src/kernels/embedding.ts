@@ -1,6 +1,6 @@
 import type { Operand } from "../backend.js";
 import type { FloatDType } from "../dtype.js";
-import { type KernelSpec, operand, positiveInts } from "./spec.js";
+import { type KernelSpec, checkWideDtype, operand, positiveInts, wideDtype } from "./spec.js";
 
 /**
  * embeddingForward: out[i, :] = table[ids[i], :]
@@ -29,7 +29,7 @@ export const embeddingForwardSpec: KernelSpec<EmbeddingForwardArgs> = {
 
 /**
  * embeddingBackward: dTable[ids[i], :] += dOut[i, :] for every i (repeated ids add up).
- * dTable accumulates, like every parameter gradient; sums in f32.
+ * dTable accumulates, like every parameter gradient, in `gradDtype` (`dtype` or f32); sums in f32.
  */
 export interface EmbeddingBackwardArgs {
   ids: Operand;
@@ -39,6 +39,8 @@ export interface EmbeddingBackwardArgs {
   vocab: number;
   dim: number;
   dtype: FloatDType;
+  /** Dtype of the parameter gradients written here: `dtype` (default) or f32 (mixed precision). */
+  gradDtype?: FloatDType;
 }
 
 export const embeddingBackwardSpec: KernelSpec<EmbeddingBackwardArgs> = {
@@ -46,7 +48,10 @@ export const embeddingBackwardSpec: KernelSpec<EmbeddingBackwardArgs> = {
   operands: (a) => [
     operand("ids", "in", "i32", a.count, { init: { kind: "index", max: a.vocab } }),
     operand("dOut", "in", a.dtype, a.count * a.dim),
-    operand("dTable", "inout", a.dtype, a.vocab * a.dim),
+    operand("dTable", "inout", wideDtype(a.dtype, a.gradDtype), a.vocab * a.dim),
   ],
-  check: (a) => positiveInts("embeddingBackward", { count: a.count, vocab: a.vocab, dim: a.dim }),
+  check: (a) => {
+    positiveInts("embeddingBackward", { count: a.count, vocab: a.vocab, dim: a.dim });
+    checkWideDtype("embeddingBackward", "gradDtype", a.dtype, a.gradDtype);
+  },
 };

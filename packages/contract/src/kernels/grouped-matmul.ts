@@ -1,6 +1,6 @@
 import type { Operand } from "../backend.js";
 import type { FloatDType } from "../dtype.js";
-import { type KernelSpec, operand, positiveInts } from "./spec.js";
+import { type KernelSpec, checkWideDtype, operand, positiveInts, wideDtype } from "./spec.js";
 
 /**
  * groupedMatmul: rows of A split into `groups` runs by offsets (i32, groups+1,
@@ -40,7 +40,8 @@ export const groupedMatmulSpec: KernelSpec<GroupedMatmulArgs> = {
 /**
  * groupedMatmulWeightGrad: for each group g, dB_g += dC_g^T @ A_g, where A_g and dC_g are
  * group g's rows of A (rows, k) and dC (rows, n); dB_g (n, k) at g*n*k (the transB layout).
- * Accumulates, like every parameter gradient; an empty group leaves dB_g as it is.
+ * Accumulates, like every parameter gradient, in `gradDtype` (`dtype` or f32); an empty
+ * group leaves dB_g as it is.
  */
 export interface GroupedMatmulWeightGradArgs {
   a: Operand;
@@ -52,6 +53,8 @@ export interface GroupedMatmulWeightGradArgs {
   k: number;
   groups: number;
   dtype: FloatDType;
+  /** Dtype of the parameter gradients written here: `dtype` (default) or f32 (mixed precision). */
+  gradDtype?: FloatDType;
 }
 
 export const groupedMatmulWeightGradSpec: KernelSpec<GroupedMatmulWeightGradArgs> = {
@@ -60,8 +63,11 @@ export const groupedMatmulWeightGradSpec: KernelSpec<GroupedMatmulWeightGradArgs
     operand("a", "in", a.dtype, a.rows * a.k),
     operand("dC", "in", a.dtype, a.rows * a.n),
     operand("offsets", "in", "i32", a.groups + 1, { init: { kind: "offsets", total: a.rows } }),
-    operand("dB", "inout", a.dtype, a.groups * a.n * a.k),
+    operand("dB", "inout", wideDtype(a.dtype, a.gradDtype), a.groups * a.n * a.k),
   ],
-  check: (a) => positiveInts("groupedMatmulWeightGrad", { rows: a.rows, n: a.n, k: a.k, groups: a.groups }),
+  check: (a) => {
+    positiveInts("groupedMatmulWeightGrad", { rows: a.rows, n: a.n, k: a.k, groups: a.groups });
+    checkWideDtype("groupedMatmulWeightGrad", "gradDtype", a.dtype, a.gradDtype);
+  },
   flops: (a) => 2 * a.rows * a.n * a.k,
 };

@@ -1,6 +1,6 @@
 import type { Operand } from "../backend.js";
 import type { FloatDType } from "../dtype.js";
-import { type KernelSpec, operand, positiveInts, require } from "./spec.js";
+import { type KernelSpec, checkWideDtype, operand, positiveInts, require, wideDtype } from "./spec.js";
 
 /**
  * matmul: for each batch item i,
@@ -10,7 +10,9 @@ import { type KernelSpec, operand, positiveInts, require } from "./spec.js";
  * Batch item i starts at i*strideA / i*strideB / i*strideC elements
  * (defaults: m*k, k*n, m*n; strideA or strideB 0 broadcasts one matrix).
  * bias (length n) is added to every row of every batch item.
- * All operands are in `dtype`; products accumulate in f32.
+ * A, B and bias are in `dtype`; products accumulate in f32. C is in `cDtype`: `dtype`
+ * (the default) or f32 (16-bit operands summed into f32, as parameter gradients in
+ * mixed precision: with accumulate, the f32 C is added to without a 16-bit rounding).
  * C must not overlap A, B or bias.
  */
 export interface MatmulArgs {
@@ -30,6 +32,8 @@ export interface MatmulArgs {
   alpha?: number;
   accumulate?: boolean;
   dtype: FloatDType;
+  /** C's dtype: `dtype` (default) or f32. */
+  cDtype?: FloatDType;
 }
 
 /** Effective strides of a matmul call, defaults filled in. */
@@ -53,7 +57,7 @@ export const matmulSpec: KernelSpec<MatmulArgs> = {
       operand("a", "in", dtype, ext(s.strideA, m * k)),
       operand("b", "in", dtype, ext(s.strideB, k * n)),
       operand("bias", "in", dtype, n, { optional: true }),
-      operand("c", args.accumulate ? "inout" : "out", dtype, ext(s.strideC, m * n)),
+      operand("c", args.accumulate ? "inout" : "out", wideDtype(dtype, args.cDtype), ext(s.strideC, m * n)),
     ];
   },
   check(args) {
@@ -61,13 +65,15 @@ export const matmulSpec: KernelSpec<MatmulArgs> = {
     positiveInts("matmul", { m: args.m, n: args.n, k: args.k, batch: s.batch });
     require("matmul", s.strideC >= args.m * args.n || s.batch === 1, "strideC must be >= m*n so batch items do not overlap");
     require("matmul", s.strideA >= 0 && s.strideB >= 0, "strideA and strideB must be >= 0");
+    checkWideDtype("matmul", "cDtype", args.dtype, args.cDtype);
   },
   flops: (args) => 2 * args.m * args.n * args.k * (args.batch ?? 1),
 };
 
 /**
  * sumRows: out[j] = (accumulate ? out[j] : 0) + sum_i x[i, j], x is (rows, cols) row-major.
- * The bias gradient of a linear layer. x and out in `dtype`, sums in f32.
+ * The bias gradient of a linear layer. x in `dtype`, out in `gradDtype` (`dtype` or
+ * f32, default `dtype`), sums in f32.
  */
 export interface SumRowsArgs {
   x: Operand;
@@ -76,13 +82,18 @@ export interface SumRowsArgs {
   cols: number;
   accumulate?: boolean;
   dtype: FloatDType;
+  /** out's dtype: `dtype` (default) or f32. */
+  gradDtype?: FloatDType;
 }
 
 export const sumRowsSpec: KernelSpec<SumRowsArgs> = {
   name: "sumRows",
   operands: (a) => [
     operand("x", "in", a.dtype, a.rows * a.cols),
-    operand("out", a.accumulate ? "inout" : "out", a.dtype, a.cols),
+    operand("out", a.accumulate ? "inout" : "out", wideDtype(a.dtype, a.gradDtype), a.cols),
   ],
-  check: (a) => positiveInts("sumRows", { rows: a.rows, cols: a.cols }),
+  check: (a) => {
+    positiveInts("sumRows", { rows: a.rows, cols: a.cols });
+    checkWideDtype("sumRows", "gradDtype", a.dtype, a.gradDtype);
+  },
 };

@@ -1,6 +1,6 @@
 import type { Operand } from "../backend.js";
 import type { FloatDType } from "../dtype.js";
-import { type KernelSpec, operand, positiveInts, require } from "./spec.js";
+import { type KernelSpec, checkWideDtype, operand, positiveInts, require, wideDtype } from "./spec.js";
 
 /**
  * layernormForward, per row r of x (rows, dim):
@@ -44,7 +44,7 @@ export const layerNormForwardSpec: KernelSpec<LayerNormForwardArgs> = {
  *   dX[r,j]     = rstd[r] * (g[r,j] - mean_j(g[r,:]) - xhat[r,j] * mean_j(g[r,:] * xhat[r,:]))
  *   dWeight[j] += sum_r dOut[r,j] * xhat[r,j]
  *   dBias[j]   += sum_r dOut[r,j]
- * dX is overwritten; dWeight and dBias accumulate.
+ * dX is overwritten; dWeight and dBias accumulate, in `gradDtype` (`dtype` or f32).
  */
 export interface LayerNormBackwardArgs {
   dOut: Operand;
@@ -58,6 +58,8 @@ export interface LayerNormBackwardArgs {
   rows: number;
   dim: number;
   dtype: FloatDType;
+  /** Dtype of the parameter gradients written here: `dtype` (default) or f32 (mixed precision). */
+  gradDtype?: FloatDType;
 }
 
 export const layerNormBackwardSpec: KernelSpec<LayerNormBackwardArgs> = {
@@ -69,10 +71,13 @@ export const layerNormBackwardSpec: KernelSpec<LayerNormBackwardArgs> = {
     operand("mean", "in", "f32", a.rows),
     operand("rstd", "in", "f32", a.rows),
     operand("dX", "out", a.dtype, a.rows * a.dim),
-    operand("dWeight", "inout", a.dtype, a.dim),
-    operand("dBias", "inout", a.dtype, a.dim, { optional: true }),
+    operand("dWeight", "inout", wideDtype(a.dtype, a.gradDtype), a.dim),
+    operand("dBias", "inout", wideDtype(a.dtype, a.gradDtype), a.dim, { optional: true }),
   ],
-  check: (a) => positiveInts("layerNormBackward", { rows: a.rows, dim: a.dim }),
+  check: (a) => {
+    positiveInts("layerNormBackward", { rows: a.rows, dim: a.dim });
+    checkWideDtype("layerNormBackward", "gradDtype", a.dtype, a.gradDtype);
+  },
 };
 
 /**
@@ -110,6 +115,7 @@ export const rmsNormForwardSpec: KernelSpec<RmsNormForwardArgs> = {
  * rmsNormBackward, with xhat = x * rstd and g = dOut * weight:
  *   dX[r,j]     = rstd[r] * (g[r,j] - xhat[r,j] * mean_j(g[r,:] * xhat[r,:]))
  *   dWeight[j] += sum_r dOut[r,j] * xhat[r,j]
+ * dX is overwritten; dWeight accumulates, in `gradDtype` (`dtype` or f32).
  */
 export interface RmsNormBackwardArgs {
   dOut: Operand;
@@ -121,6 +127,8 @@ export interface RmsNormBackwardArgs {
   rows: number;
   dim: number;
   dtype: FloatDType;
+  /** Dtype of the parameter gradients written here: `dtype` (default) or f32 (mixed precision). */
+  gradDtype?: FloatDType;
 }
 
 export const rmsNormBackwardSpec: KernelSpec<RmsNormBackwardArgs> = {
@@ -131,7 +139,10 @@ export const rmsNormBackwardSpec: KernelSpec<RmsNormBackwardArgs> = {
     operand("weight", "in", a.dtype, a.dim),
     operand("rstd", "in", "f32", a.rows),
     operand("dX", "out", a.dtype, a.rows * a.dim),
-    operand("dWeight", "inout", a.dtype, a.dim),
+    operand("dWeight", "inout", wideDtype(a.dtype, a.gradDtype), a.dim),
   ],
-  check: (a) => positiveInts("rmsNormBackward", { rows: a.rows, dim: a.dim }),
+  check: (a) => {
+    positiveInts("rmsNormBackward", { rows: a.rows, dim: a.dim });
+    checkWideDtype("rmsNormBackward", "gradDtype", a.dtype, a.gradDtype);
+  },
 };

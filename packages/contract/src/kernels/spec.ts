@@ -1,4 +1,4 @@
-import type { DType } from "../dtype.js";
+import type { DType, FloatDType } from "../dtype.js";
 import { KernelArgumentError } from "../errors.js";
 
 export type OperandRole = "in" | "out" | "inout";
@@ -73,4 +73,19 @@ export function positiveInts(kernel: string, dims: Record<string, number | undef
 /** Elements spanned by `rows` rows of `width` elements, `stride` elements apart. */
 export function stridedExtent(rows: number, width: number, stride: number): number {
   return rows === 0 ? 0 : (rows - 1) * stride + width;
+}
+
+/**
+ * The dtype of a kernel's gradient outputs: `dtype` itself, or f32 when the caller keeps
+ * parameter gradients in f32 while training in bf16 or f16 (mixed precision: inputs in
+ * 16 bits, sums in f32 as always, the sum added to an f32 gradient without rounding to
+ * 16 bits, so a gradient above f16's 65504 stays finite).
+ */
+export function wideDtype(dtype: FloatDType, chosen: FloatDType | undefined): FloatDType {
+  return chosen ?? dtype;
+}
+
+/** A gradient-output dtype must be the kernel's dtype or f32. */
+export function checkWideDtype(kernel: string, key: string, dtype: FloatDType, chosen: FloatDType | undefined): void {
+  require(kernel, chosen === undefined || chosen === dtype || chosen === "f32", `${key} must be f32 or the kernel's dtype (${dtype}), got ${String(chosen)}`);
 }

@@ -1,6 +1,6 @@
 import type { Operand } from "../backend.js";
 import type { FloatDType } from "../dtype.js";
-import { type KernelSpec, operand, positiveInts, require, stridedExtent } from "./spec.js";
+import { type KernelSpec, checkWideDtype, operand, positiveInts, require, stridedExtent, wideDtype } from "./spec.js";
 
 /*
  * Mamba2's selective state space scan (state space duality, "SSD"), per batch b and
@@ -74,6 +74,8 @@ export interface SsdScanBackwardArgs extends SsdScanInputs {
   dDtBias: Operand;
   dALog: Operand;
   dD: Operand;
+  /** Dtype of dDtBias, dALog and dD: `dtype` (default) or f32 (mixed precision). */
+  gradDtype?: FloatDType;
 }
 
 /** Longest state (stateSize) and head (headDim) the backends support. */
@@ -150,10 +152,13 @@ export const ssdScanBackwardSpec: KernelSpec<SsdScanBackwardArgs> = {
     operand("D", "in", a.dtype, a.heads),
     operand("states", "in", "f32", ssdStateElements(a)),
     ...scanOperands(a, true),
-    operand("dDtBias", "inout", a.dtype, a.heads),
-    operand("dALog", "inout", a.dtype, a.heads),
-    operand("dD", "inout", a.dtype, a.heads),
+    operand("dDtBias", "inout", wideDtype(a.dtype, a.gradDtype), a.heads),
+    operand("dALog", "inout", wideDtype(a.dtype, a.gradDtype), a.heads),
+    operand("dD", "inout", wideDtype(a.dtype, a.gradDtype), a.heads),
   ],
-  check: (a) => checkSsd("ssdScanBackward", a),
+  check: (a) => {
+    checkSsd("ssdScanBackward", a);
+    checkWideDtype("ssdScanBackward", "gradDtype", a.dtype, a.gradDtype);
+  },
   flops: (a) => 2 * ssdFlops(a),
 };
