@@ -10,8 +10,8 @@ export interface TrainingPrecision {
 
 const MEANING: Record<FloatDType, string> = {
   f32: "f32 throughout",
-  bf16: "bf16 weights and activations, f32 master weights, gradient sums and AdamW state",
-  f16: "f16 weights and activations with dynamic loss scaling, f32 master weights, gradient sums and AdamW state",
+  bf16: "bf16 weights and activations, f32 master weights, gradients and AdamW state",
+  f16: "f16 weights and activations with dynamic loss scaling, f32 master weights, gradients and AdamW state",
 };
 
 /** Resolves "auto" on the open backend; `askedBy` names the flag that set the dtype, if one did. */

@@ -74,7 +74,7 @@ describe("dtype choice", () => {
     expect(differingTensors(a, b)).toEqual([]);
   });
 
-  it("kiln estimate --dtype plans every dtype: 16-bit adds f32 masters and gradient sums", async () => {
+  it("kiln estimate --dtype plans every dtype: 16-bit adds f32 masters, gradients stay f32", async () => {
     const plans: Record<string, { memory: { parameters: number; gradients: number; optimizerState: number; activations: number } }> = {};
     for (const dtype of ["f32", "bf16", "f16", "auto"]) {
       const r = expectSuccess(await ws.run(["estimate", "-f", "run.yaml", "--dtype", dtype, "--json"]), `kiln estimate --dtype ${dtype}`);
@@ -83,6 +83,7 @@ describe("dtype choice", () => {
     expect(plans.bf16.memory).toEqual(plans.f16.memory);
     expect(plans.auto.memory).toEqual(plans.bf16.memory);
     expect(plans.bf16.memory.optimizerState).toBe(plans.f32.memory.optimizerState);
+    expect(plans.bf16.memory.gradients).toBe(plans.f32.memory.gradients);
     expect(plans.bf16.memory.parameters).toBeGreaterThan(plans.f32.memory.parameters);
     expect(plans.bf16.memory.activations).toBeLessThan(plans.f32.memory.activations);
   });

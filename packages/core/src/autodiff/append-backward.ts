@@ -2,6 +2,7 @@ import type { Graph } from "../graph/graph.js";
 import { addKernelNode, type KernelNodeAttrs } from "../graph/kernel-node.js";
 import type { BackwardBuilder } from "../graph/op.js";
 import { gradRules } from "../ops/index.js";
+import { paramGradTensor } from "../ops/grad-rule.js";
 
 export interface BackwardResult {
   /** Parameter tensor id -> its gradient tensor id. */
@@ -19,7 +20,8 @@ export type BackwardStart = { lossNode: number } | { before: number; grads: Map<
  * Reverse-mode autodiff: walks the forward nodes from the start back to the first
  * and appends each one's gradient nodes to the same graph. Gradients that
  * reach a tensor from several consumers are summed with `add` nodes; parameter
- * gradients accumulate into their gradient tensors (zeroed before the step).
+ * gradients accumulate into their gradient tensors (f32 whatever the parameters'
+ * dtype, zeroed before the step).
  */
 export function appendBackward(g: Graph, start: BackwardStart): BackwardResult {
   const end = "lossNode" in start ? start.lossNode : start.before;
@@ -38,11 +40,9 @@ export function appendBackward(g: Graph, start: BackwardStart): BackwardResult {
       else contributions.set(id, [grad]);
     },
     paramGrad(id) {
-      const p = g.info(id);
-      if (p.kind !== "param") throw new Error(`${p.name} is not a parameter`);
       let grad = paramGrads.get(id);
       if (grad === undefined) {
-        grad = g.tensor(p.shape, p.dtype, "grad", `grad(${p.name})`, id);
+        grad = paramGradTensor(g, id);
         paramGrads.set(id, grad);
       }
       return grad;

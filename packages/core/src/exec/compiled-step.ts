@@ -10,9 +10,12 @@ const OPS: Record<string, OpDef> = { kernel: kernelOp };
 /** Where parameters and their gradients live: shared by every step compiled for a model. */
 export interface ParameterBinding {
   params: BufferHandle;
+  /** The f32 gradients, whatever the parameters' dtype. */
   grads?: BufferHandle;
-  /** Parameter name -> byte offset (the same offset in the gradient buffer). */
+  /** Parameter name -> byte offset in `params`. */
   offsets: ReadonlyMap<string, number>;
+  /** Parameter name -> byte offset in `grads` (the f32 layout's); default `offsets`. */
+  gradOffsets?: ReadonlyMap<string, number>;
 }
 
 /**
@@ -87,7 +90,7 @@ export class CompiledStep {
       case "param":
         return at(this.parameters.params, this.parameters.offsets.get(t.name));
       case "grad":
-        return at(this.parameters.grads, this.parameters.offsets.get(this.graph.info(t.gradOf!).name));
+        return at(this.parameters.grads, (this.parameters.gradOffsets ?? this.parameters.offsets).get(this.graph.info(t.gradOf!).name));
     }
   }
 

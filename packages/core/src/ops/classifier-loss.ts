@@ -1,6 +1,7 @@
 import { bytesPerElement } from "@kiln/contract";
 import type { Graph } from "../graph/graph.js";
 import { addKernelNode } from "../graph/kernel-node.js";
+import { gradDtypeArg, paramGradTensor } from "./grad-rule.js";
 
 /** Logits one chunk of the training loss materialises: at most this many bytes... */
 export const LOGITS_CHUNK_BYTES = 16 * 2 ** 20;
@@ -37,8 +38,7 @@ export function chunkedClassifierLoss(g: Graph, hidden: number, head: number, ta
   const chunk = chunkRows ?? logitsChunkRows(rows, vocab, bytesPerElement(dtype));
   const losses = g.tensor([rows], "f32", "activation", `${name}.rows`);
   const dHidden = g.tensor([rows, width], dtype, "activation", `d(${g.info(hidden).name})`);
-  const headInfo = g.info(head);
-  const headGrad = g.tensor(headInfo.shape, headInfo.dtype, "grad", `grad(${headInfo.name})`, head);
+  const headGrad = paramGradTensor(g, head);
   for (let r0 = 0, i = 0; r0 < rows; r0 += chunk, i++) {
     const n = Math.min(chunk, rows - r0);
     const x = { id: hidden, offset: r0 * width };
@@ -51,7 +51,7 @@ export function chunkedClassifierLoss(g: Graph, hidden: number, head: number, ta
     addKernelNode(g, "crossEntropyBackward", { logits, targets: t, lse, dLogits }, { rows: n, vocab, lossScale: 1, dtype }, { runtimeArgs: { lossScale: "lossScale" } });
     // d(hidden) rows = dLogits · W;  dW += dLogits^T · hidden rows
     addKernelNode(g, "matmul", { a: dLogits, b: head, c: { id: dHidden, offset: r0 * width } }, { m: n, n: width, k: vocab, dtype });
-    addKernelNode(g, "matmul", { a: dLogits, b: x, c: headGrad }, { m: vocab, n: width, k: n, transA: true, accumulate: true, dtype });
+    addKernelNode(g, "matmul", { a: dLogits, b: x, c: headGrad }, { m: vocab, n: width, k: n, transA: true, accumulate: true, dtype, ...gradDtypeArg(g, headGrad, dtype, "cDtype") });
   }
   const lossSum = g.tensor([1], "f32", "output", name);
   addKernelNode(g, "sum", { x: losses, out: lossSum }, { n: rows, dtype: "f32" });

@@ -1,6 +1,7 @@
+import type { DType } from "@kiln/contract";
 import type { Graph } from "../graph/graph.js";
 import { addKernelNode } from "../graph/kernel-node.js";
-import { type GradRule, kernelAttrs, operandOf } from "./grad-rule.js";
+import { type GradRule, gradDtypeArg, kernelAttrs, operandOf } from "./grad-rule.js";
 
 /**
  * Causal depthwise convolution over time of x (batch*seqLen, channels), one filter of
@@ -26,7 +27,7 @@ export const conv1dCausalGrad: GradRule = (node, b, [dOut]) => {
     b.graph,
     "conv1dCausalBackward",
     { dOut, x, weight, dX, dWeight: b.paramGrad(weight), ...(bias === undefined ? {} : { dBias: b.paramGrad(bias) }) },
-    { ...kernelAttrs(node).args },
+    { ...kernelAttrs(node).args, ...gradDtypeArg(b.graph, b.paramGrad(weight), kernelAttrs(node).args.dtype as DType) },
   );
   b.addGrad(x, dX);
 };

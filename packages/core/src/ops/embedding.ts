@@ -1,6 +1,7 @@
 import type { Graph } from "../graph/graph.js";
 import { addKernelNode } from "../graph/kernel-node.js";
-import { type GradRule, kernelAttrs, operandOf } from "./grad-rule.js";
+import type { DType } from "@kiln/contract";
+import { type GradRule, gradDtypeArg, kernelAttrs, operandOf } from "./grad-rule.js";
 
 /** out (count, dim) = table[ids]. ids is an i32 tensor of `count` elements. */
 export function embedding(g: Graph, ids: number, table: number, name: string): number {
@@ -14,5 +15,7 @@ export function embedding(g: Graph, ids: number, table: number, name: string): n
 export const embeddingGrad: GradRule = (node, b, [dOut]) => {
   const table = operandOf(node, "table");
   if (dOut === undefined || !b.needsGrad(table)) return;
-  addKernelNode(b.graph, "embeddingBackward", { ids: operandOf(node, "ids"), dOut, dTable: b.paramGrad(table) }, { ...kernelAttrs(node).args });
+  const args = kernelAttrs(node).args;
+  const dTable = b.paramGrad(table);
+  addKernelNode(b.graph, "embeddingBackward", { ids: operandOf(node, "ids"), dOut, dTable }, { ...args, ...gradDtypeArg(b.graph, dTable, args.dtype as DType) });
 };

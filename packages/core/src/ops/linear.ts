@@ -1,6 +1,6 @@
 import type { Graph } from "../graph/graph.js";
 import { addKernelNode } from "../graph/kernel-node.js";
-import { type GradRule, kernelAttrs, operandOf } from "./grad-rule.js";
+import { type GradRule, gradDtypeArg, kernelAttrs, operandOf } from "./grad-rule.js";
 
 /**
  * Weight layouts: "out_in" is torch.nn.Linear's (out, in), y = x W^T;
@@ -66,16 +66,18 @@ export const linearGrad: GradRule = (node, b, [dY]) => {
   }
   if (b.needsGrad(w)) {
     const dW = b.paramGrad(w);
+    const cDtype = gradDtypeArg(g, dW, dtype, "cDtype");
     if (layout === "out_in") {
       // dW (out, in) += dY^T · x
-      addKernelNode(g, "matmul", { a: dY, b: x, c: { id: dW, offset: wOffset } }, { m: outF, n: inF, k: rows, transA: true, accumulate: true, dtype });
+      addKernelNode(g, "matmul", { a: dY, b: x, c: { id: dW, offset: wOffset } }, { m: outF, n: inF, k: rows, transA: true, accumulate: true, dtype, ...cDtype });
     } else {
       // dW (in, out) += x^T · dY
-      addKernelNode(g, "matmul", { a: x, b: dY, c: dW }, { m: inF, n: outF, k: rows, transA: true, accumulate: true, dtype });
+      addKernelNode(g, "matmul", { a: x, b: dY, c: dW }, { m: inF, n: outF, k: rows, transA: true, accumulate: true, dtype, ...cDtype });
     }
   }
   const bias = a.operands.bias?.id;
   if (bias !== undefined && b.needsGrad(bias)) {
-    addKernelNode(g, "sumRows", { x: dY, out: b.paramGrad(bias) }, { rows, cols: outF, accumulate: true, dtype });
+    const dBias = b.paramGrad(bias);
+    addKernelNode(g, "sumRows", { x: dY, out: dBias }, { rows, cols: outF, accumulate: true, dtype, ...gradDtypeArg(g, dBias, dtype) });
   }
 };

@@ -1,7 +1,7 @@
 import type { FloatDType } from "@kiln/contract";
 import type { Graph } from "../graph/graph.js";
 import { addKernelNode } from "../graph/kernel-node.js";
-import { type GradRule, kernelAttrs, operandOf } from "./grad-rule.js";
+import { type GradRule, gradDtypeArg, kernelAttrs, operandOf } from "./grad-rule.js";
 
 /** The routing of T tokens to their top k of E experts (contract kernel moeRoute). */
 export interface MoeRouting {
@@ -138,6 +138,7 @@ export const groupedLinearGrad: GradRule = (node, b, [dY]) => {
     b.addGrad(x, dX);
   }
   if (b.needsGrad(w)) {
-    addKernelNode(g, "groupedMatmulWeightGrad", { a: x, dC: dY, offsets, dB: b.paramGrad(w) }, { rows, n: outF, k: inF, groups, dtype });
+    const dB = b.paramGrad(w);
+    addKernelNode(g, "groupedMatmulWeightGrad", { a: x, dC: dY, offsets, dB }, { rows, n: outF, k: inF, groups, dtype, ...gradDtypeArg(g, dB, dtype) });
   }
 };

@@ -1,6 +1,7 @@
+import type { FloatDType } from "@kiln/contract";
 import type { Graph } from "../graph/graph.js";
 import { addKernelNode } from "../graph/kernel-node.js";
-import { type GradRule, kernelAttrs, operandOf } from "./grad-rule.js";
+import { type GradRule, gradDtypeArg, kernelAttrs, operandOf } from "./grad-rule.js";
 
 /** LayerNorm over the last dim of x (rows, dim); saves mean and rstd for the backward pass. */
 export function layerNorm(g: Graph, x: number, weight: number, bias: number | undefined, eps: number, name: string): number {
@@ -15,7 +16,7 @@ export function layerNorm(g: Graph, x: number, weight: number, bias: number | un
 
 export const layerNormGrad: GradRule = (node, b, [dOut]) => {
   if (dOut === undefined) return;
-  const { rows, dim, dtype } = kernelAttrs(node).args as { rows: number; dim: number; dtype: string };
+  const { rows, dim, dtype } = kernelAttrs(node).args as { rows: number; dim: number; dtype: FloatDType };
   const x = operandOf(node, "x");
   const weight = operandOf(node, "weight");
   const bias = kernelAttrs(node).operands.bias?.id;
@@ -33,7 +34,7 @@ export const layerNormGrad: GradRule = (node, b, [dOut]) => {
       dWeight: b.paramGrad(weight),
       ...(bias === undefined ? {} : { dBias: b.paramGrad(bias) }),
     },
-    { rows, dim, dtype },
+    { rows, dim, dtype, ...gradDtypeArg(b.graph, b.paramGrad(weight), dtype) },
   );
   b.addGrad(x, dX);
 };
@@ -50,7 +51,7 @@ export function rmsNorm(g: Graph, x: number, weight: number, eps: number, name: 
 
 export const rmsNormGrad: GradRule = (node, b, [dOut]) => {
   if (dOut === undefined) return;
-  const { rows, dim, dtype } = kernelAttrs(node).args as { rows: number; dim: number; dtype: string };
+  const { rows, dim, dtype } = kernelAttrs(node).args as { rows: number; dim: number; dtype: FloatDType };
   const x = operandOf(node, "x");
   const weight = operandOf(node, "weight");
   const dX = b.activation([rows, dim], x, `d(${b.graph.info(x).name})`);
@@ -58,7 +59,7 @@ export const rmsNormGrad: GradRule = (node, b, [dOut]) => {
     b.graph,
     "rmsNormBackward",
     { dOut, x, weight, rstd: operandOf(node, "rstd"), dX, dWeight: b.paramGrad(weight) },
-    { rows, dim, dtype },
+    { rows, dim, dtype, ...gradDtypeArg(b.graph, b.paramGrad(weight), dtype) },
   );
   b.addGrad(x, dX);
 };

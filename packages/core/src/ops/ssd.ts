@@ -1,8 +1,8 @@
-import type { SsdScanDims } from "@kiln/contract";
+import type { DType, SsdScanDims } from "@kiln/contract";
 import { ssdStateElements } from "@kiln/contract";
 import type { Graph } from "../graph/graph.js";
 import { addKernelNode } from "../graph/kernel-node.js";
-import { type GradRule, kernelAttrs, operandOf } from "./grad-rule.js";
+import { type GradRule, gradDtypeArg, kernelAttrs, operandOf } from "./grad-rule.js";
 
 /** Mamba2's per-head parameters: dt's bias, A = -exp(aLog), the D skip; each (heads). */
 export interface SsdParams {
@@ -65,7 +65,7 @@ export const ssdScanGrad: GradRule = (node, b, [dY]) => {
       dALog: b.paramGrad(operandOf(node, "aLog")),
       dD: b.paramGrad(operandOf(node, "D")),
     },
-    { ...a.args },
+    { ...a.args, ...gradDtypeArg(g, b.paramGrad(operandOf(node, "D")), a.args.dtype as DType) },
   );
   b.addGrad(xbc, dXbc);
   b.addGrad(dt, dDt);

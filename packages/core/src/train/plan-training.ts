@@ -7,16 +7,15 @@ import { archOf } from "../model/architectures.js";
 import { planStep } from "../plan/plan-step.js";
 import type { RecomputePolicy } from "../autodiff/rematerialize.js";
 import { type MemoryPlan, totalOf } from "./memory-plan.js";
-import { gradientChunkElements } from "./master-weights.js";
 
 /** Bytes of the small scalar buffer a trainer keeps (gradient norm). */
 export const TRAINER_SCALAR_BYTES = 64;
 
 /**
  * The exact device bytes a Trainer will allocate for (model, batch, seqLen), from
- * the planned training graph, without allocating anything. With a 16-bit dtype the
- * parameters, gradients and activations are 16-bit; f32 master weights, f32
- * gradient sums and the scratch that widens gradients into them are added.
+ * the planned training graph, without allocating anything. Gradients are f32 in every
+ * dtype; with a 16-bit dtype the parameters and activations are 16-bit, and f32
+ * master weights are added.
  */
 export function planTrainingMemory(model: ModelConfig, batchSize: number, seqLen: number, dtype: FloatDType = "f32", recompute: RecomputePolicy = "cheap"): MemoryPlan {
   return planTraining(model, batchSize, seqLen, dtype, recompute).memory;
@@ -31,7 +30,7 @@ export function planTraining(model: ModelConfig, batchSize: number, seqLen: numb
   const mixed = dtype !== "f32";
   const memory = totalOf({
     parameters: layout.bytes + (mixed ? state.bytes : 0),
-    gradients: layout.bytes + (mixed ? state.bytes + 4 * gradientChunkElements(layout) : 0),
+    gradients: state.bytes,
     optimizerState: 2 * state.bytes,
     activations: step.arena.bytes,
     activationsUnpacked: step.arena.unpackedBytes,

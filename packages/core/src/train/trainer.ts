@@ -1,4 +1,4 @@
-import { type Backend, type BufferHandle, type FloatDType, type Kernels, KilnError, bytesPerElement, decodeElements } from "@kiln/contract";
+import { type Backend, type BufferHandle, type FloatDType, type Kernels, KilnError, decodeElements } from "@kiln/contract";
 import { CompiledStep } from "../exec/compiled-step.js";
 import { withProfiledKernels } from "../exec/profiled-kernels.js";
 import type { StepProfiler } from "../exec/step-profiler.js";
@@ -34,9 +34,9 @@ export interface TrainerConfig {
   /** Activations recomputed in the backward pass instead of kept (default "cheap"). */
   recompute?: RecomputePolicy;
   /**
-   * Storage dtype of parameters, gradients and activations (default f32). With bf16
-   * or f16, AdamW updates f32 master weights from gradients summed in f32, and its
-   * state stays f32; f16 adds dynamic loss scaling.
+   * Storage dtype of parameters and activations (default f32). Parameter gradients
+   * are f32 in every dtype; with bf16 or f16, AdamW updates f32 master weights from
+   * them, and its state stays f32; f16 adds dynamic loss scaling.
    */
   dtype?: FloatDType;
   /** f16 only: the loss scaler's start and growth interval (defaults 2^16 and 2000). */
@@ -164,12 +164,13 @@ export class Trainer {
     this.memoryPlan = planned.memory;
     const plan = planned.step;
     const params = backend.alloc(this.layout.bytes);
-    const grads = backend.alloc(this.layout.bytes);
+    // Parameter gradients are f32 in every dtype: the f32 layout.
+    const grads = backend.alloc(this.stateLayout.bytes);
     const m = backend.alloc(this.stateLayout.bytes);
     const v = backend.alloc(this.stateLayout.bytes);
     const scalars = backend.alloc(TRAINER_SCALAR_BYTES);
     this.buffers = { params, grads, m, v, scalars };
-    this.compiled = new CompiledStep(this.model.graph, plan, backend, { params, grads, offsets: this.layout.offsets });
+    this.compiled = new CompiledStep(this.model.graph, plan, backend, { params, grads, offsets: this.layout.offsets, gradOffsets: this.stateLayout.offsets });
     this.compiled.runtime.loadBalanceAlpha = config.loadBalanceAlpha ?? DEFAULT_LOAD_BALANCE_ALPHA;
     const offsets = this.model.training!.expertOffsets;
     this.expertLoad = offsets ? new ExpertLoad(offsets, moeOf(model)!.numExperts) : undefined;
@@ -182,9 +183,9 @@ export class Trainer {
       this.adamw = new AdamW(exec, this.layout, this.stateLayout, { params, grads, m, v }, config.optimizer);
       uploadInitialParams(backend, params, this.layout, config.seed);
     } else {
-      // AdamW runs in f32 on the masters and the f32 gradient sums; the 16-bit parameters are rounded from the masters.
-      const masters = (this.masters = new MasterWeights(exec, this.layout, this.stateLayout, { params, grads }));
-      this.adamw = new AdamW(exec, this.stateLayout, this.stateLayout, { params: masters.master, grads: masters.gradSums, m, v }, config.optimizer);
+      // AdamW runs in f32 on the masters and the f32 gradients; the 16-bit parameters are rounded from the masters.
+      const masters = (this.masters = new MasterWeights(exec, this.layout, this.stateLayout, params));
+      this.adamw = new AdamW(exec, this.stateLayout, this.stateLayout, { params: masters.master, grads, m, v }, config.optimizer);
       uploadInitialParams(backend, masters.master, this.stateLayout, config.seed);
       masters.roundToParams();
     }
@@ -194,10 +195,9 @@ export class Trainer {
     if (this.model.positions !== undefined) this.compiled.upload(this.model.positions, positionIds(batchSize, seqLen));
     const sync = config.gradientSync;
     if (sync && sync.worldSize > 1) {
-      // Under a 16-bit dtype the f32 gradient sums are what is synced: buckets of the f32 layout.
-      const synced = this.masters ? this.stateLayout : this.layout;
-      const buckets = planGradientBuckets(this.model.graph, synced, config.bucketBytes ?? DEFAULT_BUCKET_BYTES);
-      this.dataParallel = new DataParallelSync(sync, backend, buckets, this.masters?.gradSums ?? grads, synced.dtype);
+      // The f32 gradients are what is synced, in every dtype: buckets of the f32 layout.
+      const buckets = planGradientBuckets(this.model.graph, this.stateLayout, config.bucketBytes ?? DEFAULT_BUCKET_BYTES);
+      this.dataParallel = new DataParallelSync(sync, backend, buckets, grads, "f32");
     }
   }
 
@@ -254,8 +254,8 @@ export class Trainer {
     const localValid = "next" in microBatches ? undefined : microBatches.reduce((s, b) => s + countValid(b.targets), 0);
     const totalValid = dp && localValid !== undefined ? await dp.sum(localValid) : localValid;
     const masters = this.masters;
-    // f32 accumulates into the gradient buffer itself; 16-bit dtypes sum each micro-batch's gradients in f32.
-    if (!masters) this.zeroGradients();
+    // Every micro-batch's gradients accumulate into the f32 gradient buffer.
+    this.zeroGradients();
     await this.settleProfiledKernels();
     const lossScale = this.lossScaler?.scale ?? 1;
     this.lastLossScale = lossScale;
@@ -263,7 +263,6 @@ export class Trainer {
     let auxLoss = 0;
     this.expertLoad?.reset();
     const worldSize = this.config.gradientSync?.worldSize ?? 1;
-    let collected = 0;
     for (let i = 0; i < count; i++) {
       const waitStart = profiler?.now();
       const batch = "next" in microBatches ? await microBatches.next() : microBatches[i];
@@ -272,23 +271,20 @@ export class Trainer {
       // The loss is a mean over `denominator` target rows; each row's gradient is 1 / denominator.
       const denominator = totalValid ?? valid * count;
       if (denominator === 0) continue;
-      if (masters) this.zeroGradients();
-      // f32: the last micro-batch hands each gradient bucket to the communicator as backward finishes it.
-      const handOff = dp && !masters && i === count - 1 ? dp : undefined;
+      // The last micro-batch hands each gradient bucket to the communicator as backward finishes it.
+      const handOff = dp && i === count - 1 ? dp : undefined;
       // The auxiliary loss is a mean over the micro-batches of every rank.
       loss += (await this.forwardBackward(batch, lossScale / denominator, lossScale / (count * worldSize), handOff)) / denominator;
       auxLoss += this.lastAuxLoss / (count * worldSize);
-      masters?.collectGradients(collected++ === 0);
       await this.settleProfiledKernels();
     }
-    if (masters && collected === 0) masters.zeroGradients();
     if (dp) {
       await dp.finish();
       loss = await dp.sum(loss);
       if (this.model.training!.auxLoss !== undefined) auxLoss = await dp.sum(auxLoss);
     }
     const { scalars } = this.buffers;
-    const grads = masters ? masters.gradSums : this.buffers.grads;
+    const grads = this.buffers.grads;
     const k = this.kernels;
     k.sumSquares({ x: grads, out: scalars, n: this.stateLayout.bytes / 4, dtype: "f32" });
     if (this.lossScaler) {
@@ -345,10 +341,9 @@ export class Trainer {
     p.settleLastKernel();
   }
 
-  /** Zeroes the gradient buffer the graph accumulates parameter gradients into. */
+  /** Zeroes the f32 gradient buffer the graph accumulates parameter gradients into. */
   private zeroGradients(): void {
-    const n = this.layout.bytes / bytesPerElement(this.dtype);
-    this.kernels.fill({ out: this.buffers.grads, n, value: 0, dtype: this.dtype });
+    this.kernels.fill({ out: this.buffers.grads, n: this.stateLayout.bytes / 4, value: 0, dtype: "f32" });
   }
 
   /**
@@ -427,15 +422,12 @@ export class Trainer {
   /**
    * Every parameter as f32 values by name: the parameters in the training dtype
    * (widened exactly), their f32 masters (16-bit dtypes; the parameters themselves
-   * under f32), the gradients AdamW read last (summed in f32 and unscaled under a
-   * 16-bit dtype), or AdamW's m and v.
+   * under f32), the f32 gradients AdamW read last (unscaled under f16), or AdamW's m and v.
    */
   async readParameters(which: "params" | "master" | "grads" | "m" | "v" = "params"): Promise<Map<string, Float32Array>> {
     const m = this.masters;
     const [buffer, layout] =
-      which === "params" || (!m && (which === "master" || which === "grads"))
-        ? [which === "grads" ? this.buffers.grads : this.buffers.params, this.layout]
-        : [which === "master" ? m!.master : which === "grads" ? m!.gradSums : this.buffers[which], this.stateLayout];
+      which === "params" || (!m && which === "master") ? [this.buffers.params, this.layout] : [which === "master" ? m!.master : this.buffers[which], this.stateLayout];
     const unscale = which === "grads" ? this.lastLossScale : 1;
     const out = new Map<string, Float32Array>();
     for (const s of layout.specs) {
@@ -462,13 +454,8 @@ export class Trainer {
     const lossScale = this.lossScaler?.scale ?? 1;
     this.lastLossScale = lossScale;
     this.zeroGradients();
-    if (valid === 0) {
-      this.masters?.zeroGradients();
-      return 0;
-    }
-    const loss = (await this.forwardBackward(batch, lossScale / valid, lossScale)) / valid;
-    this.masters?.collectGradients(true);
-    return loss;
+    if (valid === 0) return 0;
+    return (await this.forwardBackward(batch, lossScale / valid, lossScale)) / valid;
   }
 
   /**
