@@ -3,8 +3,11 @@
 // the loss at every logged step, the largest relative gap to f32 from step 50 on, the
 // validation losses, f16's skipped steps and final loss scale, and whether each stays
 // within 2%. The three runs go side by side, one kernel thread each, so partial
-// metrics.jsonl files compare at any time. Needs packages/cli/dist built.
-// Usage: node tooling/bench/mixed-precision-curves.mjs [steps=300] [out-dir]
+// metrics.jsonl files compare at any time. A dtype whose run in out-dir already
+// finished (its metrics.jsonl holds the last step's validation loss) is read, not
+// rerun (the report marks it "reused"); `dtypes` limits which dtypes run this time.
+// Needs packages/cli/dist built.
+// Usage: node tooling/bench/mixed-precision-curves.mjs [steps=300] [out-dir] [dtypes=f32,bf16,f16]
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -17,7 +20,7 @@ const steps = Number(process.argv[2] ?? 300);
 const out = path.resolve(process.argv[3] ?? fs.mkdtempSync(path.join(os.tmpdir(), "kiln-mixed-precision-")));
 const FROM_STEP = 50;
 const TOLERANCE = 0.02;
-const DTYPES = ["f32", "bf16", "f16"];
+const DTYPES = (process.argv[4] ?? "f32,bf16,f16").split(",");
 
 fs.mkdirSync(out, { recursive: true });
 const config = path.join(out, "bench-small.yaml");
@@ -60,9 +63,18 @@ function train(dtype) {
   });
 }
 
+/** The log lines of a finished earlier run of `dtype` in out-dir, or undefined. */
+function finishedRun(dtype) {
+  const file = path.join(out, dtype, "metrics.jsonl");
+  if (!fs.existsSync(file)) return undefined;
+  const lines = fs.readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  return lines.some((l) => l.step === steps && "val_loss" in l) ? lines : undefined;
+}
+
 const started = performance.now();
-const logs = await Promise.all(DTYPES.map(train));
-const lines = Object.fromEntries(DTYPES.map((d, i) => [d, logs[i].trim().split("\n").map((l) => JSON.parse(l))]));
+const reused = DTYPES.filter((d) => finishedRun(d));
+const logs = await Promise.all(DTYPES.map((d) => (reused.includes(d) ? finishedRun(d) : train(d).then((o) => o.trim().split("\n").map((l) => JSON.parse(l))))));
+const lines = Object.fromEntries(DTYPES.map((d, i) => [d, logs[i]]));
 const losses = (d) => new Map(lines[d].filter((l) => "loss" in l && !l.skipped).map((l) => [l.step, l.loss]));
 const valLoss = (d) => lines[d].filter((l) => "val_loss" in l).at(-1)?.val_loss;
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -74,11 +86,12 @@ const report = {
   machine: `${os.cpus()[0].model.trim()}, ${os.availableParallelism()} cores`,
   threads_per_run: 1,
   wall_seconds: (performance.now() - started) / 1000,
+  reused,
   compared_from_step: FROM_STEP,
   tolerance: TOLERANCE,
   f32: { val_loss: valLoss("f32"), final_loss: reference.get(steps), s_per_step_median: median(lines.f32.filter((l) => l["it/s"]).map((l) => 1 / l["it/s"])) },
 };
-for (const d of ["bf16", "f16"]) {
+for (const d of ["bf16", "f16"].filter((x) => lines[x])) {
   const mine = losses(d);
   let worst = { step: 0, relative_gap: 0 };
   for (const [step, loss] of reference) {

@@ -116,6 +116,21 @@ describe("f16 dynamic loss scaling", () => {
     trainer.dispose();
   });
 
+  it("keeps a scaled parameter gradient past f16's 65504 in f32: the step is taken, not skipped", async () => {
+    // Every target the same token: the first attention projection's bias gradient sums to about 1.6,
+    // times the default scale 2^16 well past f16's largest value, while every activation gradient fits.
+    const trainer = new Trainer(backend, config("gpt2", "f16"));
+    const batch = { ids: batchAt(0).ids, targets: new Int32Array(32).fill(5) };
+    const r = await trainer.step([batch]);
+    expect(r.skipped).toBe(false);
+    expect(r.lossScale).toBe(2 ** 16);
+    let largest = 0;
+    for (const v of (await trainer.readParameters("grads")).values()) for (const x of v) largest = Math.max(largest, Math.abs(x) * 2 ** 16);
+    expect(largest).toBeGreaterThan(65504);
+    for (const v of (await trainer.readParameters("master")).values()) expect(v.every(Number.isFinite)).toBe(true);
+    trainer.dispose();
+  });
+
   it("doubles the scale after growthInterval finite steps in a row", async () => {
     const trainer = new Trainer(backend, { ...config("llama", "f16"), lossScaler: { initialScale: 256, growthInterval: 3 } });
     const scales: number[] = [];
