@@ -3,7 +3,8 @@
  * (causal, depthwise over channels, K taps per channel).
  *
  *   x (B, T, C), token rows row_stride elements apart; weight (C, K); bias, dBias (C);
- *   out, dOut, dX (B, T, C) dense; dWeight (C, K); all of the storage dtype.
+ *   out, dOut, dX (B, T, C) dense; dWeight (C, K); all of the storage dtype, except that
+ *   dWeight and dBias may be f32 for a 16-bit storage dtype (grad_dtype).
  *   forward:  out[b,t,c] = bias[c] + sum_{j<K} w[c,j] x[b, t-(K-1)+j, c]      (x before t = 0 is 0)
  *   backward: dX[b,s,c]   = sum_{j<K, s+(K-1)-j < T} w[c,j] dOut[b, s+(K-1)-j, c]
  *             dW[c,j]    += sum_{b,t} dOut[b,t,c] x[b, t-(K-1)+j, c]
@@ -37,6 +38,7 @@ typedef struct {
   void* dbias;        /* NULL: none */
   int32_t batch, seq_len, channels, kernel_size, row_stride;
   int32_t dtype;
+  int32_t grad_dtype; /* backward: dWeight and dBias, dtype or KILN_DT_F32 */
 } Conv1dArgs;
 
 /* wt[j*CB + i] = weight[(c0+i)*K + j] as f32 for i < n, 0 past it; bs[i] = bias[c0+i] (0 without bias). */
@@ -93,6 +95,16 @@ void kiln_conv1d_causal_forward(const Conv1dArgs* g, int thread, int nthreads) {
 
 /* ---- backward ---------------------------------------------------------- */
 
+/* dWeight / dBias of channels [c0, c0 + nb) += the block's f32 sums, in dtype gt: one rounding per element (none for f32). */
+KILN_INLINE void add_param_grads(const Conv1dArgs* g, size_t c0, size_t nb, const float* sw, const float* sb, const int gt) {
+  const size_t K = (size_t)g->kernel_size;
+  for (size_t i = 0; i < nb; i++) {
+    const size_t c = c0 + i;
+    for (size_t j = 0; j < K; j++) kiln_store1(g->dweight, c * K + j, kiln_load1(g->dweight, c * K + j, gt) + sw[j * CB + i], gt);
+    if (g->dbias) kiln_store1(g->dbias, c, kiln_load1(g->dbias, c, gt) + sb[i], gt);
+  }
+}
+
 /* Channels [c0, c0 + nb) of one block, every (b, t): dX, and the block's dWeight / dBias sums. */
 KILN_INLINE void backward_block(const Conv1dArgs* g, size_t c0, size_t nb, float* wt, float* bs, float* sw, float* sb, const int dt) {
   const size_t B = (size_t)g->batch, T = (size_t)g->seq_len, C = (size_t)g->channels, K = (size_t)g->kernel_size;
@@ -128,12 +140,8 @@ KILN_INLINE void backward_block(const Conv1dArgs* g, size_t c0, size_t nb, float
       }
     }
   }
-  /* one rounding per parameter gradient element: its old value plus the f32 sum */
-  for (size_t i = 0; i < nb; i++) {
-    const size_t c = c0 + i;
-    for (size_t j = 0; j < K; j++) kiln_store1(g->dweight, c * K + j, kiln_load1(g->dweight, c * K + j, dt) + sw[j * CB + i], dt);
-    if (g->dbias) kiln_store1(g->dbias, c, kiln_load1(g->dbias, c, dt) + sb[i], dt);
-  }
+  if (g->grad_dtype == KILN_DT_F32) add_param_grads(g, c0, nb, sw, sb, KILN_DT_F32);
+  else add_param_grads(g, c0, nb, sw, sb, dt);
 }
 
 KILN_INLINE void backward_channels(const Conv1dArgs* g, size_t c0, size_t c1, const int dt) {

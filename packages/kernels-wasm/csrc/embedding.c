@@ -3,7 +3,7 @@
  *
  * ids are i32 (count), each in [0, vocab) (the host checks them); table and dTable
  * are (vocab, dim), out and dOut are (count, dim), all row-major in the storage
- * dtype (f32, bf16 or f16).
+ * dtype (f32, bf16 or f16); dTable may instead be f32 for a 16-bit dOut (grad_dtype).
  *
  *   forward:   out[i, :] = table[ids[i], :]            rows are copied as bytes
  *   backward:  dTable[v, :] += sum over i with ids[i] = v of dOut[i, :]
@@ -38,6 +38,7 @@ typedef struct {
   int32_t* used;        /* backward scratch: count entries */
   int32_t* before;      /* backward scratch: count entries */
   int32_t n_used;       /* written by kiln_embedding_group */
+  int32_t grad_dtype;   /* backward: dTable's dtype, dtype or KILN_DT_F32 */
 } EmbeddingArgs;
 
 /* Columns summed per pass over an id's positions (f32 accumulators on the stack). */
@@ -95,8 +96,8 @@ static int32_t first_used_from(const EmbeddingArgs* a, size_t p) {
   return lo;
 }
 
-/* dTable[v, :] += sum of v's dOut rows, for the distinct ids used[u0..u1). */
-KILN_INLINE void accumulate_ids(const EmbeddingArgs* a, int32_t u0, int32_t u1, const int dt) {
+/* dTable[v, :] += sum of v's dOut rows, for the distinct ids used[u0..u1); dOut in dt, dTable in gt. */
+KILN_INLINE void accumulate_ids(const EmbeddingArgs* a, int32_t u0, int32_t u1, const int dt, const int gt) {
   const size_t dim = (size_t)a->dim;
   float acc[COL_BLOCK] __attribute__((aligned(16)));
   for (int32_t u = u0; u < u1; u++) {
@@ -119,11 +120,11 @@ KILN_INLINE void accumulate_ids(const EmbeddingArgs* a, int32_t u0, int32_t u1, 
         }
       }
       for (size_t k = b0; k < body; k += 4) {
-        kiln_store4(a->out, trow + k, wasm_f32x4_add(kiln_load4(a->out, trow + k, dt), wasm_v128_load(acc + (k - b0))), dt);
+        kiln_store4(a->out, trow + k, wasm_f32x4_add(kiln_load4(a->out, trow + k, gt), wasm_v128_load(acc + (k - b0))), gt);
       }
       if (tail) {
-        const v128_t sum = wasm_f32x4_add(kiln_load_partial(a->out, trow + body, tail, dt, 0.0f), wasm_v128_load(acc + (body - b0)));
-        kiln_store_partial(a->out, trow + body, sum, tail, dt);
+        const v128_t sum = wasm_f32x4_add(kiln_load_partial(a->out, trow + body, tail, gt, 0.0f), wasm_v128_load(acc + (body - b0)));
+        kiln_store_partial(a->out, trow + body, sum, tail, gt);
       }
     }
   }
@@ -135,9 +136,16 @@ void kiln_embedding_backward(const EmbeddingArgs* a, int thread, int nthreads) {
   kiln_split((size_t)a->count, 1, thread, nthreads, &p0, &p1);
   const int32_t u0 = first_used_from(a, p0);
   const int32_t u1 = first_used_from(a, p1);
+  const int wide = a->grad_dtype == KILN_DT_F32;
   switch (a->dtype) {
-    case KILN_DT_F32: accumulate_ids(a, u0, u1, KILN_DT_F32); break;
-    case KILN_DT_BF16: accumulate_ids(a, u0, u1, KILN_DT_BF16); break;
-    case KILN_DT_F16: accumulate_ids(a, u0, u1, KILN_DT_F16); break;
+    case KILN_DT_F32: accumulate_ids(a, u0, u1, KILN_DT_F32, KILN_DT_F32); break;
+    case KILN_DT_BF16:
+      if (wide) accumulate_ids(a, u0, u1, KILN_DT_BF16, KILN_DT_F32);
+      else accumulate_ids(a, u0, u1, KILN_DT_BF16, KILN_DT_BF16);
+      break;
+    case KILN_DT_F16:
+      if (wide) accumulate_ids(a, u0, u1, KILN_DT_F16, KILN_DT_F32);
+      else accumulate_ids(a, u0, u1, KILN_DT_F16, KILN_DT_F16);
+      break;
   }
 }

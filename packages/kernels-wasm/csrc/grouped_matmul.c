@@ -9,7 +9,8 @@
  *
  * A is (rows, k); B holds the groups' matrices back to back, B_g at g*k*n:
  * (k, n), or (n, k) when trans_b; C and dC are (rows, n); dB_g is (n, k) at
- * g*n*k. Each group's product is the matmul loop nest of matmul.c
+ * g*n*k. With c_f32, C (dB) is f32 while A and B (dC) are 16-bit (a weight
+ * gradient kept in f32). Each group's product is the matmul loop nest of matmul.c
  * (matmul_gemm.h): packing, register tiles, f32 sums, a 16-bit C rounded once;
  * the forward runs a group of few rows as matrix-vector products instead.
  *
@@ -34,6 +35,7 @@ typedef struct {
   int32_t trans_b, accumulate;
   uint8_t* scratch;       /* matmul scratch, thread t at scratch + t * scratch_stride */
   uint32_t scratch_stride;
+  int32_t c_f32;          /* 1: C (dB) in f32, A and B in the 16-bit dtype */
 } GroupedArgs;
 
 /*
@@ -58,11 +60,12 @@ KILN_INLINE MatmulArgs one_matrix(const GroupedArgs* a, int trans_a, int trans_b
   g.alpha = 1.0f;
   g.scratch = a->scratch;
   g.scratch_stride = a->scratch_stride;
+  g.c_f32 = a->c_f32;
   return g;
 }
 
 KILN_INLINE void grouped_forward(const GroupedArgs* a, int thread, int nthreads, int dt) {
-  const size_t es = elem_bytes(dt);
+  const size_t es = elem_bytes(dt), ces = a->c_f32 ? 4 : es;
   const int n = a->n, k = a->k;
   int m0, m1, n0, n1;
   kiln_gemm_grid(a->rows, n, k, thread, nthreads, &m0, &m1, &n0, &n1);
@@ -77,7 +80,7 @@ KILN_INLINE void grouped_forward(const GroupedArgs* a, int thread, int nthreads,
     g.m = r1 - r0;
     g.a = (const uint8_t*)a->a + (size_t)r0 * k * es;
     g.b = (const uint8_t*)a->b + (size_t)grp * k * n * es;
-    g.c = (uint8_t*)a->c + (size_t)r0 * n * es;
+    g.c = (uint8_t*)a->c + (size_t)r0 * n * ces;
     if (r1 - r0 <= VECTOR_ROWS) {
       for (int r = lo; r < hi; r++) kiln_gemm_row(&g, r - r0, n0, n1, thread, dt);
     } else {
@@ -88,7 +91,7 @@ KILN_INLINE void grouped_forward(const GroupedArgs* a, int thread, int nthreads,
 
 /* dB_g (n, k) += op(dC_g) @ A_g with op(dC_g) = dC_g^T: a matmul with m = n, n = k, inner = the group's rows. */
 KILN_INLINE void grouped_weight_grad(const GroupedArgs* a, int thread, int nthreads, int dt) {
-  const size_t es = elem_bytes(dt);
+  const size_t es = elem_bytes(dt), ces = a->c_f32 ? 4 : es;
   const int n = a->n, k = a->k;
   MatmulArgs g = one_matrix(a, 1, 0, 1);
   g.m = n;
@@ -99,7 +102,7 @@ KILN_INLINE void grouped_weight_grad(const GroupedArgs* a, int thread, int nthre
     g.k = r1 - r0;
     g.a = (const uint8_t*)a->b + (size_t)r0 * n * es; /* dC_g stored (rows_g, n): op(A) transposed, lda = n */
     g.b = (const uint8_t*)a->a + (size_t)r0 * k * es; /* A_g stored (rows_g, k): ldb = k */
-    g.c = (uint8_t*)a->c + (size_t)grp * n * k * es;
+    g.c = (uint8_t*)a->c + (size_t)grp * n * k * ces;
     kiln_gemm_part(&g, thread, nthreads, thread, dt);
   }
 }

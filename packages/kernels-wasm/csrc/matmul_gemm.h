@@ -12,19 +12,21 @@ typedef struct {
   int32_t m, n, k, batch;
   const void* a;           /* elements of the entry's dtype */
   const void* b;
-  void* c;
+  void* c;                 /* the entry's dtype, or f32 when c_f32 */
   const void* bias;        /* NULL: no bias */
   int32_t stride_a, stride_b, stride_c;
   int32_t trans_a, trans_b, accumulate;
   float alpha;
   uint8_t* scratch;        /* thread t uses scratch + t * scratch_stride */
   uint32_t scratch_stride; /* bytes, at least kiln_matmul_scratch_bytes() */
+  int32_t c_f32;           /* 1: C is f32 while A, B and bias are 16-bit (parameter gradients in f32) */
 } MatmulArgs;
 
 /*
  * The functions below treat `g` as one matrix (batch item 0; batch and the
  * strides are ignored), use thread `thread`'s scratch, and take dt = MM_F32,
- * MM_BF16 or MM_F16. Every element of C is summed in the same order whatever
+ * MM_BF16 or MM_F16, the dtype of A, B and bias (C's is f32 when g->c_f32,
+ * else dt). Every element of C is summed in the same order whatever
  * the rectangle or part, so results do not depend on the thread count.
  */
 

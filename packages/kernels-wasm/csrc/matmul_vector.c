@@ -7,8 +7,8 @@
  *   vector_times_rows: out[j] = sum_p v[p] * X[p, j]     X row-major, ldx >= width
  *
  * then out = alpha * sum (+ out if accumulate) (+ bias), rounded once into
- * the storage dtype. X, v, out and bias share one dtype (f32, bf16 or f16);
- * sums are f32.
+ * out's dtype. X, v and bias share one dtype dt (f32, bf16 or f16); out is in
+ * ct, dt or f32 (an f32 out of 16-bit inputs is not rounded); sums are f32.
  */
 #include "matmul_vector.h"
 #include "matmul_dtype.h"
@@ -20,11 +20,11 @@ KILN_INLINE float horizontal_sum(v128_t x) {
          wasm_f32x4_extract_lane(x, 3);
 }
 
-KILN_INLINE void store_output(const MatvecOut* o, size_t i, float sum, int dt) {
+KILN_INLINE void store_output(const MatvecOut* o, size_t i, float sum, int dt, int ct) {
   float y = o->alpha * sum;
-  if (o->accumulate) y += mm_load1(o->out, i, dt);
+  if (o->accumulate) y += mm_load1(o->out, i, ct);
   if (o->bias) y += mm_load1(o->bias, i * (size_t)o->bias_step, dt);
-  mm_store1(o->out, i, y, dt);
+  mm_store1(o->out, i, y, ct);
 }
 
 /* ---- rows of X dotted with v ------------------------------------------- */
@@ -49,7 +49,7 @@ KILN_INLINE float row_dot(const void* x, size_t row, const float* v, int k, int 
 }
 
 KILN_INLINE void rows_dot_vector(const void* x, int ldx, const void* v, int k, const MatvecOut* out, int i0, int i1,
-                                 float* work, int dt) {
+                                 float* work, int dt, int ct) {
   const float* vf = (const float*)v;
   if (dt != MM_F32) { /* v once in f32, not once per row */
     int p = 0;
@@ -57,15 +57,23 @@ KILN_INLINE void rows_dot_vector(const void* x, int ldx, const void* v, int k, c
     for (; p < k; p++) work[p] = mm_load1(v, p, dt);
     vf = work;
   }
-  for (int i = i0; i < i1; i++) store_output(out, i, row_dot(x, (size_t)i * ldx, vf, k, dt), dt);
+  for (int i = i0; i < i1; i++) store_output(out, i, row_dot(x, (size_t)i * ldx, vf, k, dt), dt, ct);
 }
 
+/* One instance per pair (dt, ct): the dtypes are constants inside each. */
 void kiln_rows_dot_vector(const void* x, int ldx, const void* v, int k, const MatvecOut* out, int i0, int i1,
-                          float* work, int dt) {
+                          float* work, int dt, int ct) {
+  const int wide = ct == MM_F32;
   switch (dt) {
-    case MM_F32: rows_dot_vector(x, ldx, v, k, out, i0, i1, work, MM_F32); break;
-    case MM_BF16: rows_dot_vector(x, ldx, v, k, out, i0, i1, work, MM_BF16); break;
-    default: rows_dot_vector(x, ldx, v, k, out, i0, i1, work, MM_F16); break;
+    case MM_F32: rows_dot_vector(x, ldx, v, k, out, i0, i1, work, MM_F32, MM_F32); break;
+    case MM_BF16:
+      if (wide) rows_dot_vector(x, ldx, v, k, out, i0, i1, work, MM_BF16, MM_F32);
+      else rows_dot_vector(x, ldx, v, k, out, i0, i1, work, MM_BF16, MM_BF16);
+      break;
+    default:
+      if (wide) rows_dot_vector(x, ldx, v, k, out, i0, i1, work, MM_F16, MM_F32);
+      else rows_dot_vector(x, ldx, v, k, out, i0, i1, work, MM_F16, MM_F16);
+      break;
   }
 }
 
@@ -115,7 +123,7 @@ KILN_INLINE void add_rows(const void* x, size_t at, int ldx, v128_t s0, v128_t s
 }
 
 KILN_INLINE void vector_times_rows(const void* x, int ldx, const void* v, int k, const MatvecOut* out, int j0, int j1,
-                                   float* work, int dt) {
+                                   float* work, int dt, int ct) {
   const v128_t alpha = wasm_f32x4_splat(out->alpha);
   const v128_t zero = wasm_f32x4_splat(0.0f);
   for (int jb = j0; jb < j1; jb += COLS) {
@@ -139,23 +147,30 @@ KILN_INLINE void vector_times_rows(const void* x, int ldx, const void* v, int k,
       const int n = kiln_min(4, w - j);
       const size_t at = (size_t)jb + j;
       v128_t y = wasm_f32x4_mul(wasm_v128_load(work + j), alpha);
-      if (out->accumulate) y = wasm_f32x4_add(y, n == 4 ? mm_load4(out->out, at, dt) : mm_load_n(out->out, at, n, dt));
+      if (out->accumulate) y = wasm_f32x4_add(y, n == 4 ? mm_load4(out->out, at, ct) : mm_load_n(out->out, at, n, ct));
       if (out->bias) {
         y = wasm_f32x4_add(y, !out->bias_step ? shared_bias
                               : n == 4       ? mm_load4(out->bias, at, dt)
                                              : mm_load_n(out->bias, at, n, dt));
       }
-      if (n == 4) mm_store4(out->out, at, y, dt);
-      else mm_store_n(out->out, at, y, n, dt);
+      if (n == 4) mm_store4(out->out, at, y, ct);
+      else mm_store_n(out->out, at, y, n, ct);
     }
   }
 }
 
 void kiln_vector_times_rows(const void* x, int ldx, const void* v, int k, const MatvecOut* out, int j0, int j1,
-                            float* work, int dt) {
+                            float* work, int dt, int ct) {
+  const int wide = ct == MM_F32;
   switch (dt) {
-    case MM_F32: vector_times_rows(x, ldx, v, k, out, j0, j1, work, MM_F32); break;
-    case MM_BF16: vector_times_rows(x, ldx, v, k, out, j0, j1, work, MM_BF16); break;
-    default: vector_times_rows(x, ldx, v, k, out, j0, j1, work, MM_F16); break;
+    case MM_F32: vector_times_rows(x, ldx, v, k, out, j0, j1, work, MM_F32, MM_F32); break;
+    case MM_BF16:
+      if (wide) vector_times_rows(x, ldx, v, k, out, j0, j1, work, MM_BF16, MM_F32);
+      else vector_times_rows(x, ldx, v, k, out, j0, j1, work, MM_BF16, MM_BF16);
+      break;
+    default:
+      if (wide) vector_times_rows(x, ldx, v, k, out, j0, j1, work, MM_F16, MM_F32);
+      else vector_times_rows(x, ldx, v, k, out, j0, j1, work, MM_F16, MM_F16);
+      break;
   }
 }

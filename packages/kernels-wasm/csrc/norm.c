@@ -2,7 +2,8 @@
  * norm: LayerNorm and RMSNorm over the last dimension, forward and backward.
  *
  * x, out, dOut, dX are (rows, dim) row-major; weight, bias, dWeight, dBias are (dim);
- * all of the storage dtype (f32, bf16 or f16). mean and rstd are f32 (rows).
+ * all of the storage dtype (f32, bf16 or f16), except that dWeight and dBias may be
+ * f32 for a 16-bit storage dtype (grad_dtype). mean and rstd are f32 (rows).
  *
  *   layerNorm forward:  mean = sum_j x_j / dim
  *                       rstd = 1 / sqrt(sum_j (x_j - mean)^2 / dim + eps)     (two passes over the row)
@@ -55,6 +56,7 @@ typedef struct {
   void* dbias;          /* NULL: no dBias */
   float* scratch;
   uint32_t scratch_stride; /* floats per thread, >= 2 * dim4 */
+  int32_t grad_dtype;   /* dWeight and dBias: dtype, or KILN_DT_F32 */
 } NormBackwardArgs;
 
 #define LOAD(p, j, n, dt) ((n) == 4 ? kiln_load4((p), (j), (dt)) : kiln_load_partial((p), (j), (n), (dt), 0.0f))
@@ -295,7 +297,8 @@ KILN_EXPORT(kiln_norm_param_grad_reduce)
 void kiln_norm_param_grad_reduce(const NormBackwardArgs* a, int thread, int nthreads) {
   size_t c0, c1;
   kiln_split((size_t)a->dim, 4, thread, nthreads, &c0, &c1);
-  switch (a->dtype) {
+  /* Only the parameter gradients are touched here: their dtype alone matters. */
+  switch (a->grad_dtype) {
     case KILN_DT_F32: reduce(a, c0, c1, KILN_DT_F32); break;
     case KILN_DT_BF16: reduce(a, c0, c1, KILN_DT_BF16); break;
     case KILN_DT_F16: reduce(a, c0, c1, KILN_DT_F16); break;

@@ -9,8 +9,8 @@
  *   sumRows     out[j] = (accumulate ? out[j] : 0) + sum_i x[i, j]
  *
  * x holds n elements (sum, sumSquares) or (rows, cols) row-major (sumRows) in
- * the storage dtype; partials are f64, one per thread; out (sumRows) is in the
- * storage dtype.
+ * the storage dtype; partials are f64, one per thread; out (sumRows) is in its
+ * own dtype, grad_dtype: x's, or f32 for a 16-bit x (a bias gradient kept in f32).
  *
  * sum / sumSquares: thread t takes a contiguous chunk; inside it, blocks of
  * 512 elements are summed in 16 f32 lanes (32 terms per lane) and each block
@@ -33,8 +33,9 @@ typedef struct {
   void* out;
   int32_t rows;
   int32_t cols;
-  int32_t dtype;
+  int32_t dtype;       /* x */
   int32_t accumulate;
+  int32_t grad_dtype;  /* out: dtype, or KILN_DT_F32 */
 } SumRowsArgs;
 
 #define REDUCE_BLOCK 512
@@ -93,16 +94,16 @@ void kiln_sum_squares(const ReduceArgs* g, int thread, int nthreads) { reduce_en
 
 /* ---- sumRows ---- */
 
-KILN_INLINE v128_t out_initial(const SumRowsArgs* g, size_t j, size_t count, int dt) {
+KILN_INLINE v128_t out_initial(const SumRowsArgs* g, size_t j, size_t count, int gt) {
   if (!g->accumulate) return wasm_f32x4_splat(0);
-  return count == 4 ? kiln_load4(g->out, j, dt) : kiln_load_partial(g->out, j, count, dt, 0.0f);
+  return count == 4 ? kiln_load4(g->out, j, gt) : kiln_load_partial(g->out, j, count, gt, 0.0f);
 }
 
-/* Columns [j, j + 32): eight vectors per row. */
-KILN_INLINE void sum_rows_block32(const SumRowsArgs* g, size_t j, int dt) {
+/* Columns [j, j + 32): eight vectors per row. x in dt, out in gt. */
+KILN_INLINE void sum_rows_block32(const SumRowsArgs* g, size_t j, int dt, int gt) {
   const size_t rows = (size_t)g->rows, cols = (size_t)g->cols;
   v128_t total[8];
-  for (int k = 0; k < 8; k++) total[k] = out_initial(g, j + 4 * (size_t)k, 4, dt);
+  for (int k = 0; k < 8; k++) total[k] = out_initial(g, j + 4 * (size_t)k, 4, gt);
   for (size_t r0 = 0; r0 < rows; r0 += ROW_BLOCK) {
     const size_t r1 = r0 + ROW_BLOCK < rows ? r0 + ROW_BLOCK : rows;
     v128_t s0 = wasm_f32x4_splat(0), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
@@ -131,13 +132,13 @@ KILN_INLINE void sum_rows_block32(const SumRowsArgs* g, size_t j, int dt) {
     total[6] = wasm_f32x4_add(total[6], s6);
     total[7] = wasm_f32x4_add(total[7], s7);
   }
-  for (int k = 0; k < 8; k += 2) kiln_store8(g->out, j + 4 * (size_t)k, total[k], total[k + 1], dt);
+  for (int k = 0; k < 8; k += 2) kiln_store8(g->out, j + 4 * (size_t)k, total[k], total[k + 1], gt);
 }
 
 /* Columns [j, j + count), count <= 4: one vector per row. */
-KILN_INLINE void sum_rows_block4(const SumRowsArgs* g, size_t j, size_t count, int dt) {
+KILN_INLINE void sum_rows_block4(const SumRowsArgs* g, size_t j, size_t count, int dt, int gt) {
   const size_t rows = (size_t)g->rows, cols = (size_t)g->cols;
-  v128_t total = out_initial(g, j, count, dt);
+  v128_t total = out_initial(g, j, count, gt);
   for (size_t r0 = 0; r0 < rows; r0 += ROW_BLOCK) {
     const size_t r1 = r0 + ROW_BLOCK < rows ? r0 + ROW_BLOCK : rows;
     v128_t s = wasm_f32x4_splat(0);
@@ -148,23 +149,30 @@ KILN_INLINE void sum_rows_block4(const SumRowsArgs* g, size_t j, size_t count, i
     }
     total = wasm_f32x4_add(total, s);
   }
-  if (count == 4) kiln_store4(g->out, j, total, dt);
-  else kiln_store_partial(g->out, j, total, count, dt);
+  if (count == 4) kiln_store4(g->out, j, total, gt);
+  else kiln_store_partial(g->out, j, total, count, gt);
 }
 
-KILN_INLINE void sum_rows_range(const SumRowsArgs* g, size_t lo, size_t hi, int dt) {
+KILN_INLINE void sum_rows_range(const SumRowsArgs* g, size_t lo, size_t hi, int dt, int gt) {
   size_t j = lo;
-  for (; j + COL_BLOCK <= hi; j += COL_BLOCK) sum_rows_block32(g, j, dt);
-  for (; j < hi; j += 4) sum_rows_block4(g, j, hi - j < 4 ? hi - j : 4, dt);
+  for (; j + COL_BLOCK <= hi; j += COL_BLOCK) sum_rows_block32(g, j, dt, gt);
+  for (; j < hi; j += 4) sum_rows_block4(g, j, hi - j < 4 ? hi - j : 4, dt, gt);
 }
 
 KILN_EXPORT(kiln_sum_rows)
 void kiln_sum_rows(const SumRowsArgs* g, int thread, int nthreads) {
   size_t lo, hi;
   kiln_split((size_t)g->cols, 16, thread, nthreads, &lo, &hi);
+  const int wide = g->grad_dtype == KILN_DT_F32;
   switch (g->dtype) {
-    case KILN_DT_F32: sum_rows_range(g, lo, hi, KILN_DT_F32); break;
-    case KILN_DT_BF16: sum_rows_range(g, lo, hi, KILN_DT_BF16); break;
-    default: sum_rows_range(g, lo, hi, KILN_DT_F16); break;
+    case KILN_DT_F32: sum_rows_range(g, lo, hi, KILN_DT_F32, KILN_DT_F32); break;
+    case KILN_DT_BF16:
+      if (wide) sum_rows_range(g, lo, hi, KILN_DT_BF16, KILN_DT_F32);
+      else sum_rows_range(g, lo, hi, KILN_DT_BF16, KILN_DT_BF16);
+      break;
+    default:
+      if (wide) sum_rows_range(g, lo, hi, KILN_DT_F16, KILN_DT_F32);
+      else sum_rows_range(g, lo, hi, KILN_DT_F16, KILN_DT_F16);
+      break;
   }
 }

@@ -117,13 +117,13 @@ void kiln_ssd_scan_param_reduce(const SsdArgs* a, int thread, int nthreads) {
   size_t h0, h1;
   const size_t H = (size_t)a->heads, B = (size_t)a->batch;
   kiln_split(H, 1, thread, nthreads, &h0, &h1);
-  const int dtc = a->dtype;
+  const int gt = a->grad_dtype;
   void* outs[3] = {a->ddt_bias, a->da_log, a->dd};
   for (size_t h = h0; h < h1; h++) {
     for (size_t k = 0; k < 3; k++) {
       float s = 0.0f;
       for (size_t b = 0; b < B; b++) s += a->partials[(b * H + h) * 3 + k];
-      kiln_store1(outs[k], h, kiln_load1(outs[k], h, dtc) + s, dtc);
+      kiln_store1(outs[k], h, kiln_load1(outs[k], h, gt) + s, gt);
     }
   }
 }

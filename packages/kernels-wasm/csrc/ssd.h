@@ -38,6 +38,7 @@ typedef struct {
   int32_t batch, seq_len, heads, head_dim, groups, state_size, chunk_size;
   int32_t x_stride, dt_stride, bc_stride;
   int32_t dtype;
+  int32_t grad_dtype; /* backward: dDtBias, dALog, dD in dtype or KILN_DT_F32 */
 } SsdArgs;
 
 typedef struct {

@@ -8,7 +8,7 @@ import {
 } from "@kiln/contract";
 import type { WasmKernelContext, WasmKernelTable } from "./kernel-table.js";
 import { operandAddresses } from "./operand-addresses.js";
-import { storageDtypeCode } from "./storage-dtype.js";
+import { gradDtypeCode, storageDtypeCode } from "./storage-dtype.js";
 import { threadsForWork } from "./work-threads.js";
 
 /** Word index of each field of Conv1dArgs in csrc/conv1d.c. */
@@ -27,13 +27,14 @@ const FIELD = {
   kernelSize: 11,
   rowStride: 12,
   dtype: 13,
+  gradDtype: 14,
 } as const;
 
 type Dims = Pick<Conv1dCausalForwardArgs, "batch" | "seqLen" | "channels" | "kernelSize" | "rowStride">;
 
 function writeDims(ctx: WasmKernelContext, a: Dims, dtype: number): Uint32Array {
   const { u32 } = ctx.rt.argsViews();
-  u32.fill(0, 0, FIELD.dtype + 1);
+  u32.fill(0, 0, FIELD.gradDtype + 1);
   u32[FIELD.batch] = a.batch;
   u32[FIELD.seqLen] = a.seqLen;
   u32[FIELD.channels] = a.channels;
@@ -72,6 +73,7 @@ function runBackward(ctx: WasmKernelContext, args: Conv1dCausalBackwardArgs): vo
   u32[FIELD.dX] = at.dX.ptr;
   u32[FIELD.dWeight] = at.dWeight.ptr;
   u32[FIELD.dBias] = at.dBias?.ptr ?? 0;
+  u32[FIELD.gradDtype] = gradDtypeCode("conv1dCausalBackward", args.dtype, args.gradDtype);
   const vectors = Math.ceil(args.channels / 4);
   ctx.rt.run("kiln_conv1d_causal_backward", threadsForWork(ctx.rt, vectors, 16 * args.kernelSize * args.batch * args.seqLen));
 }

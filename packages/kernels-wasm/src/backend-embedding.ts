@@ -3,11 +3,11 @@ import { callScratch } from "./call-scratch.js";
 import type { KernelRuntime } from "./kernel-runtime.js";
 import type { WasmKernelContext, WasmKernelTable } from "./kernel-table.js";
 import { operandAddresses } from "./operand-addresses.js";
-import { storageDtypeCode } from "./storage-dtype.js";
+import { gradDtypeCode, storageDtypeCode } from "./storage-dtype.js";
 import { threadsForWork } from "./work-threads.js";
 
-/** Word index of each field of EmbeddingArgs in csrc/embedding.c. */
-const FIELD = { count: 0, vocab: 1, dim: 2, dtype: 3, ids: 4, table: 5, out: 6, first: 7, next: 8, used: 9, before: 10 } as const;
+/** Word index of each field of EmbeddingArgs in csrc/embedding.c (nUsed is written by the kernel). */
+const FIELD = { count: 0, vocab: 1, dim: 2, dtype: 3, ids: 4, table: 5, out: 6, first: 7, next: 8, used: 9, before: 10, nUsed: 11, gradDtype: 12 } as const;
 
 /** Every id must index a table row; checked before anything is written. */
 function checkIds(rt: KernelRuntime, kernel: string, ids: number, count: number, vocab: number): void {
@@ -57,6 +57,7 @@ function runEmbeddingBackward(ctx: WasmKernelContext, args: EmbeddingBackwardArg
   u32[FIELD.next] = first + args.vocab * 4;
   u32[FIELD.used] = first + (args.vocab + args.count) * 4;
   u32[FIELD.before] = first + (args.vocab + 2 * args.count) * 4;
+  u32[FIELD.gradDtype] = gradDtypeCode("embeddingBackward", args.dtype, args.gradDtype);
   rt.run("kiln_embedding_group", 1);
   rt.run("kiln_embedding_backward", threadsForWork(rt, args.count, 2 * args.dim));
 }

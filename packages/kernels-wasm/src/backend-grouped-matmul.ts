@@ -13,7 +13,7 @@ import { operandAddresses } from "./operand-addresses.js";
 import { storageDtypeCode } from "./storage-dtype.js";
 
 /** Word index of each field of GroupedArgs in csrc/grouped_matmul.c. */
-const FIELD = { rows: 0, n: 1, k: 2, groups: 3, dtype: 4, a: 5, b: 6, c: 7, offsets: 8, transB: 9, accumulate: 10, scratch: 11, scratchStride: 12 } as const;
+const FIELD = { rows: 0, n: 1, k: 2, groups: 3, dtype: 4, a: 5, b: 6, c: 7, offsets: 8, transB: 9, accumulate: 10, scratch: 11, scratchStride: 12, cF32: 13 } as const;
 
 /**
  * The kernel reads the group boundaries itself; they are checked here first (the
@@ -44,6 +44,8 @@ interface GroupedCall {
   offsets: number;
   transB: boolean;
   accumulate: boolean;
+  /** C (dB for the weight grad) in f32 while A and B are 16-bit. */
+  cF32: boolean;
 }
 
 function runGrouped(rt: KernelRuntime, entry: "kiln_grouped_matmul" | "kiln_grouped_matmul_weight_grad", call: GroupedCall): void {
@@ -61,6 +63,7 @@ function runGrouped(rt: KernelRuntime, entry: "kiln_grouped_matmul" | "kiln_grou
   u32[FIELD.accumulate] = call.accumulate ? 1 : 0;
   u32[FIELD.scratch] = rt.matmulScratch;
   u32[FIELD.scratchStride] = rt.matmulScratchStride;
+  u32[FIELD.cF32] = call.cF32 ? 1 : 0;
   const flops = 2 * call.rows * call.n * call.k;
   rt.run(entry, threadsFor(flops, rt.info.threads, rt.info.minFlopsPerThread));
 }
@@ -79,6 +82,7 @@ function runGroupedMatmul(ctx: WasmKernelContext, args: GroupedMatmulArgs): void
     offsets: at.offsets.ptr,
     transB: args.transB ?? false,
     accumulate: args.accumulate ?? false,
+    cF32: false,
   });
 }
 
@@ -96,6 +100,7 @@ function runGroupedMatmulWeightGrad(ctx: WasmKernelContext, args: GroupedMatmulW
     offsets: at.offsets.ptr,
     transB: false,
     accumulate: true,
+    cF32: (args.gradDtype ?? args.dtype) === "f32",
   });
 }
 

@@ -8,7 +8,7 @@ const overlaps = (a0: number, a1: number, b0: number, b1: number) => a0 < b1 && 
 
 const MATMUL_DTYPES: readonly MatmulDType[] = ["f32", "bf16", "f16"];
 
-/** The contract's matmul kernel (f32, bf16 or f16 storage, f32 sums) on the wasm runtime. */
+/** The contract's matmul kernel (f32, bf16 or f16 storage, C also f32 with `cDtype`, f32 sums) on the wasm runtime. */
 export function backendMatmul(rt: KernelRuntime, memory: BackendMemory, args: MatmulArgs): void {
   matmulSpec.check(args);
   const dtype = args.dtype as MatmulDType;
@@ -51,5 +51,6 @@ export function backendMatmul(rt: KernelRuntime, memory: BackendMemory, args: Ma
     accumulate: args.accumulate ?? false,
     alpha: args.alpha ?? 1,
     dtype,
+    cDtype: (args.cDtype ?? dtype) as MatmulDType,
   });
 }

@@ -12,7 +12,7 @@ import {
 import { callScratch } from "./call-scratch.js";
 import type { WasmKernelContext, WasmKernelTable } from "./kernel-table.js";
 import { operandAddresses } from "./operand-addresses.js";
-import { storageDtypeCode } from "./storage-dtype.js";
+import { gradDtypeCode, storageDtypeCode } from "./storage-dtype.js";
 import { threadsForWork } from "./work-threads.js";
 
 /** Word index of each field of NormForwardArgs in csrc/norm.c. */
@@ -20,7 +20,7 @@ const FWD = { rows: 0, dim: 1, dtype: 2, eps: 3, x: 4, weight: 5, bias: 6, out: 
 /** Word index of each field of NormBackwardArgs in csrc/norm.c. */
 const BWD = {
   rows: 0, dim: 1, dtype: 2, partials: 3, dOut: 4, x: 5, weight: 6, mean: 7, rstd: 8,
-  dX: 9, dWeight: 10, dBias: 11, scratch: 12, scratchStride: 13,
+  dX: 9, dWeight: 10, dBias: 11, scratch: 12, scratchStride: 13, gradDtype: 14,
 } as const;
 
 /** Rough cost of one element in flops, to decide how many threads to wake. */
@@ -65,7 +65,7 @@ function writeForwardArgs(ctx: WasmKernelContext, args: RmsNormForwardArgs, dtyp
  * partial row of scratch), then the reduction of the partials, in thread order,
  * into dWeight (and dBias): the same bits on every run with the same threads.
  */
-function runNormBackward(ctx: WasmKernelContext, args: RmsNormBackwardArgs, dtype: number, at: Ranges, layer: boolean): void {
+function runNormBackward(ctx: WasmKernelContext, args: RmsNormBackwardArgs, dtype: number, gradDtype: number, at: Ranges, layer: boolean): void {
   const { rt } = ctx;
   const threads = threadsForWork(rt, args.rows, args.dim * BACKWARD_COST);
   const dim4 = Math.ceil(args.dim / 4) * 4;
@@ -86,6 +86,7 @@ function runNormBackward(ctx: WasmKernelContext, args: RmsNormBackwardArgs, dtyp
   u32[BWD.dBias] = at.dBias?.ptr ?? 0;
   u32[BWD.scratch] = scratch;
   u32[BWD.scratchStride] = strideFloats;
+  u32[BWD.gradDtype] = gradDtype;
   rt.run(layer ? "kiln_layer_norm_backward" : "kiln_rms_norm_backward", threads);
   rt.run("kiln_norm_param_grad_reduce", threadsForWork(rt, Math.ceil(args.dim / 4), 8 * threads));
 }
@@ -93,13 +94,15 @@ function runNormBackward(ctx: WasmKernelContext, args: RmsNormBackwardArgs, dtyp
 function runLayerNormBackward(ctx: WasmKernelContext, args: LayerNormBackwardArgs): void {
   layerNormBackwardSpec.check(args);
   const dtype = storageDtypeCode("layerNormBackward", args.dtype);
-  runNormBackward(ctx, args, dtype, operandAddresses(layerNormBackwardSpec, ctx.memory, args), true);
+  const gradDtype = gradDtypeCode("layerNormBackward", args.dtype, args.gradDtype);
+  runNormBackward(ctx, args, dtype, gradDtype, operandAddresses(layerNormBackwardSpec, ctx.memory, args), true);
 }
 
 function runRmsNormBackward(ctx: WasmKernelContext, args: RmsNormBackwardArgs): void {
   rmsNormBackwardSpec.check(args);
   const dtype = storageDtypeCode("rmsNormBackward", args.dtype);
-  runNormBackward(ctx, args, dtype, operandAddresses(rmsNormBackwardSpec, ctx.memory, args), false);
+  const gradDtype = gradDtypeCode("rmsNormBackward", args.dtype, args.gradDtype);
+  runNormBackward(ctx, args, dtype, gradDtype, operandAddresses(rmsNormBackwardSpec, ctx.memory, args), false);
 }
 
 /** LayerNorm and RMSNorm (csrc/norm.c), forward and backward, in f32, bf16 and f16. */

@@ -2,12 +2,12 @@ import { FLOAT_DTYPES, type ReduceArgs, type SumRowsArgs, sumRowsSpec, sumSpec, 
 import type { KernelName } from "./kernel-names.js";
 import type { WasmKernelContext, WasmKernelTable } from "./kernel-table.js";
 import { operandAddresses } from "./operand-addresses.js";
-import { storageDtypeCode } from "./storage-dtype.js";
+import { gradDtypeCode, storageDtypeCode } from "./storage-dtype.js";
 import { threadsForWork } from "./work-threads.js";
 
 /** Word index of each field of ReduceArgs and SumRowsArgs in csrc/reduce.c. */
 const REDUCE_FIELD = { x: 0, partials: 1, n: 2, dtype: 3 } as const;
-const SUM_ROWS_FIELD = { x: 0, out: 1, rows: 2, cols: 3, dtype: 4, accumulate: 5 } as const;
+const SUM_ROWS_FIELD = { x: 0, out: 1, rows: 2, cols: 3, dtype: 4, accumulate: 5, gradDtype: 6 } as const;
 /** Elements per unit of work: threads split at multiples of this (CHUNK_ALIGN in C). */
 const CHUNK = 32;
 /** Columns per unit of work for sumRows (the split alignment in C). */
@@ -57,6 +57,7 @@ function runSumRows(ctx: WasmKernelContext, args: SumRowsArgs): void {
   u32[SUM_ROWS_FIELD.cols] = args.cols;
   u32[SUM_ROWS_FIELD.dtype] = dtype;
   u32[SUM_ROWS_FIELD.accumulate] = args.accumulate ? 1 : 0;
+  u32[SUM_ROWS_FIELD.gradDtype] = gradDtypeCode("sumRows", args.dtype, args.gradDtype);
   ctx.rt.run("kiln_sum_rows", threadsForWork(ctx.rt, Math.ceil(args.cols / COLUMN_CHUNK), COLUMN_CHUNK * args.rows * ELEMENT_COST));
 }
 

@@ -11,7 +11,7 @@ import { callScratch } from "./call-scratch.js";
 import type { WasmKernelContext, WasmKernelTable } from "./kernel-table.js";
 import type { KernelRuntime } from "./kernel-runtime.js";
 import { operandAddresses } from "./operand-addresses.js";
-import { storageDtypeCode } from "./storage-dtype.js";
+import { gradDtypeCode, storageDtypeCode } from "./storage-dtype.js";
 import { threadsForWork } from "./work-threads.js";
 
 /** Word index of each field of SsdArgs in csrc/ssd.h. */
@@ -47,6 +47,7 @@ const FIELD = {
   dtRowStride: 28,
   bcRowStride: 29,
   dtype: 30,
+  gradDtype: 31,
 } as const;
 
 /** Flops of one token of one head: the chunk's C·B and mixing, the carried state in and out. */
@@ -67,7 +68,7 @@ function scratchFor(rt: KernelRuntime, a: SsdScanDims, threads: number, backward
 function writeDims(ctx: WasmKernelContext, a: SsdScanDims, dtype: number): Uint32Array {
   const { u32 } = ctx.rt.argsViews();
   const s = ssdRowStrides(a);
-  u32.fill(0, 0, FIELD.dtype + 1);
+  u32.fill(0, 0, FIELD.gradDtype + 1);
   u32[FIELD.batch] = a.batch;
   u32[FIELD.seqLen] = a.seqLen;
   u32[FIELD.heads] = a.heads;
@@ -115,6 +116,7 @@ function runBackward(ctx: WasmKernelContext, args: SsdScanBackwardArgs): void {
   u32[FIELD.scratch] = scratch.ptr;
   u32[FIELD.partials] = scratch.partials;
   u32[FIELD.scratchStride] = scratch.stride;
+  u32[FIELD.gradDtype] = gradDtypeCode("ssdScanBackward", args.dtype, args.gradDtype);
   ctx.rt.run("kiln_ssd_scan_backward", threads);
   ctx.rt.run("kiln_ssd_scan_param_reduce", 1);
 }

@@ -1,7 +1,7 @@
 import type { KernelRuntime } from "./kernel-runtime.js";
 import type { KernelName } from "./kernel-names.js";
 
-/** Storage dtypes of the matmul entry points: A, B, bias and C all in one of them; sums in f32. */
+/** Storage dtypes of the matmul entry points: A, B and bias in one of them, C in it or f32; sums in f32. */
 export type MatmulDType = "f32" | "bf16" | "f16";
 
 const ENTRY: Record<MatmulDType, KernelName> = { f32: "kiln_matmul_f32", bf16: "kiln_matmul_bf16", f16: "kiln_matmul_f16" };
@@ -12,7 +12,9 @@ const ENTRY: Record<MatmulDType, KernelName> = { f32: "kiln_matmul_f32", bf16: "
  *   C_i = (accumulate ? C_i : 0) + alpha * op(A_i) @ op(B_i) + bias,  i < batch
  * op(A) is (m, k): A stored (m, k), or (k, m) when transA; op(B) is (k, n): B
  * stored (k, n), or (n, k) when transB; C is (m, n). Strides are in elements.
- * Every operand is in `dtype` (default f32); a 16-bit C is rounded once.
+ * A, B and bias are in `dtype` (default f32); C is in `cDtype`: `dtype` (the
+ * default) or, for a 16-bit `dtype`, f32. A 16-bit C is rounded once; an f32 C
+ * is read and written without rounding.
  */
 export interface MatmulCall {
   m: number;
@@ -32,13 +34,14 @@ export interface MatmulCall {
   accumulate: boolean;
   alpha: number;
   dtype?: MatmulDType;
+  cDtype?: MatmulDType;
 }
 
 /** Index (in 4-byte words) of each field of MatmulArgs in csrc/matmul_gemm.h. */
 const FIELD = {
   m: 0, n: 1, k: 2, batch: 3, a: 4, b: 5, c: 6, bias: 7,
   strideA: 8, strideB: 9, strideC: 10, transA: 11, transB: 12, accumulate: 13,
-  alpha: 14, scratch: 15, scratchStride: 16,
+  alpha: 14, scratch: 15, scratchStride: 16, cF32: 17,
 } as const;
 
 const INT32_MAX = 0x7fffffff;
@@ -55,6 +58,9 @@ export function writeMatmulArgs(rt: KernelRuntime, call: MatmulCall): void {
   checkDim("strideA", call.strideA);
   checkDim("strideB", call.strideB);
   checkDim("strideC", call.strideC);
+  const dtype = call.dtype ?? "f32";
+  const cDtype = call.cDtype ?? dtype;
+  if (cDtype !== dtype && cDtype !== "f32") throw new RangeError(`matmul: cDtype must be f32 or the dtype (${dtype}), got ${cDtype}`);
   const { u32, f32 } = rt.argsViews();
   u32[FIELD.m] = call.m;
   u32[FIELD.n] = call.n;
@@ -73,6 +79,7 @@ export function writeMatmulArgs(rt: KernelRuntime, call: MatmulCall): void {
   f32[FIELD.alpha] = call.alpha;
   u32[FIELD.scratch] = rt.matmulScratch;
   u32[FIELD.scratchStride] = rt.matmulScratchStride;
+  u32[FIELD.cF32] = cDtype === "f32" ? 1 : 0;
 }
 
 /** Threads worth waking for `flops` of work. */

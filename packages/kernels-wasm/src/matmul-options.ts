@@ -2,9 +2,10 @@ import { type MatmulArgs, matmulStrides } from "@kiln/contract";
 
 /**
  * Shape and flags of a matmul: the contract's MatmulArgs without its buffers and
- * dtype (see MatmulArgs in @kiln/contract for the math and layouts), plus a thread cap.
+ * dtypes (every operand is f32 here; see MatmulArgs in @kiln/contract for the math
+ * and layouts), plus a thread cap.
  */
-export type MatmulOptions = Omit<MatmulArgs, "a" | "b" | "c" | "bias" | "dtype"> & {
+export type MatmulOptions = Omit<MatmulArgs, "a" | "b" | "c" | "bias" | "dtype" | "cDtype"> & {
   /** Use at most this many threads for this call. */
   threads?: number;
 };

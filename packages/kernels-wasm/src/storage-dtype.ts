@@ -13,3 +13,12 @@ export function storageDtypeCode(kernel: string, dtype: DType): number {
   }
   return CODES[dtype];
 }
+
+/**
+ * The C code of a kernel's parameter-gradient output: `gradDtype` when given (f32 for
+ * 16-bit inputs in mixed precision; the spec's check has already ruled out anything
+ * else), else the kernel's `dtype`.
+ */
+export function gradDtypeCode(kernel: string, dtype: DType, gradDtype: DType | undefined): number {
+  return storageDtypeCode(kernel, gradDtype ?? dtype);
+}

@@ -44,6 +44,7 @@ const shapes: Shape[] = [
 /** Distance between adjacent values of `dtype` at magnitude x. */
 function ulp(dtype: FloatDType, x: number): number {
   const e = Math.floor(Math.log2(Math.max(x, 2 ** -126)));
+  if (dtype === "f32") return 2 ** (e - 23);
   return dtype === "bf16" ? 2 ** (e - 7) : 2 ** (Math.max(e, -14) - 10);
 }
 
@@ -59,23 +60,24 @@ function upload(backend: Backend, values: Float32Array, dtype: FloatDType) {
   return buffer;
 }
 
-async function run(backend: Backend, dtype: FloatDType, s: Shape, seed: number) {
+/** One matmul with A, B and bias in `dtype` and C in `cDtype` (`dtype`, or f32: gradients kept in f32). */
+async function run(backend: Backend, dtype: FloatDType, cDtype: FloatDType, s: Shape, seed: number) {
   const batch = s.batch ?? 1;
   const sa = s.strideA ?? s.m * s.k;
   const sb = s.strideB ?? s.k * s.n;
   const sc = s.strideC ?? s.m * s.n;
   const a = rounded(randomArray((batch - 1) * sa + s.m * s.k, seed), dtype);
   const b = rounded(randomArray((batch - 1) * sb + s.k * s.n, seed + 1), dtype);
-  const c = rounded(randomArray((batch - 1) * sc + s.m * s.n, seed + 2), dtype);
+  const c = rounded(randomArray((batch - 1) * sc + s.m * s.n, seed + 2), cDtype);
   const bias = s.bias ? rounded(randomArray(s.n, seed + 3), dtype) : undefined;
   const expected = referenceMatmul(a, b, { ...s, bias, out: s.accumulate ? c : undefined });
-  const buffers = { a: upload(backend, a, dtype), b: upload(backend, b, dtype), c: upload(backend, c, dtype), ...(bias ? { bias: upload(backend, bias, dtype) } : {}) };
+  const buffers = { a: upload(backend, a, dtype), b: upload(backend, b, dtype), c: upload(backend, c, cDtype), ...(bias ? { bias: upload(backend, bias, dtype) } : {}) };
   try {
     const { name: _name, bias: _bias, ...shape } = s;
-    backend.kernels.matmul({ ...buffers, ...shape, dtype });
-    const out = new Uint8Array(encodeToBytes(c, dtype).byteLength);
+    backend.kernels.matmul({ ...buffers, ...shape, dtype, ...(cDtype !== dtype ? { cDtype } : {}) });
+    const out = new Uint8Array(encodeToBytes(c, cDtype).byteLength);
     await backend.download(buffers.c, out);
-    return { got: decodeElements(out, dtype, c.length), expected, before: c };
+    return { got: decodeElements(out, cDtype, c.length), expected, before: c };
   } finally {
     for (const buf of Object.values(buffers)) backend.free(buf);
   }
@@ -96,18 +98,19 @@ for (const { threads, simd } of setups) {
     });
     afterAll(() => backend.dispose());
 
-    for (const dtype of ["bf16", "f16"] as const) {
+    for (const [dtype, cDtype] of [["bf16", "bf16"], ["f16", "f16"], ["bf16", "f32"], ["f16", "f32"]] as const) {
+      const label = cDtype === dtype ? dtype : `${dtype} cDtype=${cDtype}`;
       shapes.forEach((s, i) => {
-        it(`${dtype} ${s.name}`, async () => {
-          const { got, expected, before } = await run(backend, dtype, s, 100 * i + threads);
+        it(`${label} ${s.name}`, async () => {
+          const { got, expected, before } = await run(backend, dtype, cDtype, s, 100 * i + threads);
           const sc = s.strideC ?? s.m * s.n;
           let worst = 0;
           for (let bi = 0; bi < (s.batch ?? 1); bi++) {
             for (let e = 0; e < s.m * s.n; e++) {
               const at = bi * sc + e;
-              // f32 sums, then one rounding to the storage dtype.
+              // f32 sums, then one rounding to C's dtype.
               const sumError = (s.k + 4) * 2 ** -23 * expected.magnitude[at];
-              const tol = sumError + ulp(dtype, Math.abs(expected.c[at]) + sumError);
+              const tol = sumError + ulp(cDtype, Math.abs(expected.c[at]) + sumError);
               worst = Math.max(worst, Math.abs(got[at] - expected.c[at]) / tol);
             }
             // Padding between batch items is left alone.
@@ -117,6 +120,7 @@ for (const { threads, simd } of setups) {
         });
       });
 
+      if (cDtype !== dtype) continue;
       it(`${dtype} rounds C once when k spans several blocks`, async () => {
         // A is all ones; column 0 of B holds 1000 and 0.25 among its first 256 values (one k block)
         // and -1000 after them, so C[0,0] = 0.25. Rounding the first block's partial sum (1000.25)

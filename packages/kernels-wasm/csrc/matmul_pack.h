@@ -1,0 +1,209 @@
+/*
+ * The matmul loop nest's block sizes and its packing of A and B (csrc/matmul.c).
+ *
+ * Packed layouts (zero padded to whole slivers so the register tile never
+ * needs a bounds check; 16-bit A and B are converted to f32 here):
+ *   Ap: sliver s holds rows s*MR..s*MR+MR-1, stored p-major: Ap[s][p][r]
+ *   Bp: sliver s holds cols s*NR..s*NR+NR-1, stored p-major: Bp[s][p][c]
+ * Every function takes the dtype of A or B (MM_* in matmul_dtype.h) as a
+ * constant and inlines to that dtype's code.
+ */
+#ifndef KILN_MATMUL_PACK_H
+#define KILN_MATMUL_PACK_H
+
+#include "kiln_simd.h"
+#include "matmul_dtype.h"
+
+/*
+ * Register tile MR x (4 * NRV). V8 gives wasm 15 of the 16 xmm registers and
+ * loads every operand of a k step before the first multiply-add, so the tile
+ * must hold MR*NRV accumulators + NRV B vectors + MR A splats (+1 product
+ * for mul+add) in 15 registers: 3x12 for fused madd, 4x8 for mul+add.
+ * Unrolling the k loop makes V8 hoist two steps of loads and spill.
+ */
+#if defined(KILN_RELAXED_SIMD) && KILN_RELAXED_SIMD
+#define DEFAULT_MR 3
+#define DEFAULT_NRV 3
+#else
+#define DEFAULT_MR 4
+#define DEFAULT_NRV 2
+#endif
+#ifndef MATMUL_MR
+#define MATMUL_MR DEFAULT_MR   /* rows of the register tile */
+#endif
+#ifndef MATMUL_NRV
+#define MATMUL_NRV DEFAULT_NRV /* f32x4 vectors per row of the register tile */
+#endif
+#define MATMUL_NR (MATMUL_NRV * 4)
+#ifndef MATMUL_UNROLL
+#define MATMUL_UNROLL 1        /* k steps per iteration of the register tile loop */
+#endif
+#ifndef MATMUL_KC
+#define MATMUL_KC 256
+#endif
+#ifndef MATMUL_MC
+#define MATMUL_MC 96
+#endif
+#ifndef MATMUL_NC
+#define MATMUL_NC 2048
+#endif
+#ifndef MATMUL_MB_BLOCKS
+#define MATMUL_MB_BLOCKS 2     /* MC blocks per MB row block of the 16-bit path */
+#endif
+
+#define MR MATMUL_MR
+#define NRV MATMUL_NRV
+#define NR MATMUL_NR
+#define KC MATMUL_KC
+#define MC ((MATMUL_MC + MR - 1) / MR * MR)
+#define NC ((MATMUL_NC + NR - 1) / NR * NR)
+#define MB (MC * MATMUL_MB_BLOCKS)
+
+/* ---- packing ---------------------------------------------------------- */
+
+/* Lane l of x in all four lanes. */
+#define SPLAT_LANE(x, l) wasm_i32x4_shuffle((x), (x), (l), (l), (l), (l))
+
+/*
+ * Ap[s][p][r] = splat(op(A)(i0 + s*MR + r, p0 + p)), zero past row mc.
+ * Each value is stored as a whole f32x4 so the register tile reads it with a
+ * plain v128.load (V8 folds its offset into the address; it does not for
+ * load32_splat, and the extra address registers spill the tile).
+ */
+KILN_INLINE void pack_a(const void* a, int lda, int trans_a, int i0, int mc, int p0, int kc, v128_t* ap, int dt) {
+  for (int s = 0; s < mc; s += MR) {
+    const int rows = kiln_min(MR, mc - s);
+    v128_t* dst = ap + s * kc;
+    if (trans_a) {
+      /* A stored (k, m): the MR values of one p are contiguous. */
+      if (dt == MM_F32) {
+        const float* src = (const float*)a + (size_t)p0 * lda + i0 + s;
+        for (int p = 0; p < kc; p++, src += lda, dst += MR) {
+          int r = 0;
+          for (; r < rows; r++) dst[r] = wasm_f32x4_splat(src[r]);
+          for (; r < MR; r++) dst[r] = wasm_f32x4_splat(0.0f);
+        }
+      } else {
+        /* Four values at once where they lie inside this row of A (lda == m). */
+        const int wide = MR <= 4 && rows == MR && i0 + s + 4 <= lda;
+        size_t at = (size_t)p0 * lda + i0 + s;
+        for (int p = 0; p < kc; p++, at += lda, dst += MR) {
+          const v128_t x = wide ? mm_load4(a, at, dt) : mm_load_n(a, at, kiln_min(rows, 4), dt);
+          dst[0] = SPLAT_LANE(x, 0);
+          if (MR > 1) dst[1] = SPLAT_LANE(x, 1);
+          if (MR > 2) dst[2] = SPLAT_LANE(x, 2);
+          if (MR > 3) dst[3] = SPLAT_LANE(x, 3);
+          for (int r = 4; r < MR; r++) dst[r] = wasm_f32x4_splat(r < rows ? mm_load1(a, at + r, dt) : 0.0f);
+        }
+      }
+    } else {
+      /* A stored (m, k): walk each row contiguously, write with stride MR. */
+      for (int r = 0; r < rows; r++) {
+        v128_t* d = dst + r;
+        if (dt == MM_F32) {
+          const float* src = (const float*)a + (size_t)(i0 + s + r) * lda + p0;
+          for (int p = 0; p < kc; p++) d[p * MR] = wasm_f32x4_splat(src[p]);
+        } else {
+          const size_t row = (size_t)(i0 + s + r) * lda + p0;
+          int p = 0;
+          for (; p + 4 <= kc; p += 4) {
+            const v128_t x = mm_load4(a, row + p, dt);
+            d[p * MR] = SPLAT_LANE(x, 0);
+            d[(p + 1) * MR] = SPLAT_LANE(x, 1);
+            d[(p + 2) * MR] = SPLAT_LANE(x, 2);
+            d[(p + 3) * MR] = SPLAT_LANE(x, 3);
+          }
+          for (; p < kc; p++) d[p * MR] = wasm_f32x4_splat(mm_load1(a, row + p, dt));
+        }
+      }
+      for (int r = rows; r < MR; r++) {
+        v128_t* d = dst + r;
+        for (int p = 0; p < kc; p++) d[p * MR] = wasm_f32x4_splat(0.0f);
+      }
+    }
+  }
+}
+
+/* Four rows of 4 lanes in, four columns out (in place). */
+KILN_INLINE void transpose4(v128_t* r0, v128_t* r1, v128_t* r2, v128_t* r3) {
+  const v128_t t0 = wasm_i32x4_shuffle(*r0, *r1, 0, 4, 1, 5);
+  const v128_t t1 = wasm_i32x4_shuffle(*r2, *r3, 0, 4, 1, 5);
+  const v128_t t2 = wasm_i32x4_shuffle(*r0, *r1, 2, 6, 3, 7);
+  const v128_t t3 = wasm_i32x4_shuffle(*r2, *r3, 2, 6, 3, 7);
+  *r0 = wasm_i32x4_shuffle(t0, t1, 0, 1, 4, 5);
+  *r1 = wasm_i32x4_shuffle(t0, t1, 2, 3, 6, 7);
+  *r2 = wasm_i32x4_shuffle(t2, t3, 0, 1, 4, 5);
+  *r3 = wasm_i32x4_shuffle(t2, t3, 2, 3, 6, 7);
+}
+
+/*
+ * Columns c..c+3 of one sliver of a transposed B, of which the first `real`
+ * exist (the rest are zero). Column j of op(B) is the contiguous row j of the
+ * stored (n, k) matrix, so four of them are read 4 p at a time and 4x4 blocks
+ * transposed in registers.
+ */
+KILN_INLINE void pack_b_columns4(const void* b, int ldb, int p0, int kc, int j, int real, float* dst, int dt) {
+  const size_t at0 = (size_t)j * ldb + p0, at1 = at0 + ldb, at2 = at1 + ldb, at3 = at2 + ldb;
+  float* d = dst;
+  if (real >= 4) {
+    int p = 0;
+    for (; p + 4 <= kc; p += 4, d += 4 * NR) {
+      v128_t r0 = mm_load4(b, at0 + p, dt), r1 = mm_load4(b, at1 + p, dt);
+      v128_t r2 = mm_load4(b, at2 + p, dt), r3 = mm_load4(b, at3 + p, dt);
+      transpose4(&r0, &r1, &r2, &r3);
+      wasm_v128_store(d, r0);
+      wasm_v128_store(d + NR, r1);
+      wasm_v128_store(d + 2 * NR, r2);
+      wasm_v128_store(d + 3 * NR, r3);
+    }
+    for (; p < kc; p++, d += NR) {
+      d[0] = mm_load1(b, at0 + p, dt);
+      d[1] = mm_load1(b, at1 + p, dt);
+      d[2] = mm_load1(b, at2 + p, dt);
+      d[3] = mm_load1(b, at3 + p, dt);
+    }
+  } else {
+    for (int p = 0; p < kc; p++, d += NR) {
+      d[0] = real > 0 ? mm_load1(b, at0 + p, dt) : 0.0f;
+      d[1] = real > 1 ? mm_load1(b, at1 + p, dt) : 0.0f;
+      d[2] = real > 2 ? mm_load1(b, at2 + p, dt) : 0.0f;
+      d[3] = 0.0f;
+    }
+  }
+}
+
+/* Bp[s][p][c] = op(B)(p0 + p, j0 + s*NR + c), zero past column nc. */
+KILN_INLINE void pack_b(const void* b, int ldb, int trans_b, int p0, int kc, int j0, int nc, float* bp, int dt) {
+  for (int s = 0; s < nc; s += NR) {
+    const int cols = kiln_min(NR, nc - s);
+    float* dst = bp + s * kc;
+    if (!trans_b) {
+      /* B stored (k, n): the NR values of one p are contiguous. */
+      size_t at = (size_t)p0 * ldb + j0 + s;
+      if (cols == NR) {
+        for (int p = 0; p < kc; p++, at += ldb, dst += NR) {
+          for (int v = 0; v < NRV; v++) wasm_v128_store(dst + 4 * v, mm_load4(b, at + 4 * v, dt));
+        }
+      } else if (dt == MM_F32) {
+        const float* src = (const float*)b + at;
+        for (int p = 0; p < kc; p++, src += ldb, dst += NR) {
+          int c = 0;
+          for (; c < cols; c++) dst[c] = src[c];
+          for (; c < NR; c++) dst[c] = 0.0f;
+        }
+      } else {
+        for (int p = 0; p < kc; p++, at += ldb, dst += NR) {
+          for (int v = 0; v < NRV; v++) {
+            const int n = cols - 4 * v;
+            wasm_v128_store(dst + 4 * v, n > 0 ? mm_load_n(b, at + 4 * v, kiln_min(n, 4), dt) : wasm_f32x4_splat(0.0f));
+          }
+        }
+      }
+    } else {
+      /* B stored (n, k): four columns of op(B) at a time, transposed in registers. */
+      for (int c = 0; c < NR; c += 4) pack_b_columns4(b, ldb, p0, kc, j0 + s + c, cols - c, dst + c, dt);
+    }
+  }
+}
+
+#endif
