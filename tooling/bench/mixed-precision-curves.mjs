@@ -79,6 +79,10 @@ const losses = (d) => new Map(lines[d].filter((l) => "loss" in l && !l.skipped).
 const valLoss = (d) => lines[d].filter((l) => "val_loss" in l).at(-1)?.val_loss;
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
+if (!lines.f32) {
+  console.log(JSON.stringify({ ran: DTYPES, output_dir: out, compared: false, why: "no finished f32 run in out-dir yet: run again with f32 to compare" }, null, 2));
+  process.exit(0);
+}
 const reference = losses("f32");
 const report = {
   config: "bench-small",
