@@ -1,7 +1,8 @@
 // conv1d.cu: conv1dCausalForward and conv1dCausalBackward, Mamba2's short convolution
 // (causal, depthwise over channels, K <= 16 taps per channel).
 //   x (B, T, C), token rows rs elements apart; weight (C, K); bias, dBias (C);
-//   out, dOut, dX (B, T, C) dense; dWeight (C, K); all of the storage dtype, f32 sums.
+//   out, dOut, dX (B, T, C) dense; dWeight (C, K); all of the storage dtype, f32 sums
+//   (dWeight and dBias in gradDtype: the storage dtype, or f32 with 16-bit inputs).
 //   forward:  out[b,t,c] = bias[c] + sum_{j<K} w[c,j] x[b, t-(K-1)+j, c]        (x before t = 0 is 0)
 //   backward: dX[b,s,c]   = sum_{j<K, s+(K-1)-j < T} w[c,j] dOut[b, s+(K-1)-j, c]
 //             dW[c,j]    += sum_{b,t} dOut[b,t,c] x[b, t-(K-1)+j, c],   dBias[c] += sum_{b,t} dOut[b,t,c]
@@ -11,7 +12,7 @@
 // (channel, tap), which walks the chunk's rows in order (8 row slots per tap, added in
 // slot order through shared memory) into one f32 partial per chunk in scratch; a
 // second kernel sums each element's partials over chunks in order and adds the sum to
-// dWeight / dBias (one rounding to the storage dtype).
+// dWeight / dBias (one rounding to their dtype).
 #include "kiln_cuda.h"
 
 namespace kiln {
@@ -129,7 +130,8 @@ void launch_conv1d_forward(const KernelCall& c) {
   });
 }
 
-// conv1dCausalBackward: dOut, x, weight, dX, dWeight, dBias | batch, seqLen, channels, kernelSize, rowStride, dtype
+// conv1dCausalBackward: dOut, x, weight, dX, dWeight, dBias | batch, seqLen, channels, kernelSize, rowStride, dtype, gradDtype
+// (dWeight and dBias in gradDtype: dtype, or f32 with 16-bit inputs; dX in dtype)
 void launch_conv1d_backward(const KernelCall& c) {
   const char* name = "conv1dCausalBackward";
   const Conv1dDims d = dims_of(c, 6);
@@ -138,12 +140,13 @@ void launch_conv1d_backward(const KernelCall& c) {
   if (chunks > kMaxChunks) chunks = kMaxChunks;
   const int64_t rows_per_chunk = (d.rows + chunks - 1) / chunks;
   chunks = (d.rows + rows_per_chunk - 1) / rows_per_chunk;
-  dispatch_float(c.i32(11), name, [&](auto tag) {
+  dispatch_float_grad(c.i32(11), c.i32(12), name, [&](auto tag, auto grad_tag) {
     using T = decltype(tag);
+    using G = decltype(grad_tag);
     const T* dout = c.ptr<const T>(0);
     const T* x = c.ptr<const T>(1);
     const T* w = c.ptr<const T>(2);
-    T* db = c.ptr<T>(5);
+    G* db = c.ptr<G>(5);
     launch(name, conv1d_dx_kernel<T>, grid_stride_blocks(d.rows * d.C, kThreads), kThreads, 0, c.stream, dout, w, c.ptr<T>(3), d);
     const size_t nw = static_cast<size_t>(d.C) * static_cast<size_t>(d.K);
     const size_t per = nw + (db ? static_cast<size_t>(d.C) : 0);
@@ -151,10 +154,10 @@ void launch_conv1d_backward(const KernelCall& c) {
     float* pb = db ? pw + nw * static_cast<size_t>(chunks) : nullptr;
     launch(name, conv1d_param_partial_kernel<T>, dim3(ceil_div(static_cast<size_t>(d.C), kTile), static_cast<unsigned>(chunks)),
            dim3(kTile, static_cast<unsigned>(d.K)), 0, c.stream, dout, x, pw, pb, d, rows_per_chunk);
-    launch(name, conv1d_param_reduce_kernel<T>, grid_stride_blocks(static_cast<int64_t>(nw), kThreads), kThreads, 0, c.stream,
-           static_cast<const float*>(pw), c.ptr<T>(4), static_cast<int64_t>(nw), static_cast<int>(chunks));
+    launch(name, conv1d_param_reduce_kernel<G>, grid_stride_blocks(static_cast<int64_t>(nw), kThreads), kThreads, 0, c.stream,
+           static_cast<const float*>(pw), c.ptr<G>(4), static_cast<int64_t>(nw), static_cast<int>(chunks));
     if (db) {
-      launch(name, conv1d_param_reduce_kernel<T>, grid_stride_blocks(d.C, kThreads), kThreads, 0, c.stream, static_cast<const float*>(pb), db, d.C,
+      launch(name, conv1d_param_reduce_kernel<G>, grid_stride_blocks(d.C, kThreads), kThreads, 0, c.stream, static_cast<const float*>(pb), db, d.C,
              static_cast<int>(chunks));
     }
   });

@@ -3,7 +3,8 @@
 //   embeddingBackward: dTable[v, :] += sum over i with ids[i] = v of dOut[i, :]
 //                      (the sum in f32, in increasing i, added to the row once)
 // Layout: ids i32 (count), each in [0, vocab); table / dTable (vocab, dim) and
-// out / dOut (count, dim), row-major, contiguous, in the storage dtype.
+// out / dOut (count, dim), row-major, contiguous, in the storage dtype (dTable in
+// gradDtype: dOut's dtype, or f32 with a 16-bit dOut).
 //
 // Forward: a grid-stride copy over (row, 16-byte chunk) when the rows are 16-byte
 // aligned, else over single elements.
@@ -196,8 +197,8 @@ __global__ void __launch_bounds__(kTile) place_kernel(const uint64_t* keys, cons
 }
 
 /** Block: kAccWarps sorted positions x one chunk of kColsPerWarp columns; the warp at a segment start sums it. */
-template <typename T>
-__global__ void __launch_bounds__(kThreads) accumulate_kernel(const int32_t* ids, const int32_t* perm, const int32_t* cursor, const T* dout, T* dtable, int64_t count,
+template <typename T, typename G>
+__global__ void __launch_bounds__(kThreads) accumulate_kernel(const int32_t* ids, const int32_t* perm, const int32_t* cursor, const T* dout, G* dtable, int64_t count,
                                                              int64_t dim) {
   const int lane = threadIdx.x & 31;
   const int64_t p = int64_t{blockIdx.x} * kAccWarps + (threadIdx.x >> 5);
@@ -217,24 +218,25 @@ __global__ void __launch_bounds__(kThreads) accumulate_kernel(const int32_t* ids
       if (col < dim) acc[j] += to_f32(src[col]);
     }
   }
-  T* dst = dtable + static_cast<int64_t>(id) * dim;
+  G* dst = dtable + static_cast<int64_t>(id) * dim;
 #pragma unroll
   for (int j = 0; j < kColsPerLane; j++) {
     const int64_t col = c0 + 32 * j;
-    if (col < dim) dst[col] = from_f32<T>(to_f32(dst[col]) + acc[j]);
+    if (col < dim) dst[col] = from_f32<G>(to_f32(dst[col]) + acc[j]);
   }
 }
 
 size_t align_up(size_t x) { return (x + 255) & ~size_t{255}; }
 
-// embeddingBackward: ids, dOut, dTable | count, vocab, dim, dtype
+// embeddingBackward: ids, dOut, dTable | count, vocab, dim, dtype, gradDtype (dTable's)
 void launch_embedding_backward(const KernelCall& c) {
   const int64_t count = c.i64(3), vocab = c.i64(4), dim = c.i64(5);
-  dispatch_float(c.i32(6), "embeddingBackward", [&](auto tag) {
+  dispatch_float_grad(c.i32(6), c.i32(7), "embeddingBackward", [&](auto tag, auto grad_tag) {
     using T = decltype(tag);
+    using G = decltype(grad_tag);
     const int32_t* ids = c.ptr<const int32_t>(0);
     const T* dout = c.ptr<const T>(1);
-    T* dtable = c.ptr<T>(2);
+    G* dtable = c.ptr<G>(2);
     const int64_t tiles = (count + kTile - 1) / kTile;
     const size_t hist_bytes = align_up(sizeof(int32_t) * vocab);
     const size_t keys_bytes = align_up(sizeof(uint64_t) * count);
@@ -253,7 +255,7 @@ void launch_embedding_backward(const KernelCall& c) {
     launch(name, tile_sort_kernel, static_cast<unsigned>(tiles), kSortThreads, 0, c.stream, ids, count, keys, rank);
     launch(name, place_kernel, 1, kTile, 0, c.stream, static_cast<const uint64_t*>(keys), static_cast<const uint32_t*>(rank), count, cursor, perm);
     const dim3 grid(static_cast<unsigned>((count + kAccWarps - 1) / kAccWarps), static_cast<unsigned>((dim + kColsPerWarp - 1) / kColsPerWarp));
-    launch(name, accumulate_kernel<T>, grid, kThreads, 0, c.stream, ids, static_cast<const int32_t*>(perm), static_cast<const int32_t*>(cursor), dout, dtable, count, dim);
+    launch(name, accumulate_kernel<T, G>, grid, kThreads, 0, c.stream, ids, static_cast<const int32_t*>(perm), static_cast<const int32_t*>(cursor), dout, dtable, count, dim);
   });
 }
 

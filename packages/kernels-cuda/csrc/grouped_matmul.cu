@@ -4,7 +4,8 @@
 //   groupedMatmulWeightGrad: dB_g += dC_g^T @ A_g
 // offsets (groups + 1, i32, on the device): group g is rows [offsets[g], offsets[g+1]);
 // a group may be empty. A (rows, k), C / dC (rows, n), row-major. B_g at g*k*n: (k, n),
-// or (n, k) when transB (a torch Linear weight); dB_g (n, k) at g*n*k.
+// or (n, k) when transB (a torch Linear weight); dB_g (n, k) at g*n*k, in the dtype of A
+// and dC or, with 16-bit inputs, in f32 (gradDtype).
 // The host never reads the offsets: grids are sized for the worst case and blocks
 // look their work up from the offsets.
 //
@@ -84,8 +85,8 @@ __global__ void __launch_bounds__(kSimtThreads, GM == 1 ? 2 : 1) grouped_matmul_
   }
 }
 
-template <typename T, int GM, int GN>
-__global__ void __launch_bounds__(kSimtThreads) grouped_weight_grad_kernel(const T* a, const T* dc, const int32_t* offsets, T* db, int rows, int n, int k, int groups) {
+template <typename T, typename G, int GM, int GN>
+__global__ void __launch_bounds__(kSimtThreads) grouped_weight_grad_kernel(const T* a, const T* dc, const int32_t* offsets, G* db, int rows, int n, int k, int groups) {
   using Tile = SimtTile<T, GM, GN>;
   constexpr int BM = Tile::BM, BN = Tile::BN;
   __shared__ __align__(16) TileShared<Tile> s;
@@ -95,14 +96,14 @@ __global__ void __launch_bounds__(kSimtThreads) grouped_weight_grad_kernel(const
     if (end == start) continue;  // empty group: dB_g stays as it is
     const T* dC = dc + int64_t{start} * n;
     const T* A = a + int64_t{start} * k;
-    T* dB = db + g * n * k;
+    G* dB = db + g * n * k;
     for (int64_t my = blockIdx.y; my * BM < n; my += gridDim.y) {
       const int m0 = static_cast<int>(my * BM), n0 = static_cast<int>(blockIdx.x) * BN;
       float acc[Tile::TM][Tile::TN];
       // op(A) = dC_g^T (n, depth): dC_g stored (depth, n); op(B) = A_g (depth, k).
       const Tile tile(true, false);
       tile.product(dC, A, StridedOperands{n, k}, n, k, end - start, m0, n0, s.a, s.b, acc);
-      store_tile<T, GM, GN>(dB, k, n, k, m0, n0, true, acc);
+      store_tile<G, GM, GN>(dB, k, n, k, m0, n0, true, acc);
     }
   }
 }
@@ -137,25 +138,26 @@ void launch_grouped_matmul(const KernelCall& c) {
   });
 }
 
-template <typename T, int GM, int GN>
+template <typename T, typename G, int GM, int GN>
 void launch_weight_grad_cfg(const KernelCall& c, const GroupedDims& d) {
   const dim3 grid(ceil_div(d.k, 64 * GN), clamp_grid((int64_t{d.n} + 64 * GM - 1) / (64 * GM)), clamp_grid(d.groups));
-  launch("groupedMatmulWeightGrad", grouped_weight_grad_kernel<T, GM, GN>, grid, dim3(kSimtThreads), 0, c.stream, c.ptr<const T>(0), c.ptr<const T>(1), c.ptr<const int32_t>(2),
-         c.ptr<T>(3), d.rows, d.n, d.k, d.groups);
+  launch("groupedMatmulWeightGrad", grouped_weight_grad_kernel<T, G, GM, GN>, grid, dim3(kSimtThreads), 0, c.stream, c.ptr<const T>(0), c.ptr<const T>(1), c.ptr<const int32_t>(2),
+         c.ptr<G>(3), d.rows, d.n, d.k, d.groups);
 }
 
-// groupedMatmulWeightGrad: a, dC, offsets, dB | rows, n, k, groups, dtype
+// groupedMatmulWeightGrad: a, dC, offsets, dB | rows, n, k, groups, dtype, gradDtype (dB's)
 void launch_grouped_weight_grad(const KernelCall& c) {
   const GroupedDims d{c.i32(4), c.i32(5), c.i32(6), c.i32(7), false, true};
-  const int dtype = c.i32(8);
+  const int dtype = c.i32(8), grad_dtype = c.i32(9);
   if (dtype != kF32 && !c.simt_matmul) {
-    grouped_weight_grad_tc(c, d, dtype);
+    grouped_weight_grad_tc(c, d, dtype, grad_dtype);
     return;
   }
-  dispatch_float(dtype, "groupedMatmulWeightGrad", [&](auto tag) {
+  dispatch_float_grad(dtype, grad_dtype, "groupedMatmulWeightGrad", [&](auto tag, auto grad_tag) {
     using T = decltype(tag);
-    if (weight_grad_big_tiles(d)) launch_weight_grad_cfg<T, 2, 2>(c, d);
-    else launch_weight_grad_cfg<T, 1, 1>(c, d);
+    using G = decltype(grad_tag);
+    if (weight_grad_big_tiles(d)) launch_weight_grad_cfg<T, G, 2, 2>(c, d);
+    else launch_weight_grad_cfg<T, G, 1, 1>(c, d);
   });
 }
 

@@ -10,7 +10,8 @@
 // sub-tile at (wm * 16 FM, wn * 16 FN). Operand tiles are copied to shared memory in
 // their stored layout (rows padded by 8 elements, zero past the edges) and read as row-
 // or column-major fragments; the epilogue goes through a per-warp f32 staging tile.
-// Each output element is one warp's fixed sequence of MMAs.
+// Each output element is one warp's fixed sequence of MMAs. dB is in the inputs' dtype
+// or in f32 (gradDtype); the staging tile's f32 values are added to it either way.
 #include "grouped_matmul_tc.h"
 #include "grouped_rows.h"
 #include "kiln_cuda.h"
@@ -21,10 +22,10 @@ namespace {
 
 /**
  * C (+)= op(A)[m0 : m0 + BM, :] @ op(B)[:, n0 : n0 + BN], op(A) (m, depth), op(B) (depth, n)
- * stored densely (WmmaTile's product); C row-major (m, n) with leading dimension ldc.
+ * stored densely (WmmaTile's product); C row-major (m, n) with leading dimension ldc, in T or f32.
  */
-template <typename Tile, typename T>
-__device__ __forceinline__ void tc_tile(const T* A, bool vec_a, const T* B, bool vec_b, T* C, int64_t ldc, int m, int n, int depth, int m0, int n0,
+template <typename Tile, typename T, typename TC>
+__device__ __forceinline__ void tc_tile(const T* A, bool vec_a, const T* B, bool vec_b, TC* C, int64_t ldc, int m, int n, int depth, int m0, int n0,
                                         bool accumulate, T* sA, T* sB, float* sC) {
   const Tile tile;
   WmmaAccumulator acc[Tile::FRAGS_M][Tile::FRAGS_N];
@@ -44,9 +45,9 @@ __device__ __forceinline__ void tc_tile(const T* A, bool vec_a, const T* B, bool
       for (int t = 0; t < 8; t++) {  // lanes 0..15 take row 2t, lanes 16..31 row 2t + 1
         const int e = t * 32 + tile.lane, r = e / 16, cc = e % 16, gi = gi0 + r, gj = gj0 + cc;
         if (gi < m && gj < n) {
-          T* out = C + int64_t{gi} * ldc + gj;
+          TC* out = C + int64_t{gi} * ldc + gj;
           const float v = stage[r * kWmmaStageLd + cc];
-          *out = from_f32<T>(accumulate ? to_f32(*out) + v : v);
+          *out = from_f32<TC>(accumulate ? to_f32(*out) + v : v);
         }
       }
       __syncwarp();  // staging tile free for the next fragment
@@ -80,9 +81,9 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1)
 #endif
 }
 
-template <typename T, int WARPS_M, int WARPS_N, int FM, int FN>
+template <typename T, typename G, int WARPS_M, int WARPS_N, int FM, int FN>
 __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1)
-    grouped_weight_grad_tc_kernel(const T* a, const T* dc, const int32_t* offsets, T* db, int rows, int n, int k, bool vec_dc, bool vec_a, int group0, int row_tile0) {
+    grouped_weight_grad_tc_kernel(const T* a, const T* dc, const int32_t* offsets, G* db, int rows, int n, int k, bool vec_dc, bool vec_a, int group0, int row_tile0) {
 #if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800) || defined(KILN_CUDA_SIM)
   using Tile = WmmaTile<T, true, false, WARPS_M, WARPS_N, FM, FN, int>;
   KILN_TC_SHARED(Tile);
@@ -92,7 +93,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1)
   if (end == start) return;  // empty group: dB_g stays as it is
   const T* dC = dc + int64_t{start} * n;
   const T* A = a + int64_t{start} * k;
-  T* dB = db + int64_t{g} * n * k;
+  G* dB = db + int64_t{g} * n * k;
   const int m0 = (row_tile0 + static_cast<int>(blockIdx.y)) * Tile::BM, n0 = static_cast<int>(blockIdx.x) * Tile::BN;
   tc_tile<Tile>(dC, vec_dc, A, vec_a, dB, k, n, k, end - start, m0, n0, true, sA, sB, sC);
 #else
@@ -126,7 +127,7 @@ void launch_forward_t(const KernelCall& c, const GroupedDims& d) {
   else launch_forward<T, TB, 2, 2, 2, 2>(c, d);                       // 64 x 64, 4 warps of 32 x 32
 }
 
-template <typename T, int WARPS_M, int WARPS_N, int FM, int FN>
+template <typename T, typename G, int WARPS_M, int WARPS_N, int FM, int FN>
 void launch_weight_grad(const KernelCall& c, const GroupedDims& d) {
   constexpr int BM = WARPS_M * FM * 16, BN = WARPS_N * FN * 16;
   const T* a = c.ptr<const T>(0);
@@ -137,8 +138,8 @@ void launch_weight_grad(const KernelCall& c, const GroupedDims& d) {
     for (int t0 = 0; t0 < row_tiles; t0 += kMaxGridYZ) {
       const dim3 grid(ceil_div(d.k, BN), static_cast<unsigned>(row_tiles - t0 < kMaxGridYZ ? row_tiles - t0 : kMaxGridYZ),
                       static_cast<unsigned>(d.groups - g0 < kMaxGridYZ ? d.groups - g0 : kMaxGridYZ));
-      launch("groupedMatmulWeightGrad", grouped_weight_grad_tc_kernel<T, WARPS_M, WARPS_N, FM, FN>, grid, dim3(WARPS_M * WARPS_N * 32), 0, c.stream, a, dc,
-             c.ptr<const int32_t>(2), c.ptr<T>(3), d.rows, d.n, d.k, vec16(dc, d.n), vec16(a, d.k), g0, t0);
+      launch("groupedMatmulWeightGrad", grouped_weight_grad_tc_kernel<T, G, WARPS_M, WARPS_N, FM, FN>, grid, dim3(WARPS_M * WARPS_N * 32), 0, c.stream, a, dc,
+             c.ptr<const int32_t>(2), c.ptr<G>(3), d.rows, d.n, d.k, vec16(dc, d.n), vec16(a, d.k), g0, t0);
     }
 }
 
@@ -155,14 +156,17 @@ void grouped_matmul_tc(const KernelCall& c, const GroupedDims& d, int dtype) {
   else throw_bad_dtype("groupedMatmul", dtype);
 }
 
-void grouped_weight_grad_tc(const KernelCall& c, const GroupedDims& d, int dtype) {
-  auto run = [&](auto tag) {
+void grouped_weight_grad_tc(const KernelCall& c, const GroupedDims& d, int dtype, int grad_dtype) {
+  auto run = [&](auto tag, auto grad_tag) {
     using T = decltype(tag);
-    if (weight_grad_big_tiles(d)) launch_weight_grad<T, 2, 4, 4, 2>(c, d);
-    else launch_weight_grad<T, 2, 2, 2, 2>(c, d);
+    using G = decltype(grad_tag);
+    if (weight_grad_big_tiles(d)) launch_weight_grad<T, G, 2, 4, 4, 2>(c, d);
+    else launch_weight_grad<T, G, 2, 2, 2, 2>(c, d);
   };
-  if (dtype == kBF16) run(__nv_bfloat16{});
-  else if (dtype == kF16) run(__half{});
+  const bool wide = grad_dtype != dtype;  // dB in f32
+  if (wide && grad_dtype != kF32) throw_bad_dtype("groupedMatmulWeightGrad", grad_dtype);
+  if (dtype == kBF16) wide ? run(__nv_bfloat16{}, float{}) : run(__nv_bfloat16{}, __nv_bfloat16{});
+  else if (dtype == kF16) wide ? run(__half{}, float{}) : run(__half{}, __half{});
   else throw_bad_dtype("groupedMatmulWeightGrad", dtype);
 }
 

@@ -20,8 +20,8 @@ inline bool grouped_big_tiles(const GroupedDims& d) {
 /** 128 x 128 tiles for groupedMatmulWeightGrad: enough (n, k) tiles over all groups to fill a GPU. */
 inline bool weight_grad_big_tiles(const GroupedDims& d) { return (int64_t{d.n} + 127) / 128 * ((int64_t{d.k} + 127) / 128) * d.groups >= 128; }
 
-/** groupedMatmul / groupedMatmulWeightGrad on tensor cores; dtype bf16 or f16. */
+/** groupedMatmul / groupedMatmulWeightGrad on tensor cores; dtype bf16 or f16; dB in grad_dtype (dtype or f32). */
 void grouped_matmul_tc(const KernelCall& c, const GroupedDims& d, int dtype);
-void grouped_weight_grad_tc(const KernelCall& c, const GroupedDims& d, int dtype);
+void grouped_weight_grad_tc(const KernelCall& c, const GroupedDims& d, int dtype, int grad_dtype);
 
 }  // namespace kiln

@@ -117,6 +117,25 @@ inline void dispatch_float(int dtype, const char* kernel, F&& f) {
   }
 }
 
+/**
+ * Calls f(T{}, G{}) for a kernel that writes parameter gradients: T the storage type of
+ * its inputs (dtype), G that of the gradients it accumulates into (grad_dtype). G is T,
+ * or f32 with 16-bit inputs (mixed precision keeps parameter gradients in f32).
+ */
+template <typename F>
+inline void dispatch_float_grad(int dtype, int grad_dtype, const char* kernel, F&& f) {
+  if (grad_dtype == dtype) {
+    dispatch_float(dtype, kernel, [&](auto tag) { f(tag, tag); });
+    return;
+  }
+  if (grad_dtype != kF32) throw_bad_dtype(kernel, grad_dtype);
+  switch (dtype) {
+    case kBF16: f(__nv_bfloat16{}, float{}); return;
+    case kF16: f(__half{}, float{}); return;
+    default: throw_bad_dtype(kernel, dtype);
+  }
+}
+
 }  // namespace kiln
 
 #define KILN_REGISTER_KERNEL(name, fn) static ::kiln::KernelRegistration kiln_registration_##fn(name, fn)

@@ -5,7 +5,9 @@
 //   C_i = (accumulate ? C_i : 0) + alpha * op(A_i) @ op(B_i) + bias
 // Row-major. op(A) is (m, k): A stored (m, k) (lda = k), or (k, m) when transA (lda = m).
 // op(B) is (k, n): B stored (k, n) (ldb = n), or (n, k) when transB (ldb = k).
-// C is (m, n), ldc = n. Batch item i starts at i * stride{A,B,C} elements (stride 0
+// C is (m, n), ldc = n, in the dtype of A and B or, for bf16/f16 operands, in f32
+// (cDtype: a parameter gradient kept in f32; the f32 sum is stored, or added to the
+// old f32 C, without a 16-bit rounding). Batch item i starts at i * stride{A,B,C} elements (stride 0
 // broadcasts one matrix). bias (length n, optional) is added to every row. C does
 // not overlap A, B or bias. Each output element is computed by one block with a fixed
 // sequence of f32 operations over k (no split-k, no atomics): results do not depend
@@ -26,8 +28,8 @@
 //     tried first for every call; kiln's kernels run what it has no algorithm for.
 //   KILN_MATMUL_PATH=simt (read when the device opens) forces the SIMT kernel for every dtype.
 //
-// sumRows: out[j] = (accumulate ? out[j] : 0) + sum_i x[i, j], x (rows, cols) row-major.
-// Blocks of 32 columns x 8 row lanes sum a chunk of rows each; with one chunk the
+// sumRows: out[j] = (accumulate ? out[j] : 0) + sum_i x[i, j], x (rows, cols) row-major;
+// out in x's dtype or f32 (gradDtype). Blocks of 32 columns x 8 row lanes sum a chunk of rows each; with one chunk the
 // block writes out directly, otherwise it writes an f32 partial per (chunk, column)
 // to scratch and a second kernel adds the partials in chunk order (deterministic).
 #include <type_traits>
@@ -40,12 +42,13 @@
 namespace kiln {
 namespace {
 
-template <typename T>
+/** T: storage of A, B and bias; TC: storage of C (T, or f32 for 16-bit T). */
+template <typename T, typename TC = T>
 struct MatmulParams {
   const T* a;
   const T* b;
   const T* bias;  // nullptr: no bias
-  T* c;
+  TC* c;
   int m, n, k;
   int64_t batch;
   int64_t stride_a, stride_b, stride_c;
@@ -54,11 +57,11 @@ struct MatmulParams {
 };
 
 /** Combined output value: (alpha * dot + bias) [+ old C]. */
-template <typename T>
-__device__ __forceinline__ void store_out(const MatmulParams<T>& p, T* crow, int j, float dot, float bias) {
+template <typename T, typename TC>
+__device__ __forceinline__ void store_out(const MatmulParams<T, TC>& p, TC* crow, int j, float dot, float bias) {
   float v = p.alpha * dot + bias;
   if (p.accumulate) v += to_f32(crow[j]);
-  crow[j] = from_f32<T>(v);
+  crow[j] = from_f32<TC>(v);
 }
 
 // ---------------------------------------------------------------------------------
@@ -67,8 +70,8 @@ __device__ __forceinline__ void store_out(const MatmulParams<T>& p, T* crow, int
 
 // Block tile BM x BN = (64 GM) x (64 GN), the product of matmul_tiles.h; the epilogue
 // adds alpha, the bias and the old C.
-template <typename T, int GM, int GN>
-__global__ void __launch_bounds__(kSimtThreads) matmul_simt_kernel(MatmulParams<T> p) {
+template <typename T, typename TC, int GM, int GN>
+__global__ void __launch_bounds__(kSimtThreads) matmul_simt_kernel(MatmulParams<T, TC> p) {
   using Tile = SimtTile<T, GM, GN>;
   constexpr int BM = Tile::BM, BN = Tile::BN;
   __shared__ __align__(16) typename Tile::SharedA sA;
@@ -82,7 +85,7 @@ __global__ void __launch_bounds__(kSimtThreads) matmul_simt_kernel(MatmulParams<
   for (int64_t bz = blockIdx.z; bz < p.batch; bz += gridDim.z) {
     const T* A = p.a + bz * p.stride_a;
     const T* B = p.b + bz * p.stride_b;
-    T* C = p.c + bz * p.stride_c;
+    TC* C = p.c + bz * p.stride_c;
     for (int64_t my = blockIdx.y; my * BM < m; my += gridDim.y) {
       const int m0 = static_cast<int>(my * BM);
       float acc[Tile::TM][Tile::TN];
@@ -113,8 +116,8 @@ __global__ void __launch_bounds__(kSimtThreads) matmul_simt_kernel(MatmulParams<
 
 // Block tile BM x BN = (16 FM WARPS_M) x (16 FN WARPS_N), the product of
 // matmul_tiles_tc.h; the epilogue adds alpha, the bias and the old C.
-template <typename T, bool TA, bool TB, int WARPS_M, int WARPS_N, int FM, int FN>
-__global__ void __launch_bounds__(WARPS_M * WARPS_N * 32) matmul_wmma_kernel(MatmulParams<T> p, bool vec_a, bool vec_b) {
+template <typename T, typename TC, bool TA, bool TB, int WARPS_M, int WARPS_N, int FM, int FN>
+__global__ void __launch_bounds__(WARPS_M * WARPS_N * 32) matmul_wmma_kernel(MatmulParams<T, TC> p, bool vec_a, bool vec_b) {
 #if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800) || defined(KILN_CUDA_SIM)
   using namespace nvcuda;
   using Tile = WmmaTile<T, TA, TB, WARPS_M, WARPS_N, FM, FN>;
@@ -130,7 +133,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32) matmul_wmma_kernel(Mat
   for (int64_t bz = blockIdx.z; bz < p.batch; bz += gridDim.z) {
     const T* A = p.a + bz * p.stride_a;
     const T* B = p.b + bz * p.stride_b;
-    T* C = p.c + bz * p.stride_c;
+    TC* C = p.c + bz * p.stride_c;
     for (int64_t my = blockIdx.y; my * Tile::BM < m; my += gridDim.y) {
       const int m0 = static_cast<int>(my * Tile::BM);
       WmmaAccumulator acc[FM][FN];
@@ -160,60 +163,61 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32) matmul_wmma_kernel(Mat
 }
 
 
-template <typename T, bool TA, bool TB, int WARPS_M, int WARPS_N, int FM, int FN>
-void launch_wmma_cfg(const MatmulParams<T>& p, cudaStream_t stream) {
+template <typename T, typename TC, bool TA, bool TB, int WARPS_M, int WARPS_N, int FM, int FN>
+void launch_wmma_cfg(const MatmulParams<T, TC>& p, cudaStream_t stream) {
   constexpr int BM = WARPS_M * FM * 16, BN = WARPS_N * FN * 16;
   const int lda = TA ? p.m : p.k, ldb = TB ? p.k : p.n;
   const bool vec_a = is_aligned16(p.a) && lda % 8 == 0 && p.stride_a % 8 == 0;
   const bool vec_b = is_aligned16(p.b) && ldb % 8 == 0 && p.stride_b % 8 == 0;
   const int64_t mt = (p.m + BM - 1) / BM;
   dim3 grid(ceil_div(p.n, BN), static_cast<unsigned>(mt < 65535 ? mt : 65535), static_cast<unsigned>(p.batch < 65535 ? p.batch : 65535));
-  launch("matmul", matmul_wmma_kernel<T, TA, TB, WARPS_M, WARPS_N, FM, FN>, grid, dim3(WARPS_M * WARPS_N * 32), 0, stream, p, vec_a, vec_b);
+  launch("matmul", matmul_wmma_kernel<T, TC, TA, TB, WARPS_M, WARPS_N, FM, FN>, grid, dim3(WARPS_M * WARPS_N * 32), 0, stream, p, vec_a, vec_b);
 }
 
-template <typename T, bool TA, bool TB>
-void launch_wmma_t(const MatmulParams<T>& p, cudaStream_t stream) {
+template <typename T, typename TC, bool TA, bool TB>
+void launch_wmma_t(const MatmulParams<T, TC>& p, cudaStream_t stream) {
   const int64_t tiles128 = int64_t{ceil_div(p.m, 128)} * ceil_div(p.n, 128) * p.batch;
-  if (tiles128 >= 128) launch_wmma_cfg<T, TA, TB, 2, 4, 4, 2>(p, stream);  // 128 x 128, 8 warps of 64 x 32
-  else launch_wmma_cfg<T, TA, TB, 2, 2, 2, 2>(p, stream);                  // 64 x 64, 4 warps of 32 x 32
+  if (tiles128 >= 128) launch_wmma_cfg<T, TC, TA, TB, 2, 4, 4, 2>(p, stream);  // 128 x 128, 8 warps of 64 x 32
+  else launch_wmma_cfg<T, TC, TA, TB, 2, 2, 2, 2>(p, stream);                  // 64 x 64, 4 warps of 32 x 32
 }
 
-template <typename T>
-void launch_wmma(const MatmulParams<T>& p, cudaStream_t stream) {
+template <typename T, typename TC>
+void launch_wmma(const MatmulParams<T, TC>& p, cudaStream_t stream) {
   if (p.trans_a) {
-    if (p.trans_b) launch_wmma_t<T, true, true>(p, stream);
-    else launch_wmma_t<T, true, false>(p, stream);
+    if (p.trans_b) launch_wmma_t<T, TC, true, true>(p, stream);
+    else launch_wmma_t<T, TC, true, false>(p, stream);
   } else {
-    if (p.trans_b) launch_wmma_t<T, false, true>(p, stream);
-    else launch_wmma_t<T, false, false>(p, stream);
+    if (p.trans_b) launch_wmma_t<T, TC, false, true>(p, stream);
+    else launch_wmma_t<T, TC, false, false>(p, stream);
   }
 }
 
 
-template <typename T, int GM, int GN>
-void launch_simt_cfg(const MatmulParams<T>& p, cudaStream_t stream) {
+template <typename T, typename TC, int GM, int GN>
+void launch_simt_cfg(const MatmulParams<T, TC>& p, cudaStream_t stream) {
   const int64_t mt = (p.m + 64 * GM - 1) / (64 * GM);
   dim3 grid(ceil_div(p.n, 64 * GN), static_cast<unsigned>(mt < 65535 ? mt : 65535), static_cast<unsigned>(p.batch < 65535 ? p.batch : 65535));
-  launch("matmul", matmul_simt_kernel<T, GM, GN>, grid, dim3(kSimtThreads), 0, stream, p);
+  launch("matmul", matmul_simt_kernel<T, TC, GM, GN>, grid, dim3(kSimtThreads), 0, stream, p);
 }
 
-template <typename T>
-void launch_simt(const MatmulParams<T>& p, cudaStream_t stream) {
+template <typename T, typename TC>
+void launch_simt(const MatmulParams<T, TC>& p, cudaStream_t stream) {
   // 128 x 128 tiles once there are enough of them to fill the GPU, else 64 x 64.
   const int64_t tiles128 = int64_t{ceil_div(p.m, 128)} * ceil_div(p.n, 128) * p.batch;
-  if (tiles128 >= 128) launch_simt_cfg<T, 2, 2>(p, stream);
-  else launch_simt_cfg<T, 1, 1>(p, stream);
+  if (tiles128 >= 128) launch_simt_cfg<T, TC, 2, 2>(p, stream);
+  else launch_simt_cfg<T, TC, 1, 1>(p, stream);
 }
 
-// matmul: a, b, bias, c | m, n, k, batch, transA, transB, strideA, strideB, strideC, alpha, accumulate, dtype
+// matmul: a, b, bias, c | m, n, k, batch, transA, transB, strideA, strideB, strideC, alpha, accumulate, dtype, cDtype
 void launch_matmul(const KernelCall& c) {
-  dispatch_float(c.i32(15), "matmul", [&](auto tag) {
+  dispatch_float_grad(c.i32(15), c.i32(16), "matmul", [&](auto tag, auto c_tag) {
     using T = decltype(tag);
-    MatmulParams<T> p;
+    using TC = decltype(c_tag);
+    MatmulParams<T, TC> p;
     p.a = c.ptr<const T>(0);
     p.b = c.ptr<const T>(1);
     p.bias = c.ptr<const T>(2);
-    p.c = c.ptr<T>(3);
+    p.c = c.ptr<TC>(3);
     p.m = c.i32(4);
     p.n = c.i32(5);
     p.k = c.i32(6);
@@ -227,18 +231,18 @@ void launch_matmul(const KernelCall& c) {
     p.accumulate = c.flag(14);
 #if !defined(KILN_CUDA_SIM)
     if (c.blas) {
-      const BlasMatmul b{p.a, p.b, p.bias, p.c, p.m, p.n, p.k, p.batch, p.trans_a, p.trans_b, p.stride_a, p.stride_b, p.stride_c, p.alpha, p.accumulate, c.i32(15)};
+      const BlasMatmul b{p.a, p.b, p.bias, p.c, p.m, p.n, p.k, p.batch, p.trans_a, p.trans_b, p.stride_a, p.stride_b, p.stride_c, p.alpha, p.accumulate, c.i32(15), c.i32(16)};
       if (static_cast<CublasLt*>(c.blas)->matmul(b, c.stream, c.scratch(CublasLt::kWorkspaceBytes), CublasLt::kWorkspaceBytes)) return;
     }
 #endif
     // Every architecture this addon is built for (sm_80 and newer) has bf16/f16 tensor cores.
     if constexpr (!std::is_same<T, float>::value) {
       if (!c.simt_matmul) {
-        launch_wmma<T>(p, c.stream);
+        launch_wmma(p, c.stream);
         return;
       }
     }
-    launch_simt<T>(p, c.stream);
+    launch_simt(p, c.stream);
   });
 }
 
@@ -255,8 +259,8 @@ constexpr int kFinalThreads = 256;
  * row lane ty takes every 8th row, then lane sums are added in lane order. partial
  * null: the block covers all rows and writes out; else partial[y * cols + j].
  */
-template <typename T>
-__global__ void __launch_bounds__(kSumCols * kSumLanes) sum_rows_kernel(const T* x, T* out, float* partial, int64_t rows, int cols, int64_t rows_per_chunk, bool accumulate) {
+template <typename T, typename TO>
+__global__ void __launch_bounds__(kSumCols * kSumLanes) sum_rows_kernel(const T* x, TO* out, float* partial, int64_t rows, int cols, int64_t rows_per_chunk, bool accumulate) {
   __shared__ float lanes[kSumLanes][kSumCols + 1];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int j = blockIdx.x * kSumCols + tx;
@@ -275,21 +279,21 @@ __global__ void __launch_bounds__(kSumCols * kSumLanes) sum_rows_kernel(const T*
 #pragma unroll
     for (int q = 1; q < kSumLanes; q++) t += lanes[q][tx];
     if (partial != nullptr) partial[int64_t{blockIdx.y} * cols + j] = t;
-    else out[j] = from_f32<T>((accumulate ? to_f32(out[j]) : 0.f) + t);
+    else out[j] = from_f32<TO>((accumulate ? to_f32(out[j]) : 0.f) + t);
   }
 }
 
 /** out[j] = (accumulate ? out[j] : 0) + sum over chunks, in chunk order. */
-template <typename T>
-__global__ void __launch_bounds__(kFinalThreads) sum_rows_final_kernel(const float* partial, T* out, int chunks, int cols, bool accumulate) {
+template <typename TO>
+__global__ void __launch_bounds__(kFinalThreads) sum_rows_final_kernel(const float* partial, TO* out, int chunks, int cols, bool accumulate) {
   const int j = blockIdx.x * kFinalThreads + threadIdx.x;
   if (j >= cols) return;
   float t = 0.f;
   for (int q = 0; q < chunks; q++) t += partial[int64_t{q} * cols + j];
-  out[j] = from_f32<T>((accumulate ? to_f32(out[j]) : 0.f) + t);
+  out[j] = from_f32<TO>((accumulate ? to_f32(out[j]) : 0.f) + t);
 }
 
-// sumRows: x, out | rows, cols, accumulate, dtype
+// sumRows: x, out | rows, cols, accumulate, dtype, gradDtype (out's)
 void launch_sum_rows(const KernelCall& c) {
   const int64_t rows = c.i64(2);
   const int cols = c.i32(3);
@@ -303,19 +307,20 @@ void launch_sum_rows(const KernelCall& c) {
   if (chunks < 1) chunks = 1;
   const int64_t rows_per_chunk = (rows + chunks - 1) / chunks;
   chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
-  dispatch_float(c.i32(5), "sumRows", [&](auto tag) {
+  dispatch_float_grad(c.i32(5), c.i32(6), "sumRows", [&](auto tag, auto out_tag) {
     using T = decltype(tag);
+    using TO = decltype(out_tag);
     const T* x = c.ptr<const T>(0);
-    T* out = c.ptr<T>(1);
+    TO* out = c.ptr<TO>(1);
     const dim3 grid(static_cast<unsigned>(col_tiles), static_cast<unsigned>(chunks));
     const dim3 block(kSumCols, kSumLanes);
     if (chunks == 1) {
-      launch("sumRows", sum_rows_kernel<T>, grid, block, 0, c.stream, x, out, static_cast<float*>(nullptr), rows, cols, rows_per_chunk, accumulate);
+      launch("sumRows", sum_rows_kernel<T, TO>, grid, block, 0, c.stream, x, out, static_cast<float*>(nullptr), rows, cols, rows_per_chunk, accumulate);
       return;
     }
     float* partial = static_cast<float*>(c.scratch(static_cast<size_t>(chunks) * cols * sizeof(float)));
-    launch("sumRows", sum_rows_kernel<T>, grid, block, 0, c.stream, x, out, partial, rows, cols, rows_per_chunk, accumulate);
-    launch("sumRows", sum_rows_final_kernel<T>, dim3(ceil_div(cols, kFinalThreads)), dim3(kFinalThreads), 0, c.stream,
+    launch("sumRows", sum_rows_kernel<T, TO>, grid, block, 0, c.stream, x, out, partial, rows, cols, rows_per_chunk, accumulate);
+    launch("sumRows", sum_rows_final_kernel<TO>, dim3(ceil_div(cols, kFinalThreads)), dim3(kFinalThreads), 0, c.stream,
            static_cast<const float*>(partial), out, static_cast<int>(chunks), cols, accumulate);
   });
 }

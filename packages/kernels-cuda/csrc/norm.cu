@@ -30,7 +30,8 @@
 // into one f32 partial row per chunk in scratch (partials for dWeight, then for
 // dBias). A second kernel sums the partials of each column over chunks in a fixed
 // order (8 contiguous ranges of chunks, then the 8 range sums in order) and adds the
-// result to dWeight / dBias (read-modify-write in the storage dtype).
+// result to dWeight / dBias (read-modify-write in their dtype: the inputs' dtype, or
+// f32 with 16-bit inputs, gradDtype).
 #include <type_traits>
 
 #include "kiln_cuda.h"
@@ -355,7 +356,7 @@ void run_forward(const char* name, const KernelCall& c, const void* x, const voi
 
 template <bool kLayer>
 void run_backward(const char* name, const KernelCall& c, const void* dout, const void* x, const void* w, const float* mean, const float* rstd, void* dx,
-                  void* dw, void* db, int64_t rows, int dim, int dtype) {
+                  void* dw, void* db, int64_t rows, int dim, int dtype, int grad_dtype) {
   const Layout l = layout_for(dim);
   // Chunks of whole row groups: a function of (rows, dim) only, so every run splits alike.
   const int64_t groups = (rows + l.rpb - 1) / l.rpb;
@@ -366,8 +367,9 @@ void run_backward(const char* name, const KernelCall& c, const void* dout, const
   const int64_t rows_per_chunk = (groups + target - 1) / target * l.rpb;
   const int chunks = static_cast<int>((rows + rows_per_chunk - 1) / rows_per_chunk);
   const size_t per = static_cast<size_t>(chunks) * static_cast<size_t>(dim);
-  dispatch_float(dtype, name, [&](auto tag) {
+  dispatch_float_grad(dtype, grad_dtype, name, [&](auto tag, auto grad_tag) {
     using T = decltype(tag);
+    using G = decltype(grad_tag);
     float* pw = static_cast<float*>(c.scratch(sizeof(float) * per * (db ? 2 : 1)));
     float* pb = db ? pw + per : nullptr;
     auto go = [&](auto kernel) {
@@ -387,8 +389,8 @@ void run_backward(const char* name, const KernelCall& c, const void* dout, const
     } else {
       pick(std::false_type{});  // rmsNorm has no bias
     }
-    launch(name, param_grad_reduce_kernel<T>, ceil_div(static_cast<size_t>(dim), kReduceCols), dim3(kReduceCols, kReduceGroups), 0, c.stream,
-           static_cast<const float*>(pw), static_cast<const float*>(pb), static_cast<T*>(dw), static_cast<T*>(db), dim, chunks);
+    launch(name, param_grad_reduce_kernel<G>, ceil_div(static_cast<size_t>(dim), kReduceCols), dim3(kReduceCols, kReduceGroups), 0, c.stream,
+           static_cast<const float*>(pw), static_cast<const float*>(pb), static_cast<G*>(dw), static_cast<G*>(db), dim, chunks);
   });
 }
 
@@ -398,10 +400,10 @@ void launch_layer_norm_forward(const KernelCall& c) {
                     c.i32(7), c.f32(8), c.i32(9));
 }
 
-// layerNormBackward: dOut, x, weight, mean, rstd, dX, dWeight, dBias | rows, dim, dtype
+// layerNormBackward: dOut, x, weight, mean, rstd, dX, dWeight, dBias | rows, dim, dtype, gradDtype (dWeight's and dBias's)
 void launch_layer_norm_backward(const KernelCall& c) {
   run_backward<true>("layerNormBackward", c, c.ptr<void>(0), c.ptr<void>(1), c.ptr<void>(2), c.ptr<const float>(3), c.ptr<const float>(4),
-                     c.ptr<void>(5), c.ptr<void>(6), c.ptr<void>(7), c.i64(8), c.i32(9), c.i32(10));
+                     c.ptr<void>(5), c.ptr<void>(6), c.ptr<void>(7), c.i64(8), c.i32(9), c.i32(10), c.i32(11));
 }
 
 // rmsNormForward: x, weight, out, rstd | rows, dim, eps, dtype
@@ -410,10 +412,10 @@ void launch_rms_norm_forward(const KernelCall& c) {
                      c.f32(6), c.i32(7));
 }
 
-// rmsNormBackward: dOut, x, weight, rstd, dX, dWeight | rows, dim, dtype
+// rmsNormBackward: dOut, x, weight, rstd, dX, dWeight | rows, dim, dtype, gradDtype (dWeight's)
 void launch_rms_norm_backward(const KernelCall& c) {
   run_backward<false>("rmsNormBackward", c, c.ptr<void>(0), c.ptr<void>(1), c.ptr<void>(2), nullptr, c.ptr<const float>(3), c.ptr<void>(4),
-                      c.ptr<void>(5), nullptr, c.i64(6), c.i32(7), c.i32(8));
+                      c.ptr<void>(5), nullptr, c.i64(6), c.i32(7), c.i32(8), c.i32(9));
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // math and the kernels): the adjoint of the state carried across chunks, the per-token
 // gradients by tiles of tokens, dDt through the reverse running sum of dΛ, dB and dC
 // summed over the group's heads and the parameter gradients from partials, in order.
+// dDtBias, dALog and dD are in gradDtype (the inputs' dtype, or f32 with 16-bit inputs);
+// every other gradient is in the inputs' dtype.
 #include "ssd_scan.h"
 
 namespace kiln {
@@ -279,9 +281,9 @@ __global__ void __launch_bounds__(kThreads) ssd_chunk_backward_kernel(const T* d
   }
 }
 
-/** One thread per head: the partials summed over (batch, chunk) in order, added once. */
-template <typename T>
-__global__ void __launch_bounds__(kThreads) ssd_param_kernel(const float* part, const T* a_log, T* d_bias, T* d_alog, T* d_d, SsdDims d) {
+/** One thread per head: the partials summed over (batch, chunk) in order, added once (to G: T or f32). */
+template <typename T, typename G>
+__global__ void __launch_bounds__(kThreads) ssd_param_kernel(const float* part, const T* a_log, G* d_bias, G* d_alog, G* d_d, SsdDims d) {
   const int64_t h = blockIdx.x * int64_t{kThreads} + threadIdx.x;
   if (h >= d.H) return;
   const int64_t per = d.batch * d.chunks, stride = d.H * per;
@@ -292,9 +294,9 @@ __global__ void __launch_bounds__(kThreads) ssd_param_kernel(const float* part, 
     sd += part[2 * stride + h * per + k];
   }
   const float A = -expf(to_f32(a_log[h]));
-  d_bias[h] = from_f32<T>(to_f32(d_bias[h]) + sdt);
-  d_alog[h] = from_f32<T>(to_f32(d_alog[h]) + A * sa);
-  d_d[h] = from_f32<T>(to_f32(d_d[h]) + sd);
+  d_bias[h] = from_f32<G>(to_f32(d_bias[h]) + sdt);
+  d_alog[h] = from_f32<G>(to_f32(d_alog[h]) + A * sa);
+  d_d[h] = from_f32<G>(to_f32(d_d[h]) + sd);
 }
 
 /** One thread per (row, group, n): dB and dC, the group's heads' shares summed in order. */
@@ -326,7 +328,7 @@ void allow_shared(K* kernel, size_t bytes) {
 }
 
 // ssdScanBackward: dY, x, dt, dtBias, aLog, B, C, D, states, dX, dDt, dB, dC, dDtBias, dALog, dD | batch, seqLen, heads,
-//                  headDim, groups, stateSize, chunkSize, xRowStride, dtRowStride, bcRowStride, dtype
+//                  headDim, groups, stateSize, chunkSize, xRowStride, dtRowStride, bcRowStride, dtype, gradDtype
 void launch_ssd_backward(const KernelCall& c) {
   const char* name = "ssdScanBackward";
   const SsdDims d = dims_of(c, 16);
@@ -346,8 +348,9 @@ void launch_ssd_backward(const KernelCall& c) {
   o.dbh = dstate + padded(nstate);
   o.dch = o.dbh + padded(nshare);
   float* part = o.dch + padded(nshare);
-  dispatch_float(c.i32(26), name, [&](auto tag) {
+  dispatch_float_grad(c.i32(26), c.i32(27), name, [&](auto tag, auto grad_tag) {
     using T = decltype(tag);
+    using G = decltype(grad_tag);
     const T* dy = c.ptr<const T>(0);
     const T* x = c.ptr<const T>(1);
     const T* dt_raw = c.ptr<const T>(2);
@@ -373,8 +376,8 @@ void launch_ssd_backward(const KernelCall& c) {
            static_cast<const float*>(dtv), o, c.ptr<T>(10), part, d);
     launch(name, ssd_group_sum_kernel<T>, grid_stride_blocks(d.batch * d.L * d.G * d.N, kThreads), kThreads, 0, c.stream, static_cast<const float*>(o.dbh),
            static_cast<const float*>(o.dch), c.ptr<T>(11), c.ptr<T>(12), d);
-    launch(name, ssd_param_kernel<T>, dim3(ceil_div(elems(d.H), kThreads)), kThreads, 0, c.stream, static_cast<const float*>(part), a_log, c.ptr<T>(13),
-           c.ptr<T>(14), c.ptr<T>(15), d);
+    launch(name, ssd_param_kernel<T, G>, dim3(ceil_div(elems(d.H), kThreads)), kThreads, 0, c.stream, static_cast<const float*>(part), a_log, c.ptr<G>(13),
+           c.ptr<G>(14), c.ptr<G>(15), d);
   });
 }
 

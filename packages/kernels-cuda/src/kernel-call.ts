@@ -19,6 +19,9 @@ export const dtypeCode = (d: DType) => DTYPE_CODES[d];
 const code = dtypeCode;
 const bit = (b: boolean | undefined) => (b ? 1 : 0);
 
+/** A gradient-writing kernel's gradient dtype (the contract's cDtype / gradDtype; default the kernel's dtype), sent after its dtype. */
+const gradCode = (a: { dtype: DType }, chosen: DType | undefined) => code(chosen ?? a.dtype);
+
 /** ssdScanForward / ssdScanBackward: batch, seqLen, heads, headDim, groups, stateSize, chunkSize, the three row strides, dtype. */
 const ssdScalars = (a: SsdScanDims & { dtype: DType }) => {
   const s = ssdRowStrides(a);
@@ -32,15 +35,15 @@ const ssdScalars = (a: SsdScanDims & { dtype: DType }) => {
 const SCALARS: { [K in KernelName]: (a: KernelArgsMap[K]) => number[] } = {
   matmul: (a) => {
     const s = matmulStrides(a);
-    return [a.m, a.n, a.k, s.batch, bit(a.transA), bit(a.transB), s.strideA, s.strideB, s.strideC, a.alpha ?? 1, bit(a.accumulate), code(a.dtype)];
+    return [a.m, a.n, a.k, s.batch, bit(a.transA), bit(a.transB), s.strideA, s.strideB, s.strideC, a.alpha ?? 1, bit(a.accumulate), code(a.dtype), gradCode(a, a.cDtype)];
   },
-  sumRows: (a) => [a.rows, a.cols, bit(a.accumulate), code(a.dtype)],
+  sumRows: (a) => [a.rows, a.cols, bit(a.accumulate), code(a.dtype), gradCode(a, a.gradDtype)],
   embeddingForward: (a) => [a.count, a.vocab, a.dim, code(a.dtype)],
-  embeddingBackward: (a) => [a.count, a.vocab, a.dim, code(a.dtype)],
+  embeddingBackward: (a) => [a.count, a.vocab, a.dim, code(a.dtype), gradCode(a, a.gradDtype)],
   layerNormForward: (a) => [a.rows, a.dim, a.eps, code(a.dtype)],
-  layerNormBackward: (a) => [a.rows, a.dim, code(a.dtype)],
+  layerNormBackward: (a) => [a.rows, a.dim, code(a.dtype), gradCode(a, a.gradDtype)],
   rmsNormForward: (a) => [a.rows, a.dim, a.eps, code(a.dtype)],
-  rmsNormBackward: (a) => [a.rows, a.dim, code(a.dtype)],
+  rmsNormBackward: (a) => [a.rows, a.dim, code(a.dtype), gradCode(a, a.gradDtype)],
   geluForward: (a) => [a.n, code(a.dtype)],
   geluBackward: (a) => [a.n, code(a.dtype)],
   siluForward: (a) => [a.n, code(a.dtype)],
@@ -70,16 +73,16 @@ const SCALARS: { [K in KernelName]: (a: KernelArgsMap[K]) => number[] } = {
   checkFinite: (a) => [a.n, code(a.dtype)],
   copyStrided: (a) => [a.batch, a.rows, a.cols, a.srcBatchStride, a.srcRowStride, a.dstBatchStride, a.dstRowStride, bit(a.accumulate), code(a.dtype)],
   conv1dCausalForward: (a) => [a.batch, a.seqLen, a.channels, a.kernelSize, conv1dRowStride(a), code(a.dtype)],
-  conv1dCausalBackward: (a) => [a.batch, a.seqLen, a.channels, a.kernelSize, conv1dRowStride(a), code(a.dtype)],
+  conv1dCausalBackward: (a) => [a.batch, a.seqLen, a.channels, a.kernelSize, conv1dRowStride(a), code(a.dtype), gradCode(a, a.gradDtype)],
   ssdScanForward: (a) => ssdScalars(a),
-  ssdScanBackward: (a) => ssdScalars(a),
+  ssdScanBackward: (a) => [...ssdScalars(a), gradCode(a, a.gradDtype)],
   moeRoute: (a) => [a.tokens, a.numExperts, a.topK, a.alpha, code(a.dtype)],
   moeRouteBackward: (a) => [a.tokens, a.numExperts, a.topK, a.alpha, a.auxScale, code(a.dtype)],
   moeDispatch: (a) => [a.tokens, a.topK, a.dim, code(a.dtype)],
   moeCombine: (a) => [a.tokens, a.topK, a.dim, bit(a.accumulate), code(a.dtype)],
   moeCombineScaleGrad: (a) => [a.tokens, a.topK, a.dim, code(a.dtype)],
   groupedMatmul: (a) => [a.rows, a.n, a.k, a.groups, bit(a.transB), bit(a.accumulate), code(a.dtype)],
-  groupedMatmulWeightGrad: (a) => [a.rows, a.n, a.k, a.groups, code(a.dtype)],
+  groupedMatmulWeightGrad: (a) => [a.rows, a.n, a.k, a.groups, code(a.dtype), gradCode(a, a.gradDtype)],
 };
 
 /** What the addon's launch() reads: operand addresses in spec order (0 when absent), then scalars. */

@@ -85,9 +85,9 @@ void CublasLt::destroy(Plan& plan) {
 CublasLt::Plan& CublasLt::plan_for(const BlasMatmul& p, void* workspace, size_t workspace_bytes) {
   const size_t elem = element_bytes(p.dtype);
   const uint32_t align_a = alignment(p.a, p.stride_a, p.batch, elem), align_b = alignment(p.b, p.stride_b, p.batch, elem);
-  const uint32_t align_c = alignment(p.c, p.stride_c, p.batch, elem);
+  const uint32_t align_c = alignment(p.c, p.stride_c, p.batch, element_bytes(p.c_dtype));
   const uint32_t align_bias = p.bias ? alignment(p.bias, 0, 1, elem) : 256;
-  const PlanKey key{p.m, p.n, p.k, p.batch, p.trans_a, p.trans_b, p.stride_a, p.stride_b, p.stride_c, p.accumulate, p.dtype, p.bias != nullptr, align_a, align_b, align_c, align_bias};
+  const PlanKey key{p.m, p.n, p.k, p.batch, p.trans_a, p.trans_b, p.stride_a, p.stride_b, p.stride_c, p.accumulate, p.dtype, p.c_dtype, p.bias != nullptr, align_a, align_b, align_c, align_bias};
   auto found = plans_.find(key);
   if (found != plans_.end()) return found->second;
   Plan& plan = plans_[key];
@@ -112,7 +112,7 @@ CublasLt::Plan& CublasLt::plan_for(const BlasMatmul& p, void* workspace, size_t 
   const uint64_t a_rows = p.trans_a ? p.m : p.k, a_cols = p.trans_a ? p.k : p.m;
   ok = ok && step(layout_create_(&plan.a, type, b_rows, b_cols, static_cast<int64_t>(b_rows)), "layout_create_");
   ok = ok && step(layout_create_(&plan.b, type, a_rows, a_cols, static_cast<int64_t>(a_rows)), "layout_create_");
-  ok = ok && step(layout_create_(&plan.c, type, p.n, p.m, p.n), "layout_create_");
+  ok = ok && step(layout_create_(&plan.c, data_type(p.c_dtype), p.n, p.m, p.n), "layout_create_");
   if (ok && p.batch > 1) {
     const int32_t count = static_cast<int32_t>(p.batch);
     for (auto [layout, stride] : {std::pair{plan.a, p.stride_b}, std::pair{plan.b, p.stride_a}, std::pair{plan.c, p.stride_c}}) {
@@ -150,6 +150,8 @@ CublasLt::Plan& CublasLt::plan_for(const BlasMatmul& p, void* workspace, size_t 
 
 bool CublasLt::matmul(const BlasMatmul& p, void* stream, void* workspace, size_t workspace_bytes) {
   if (p.batch > INT32_MAX) return false;
+  // The bias epilogue would read the bias in C's type: an f32 C with a 16-bit bias runs kiln's kernel.
+  if (p.bias && p.c_dtype != p.dtype) return false;
   Plan& plan = plan_for(p, workspace, workspace_bytes);
   if (!plan.usable) return false;
   if (p.bias && desc_set_(plan.desc, lt::kDescBiasPointer, &p.bias, sizeof p.bias) != lt::kSuccess) return false;

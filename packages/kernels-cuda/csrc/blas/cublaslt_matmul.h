@@ -22,7 +22,8 @@ struct BlasMatmul {
   int64_t stride_a, stride_b, stride_c;
   float alpha;
   bool accumulate;
-  int dtype;  // kF32 / kBF16 / kF16
+  int dtype;    // A, B and bias: kF32 / kBF16 / kF16
+  int c_dtype;  // C: dtype, or kF32 with 16-bit A and B
 };
 
 /**
@@ -31,6 +32,9 @@ struct BlasMatmul {
  * their own storage. Descriptors and the chosen algorithm are cached per shape,
  * flags and pointer alignment; the same call always runs the same algorithm.
  * KILN_CUBLASLT_LOG=1 prints each new shape's outcome (algorithm, or why not) to stderr.
+ * An f32 C with 16-bit A and B (compute 32F) is one of cuBLASLt's documented type
+ * combinations, but its bias epilogue reads the bias in D's type (f32) where ours is
+ * 16-bit: that case (f32 C and a bias) is left to kiln's kernels.
  */
 class CublasLt {
  public:
@@ -47,8 +51,8 @@ class CublasLt {
   static constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
  private:
-  /** Shape, flags, strides, dtype, bias and the four pointer alignments: what picks an algorithm. */
-  using PlanKey = std::array<int64_t, 16>;
+  /** Shape, flags, strides, dtypes, bias and the four pointer alignments: what picks an algorithm. */
+  using PlanKey = std::array<int64_t, 17>;
   struct PlanKeyHash {
     size_t operator()(const PlanKey& k) const;
   };
