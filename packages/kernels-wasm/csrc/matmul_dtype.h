@@ -72,6 +72,17 @@ KILN_INLINE v128_t mm_f32_to_f16(v128_t f) {
 KILN_INLINE v128_t mm_bits_to_f32(v128_t h, int dt) { return dt == MM_BF16 ? mm_bf16_to_f32(h) : mm_f16_to_f32(h); }
 KILN_INLINE v128_t mm_f32_to_bits(v128_t f, int dt) { return dt == MM_BF16 ? mm_f32_to_bf16(f) : mm_f32_to_f16(f); }
 
+/* fn(args..., dt, ct) with both dtypes as constants, for the pairs that exist: (f32, f32),
+ * (bf16, bf16 or f32), (f16, f16 or f32); ct is the output's dtype. */
+#define MM_CALL_WITH_DTYPES(dt, ct, fn, ...)                                             \
+  do {                                                                                   \
+    if ((dt) == MM_F32) fn(__VA_ARGS__, MM_F32, MM_F32);                                 \
+    else if ((dt) == MM_BF16 && (ct) == MM_F32) fn(__VA_ARGS__, MM_BF16, MM_F32);        \
+    else if ((dt) == MM_BF16) fn(__VA_ARGS__, MM_BF16, MM_BF16);                         \
+    else if ((ct) == MM_F32) fn(__VA_ARGS__, MM_F16, MM_F32);                            \
+    else fn(__VA_ARGS__, MM_F16, MM_F16);                                                \
+  } while (0)
+
 /* ---- element access --------------------------------------------------- */
 
 #define MM_F32P(base) ((const float*)(base))

@@ -63,18 +63,7 @@ KILN_INLINE void rows_dot_vector(const void* x, int ldx, const void* v, int k, c
 /* One instance per pair (dt, ct): the dtypes are constants inside each. */
 void kiln_rows_dot_vector(const void* x, int ldx, const void* v, int k, const MatvecOut* out, int i0, int i1,
                           float* work, int dt, int ct) {
-  const int wide = ct == MM_F32;
-  switch (dt) {
-    case MM_F32: rows_dot_vector(x, ldx, v, k, out, i0, i1, work, MM_F32, MM_F32); break;
-    case MM_BF16:
-      if (wide) rows_dot_vector(x, ldx, v, k, out, i0, i1, work, MM_BF16, MM_F32);
-      else rows_dot_vector(x, ldx, v, k, out, i0, i1, work, MM_BF16, MM_BF16);
-      break;
-    default:
-      if (wide) rows_dot_vector(x, ldx, v, k, out, i0, i1, work, MM_F16, MM_F32);
-      else rows_dot_vector(x, ldx, v, k, out, i0, i1, work, MM_F16, MM_F16);
-      break;
-  }
+  MM_CALL_WITH_DTYPES(dt, ct, rows_dot_vector, x, ldx, v, k, out, i0, i1, work);
 }
 
 /* ---- v weighting the rows of X ----------------------------------------- */
@@ -161,16 +150,5 @@ KILN_INLINE void vector_times_rows(const void* x, int ldx, const void* v, int k,
 
 void kiln_vector_times_rows(const void* x, int ldx, const void* v, int k, const MatvecOut* out, int j0, int j1,
                             float* work, int dt, int ct) {
-  const int wide = ct == MM_F32;
-  switch (dt) {
-    case MM_F32: vector_times_rows(x, ldx, v, k, out, j0, j1, work, MM_F32, MM_F32); break;
-    case MM_BF16:
-      if (wide) vector_times_rows(x, ldx, v, k, out, j0, j1, work, MM_BF16, MM_F32);
-      else vector_times_rows(x, ldx, v, k, out, j0, j1, work, MM_BF16, MM_BF16);
-      break;
-    default:
-      if (wide) vector_times_rows(x, ldx, v, k, out, j0, j1, work, MM_F16, MM_F32);
-      else vector_times_rows(x, ldx, v, k, out, j0, j1, work, MM_F16, MM_F16);
-      break;
-  }
+  MM_CALL_WITH_DTYPES(dt, ct, vector_times_rows, x, ldx, v, k, out, j0, j1, work);
 }
