@@ -10,12 +10,10 @@ const OPS: Record<string, OpDef> = { kernel: kernelOp };
 /** Where parameters and their gradients live: shared by every step compiled for a model. */
 export interface ParameterBinding {
   params: BufferHandle;
-  /** The f32 gradients, whatever the parameters' dtype. */
-  grads?: BufferHandle;
   /** Parameter name -> byte offset in `params`. */
   offsets: ReadonlyMap<string, number>;
-  /** Parameter name -> byte offset in `grads` (the f32 layout's); default `offsets`. */
-  gradOffsets?: ReadonlyMap<string, number>;
+  /** The f32 gradients whatever the parameters' dtype, with their offsets (the f32 layout's). */
+  grads?: { buffer: BufferHandle; offsets: ReadonlyMap<string, number> };
 }
 
 /**
@@ -90,7 +88,7 @@ export class CompiledStep {
       case "param":
         return at(this.parameters.params, this.parameters.offsets.get(t.name));
       case "grad":
-        return at(this.parameters.grads, (this.parameters.gradOffsets ?? this.parameters.offsets).get(this.graph.info(t.gradOf!).name));
+        return at(this.parameters.grads?.buffer, this.parameters.grads?.offsets.get(this.graph.info(t.gradOf!).name));
     }
   }
 

@@ -170,7 +170,7 @@ export class Trainer {
     const v = backend.alloc(this.stateLayout.bytes);
     const scalars = backend.alloc(TRAINER_SCALAR_BYTES);
     this.buffers = { params, grads, m, v, scalars };
-    this.compiled = new CompiledStep(this.model.graph, plan, backend, { params, grads, offsets: this.layout.offsets, gradOffsets: this.stateLayout.offsets });
+    this.compiled = new CompiledStep(this.model.graph, plan, backend, { params, offsets: this.layout.offsets, grads: { buffer: grads, offsets: this.stateLayout.offsets } });
     this.compiled.runtime.loadBalanceAlpha = config.loadBalanceAlpha ?? DEFAULT_LOAD_BALANCE_ALPHA;
     const offsets = this.model.training!.expertOffsets;
     this.expertLoad = offsets ? new ExpertLoad(offsets, moeOf(model)!.numExperts) : undefined;
