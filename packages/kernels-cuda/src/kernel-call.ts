@@ -1,5 +1,6 @@
 import {
   type DType,
+  type FloatDType,
   type KernelArgsMap,
   type KernelName,
   type OperandRange,
@@ -10,6 +11,7 @@ import {
   matmulStrides,
   ropeRowStride,
   ssdRowStrides,
+  wideDtype,
 } from "@kiln/contract";
 
 /** Storage dtype codes of csrc/kiln_cuda.h (enum DType). */
@@ -20,7 +22,7 @@ const code = dtypeCode;
 const bit = (b: boolean | undefined) => (b ? 1 : 0);
 
 /** A gradient-writing kernel's gradient dtype (the contract's cDtype / gradDtype; default the kernel's dtype), sent after its dtype. */
-const gradCode = (a: { dtype: DType }, chosen: DType | undefined) => code(chosen ?? a.dtype);
+const gradCode = (a: { dtype: FloatDType }, chosen: FloatDType | undefined) => code(wideDtype(a.dtype, chosen));
 
 /** ssdScanForward / ssdScanBackward: batch, seqLen, heads, headDim, groups, stateSize, chunkSize, the three row strides, dtype. */
 const ssdScalars = (a: SsdScanDims & { dtype: DType }) => {

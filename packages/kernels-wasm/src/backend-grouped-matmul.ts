@@ -5,6 +5,7 @@ import {
   KernelArgumentError,
   groupedMatmulSpec,
   groupedMatmulWeightGradSpec,
+  wideDtype,
 } from "@kiln/contract";
 import type { KernelRuntime } from "./kernel-runtime.js";
 import type { WasmKernelContext, WasmKernelTable } from "./kernel-table.js";
@@ -100,7 +101,7 @@ function runGroupedMatmulWeightGrad(ctx: WasmKernelContext, args: GroupedMatmulW
     offsets: at.offsets.ptr,
     transB: false,
     accumulate: true,
-    cF32: (args.gradDtype ?? args.dtype) === "f32",
+    cF32: wideDtype(args.dtype, args.gradDtype) === "f32",
   });
 }
 

@@ -1,4 +1,4 @@
-import { KernelArgumentError, type MatmulArgs, bytesPerElement, matmulSpec, matmulStrides } from "@kiln/contract";
+import { KernelArgumentError, type MatmulArgs, bytesPerElement, matmulSpec, matmulStrides, wideDtype } from "@kiln/contract";
 import type { BackendMemory } from "./backend-memory.js";
 import type { KernelRuntime } from "./kernel-runtime.js";
 import { type MatmulDType, runMatmul } from "./matmul-call.js";
@@ -51,6 +51,6 @@ export function backendMatmul(rt: KernelRuntime, memory: BackendMemory, args: Ma
     accumulate: args.accumulate ?? false,
     alpha: args.alpha ?? 1,
     dtype,
-    cDtype: (args.cDtype ?? dtype) as MatmulDType,
+    cDtype: wideDtype(args.dtype, args.cDtype) as MatmulDType,
   });
 }

@@ -1,4 +1,4 @@
-import { type DType, type FloatDType, KernelArgumentError, isFloatDType } from "@kiln/contract";
+import { type DType, type FloatDType, KernelArgumentError, isFloatDType, wideDtype } from "@kiln/contract";
 
 /** Dtype codes of csrc/kiln_storage.h (KILN_DT_*). */
 const CODES: Record<FloatDType, number> = { f32: 0, bf16: 1, f16: 2 };
@@ -19,6 +19,6 @@ export function storageDtypeCode(kernel: string, dtype: DType): number {
  * 16-bit inputs in mixed precision; the spec's check has already ruled out anything
  * else), else the kernel's `dtype`.
  */
-export function gradDtypeCode(kernel: string, dtype: DType, gradDtype: DType | undefined): number {
-  return storageDtypeCode(kernel, gradDtype ?? dtype);
+export function gradDtypeCode(kernel: string, dtype: FloatDType, gradDtype: FloatDType | undefined): number {
+  return storageDtypeCode(kernel, wideDtype(dtype, gradDtype));
 }

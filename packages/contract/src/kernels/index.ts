@@ -174,4 +174,4 @@ export * from "./norm.js";
 export * from "./rope.js";
 export * from "./ssd.js";
 export * from "./reduce.js";
-export { operand, stridedExtent } from "./spec.js";
+export { operand, stridedExtent, wideDtype } from "./spec.js";
