@@ -4,18 +4,16 @@ import { createCudaSimBackend } from "../src/index.js";
 import { simulatorSkipReason } from "./support/simulator.js";
 
 // Every kernel x dtype x shape class of the contract, run by the CUDA sources
-// compiled for the host, against the reference oracle. A second pass runs the
-// grid's blocks and each block's threads in reverse order: a kernel whose result
-// depends on the order of blocks or threads fails one of the two. bf16/f16
+// compiled for the host, against the reference oracle, blocks and threads in order
+// (conformance-sim-reversed.test.ts runs them in reverse). bf16/f16
 // matmuls, grouped matmuls and attention take the tensor-core (WMMA) kernels by
-// default, as on a GPU; a third pass runs them on the CUDA-core kernels (KILN_MATMUL_PATH=simt,
+// default, as on a GPU; a second pass runs them on the CUDA-core kernels (KILN_MATMUL_PATH=simt,
 // KILN_ATTENTION_PATH=simt, read when a backend opens).
 const skip = simulatorSkipReason();
 if (skip) {
   it.skip(`cuda-sim conformance: ${skip}`, () => {});
 } else {
   runConformance(() => createCudaSimBackend(), { name: "cuda-sim" });
-  runConformance(() => createCudaSimBackend({ reverseBlocks: true, reverseThreads: true }), { name: "cuda-sim, blocks and threads reversed" });
   describe("KILN_MATMUL_PATH=simt KILN_ATTENTION_PATH=simt", () => {
     beforeAll(() => {
       process.env.KILN_MATMUL_PATH = "simt";
