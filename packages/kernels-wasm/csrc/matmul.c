@@ -102,6 +102,25 @@ KILN_INLINE void register_tile(int kc, const v128_t* restrict ap, const float* r
   }
 }
 
+/*
+ * Columns [j0, j1) of the packed panel `bp` (kc deep, starting at column jc of C)
+ * times the packed rows ic..ic+mc of Ap, into C: the jr and ir loops of the nest.
+ */
+KILN_INLINE void panel_block(const MatmulArgs* g, const Scratch* s, const float* bp, float* c, int ic, int mc, int kc,
+                             int jc, int j0, int j1, int keep_c, const float* bias) {
+  const int ldc = g->n;
+  for (int jr = j0; jr < j1; jr += NR) {
+    const int cols = kiln_min(NR, j1 - jr);
+    const float* bsliver = bp + jr * kc;
+    const float* bias_j = bias ? bias + jr : NULL;
+    for (int ir = 0; ir < mc; ir += MR) {
+      const int rows = kiln_min(MR, mc - ir);
+      float* ctile = c + (size_t)(ic + ir) * ldc + jc + jr;
+      register_tile(kc, s->ap + ir * kc, bsliver, ctile, ldc, rows, cols, g->alpha, keep_c, bias_j, s->tile);
+    }
+  }
+}
+
 /* ---- one rectangle of one batch item ---------------------------------- */
 
 /* C(m0:m1, n0:n1) of one batch item in f32, the whole loop nest above. */
@@ -133,16 +152,7 @@ __attribute__((noinline)) static void gemm_rect(const MatmulArgs* g, const float
       for (int ic = m0; ic < m1; ic += MC) {
         const int mc = kiln_min(MC, m1 - ic);
         pack_a(a, lda, g->trans_a, ic, mc, pc, kc, s->ap, MM_F32);
-        for (int jr = 0; jr < nc; jr += NR) {
-          const int cols = kiln_min(NR, nc - jr);
-          const float* bsliver = s->bp + jr * kc;
-          const float* bias_j = bias ? bias + jr : NULL;
-          for (int ir = 0; ir < mc; ir += MR) {
-            const int rows = kiln_min(MR, mc - ir);
-            float* ctile = c + (size_t)(ic + ir) * ldc + jc + jr;
-            register_tile(kc, s->ap + ir * kc, bsliver, ctile, ldc, rows, cols, g->alpha, keep_c, bias_j, s->tile);
-          }
-        }
+        panel_block(g, s, s->bp, c, ic, mc, kc, jc, 0, nc, keep_c, bias);
       }
     }
   }
@@ -169,14 +179,104 @@ static void gemm_rect_any(const MatmulArgs* g, const void* a, const void* b, voi
   else (wide ? kiln_gemm_rect_f16_c_f32 : gemm_rect_f16)(g, a, b, c, m0, m1, n0, n1, s);
 }
 
-/* ---- splitting the work among threads --------------------------------- */
-
 /* [lo, hi) of `units` split into `parts` near-equal ranges, scaled by `unit`. */
 KILN_INLINE void split_range(int total, int unit, int part, int parts, int* lo, int* hi) {
   const int units = (total + unit - 1) / unit;
   *lo = kiln_min(total, (int)((int64_t)units * part / parts) * unit);
   *hi = kiln_min(total, (int)((int64_t)units * (part + 1) / parts) * unit);
 }
+
+/* Thread `thread`'s share of the scratch block. */
+KILN_INLINE Scratch thread_scratch(const MatmulArgs* g, int thread) {
+  uint8_t* base = g->scratch + (size_t)thread * g->scratch_stride;
+  float* f = (float*)base;
+  const Scratch s = {(v128_t*)base, f + AP_FLOATS, f + AP_FLOATS + BP_FLOATS, f + AP_FLOATS + BP_FLOATS + TILE_FLOATS};
+  return s;
+}
+
+/* ---- all threads on one batch item, B packed once -------------------- */
+
+/*
+ * f32 with several threads: the threads pack each KC x NC panel of B together
+ * (a share of its slivers each) into one of two shared buffers, meet at a
+ * barrier, then take blocks of C (MC rows x a run of columns) from a counter
+ * until the panel's blocks run out, each packing its own A rows. A thread that
+ * runs slower (a busy core) simply takes fewer blocks, and B is packed once, not
+ * once per thread. Packing panel s+2 into the buffer panel s used is safe after
+ * panel s+1's barrier: every thread has arrived there, so finished panel s.
+ * Every element of C sees the same k blocks in the same order as in gemm_rect,
+ * so results are bit-identical to it, whichever thread takes which block.
+ *
+ * The counters live in MatmulArgs (zeroed by the host before each call). Every
+ * thread passes the same barriers and sees the same number of blocks per panel,
+ * so each keeps `progress` in step with the others without reading them:
+ * panel p's blocks are tickets base .. base + blocks - 1, and each thread draws
+ * exactly one ticket past them, so the next panel's base is base + blocks + threads.
+ */
+typedef struct {
+  uint32_t barriers; /* barriers passed so far in this call */
+  uint32_t base;     /* the first ticket of the current panel */
+} SharedProgress;
+
+/* Every thread of the call arrives before any leaves. A spin: waits here are a block's time at most. */
+KILN_INLINE void shared_barrier(const MatmulArgs* g, SharedProgress* p, int nthreads) {
+  uint32_t* arrivals = (uint32_t*)&g->arrivals;
+  p->barriers++;
+  const uint32_t target = p->barriers * (uint32_t)nthreads;
+  __atomic_fetch_add(arrivals, 1, __ATOMIC_ACQ_REL);
+  while (__atomic_load_n(arrivals, __ATOMIC_ACQUIRE) < target) {
+  }
+}
+
+/* Columns per block: the whole panel, or runs of it (whole slivers, >= 128 columns) until there are 8 blocks per thread. */
+KILN_INLINE int block_columns(int mblocks, int nc, int nthreads) {
+  int chunks = 1;
+  while (mblocks * chunks < 8 * nthreads && (nc + chunks) / (chunks + 1) >= 128) chunks++;
+  const int w = (nc + chunks - 1) / chunks;
+  return (w + NR - 1) / NR * NR;
+}
+
+__attribute__((noinline)) static void gemm_shared(const MatmulArgs* g, const float* a, const float* b, float* c, const Scratch* s,
+                                                  int thread, int nthreads, SharedProgress* p) {
+  const int m = g->m, n = g->n, k = g->k;
+  const int lda = g->trans_a ? g->m : g->k;
+  const int ldb = g->trans_b ? g->k : g->n;
+  const float* g_bias = (const float*)g->bias;
+  uint32_t* tickets = (uint32_t*)&g->tickets;
+  /* The two panel buffers: threads 0 and 1's own Bp (unused by their owners on this path). */
+  float* const panels[2] = {thread_scratch(g, 0).bp, thread_scratch(g, 1).bp};
+  const int mblocks = (m + MC - 1) / MC;
+
+  for (int jc = 0; jc < n; jc += NC) {
+    const int nc = kiln_min(NC, n - jc);
+    const int w = block_columns(mblocks, nc, nthreads);
+    const int cblocks = (nc + w - 1) / w;
+    const uint32_t blocks = (uint32_t)(mblocks * cblocks);
+    for (int pc = 0; pc < k; pc += KC) {
+      const int kc = kiln_min(KC, k - pc);
+      float* bp = panels[p->barriers & 1];
+      int lo, hi;
+      split_range(nc, NR, thread, nthreads, &lo, &hi);
+      if (hi > lo) pack_b(b, ldb, g->trans_b, pc, kc, jc + lo, hi - lo, bp + lo * kc, MM_F32);
+      shared_barrier(g, p, nthreads);
+
+      const int keep_c = pc > 0 || g->accumulate;
+      const float* bias = pc == 0 && g_bias ? g_bias + jc : NULL;
+      int packed = -1; /* the row block this thread's Ap holds */
+      for (;;) {
+        const uint32_t t = __atomic_fetch_add(tickets, 1, __ATOMIC_RELAXED) - p->base;
+        if (t >= blocks) break;
+        const int ib = (int)(t / (uint32_t)cblocks), cb = (int)(t % (uint32_t)cblocks);
+        const int ic = ib * MC, mc = kiln_min(MC, m - ic);
+        if (ib != packed) pack_a(a, lda, g->trans_a, ic, mc, pc, kc, s->ap, MM_F32), packed = ib;
+        panel_block(g, s, bp, c, ic, mc, kc, jc, cb * w, kiln_min(nc, (cb + 1) * w), keep_c, bias);
+      }
+      p->base += blocks + (uint32_t)nthreads;
+    }
+  }
+}
+
+/* ---- splitting the work among threads --------------------------------- */
 
 /*
  * Chooses a tm x tn grid (tm * tn == nthreads) over C that minimises the
@@ -231,8 +331,8 @@ KILN_INLINE void matvec_part(const MatmulArgs* g, const void* a, const void* b, 
   }
 }
 
-/* Part `part` of `parts` of batch item i. */
-KILN_INLINE void matmul_item_part(const MatmulArgs* g, int i, int part, int parts, const Scratch* s, int dt) {
+/* Part `part` of `parts` of batch item i; with `shared` (f32, several threads), all threads on it together. */
+KILN_INLINE void matmul_item_part(const MatmulArgs* g, int i, int part, int parts, const Scratch* s, int dt, SharedProgress* shared) {
   const int ct = c_dtype(g, dt);
   const void* a = mm_at(g->a, (size_t)i * g->stride_a, dt);
   const void* b = mm_at(g->b, (size_t)i * g->stride_b, dt);
@@ -242,17 +342,13 @@ KILN_INLINE void matmul_item_part(const MatmulArgs* g, int i, int part, int part
     matvec_part(g, a, b, c, part, parts, s->bp, dt, ct);
     return;
   }
+  if (shared && g->k > 0) {
+    gemm_shared(g, (const float*)a, (const float*)b, (float*)c, s, part, parts, shared);
+    return;
+  }
   int m0, m1, n0, n1;
   kiln_gemm_grid(g->m, g->n, g->k, part, parts, &m0, &m1, &n0, &n1);
   gemm_rect_any(g, a, b, c, m0, m1, n0, n1, s, dt);
-}
-
-/* Thread `thread`'s share of the scratch block. */
-KILN_INLINE Scratch thread_scratch(const MatmulArgs* g, int thread) {
-  uint8_t* base = g->scratch + (size_t)thread * g->scratch_stride;
-  float* f = (float*)base;
-  const Scratch s = {(v128_t*)base, f + AP_FLOATS, f + AP_FLOATS + BP_FLOATS, f + AP_FLOATS + BP_FLOATS + TILE_FLOATS};
-  return s;
 }
 
 void kiln_gemm_rect(const MatmulArgs* g, int m0, int m1, int n0, int n1, int thread, int dt) {
@@ -276,7 +372,7 @@ void kiln_gemm_row(const MatmulArgs* g, int row, int n0, int n1, int thread, int
 
 void kiln_gemm_part(const MatmulArgs* g, int part, int parts, int thread, int dt) {
   const Scratch s = thread_scratch(g, thread);
-  matmul_item_part(g, 0, part, parts, &s, dt);
+  matmul_item_part(g, 0, part, parts, &s, dt, NULL);
 }
 
 KILN_INLINE void matmul_entry(const MatmulArgs* g, int thread, int nthreads, int dt) {
@@ -287,10 +383,12 @@ KILN_INLINE void matmul_entry(const MatmulArgs* g, int thread, int nthreads, int
   if (nthreads > 1 && batch >= nthreads && (batch % nthreads == 0 || batch >= 4 * nthreads)) {
     int b0, b1;
     split_range(batch, 1, thread, nthreads, &b0, &b1);
-    for (int i = b0; i < b1; i++) matmul_item_part(g, i, 0, 1, &s, dt);
+    for (int i = b0; i < b1; i++) matmul_item_part(g, i, 0, 1, &s, dt, NULL);
     return;
   }
-  for (int i = 0; i < batch; i++) matmul_item_part(g, i, thread, nthreads, &s, dt);
+  SharedProgress progress = {0, 0};
+  SharedProgress* shared = nthreads > 1 && dt == MM_F32 ? &progress : NULL;
+  for (int i = 0; i < batch; i++) matmul_item_part(g, i, thread, nthreads, &s, dt, shared);
 }
 
 KILN_EXPORT(kiln_matmul_f32)

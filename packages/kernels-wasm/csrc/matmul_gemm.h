@@ -20,6 +20,8 @@ typedef struct {
   uint8_t* scratch;        /* thread t uses scratch + t * scratch_stride */
   uint32_t scratch_stride; /* bytes, at least kiln_matmul_scratch_bytes() */
   int32_t c_f32;           /* 1: C is f32 while A, B and bias are 16-bit (parameter gradients in f32) */
+  uint32_t tickets;        /* zeroed by the host: blocks handed out so far (shared-panel path, matmul.c) */
+  uint32_t arrivals;       /* zeroed by the host: arrivals at the shared-panel path's barriers */
 } MatmulArgs;
 
 /*
