@@ -33,10 +33,11 @@
  * matmul_half.h (its f32-C instances in matmul_wide.c). Cp is MB x NC f32, row-major (16-bit A and B only; an f32 C
  * of 16-bit A and B goes through Cp too, so one code path serves both).
  *
- * Threads: each thread takes a rectangle of C (whole batch items when the
- * batch divides well among threads), packs its own A and B blocks into its
- * own scratch, and writes only its own rectangle, so no synchronisation is
- * needed inside the kernel.
+ * Threads: with f32 storage, the threads work on each batch item together
+ * (gemm_shared: B panels packed once into shared buffers, blocks of C taken
+ * from a counter, one barrier per panel). 16-bit storage gives each thread a
+ * rectangle of C, packed into its own scratch with no synchronisation. Both
+ * take whole batch items per thread when the batch divides well among threads.
  *
  * matmul_gemm.h holds the argument block and the one-matrix entry points that
  * grouped_matmul.c runs per group (a rectangle, one row, a thread's part).
