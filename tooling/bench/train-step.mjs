@@ -49,9 +49,8 @@ for (let r = 0; r < rounds; r++) {
   runs.kiln.push(lastJson(execFileSync(process.execPath, [path.join(here, "train-step-kiln.mjs"), ...args], { encoding: "utf8" })));
   for (const [name, variant] of Object.entries(torchVariants)) {
     if (!fs.existsSync(path.join(variant.dir, "libblas.so.3"))) continue;
-    const env = { ...process.env, LD_LIBRARY_PATH: variant.dir, ...variant.env };
-    delete env.OPENBLAS_L2_SIZE;
-    if (!variant.env.OPENBLAS_CORETYPE) delete env.OPENBLAS_CORETYPE;
+    const { OPENBLAS_CORETYPE, OPENBLAS_L2_SIZE, ...inherited } = process.env;
+    const env = { ...inherited, LD_LIBRARY_PATH: variant.dir, ...variant.env };
     runs[name].push(lastJson(execFileSync(python, torchArgs, { encoding: "utf8", env })));
   }
 }

@@ -29,10 +29,11 @@ export function warmUpMatmul(rt: KernelRuntime, budgetMs = 150): { calls: number
     let calls = 0;
     let optimised = true;
     for (const threads of paths) {
-      const path = warmUntilFaster(() => runMatmul(rt, call, threads), (i) => {
+      const path = warmUntilFaster((i) => {
         // Every layout path lives in the same function, so any call warms them all.
         call.transA = (i & 1) === 1;
         call.transB = (i & 2) === 2;
+        runMatmul(rt, call, threads);
       }, budgetMs);
       calls += path.calls;
       optimised &&= path.optimised;
@@ -45,16 +46,15 @@ export function warmUpMatmul(rt: KernelRuntime, budgetMs = 150): { calls: number
   }
 }
 
-/** Calls `run` until a call takes under half the time of the second and third (or `budgetMs` passes). */
-function warmUntilFaster(run: () => void, before: (call: number) => void, budgetMs: number): { calls: number; optimised: boolean } {
+/** Calls `run` (with the call's index) until a call takes under half the time of the second and third (or `budgetMs` passes). */
+function warmUntilFaster(run: (call: number) => void, budgetMs: number): { calls: number; optimised: boolean } {
   const start = performance.now();
   // The first call also pays for lazy compilation and first-touch page faults: time from the second.
   let baseline = Infinity;
   let calls = 0;
   while (performance.now() - start < budgetMs) {
-    before(calls);
     const t0 = performance.now();
-    run();
+    run(calls);
     const t = performance.now() - t0;
     calls++;
     if (calls === 2 || calls === 3) baseline = Math.min(baseline, t);
