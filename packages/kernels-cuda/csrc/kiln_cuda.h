@@ -12,6 +12,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#else
+#include "sim/sim_options.h"
 #endif
 
 namespace kiln {
@@ -58,6 +60,19 @@ inline void launch(const char* name, void (*kernel)(KArgs...), dim3 grid, dim3 b
 #endif
 
 inline unsigned ceil_div(size_t a, size_t b) { return static_cast<unsigned>((a + b - 1) / b); }
+
+/**
+ * The most blocks a launch may have along grid.y (and z): 65535 on every GPU. A kernel
+ * whose y walks a count that can pass it splits the launch (see ssd.cu); the simulator
+ * can report a lower figure so that tests reach the split with small shapes.
+ */
+inline int64_t max_grid_y() {
+#if defined(KILN_CUDA_SIM)
+  return ::kiln_sim::options().max_grid_y;
+#else
+  return 65535;
+#endif
+}
 
 /** Blocks of `threads` for a grid-stride loop over `work` items: at least 1, at most 65535 * 8 (the loop covers the rest). */
 inline unsigned grid_stride_blocks(int64_t work, int threads) {

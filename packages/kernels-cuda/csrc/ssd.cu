@@ -47,7 +47,7 @@ __global__ void __launch_bounds__(kThreads) ssd_y_kernel(const T* x, const T* Bm
   __shared__ float sc[kYTile][kMaxP];
   const SsdTile tl(d, blockIdx.x, kYTile);
   if (tl.ta >= tl.t1) return;
-  const int64_t bh = blockIdx.y;
+  const int64_t bh = d.bh0 + blockIdx.y;
   const int64_t b = bh / d.H, h = bh - b * d.H, g = h / (d.H / d.G);
   const int nt = static_cast<int>(tl.tb - tl.ta);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -129,12 +129,16 @@ void launch_ssd_forward(const KernelCall& c) {
     launch(name, ssd_prep_kernel<T>, grid_stride_blocks(d.batch * d.H * d.chunks, kThreads), kThreads, 0, c.stream, c.ptr<const T>(1), c.ptr<const T>(2),
            c.ptr<const T>(3), dtv, lam, d);
     if (d.chunks > 1) {
-      launch(name, ssd_chunk_outer_kernel<T, true>, dim3(static_cast<unsigned>(d.chunks - 1), static_cast<unsigned>(d.batch * d.H), ceil_div(elems(d.PN()), kThreads)),
-             kThreads, 0, c.stream, x, Bm, static_cast<const float*>(dtv), static_cast<const float*>(lam), states, d);
+      over_bh_slices(d, [&](const SsdDims& s, unsigned rows) {
+        launch(name, ssd_chunk_outer_kernel<T, true>, dim3(static_cast<unsigned>(d.chunks - 1), rows, ceil_div(elems(d.PN()), kThreads)), kThreads, 0,
+               c.stream, x, Bm, static_cast<const float*>(dtv), static_cast<const float*>(lam), states, s);
+      });
     }
     launch(name, ssd_carry_kernel<true>, grid_stride_blocks(d.batch * d.H * d.PN(), kThreads), kThreads, 0, c.stream, states, static_cast<const float*>(lam), d);
-    launch(name, ssd_y_kernel<T>, dim3(static_cast<unsigned>(d.chunks * ((d.Q + kYTile - 1) / kYTile)), static_cast<unsigned>(d.batch * d.H)), kThreads, 0,
-           c.stream, x, Bm, c.ptr<const T>(5), c.ptr<const T>(6), static_cast<const float*>(states), static_cast<const float*>(dtv), static_cast<const float*>(lam), c.ptr<T>(7), d);
+    over_bh_slices(d, [&](const SsdDims& s, unsigned rows) {
+      launch(name, ssd_y_kernel<T>, dim3(static_cast<unsigned>(d.chunks * ((d.Q + kYTile - 1) / kYTile)), rows), kThreads, 0, c.stream, x, Bm,
+             c.ptr<const T>(5), c.ptr<const T>(6), static_cast<const float*>(states), static_cast<const float*>(dtv), static_cast<const float*>(lam), c.ptr<T>(7), s);
+    });
   });
 }
 

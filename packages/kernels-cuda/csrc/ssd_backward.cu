@@ -53,7 +53,7 @@ __global__ void __launch_bounds__(kThreads) ssd_token_backward_kernel(const T* d
   float* row_dyx = row_cb + kTile * Q;
   float* row_e = row_dyx + kTile * Q;
   float* red = row_e + kTile * Q;
-  const int64_t bh = blockIdx.y;
+  const int64_t bh = d.bh0 + blockIdx.y;
   const int64_t b = bh / d.H, h = bh - b * d.H, g = h / (d.H / d.G);
   const int64_t t0 = tl.t0, t1 = tl.t1, ta = tl.ta;
   const int nt = static_cast<int>(tl.tb - ta);
@@ -360,15 +360,19 @@ void launch_ssd_backward(const KernelCall& c) {
     const T* Cm = c.ptr<const T>(6);
     launch(name, ssd_prep_kernel<T>, grid_stride_blocks(d.batch * d.H * d.chunks, kThreads), kThreads, 0, c.stream, dt_raw, dt_bias, a_log, dtv, lam, d);
     if (d.chunks > 1) {
-      launch(name, ssd_chunk_outer_kernel<T, false>, dim3(static_cast<unsigned>(d.chunks - 1), static_cast<unsigned>(d.batch * d.H), ceil_div(elems(d.PN()), kThreads)),
-             kThreads, 0, c.stream, dy, Cm, static_cast<const float*>(dtv), static_cast<const float*>(lam), dstate, d);
+      over_bh_slices(d, [&](const SsdDims& s, unsigned rows) {
+        launch(name, ssd_chunk_outer_kernel<T, false>, dim3(static_cast<unsigned>(d.chunks - 1), rows, ceil_div(elems(d.PN()), kThreads)), kThreads, 0,
+               c.stream, dy, Cm, static_cast<const float*>(dtv), static_cast<const float*>(lam), dstate, s);
+      });
     }
     launch(name, ssd_carry_kernel<false>, grid_stride_blocks(d.batch * d.H * d.PN(), kThreads), kThreads, 0, c.stream, dstate, static_cast<const float*>(lam), d);
     const auto token_kernel = [&](auto kernel, int tile) {
       allow_shared(kernel, sizeof(float) * elems(ssd_token_smem_floats(d, tile)));
-      launch(name, kernel, dim3(static_cast<unsigned>(d.chunks * ((d.Q + tile - 1) / tile)), static_cast<unsigned>(d.batch * d.H)), kThreads,
-             sizeof(float) * elems(ssd_token_smem_floats(d, tile)), c.stream, dy, x, Bm, Cm, c.ptr<const T>(7), c.ptr<const float>(8),
-             static_cast<const float*>(dstate), static_cast<const float*>(dtv), static_cast<const float*>(lam), c.ptr<T>(9), o, d);
+      over_bh_slices(d, [&](const SsdDims& s, unsigned rows) {
+        launch(name, kernel, dim3(static_cast<unsigned>(d.chunks * ((d.Q + tile - 1) / tile)), rows), kThreads,
+               sizeof(float) * elems(ssd_token_smem_floats(d, tile)), c.stream, dy, x, Bm, Cm, c.ptr<const T>(7), c.ptr<const float>(8),
+               static_cast<const float*>(dstate), static_cast<const float*>(dtv), static_cast<const float*>(lam), c.ptr<T>(9), o, s);
+      });
     };
     if (sizeof(float) * elems(ssd_token_smem_floats(d, kLargeTile)) <= kMaxSharedBytes) token_kernel(ssd_token_backward_kernel<T, kLargeTile>, kLargeTile);
     else token_kernel(ssd_token_backward_kernel<T, kSmallTile>, kSmallTile);

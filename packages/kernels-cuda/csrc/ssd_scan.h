@@ -15,8 +15,23 @@ constexpr int kMaxQ = 256;  // SSD_MAX_CHUNK_SIZE in @kiln/contract
 struct SsdDims {
   int64_t batch, L, H, P, G, N, Q, chunks;
   int64_t xs, dts, bcs;  // row strides of x, dtRaw, B/C (and their gradients)
+  int64_t bh0;           // kernels with a block row per b·h: the first b·h of this launch
   __host__ __device__ int64_t PN() const { return P * N; }
 };
+
+/**
+ * Launches a kernel whose grid.y walks b·h (one block row per batch item and head) in
+ * slices of at most max_grid_y() rows: launch_slice(dims with bh0 set, rows in the slice).
+ */
+template <typename F>
+void over_bh_slices(const SsdDims& d, F&& launch_slice) {
+  const int64_t bhs = d.batch * d.H, most = max_grid_y();
+  for (int64_t bh0 = 0; bh0 < bhs; bh0 += most) {
+    SsdDims s = d;
+    s.bh0 = bh0;
+    launch_slice(s, static_cast<unsigned>(bhs - bh0 < most ? bhs - bh0 : most));
+  }
+}
 
 __device__ __forceinline__ float softplus_f(float v) { return v > 20.0f ? v : log1pf(expf(v)); }
 
@@ -55,7 +70,7 @@ __global__ void __launch_bounds__(kThreads) ssd_prep_kernel(const T* dt_raw, con
 template <typename T, bool kForward>
 __global__ void __launch_bounds__(kThreads) ssd_chunk_outer_kernel(const T* u, const T* v, const float* dtv, const float* lam, float* out, SsdDims d) {
   __shared__ float w[kMaxQ];
-  const int64_t bh = blockIdx.y;
+  const int64_t bh = d.bh0 + blockIdx.y;
   const int64_t b = bh / d.H, h = bh - b * d.H, g = h / (d.H / d.G);
   const int64_t c = kForward ? blockIdx.x : blockIdx.x + 1;  // the chunk summed
   const int64_t t0 = c * d.Q, t1 = t0 + d.Q < d.L ? t0 + d.Q : d.L;

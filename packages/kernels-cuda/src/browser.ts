@@ -3,10 +3,11 @@
 // table works; the status says there is no GPU backend, and the backends throw saying why.
 import { type Backend, DeviceError } from "@kiln/contract";
 import type { CudaBackendOptions } from "./create-cuda-backend.js";
+import type { CudaSimOptions } from "./cuda-sim-options.js";
 import type { CudaStatus } from "./cuda-status.js";
 import type { NcclCollectives, NcclCollectivesOptions, NcclLibraryStatus } from "./nccl.js";
 
-export type { CudaBackendOptions, CudaStatus, NcclCollectives, NcclCollectivesOptions, NcclLibraryStatus };
+export type { CudaBackendOptions, CudaSimOptions, CudaStatus, NcclCollectives, NcclCollectivesOptions, NcclLibraryStatus };
 export { GPU_PROFILES, gpuPeakFlops, gpuProfileForName, type GpuProfile } from "./gpu-peaks.js";
 
 const WHY = "@kiln/kernels-cuda runs in Node only: its CUDA kernels are a Node native addon, which a browser cannot load";
@@ -28,7 +29,7 @@ export function createCudaBackend(_options: CudaBackendOptions = {}): Backend {
   throw new DeviceError(`cannot use the GPU: ${WHY}`, { where: "@kiln/kernels-cuda", hint: HINT });
 }
 
-export function createCudaSimBackend(_options: { reverseBlocks?: boolean; reverseThreads?: boolean } = {}): Backend {
+export function createCudaSimBackend(_options: CudaSimOptions = {}): Backend {
   throw new DeviceError(`cannot use the CUDA simulator: ${WHY}`, { where: "@kiln/kernels-cuda", hint: HINT });
 }
 

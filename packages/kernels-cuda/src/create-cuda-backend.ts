@@ -1,5 +1,6 @@
 import { type Backend, DeviceError } from "@kiln/contract";
 import { type OpenDeviceOptions, openNativeBackend } from "./cuda-backend.js";
+import type { CudaSimOptions } from "./cuda-sim-options.js";
 import { cudaStatus } from "./cuda-status.js";
 import { loadAddon } from "./native-addon.js";
 
@@ -69,7 +70,7 @@ export function createCudaBackend(options: CudaBackendOptions = {}): Backend {
  * The CUDA kernels compiled for the host CPU (csrc/sim): the same sources, run one
  * block at a time with every thread a fiber. For correctness tests only: slow.
  */
-export function createCudaSimBackend(options: { reverseBlocks?: boolean; reverseThreads?: boolean } = {}): Backend {
+export function createCudaSimBackend(options: CudaSimOptions = {}): Backend {
   const { addon, reason } = loadAddon("sim");
   if (!addon) {
     throw new DeviceError(`cannot use the CUDA simulator: ${reason}`, {
@@ -77,6 +78,7 @@ export function createCudaSimBackend(options: { reverseBlocks?: boolean; reverse
       hint: "build it with 'pnpm --filter @kiln/kernels-cuda build' on a machine with clang++-16 and the CUDA headers",
     });
   }
-  addon.setSimOptions?.({ reverseBlocks: options.reverseBlocks ?? false, reverseThreads: options.reverseThreads ?? false });
-  return openNativeBackend(addon, { device: 0, name: "cuda-sim", kind: "sim" });
+  const sim: Required<CudaSimOptions> = { reverseBlocks: options.reverseBlocks ?? false, reverseThreads: options.reverseThreads ?? false, maxGridY: options.maxGridY ?? 65535 };
+  addon.setSimOptions?.(sim);  // refuses a maxGridY out of range before the device opens
+  return openNativeBackend(addon, { device: 0, name: "cuda-sim", kind: "sim", beforeLaunch: () => addon.setSimOptions?.(sim) });
 }

@@ -27,6 +27,11 @@ export interface OpenDeviceOptions {
   kind: AddonKind;
   /** cuBLASLt to run matmuls through (the real addon only); `required` makes a load failure an error. */
   cublasLt?: { path: string; tf32: boolean; required: boolean };
+  /**
+   * Called before each kernel launch. The simulator's options are one setting per
+   * process, so each simulator backend sets its own here before each of its launches.
+   */
+  beforeLaunch?: () => void;
 }
 
 /** Loads cuBLASLt into the device; says what matmuls run on. A failure is an error only when it was asked for by name. */
@@ -93,6 +98,7 @@ export function openNativeBackend(addon: NativeAddon, options: OpenDeviceOptions
         const spec = kernelSpecs[name] as KernelSpec<unknown>;
         spec.check(args);
         const ranges = kernelOperandRanges(spec, args, resolve);
+        options.beforeLaunch?.();
         device.launch(name, kernelCallValues(name, args as never, ranges));
       },
     ]),

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
+import type { CudaSimOptions } from "./cuda-sim-options.js";
 
 /** The native addon's face (csrc/addon/addon.cc); the simulator has the same one. */
 export interface NativeDevice {
@@ -50,7 +51,7 @@ export interface NativeAddon {
   ncclLibrary?(path: string): { path: string; version: string };
   /** ncclGetUniqueId through the NCCL at `path`: 128 bytes. */
   ncclUniqueId?(path: string): Uint8Array;
-  setSimOptions?(options: { reverseBlocks?: boolean; reverseThreads?: boolean }): void;
+  setSimOptions?(options: CudaSimOptions): void;
 }
 
 export type AddonKind = "cuda" | "sim";

@@ -161,6 +161,7 @@ void launch(dim3 grid, dim3 block, size_t dynamic_smem_bytes, const std::functio
   if (threads == 0 || threads > 1024) fail("a block must have between 1 and 1024 threads");
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) fail("a grid must have at least one block");
   if (grid.y > 65535 || grid.z > 65535) fail("gridDim.y and gridDim.z must be <= 65535");
+  if (grid.y > g_options.max_grid_y) fail("gridDim.y is above the limit the simulator was given (maxGridY): a launch that should split did not");
   if (g_run.threads.size() < threads) g_run.threads.resize(threads);
   g_run.count = threads;
   g_run.body = &body;
