@@ -199,11 +199,12 @@ KILN_INLINE Scratch thread_scratch(const MatmulArgs* g, int thread) {
 
 /*
  * f32 with several threads: the threads pack each KC x NC panel of B together
- * (a share of its slivers each) into one of two shared buffers, meet at a
- * barrier, then take blocks of C (MC rows x a run of columns) from a counter
- * until the panel's blocks run out, each packing its own A rows. A thread that
- * runs slower (a busy core) simply takes fewer blocks, and B is packed once, not
- * once per thread. Packing panel s+2 into the buffer panel s used is safe after
+ * into one of two shared buffers, taking pieces of PACK_SLIVERS slivers from a
+ * counter, meet at a barrier, then take blocks of C (MC rows x a run of columns)
+ * from another counter until the panel's blocks run out, each packing its own A
+ * rows. A thread that runs slower (a busy core, or one the system deschedules for
+ * a while) simply packs fewer pieces and takes fewer blocks, and B is packed
+ * once, not once per thread. Packing panel s+2 into the buffer panel s used is safe after
  * panel s+1's barrier: every thread has arrived there, so finished panel s.
  * Every element of C sees the same k blocks in the same order as in gemm_rect,
  * so results are bit-identical to it, whichever thread takes which block.
@@ -213,20 +214,50 @@ KILN_INLINE Scratch thread_scratch(const MatmulArgs* g, int thread) {
  * so each keeps `progress` in step with the others without reading them:
  * panel p's blocks are tickets base .. base + blocks - 1, and each thread draws
  * exactly one ticket past them, so the next panel's base is base + blocks + threads.
+ * Pieces of B likewise (pack_base); a thread draws its ticket past the pieces
+ * before the barrier, so no thread draws the next panel's before that.
  */
 typedef struct {
-  uint32_t barriers; /* barriers passed so far in this call */
-  uint32_t base;     /* the first ticket of the current panel */
+  uint32_t barriers;  /* barriers passed so far in this call */
+  uint32_t base;      /* the first block ticket of the current panel */
+  uint32_t pack_base; /* the first piece ticket of the current panel */
 } SharedProgress;
 
-/* Every thread of the call arrives before any leaves. A spin: waits here are a block's time at most. */
+/* Slivers of B per packing piece (NR columns x KC rows each). */
+#define PACK_SLIVERS 4
+
+/* Atomic loads a thread spins through at a barrier before it sleeps (some 0.1 ms). */
+#define BARRIER_SPINS 20000
+/* A sleeper looks again after this long even without a wake-up (nanoseconds). */
+#define BARRIER_SLEEP_NS 1000000
+
+/*
+ * Every thread of the call arrives before any leaves. A wait here is usually a
+ * block's time at most, so a thread spins first; then it sleeps (memory.atomic.wait32:
+ * every thread of a call with several threads may block, see src/kernel-runtime.ts),
+ * so that when the system has more runnable threads than cores, a spin does not hold
+ * the core that the thread it waits for is waiting to get. The last to arrive wakes
+ * the sleepers.
+ */
 KILN_INLINE void shared_barrier(const MatmulArgs* g, SharedProgress* p, int nthreads) {
   uint32_t* arrivals = (uint32_t*)&g->arrivals;
   p->barriers++;
   const uint32_t target = p->barriers * (uint32_t)nthreads;
-  __atomic_fetch_add(arrivals, 1, __ATOMIC_ACQ_REL);
-  while (__atomic_load_n(arrivals, __ATOMIC_ACQUIRE) < target) {
+  uint32_t seen = __atomic_add_fetch(arrivals, 1, __ATOMIC_ACQ_REL);
+#if defined(__wasm_atomics__)
+  if (seen == target) {
+    __builtin_wasm_memory_atomic_notify((int*)arrivals, (unsigned)nthreads);
+    return;
   }
+  for (int i = 0; seen < target && i < BARRIER_SPINS; i++) seen = __atomic_load_n(arrivals, __ATOMIC_ACQUIRE);
+  while (seen < target) {
+    __builtin_wasm_memory_atomic_wait32((int*)arrivals, (int)seen, BARRIER_SLEEP_NS);
+    seen = __atomic_load_n(arrivals, __ATOMIC_ACQUIRE);
+  }
+#else
+  /* The build without shared memory runs one thread: it is always the last to arrive. */
+  (void)seen, (void)target;
+#endif
 }
 
 /* Columns per block: the whole panel, or runs of it (whole slivers, >= 128 columns) until there are 8 blocks per thread. */
@@ -238,12 +269,13 @@ KILN_INLINE int block_columns(int mblocks, int nc, int nthreads) {
 }
 
 __attribute__((noinline)) static void gemm_shared(const MatmulArgs* g, const float* a, const float* b, float* c, const Scratch* s,
-                                                  int thread, int nthreads, SharedProgress* p) {
+                                                  int nthreads, SharedProgress* p) {
   const int m = g->m, n = g->n, k = g->k;
   const int lda = g->trans_a ? g->m : g->k;
   const int ldb = g->trans_b ? g->k : g->n;
   const float* g_bias = (const float*)g->bias;
   uint32_t* tickets = (uint32_t*)&g->tickets;
+  uint32_t* pack_tickets = (uint32_t*)&g->pack_tickets;
   /* The two panel buffers: threads 0 and 1's own Bp (unused by their owners on this path). */
   float* const panels[2] = {thread_scratch(g, 0).bp, thread_scratch(g, 1).bp};
   const int mblocks = (m + MC - 1) / MC;
@@ -256,9 +288,14 @@ __attribute__((noinline)) static void gemm_shared(const MatmulArgs* g, const flo
     for (int pc = 0; pc < k; pc += KC) {
       const int kc = kiln_min(KC, k - pc);
       float* bp = panels[p->barriers & 1];
-      int lo, hi;
-      split_range(nc, NR, thread, nthreads, &lo, &hi);
-      if (hi > lo) pack_b(b, ldb, g->trans_b, pc, kc, jc + lo, hi - lo, bp + lo * kc, MM_F32);
+      const uint32_t pieces = (uint32_t)((nc + PACK_SLIVERS * NR - 1) / (PACK_SLIVERS * NR));
+      for (;;) {
+        const uint32_t t = __atomic_fetch_add(pack_tickets, 1, __ATOMIC_RELAXED) - p->pack_base;
+        if (t >= pieces) break;
+        const int lo = (int)t * PACK_SLIVERS * NR, cols = kiln_min(PACK_SLIVERS * NR, nc - lo);
+        pack_b(b, ldb, g->trans_b, pc, kc, jc + lo, cols, bp + lo * kc, MM_F32);
+      }
+      p->pack_base += pieces + (uint32_t)nthreads;
       shared_barrier(g, p, nthreads);
 
       const int keep_c = pc > 0 || g->accumulate;
@@ -344,7 +381,7 @@ KILN_INLINE void matmul_item_part(const MatmulArgs* g, int i, int part, int part
     return;
   }
   if (shared && g->k > 0) {
-    gemm_shared(g, (const float*)a, (const float*)b, (float*)c, s, part, parts, shared);
+    gemm_shared(g, (const float*)a, (const float*)b, (float*)c, s, parts, shared);
     return;
   }
   int m0, m1, n0, n1;
@@ -387,7 +424,7 @@ KILN_INLINE void matmul_entry(const MatmulArgs* g, int thread, int nthreads, int
     for (int i = b0; i < b1; i++) matmul_item_part(g, i, 0, 1, &s, dt, NULL);
     return;
   }
-  SharedProgress progress = {0, 0};
+  SharedProgress progress = {0, 0, 0};
   SharedProgress* shared = nthreads > 1 && dt == MM_F32 ? &progress : NULL;
   for (int i = 0; i < batch; i++) matmul_item_part(g, i, thread, nthreads, &s, dt, shared);
 }

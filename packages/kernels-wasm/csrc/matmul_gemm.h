@@ -22,6 +22,7 @@ typedef struct {
   int32_t c_f32;           /* 1: C is f32 while A, B and bias are 16-bit (parameter gradients in f32) */
   uint32_t tickets;        /* zeroed by the host: blocks handed out so far (shared-panel path, matmul.c) */
   uint32_t arrivals;       /* zeroed by the host: arrivals at the shared-panel path's barriers */
+  uint32_t pack_tickets;   /* zeroed by the host: pieces of B panels handed out so far (shared-panel path) */
 } MatmulArgs;
 
 /*

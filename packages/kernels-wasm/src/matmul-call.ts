@@ -41,7 +41,7 @@ export interface MatmulCall {
 const FIELD = {
   m: 0, n: 1, k: 2, batch: 3, a: 4, b: 5, c: 6, bias: 7,
   strideA: 8, strideB: 9, strideC: 10, transA: 11, transB: 12, accumulate: 13,
-  alpha: 14, scratch: 15, scratchStride: 16, cF32: 17, tickets: 18, arrivals: 19,
+  alpha: 14, scratch: 15, scratchStride: 16, cF32: 17, tickets: 18, arrivals: 19, packTickets: 20,
 } as const;
 
 const INT32_MAX = 0x7fffffff;
@@ -80,9 +80,10 @@ export function writeMatmulArgs(rt: KernelRuntime, call: MatmulCall): void {
   u32[FIELD.scratch] = rt.matmulScratch;
   u32[FIELD.scratchStride] = rt.matmulScratchStride;
   u32[FIELD.cF32] = cDtype === "f32" ? 1 : 0;
-  // The threads of one call count blocks and barrier arrivals here, from zero.
+  // The threads of one call count blocks, barrier arrivals and B panel pieces here, from zero.
   u32[FIELD.tickets] = 0;
   u32[FIELD.arrivals] = 0;
+  u32[FIELD.packTickets] = 0;
 }
 
 /** Threads worth waking for `flops` of work. */
