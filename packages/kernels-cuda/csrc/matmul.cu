@@ -36,25 +36,12 @@
 
 #include "blas/cublaslt_matmul.h"
 #include "kiln_cuda.h"
+#include "matmul_params.h"
 #include "matmul_tiles.h"
 #include "matmul_tiles_tc.h"
 
 namespace kiln {
 namespace {
-
-/** T: storage of A, B and bias; TC: storage of C (T, or f32 for 16-bit T). */
-template <typename T, typename TC = T>
-struct MatmulParams {
-  const T* a;
-  const T* b;
-  const T* bias;  // nullptr: no bias
-  TC* c;
-  int m, n, k;
-  int64_t batch;
-  int64_t stride_a, stride_b, stride_c;
-  float alpha;
-  bool trans_a, trans_b, accumulate;
-};
 
 /** Combined output value: (alpha * dot + bias) [+ old C]. */
 template <typename T, typename TC>
@@ -235,10 +222,12 @@ void launch_matmul(const KernelCall& c) {
       if (static_cast<CublasLt*>(c.blas)->matmul(b, c.stream, c.scratch(CublasLt::kWorkspaceBytes), CublasLt::kWorkspaceBytes)) return;
     }
 #endif
-    // Every architecture this addon is built for (sm_80 and newer) has bf16/f16 tensor cores.
+    // Every architecture this addon is built for (sm_80 and newer) has bf16/f16 tensor
+    // cores: the pipelined mma kernel (matmul_mma.cu), or WMMA where an operand's layout
+    // rules out its 16-byte copies.
     if constexpr (!std::is_same<T, float>::value) {
       if (!c.simt_matmul) {
-        launch_wmma(p, c.stream);
+        if (!launch_matmul_mma(p, c.stream)) launch_wmma(p, c.stream);
         return;
       }
     }
