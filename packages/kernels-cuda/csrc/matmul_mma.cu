@@ -72,25 +72,45 @@ struct MmaConfig {
 };
 
 /**
- * Issues the cp.async copies of one stored tile: rows [r0, r0 + ROWS) and columns
- * [c0, c0 + 8 CHUNKS) of the row-major R x C matrix at src (leading dimension C),
- * zero past its edges. C is a multiple of 8 here, so a chunk is all in or all out;
- * an out chunk reads nothing (src-size 0, from the matrix's base).
+ * One thread's share of the cp.async copies of a stored tile, ROWS x CHUNKS chunks
+ * of the row-major R x C matrix at `base` (leading dimension C, a multiple of 8: a
+ * chunk is all inside or all outside). Chunk l of the thread is chunk tid % CHUNKS of
+ * tile row tid / CHUNKS + l ROW_STEP. Set up once per output tile at step 0 (tile rows
+ * from r0, columns from c0); K_ROWS: the k axis runs along the rows (a step moves the
+ * tile BK rows down), else along the columns (BK columns right). A chunk outside the
+ * matrix copies nothing from `base` (src-size 0: zero fill).
  */
-template <typename T, int ROWS, int CHUNKS, int NT>
-__device__ __forceinline__ void load_tile_async(T* dst, const T* src, int R, int C, int r0, int c0, int tid) {
-  using Tile = SwizzledTile<ROWS, CHUNKS>;
-  static_assert(ROWS * CHUNKS % NT == 0, "the tile's chunks divide among the threads");
-#pragma unroll
-  for (int l = 0; l < ROWS * CHUNKS / NT; l++) {
-    const int idx = tid + l * NT, r = idx / CHUNKS, c = idx % CHUNKS;
-    const int gr = r0 + r, gc = c0 + c * 8;
-    const bool inside = gr < R && gc < C;
-    const T* s = inside ? src + int64_t{gr} * C + gc : src;
-    const int left = C - gc;
-    ptx::cp_async_16(dst + Tile::offset(r, c), s, inside ? static_cast<unsigned>(left < 8 ? left : 8) * 2u : 0u);
+template <typename T, int ROWS, int CHUNKS, int NT, bool K_ROWS>
+struct TileLoader {
+  static constexpr int PER = ROWS * CHUNKS / NT, ROW_STEP = NT / CHUNKS;
+  static_assert(NT % CHUNKS == 0 && ROWS % ROW_STEP == 0, "the tile's chunks divide among the threads");
+  static_assert(ROW_STEP % 8 == 0, "a thread's chunks share one swizzle");
+  const T* base;
+  const T* src;  // chunk 0 at step 0 (may lie outside the matrix; read only when inside)
+  int64_t ld;
+  int row, col, R, C, dst;  // chunk 0's matrix coordinates at step 0; its element offset in a stage
+
+  __device__ __forceinline__ TileLoader(const T* base_, int R_, int C_, int r0, int c0, int tid) : base(base_), ld(C_), R(R_), C(C_) {
+    const int r = tid / CHUNKS, c = tid % CHUNKS;
+    row = r0 + r;
+    col = c0 + c * 8;
+    src = base + int64_t{row} * ld + col;
+    dst = SwizzledTile<ROWS, CHUNKS>::offset(r, c);
   }
-}
+
+  /** Copies step kt's tile into `stage`. */
+  __device__ __forceinline__ void issue(T* stage, int kt) const {
+    const int dr = K_ROWS ? kt * kMmaBK : 0, dc = K_ROWS ? 0 : kt * kMmaBK;
+    const T* p = src + (K_ROWS ? int64_t{dr} * ld : int64_t{dc});
+    const bool col_in = col + dc < C;
+#pragma unroll
+    for (int l = 0; l < PER; l++) {
+      const bool inside = col_in && row + dr + l * ROW_STEP < R;
+      ptx::cp_async_16(stage + dst + l * ROW_STEP * CHUNKS * 8, inside ? p : base, inside ? 16u : 0u);
+      p += ROW_STEP * ld;
+    }
+  }
+};
 
 template <typename TC>
 struct alignas(2 * sizeof(TC)) OutPair {
@@ -112,6 +132,22 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32) matmul_mma_kernel(Matm
   const int n0 = static_cast<int>(blockIdx.x) * BN;
   const int g = lane / 4, q = lane % 4, j8 = lane / 8, r8 = lane % 8;
 
+  // This lane's ldmatrix row in a stage, as element offsets: the lane-dependent part
+  // here, the rest a constant per fragment (a move of 16 rows keeps the swizzle).
+  //   A stored (m, k): matrix j8 is m rows 8 (j8 & 1).., k columns 8 (j8 >> 1)..: per k half
+  //   A stored (k, m) (.trans): k rows 8 (j8 >> 1).., m columns 8 (j8 & 1)..: per m16 tile
+  //   B stored (n, k): 8-column tile j + (j8 >> 1), k columns 8 (j8 & 1)..: per k half
+  //   B stored (k, n) (.trans): k rows 8 (j8 & 1).., tile j + (j8 >> 1): per pair of tiles
+  constexpr int A_KK = 16 * Cfg::A_CHUNKS * 8, A_I = 16 * Cfg::A_CHUNKS * 8;
+  constexpr int B_KK = 16 * Cfg::B_CHUNKS * 8, B_J = 16 * Cfg::B_CHUNKS * 8;
+  int a_lane[TA ? MI : 2], b_lane[TB ? 2 : NI / 2];
+#pragma unroll
+  for (int x = 0; x < (TA ? MI : 2); x++)
+    a_lane[x] = TA ? TileA::offset((j8 >> 1) * 8 + r8, (wm * WM + x * 16) / 8 + (j8 & 1)) : TileA::offset(wm * WM + lane % 16, 2 * x + lane / 16);
+#pragma unroll
+  for (int x = 0; x < (TB ? 2 : NI / 2); x++)
+    b_lane[x] = TB ? TileB::offset(wn * WN + (j8 >> 1) * 8 + r8, 2 * x + (j8 & 1)) : TileB::offset((j8 & 1) * 8 + r8, (wn * WN + x * 16) / 8 + (j8 >> 1));
+
   for (int64_t bz = blockIdx.z; bz < p.batch; bz += gridDim.z) {
     const T* A = p.a + bz * p.stride_a;
     const T* B = p.b + bz * p.stride_b;
@@ -119,15 +155,13 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32) matmul_mma_kernel(Matm
     for (int64_t my = blockIdx.y; my * BM < m; my += gridDim.y) {
       const int m0 = static_cast<int>(my * BM);
 
-      // Step kt's tiles into stage s (this thread's share of the copies).
+      // A stored (k, m) or (m, k), B stored (n, k) or (k, n): this thread's copies.
+      const TileLoader<T, Cfg::A_ROWS, Cfg::A_CHUNKS, NT, TA> load_a(A, TA ? k : m, TA ? m : k, TA ? 0 : m0, TA ? m0 : 0, tid);
+      const TileLoader<T, Cfg::B_ROWS, Cfg::B_CHUNKS, NT, !TB> load_b(B, TB ? n : k, TB ? k : n, TB ? n0 : 0, TB ? 0 : n0, tid);
       auto load_step = [&](int kt, int s) {
         T* sa = smem + s * Cfg::STAGE_ELEMS;
-        T* sb = sa + TileA::kElems;
-        const int d0 = kt * BK;
-        if constexpr (TA) load_tile_async<T, Cfg::A_ROWS, Cfg::A_CHUNKS, NT>(sa, A, k, m, d0, m0, tid);
-        else load_tile_async<T, Cfg::A_ROWS, Cfg::A_CHUNKS, NT>(sa, A, m, k, m0, d0, tid);
-        if constexpr (TB) load_tile_async<T, Cfg::B_ROWS, Cfg::B_CHUNKS, NT>(sb, B, n, k, n0, d0, tid);
-        else load_tile_async<T, Cfg::B_ROWS, Cfg::B_CHUNKS, NT>(sb, B, k, n, d0, n0, tid);
+        load_a.issue(sa, kt);
+        load_b.issue(sa + TileA::kElems, kt);
       };
 
       float acc[MI][NI][4];
@@ -158,24 +192,16 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32) matmul_mma_kernel(Matm
           uint32_t af[MI][4], bf[NI][2];
 #pragma unroll
           for (int i = 0; i < MI; i++) {
-            if constexpr (TA) {  // stored (k, m): matrix j8 is k rows 8 (j8 >> 1).., m columns 8 (j8 & 1)..
-              const int r = kk * 16 + (j8 >> 1) * 8 + r8, c = (wm * WM + i * 16) / 8 + (j8 & 1);
-              ptx::ldmatrix_x4_trans(af[i], sa + TileA::offset(r, c));
-            } else {   // stored (m, k): matrix j8 is m rows 8 (j8 & 1).., k columns 8 (j8 >> 1)..
-              const int r = wm * WM + i * 16 + (lane % 16), c = kk * 2 + lane / 16;
-              ptx::ldmatrix_x4(af[i], sa + TileA::offset(r, c));
-            }
+            const T* row = sa + a_lane[TA ? i : kk] + (TA ? kk * A_KK : i * A_I);
+            if constexpr (TA) ptx::ldmatrix_x4_trans(af[i], row);
+            else ptx::ldmatrix_x4(af[i], row);
           }
 #pragma unroll
           for (int j = 0; j < NI; j += 2) {  // 8-column tiles j, j + 1: matrix j8 is tile j + (j8 >> 1), k 8 (j8 & 1)..
             uint32_t r4[4];
-            if constexpr (TB) {  // stored (n, k)
-              const int r = wn * WN + j * 8 + (j8 >> 1) * 8 + r8, c = kk * 2 + (j8 & 1);
-              ptx::ldmatrix_x4(r4, sb + TileB::offset(r, c));
-            } else {   // stored (k, n)
-              const int r = kk * 16 + (j8 & 1) * 8 + r8, c = (wn * WN + j * 8) / 8 + (j8 >> 1);
-              ptx::ldmatrix_x4_trans(r4, sb + TileB::offset(r, c));
-            }
+            const T* row = sb + b_lane[TB ? kk : j / 2] + (TB ? (j / 2) * B_J : kk * B_KK);
+            if constexpr (TB) ptx::ldmatrix_x4(r4, row);
+            else ptx::ldmatrix_x4_trans(r4, row);
             bf[j][0] = r4[0];
             bf[j][1] = r4[1];
             bf[j + 1][0] = r4[2];
@@ -252,7 +278,7 @@ void launch_mma_cfg(const MatmulParams<T, TC>& p, cudaStream_t stream) {
 template <typename T, typename TC, bool TA, bool TB>
 void launch_mma_t(const MatmulParams<T, TC>& p, cudaStream_t stream) {
   const int64_t tiles128 = int64_t{ceil_div(p.m, 128)} * ceil_div(p.n, 128) * p.batch;
-  if (tiles128 >= 128) launch_mma_cfg<T, TC, TA, TB, 2, 4, 4, 4>(p, stream);  // 128 x 128, 8 warps of 64 x 32
+  if (tiles128 >= 128) launch_mma_cfg<T, TC, TA, TB, 2, 2, 4, 8>(p, stream);  // 128 x 128, 4 warps of 64 x 64
   else launch_mma_cfg<T, TC, TA, TB, 2, 2, 2, 4>(p, stream);                  // 64 x 64, 4 warps of 32 x 32
 }
 
