@@ -18,7 +18,10 @@
 //     tiles stored k-major (sA[k][m], sB[k][n], f32), loaded from global memory with
 //     transposes and edges (zero fill) handled by the loader. The tile product is
 //     matmul_tiles.h's, shared with the grouped matmuls.
-//   - Tensor-core path (bf16/f16; the simulator emulates it, sim/wmma_sim.h): nvcuda::wmma
+//   - Pipelined tensor-core path (bf16/f16, matmul_mma.cu): mma.sync m16n8k16 fed by
+//     ldmatrix from a 4-stage cp.async ring; used whenever every operand allows 16-byte
+//     copies (16-byte aligned base, leading dimension and batch stride multiples of 8).
+//   - WMMA path (bf16/f16 otherwise; the simulator emulates it, sim/wmma_sim.h): nvcuda::wmma
 //     16x16x16 fragments with f32 accumulators; each warp owns FM x FN fragments of
 //     the block tile; operand tiles (k step 32) are copied to shared memory in their
 //     stored layout, zero padded at the edges, and read as row- or column-major

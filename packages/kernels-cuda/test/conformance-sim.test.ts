@@ -6,7 +6,8 @@ import { simulatorSkipReason } from "./support/simulator.js";
 // Every kernel x dtype x shape class of the contract, run by the CUDA sources
 // compiled for the host, against the reference oracle, blocks and threads in order
 // (conformance-sim-reversed.test.ts runs them in reverse). bf16/f16
-// matmuls, grouped matmuls and attention take the tensor-core (WMMA) kernels by
+// matmuls (the pipelined mma kernel, or WMMA where an operand's layout rules out
+// 16-byte copies), grouped matmuls and attention take the tensor-core kernels by
 // default, as on a GPU; a second pass runs them on the CUDA-core kernels (KILN_MATMUL_PATH=simt,
 // KILN_ATTENTION_PATH=simt, read when a backend opens).
 const skip = simulatorSkipReason();
