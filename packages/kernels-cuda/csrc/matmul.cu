@@ -29,7 +29,8 @@
 //     goes through a per-warp f32 staging tile.
 //   - cuBLASLt (csrc/blas), when the backend loaded it (see src/cuda-backend.ts):
 //     tried first for every call; kiln's kernels run what it has no algorithm for.
-//   KILN_MATMUL_PATH=simt (read when the device opens) forces the SIMT kernel for every dtype.
+//   KILN_MATMUL_PATH=simt (read when the device opens) forces the SIMT kernel for every dtype,
+//   KILN_MATMUL_PATH=wmma the WMMA kernel for bf16/f16.
 //
 // sumRows: out[j] = (accumulate ? out[j] : 0) + sum_i x[i, j], x (rows, cols) row-major;
 // out in x's dtype or f32 (gradDtype). Blocks of 32 columns x 8 row lanes sum a chunk of rows each; with one chunk the
@@ -227,10 +228,10 @@ void launch_matmul(const KernelCall& c) {
 #endif
     // Every architecture this addon is built for (sm_80 and newer) has bf16/f16 tensor
     // cores: the pipelined mma kernel (matmul_mma.cu), or WMMA where an operand's layout
-    // rules out its 16-byte copies.
+    // rules out its 16-byte copies (or with KILN_MATMUL_PATH=wmma).
     if constexpr (!std::is_same<T, float>::value) {
       if (!c.simt_matmul) {
-        if (!launch_matmul_mma(p, c.stream)) launch_wmma(p, c.stream);
+        if (c.wmma_matmul || !launch_matmul_mma(p, c.stream)) launch_wmma(p, c.stream);
         return;
       }
     }
