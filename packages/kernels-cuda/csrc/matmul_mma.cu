@@ -7,15 +7,15 @@
 // Math (matmul.cu's header has the full contract): for each batch item i
 //   C_i = (accumulate ? C_i : 0) + alpha * op(A_i) @ op(B_i) + bias
 //   op(A)(r, d) = transA ? A[d * m + r] : A[r * k + d]    op(B)(d, j) = transB ? B[j * k + d] : B[d * n + j]
-// A block computes a BM x BN tile of C in f32: 128 x 128 with 8 warps (2 x 4, each
-// 64 x 32: 4 x 4 mma tiles of 16 x 8) when there are at least 128 such tiles, else
-// 64 x 64 with 4 warps (2 x 2, each 32 x 32). k advances BK = 32 at a time; each
-// 16-deep half is one mma.sync.m16n8k16 (bf16/f16 in, f32 accumulate) per 16 x 8
-// tile, in k order: every output element is one warp lane's fixed sequence of
-// operations (no split-k, no atomics), the same for any block or thread order. The
-// epilogue works from the accumulator registers: v = alpha * acc + bias[j], plus the
-// old C with accumulate, rounded once to C's dtype (T, or f32); pairs of columns
-// are stored together when C allows.
+// A block computes a BM x BN tile of C in f32: 128 x 128 with 4 warps (2 x 2, each
+// 64 x 64: 4 x 8 mma tiles of 16 x 8, 128 accumulators per lane) when there are at
+// least 128 such tiles, else 64 x 64 with 4 warps (2 x 2, each 32 x 32: 2 x 4 tiles).
+// k advances BK = 32 at a time; each 16-deep half is one mma.sync.m16n8k16 (bf16/f16
+// in, f32 accumulate) per 16 x 8 tile, in k order: every output element is one warp
+// lane's fixed sequence of operations (no split-k, no atomics), the same for any
+// block or thread order. The epilogue works from the accumulator registers:
+// v = alpha * acc + bias[j], plus the old C with accumulate, rounded once to C's
+// dtype (T, or f32); pairs of columns are stored together when C allows.
 //
 // Shared memory (dynamic): a ring of STAGES = 4 stages, each the A tile then the B
 // tile of one k step, in their stored layout (rows of 16-bit elements, 16-byte chunks):
