@@ -223,6 +223,12 @@ if (matmulPath(backend) === "cublaslt") {
   delete process.env.KILN_MATMUL_PATH;
   ownGemms = [await gemm("f32", own, "kiln"), await gemm("bf16", own, "kiln"), await gemm("f16", own, "kiln")];
   own.dispose();
+  // The WMMA kernel that the pipelined one replaced, for comparison.
+  process.env.KILN_MATMUL_PATH = "wmma";
+  const wmma = createCudaBackend({ device: DEVICE });
+  delete process.env.KILN_MATMUL_PATH;
+  ownGemms.push(await gemm("bf16", wmma, "kiln-wmma"));
+  wmma.dispose();
   const tf32 = createCudaBackend({ device: DEVICE, tf32: true });
   ownGemms.push(await gemm("f32", tf32, "cublaslt-tf32"));
   tf32.dispose();

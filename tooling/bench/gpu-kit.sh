@@ -52,7 +52,7 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee "$out/nvidia-smi.txt"
 echo "== conformance (default matmul path)"
 "$node" "$kit/cuda-conformance.mjs" --isolate ${KIT_CONFORMANCE_ARGS:-} 2>&1 | tee "$out/conformance.log"
-for path in kiln simt; do
+for path in kiln wmma simt; do
   echo "== conformance of matmul with KILN_MATMUL_PATH=$path"
   KILN_MATMUL_PATH=$path "$node" "$kit/cuda-conformance.mjs" --isolate --kernel matmul 2>&1 | tee "$out/conformance-matmul-$path.log"
 done

@@ -100,6 +100,8 @@ struct KernelCall {
   /** KILN_MATMUL_PATH=simt / KILN_ATTENTION_PATH=simt when the device was opened: CUDA-core kernels for 16-bit too. */
   bool simt_matmul;
   bool simt_attention;
+  /** KILN_MATMUL_PATH=wmma: bf16/f16 dense matmuls on the WMMA kernel instead of the pipelined mma one. */
+  bool wmma_matmul;
 
   double at(int i) const;
   template <typename T> T* ptr(int i) const { return reinterpret_cast<T*>(static_cast<uintptr_t>(at(i))); }

@@ -18,7 +18,10 @@
 //     tiles stored k-major (sA[k][m], sB[k][n], f32), loaded from global memory with
 //     transposes and edges (zero fill) handled by the loader. The tile product is
 //     matmul_tiles.h's, shared with the grouped matmuls.
-//   - Tensor-core path (bf16/f16; the simulator emulates it, sim/wmma_sim.h): nvcuda::wmma
+//   - Pipelined tensor-core path (bf16/f16, matmul_mma.cu): mma.sync m16n8k16 fed by
+//     ldmatrix from a 4-stage cp.async ring; used whenever every operand allows 16-byte
+//     copies (16-byte aligned base, leading dimension and batch stride multiples of 8).
+//   - WMMA path (bf16/f16 otherwise; the simulator emulates it, sim/wmma_sim.h): nvcuda::wmma
 //     16x16x16 fragments with f32 accumulators; each warp owns FM x FN fragments of
 //     the block tile; operand tiles (k step 32) are copied to shared memory in their
 //     stored layout, zero padded at the edges, and read as row- or column-major
@@ -26,7 +29,8 @@
 //     goes through a per-warp f32 staging tile.
 //   - cuBLASLt (csrc/blas), when the backend loaded it (see src/cuda-backend.ts):
 //     tried first for every call; kiln's kernels run what it has no algorithm for.
-//   KILN_MATMUL_PATH=simt (read when the device opens) forces the SIMT kernel for every dtype.
+//   KILN_MATMUL_PATH=simt (read when the device opens) forces the SIMT kernel for every dtype,
+//   KILN_MATMUL_PATH=wmma the WMMA kernel for bf16/f16.
 //
 // sumRows: out[j] = (accumulate ? out[j] : 0) + sum_i x[i, j], x (rows, cols) row-major;
 // out in x's dtype or f32 (gradDtype). Blocks of 32 columns x 8 row lanes sum a chunk of rows each; with one chunk the
@@ -36,25 +40,12 @@
 
 #include "blas/cublaslt_matmul.h"
 #include "kiln_cuda.h"
+#include "matmul_params.h"
 #include "matmul_tiles.h"
 #include "matmul_tiles_tc.h"
 
 namespace kiln {
 namespace {
-
-/** T: storage of A, B and bias; TC: storage of C (T, or f32 for 16-bit T). */
-template <typename T, typename TC = T>
-struct MatmulParams {
-  const T* a;
-  const T* b;
-  const T* bias;  // nullptr: no bias
-  TC* c;
-  int m, n, k;
-  int64_t batch;
-  int64_t stride_a, stride_b, stride_c;
-  float alpha;
-  bool trans_a, trans_b, accumulate;
-};
 
 /** Combined output value: (alpha * dot + bias) [+ old C]. */
 template <typename T, typename TC>
@@ -235,10 +226,12 @@ void launch_matmul(const KernelCall& c) {
       if (static_cast<CublasLt*>(c.blas)->matmul(b, c.stream, c.scratch(CublasLt::kWorkspaceBytes), CublasLt::kWorkspaceBytes)) return;
     }
 #endif
-    // Every architecture this addon is built for (sm_80 and newer) has bf16/f16 tensor cores.
+    // Every architecture this addon is built for (sm_80 and newer) has bf16/f16 tensor
+    // cores: the pipelined mma kernel (matmul_mma.cu), or WMMA where an operand's layout
+    // rules out its 16-byte copies (or with KILN_MATMUL_PATH=wmma).
     if constexpr (!std::is_same<T, float>::value) {
       if (!c.simt_matmul) {
-        launch_wmma(p, c.stream);
+        if (c.wmma_matmul || !launch_matmul_mma(p, c.stream)) launch_wmma(p, c.stream);
         return;
       }
     }

@@ -13,15 +13,16 @@ export interface CudaBackendOptions {
 
 /**
  * Which matmul runs: KILN_MATMUL_PATH=cublaslt (required), kiln (kiln's kernels:
- * tensor cores for bf16/f16, SIMT for f32), simt (SIMT for every dtype); unset:
+ * tensor cores for bf16/f16, the pipelined mma kernel, SIMT for f32), wmma (kiln's
+ * kernels with the WMMA kernel for bf16/f16), simt (SIMT for every dtype); unset:
  * cuBLASLt when a libcublasLt.so is found, else kiln's kernels.
  */
 function cublasLtChoice(found: string | null, tf32: boolean): OpenDeviceOptions["cublasLt"] {
   const wanted = process.env.KILN_MATMUL_PATH ?? "";
-  if (!["", "cublaslt", "kiln", "simt"].includes(wanted)) {
-    throw new DeviceError(`KILN_MATMUL_PATH=${wanted} is not a matmul path`, { where: "KILN_MATMUL_PATH", hint: "use cublaslt, kiln or simt, or unset it" });
+  if (!["", "cublaslt", "kiln", "wmma", "simt"].includes(wanted)) {
+    throw new DeviceError(`KILN_MATMUL_PATH=${wanted} is not a matmul path`, { where: "KILN_MATMUL_PATH", hint: "use cublaslt, kiln, wmma or simt, or unset it" });
   }
-  if (wanted === "kiln" || wanted === "simt") return undefined;
+  if (wanted === "kiln" || wanted === "wmma" || wanted === "simt") return undefined;
   if (!found) {
     if (wanted === "cublaslt") {
       throw new DeviceError("KILN_MATMUL_PATH=cublaslt but no libcublasLt.so was found", {

@@ -53,6 +53,21 @@ describe.skipIf(skip)(`the CUDA simulator catches kernel bugs${skip ? ` (skipped
     expect(run(plain, "wmma-no-sync").out).not.toContain("without __syncwarp: 0 of");
   });
 
+  it("mma.sync, ldmatrix and cp.async follow the PTX layouts; reads before the wait or the barrier are caught", () => {
+    for (const program of [plain, asan]) expect(run(program, "mma").out).toContain("mma cp.async, wait, barrier: 0 of 128 elements wrong, 0 NaN");
+    // Without cp.async.wait_group the fragments read the poison the copies left.
+    expect(run(plain, "mma-no-wait").out).toContain("mma cp.async without wait: 128 of 128 elements wrong, 128 NaN");
+    // Without __syncthreads after the wait a lane reads rows another lane's wait landed.
+    const r = run(plain, "mma-no-barrier");
+    expect(r.signal).toBe("SIGABRT");
+    expect(r.out).toMatch(/ldmatrix at \S*broken_kernels.cu:\d+: thread \d+ reads shared bytes at \S+ that thread \d+'s cp.async landed at its cp.async.wait_group, with no __syncthreads since/);
+    // A fragment layout bug (A's middle matrices swapped) gives wrong elements.
+    expect(run(plain, "mma-swapped").out).toMatch(/mma swapped ldmatrix rows: [1-9]\d* of 128 elements wrong, 0 NaN/);
+    const half = run(plain, "mma-half-warp");
+    expect(half.signal).toBe("SIGABRT");
+    expect(half.out).toMatch(/ldmatrix at \S*broken_kernels.cu:\d+ needs all 32 lanes of the warp: lane 16 of warp 0 is not in the block/);
+  });
+
   it("warp shuffles exchange values across the lanes of each warp (under ASan too)", () => {
     for (const program of [plain, asan]) expect(run(program, "warp-reduce").out).toContain("warp sums: 496 1520 2544");
   });

@@ -6,7 +6,10 @@
 // that is poisoned (0xFF: NaN for floats) before each block, as is dynamic shared
 // memory, so a read that a missing barrier leaves unordered sees garbage.
 // nvcuda::wmma fragments: sim/wmma_sim.h (included by the .cu files that use them).
-// Not covered: inline PTX (mma.sync, ldmatrix, cp.async), wgmma/TMA, grid sync.
+// mma.sync m16n8k16, ldmatrix and cp.async: sim/mma_sim.h, behind the wrappers of
+// mma_ptx.h (warp-collective, PTX fragment layouts; cp.async lands at its wait_group).
+// Not covered: other inline PTX, wgmma/TMA, grid sync, timing, bank conflicts, and the
+// real asynchrony of cp.async (its copies land at a fixed point, the retiring wait).
 #pragma once
 #define KILN_CUDA_SIM 1
 
@@ -101,6 +104,34 @@ inline T shfl_idx(T v, int src_lane, int width, const char* f, int l) {
   return warp_exchange(v, segment_start(lane, width) + static_cast<unsigned>(src_lane) % static_cast<unsigned>(width), f, l);
 }
 unsigned ballot(bool pred, const char* file, int line);
+
+// Warp-collective matrix instructions (sim/mma_sim.h: mma.sync, ldmatrix) and cp.async.
+constexpr unsigned kWideSlotBytes = 64;
+/** This thread's 64-byte exchange slot, and that of `lane` in the same warp. */
+unsigned char* warp_wide_slot();
+const unsigned char* warp_wide_slot_of_lane(unsigned lane);
+/**
+ * Entry of a warp-collective instruction (`.sync.aligned`): waits for the warp, then
+ * aborts unless all 32 lanes are live and wait at this same file:line. Leave with
+ * sync_warp(file, line) once the other lanes' slots are read.
+ */
+void warp_collective(const char* what, const char* file, int line);
+/** Aborts unless p is `align`-byte aligned and, when `shared`, inside the block's shared memory. */
+void check_access(const char* what, const void* p, size_t align, bool shared, const char* file, int line);
+/**
+ * cp.async of 16 bytes: reads src_bytes (<= 16) from src now, zero for the rest, and
+ * poisons dst (0xFF); the bytes land in dst only at the cp_async_wait that retires
+ * the group they were committed with. __syncthreads does not complete them, and
+ * copies outstanding when a thread exits never land. Landed bytes belong to the
+ * waiting thread until its block's next __syncthreads: check_landed_visible aborts
+ * when another thread reads them before (ldmatrix checks every row it reads).
+ */
+void cp_async(void* dst, const void* src, unsigned src_bytes, const char* file, int line);
+void check_landed_visible(const char* what, const void* p, const char* file, int line);
+/** cp.async.commit_group: this thread's copies issued since the last commit form a group. */
+void cp_async_commit();
+/** cp.async.wait_group: lands this thread's oldest groups until at most `pending` remain. */
+void cp_async_wait(unsigned pending);
 
 }  // namespace kiln_sim
 

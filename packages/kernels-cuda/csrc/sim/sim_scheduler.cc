@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <unordered_map>
 #include <vector>
 
 #include "cuda_sim.h"
@@ -29,6 +31,12 @@ namespace {
 
 enum class State { Runnable, AtBlockBarrier, AtWarpBarrier, Done };
 
+/** One 16-byte cp.async: the source bytes (read at issue, zero past src_bytes) and where they land. */
+struct AsyncCopy {
+  unsigned char* dst;
+  unsigned char data[16];
+};
+
 struct SimThread {
   Fiber fiber;
   State state = State::Runnable;
@@ -36,6 +44,9 @@ struct SimThread {
   int line = 0;
   uint3 idx{};
   uint64_t slot = 0;
+  alignas(16) unsigned char wide[kWideSlotBytes];  // warp-collective matrix operations
+  std::vector<AsyncCopy> open_copies;               // cp.async issued since the last commit
+  std::deque<std::vector<AsyncCopy>> groups;        // committed, not yet retired, oldest first
 };
 
 struct BlockRun {
@@ -45,6 +56,9 @@ struct BlockRun {
   Fiber scheduler;
   const std::function<void()>* body = nullptr;
   std::vector<unsigned char> dynamic_smem;
+  // 16-byte shared granules a cp.async landed in at its thread's wait_group, with that
+  // thread: only it may read them until the next __syncthreads (checked by ldmatrix).
+  std::unordered_map<const unsigned char*, unsigned> landed_private;
 };
 
 BlockRun g_run;
@@ -109,6 +123,7 @@ bool release_barriers() {
   if (!first) return false;
   for (unsigned i = 0; i < n; i++)
     if (g_run.threads[i].state == State::AtBlockBarrier) g_run.threads[i].state = State::Runnable;
+  g_run.landed_private.clear();  // the barrier makes every landed copy visible to the block
   return true;
 }
 
@@ -126,10 +141,14 @@ void report_deadlock() {
 void run_block(unsigned threads) {
   std::memset(__start_kiln_sim_shared, 0xFF, static_cast<size_t>(__stop_kiln_sim_shared - __start_kiln_sim_shared));
   std::memset(g_run.dynamic_smem.data(), 0xFF, g_run.dynamic_smem.size());
+  g_run.landed_private.clear();
   for (unsigned i = 0; i < threads; i++) {
     SimThread& t = g_run.threads[i];
     t.state = State::Runnable;
     t.idx = uint3{i % g_block_dim.x, (i / g_block_dim.x) % g_block_dim.y, i / (g_block_dim.x * g_block_dim.y)};
+    // Copies a thread left outstanding when it exited never land (nothing could read them).
+    t.open_copies.clear();
+    t.groups.clear();
     fiber_init(t.fiber, thread_entry);
   }
   for (;;) {
@@ -207,6 +226,95 @@ unsigned ballot(bool pred, const char* file, int line) {
   }
   sync_warp(file, line);
   return mask;
+}
+
+unsigned char* warp_wide_slot() { return g_run.current->wide; }
+const unsigned char* warp_wide_slot_of_lane(unsigned lane) {
+  unsigned i = thread_index() - lane_id() + lane;
+  return i < g_run.count ? g_run.threads[i].wide : warp_wide_slot();
+}
+
+void warp_collective(const char* what, const char* file, int line) {
+  sync_warp(file, line);
+  // Released: every live lane of the warp waits at a warp exchange. All 32 lanes must
+  // be live and at this one (a lane past it waits at its exit, the same file:line).
+  const unsigned base = thread_index() - lane_id();
+  for (unsigned l = 0; l < 32; l++) {
+    char msg[1024];
+    if (base + l >= g_run.count || g_run.threads[base + l].state == State::Done) {
+      std::snprintf(msg, sizeof msg, "%s at %s:%d needs all 32 lanes of the warp: lane %u of warp %u is %s", what, file, line, l, base / 32,
+                    base + l >= g_run.count ? "not in the block" : "finished");
+      fail(msg);
+    }
+    const SimThread& t = g_run.threads[base + l];
+    if (t.line != line || std::strcmp(t.file, file) != 0) {
+      std::snprintf(msg, sizeof msg, "divergent %s: lane %u of warp %u is at %s:%d, lane %u at %s:%d", what, lane_id(), base / 32, file, line, l, t.file, t.line);
+      fail(msg);
+    }
+  }
+}
+
+bool is_shared(const void* p, size_t bytes) {
+  auto* c = static_cast<const unsigned char*>(p);
+  const auto* s0 = reinterpret_cast<const unsigned char*>(__start_kiln_sim_shared);
+  const auto* s1 = reinterpret_cast<const unsigned char*>(__stop_kiln_sim_shared);
+  const unsigned char* d0 = g_run.dynamic_smem.data();
+  const unsigned char* d1 = d0 + g_run.dynamic_smem.size();
+  return (c >= s0 && c + bytes <= s1) || (c >= d0 && c + bytes <= d1);
+}
+
+void check_access(const char* what, const void* p, size_t align, bool shared, const char* file, int line) {
+  char msg[1024];
+  if (reinterpret_cast<uintptr_t>(p) % align != 0) {
+    std::snprintf(msg, sizeof msg, "%s at %s:%d: address %p is not %zu-byte aligned (thread %u)", what, file, line, p, align, thread_index());
+    fail(msg);
+  }
+  if (shared && !is_shared(p, align)) {
+    std::snprintf(msg, sizeof msg, "%s at %s:%d: address %p is not in the block's shared memory (thread %u)", what, file, line, p, thread_index());
+    fail(msg);
+  }
+}
+
+void cp_async(void* dst, const void* src, unsigned src_bytes, const char* file, int line) {
+  check_access("cp.async destination", dst, 16, true, file, line);
+  check_access("cp.async source", src, 16, false, file, line);
+  if (src_bytes > 16) fail("cp.async: src-size above the copy size (16)");
+  AsyncCopy c{static_cast<unsigned char*>(dst), {}};
+  std::memcpy(c.data, src, src_bytes);
+  // Until the wait that retires it, the destination holds nothing a thread may read.
+  std::memset(dst, 0xFF, 16);
+  g_run.landed_private.erase(c.dst);
+  g_run.current->open_copies.push_back(c);
+}
+
+void cp_async_commit() {
+  SimThread* t = g_run.current;
+  t->groups.push_back(std::move(t->open_copies));
+  t->open_copies.clear();
+}
+
+void cp_async_wait(unsigned pending) {
+  SimThread* t = g_run.current;
+  while (t->groups.size() > pending) {
+    for (const AsyncCopy& c : t->groups.front()) {
+      std::memcpy(c.dst, c.data, 16);
+      g_run.landed_private[c.dst] = thread_index();
+    }
+    t->groups.pop_front();
+  }
+}
+
+void check_landed_visible(const char* what, const void* p, const char* file, int line) {
+  if (g_run.landed_private.empty()) return;
+  const auto* granule = reinterpret_cast<const unsigned char*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{15});
+  const auto it = g_run.landed_private.find(granule);
+  if (it == g_run.landed_private.end() || it->second == thread_index()) return;
+  char msg[1024];
+  std::snprintf(msg, sizeof msg,
+                "%s at %s:%d: thread %u reads shared bytes at %p that thread %u's cp.async landed at its cp.async.wait_group, with no __syncthreads since "
+                "(the wait makes them visible to that thread only)",
+                what, file, line, thread_index(), p, it->second);
+  fail(msg);
 }
 
 }  // namespace kiln_sim

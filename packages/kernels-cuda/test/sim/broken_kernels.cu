@@ -1,12 +1,14 @@
 // broken_kernels.cu: kernels with the bugs the simulator must catch, each next to
 // its correct twin. Built by test/simulator-catches-bugs.test.ts with the shim;
 // `broken_kernels MODE` runs one and prints its result.
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "kiln_cuda.h"
+#include "mma_ptx.h"
 #include "sim/wmma_sim.h"
 
 namespace {
@@ -87,6 +89,71 @@ int run_wmma(bool sync) {
   return 0;
 }
 
+// One warp: D (16x8) = A (16x16, row-major) B (16x8, row-major), bf16, through
+// cp.async into shared memory, ldmatrix (B with .trans) and one mma.sync m16n8k16.
+// Lane i copies chunk i of A (row i / 2, half i % 2) and lanes 0..15 row i of B.
+// kWait false: no cp.async.wait_group (the fragments read poison); kBarrier false: no
+// __syncthreads after the wait (a lane reads rows another lane's wait landed);
+// kSwapped: A's ldmatrix rows given in the wrong order (a1 and a2 trade places).
+enum class MmaBug { kNone, kNoWait, kNoBarrier, kSwapped };
+template <MmaBug kBug>
+__global__ void mma_tile(const __nv_bfloat16* a, const __nv_bfloat16* b, float* out) {
+  __shared__ __align__(16) __nv_bfloat16 sa[16 * 16];
+  __shared__ __align__(16) __nv_bfloat16 sb[16 * 8];
+  const int lane = static_cast<int>(threadIdx.x);
+  kiln::ptx::cp_async_16(sa + lane * 8, a + lane * 8, 16);
+  if (lane < 16) kiln::ptx::cp_async_16(sb + lane * 8, b + lane * 8, 16);
+  kiln::ptx::cp_async_commit();
+  if (kBug != MmaBug::kNoWait) kiln::ptx::cp_async_wait<0>();
+  if (kBug != MmaBug::kNoBarrier) __syncthreads();
+  uint32_t fa[4], fb[2];
+  // Matrix lane / 8 of A: rows 8 ((lane / 8) & 1).., columns 8 (lane / 16)..; swapped: the other way round.
+  const int row = kBug == MmaBug::kSwapped ? (lane / 16) * 8 + lane % 8 : lane % 16;
+  const int col = kBug == MmaBug::kSwapped ? ((lane / 8) & 1) * 8 : (lane / 16) * 8;
+  kiln::ptx::ldmatrix_x4(fa, sa + row * 16 + col);
+  kiln::ptx::ldmatrix_x2_trans(fb, sb + (lane % 16) * 8);
+  float d[4] = {0.f, 0.f, 0.f, 0.f};
+  kiln::ptx::mma_m16n8k16<__nv_bfloat16>(d, fa, fb);
+  const int g = lane / 4, q = lane % 4;
+  out[g * 8 + 2 * q] = d[0];
+  out[g * 8 + 2 * q + 1] = d[1];
+  out[(g + 8) * 8 + 2 * q] = d[2];
+  out[(g + 8) * 8 + 2 * q + 1] = d[3];
+}
+
+int run_mma(MmaBug bug) {
+  std::vector<__nv_bfloat16> a(256), b(128);
+  std::vector<float> out(128, 0.f);
+  for (int i = 0; i < 256; i++) a[i] = __float2bfloat16(static_cast<float>(i % 7) - 3.f);
+  for (int i = 0; i < 128; i++) b[i] = __float2bfloat16(static_cast<float>(i % 5) - 2.f);
+  switch (bug) {
+    case MmaBug::kNone: kiln::launch("mma_tile", mma_tile<MmaBug::kNone>, 1, 32, 0, nullptr, a.data(), b.data(), out.data()); break;
+    case MmaBug::kNoWait: kiln::launch("mma_tile", mma_tile<MmaBug::kNoWait>, 1, 32, 0, nullptr, a.data(), b.data(), out.data()); break;
+    case MmaBug::kNoBarrier: kiln::launch("mma_tile", mma_tile<MmaBug::kNoBarrier>, 1, 32, 0, nullptr, a.data(), b.data(), out.data()); break;
+    case MmaBug::kSwapped: kiln::launch("mma_tile", mma_tile<MmaBug::kSwapped>, 1, 32, 0, nullptr, a.data(), b.data(), out.data()); break;
+  }
+  int wrong = 0, nan = 0;
+  for (int r = 0; r < 16; r++)
+    for (int c = 0; c < 8; c++) {
+      float expect = 0;
+      for (int q = 0; q < 16; q++) expect += __bfloat162float(a[r * 16 + q]) * __bfloat162float(b[q * 8 + c]);
+      if (out[r * 8 + c] != expect) wrong++;
+      if (std::isnan(out[r * 8 + c])) nan++;
+    }
+  const char* what = bug == MmaBug::kNone ? "cp.async, wait, barrier" : bug == MmaBug::kNoWait ? "cp.async without wait" : bug == MmaBug::kNoBarrier ? "cp.async without barrier" : "swapped ldmatrix rows";
+  std::printf("mma %s: %d of 128 elements wrong, %d NaN\n", what, wrong, nan);
+  return 0;
+}
+
+// ldmatrix and mma.sync need the whole warp: a 16-thread block must abort.
+int run_mma_half_warp() {
+  std::vector<__nv_bfloat16> a(256, __float2bfloat16(1.f)), b(128, __float2bfloat16(1.f));
+  std::vector<float> out(128);
+  kiln::launch("mma_tile", mma_tile<MmaBug::kNone>, 1, 16, 0, nullptr, a.data(), b.data(), out.data());
+  std::printf("a half warp's mma was not caught\n");
+  return 0;
+}
+
 int run_block_sum(bool barrier) {
   const int blocks = 3;
   std::vector<float> x(blocks * kThreads), out(blocks, 0.f);
@@ -147,6 +214,11 @@ int main(int argc, char** argv) {
   if (!std::strcmp(mode, "warp-reduce")) return run_warp_reduce();
   if (!std::strcmp(mode, "wmma-sync")) return run_wmma(true);
   if (!std::strcmp(mode, "wmma-no-sync")) return run_wmma(false);
+  if (!std::strcmp(mode, "mma")) return run_mma(MmaBug::kNone);
+  if (!std::strcmp(mode, "mma-no-wait")) return run_mma(MmaBug::kNoWait);
+  if (!std::strcmp(mode, "mma-no-barrier")) return run_mma(MmaBug::kNoBarrier);
+  if (!std::strcmp(mode, "mma-swapped")) return run_mma(MmaBug::kSwapped);
+  if (!std::strcmp(mode, "mma-half-warp")) return run_mma_half_warp();
   std::fprintf(stderr, "unknown mode %s\n", mode);
   return 2;
 }
