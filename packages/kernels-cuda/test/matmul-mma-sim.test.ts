@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Backend, createReferenceBackend } from "@kiln/contract";
 import { type ConformanceCase, caseName, checkCase } from "@kiln/contract/conformance";
-import { createCudaSimBackend } from "../src/index.js";
-import { simulatorSkipReason } from "./support/simulator.js";
+import { simulatorInBothOrders, simulatorSkipReason } from "./support/simulator.js";
 
 // The pipelined tensor-core matmul (csrc/matmul_mma.cu: mma.sync, ldmatrix, a
 // 4-stage cp.async ring) on shapes the conformance suite does not reach, against the
@@ -50,10 +49,7 @@ describe.skipIf(skip)(`pipelined tensor-core matmul on cuda-sim${skip ? ` (skipp
   let backends: [string, Backend][];
   const reference = createReferenceBackend();
   beforeAll(() => {
-    backends = [
-      ["in order", createCudaSimBackend()],
-      ["blocks and threads reversed", createCudaSimBackend({ reverseBlocks: true, reverseThreads: true })],
-    ];
+    backends = simulatorInBothOrders();
   });
   afterAll(() => {
     for (const [, b] of backends ?? []) b.dispose();

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Backend, createReferenceBackend } from "@kiln/contract";
 import { type ConformanceCase, caseName, checkCase } from "@kiln/contract/conformance";
 import { createCudaSimBackend } from "../src/index.js";
-import { simulatorSkipReason } from "./support/simulator.js";
+import { simulatorInBothOrders, simulatorSkipReason } from "./support/simulator.js";
 
 // Mixture-of-experts kernels on shapes the conformance suite does not reach, against
 // the reference oracle: 128 x 128 grouped-matmul tiles, more groups than one block
@@ -30,10 +30,7 @@ describe.skipIf(skip)(`MoE kernels beyond the conformance shapes on cuda-sim${sk
   let backends: [string, Backend][];
   const reference = createReferenceBackend();
   beforeAll(() => {
-    backends = [
-      ["in order", createCudaSimBackend()],
-      ["blocks and threads reversed", createCudaSimBackend({ reverseBlocks: true, reverseThreads: true })],
-    ];
+    backends = simulatorInBothOrders();
     process.env.KILN_MATMUL_PATH = "simt";  // read when a backend opens
     try {
       backends.push(["KILN_MATMUL_PATH=simt", createCudaSimBackend()]);
