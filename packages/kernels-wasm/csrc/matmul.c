@@ -226,38 +226,19 @@ typedef struct {
 /* Slivers of B per packing piece (NR columns x KC rows each). */
 #define PACK_SLIVERS 4
 
-/* Atomic loads a thread spins through at a barrier before it sleeps (some 0.1 ms). */
-#define BARRIER_SPINS 20000
-/* A sleeper looks again after this long even without a wake-up (nanoseconds). */
-#define BARRIER_SLEEP_NS 1000000
-
 /*
- * Every thread of the call arrives before any leaves. A wait here is usually a
- * block's time at most, so a thread spins first; then it sleeps (memory.atomic.wait32:
- * every thread of a call with several threads may block, see src/kernel-runtime.ts),
- * so that when the system has more runnable threads than cores, a spin does not hold
- * the core that the thread it waits for is waiting to get. The last to arrive wakes
- * the sleepers.
+ * Every thread of the call arrives before any leaves. A spin: waits here are a
+ * block's time at most on an idle machine. (Sleeping in memory.atomic.wait32 after a
+ * short spin was measured: 2x faster with two busy processes beside a 2-thread call on
+ * 2 cores, but 10-20% slower with one, so the spin stays; tooling/bench/gemm-contended.mjs.)
  */
 KILN_INLINE void shared_barrier(const MatmulArgs* g, SharedProgress* p, int nthreads) {
   uint32_t* arrivals = (uint32_t*)&g->arrivals;
   p->barriers++;
   const uint32_t target = p->barriers * (uint32_t)nthreads;
-  uint32_t seen = __atomic_add_fetch(arrivals, 1, __ATOMIC_ACQ_REL);
-#if defined(__wasm_atomics__)
-  if (seen == target) {
-    __builtin_wasm_memory_atomic_notify((int*)arrivals, (unsigned)nthreads);
-    return;
+  __atomic_fetch_add(arrivals, 1, __ATOMIC_ACQ_REL);
+  while (__atomic_load_n(arrivals, __ATOMIC_ACQUIRE) < target) {
   }
-  for (int i = 0; seen < target && i < BARRIER_SPINS; i++) seen = __atomic_load_n(arrivals, __ATOMIC_ACQUIRE);
-  while (seen < target) {
-    __builtin_wasm_memory_atomic_wait32((int*)arrivals, (int)seen, BARRIER_SLEEP_NS);
-    seen = __atomic_load_n(arrivals, __ATOMIC_ACQUIRE);
-  }
-#else
-  /* The build without shared memory runs one thread: it is always the last to arrive. */
-  (void)seen, (void)target;
-#endif
 }
 
 /* Columns per block: the whole panel, or runs of it (whole slivers, >= 128 columns) until there are 8 blocks per thread. */
