@@ -121,15 +121,15 @@ async function groupedGemm(dtype, shape = { rows: 16384, n: 2048, k: 1024, group
   });
 }
 
-async function attention(dtype, shape = { batch: 8, seqLen: 1024, heads: 12, kvHeads: 12, headDim: 64 }) {
+async function attention(dtype, shape = { batch: 8, seqLen: 1024, heads: 12, kvHeads: 12, headDim: 64 }, on = backend, path = "default") {
   const rows = shape.batch * shape.seqLen, width = shape.heads * shape.headDim;
-  const [q, k, v, out, dOut, dQ, dK, dV] = Array.from({ length: 8 }, () => filled(dtype, rows * width));
-  const lse = filled("f32", shape.batch * shape.heads * shape.seqLen);
-  const fwd = await time(() => backend.kernels.attentionForward({ q, k, v, out, lse, ...shape, dtype }));
-  const bwd = await time(() => backend.kernels.attentionBackward({ dOut, q, k, v, out, lse, dQ, dK, dV, ...shape, dtype }));
-  [q, k, v, out, dOut, dQ, dK, dV, lse].forEach((x) => backend.free(x));
+  const [q, k, v, out, dOut, dQ, dK, dV] = Array.from({ length: 8 }, () => filled(dtype, rows * width, on));
+  const lse = filled("f32", shape.batch * shape.heads * shape.seqLen, on);
+  const fwd = await time(() => on.kernels.attentionForward({ q, k, v, out, lse, ...shape, dtype }), on);
+  const bwd = await time(() => on.kernels.attentionBackward({ dOut, q, k, v, out, lse, dQ, dK, dV, ...shape, dtype }), on);
+  [q, k, v, out, dOut, dQ, dK, dV, lse].forEach((x) => on.free(x));
   const flops = 4 * shape.batch * shape.heads * shape.headDim * ((shape.seqLen * (shape.seqLen + 1)) / 2);
-  return progress({ dtype, ...shape, forward_tflops_median: flops / fwd.median / 1e12, backward_tflops_median: (2.5 * flops) / bwd.median / 1e12, forward_tflops_pipelined: flops / fwd.pipelined / 1e12, backward_tflops_pipelined: (2.5 * flops) / bwd.pipelined / 1e12, forward_cold_ms: fwd.cold * 1e3, backward_cold_ms: bwd.cold * 1e3 });
+  return progress({ dtype, path, ...shape, forward_tflops_median: flops / fwd.median / 1e12, backward_tflops_median: (2.5 * flops) / bwd.median / 1e12, forward_tflops_pipelined: flops / fwd.pipelined / 1e12, backward_tflops_pipelined: (2.5 * flops) / bwd.pipelined / 1e12, forward_cold_ms: fwd.cold * 1e3, backward_cold_ms: bwd.cold * 1e3 });
 }
 
 /** Mamba2's selective scan (ssdScanForward / ssdScanBackward), FLOPs as the contract counts them. */
@@ -235,6 +235,12 @@ if (matmulPath(backend) === "cublaslt") {
 }
 const groupedGemms = [await groupedGemm("bf16"), await groupedGemm("f32")];
 const attentions = [await attention("bf16"), await attention("f32")];
+// The WMMA attention forward that the mma.sync one replaced (its backward is the same kernel), for comparison.
+process.env.KILN_ATTENTION_PATH = "wmma";
+const wmmaAttention = createCudaBackend({ device: DEVICE });
+delete process.env.KILN_ATTENTION_PATH;
+const attentionsWmma = [await attention("bf16", undefined, wmmaAttention, "wmma")];
+wmmaAttention.dispose();
 const ssdScans = [await ssdScan("bf16"), await ssdScan("f32")];
 const torchKernels = torchReference("cuda_kernels_torch.py", ["--calls", String(CALLS)]);
 const report = {
@@ -246,7 +252,7 @@ const report = {
   gemm: [...gemms, ...ownGemms],
   own_gemm_ratio_vs_cublaslt: ownGemms.length ? ownGemms.slice(0, 3).map((o, i) => ({ dtype: o.dtype, tflops_median: o.tflops_median / gemms[i].tflops_median, tflops_pipelined: o.tflops_pipelined / gemms[i].tflops_pipelined })) : undefined,
   grouped_gemm: groupedGemms,
-  attention: attentions,
+  attention: [...attentions, ...attentionsWmma],
   ssd_scan: ssdScans,
   torch_kernels: torchKernels,
   gemm_ratio_vs_torch: ratios(gemms, torchKernels.gemm, ["tflops_median", "tflops_pipelined"]),

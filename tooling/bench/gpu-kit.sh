@@ -56,6 +56,8 @@ for path in kiln wmma simt; do
   echo "== conformance of matmul with KILN_MATMUL_PATH=$path"
   KILN_MATMUL_PATH=$path "$node" "$kit/cuda-conformance.mjs" --isolate --kernel matmul 2>&1 | tee "$out/conformance-matmul-$path.log"
 done
+echo "== conformance of attention with KILN_ATTENTION_PATH=wmma (the mma.sync forward is the default)"
+KILN_ATTENTION_PATH=wmma "$node" "$kit/cuda-conformance.mjs" --isolate --kernel attentionForward 2>&1 | tee "$out/conformance-attention-wmma.log"
 if [ -n "${KIT_CLI:-}" ]; then
   echo "== kiln train on the GPU"
   mkdir -p /tmp/kiln-kit/run && cd /tmp/kiln-kit/run

@@ -36,8 +36,9 @@
 //
 // Kernels:
 //   forward:  one block per (query tile, head, batch), online softmax over kv tiles;
-//             bf16/f16 with headDim and vHeadDim <= 128 run the tensor-core version in
-//             attention_forward_tc.cu (KILN_ATTENTION_PATH=simt: this one).
+//             bf16/f16 with headDim and vHeadDim <= 128 run on tensor cores:
+//             attention_forward_mma.cu (mma.sync), or attention_forward_tc.cu (WMMA)
+//             with KILN_ATTENTION_PATH=wmma (KILN_ATTENTION_PATH=simt: this one).
 //   backward (attention_backward.cu): (1) D[t] per query row and head into scratch (laid out like lse);
 //             (2) one block per (kv tile, kv head, batch): loops over the query tiles of
 //                 every head of the GQA group, accumulates dK, dV in registers, writes once;

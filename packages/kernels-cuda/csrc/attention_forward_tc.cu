@@ -1,6 +1,8 @@
-// attention_forward_tc.cu: the causal attention forward on tensor cores, for bf16
-// and f16 with headDim and vHeadDim up to 128 (the math is at the top of attention.cu;
-// the f32 kernel there runs every other case and KILN_ATTENTION_PATH=simt). A value
+// attention_forward_tc.cu: the causal attention forward on tensor cores through WMMA,
+// for bf16 and f16 with headDim and vHeadDim up to 128 (the math is at the top of
+// attention.cu; the f32 kernel there runs every other case and KILN_ATTENTION_PATH=simt).
+// The mma.sync kernel (attention_forward_mma.cu) takes every call this one takes; this
+// one runs with KILN_ATTENTION_PATH=wmma. A value
 // head size apart from the query/key one (MLA) runs here too: tiles are DP wide for
 // the wider of the two, Q and K zero past headDim, V (so O) zero past vHeadDim.
 // VOWN (v has a layout of its own) is false when v has k's head size and row stride
@@ -143,6 +145,7 @@ void launch_tc(const KernelCall& c, const Args& a) {
 }  // namespace
 
 bool launch_attention_forward_tensor_cores(const KernelCall& c) {
+  if (launch_attention_forward_mma(c)) return true;
   const Args a = read_args(c, 5);
   if (!attention_tc_allowed(c, a.dtype, a.d_max())) return false;
   if (a.dtype == kBF16) {

@@ -102,6 +102,8 @@ struct KernelCall {
   bool simt_attention;
   /** KILN_MATMUL_PATH=wmma: bf16/f16 dense matmuls on the WMMA kernel instead of the pipelined mma one. */
   bool wmma_matmul;
+  /** KILN_ATTENTION_PATH=wmma: the bf16/f16 attention forward on the WMMA kernel instead of the mma one. */
+  bool wmma_attention;
 
   double at(int i) const;
   template <typename T> T* ptr(int i) const { return reinterpret_cast<T*>(static_cast<uintptr_t>(at(i))); }

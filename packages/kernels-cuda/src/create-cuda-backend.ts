@@ -36,6 +36,19 @@ function cublasLtChoice(found: string | null, tf32: boolean): OpenDeviceOptions[
 }
 
 /**
+ * Which bf16/f16 attention forward runs: KILN_ATTENTION_PATH=mma (the default: mma.sync,
+ * scores in registers), wmma (the WMMA kernel), simt (CUDA cores for 16-bit attention,
+ * forward and backward). The addon reads the value when a device opens; this refuses
+ * any other before it does.
+ */
+function checkAttentionPath(): void {
+  const wanted = process.env.KILN_ATTENTION_PATH ?? "";
+  if (!["", "mma", "wmma", "simt"].includes(wanted)) {
+    throw new DeviceError(`KILN_ATTENTION_PATH=${wanted} is not an attention path`, { where: "KILN_ATTENTION_PATH", hint: "use mma, wmma or simt, or unset it" });
+  }
+}
+
+/**
  * The GPU backend. Throws a DeviceError that says exactly what is missing when
  * this machine or this build cannot provide it.
  */
@@ -62,6 +75,7 @@ export function createCudaBackend(options: CudaBackendOptions = {}): Backend {
       hint: `pick a device between 0 and ${status.runtime.deviceCount - 1} (CUDA_VISIBLE_DEVICES narrows what is visible)`,
     });
   }
+  checkAttentionPath();
   const cublasLt = cublasLtChoice(status.libraries.cublasLt, options.tf32 ?? false);
   const { addon } = loadAddon("cuda");
   return openNativeBackend(addon!, { device, name: "cuda", kind: "cuda", ...(cublasLt ? { cublasLt } : {}) });
@@ -79,6 +93,7 @@ export function createCudaSimBackend(options: CudaSimOptions = {}): Backend {
       hint: "build it with 'pnpm --filter @kiln/kernels-cuda build' on a machine with clang++-16 and the CUDA headers",
     });
   }
+  checkAttentionPath();
   const sim: Required<CudaSimOptions> = { reverseBlocks: options.reverseBlocks ?? false, reverseThreads: options.reverseThreads ?? false, maxGridY: options.maxGridY ?? 65535 };
   addon.setSimOptions?.(sim);  // refuses a maxGridY out of range before the device opens
   return openNativeBackend(addon, { device: 0, name: "cuda-sim", kind: "sim", beforeLaunch: () => addon.setSimOptions?.(sim) });

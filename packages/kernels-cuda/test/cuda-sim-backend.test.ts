@@ -42,6 +42,16 @@ describe.skipIf(skip)(`cuda-sim backend${skip ? ` (skipped: ${skip})` : ""}`, ()
     expect(backend.memoryStats().inUseBytes).toBe(0);
   });
 
+  it("refuses a KILN_ATTENTION_PATH it does not know, naming it and the values it takes", () => {
+    process.env.KILN_ATTENTION_PATH = "flash";
+    try {
+      expect(() => createCudaSimBackend()).toThrow(/KILN_ATTENTION_PATH=flash is not an attention path/);
+      expect(() => createCudaSimBackend()).toThrow(expect.objectContaining({ hint: "use mma, wmma or simt, or unset it" }));
+    } finally {
+      delete process.env.KILN_ATTENTION_PATH;
+    }
+  });
+
   it("bounds-checks every operand before a kernel runs", () => {
     const a = backend.alloc(16);
     expect(() => backend.kernels.fill({ out: a, n: 5, value: 1, dtype: "f32" })).toThrow(/needs bytes \[0, 20\) of a 16-byte buffer/);

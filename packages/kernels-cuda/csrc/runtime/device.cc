@@ -20,7 +20,8 @@ Device::Device(int ordinal)
       stream_(raw_stream_create()),
       simt_matmul_(env_is("KILN_MATMUL_PATH", "simt")),
       simt_attention_(env_is("KILN_ATTENTION_PATH", "simt")),
-      wmma_matmul_(env_is("KILN_MATMUL_PATH", "wmma")) {}
+      wmma_matmul_(env_is("KILN_MATMUL_PATH", "wmma")),
+      wmma_attention_(env_is("KILN_ATTENTION_PATH", "wmma")) {}
 
 Device::~Device() {
   try {
@@ -90,7 +91,7 @@ std::string Device::use_cublaslt(const std::string& path, bool tf32) {
 void Device::launch(const std::string& kernel, const double* values, int count) {
   Launcher fn = find_kernel(kernel);
   if (!fn) throw DeviceFailure("this build of the CUDA kernels has no kernel named " + kernel);
-  KernelCall call{values, count, static_cast<cudaStream_t>(stream_), &Device::scratch_for, this, blas_.get(), simt_matmul_, simt_attention_, wmma_matmul_};
+  KernelCall call{values, count, static_cast<cudaStream_t>(stream_), &Device::scratch_for, this, blas_.get(), simt_matmul_, simt_attention_, wmma_matmul_, wmma_attention_};
   fn(call);
 }
 

@@ -56,7 +56,7 @@ class Device {
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
   std::unique_ptr<CublasLt> blas_;
-  bool simt_matmul_, simt_attention_, wmma_matmul_;  // read from the environment at open
+  bool simt_matmul_, simt_attention_, wmma_matmul_, wmma_attention_;  // read from the environment at open
 };
 
 }  // namespace kiln

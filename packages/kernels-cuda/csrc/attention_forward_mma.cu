@@ -1,0 +1,208 @@
+// attention_forward_mma.cu: the causal attention forward for bf16 and f16 on
+// mma.sync.m16n8k16 with scores, probabilities and the output kept in registers
+// (FlashAttention-2's forward; the math is at the top of attention.cu). It takes
+// what attention_forward_tc.cu (the WMMA kernel, KILN_ATTENTION_PATH=wmma) takes:
+// headDim and vHeadDim up to 128, tiles DP wide for the wider of the two, Q and K
+// zero past headDim, V (so O) zero past vHeadDim.
+//
+// A block of 4 warps owns 64 query rows of one (head, batch); warp w owns rows
+// 16w..16w+15. Q's fragments are loaded once (ldmatrix from shared memory) and stay
+// in registers. For each tile of 64 keys:
+//   S_w = Q_w K^T     8 accumulator tiles of 16 x 8 (f32), K's fragments by ldmatrix
+//   online softmax    lane (g, q) holds rows g and g + 8, columns 2q, 2q + 1 of every
+//                     tile: row max and sum over the 4 lanes of a row through shuffles
+//   O_w = alpha O_w + P_w V
+//                     P is rounded to T straight from S's accumulators: two adjacent
+//                     16 x 8 accumulator tiles are one 16 x 16 A fragment (same rows,
+//                     same column pairs); V's fragments by ldmatrix .trans
+// Shared memory: Q 64 x DP, and two buffers of K and V 64 x DP (T, rows padded by 8
+// elements: 16-byte aligned rows, and the 8 rows one ldmatrix reads fall in distinct
+// banks). Key tile kt + 1 is copied into the other buffer while tile kt is used: by
+// cp.async (16-byte pieces, zero fill past the sequence and the head size) when every
+// row and head offset allows 16-byte copies (VEC), else by plain loads before tile kt.
+// Tiles wholly after a warp's last row are skipped by that warp; tiles that reach
+// past its first row or past the sequence are masked. Scores are scaled in f32
+// after the product (scale * log2 e, exponentials base 2).
+// One writer per output element and a fixed order of every sum: deterministic.
+#include "attention_mma.h"
+
+namespace kiln {
+namespace {
+
+constexpr int kMmaRows = 64, kMmaKeys = 64;
+
+template <int DP>
+struct MmaLayout {
+  static constexpr int LD = DP + 8;  // elements per shared row
+  static constexpr size_t q_bytes = size_t{kMmaRows} * LD * 2, kv_bytes = size_t{kMmaKeys} * LD * 2;
+  static constexpr size_t total = q_bytes + 4 * kv_bytes;  // Q, then K and V per buffer
+};
+
+template <typename T, int DP, bool VOWN, bool VEC>
+__global__ void __launch_bounds__(kMmaWarps * 32, 1)
+    attention_forward_mma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ out,
+                                 float* __restrict__ lse, int batch, int seq, int heads, int kv_heads, int d, int dv,
+                                 int64_t q_stride, int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale) {
+#if defined(KILN_ATTENTION_TC)
+  using L = MmaLayout<DP>;
+  constexpr int NS = kMmaKeys / 8;   // 16 x 8 score tiles per key tile
+  constexpr int NO = DP / 8;         // 16 x 8 output tiles
+  KILN_DYNAMIC_SHARED(unsigned char, smem);
+  T* qs = reinterpret_cast<T*>(smem);
+  T* kvs = reinterpret_cast<T*>(smem + L::q_bytes);  // buffer i: K at kvs + 2 i TILE, V at kvs + (2 i + 1) TILE
+  constexpr int TILE = kMmaKeys * L::LD;
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, qd = lane & 3;
+  const QueryTile tile = query_tile(seq, batch, heads, kv_heads, kMmaRows);
+  const int h = tile.head, b = tile.batch, q0 = tile.row0, nq = tile.rows;
+  const int64_t tok0 = tile.tok0;
+  const int wrow = warp * 16;                // this warp's first row in the tile
+  const int t_lo = q0 + wrow + g, t_hi = t_lo + 8;  // this lane's two query rows
+  const float s_mul = scale * kLog2e;
+  const int dvo = VOWN ? dv : d;  // v and out columns
+  const int64_t vstride = VOWN ? v_stride : kv_stride;
+  const T* kb = k + tok0 * kv_stride + int64_t{tile.kv_head} * d;
+  const T* vb = v + tok0 * vstride + int64_t{tile.kv_head} * dvo;
+
+  const int n_kt = (q0 + nq - 1) / kMmaKeys + 1;
+  auto copy_keys = [&](int kt) {
+    const int kv0 = kt * kMmaKeys, nk = min(kMmaKeys, seq - kv0);
+    T* buf = kvs + (kt & 1) * 2 * TILE;
+    copy_tile<T, DP, VEC>(buf, kb + int64_t{kv0} * kv_stride, kv_stride, kMmaKeys, nk, d);
+    copy_tile<T, DP, VEC>(buf + TILE, vb + int64_t{kv0} * vstride, vstride, kMmaKeys, nk, dvo);
+  };
+  copy_tile<T, DP, VEC>(qs, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, kMmaRows, nq, d);
+  copy_keys(0);
+  if constexpr (VEC) {
+    ptx::cp_async_commit();
+    ptx::cp_async_wait<0>();
+  }
+  __syncthreads();
+  uint32_t qf[DP / 16][4];  // Q_w's A fragments, for the whole loop
+  load_a_fragments<DP>(qf, qs + wrow * L::LD, lane);
+
+  float o[NO][4];
+#pragma unroll
+  for (int j = 0; j < NO; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+  float m_lo = neg_inf(), m_hi = neg_inf(), l_lo = 0.0f, l_hi = 0.0f;
+
+  for (int kt = 0; kt < n_kt; kt++) {
+    const int kv0 = kt * kMmaKeys;
+    // Tile kt + 1 into the other buffer (last read in iteration kt - 1, before its closing barrier).
+    if (kt + 1 < n_kt) copy_keys(kt + 1);
+    if constexpr (VEC) {
+      ptx::cp_async_commit();
+      ptx::cp_async_wait<1>();  // tile kt's group has landed; tile kt + 1's may still be in flight
+      __syncthreads();          // ... and is visible to every thread
+    }  // (plain loads of tile kt were made visible by the previous iteration's closing barrier)
+    const T* ks = kvs + (kt & 1) * 2 * TILE;
+    const T* vs = ks + TILE;
+    if (kv0 <= q0 + wrow + 15) {  // else every key of the tile is after every row of this warp
+      // S_w = Q_w K^T
+      float s[NS][4];
+      warp_mma_nt<T, DP, NS>(s, qf, ks, lane);
+
+      // Online softmax. Masked: keys after a row (causal) and keys past the sequence.
+      const bool masked = kv0 + kMmaKeys - 1 > q0 + wrow || kv0 + kMmaKeys > seq;
+      float mx_lo = neg_inf(), mx_hi = neg_inf();
+#pragma unroll
+      for (int j = 0; j < NS; j++) {
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+          const int u = kv0 + j * 8 + 2 * qd + e;
+          const bool off_lo = masked && (u > t_lo || u >= seq), off_hi = masked && (u > t_hi || u >= seq);
+          s[j][e] = off_lo ? neg_inf() : s[j][e] * s_mul;
+          s[j][2 + e] = off_hi ? neg_inf() : s[j][2 + e] * s_mul;
+          mx_lo = fmaxf(mx_lo, s[j][e]);
+          mx_hi = fmaxf(mx_hi, s[j][2 + e]);
+        }
+      }
+      mx_lo = quad_max(mx_lo);
+      mx_hi = quad_max(mx_hi);
+      // A row of the warp past the sequence (or, in a later tile, with every key masked) keeps
+      // m = -inf; its base stays 0 so that exp2 gives 0, never NaN.
+      const float mn_lo = fmaxf(m_lo, mx_lo), mn_hi = fmaxf(m_hi, mx_hi);
+      const float base_lo = mn_lo == neg_inf() ? 0.0f : mn_lo, base_hi = mn_hi == neg_inf() ? 0.0f : mn_hi;
+      const float alpha_lo = exp2f(m_lo - base_lo), alpha_hi = exp2f(m_hi - base_hi);
+      float rs_lo = 0.0f, rs_hi = 0.0f;
+#pragma unroll
+      for (int j = 0; j < NS; j++) {
+        s[j][0] = exp2f(s[j][0] - base_lo);
+        s[j][1] = exp2f(s[j][1] - base_lo);
+        s[j][2] = exp2f(s[j][2] - base_hi);
+        s[j][3] = exp2f(s[j][3] - base_hi);
+        rs_lo += s[j][0] + s[j][1];
+        rs_hi += s[j][2] + s[j][3];
+      }
+      l_lo = l_lo * alpha_lo + quad_sum(rs_lo);
+      l_hi = l_hi * alpha_hi + quad_sum(rs_hi);
+      m_lo = mn_lo;
+      m_hi = mn_hi;
+#pragma unroll
+      for (int j = 0; j < NO; j++) {
+        o[j][0] *= alpha_lo;
+        o[j][1] *= alpha_lo;
+        o[j][2] *= alpha_hi;
+        o[j][3] *= alpha_hi;
+      }
+
+      // O_w += P_w V
+      warp_mma_nn<T, DP, NS>(o, s, vs, lane);
+    }
+    __syncthreads();  // tile kt's buffer is free for tile kt + 2
+  }
+
+  // Lane (g, q) writes columns 8 j + 2 q and 8 j + 2 q + 1 of rows t_lo and t_hi.
+#pragma unroll
+  for (int half = 0; half < 2; half++) {
+    const int t = half ? t_hi : t_lo;
+    if (t >= seq) continue;
+    const float l = half ? l_hi : l_lo, inv = 1.0f / l;
+    store_accumulator_row<T, DP>(out + (tok0 + t) * out_stride + int64_t{h} * dvo, o, half, qd, dvo, inv);
+    if (qd == 0) lse[(int64_t{b} * heads + h) * seq + t] = ((half ? m_hi : m_lo) + log2f(l)) * kLn2;
+  }
+#else
+  (void)q; (void)k; (void)v; (void)out; (void)lse; (void)batch; (void)seq; (void)heads; (void)kv_heads; (void)d; (void)dv;
+  (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
+#endif
+}
+
+/** Whether every row of q, k and v and every head's columns start 16-byte aligned, and the head sizes are whole 16-byte pieces. */
+bool allows_16_byte_copies(const KernelCall& c, const Args& a) {
+  const auto aligned = [&](int i) { return (static_cast<uint64_t>(c.at(i)) & 15u) == 0; };
+  return a.d % 8 == 0 && a.dv % 8 == 0 && a.q_stride % 8 == 0 && a.kv_stride % 8 == 0 && a.v_stride % 8 == 0 && aligned(0) &&
+         aligned(1) && aligned(2);
+}
+
+template <typename T, int DP, bool VOWN>
+auto pick_kernel(bool vec) {
+  return vec ? attention_forward_mma_kernel<T, DP, VOWN, true> : attention_forward_mma_kernel<T, DP, VOWN, false>;
+}
+
+template <typename T, int DP>
+void launch_mma(const KernelCall& c, const Args& a) {
+  const bool v_own = a.dv != a.d || a.v_stride != a.kv_stride, vec = allows_16_byte_copies(c, a);
+  auto kernel = v_own ? pick_kernel<T, DP, true>(vec) : pick_kernel<T, DP, false>(vec);
+  allow_shared(kernel, MmaLayout<DP>::total);
+  const unsigned grid = ceil_div(a.seq, kMmaRows) * static_cast<unsigned>(a.heads * a.batch);
+  launch("attentionForward", kernel, dim3(grid), dim3(kMmaWarps * 32), MmaLayout<DP>::total, c.stream, c.ptr<const T>(0),
+         c.ptr<const T>(1), c.ptr<const T>(2), c.ptr<T>(3), c.ptr<float>(4), a.batch, a.seq, a.heads, a.kv_heads, a.d, a.dv,
+         a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale);
+}
+
+}  // namespace
+
+bool launch_attention_forward_mma(const KernelCall& c) {
+  const Args a = read_args(c, 5);
+  if (c.wmma_attention || !attention_tc_allowed(c, a.dtype, a.d_max())) return false;
+  if (a.dtype == kBF16) {
+    if (a.d_max() <= 64) launch_mma<__nv_bfloat16, 64>(c, a);
+    else launch_mma<__nv_bfloat16, 128>(c, a);
+  } else {
+    if (a.d_max() <= 64) launch_mma<__half, 64>(c, a);
+    else launch_mma<__half, 128>(c, a);
+  }
+  return true;
+}
+
+}  // namespace kiln

@@ -1,0 +1,132 @@
+// attention_mma.h: what the mma.sync attention kernels share (attention_forward_mma.cu,
+// attention_backward_mma.cu): tile copies into shared memory, and the two warp
+// products on m16n8k16 fragments with f32 accumulators in registers.
+//
+// Fragment layouts (PTX ISA; g = lane / 4, q = lane % 4): an accumulator tile 16 x 8
+// holds (g, 2q), (g, 2q + 1) in c[0], c[1] and (g + 8, 2q), (g + 8, 2q + 1) in c[2], c[3].
+// Two adjacent accumulator tiles (columns 16 kc .. 16 kc + 15) rounded to T are the A
+// fragment of a 16 x 16 product step (same rows, same column pairs): that is how
+// probabilities and dS go from one product into the next without shared memory.
+// Shared tiles are rows of DP + 8 elements of T: 16-byte aligned rows, and the 8 rows
+// one ldmatrix reads fall in distinct banks.
+#pragma once
+#include <cstring>
+
+#include "attention_tc.h"
+#include "mma_ptx.h"
+
+namespace kiln {
+namespace {
+
+constexpr int kMmaWarps = 4;
+
+/** Two floats rounded to T, packed as one register: `lo` in the low half (the lower column). */
+template <typename T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  const T a = from_f32<T>(lo), b = from_f32<T>(hi);
+  uint16_t ua, ub;
+  memcpy(&ua, &a, 2);
+  memcpy(&ub, &b, 2);
+  return static_cast<uint32_t>(ua) | (static_cast<uint32_t>(ub) << 16);
+}
+
+/**
+ * rows x DP tile from `src` (rows `stride` apart) into `dst` (rows DP + 8 apart): rows
+ * past `valid` and columns past `d` are zero. VEC: by cp.async, d a multiple of 8 and
+ * every row 16-byte aligned (the caller commits and waits); otherwise element by element.
+ */
+template <typename T, int DP, bool VEC>
+__device__ __forceinline__ void copy_tile(T* dst, const T* src, int64_t stride, int rows, int valid, int d) {
+  if constexpr (VEC) {
+    constexpr int CHUNKS = DP / 8;
+    for (int i = threadIdx.x; i < rows * CHUNKS; i += kMmaWarps * 32) {
+      const int r = i / CHUNKS, c = (i % CHUNKS) * 8;
+      const bool inside = r < valid && c < d;
+      ptx::cp_async_16(dst + r * (DP + 8) + c, inside ? src + r * stride + c : src, inside ? 16u : 0u);
+    }
+  } else {
+    load_tile_t<T, DP>(dst, DP + 8, src, stride, rows, valid, d);
+  }
+}
+
+/** The 16 x DP A fragments of a warp's 16 rows of a shared tile (rows DP + 8 apart), by ldmatrix. */
+template <int DP>
+__device__ __forceinline__ void load_a_fragments(uint32_t (&f)[DP / 16][4], const void* rows16, int lane) {
+  const auto* base = static_cast<const uint16_t*>(rows16);
+  // lane i gives row i % 16, columns 8 (i / 16) onwards of each k16 step
+#pragma unroll
+  for (int kk = 0; kk < DP / 16; kk++) ptx::ldmatrix_x4(f[kk], base + (lane & 15) * (DP + 8) + kk * 16 + (lane >> 4) * 8);
+}
+
+/**
+ * acc (16 x 8 N) = A (16 x DP, fragments) B^T, B the first 8 N rows of a shared tile
+ * (rows DP + 8 apart): S = Q K^T, dP = dO V^T and their transposes.
+ */
+template <typename T, int DP, int N>
+__device__ __forceinline__ void warp_mma_nt(float (&acc)[N][4], const uint32_t (&a)[DP / 16][4], const T* b, int lane) {
+  static_assert(N % 2 == 0, "two accumulator tiles per ldmatrix");
+  // lane i: row 8 (i / 16) + i % 8 of the tile pair, columns 8 ((i / 8) % 2) of the k16 step
+  const T* lane_b = b + ((lane >> 4) * 8 + (lane & 7)) * (DP + 8) + ((lane >> 3) & 1) * 8;
+#pragma unroll
+  for (int j = 0; j < N; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+#pragma unroll
+  for (int kk = 0; kk < DP / 16; kk++) {
+#pragma unroll
+    for (int j = 0; j < N; j += 2) {
+      uint32_t r[4];
+      ptx::ldmatrix_x4(r, lane_b + j * 8 * (DP + 8) + kk * 16);
+      const uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
+      ptx::mma_m16n8k16<T>(acc[j], a[kk], b0);
+      ptx::mma_m16n8k16<T>(acc[j + 1], a[kk], b1);
+    }
+  }
+}
+
+/**
+ * acc (16 x DP) += P B, P (16 x 8 N) in accumulator layout (rounded to T here), B the
+ * first 8 N rows of a shared tile (rows DP + 8 apart): O += P V, dV += P^T dO,
+ * dK += dS^T Q, dQ += dS K.
+ */
+template <typename T, int DP, int N>
+__device__ __forceinline__ void warp_mma_nn(float (&acc)[DP / 8][4], const float (&p)[N][4], const T* b, int lane) {
+  static_assert(N % 2 == 0, "16 columns of P per product step");
+  // lane i (.trans): row 8 ((i / 8) % 2) + i % 8 of the k16 step, columns 8 (i / 16) of the tile pair
+  const T* lane_b = b + (((lane >> 3) & 1) * 8 + (lane & 7)) * (DP + 8) + (lane >> 4) * 8;
+#pragma unroll
+  for (int kc = 0; kc < N / 2; kc++) {
+    const uint32_t pf[4] = {pack2<T>(p[2 * kc][0], p[2 * kc][1]), pack2<T>(p[2 * kc][2], p[2 * kc][3]),
+                            pack2<T>(p[2 * kc + 1][0], p[2 * kc + 1][1]), pack2<T>(p[2 * kc + 1][2], p[2 * kc + 1][3])};
+#pragma unroll
+    for (int j = 0; j < DP / 8; j += 2) {
+      uint32_t r[4];
+      ptx::ldmatrix_x4_trans(r, lane_b + kc * 16 * (DP + 8) + j * 8);
+      const uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
+      ptx::mma_m16n8k16<T>(acc[j], pf, b0);
+      ptx::mma_m16n8k16<T>(acc[j + 1], pf, b1);
+    }
+  }
+}
+
+/** Row `row` of a warp's 16 x DP accumulator (0..15: lane row g or g + 8), times mul, into columns < d of `dst`. */
+template <typename T, int DP>
+__device__ __forceinline__ void store_accumulator_row(T* dst, const float (&acc)[DP / 8][4], int upper, int qd, int d, float mul) {
+#pragma unroll
+  for (int j = 0; j < DP / 8; j++) {
+    const int c = j * 8 + 2 * qd;
+    if (c < d) dst[c] = from_f32<T>(acc[j][2 * upper] * mul);
+    if (c + 1 < d) dst[c + 1] = from_f32<T>(acc[j][2 * upper + 1] * mul);
+  }
+}
+
+/** Row max (or sum) over the 4 lanes that hold one accumulator row. */
+__device__ __forceinline__ float quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+}  // namespace
+}  // namespace kiln

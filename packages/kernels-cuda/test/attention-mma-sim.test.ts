@@ -1,0 +1,54 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Backend, createReferenceBackend } from "@kiln/contract";
+import { type ConformanceCase, caseName, checkCase } from "@kiln/contract/conformance";
+import { simulatorInBothOrders, simulatorSkipReason } from "./support/simulator.js";
+
+// The bf16/f16 attention forward on mma.sync (csrc/attention_forward_mma.cu: scores
+// and probabilities in registers, K and V tiles of 64 keys double buffered) on shapes
+// the conformance suite does not reach, against the f64 reference: several key tiles
+// with a short last one, both tile widths (DP 64 and 128), grouped-query heads, a
+// packed qkv buffer, a value head size apart from the query/key one, and layouts that
+// rule out 16-byte copies (the plain-load path of the same kernel).
+const skip = simulatorSkipReason();
+
+const cases: ConformanceCase[] = [
+  // DP 128, cp.async: 4 key tiles (the last of 8 keys), 4 query tiles, 2 query heads on one kv head.
+  { kernel: "attentionForward", dtype: "bf16", shape: "long", label: "headDim 128 gqa, 4 key tiles", args: { batch: 1, seqLen: 200, heads: 2, kvHeads: 1, headDim: 128 } },
+  // DP 64, cp.async: a last key tile of one key, scale.
+  { kernel: "attentionForward", dtype: "f16", shape: "long", label: "headDim 64, last tile of 1 key, scale 0.2", args: { batch: 2, seqLen: 129, heads: 4, kvHeads: 2, headDim: 64, scale: 0.2 } },
+  // q, k and v as slices of one buffer, rows 16-byte aligned.
+  {
+    kernel: "attentionForward",
+    dtype: "bf16",
+    shape: "strided",
+    label: "one packed qkv buffer, headDim 32",
+    args: { batch: 2, seqLen: 100, heads: 2, kvHeads: 2, headDim: 32, qRowStride: 192, kvRowStride: 192, outRowStride: 72 },
+    shared: [{ q: 0, k: 64, v: 128 }],
+  },
+  // vHeadDim > headDim: V and O tiles follow the wider size.
+  { kernel: "attentionForward", dtype: "f16", shape: "odd", label: "headDim 64 vHeadDim 128", args: { batch: 1, seqLen: 70, heads: 3, kvHeads: 1, headDim: 64, vHeadDim: 128 } },
+  // Rows not 16-byte aligned, head size not a multiple of 8: plain loads.
+  { kernel: "attentionForward", dtype: "bf16", shape: "strided", label: "qRowStride 44 (plain loads)", args: { batch: 1, seqLen: 150, heads: 1, kvHeads: 1, headDim: 40, qRowStride: 44 } },
+  { kernel: "attentionForward", dtype: "f16", shape: "odd", label: "headDim 100 (plain loads)", args: { batch: 1, seqLen: 90, heads: 2, kvHeads: 2, headDim: 100 } },
+];
+
+describe.skipIf(skip)(`mma.sync attention forward on cuda-sim${skip ? ` (skipped: ${skip})` : ""}`, () => {
+  let backends: [string, Backend][];
+  const reference = createReferenceBackend();
+  beforeAll(() => {
+    backends = simulatorInBothOrders();
+  });
+  afterAll(() => {
+    for (const [, b] of backends ?? []) b.dispose();
+    reference.dispose();
+  });
+
+  cases.forEach((c) => {
+    it(caseName(c), async () => {
+      for (const [order, backend] of backends) {
+        const problems = await checkCase(backend, reference, { ...c, args: { ...c.args, dtype: c.dtype } });
+        expect(problems, order).toEqual([]);
+      }
+    }, 300_000);
+  });
+});
