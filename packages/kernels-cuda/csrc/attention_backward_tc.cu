@@ -1,5 +1,7 @@
-// attention_backward_tc.cu: dK, dV and dQ of causal attention on tensor cores, for
-// bf16 and f16 with headDim and vHeadDim up to 64 (math at the top of attention.cu;
+// attention_backward_tc.cu: dK, dV and dQ of causal attention on tensor cores through
+// WMMA, for bf16 and f16 with headDim and vHeadDim up to 64 (the mma.sync kernels of
+// attention_backward_mma.cu take every call this one takes; this one runs with
+// KILN_ATTENTION_PATH=wmma) (math at the top of attention.cu;
 // D = dOut·out comes from attention_backward.cu's first kernel, which also runs the
 // f32 kernels for every other case). Products go through attention_tc.h's warp
 // products. A value head size apart from the query/key one (MLA) runs here too: tiles
@@ -239,6 +241,7 @@ void launch_backward_tc(const KernelCall& c, const Args& a, const float* dvec) {
 }  // namespace
 
 bool launch_attention_backward_tensor_cores(const KernelCall& c, const float* dvec) {
+  if (launch_attention_backward_mma(c, dvec)) return true;
   const Args a = read_args(c, 9);
   // Up to 64: a warp's dK and dV fragments for 128 columns would not fit in registers.
   if (!attention_tc_allowed(c, a.dtype, a.d_max()) || a.d_max() > 64) return false;

@@ -1,14 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Backend, createReferenceBackend } from "@kiln/contract";
-import { type ConformanceCase, caseName, checkCase } from "@kiln/contract/conformance";
+import { type ConformanceCase, caseName, checkCase, conformanceCases } from "@kiln/contract/conformance";
 import { simulatorInBothOrders, simulatorSkipReason } from "./support/simulator.js";
 
-// The bf16/f16 attention forward on mma.sync (csrc/attention_forward_mma.cu: scores
-// and probabilities in registers, K and V tiles of 64 keys double buffered) on shapes
-// the conformance suite does not reach, against the f64 reference: several key tiles
-// with a short last one, both tile widths (DP 64 and 128), grouped-query heads, a
-// packed qkv buffer, a value head size apart from the query/key one, and layouts that
-// rule out 16-byte copies (the plain-load path of the same kernel).
+// The bf16/f16 attention on mma.sync (csrc/attention_forward_mma.cu and
+// attention_backward_mma.cu: scores, probabilities and gradients in registers, loop
+// tiles of 64 rows double buffered) on shapes the conformance suite does not reach,
+// against the f64 reference: several key and query tiles with a short last one, both
+// forward tile widths (DP 64 and 128), grouped-query heads (the dK/dV blocks loop over
+// every head of the group), a packed qkv buffer, a value head size apart from the
+// query/key one, and layouts that rule out 16-byte copies (the plain-load path of the
+// same kernels).
 const skip = simulatorSkipReason();
 
 const cases: ConformanceCase[] = [
@@ -32,7 +34,28 @@ const cases: ConformanceCase[] = [
   { kernel: "attentionForward", dtype: "f16", shape: "odd", label: "headDim 100 (plain loads)", args: { batch: 1, seqLen: 90, heads: 2, kvHeads: 2, headDim: 100 } },
 ];
 
-describe.skipIf(skip)(`mma.sync attention forward on cuda-sim${skip ? ` (skipped: ${skip})` : ""}`, () => {
+// The backward's saved statistics (out, lse) come from the reference forward, as in the conformance suite.
+const derive = conformanceCases().find((c) => c.kernel === "attentionBackward")!.derive;
+const backward = (c: Omit<ConformanceCase, "kernel">): ConformanceCase => ({ ...c, kernel: "attentionBackward", derive });
+cases.push(
+  // 4 query and key tiles, the last of 8 rows; a group of 3 query heads per kv head.
+  backward({ dtype: "bf16", shape: "long", label: "headDim 64 gqa 3:1, 4 tiles", args: { batch: 1, seqLen: 200, heads: 3, kvHeads: 1, headDim: 64 } }),
+  // Two batch items, a last tile of one row, scale; headDim 32 (zero padded to 64).
+  backward({ dtype: "f16", shape: "long", label: "headDim 32, last tile of 1 row, scale 0.3", args: { batch: 2, seqLen: 129, heads: 2, kvHeads: 2, headDim: 32, scale: 0.3 } }),
+  // One packed q|k|v buffer and one packed dQ|dK|dV buffer, rows 16-byte aligned.
+  backward({
+    dtype: "bf16",
+    shape: "strided",
+    label: "packed qkv and dQ|dK|dV, headDim 16",
+    args: { batch: 2, seqLen: 90, heads: 2, kvHeads: 2, headDim: 16, qRowStride: 96, kvRowStride: 96, outRowStride: 40 },
+    shared: [{ q: 0, k: 32, v: 64 }, { dQ: 0, dK: 32, dV: 64 }],
+  }),
+  // vHeadDim != headDim, and rows that rule out 16-byte copies.
+  backward({ dtype: "f16", shape: "odd", label: "headDim 40 vHeadDim 56", args: { batch: 1, seqLen: 100, heads: 2, kvHeads: 1, headDim: 40, vHeadDim: 56 } }),
+  backward({ dtype: "bf16", shape: "strided", label: "headDim 20 (plain loads)", args: { batch: 1, seqLen: 140, heads: 2, kvHeads: 2, headDim: 20 } }),
+);
+
+describe.skipIf(skip)(`mma.sync attention on cuda-sim${skip ? ` (skipped: ${skip})` : ""}`, () => {
   let backends: [string, Backend][];
   const reference = createReferenceBackend();
   beforeAll(() => {

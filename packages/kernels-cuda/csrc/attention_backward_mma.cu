@@ -1,0 +1,265 @@
+// attention_backward_mma.cu: dK, dV and dQ of causal attention for bf16 and f16 on
+// mma.sync.m16n8k16, headDim and vHeadDim up to 64, with every score, probability and
+// gradient tile in registers (math at the top of attention.cu; D = dOut·out comes from
+// attention_backward.cu's first kernel). attention_backward_tc.cu (WMMA) runs instead
+// with KILN_ATTENTION_PATH=wmma. Tiles are 64 wide: Q, K (so dQ, dK) zero past headDim,
+// V, dO (so dV) past vHeadDim.
+//
+// dK/dV: a block of 4 warps owns 64 keys of one (kv head, batch); warp w owns keys
+//   16w..16w+15, keeps K_w and V_w as A fragments and dK_w, dV_w as accumulators. For
+//   every query head of the group and every tile of 64 queries at or after the block's
+//   first key (Q, dO, lse and D of the tile in shared memory, double buffered):
+//     S^T = K_w Q^T,  dP^T = V_w dO^T                     16 x 64 accumulators
+//     P^T = exp2(S^T scale log2e - lse),  dS^T = P^T (dP^T - D)   (per query column)
+//     dV_w += P^T dO,  dK_w += dS^T Q                     P^T, dS^T as A fragments
+// dQ: a block owns 64 queries of one (head, batch); warp w owns queries 16w..16w+15,
+//   keeps Q_w and dO_w as A fragments, dQ_w as accumulators; for every tile of 64 keys
+//   at or before them (K and V double buffered): S = Q_w K^T, dP = dO_w V^T, dS as
+//   above (per query row), dQ_w += dS K.
+// dK and dQ are scaled once at the end. Tiles are copied by cp.async when every row
+// allows 16-byte copies (VEC), else by plain loads. Every sum runs in a fixed order:
+// deterministic.
+#include "attention_mma.h"
+
+namespace kiln {
+namespace {
+
+constexpr int kBmRows = 64, kBmTile = 64, kBmDP = 64;
+
+/** Shared memory: the block's own two tiles (not kept: their fragments are), then two buffers of two loop tiles and their lse, D. */
+struct BmLayout {
+  static constexpr int LD = kBmDP + 8;
+  static constexpr size_t tile_bytes = size_t{kBmTile} * LD * 2;
+  static constexpr size_t stats_bytes = size_t{kBmTile} * 4 * 2;  // lse * log2(e), D
+  static constexpr size_t buffer_bytes = 2 * tile_bytes + stats_bytes;
+  static constexpr size_t total = 2 * tile_bytes + 2 * buffer_bytes;
+};
+
+/** Whether every row of the operands read by copies (dOut, q, k, v) and their head offsets allow 16-byte copies. */
+bool backward_allows_16_byte_copies(const KernelCall& c, const Args& a) {
+  const auto aligned = [&](int i) { return (static_cast<uint64_t>(c.at(i)) & 15u) == 0; };
+  return a.d % 8 == 0 && a.dv % 8 == 0 && a.q_stride % 8 == 0 && a.kv_stride % 8 == 0 && a.v_stride % 8 == 0 &&
+         a.out_stride % 8 == 0 && aligned(0) && aligned(1) && aligned(2) && aligned(3);
+}
+
+template <typename T, bool VEC>
+__global__ void __launch_bounds__(kMmaWarps * 32, 1)
+    attention_dkdv_mma_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+                              const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dk, T* __restrict__ dv_out,
+                              int batch, int seq, int heads, int kv_heads, int d, int dv, int64_t q_stride, int64_t kv_stride,
+                              int64_t v_stride, int64_t out_stride, float scale) {
+#if defined(KILN_ATTENTION_TC)
+  constexpr int DP = kBmDP, NS = kBmTile / 8, LD = BmLayout::LD, TILE = kBmTile * LD;
+  KILN_DYNAMIC_SHARED(unsigned char, smem);
+  T* ks = reinterpret_cast<T*>(smem);
+  T* vs = ks + TILE;
+  auto buffer = [&](int i) { return smem + 2 * BmLayout::tile_bytes + i * BmLayout::buffer_bytes; };
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, qd = lane & 3, wrow = warp * 16;
+  const KeyTile tile = key_tile(seq, batch, kv_heads, kBmRows);
+  const int gh = tile.kv_head, b = tile.batch, kv0 = tile.row0, nk = tile.rows, group = heads / kv_heads;
+  const int64_t tok0 = tile.tok0;
+  const float s_mul = scale * kLog2e;
+  const int key_lo = kv0 + wrow + g, key_hi = key_lo + 8;  // this lane's two key rows
+
+  // Every (query head, query tile) pair the block visits, in order: tiles from the one holding its first key.
+  const int qt0 = kv0 / kBmTile, n_qt = (seq + kBmTile - 1) / kBmTile, per_head = n_qt - qt0, steps = group * per_head;
+  auto copy_step = [&](int step) {
+    const int h = gh * group + step / per_head, q0 = (qt0 + step % per_head) * kBmTile, nq = min(kBmTile, seq - q0);
+    unsigned char* buf = buffer(step & 1);
+    T* qt = reinterpret_cast<T*>(buf);
+    copy_tile<T, DP, VEC>(qt, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, kBmTile, nq, d);
+    copy_tile<T, DP, VEC>(qt + TILE, dout + (tok0 + q0) * out_stride + int64_t{h} * dv, out_stride, kBmTile, nq, dv);
+    const int64_t lrow = (int64_t{b} * heads + h) * seq + q0;
+    load_row_stats<kMmaWarps * 32>(reinterpret_cast<float*>(buf + 2 * BmLayout::tile_bytes),
+                                   reinterpret_cast<float*>(buf + 2 * BmLayout::tile_bytes) + kBmTile, lse + lrow, dvec + lrow, kBmTile, nq);
+  };
+
+  copy_tile<T, DP, VEC>(ks, k + (tok0 + kv0) * kv_stride + int64_t{gh} * d, kv_stride, kBmRows, nk, d);
+  copy_tile<T, DP, VEC>(vs, v + (tok0 + kv0) * v_stride + int64_t{gh} * dv, v_stride, kBmRows, nk, dv);
+  copy_step(0);
+  if constexpr (VEC) {
+    ptx::cp_async_commit();
+    ptx::cp_async_wait<0>();
+  }
+  __syncthreads();
+  uint32_t kf[DP / 16][4], vf[DP / 16][4];
+  load_a_fragments<DP>(kf, ks + wrow * LD, lane);
+  load_a_fragments<DP>(vf, vs + wrow * LD, lane);
+  float ak[DP / 8][4], av[DP / 8][4];
+#pragma unroll
+  for (int j = 0; j < DP / 8; j++) ak[j][0] = ak[j][1] = ak[j][2] = ak[j][3] = av[j][0] = av[j][1] = av[j][2] = av[j][3] = 0.0f;
+
+  for (int step = 0; step < steps; step++) {
+    if (step + 1 < steps) copy_step(step + 1);  // into the buffer last read in step - 1
+    if constexpr (VEC) {
+      ptx::cp_async_commit();
+      ptx::cp_async_wait<1>();
+      __syncthreads();
+    }
+    const int q0 = (qt0 + step % per_head) * kBmTile;
+    const unsigned char* buf = buffer(step & 1);
+    const T* qt = reinterpret_cast<const T*>(buf);
+    const T* dot = qt + TILE;
+    const float* ls = reinterpret_cast<const float*>(buf + 2 * BmLayout::tile_bytes);
+    const float* dl = ls + kBmTile;
+    if (q0 + kBmTile - 1 >= kv0 + wrow) {  // else every query of the tile is before every key of this warp
+      float st[NS][4], dpt[NS][4];
+      warp_mma_nt<T, DP, NS>(st, kf, qt, lane);
+      warp_mma_nt<T, DP, NS>(dpt, vf, dot, lane);
+      // Column (query) 8 j + 2 qd + e of rows key_lo (st[j][e]) and key_hi (st[j][2 + e]).
+#pragma unroll
+      for (int j = 0; j < NS; j++) {
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+          const int c = j * 8 + 2 * qd + e, query = q0 + c;
+          const bool live_lo = query >= key_lo && query < seq && key_lo < seq, live_hi = query >= key_hi && query < seq && key_hi < seq;
+          const float p_lo = live_lo ? exp2f(st[j][e] * s_mul - ls[c]) : 0.0f;
+          const float p_hi = live_hi ? exp2f(st[j][2 + e] * s_mul - ls[c]) : 0.0f;
+          st[j][e] = p_lo;
+          st[j][2 + e] = p_hi;
+          dpt[j][e] = p_lo * (dpt[j][e] - dl[c]);
+          dpt[j][2 + e] = p_hi * (dpt[j][2 + e] - dl[c]);
+        }
+      }
+      warp_mma_nn<T, DP, NS>(av, st, dot, lane);
+      warp_mma_nn<T, DP, NS>(ak, dpt, qt, lane);
+    }
+    __syncthreads();  // this buffer is free for step + 2
+  }
+
+#pragma unroll
+  for (int upper = 0; upper < 2; upper++) {
+    const int key = upper ? key_hi : key_lo;
+    if (key >= seq) continue;
+    store_accumulator_row<T, DP>(dk + (tok0 + key) * kv_stride + int64_t{gh} * d, ak, upper, qd, d, scale);
+    store_accumulator_row<T, DP>(dv_out + (tok0 + key) * v_stride + int64_t{gh} * dv, av, upper, qd, dv, 1.0f);
+  }
+#else
+  (void)dout; (void)q; (void)k; (void)v; (void)lse; (void)dvec; (void)dk; (void)dv_out; (void)batch; (void)seq; (void)heads;
+  (void)kv_heads; (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
+#endif
+}
+
+template <typename T, bool VEC>
+__global__ void __launch_bounds__(kMmaWarps * 32, 1)
+    attention_dq_mma_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+                            const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dq, int batch, int seq,
+                            int heads, int kv_heads, int d, int dv, int64_t q_stride, int64_t kv_stride, int64_t v_stride,
+                            int64_t out_stride, float scale) {
+#if defined(KILN_ATTENTION_TC)
+  constexpr int DP = kBmDP, NS = kBmTile / 8, LD = BmLayout::LD, TILE = kBmTile * LD;
+  KILN_DYNAMIC_SHARED(unsigned char, smem);
+  T* qs = reinterpret_cast<T*>(smem);
+  T* dos = qs + TILE;
+  auto buffer = [&](int i) { return reinterpret_cast<T*>(smem + 2 * BmLayout::tile_bytes + i * BmLayout::buffer_bytes); };
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, qd = lane & 3, wrow = warp * 16;
+  const QueryTile tile = query_tile(seq, batch, heads, kv_heads, kBmRows);
+  const int h = tile.head, b = tile.batch, q0 = tile.row0, nq = tile.rows;
+  const int64_t tok0 = tile.tok0, lrow = (int64_t{b} * heads + h) * seq;
+  const float s_mul = scale * kLog2e;
+  const int t_lo = q0 + wrow + g, t_hi = t_lo + 8;  // this lane's two query rows
+  const float ls_lo = t_lo < seq ? lse[lrow + t_lo] * kLog2e : 0.0f, ls_hi = t_hi < seq ? lse[lrow + t_hi] * kLog2e : 0.0f;
+  const float dl_lo = t_lo < seq ? dvec[lrow + t_lo] : 0.0f, dl_hi = t_hi < seq ? dvec[lrow + t_hi] : 0.0f;
+  const T* kb = k + tok0 * kv_stride + int64_t{tile.kv_head} * d;
+  const T* vb = v + tok0 * v_stride + int64_t{tile.kv_head} * dv;
+
+  const int n_kt = (q0 + nq - 1) / kBmTile + 1;
+  auto copy_keys = [&](int kt) {
+    const int kv0 = kt * kBmTile, nk = min(kBmTile, seq - kv0);
+    T* buf = buffer(kt & 1);
+    copy_tile<T, DP, VEC>(buf, kb + int64_t{kv0} * kv_stride, kv_stride, kBmTile, nk, d);
+    copy_tile<T, DP, VEC>(buf + TILE, vb + int64_t{kv0} * v_stride, v_stride, kBmTile, nk, dv);
+  };
+  copy_tile<T, DP, VEC>(qs, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, kBmRows, nq, d);
+  copy_tile<T, DP, VEC>(dos, dout + (tok0 + q0) * out_stride + int64_t{h} * dv, out_stride, kBmRows, nq, dv);
+  copy_keys(0);
+  if constexpr (VEC) {
+    ptx::cp_async_commit();
+    ptx::cp_async_wait<0>();
+  }
+  __syncthreads();
+  uint32_t qf[DP / 16][4], df[DP / 16][4];
+  load_a_fragments<DP>(qf, qs + wrow * LD, lane);
+  load_a_fragments<DP>(df, dos + wrow * LD, lane);
+  float aq[DP / 8][4];
+#pragma unroll
+  for (int j = 0; j < DP / 8; j++) aq[j][0] = aq[j][1] = aq[j][2] = aq[j][3] = 0.0f;
+
+  for (int kt = 0; kt < n_kt; kt++) {
+    const int kv0 = kt * kBmTile;
+    if (kt + 1 < n_kt) copy_keys(kt + 1);  // into the buffer last read in iteration kt - 1
+    if constexpr (VEC) {
+      ptx::cp_async_commit();
+      ptx::cp_async_wait<1>();
+      __syncthreads();
+    }
+    const T* ks = buffer(kt & 1);
+    const T* vs = ks + TILE;
+    if (kv0 <= q0 + wrow + 15) {  // else every key of the tile is after every query of this warp
+      float s[NS][4], dp[NS][4];
+      warp_mma_nt<T, DP, NS>(s, qf, ks, lane);
+      warp_mma_nt<T, DP, NS>(dp, df, vs, lane);
+#pragma unroll
+      for (int j = 0; j < NS; j++) {
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+          const int key = kv0 + j * 8 + 2 * qd + e;
+          const bool live_lo = key <= t_lo && t_lo < seq && key < seq, live_hi = key <= t_hi && t_hi < seq && key < seq;
+          const float p_lo = live_lo ? exp2f(s[j][e] * s_mul - ls_lo) : 0.0f;
+          const float p_hi = live_hi ? exp2f(s[j][2 + e] * s_mul - ls_hi) : 0.0f;
+          dp[j][e] = p_lo * (dp[j][e] - dl_lo);
+          dp[j][2 + e] = p_hi * (dp[j][2 + e] - dl_hi);
+        }
+      }
+      warp_mma_nn<T, DP, NS>(aq, dp, ks, lane);
+    }
+    __syncthreads();  // this buffer is free for tile kt + 2
+  }
+
+#pragma unroll
+  for (int upper = 0; upper < 2; upper++) {
+    const int t = upper ? t_hi : t_lo;
+    if (t < seq) store_accumulator_row<T, DP>(dq + (tok0 + t) * q_stride + int64_t{h} * d, aq, upper, qd, d, scale);
+  }
+#else
+  (void)dout; (void)q; (void)k; (void)v; (void)lse; (void)dvec; (void)dq; (void)batch; (void)seq; (void)heads; (void)kv_heads;
+  (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
+#endif
+}
+
+template <typename T, bool VEC>
+void launch_backward_mma(const KernelCall& c, const Args& a, const float* dvec) {
+  const unsigned kv_grid = ceil_div(a.seq, kBmRows) * static_cast<unsigned>(a.kv_heads * a.batch);
+  auto dkdv = attention_dkdv_mma_kernel<T, VEC>;
+  allow_shared(dkdv, BmLayout::total);
+  launch("attentionBackward", dkdv, dim3(kv_grid), dim3(kMmaWarps * 32), BmLayout::total, c.stream, c.ptr<const T>(0),
+         c.ptr<const T>(1), c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(7), c.ptr<T>(8), a.batch,
+         a.seq, a.heads, a.kv_heads, a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale);
+  const unsigned q_grid = ceil_div(a.seq, kBmRows) * static_cast<unsigned>(a.heads * a.batch);
+  auto dqk = attention_dq_mma_kernel<T, VEC>;
+  allow_shared(dqk, BmLayout::total);
+  launch("attentionBackward", dqk, dim3(q_grid), dim3(kMmaWarps * 32), BmLayout::total, c.stream, c.ptr<const T>(0),
+         c.ptr<const T>(1), c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(6), a.batch, a.seq, a.heads,
+         a.kv_heads, a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale);
+}
+
+template <typename T>
+void launch_backward_mma(const KernelCall& c, const Args& a, const float* dvec) {
+  if (backward_allows_16_byte_copies(c, a)) launch_backward_mma<T, true>(c, a, dvec);
+  else launch_backward_mma<T, false>(c, a, dvec);
+}
+
+}  // namespace
+
+bool launch_attention_backward_mma(const KernelCall& c, const float* dvec) {
+  const Args a = read_args(c, 9);
+  // Up to 64: a warp's dK and dV accumulators, K and V fragments and two score tiles must stay in registers.
+  if (c.wmma_attention || !attention_tc_allowed(c, a.dtype, a.d_max()) || a.d_max() > kBmDP) return false;
+  if (a.dtype == kBF16) launch_backward_mma<__nv_bfloat16>(c, a, dvec);
+  else launch_backward_mma<__half>(c, a, dvec);
+  return true;
+}
+
+}  // namespace kiln
