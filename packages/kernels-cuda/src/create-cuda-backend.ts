@@ -36,10 +36,9 @@ function cublasLtChoice(found: string | null, tf32: boolean): OpenDeviceOptions[
 }
 
 /**
- * Which bf16/f16 attention forward runs: KILN_ATTENTION_PATH=mma (the default: mma.sync,
- * scores in registers), wmma (the WMMA kernel), simt (CUDA cores for 16-bit attention,
- * forward and backward). The addon reads the value when a device opens; this refuses
- * any other before it does.
+ * Which bf16/f16 attention kernels run: KILN_ATTENTION_PATH=mma (the default: mma.sync,
+ * scores and probabilities in registers), wmma (the WMMA kernels), simt (CUDA cores).
+ * The addon reads the value when a device opens; this refuses any other before it does.
  */
 function checkAttentionPath(): void {
   const wanted = process.env.KILN_ATTENTION_PATH ?? "";
