@@ -93,7 +93,12 @@ export function createCudaSimBackend(options: CudaSimOptions = {}): Backend {
     });
   }
   checkAttentionPath();
-  const sim: Required<CudaSimOptions> = { reverseBlocks: options.reverseBlocks ?? false, reverseThreads: options.reverseThreads ?? false, maxGridY: options.maxGridY ?? 65535 };
+  const sim: Required<CudaSimOptions> = {
+    reverseBlocks: options.reverseBlocks ?? false,
+    reverseThreads: options.reverseThreads ?? false,
+    warpsInTurn: options.warpsInTurn ?? false,
+    maxGridY: options.maxGridY ?? 65535,
+  };
   addon.setSimOptions?.(sim);  // refuses a maxGridY out of range before the device opens
   return openNativeBackend(addon, { device: 0, name: "cuda-sim", kind: "sim", beforeLaunch: () => addon.setSimOptions?.(sim) });
 }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Backend, createReferenceBackend } from "@kiln/contract";
 import { type ConformanceCase, caseName, checkCase, conformanceCases } from "@kiln/contract/conformance";
-import { simulatorInBothOrders, simulatorSkipReason } from "./support/simulator.js";
+import { simulatorSchedules, simulatorSkipReason } from "./support/simulator.js";
 
 // The bf16/f16 attention on mma.sync (csrc/attention_forward_mma.cu and
 // attention_backward_mma.cu: scores, probabilities and gradients in registers, loop
@@ -59,7 +59,7 @@ describe.skipIf(skip)(`mma.sync attention on cuda-sim${skip ? ` (skipped: ${skip
   let backends: [string, Backend][];
   const reference = createReferenceBackend();
   beforeAll(() => {
-    backends = simulatorInBothOrders();
+    backends = simulatorSchedules();
   });
   afterAll(() => {
     for (const [, b] of backends ?? []) b.dispose();

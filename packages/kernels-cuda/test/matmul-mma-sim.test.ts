@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Backend, createReferenceBackend } from "@kiln/contract";
 import { type ConformanceCase, caseName, checkCase } from "@kiln/contract/conformance";
-import { simulatorInBothOrders, simulatorSkipReason } from "./support/simulator.js";
+import { simulatorSchedules, simulatorSkipReason } from "./support/simulator.js";
 
 // The pipelined tensor-core matmul (csrc/matmul_mma.cu: mma.sync, ldmatrix, a
 // 4-stage cp.async ring) on shapes the conformance suite does not reach, against the
@@ -49,7 +49,7 @@ describe.skipIf(skip)(`pipelined tensor-core matmul on cuda-sim${skip ? ` (skipp
   let backends: [string, Backend][];
   const reference = createReferenceBackend();
   beforeAll(() => {
-    backends = simulatorInBothOrders();
+    backends = simulatorSchedules();
   });
   afterAll(() => {
     for (const [, b] of backends ?? []) b.dispose();
@@ -58,8 +58,8 @@ describe.skipIf(skip)(`pipelined tensor-core matmul on cuda-sim${skip ? ` (skipp
 
   cases.forEach((c, i) => {
     it(caseName(c), async () => {
-      // Every case in order; every other one also with blocks and threads reversed.
-      for (const [order, backend] of backends.slice(0, i % 2 === 0 ? 2 : 1)) {
+      // Every case in order; every other one also reversed and with warps in turn.
+      for (const [order, backend] of backends.slice(0, i % 2 === 0 ? 3 : 1)) {
         const problems = await checkCase(backend, reference, { ...c, args: { ...c.args, dtype: c.dtype } });
         expect(problems, order).toEqual([]);
       }

@@ -2,13 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Backend, createReferenceBackend } from "@kiln/contract";
 import { type ConformanceCase, caseName, checkCase } from "@kiln/contract/conformance";
 import { createCudaSimBackend } from "../src/index.js";
-import { simulatorInBothOrders, simulatorSkipReason } from "./support/simulator.js";
+import { simulatorSchedules, simulatorSkipReason } from "./support/simulator.js";
 
 // Mixture-of-experts kernels on shapes the conformance suite does not reach, against
 // the reference oracle: 128 x 128 grouped-matmul tiles, more groups than one block
 // scans at a time (256), more experts than the routing scan's block (1024), topK
-// over a warp, several routing chunks. Blocks and threads run in both orders, and
-// 16-bit grouped matmuls on tensor cores (the default) and CUDA cores. Slow (about
+// over a warp, several routing chunks. Blocks and threads run in both orders and with
+// warps in turn, and 16-bit grouped matmuls on tensor cores (the default) and CUDA cores. Slow (about
 // 30 s: emulated tensor-core fragments, and the f64 oracle once per backend).
 const skip = simulatorSkipReason();
 
@@ -30,7 +30,7 @@ describe.skipIf(skip)(`MoE kernels beyond the conformance shapes on cuda-sim${sk
   let backends: [string, Backend][];
   const reference = createReferenceBackend();
   beforeAll(() => {
-    backends = simulatorInBothOrders();
+    backends = simulatorSchedules();
     process.env.KILN_MATMUL_PATH = "simt";  // read when a backend opens
     try {
       backends.push(["KILN_MATMUL_PATH=simt", createCudaSimBackend()]);
@@ -46,7 +46,7 @@ describe.skipIf(skip)(`MoE kernels beyond the conformance shapes on cuda-sim${sk
   for (const c of cases) {
     it(caseName(c), async () => {
       const simtToo = c.kernel.startsWith("grouped") && c.dtype !== "f32";
-      for (const [order, backend] of backends.slice(0, simtToo ? 3 : 2)) {
+      for (const [order, backend] of backends.slice(0, simtToo ? 4 : 3)) {
         const problems = await checkCase(backend, reference, { ...c, args: { ...c.args, dtype: c.dtype } });
         expect(problems, order).toEqual([]);
       }

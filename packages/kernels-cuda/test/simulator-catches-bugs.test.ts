@@ -68,6 +68,13 @@ describe.skipIf(skip)(`the CUDA simulator catches kernel bugs${skip ? ` (skipped
     expect(half.out).toMatch(/ldmatrix at \S*broken_kernels.cu:\d+ needs all 32 lanes of the warp: lane 16 of warp 0 is not in the block/);
   });
 
+  it("warps in turn expose a double buffer overwritten before the other warp read it (a missing closing barrier)", () => {
+    expect(run(plain, "double-buffer").out).toContain("double buffer with closing barrier, warps in turn: 0 of 64 threads wrong");
+    // The default schedule keeps warps in step at every warp exchange: the bug hides there.
+    expect(run(plain, "double-buffer-no-barrier").out).toContain("without closing barrier, default schedule: 0 of 64 threads wrong");
+    expect(run(plain, "double-buffer-no-barrier-in-turn").out).toMatch(/without closing barrier, warps in turn: [1-9]\d* of 64 threads wrong/);
+  });
+
   it("warp shuffles exchange values across the lanes of each warp (under ASan too)", () => {
     for (const program of [plain, asan]) expect(run(program, "warp-reduce").out).toContain("warp sums: 496 1520 2544");
   });

@@ -262,6 +262,7 @@ void SetSimOptions(const Napi::CallbackInfo& info) {
   kiln_sim::SimOptions opts;
   opts.reverse_blocks = o.Get("reverseBlocks").ToBoolean();
   opts.reverse_threads = o.Get("reverseThreads").ToBoolean();
+  opts.warps_in_turn = o.Has("warpsInTurn") && o.Get("warpsInTurn").ToBoolean();
   if (o.Has("maxGridY") && o.Get("maxGridY").IsNumber()) {
     const int64_t y = o.Get("maxGridY").As<Napi::Number>().Int64Value();
     if (y < 1 || y > 65535) throw Napi::RangeError::New(info.Env(), "maxGridY must be between 1 and 65535");

@@ -1,7 +1,8 @@
 // sim_scheduler.cc: runs a kernel launch on the host. Blocks run one after another
 // (forward, or reversed to expose races between blocks); inside a block every thread
 // is a fiber, resumed in thread order until it finishes or waits at a barrier. When
-// no thread can run, a warp whose live lanes all wait at a warp exchange is released,
+// no thread can run, every warp whose live lanes all wait at a warp exchange is
+// released (with warps_in_turn only the first such warp, so it runs ahead alone),
 // or the block when all its live threads wait at the same __syncthreads; anything
 // else is a divergent barrier or a deadlock, reported with file and line, then abort.
 #include <cstdio>
@@ -91,8 +92,9 @@ unsigned thread_index() { return static_cast<unsigned>(g_run.current - g_run.thr
 /** Releases what can be released; false when nothing could (a deadlock). */
 bool release_barriers() {
   bool released = false;
-  const unsigned n = g_run.count;
-  for (unsigned w = 0; w < n; w += 32) {
+  const unsigned n = g_run.count, warps = (n + 31) / 32;
+  for (unsigned j = 0; j < warps && !(released && g_options.warps_in_turn); j++) {
+    const unsigned w = 32 * (g_options.reverse_threads ? warps - 1 - j : j);
     unsigned end = w + 32 < n ? w + 32 : n, waiting = 0, live = 0;
     for (unsigned i = w; i < end; i++) {
       if (g_run.threads[i].state == State::Done) continue;

@@ -9,6 +9,7 @@
 
 #include "kiln_cuda.h"
 #include "mma_ptx.h"
+#include "sim/sim_options.h"
 #include "sim/wmma_sim.h"
 
 namespace {
@@ -42,6 +43,28 @@ __global__ void divergent_barrier(float* out) {
     __syncthreads();
   }
   out[threadIdx.x] = 1;
+}
+
+// Two warps, four tiles of 64 through two shared buffers: tile t + 1 is written into
+// the other buffer before tile t is read (each thread reads the other warp's half,
+// after a warp exchange). Without the barrier that closes an iteration, a warp that
+// runs ahead overwrites the buffer the other warp has still to read: the default
+// schedule (warps in step at every exchange) does not show it, warps in turn do.
+template <bool kClosingBarrier>
+__global__ void double_buffer(const float* x, float* out) {
+  __shared__ float buf[2][kThreads];
+  const int tid = threadIdx.x;
+  buf[0][tid] = x[tid];
+  float acc = 0;
+  for (int t = 0; t < 4; t++) {
+    if (t + 1 < 4) buf[(t + 1) & 1][tid] = x[(t + 1) * kThreads + tid];
+    __syncthreads();
+    float v = __shfl_xor_sync(0xffffffffu, static_cast<float>(t), 1);
+    v += buf[t & 1][(tid + 32) % kThreads];
+    acc += __shfl_xor_sync(0xffffffffu, v, 0);
+    if (kClosingBarrier) __syncthreads();
+  }
+  out[tid] = acc;
 }
 
 __global__ void warp_reduce(const float* x, float* out) {
@@ -190,6 +213,26 @@ int run_divergent() {
   return 0;
 }
 
+int run_double_buffer(bool closing_barrier, bool warps_in_turn) {
+  kiln_sim::SimOptions opts;
+  opts.reverse_threads = warps_in_turn;
+  opts.warps_in_turn = warps_in_turn;
+  kiln_sim::set_options(opts);
+  std::vector<float> x(4 * kThreads), out(kThreads);
+  for (size_t i = 0; i < x.size(); i++) x[i] = static_cast<float>(i);
+  if (closing_barrier) kiln::launch("double_buffer", double_buffer<true>, 1, kThreads, 0, nullptr, x.data(), out.data());
+  else kiln::launch("double_buffer", double_buffer<false>, 1, kThreads, 0, nullptr, x.data(), out.data());
+  int wrong = 0;
+  for (int i = 0; i < kThreads; i++) {
+    float expect = 0;
+    for (int t = 0; t < 4; t++) expect += static_cast<float>(t) + x[t * kThreads + (i + 32) % kThreads];
+    if (out[i] != expect) wrong++;
+  }
+  std::printf("double buffer %s barrier, %s: %d of %d threads wrong\n", closing_barrier ? "with closing" : "without closing",
+              warps_in_turn ? "warps in turn" : "default schedule", wrong, kThreads);
+  return 0;
+}
+
 int run_warp_reduce() {
   std::vector<float> x(96), out(3);
   for (size_t i = 0; i < x.size(); i++) x[i] = static_cast<float>(i);
@@ -212,6 +255,9 @@ int main(int argc, char** argv) {
   if (!std::strcmp(mode, "copy-off-by-one")) return run_copy(true);
   if (!std::strcmp(mode, "divergent")) return run_divergent();
   if (!std::strcmp(mode, "warp-reduce")) return run_warp_reduce();
+  if (!std::strcmp(mode, "double-buffer")) return run_double_buffer(true, true);
+  if (!std::strcmp(mode, "double-buffer-no-barrier")) return run_double_buffer(false, false);
+  if (!std::strcmp(mode, "double-buffer-no-barrier-in-turn")) return run_double_buffer(false, true);
   if (!std::strcmp(mode, "wmma-sync")) return run_wmma(true);
   if (!std::strcmp(mode, "wmma-no-sync")) return run_wmma(false);
   if (!std::strcmp(mode, "mma")) return run_mma(MmaBug::kNone);

@@ -7,10 +7,15 @@ export function simulatorSkipReason(): string | undefined {
   return sim.built ? undefined : sim.detail;
 }
 
-/** Two simulator backends, labelled: blocks and threads in order, and both reversed. */
-export function simulatorInBothOrders(): [string, Backend][] {
+/**
+ * Three simulator backends, labelled: blocks and threads in order; both reversed; and
+ * threads reversed with warps let past warp exchanges one at a time (the last warp runs
+ * ahead to each barrier alone).
+ */
+export function simulatorSchedules(): [string, Backend][] {
   return [
     ["in order", createCudaSimBackend()],
     ["blocks and threads reversed", createCudaSimBackend({ reverseBlocks: true, reverseThreads: true })],
+    ["warps in turn, threads reversed", createCudaSimBackend({ reverseThreads: true, warpsInTurn: true })],
   ];
 }
