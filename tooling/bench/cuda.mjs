@@ -235,7 +235,7 @@ if (matmulPath(backend) === "cublaslt") {
 }
 const groupedGemms = [await groupedGemm("bf16"), await groupedGemm("f32")];
 const attentions = [await attention("bf16"), await attention("f32")];
-// The WMMA attention forward that the mma.sync one replaced (its backward is the same kernel), for comparison.
+// The WMMA attention kernels that the mma.sync ones replaced, for comparison.
 process.env.KILN_ATTENTION_PATH = "wmma";
 const wmmaAttention = createCudaBackend({ device: DEVICE });
 delete process.env.KILN_ATTENTION_PATH;

@@ -4,7 +4,7 @@
 # conformance runner and the GPU benchmark bundled with esbuild, and the PyTorch
 # references. On the GPU machine, the folder's run.sh (`bash run.sh [OUTDIR]`) runs
 # the conformance suite (every matmul path), the benchmark, and the suite again
-# under compute-sanitizer (racecheck on attention, memcheck on all) when it is
+# under compute-sanitizer (racecheck on attention and matmul, memcheck on all) when it is
 # there; logs and JSON land in OUTDIR (default: out, in the folder).
 # Usage: bash tooling/bench/gpu-kit.sh DIR     (after pnpm turbo run build, with nvcc)
 set -euo pipefail
@@ -56,8 +56,10 @@ for path in kiln wmma simt; do
   echo "== conformance of matmul with KILN_MATMUL_PATH=$path"
   KILN_MATMUL_PATH=$path "$node" "$kit/cuda-conformance.mjs" --isolate --kernel matmul 2>&1 | tee "$out/conformance-matmul-$path.log"
 done
-echo "== conformance of attention with KILN_ATTENTION_PATH=wmma (the mma.sync forward is the default)"
-KILN_ATTENTION_PATH=wmma "$node" "$kit/cuda-conformance.mjs" --isolate --kernel attentionForward 2>&1 | tee "$out/conformance-attention-wmma.log"
+for kernel in attentionForward attentionBackward; do
+  echo "== conformance of $kernel with KILN_ATTENTION_PATH=wmma (the mma.sync kernels are the default)"
+  KILN_ATTENTION_PATH=wmma "$node" "$kit/cuda-conformance.mjs" --isolate --kernel $kernel 2>&1 | tee "$out/conformance-$kernel-wmma.log"
+done
 if [ -n "${KIT_CLI:-}" ]; then
   echo "== kiln train on the GPU"
   mkdir -p /tmp/kiln-kit/run && cd /tmp/kiln-kit/run
@@ -72,11 +74,12 @@ echo "== benchmark"
 KILN_CUBLASLT_LOG=1 timeout "${KIT_BENCH_SECONDS:-400}" "$node" "$kit/cuda.mjs" ${KIT_BENCH_ARGS:-} 2>"$out/bench.err" | tee "$out/bench.json"
 tail -5 "$out/bench.err"
 if command -v compute-sanitizer >/dev/null && [ -z "${KIT_SKIP_SANITIZER:-}" ]; then
-  for tool in racecheck memcheck; do
-    echo "== conformance under compute-sanitizer $tool"
-    [ $tool = racecheck ] && only="--kernel attentionForward" || only=""
-    timeout "${KIT_SANITIZER_SECONDS:-600}" compute-sanitizer --tool $tool --print-limit 20 "$node" "$kit/cuda-conformance.mjs" --passes 1 $only ${KIT_CONFORMANCE_ARGS:-} >"$out/$tool.log" 2>&1
-    echo "$tool exit $?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|FAIL|Invalid|hazard" "$out/$tool.log" | head -20
+  # racecheck: the kernels that share tiles between warps through shared memory; memcheck: all.
+  for run in racecheck:attentionForward racecheck:attentionBackward racecheck:matmul memcheck:; do
+    tool=${run%%:*} kernel=${run#*:}
+    echo "== conformance under compute-sanitizer $tool${kernel:+ ($kernel)}"
+    timeout "${KIT_SANITIZER_SECONDS:-600}" compute-sanitizer --tool $tool --print-limit 20 "$node" "$kit/cuda-conformance.mjs" --passes 1 ${kernel:+--kernel $kernel} ${KIT_CONFORMANCE_ARGS:-} >"$out/$tool$kernel.log" 2>&1
+    echo "$tool exit $?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|FAIL|Invalid|hazard" "$out/$tool$kernel.log" | head -20
   done
 fi
 RUN

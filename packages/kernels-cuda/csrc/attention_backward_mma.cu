@@ -78,11 +78,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
   copy_tile<T, DP, VEC>(ks, k + (tok0 + kv0) * kv_stride + int64_t{gh} * d, kv_stride, kBmRows, nk, d);
   copy_tile<T, DP, VEC>(vs, v + (tok0 + kv0) * v_stride + int64_t{gh} * dv, v_stride, kBmRows, nk, dv);
   copy_step(0);
-  if constexpr (VEC) {
-    ptx::cp_async_commit();
-    ptx::cp_async_wait<0>();
-  }
-  __syncthreads();
+  tile_copies_visible<VEC, 0>();
   uint32_t kf[DP / 16][4], vf[DP / 16][4];
   load_a_fragments<DP>(kf, ks + wrow * LD, lane);
   load_a_fragments<DP>(vf, vs + wrow * LD, lane);
@@ -92,11 +88,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
 
   for (int step = 0; step < steps; step++) {
     if (step + 1 < steps) copy_step(step + 1);  // into the buffer last read in step - 1
-    if constexpr (VEC) {
-      ptx::cp_async_commit();
-      ptx::cp_async_wait<1>();
-      __syncthreads();
-    }
+    tile_copies_visible<VEC, 1>();  // this step's tiles, not the next one's
     const int q0 = (qt0 + step % per_head) * kBmTile;
     const unsigned char* buf = buffer(step & 1);
     const T* qt = reinterpret_cast<const T*>(buf);
@@ -175,11 +167,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
   copy_tile<T, DP, VEC>(qs, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, kBmRows, nq, d);
   copy_tile<T, DP, VEC>(dos, dout + (tok0 + q0) * out_stride + int64_t{h} * dv, out_stride, kBmRows, nq, dv);
   copy_keys(0);
-  if constexpr (VEC) {
-    ptx::cp_async_commit();
-    ptx::cp_async_wait<0>();
-  }
-  __syncthreads();
+  tile_copies_visible<VEC, 0>();
   uint32_t qf[DP / 16][4], df[DP / 16][4];
   load_a_fragments<DP>(qf, qs + wrow * LD, lane);
   load_a_fragments<DP>(df, dos + wrow * LD, lane);
@@ -190,11 +178,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
   for (int kt = 0; kt < n_kt; kt++) {
     const int kv0 = kt * kBmTile;
     if (kt + 1 < n_kt) copy_keys(kt + 1);  // into the buffer last read in iteration kt - 1
-    if constexpr (VEC) {
-      ptx::cp_async_commit();
-      ptx::cp_async_wait<1>();
-      __syncthreads();
-    }
+    tile_copies_visible<VEC, 1>();  // this step's tiles, not the next one's
     const T* ks = buffer(kt & 1);
     const T* vs = ks + TILE;
     if (kv0 <= q0 + wrow + 15) {  // else every key of the tile is after every query of this warp

@@ -73,11 +73,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
   };
   copy_tile<T, DP, VEC>(qs, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, kMmaRows, nq, d);
   copy_keys(0);
-  if constexpr (VEC) {
-    ptx::cp_async_commit();
-    ptx::cp_async_wait<0>();
-  }
-  __syncthreads();
+  tile_copies_visible<VEC, 0>();
   uint32_t qf[DP / 16][4];  // Q_w's A fragments, for the whole loop
   load_a_fragments<DP>(qf, qs + wrow * L::LD, lane);
 
@@ -90,11 +86,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
     const int kv0 = kt * kMmaKeys;
     // Tile kt + 1 into the other buffer (last read in iteration kt - 1, before its closing barrier).
     if (kt + 1 < n_kt) copy_keys(kt + 1);
-    if constexpr (VEC) {
-      ptx::cp_async_commit();
-      ptx::cp_async_wait<1>();  // tile kt's group has landed; tile kt + 1's may still be in flight
-      __syncthreads();          // ... and is visible to every thread
-    }  // (plain loads of tile kt were made visible by the previous iteration's closing barrier)
+    tile_copies_visible<VEC, 1>();  // tile kt, not tile kt + 1 (plain loads of tile kt: the previous closing barrier)
     const T* ks = kvs + (kt & 1) * 2 * TILE;
     const T* vs = ks + TILE;
     if (kv0 <= q0 + wrow + 15) {  // else every key of the tile is after every row of this warp

@@ -49,6 +49,24 @@ __device__ __forceinline__ void copy_tile(T* dst, const T* src, int64_t stride, 
   }
 }
 
+/**
+ * Makes the tile copies issued since the last call visible to the whole block, all but
+ * the newest IN_FLIGHT groups of them: VEC commits its cp.async group, waits and meets
+ * at a barrier; plain loads need the barrier only when nothing may stay in flight (a
+ * loop's plain loads of the next tile are made visible by the barrier that closes the
+ * iteration).
+ */
+template <bool VEC, int IN_FLIGHT>
+__device__ __forceinline__ void tile_copies_visible() {
+  if constexpr (VEC) {
+    ptx::cp_async_commit();
+    ptx::cp_async_wait<IN_FLIGHT>();
+    __syncthreads();
+  } else if constexpr (IN_FLIGHT == 0) {
+    __syncthreads();
+  }
+}
+
 /** The 16 x DP A fragments of a warp's 16 rows of a shared tile (rows DP + 8 apart), by ldmatrix. */
 template <int DP>
 __device__ __forceinline__ void load_a_fragments(uint32_t (&f)[DP / 16][4], const void* rows16, int lane) {

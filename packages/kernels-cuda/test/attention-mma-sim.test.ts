@@ -1,7 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Backend, createReferenceBackend } from "@kiln/contract";
-import { type ConformanceCase, caseName, checkCase, conformanceCases } from "@kiln/contract/conformance";
-import { simulatorSchedules, simulatorSkipReason } from "./support/simulator.js";
+import { type ConformanceCase, conformanceCases } from "@kiln/contract/conformance";
+import { describeCasesOnSchedules } from "./support/simulator.js";
 
 // The bf16/f16 attention on mma.sync (csrc/attention_forward_mma.cu and
 // attention_backward_mma.cu: scores, probabilities and gradients in registers, loop
@@ -11,7 +9,6 @@ import { simulatorSchedules, simulatorSkipReason } from "./support/simulator.js"
 // every head of the group), a packed qkv buffer, a value head size apart from the
 // query/key one, and layouts that rule out 16-byte copies (the plain-load path of the
 // same kernels).
-const skip = simulatorSkipReason();
 
 const cases: ConformanceCase[] = [
   // DP 128, cp.async: 4 key tiles (the last of 8 keys), 4 query tiles, 2 query heads on one kv head.
@@ -55,23 +52,4 @@ cases.push(
   backward({ dtype: "bf16", shape: "strided", label: "headDim 20 (plain loads)", args: { batch: 1, seqLen: 140, heads: 2, kvHeads: 2, headDim: 20 } }),
 );
 
-describe.skipIf(skip)(`mma.sync attention on cuda-sim${skip ? ` (skipped: ${skip})` : ""}`, () => {
-  let backends: [string, Backend][];
-  const reference = createReferenceBackend();
-  beforeAll(() => {
-    backends = simulatorSchedules();
-  });
-  afterAll(() => {
-    for (const [, b] of backends ?? []) b.dispose();
-    reference.dispose();
-  });
-
-  cases.forEach((c) => {
-    it(caseName(c), async () => {
-      for (const [order, backend] of backends) {
-        const problems = await checkCase(backend, reference, { ...c, args: { ...c.args, dtype: c.dtype } });
-        expect(problems, order).toEqual([]);
-      }
-    }, 300_000);
-  });
-});
+describeCasesOnSchedules("mma.sync attention on cuda-sim", cases);

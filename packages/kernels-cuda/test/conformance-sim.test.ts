@@ -10,43 +10,31 @@ import { simulatorSkipReason } from "./support/simulator.js";
 // 16-byte copies), grouped matmuls and attention take the tensor-core kernels by
 // default, as on a GPU; a second pass runs them on the CUDA-core kernels (KILN_MATMUL_PATH=simt,
 // KILN_ATTENTION_PATH=simt, read when a backend opens), a third the bf16/f16 matmuls
-// on the WMMA kernel alone (KILN_MATMUL_PATH=wmma), and a fourth the bf16/f16 attention
-// forward on the WMMA kernel instead of the mma.sync one (KILN_ATTENTION_PATH=wmma).
+// on the WMMA kernel alone (KILN_MATMUL_PATH=wmma), and a fourth bf16/f16 attention
+// forward and backward on the WMMA kernels instead of the mma.sync ones (KILN_ATTENTION_PATH=wmma).
+type Case = { kernel: string; dtype: string };
+const sixteenBit = (kernels: string[]) => (c: Case) => kernels.includes(c.kernel) && c.dtype !== "f32";
+
+/** The suite's cases that `filter` keeps, on a simulator opened with `env` set (the addon reads it at open). */
+function conformanceWith(env: Record<string, string>, name: string, filter: (c: Case) => boolean): void {
+  describe(Object.entries(env).map(([k, v]) => `${k}=${v}`).join(" "), () => {
+    beforeAll(() => {
+      Object.assign(process.env, env);
+    });
+    afterAll(() => {
+      for (const k of Object.keys(env)) delete process.env[k];
+    });
+    runConformance(() => createCudaSimBackend(), { name, filter });
+  });
+}
+
 const skip = simulatorSkipReason();
 if (skip) {
   it.skip(`cuda-sim conformance: ${skip}`, () => {});
 } else {
   runConformance(() => createCudaSimBackend(), { name: "cuda-sim" });
-  describe("KILN_MATMUL_PATH=simt KILN_ATTENTION_PATH=simt", () => {
-    beforeAll(() => {
-      process.env.KILN_MATMUL_PATH = "simt";
-      process.env.KILN_ATTENTION_PATH = "simt";
-    });
-    afterAll(() => {
-      delete process.env.KILN_MATMUL_PATH;
-      delete process.env.KILN_ATTENTION_PATH;
-    });
-    const cudaCores = (c: { kernel: string; dtype: string }) => ["matmul", "groupedMatmul", "groupedMatmulWeightGrad", "attentionForward", "attentionBackward"].includes(c.kernel) && c.dtype !== "f32";
-    runConformance(() => createCudaSimBackend(), { name: "cuda-sim, CUDA-core matmul and attention", filter: cudaCores });
-  });
-  describe("KILN_MATMUL_PATH=wmma", () => {
-    beforeAll(() => {
-      process.env.KILN_MATMUL_PATH = "wmma";
-    });
-    afterAll(() => {
-      delete process.env.KILN_MATMUL_PATH;
-    });
-    const wmma = (c: { kernel: string; dtype: string }) => c.kernel === "matmul" && c.dtype !== "f32";
-    runConformance(() => createCudaSimBackend(), { name: "cuda-sim, WMMA matmul", filter: wmma });
-  });
-  describe("KILN_ATTENTION_PATH=wmma", () => {
-    beforeAll(() => {
-      process.env.KILN_ATTENTION_PATH = "wmma";
-    });
-    afterAll(() => {
-      delete process.env.KILN_ATTENTION_PATH;
-    });
-    const wmma = (c: { kernel: string; dtype: string }) => c.kernel === "attentionForward" && c.dtype !== "f32";
-    runConformance(() => createCudaSimBackend(), { name: "cuda-sim, WMMA attention forward", filter: wmma });
-  });
+  const matmuls = ["matmul", "groupedMatmul", "groupedMatmulWeightGrad"], attention = ["attentionForward", "attentionBackward"];
+  conformanceWith({ KILN_MATMUL_PATH: "simt", KILN_ATTENTION_PATH: "simt" }, "cuda-sim, CUDA-core matmul and attention", sixteenBit([...matmuls, ...attention]));
+  conformanceWith({ KILN_MATMUL_PATH: "wmma" }, "cuda-sim, WMMA matmul", sixteenBit(["matmul"]));
+  conformanceWith({ KILN_ATTENTION_PATH: "wmma" }, "cuda-sim, WMMA attention", sixteenBit(attention));
 }

@@ -1,7 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Backend, createReferenceBackend } from "@kiln/contract";
-import { type ConformanceCase, caseName, checkCase } from "@kiln/contract/conformance";
-import { simulatorSchedules, simulatorSkipReason } from "./support/simulator.js";
+import type { ConformanceCase } from "@kiln/contract/conformance";
+import { describeCasesOnSchedules } from "./support/simulator.js";
 
 // The pipelined tensor-core matmul (csrc/matmul_mma.cu: mma.sync, ldmatrix, a
 // 4-stage cp.async ring) on shapes the conformance suite does not reach, against the
@@ -11,7 +9,6 @@ import { simulatorSchedules, simulatorSkipReason } from "./support/simulator.js"
 // operand, every transA / transB pair, bias + accumulate + alpha, and C in f32. Two
 // cases whose layout rules out 16-byte copies check the fallback to the WMMA kernel.
 // Slow (about a minute: every mma and ldmatrix is a warp exchange in the simulator).
-const skip = simulatorSkipReason();
 const K = 32 * 4 * 3 + 8;
 
 type Trans = { transA: boolean; transB: boolean };
@@ -45,24 +42,5 @@ const cases: ConformanceCase[] = [
   { kernel: "matmul", dtype: "bf16", shape: "batch", label: "strideB 4 past 8 (falls back)", args: { m: 40, n: 48, k: 64, batch: 2, strideB: 64 * 48 + 4 } },
 ];
 
-describe.skipIf(skip)(`pipelined tensor-core matmul on cuda-sim${skip ? ` (skipped: ${skip})` : ""}`, () => {
-  let backends: [string, Backend][];
-  const reference = createReferenceBackend();
-  beforeAll(() => {
-    backends = simulatorSchedules();
-  });
-  afterAll(() => {
-    for (const [, b] of backends ?? []) b.dispose();
-    reference.dispose();
-  });
-
-  cases.forEach((c, i) => {
-    it(caseName(c), async () => {
-      // Every case in order; every other one also reversed and with warps in turn.
-      for (const [order, backend] of backends.slice(0, i % 2 === 0 ? 3 : 1)) {
-        const problems = await checkCase(backend, reference, { ...c, args: { ...c.args, dtype: c.dtype } });
-        expect(problems, order).toEqual([]);
-      }
-    }, 300_000);
-  });
-});
+// Every case in order; every other one also reversed and with warps in turn.
+describeCasesOnSchedules("pipelined tensor-core matmul on cuda-sim", cases, (i) => (i % 2 === 0 ? 3 : 1));

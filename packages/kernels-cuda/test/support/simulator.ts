@@ -1,4 +1,6 @@
-import type { Backend } from "@kiln/contract";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Backend, createReferenceBackend } from "@kiln/contract";
+import { type ConformanceCase, caseName, checkCase } from "@kiln/contract/conformance";
 import { createCudaSimBackend, cudaStatus } from "../../src/index.js";
 
 /** Why the simulator tests cannot run here (not built: no clang++ or no CUDA headers), or undefined. */
@@ -18,4 +20,32 @@ export function simulatorSchedules(): [string, Backend][] {
     ["blocks and threads reversed", createCudaSimBackend({ reverseBlocks: true, reverseThreads: true })],
     ["warps in turn, threads reversed", createCudaSimBackend({ reverseThreads: true, warpsInTurn: true })],
   ];
+}
+
+/**
+ * A describe block that checks every case against the f64 reference on the simulator
+ * schedules (all three, or the first `schedulesFor(index)` of them), skipped with the
+ * reason when the simulator is not built.
+ */
+export function describeCasesOnSchedules(title: string, cases: ConformanceCase[], schedulesFor: (index: number) => number = () => 3): void {
+  const skip = simulatorSkipReason();
+  describe.skipIf(skip)(`${title}${skip ? ` (skipped: ${skip})` : ""}`, () => {
+    let backends: [string, Backend][];
+    const reference = createReferenceBackend();
+    beforeAll(() => {
+      backends = simulatorSchedules();
+    });
+    afterAll(() => {
+      for (const [, b] of backends ?? []) b.dispose();
+      reference.dispose();
+    });
+    cases.forEach((c, i) => {
+      it(caseName(c), async () => {
+        for (const [schedule, backend] of backends.slice(0, schedulesFor(i))) {
+          const problems = await checkCase(backend, reference, { ...c, args: { ...c.args, dtype: c.dtype } });
+          expect(problems, schedule).toEqual([]);
+        }
+      }, 300_000);
+    });
+  });
 }
