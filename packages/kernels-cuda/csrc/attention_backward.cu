@@ -1,7 +1,8 @@
 // attention_backward.cu: gradients of causal attention (see attention.cu for the math,
 // the layout and the tiling), FlashAttention-2 style in three kernels: D = dOut·out
 // per row; dK, dV per kv tile over every query head of its group; dQ per query tile.
-// bf16/f16 with headDim and vHeadDim <= 64 run the last two on tensor cores (attention_backward_tc.cu).
+// bf16/f16 with headDim and vHeadDim <= 128 run the last two on tensor cores (attention_backward_mma.cu;
+// attention_backward_tc.cu, up to 64, with KILN_ATTENTION_PATH=wmma).
 // dK, dQ are headDim wide, dV, dOut vHeadDim wide (attention.cu's layout).
 // Each output element has one writer and every sum runs in a fixed order (no atomics).
 #include "attention_tiles.h"

@@ -1,19 +1,21 @@
 // attention_backward_mma.cu: dK, dV and dQ of causal attention for bf16 and f16 on
-// mma.sync.m16n8k16, headDim and vHeadDim up to 64, with every score, probability and
+// mma.sync.m16n8k16, headDim and vHeadDim up to 128, with every score, probability and
 // gradient tile in registers (math at the top of attention.cu; D = dOut·out comes from
-// attention_backward.cu's first kernel). attention_backward_tc.cu (WMMA) runs instead
-// with KILN_ATTENTION_PATH=wmma. Tiles are 64 wide: Q, K (so dQ, dK) zero past headDim,
-// V, dO (so dV) past vHeadDim.
+// attention_backward.cu's first kernel). attention_backward_tc.cu (WMMA, up to 64) runs
+// instead with KILN_ATTENTION_PATH=wmma. Tiles are DP = 64 or 128 wide (the wider head
+// size): Q, K (so dQ, dK) zero past headDim, V, dO (so dV) past vHeadDim. At DP 128 the
+// loop tiles hold 32 rows and the block's own rows are read from shared memory for each
+// product instead of being kept as fragments (registers: two 16 x 128 accumulators).
 //
 // dK/dV: a block of 4 warps owns 64 keys of one (kv head, batch); warp w owns keys
 //   16w..16w+15, keeps K_w and V_w as A fragments and dK_w, dV_w as accumulators. For
-//   every query head of the group and every tile of 64 queries at or after the block's
+//   every query head of the group and every tile of queries at or after the block's
 //   first key (Q, dO, lse and D of the tile in shared memory, double buffered):
-//     S^T = K_w Q^T,  dP^T = V_w dO^T                     16 x 64 accumulators
+//     S^T = K_w Q^T,  dP^T = V_w dO^T                     16 x tile accumulators
 //     P^T = exp2(S^T scale log2e - lse),  dS^T = P^T (dP^T - D)   (per query column)
 //     dV_w += P^T dO,  dK_w += dS^T Q                     P^T, dS^T as A fragments
 // dQ: a block owns 64 queries of one (head, batch); warp w owns queries 16w..16w+15,
-//   keeps Q_w and dO_w as A fragments, dQ_w as accumulators; for every tile of 64 keys
+//   keeps Q_w and dO_w as A fragments, dQ_w as accumulators; for every tile of keys
 //   at or before them (K and V double buffered): S = Q_w K^T, dP = dO_w V^T, dS as
 //   above (per query row), dQ_w += dS K.
 // dK and dQ are scaled once at the end. Tiles are copied by cp.async when every row
@@ -24,15 +26,41 @@
 namespace kiln {
 namespace {
 
-constexpr int kBmRows = 64, kBmTile = 64, kBmDP = 64;
+constexpr int kBmRows = 64;
 
-/** Shared memory: the block's own two tiles (not kept: their fragments are), then two buffers of two loop tiles and their lse, D. */
-struct BmLayout {
-  static constexpr int LD = kBmDP + 8;
-  static constexpr size_t tile_bytes = size_t{kBmTile} * LD * 2;
-  static constexpr size_t stats_bytes = size_t{kBmTile} * 4 * 2;  // lse * log2(e), D
+/**
+ * Per tile width DP: the loop tile's rows, whether the block's own rows stay in
+ * registers as fragments, and the shared memory: the block's own two tiles (64 rows),
+ * then two buffers of two loop tiles and their lse, D.
+ */
+template <int DP>
+struct BmConfig {
+  static constexpr int kTile = DP <= 64 ? 64 : 32;
+  static constexpr bool kFragments = DP <= 64;
+  static constexpr int LD = DP + 8;
+  static constexpr size_t own_bytes = size_t{kBmRows} * LD * 2;
+  static constexpr size_t tile_bytes = size_t{kTile} * LD * 2;
+  static constexpr size_t stats_bytes = size_t{kTile} * 4 * 2;  // lse * log2(e), D
   static constexpr size_t buffer_bytes = 2 * tile_bytes + stats_bytes;
-  static constexpr size_t total = 2 * tile_bytes + 2 * buffer_bytes;
+  static constexpr size_t total = 2 * own_bytes + 2 * buffer_bytes;
+};
+
+/** The block's own 16 rows of a warp as A: fragments loaded once (DP 64), or the shared rows themselves (DP 128). */
+template <typename T, int DP, bool FRAGMENTS>
+struct OwnRows;
+template <typename T, int DP>
+struct OwnRows<T, DP, true> {
+  uint32_t f[DP / 16][4];
+  __device__ OwnRows(const T* rows16, int lane) { load_a_fragments<DP>(f, rows16, lane); }
+  template <int N>
+  __device__ void nt(float (&acc)[N][4], const T* b, int lane) const { warp_mma_nt<T, DP, N>(acc, f, b, lane); }
+};
+template <typename T, int DP>
+struct OwnRows<T, DP, false> {
+  const T* rows;
+  __device__ OwnRows(const T* rows16, int) : rows(rows16) {}
+  template <int N>
+  __device__ void nt(float (&acc)[N][4], const T* b, int lane) const { warp_mma_nt<T, DP, N>(acc, rows, b, lane); }
 };
 
 /** Whether every row of the operands read by copies (dOut, q, k, v) and their head offsets allow 16-byte copies. */
@@ -42,18 +70,19 @@ bool backward_allows_16_byte_copies(const KernelCall& c, const Args& a) {
          a.out_stride % 8 == 0 && aligned(0) && aligned(1) && aligned(2) && aligned(3);
 }
 
-template <typename T, bool VEC>
+template <typename T, int DP, bool VEC>
 __global__ void __launch_bounds__(kMmaWarps * 32, 1)
     attention_dkdv_mma_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                               const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dk, T* __restrict__ dv_out,
                               int batch, int seq, int heads, int kv_heads, int d, int dv, int64_t q_stride, int64_t kv_stride,
                               int64_t v_stride, int64_t out_stride, float scale) {
 #if defined(KILN_ATTENTION_TC)
-  constexpr int DP = kBmDP, NS = kBmTile / 8, LD = BmLayout::LD, TILE = kBmTile * LD;
+  using C = BmConfig<DP>;
+  constexpr int kTile = C::kTile, NS = kTile / 8, LD = C::LD, TILE = kTile * LD;
   KILN_DYNAMIC_SHARED(unsigned char, smem);
   T* ks = reinterpret_cast<T*>(smem);
-  T* vs = ks + TILE;
-  auto buffer = [&](int i) { return smem + 2 * BmLayout::tile_bytes + i * BmLayout::buffer_bytes; };
+  T* vs = ks + kBmRows * LD;
+  auto buffer = [&](int i) { return smem + 2 * C::own_bytes + i * C::buffer_bytes; };
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, qd = lane & 3, wrow = warp * 16;
   const KeyTile tile = key_tile(seq, batch, kv_heads, kBmRows);
@@ -63,25 +92,23 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
   const int key_lo = kv0 + wrow + g, key_hi = key_lo + 8;  // this lane's two key rows
 
   // Every (query head, query tile) pair the block visits, in order: tiles from the one holding its first key.
-  const int qt0 = kv0 / kBmTile, n_qt = (seq + kBmTile - 1) / kBmTile, per_head = n_qt - qt0, steps = group * per_head;
+  const int qt0 = kv0 / kTile, n_qt = (seq + kTile - 1) / kTile, per_head = n_qt - qt0, steps = group * per_head;
   auto copy_step = [&](int step) {
-    const int h = gh * group + step / per_head, q0 = (qt0 + step % per_head) * kBmTile, nq = min(kBmTile, seq - q0);
+    const int h = gh * group + step / per_head, q0 = (qt0 + step % per_head) * kTile, nq = min(kTile, seq - q0);
     unsigned char* buf = buffer(step & 1);
     T* qt = reinterpret_cast<T*>(buf);
-    copy_tile<T, DP, VEC>(qt, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, kBmTile, nq, d);
-    copy_tile<T, DP, VEC>(qt + TILE, dout + (tok0 + q0) * out_stride + int64_t{h} * dv, out_stride, kBmTile, nq, dv);
+    copy_tile<T, DP, VEC>(qt, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, kTile, nq, d);
+    copy_tile<T, DP, VEC>(qt + TILE, dout + (tok0 + q0) * out_stride + int64_t{h} * dv, out_stride, kTile, nq, dv);
     const int64_t lrow = (int64_t{b} * heads + h) * seq + q0;
-    load_row_stats<kMmaWarps * 32>(reinterpret_cast<float*>(buf + 2 * BmLayout::tile_bytes),
-                                   reinterpret_cast<float*>(buf + 2 * BmLayout::tile_bytes) + kBmTile, lse + lrow, dvec + lrow, kBmTile, nq);
+    float* stats = reinterpret_cast<float*>(buf + 2 * C::tile_bytes);
+    load_row_stats<kMmaWarps * 32>(stats, stats + kTile, lse + lrow, dvec + lrow, kTile, nq);
   };
 
   copy_tile<T, DP, VEC>(ks, k + (tok0 + kv0) * kv_stride + int64_t{gh} * d, kv_stride, kBmRows, nk, d);
   copy_tile<T, DP, VEC>(vs, v + (tok0 + kv0) * v_stride + int64_t{gh} * dv, v_stride, kBmRows, nk, dv);
   copy_step(0);
   tile_copies_visible<VEC, 0>();
-  uint32_t kf[DP / 16][4], vf[DP / 16][4];
-  load_a_fragments<DP>(kf, ks + wrow * LD, lane);
-  load_a_fragments<DP>(vf, vs + wrow * LD, lane);
+  const OwnRows<T, DP, C::kFragments> kw(ks + wrow * LD, lane), vw(vs + wrow * LD, lane);
   float ak[DP / 8][4], av[DP / 8][4];
 #pragma unroll
   for (int j = 0; j < DP / 8; j++) ak[j][0] = ak[j][1] = ak[j][2] = ak[j][3] = av[j][0] = av[j][1] = av[j][2] = av[j][3] = 0.0f;
@@ -89,16 +116,16 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
   for (int step = 0; step < steps; step++) {
     if (step + 1 < steps) copy_step(step + 1);  // into the buffer last read in step - 1
     tile_copies_visible<VEC, 1>();  // this step's tiles, not the next one's
-    const int q0 = (qt0 + step % per_head) * kBmTile;
+    const int q0 = (qt0 + step % per_head) * kTile;
     const unsigned char* buf = buffer(step & 1);
     const T* qt = reinterpret_cast<const T*>(buf);
     const T* dot = qt + TILE;
-    const float* ls = reinterpret_cast<const float*>(buf + 2 * BmLayout::tile_bytes);
-    const float* dl = ls + kBmTile;
-    if (q0 + kBmTile - 1 >= kv0 + wrow) {  // else every query of the tile is before every key of this warp
+    const float* ls = reinterpret_cast<const float*>(buf + 2 * C::tile_bytes);
+    const float* dl = ls + kTile;
+    if (q0 + kTile - 1 >= kv0 + wrow) {  // else every query of the tile is before every key of this warp
       float st[NS][4], dpt[NS][4];
-      warp_mma_nt<T, DP, NS>(st, kf, qt, lane);
-      warp_mma_nt<T, DP, NS>(dpt, vf, dot, lane);
+      kw.nt(st, qt, lane);
+      vw.nt(dpt, dot, lane);
       // Column (query) 8 j + 2 qd + e of rows key_lo (st[j][e]) and key_hi (st[j][2 + e]).
 #pragma unroll
       for (int j = 0; j < NS; j++) {
@@ -133,18 +160,19 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
 #endif
 }
 
-template <typename T, bool VEC>
+template <typename T, int DP, bool VEC>
 __global__ void __launch_bounds__(kMmaWarps * 32, 1)
     attention_dq_mma_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                             const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dq, int batch, int seq,
                             int heads, int kv_heads, int d, int dv, int64_t q_stride, int64_t kv_stride, int64_t v_stride,
                             int64_t out_stride, float scale) {
 #if defined(KILN_ATTENTION_TC)
-  constexpr int DP = kBmDP, NS = kBmTile / 8, LD = BmLayout::LD, TILE = kBmTile * LD;
+  using C = BmConfig<DP>;
+  constexpr int kTile = C::kTile, NS = kTile / 8, LD = C::LD, TILE = kTile * LD;
   KILN_DYNAMIC_SHARED(unsigned char, smem);
   T* qs = reinterpret_cast<T*>(smem);
-  T* dos = qs + TILE;
-  auto buffer = [&](int i) { return reinterpret_cast<T*>(smem + 2 * BmLayout::tile_bytes + i * BmLayout::buffer_bytes); };
+  T* dos = qs + kBmRows * LD;
+  auto buffer = [&](int i) { return reinterpret_cast<T*>(smem + 2 * C::own_bytes + i * C::buffer_bytes); };
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, qd = lane & 3, wrow = warp * 16;
   const QueryTile tile = query_tile(seq, batch, heads, kv_heads, kBmRows);
@@ -157,34 +185,32 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
   const T* kb = k + tok0 * kv_stride + int64_t{tile.kv_head} * d;
   const T* vb = v + tok0 * v_stride + int64_t{tile.kv_head} * dv;
 
-  const int n_kt = (q0 + nq - 1) / kBmTile + 1;
+  const int n_kt = (q0 + nq - 1) / kTile + 1;
   auto copy_keys = [&](int kt) {
-    const int kv0 = kt * kBmTile, nk = min(kBmTile, seq - kv0);
+    const int kv0 = kt * kTile, nk = min(kTile, seq - kv0);
     T* buf = buffer(kt & 1);
-    copy_tile<T, DP, VEC>(buf, kb + int64_t{kv0} * kv_stride, kv_stride, kBmTile, nk, d);
-    copy_tile<T, DP, VEC>(buf + TILE, vb + int64_t{kv0} * v_stride, v_stride, kBmTile, nk, dv);
+    copy_tile<T, DP, VEC>(buf, kb + int64_t{kv0} * kv_stride, kv_stride, kTile, nk, d);
+    copy_tile<T, DP, VEC>(buf + TILE, vb + int64_t{kv0} * v_stride, v_stride, kTile, nk, dv);
   };
   copy_tile<T, DP, VEC>(qs, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, kBmRows, nq, d);
   copy_tile<T, DP, VEC>(dos, dout + (tok0 + q0) * out_stride + int64_t{h} * dv, out_stride, kBmRows, nq, dv);
   copy_keys(0);
   tile_copies_visible<VEC, 0>();
-  uint32_t qf[DP / 16][4], df[DP / 16][4];
-  load_a_fragments<DP>(qf, qs + wrow * LD, lane);
-  load_a_fragments<DP>(df, dos + wrow * LD, lane);
+  const OwnRows<T, DP, C::kFragments> qw(qs + wrow * LD, lane), dw(dos + wrow * LD, lane);
   float aq[DP / 8][4];
 #pragma unroll
   for (int j = 0; j < DP / 8; j++) aq[j][0] = aq[j][1] = aq[j][2] = aq[j][3] = 0.0f;
 
   for (int kt = 0; kt < n_kt; kt++) {
-    const int kv0 = kt * kBmTile;
+    const int kv0 = kt * kTile;
     if (kt + 1 < n_kt) copy_keys(kt + 1);  // into the buffer last read in iteration kt - 1
     tile_copies_visible<VEC, 1>();  // this step's tiles, not the next one's
     const T* ks = buffer(kt & 1);
     const T* vs = ks + TILE;
     if (kv0 <= q0 + wrow + 15) {  // else every key of the tile is after every query of this warp
       float s[NS][4], dp[NS][4];
-      warp_mma_nt<T, DP, NS>(s, qf, ks, lane);
-      warp_mma_nt<T, DP, NS>(dp, df, vs, lane);
+      qw.nt(s, ks, lane);
+      dw.nt(dp, vs, lane);
 #pragma unroll
       for (int j = 0; j < NS; j++) {
 #pragma unroll
@@ -213,34 +239,40 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
 #endif
 }
 
-template <typename T, bool VEC>
+template <typename T, int DP, bool VEC>
 void launch_backward_mma(const KernelCall& c, const Args& a, const float* dvec) {
+  constexpr size_t smem = BmConfig<DP>::total;
   const unsigned kv_grid = ceil_div(a.seq, kBmRows) * static_cast<unsigned>(a.kv_heads * a.batch);
-  auto dkdv = attention_dkdv_mma_kernel<T, VEC>;
-  allow_shared(dkdv, BmLayout::total);
-  launch("attentionBackward", dkdv, dim3(kv_grid), dim3(kMmaWarps * 32), BmLayout::total, c.stream, c.ptr<const T>(0),
-         c.ptr<const T>(1), c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(7), c.ptr<T>(8), a.batch,
-         a.seq, a.heads, a.kv_heads, a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale);
-  const unsigned q_grid = ceil_div(a.seq, kBmRows) * static_cast<unsigned>(a.heads * a.batch);
-  auto dqk = attention_dq_mma_kernel<T, VEC>;
-  allow_shared(dqk, BmLayout::total);
-  launch("attentionBackward", dqk, dim3(q_grid), dim3(kMmaWarps * 32), BmLayout::total, c.stream, c.ptr<const T>(0),
-         c.ptr<const T>(1), c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(6), a.batch, a.seq, a.heads,
+  auto dkdv = attention_dkdv_mma_kernel<T, DP, VEC>;
+  allow_shared(dkdv, smem);
+  launch("attentionBackward", dkdv, dim3(kv_grid), dim3(kMmaWarps * 32), smem, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
+         c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(7), c.ptr<T>(8), a.batch, a.seq, a.heads,
          a.kv_heads, a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale);
+  const unsigned q_grid = ceil_div(a.seq, kBmRows) * static_cast<unsigned>(a.heads * a.batch);
+  auto dqk = attention_dq_mma_kernel<T, DP, VEC>;
+  allow_shared(dqk, smem);
+  launch("attentionBackward", dqk, dim3(q_grid), dim3(kMmaWarps * 32), smem, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
+         c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(6), a.batch, a.seq, a.heads, a.kv_heads, a.d,
+         a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale);
+}
+
+template <typename T, int DP>
+void launch_backward_mma(const KernelCall& c, const Args& a, const float* dvec) {
+  if (backward_allows_16_byte_copies(c, a)) launch_backward_mma<T, DP, true>(c, a, dvec);
+  else launch_backward_mma<T, DP, false>(c, a, dvec);
 }
 
 template <typename T>
 void launch_backward_mma(const KernelCall& c, const Args& a, const float* dvec) {
-  if (backward_allows_16_byte_copies(c, a)) launch_backward_mma<T, true>(c, a, dvec);
-  else launch_backward_mma<T, false>(c, a, dvec);
+  if (a.d_max() <= 64) launch_backward_mma<T, 64>(c, a, dvec);
+  else launch_backward_mma<T, 128>(c, a, dvec);
 }
 
 }  // namespace
 
 bool launch_attention_backward_mma(const KernelCall& c, const float* dvec) {
   const Args a = read_args(c, 9);
-  // Up to 64: a warp's dK and dV accumulators, K and V fragments and two score tiles must stay in registers.
-  if (c.wmma_attention || !attention_tc_allowed(c, a.dtype, a.d_max()) || a.d_max() > kBmDP) return false;
+  if (c.wmma_attention || !attention_tc_allowed(c, a.dtype, a.d_max())) return false;
   if (a.dtype == kBF16) launch_backward_mma<__nv_bfloat16>(c, a, dvec);
   else launch_backward_mma<__half>(c, a, dvec);
   return true;

@@ -76,6 +76,25 @@ __device__ __forceinline__ void load_a_fragments(uint32_t (&f)[DP / 16][4], cons
   for (int kk = 0; kk < DP / 16; kk++) ptx::ldmatrix_x4(f[kk], base + (lane & 15) * (DP + 8) + kk * 16 + (lane >> 4) * 8);
 }
 
+/** acc[j], acc[j + 1] (j even) += A's k16 step kk (one fragment) times rows 8 j .. 8 j + 15 of B^T. */
+template <typename T, int DP, int N>
+__device__ __forceinline__ void nt_step(float (&acc)[N][4], const uint32_t (&af)[4], const T* lane_b, int kk) {
+#pragma unroll
+  for (int j = 0; j < N; j += 2) {
+    uint32_t r[4];
+    ptx::ldmatrix_x4(r, lane_b + j * 8 * (DP + 8) + kk * 16);
+    const uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
+    ptx::mma_m16n8k16<T>(acc[j], af, b0);
+    ptx::mma_m16n8k16<T>(acc[j + 1], af, b1);
+  }
+}
+
+/** This lane's ldmatrix row in B for nt_step: row 8 (i / 16) + i % 8 of a tile pair, columns 8 ((i / 8) % 2) of a k16 step. */
+template <int DP>
+__device__ __forceinline__ int nt_lane_offset(int lane) {
+  return ((lane >> 4) * 8 + (lane & 7)) * (DP + 8) + ((lane >> 3) & 1) * 8;
+}
+
 /**
  * acc (16 x 8 N) = A (16 x DP, fragments) B^T, B the first 8 N rows of a shared tile
  * (rows DP + 8 apart): S = Q K^T, dP = dO V^T and their transposes.
@@ -83,20 +102,26 @@ __device__ __forceinline__ void load_a_fragments(uint32_t (&f)[DP / 16][4], cons
 template <typename T, int DP, int N>
 __device__ __forceinline__ void warp_mma_nt(float (&acc)[N][4], const uint32_t (&a)[DP / 16][4], const T* b, int lane) {
   static_assert(N % 2 == 0, "two accumulator tiles per ldmatrix");
-  // lane i: row 8 (i / 16) + i % 8 of the tile pair, columns 8 ((i / 8) % 2) of the k16 step
-  const T* lane_b = b + ((lane >> 4) * 8 + (lane & 7)) * (DP + 8) + ((lane >> 3) & 1) * 8;
+  const T* lane_b = b + nt_lane_offset<DP>(lane);
+#pragma unroll
+  for (int j = 0; j < N; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+#pragma unroll
+  for (int kk = 0; kk < DP / 16; kk++) nt_step<T, DP, N>(acc, a[kk], lane_b, kk);
+}
+
+/** The same with A's 16 rows in shared memory (rows DP + 8 apart), one fragment loaded per k16 step: fewer registers. */
+template <typename T, int DP, int N>
+__device__ __forceinline__ void warp_mma_nt(float (&acc)[N][4], const T* a_rows16, const T* b, int lane) {
+  static_assert(N % 2 == 0, "two accumulator tiles per ldmatrix");
+  const T* lane_b = b + nt_lane_offset<DP>(lane);
+  const T* lane_a = a_rows16 + (lane & 15) * (DP + 8) + (lane >> 4) * 8;
 #pragma unroll
   for (int j = 0; j < N; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
 #pragma unroll
   for (int kk = 0; kk < DP / 16; kk++) {
-#pragma unroll
-    for (int j = 0; j < N; j += 2) {
-      uint32_t r[4];
-      ptx::ldmatrix_x4(r, lane_b + j * 8 * (DP + 8) + kk * 16);
-      const uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
-      ptx::mma_m16n8k16<T>(acc[j], a[kk], b0);
-      ptx::mma_m16n8k16<T>(acc[j + 1], a[kk], b1);
-    }
+    uint32_t af[4];
+    ptx::ldmatrix_x4(af, lane_a + kk * 16);
+    nt_step<T, DP, N>(acc, af, lane_b, kk);
   }
 }
 

@@ -266,9 +266,9 @@ void dispatch_head_dim(const Args& a, const char* kernel, F&& f) {
 bool launch_attention_forward_mma(const KernelCall& c);
 /** attentionForward on tensor cores (attention_forward_tc.cu, the mma kernel first) when it applies: bf16/f16, headDim and vHeadDim <= 128; false otherwise. */
 bool launch_attention_forward_tensor_cores(const KernelCall& c);
-/** dK, dV and dQ on mma.sync (attention_backward_mma.cu) from D in `dvec`, when it applies: bf16/f16, headDim and vHeadDim <= 64, not KILN_ATTENTION_PATH=wmma; false otherwise. */
+/** dK, dV and dQ on mma.sync (attention_backward_mma.cu) from D in `dvec`, when it applies: bf16/f16, headDim and vHeadDim <= 128, not KILN_ATTENTION_PATH=wmma; false otherwise. */
 bool launch_attention_backward_mma(const KernelCall& c, const float* dvec);
-/** dK, dV and dQ on tensor cores (attention_backward_tc.cu, the mma kernels first) from D in `dvec`, when it applies (bf16/f16, headDim and vHeadDim <= 64); false otherwise. */
+/** dK, dV and dQ on tensor cores from D in `dvec` when it applies: the mma kernels (up to 128), else with KILN_ATTENTION_PATH=wmma attention_backward_tc.cu (bf16/f16, headDim and vHeadDim <= 64); false otherwise. */
 bool launch_attention_backward_tensor_cores(const KernelCall& c, const float* dvec);
 
 }  // namespace kiln

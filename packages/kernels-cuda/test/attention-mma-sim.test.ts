@@ -3,9 +3,9 @@ import { describeCasesOnSchedules } from "./support/simulator.js";
 
 // The bf16/f16 attention on mma.sync (csrc/attention_forward_mma.cu and
 // attention_backward_mma.cu: scores, probabilities and gradients in registers, loop
-// tiles of 64 rows double buffered) on shapes the conformance suite does not reach,
-// against the f64 reference: several key and query tiles with a short last one, both
-// forward tile widths (DP 64 and 128), grouped-query heads (the dK/dV blocks loop over
+// tiles double buffered) on shapes the conformance suite does not reach, against the
+// f64 reference: several key and query tiles with a short last one, both tile widths
+// (DP 64 and 128) forward and backward, grouped-query heads (the dK/dV blocks loop over
 // every head of the group), a packed qkv buffer, a value head size apart from the
 // query/key one, and layouts that rule out 16-byte copies (the plain-load path of the
 // same kernels).
@@ -50,6 +50,11 @@ cases.push(
   // vHeadDim != headDim, and rows that rule out 16-byte copies.
   backward({ dtype: "f16", shape: "odd", label: "headDim 40 vHeadDim 56", args: { batch: 1, seqLen: 100, heads: 2, kvHeads: 1, headDim: 40, vHeadDim: 56 } }),
   backward({ dtype: "bf16", shape: "strided", label: "headDim 20 (plain loads)", args: { batch: 1, seqLen: 140, heads: 2, kvHeads: 2, headDim: 20 } }),
+  // DP 128 (loop tiles of 32, the block's rows read from shared memory): 5 query and key tiles, gqa 2:1.
+  backward({ dtype: "f16", shape: "long", label: "headDim 128 gqa 2:1, tiles of 32", args: { batch: 1, seqLen: 150, heads: 2, kvHeads: 1, headDim: 128 } }),
+  // Multi-head latent attention's sizes: query/key heads of 96 (64 + a RoPE slice of 32), value heads of 64.
+  backward({ dtype: "bf16", shape: "odd", label: "headDim 96 vHeadDim 64", args: { batch: 2, seqLen: 70, heads: 2, kvHeads: 2, headDim: 96, vHeadDim: 64, scale: 0.125 } }),
+  backward({ dtype: "f16", shape: "odd", label: "headDim 100 (plain loads, DP 128)", args: { batch: 1, seqLen: 45, heads: 1, kvHeads: 1, headDim: 100 } }),
 );
 
 describeCasesOnSchedules("mma.sync attention on cuda-sim", cases);
