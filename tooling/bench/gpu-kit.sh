@@ -68,6 +68,11 @@ if [ -n "${KIT_CLI:-}" ]; then
       --output-dir "checkpoints/$dtype" ${KIT_CLI_ARGS:-} 2>&1 | tee "$out/train-$dtype.log" | grep -v '^{"step":[0-9]*[1-9],' | tail -25
   done
   "$node" "$kit/cli/bin/kiln.js" sample --checkpoint checkpoints/bf16/final.safetensors --prompt "Once upon a time" 2>&1 | tee "$out/sample.log" | tail -8
+  # Where a gpt2-small bf16 step spends its time, kernel by kernel (synchronised after each).
+  echo "== kiln train --profile: gpt2-small bf16"
+  "$node" "$kit/cli/bin/kiln.js" train -f "$kit/cli/models/gpt2-small.yaml" --target-device gpu --dtype bf16 --grad-accum 1 \
+    --max-steps 8 --profile 5 --eval-interval 1000 --output-dir checkpoints/gpt2-small-profile 2>&1 | tee "$out/profile-gpt2-small.log" | tail -45
+  cp checkpoints/gpt2-small-profile/profile.json "$out/profile-gpt2-small.json" 2>/dev/null || true
   cd - >/dev/null
 fi
 echo "== benchmark"
