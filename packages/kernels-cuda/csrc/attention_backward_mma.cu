@@ -8,14 +8,14 @@
 // product instead of being kept as fragments (registers: two 16 x 128 accumulators).
 //
 // dK/dV: a block of 4 warps owns 64 keys of one (kv head, batch); warp w owns keys
-//   16w..16w+15, keeps K_w and V_w as A fragments and dK_w, dV_w as accumulators. For
+//   16w..16w+15, keeps K_w and V_w as A fragments (DP 64) and dK_w, dV_w as accumulators. For
 //   every query head of the group and every tile of queries at or after the block's
 //   first key (Q, dO, lse and D of the tile in shared memory, double buffered):
 //     S^T = K_w Q^T,  dP^T = V_w dO^T                     16 x tile accumulators
 //     P^T = exp2(S^T scale log2e - lse),  dS^T = P^T (dP^T - D)   (per query column)
 //     dV_w += P^T dO,  dK_w += dS^T Q                     P^T, dS^T as A fragments
 // dQ: a block owns 64 queries of one (head, batch); warp w owns queries 16w..16w+15,
-//   keeps Q_w and dO_w as A fragments, dQ_w as accumulators; for every tile of keys
+//   keeps Q_w and dO_w as A fragments (DP 64), dQ_w as accumulators; for every tile of keys
 //   at or before them (K and V double buffered): S = Q_w K^T, dP = dO_w V^T, dS as
 //   above (per query row), dQ_w += dS K.
 // dK and dQ are scaled once at the end. Tiles are copied by cp.async when every row
