@@ -63,13 +63,6 @@ struct OwnRows<T, DP, false> {
   __device__ void nt(float (&acc)[N][4], const T* b, int lane) const { warp_mma_nt<T, DP, N>(acc, rows, b, lane); }
 };
 
-/** Whether every row of the operands read by copies (dOut, q, k, v) and their head offsets allow 16-byte copies. */
-bool backward_allows_16_byte_copies(const KernelCall& c, const Args& a) {
-  const auto aligned = [&](int i) { return (static_cast<uint64_t>(c.at(i)) & 15u) == 0; };
-  return a.d % 8 == 0 && a.dv % 8 == 0 && a.q_stride % 8 == 0 && a.kv_stride % 8 == 0 && a.v_stride % 8 == 0 &&
-         a.out_stride % 8 == 0 && aligned(0) && aligned(1) && aligned(2) && aligned(3);
-}
-
 template <typename T, int DP, bool VEC>
 __global__ void __launch_bounds__(kMmaWarps * 32, 1)
     attention_dkdv_mma_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
@@ -132,13 +125,8 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
 #pragma unroll
         for (int e = 0; e < 2; e++) {
           const int c = j * 8 + 2 * qd + e, query = q0 + c;
-          const bool live_lo = query >= key_lo && query < seq && key_lo < seq, live_hi = query >= key_hi && query < seq && key_hi < seq;
-          const float p_lo = live_lo ? exp2f(st[j][e] * s_mul - ls[c]) : 0.0f;
-          const float p_hi = live_hi ? exp2f(st[j][2 + e] * s_mul - ls[c]) : 0.0f;
-          st[j][e] = p_lo;
-          st[j][2 + e] = p_hi;
-          dpt[j][e] = p_lo * (dpt[j][e] - dl[c]);
-          dpt[j][2 + e] = p_hi * (dpt[j][2 + e] - dl[c]);
+          score_to_p_and_ds(st[j][e], dpt[j][e], query >= key_lo && query < seq && key_lo < seq, s_mul, ls[c], dl[c]);
+          score_to_p_and_ds(st[j][2 + e], dpt[j][2 + e], query >= key_hi && query < seq && key_hi < seq, s_mul, ls[c], dl[c]);
         }
       }
       warp_mma_nn<T, DP, NS>(av, st, dot, lane);
@@ -216,11 +204,8 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
 #pragma unroll
         for (int e = 0; e < 2; e++) {
           const int key = kv0 + j * 8 + 2 * qd + e;
-          const bool live_lo = key <= t_lo && t_lo < seq && key < seq, live_hi = key <= t_hi && t_hi < seq && key < seq;
-          const float p_lo = live_lo ? exp2f(s[j][e] * s_mul - ls_lo) : 0.0f;
-          const float p_hi = live_hi ? exp2f(s[j][2 + e] * s_mul - ls_hi) : 0.0f;
-          dp[j][e] = p_lo * (dp[j][e] - dl_lo);
-          dp[j][2 + e] = p_hi * (dp[j][2 + e] - dl_hi);
+          score_to_p_and_ds(s[j][e], dp[j][e], key <= t_lo && t_lo < seq && key < seq, s_mul, ls_lo, dl_lo);
+          score_to_p_and_ds(s[j][2 + e], dp[j][2 + e], key <= t_hi && t_hi < seq && key < seq, s_mul, ls_hi, dl_hi);
         }
       }
       warp_mma_nn<T, DP, NS>(aq, dp, ks, lane);
@@ -258,7 +243,9 @@ void launch_backward_mma(const KernelCall& c, const Args& a, const float* dvec) 
 
 template <typename T, int DP>
 void launch_backward_mma(const KernelCall& c, const Args& a, const float* dvec) {
-  if (backward_allows_16_byte_copies(c, a)) launch_backward_mma<T, DP, true>(c, a, dvec);
+  // dOut, q, k and v are copied.
+  const bool vec = allows_16_byte_copies(c, {0, 1, 2, 3}, {a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride});
+  if (vec) launch_backward_mma<T, DP, true>(c, a, dvec);
   else launch_backward_mma<T, DP, false>(c, a, dvec);
 }
 

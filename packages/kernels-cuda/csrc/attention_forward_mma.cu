@@ -159,13 +159,6 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
 #endif
 }
 
-/** Whether every row of q, k and v and every head's columns start 16-byte aligned, and the head sizes are whole 16-byte pieces. */
-bool allows_16_byte_copies(const KernelCall& c, const Args& a) {
-  const auto aligned = [&](int i) { return (static_cast<uint64_t>(c.at(i)) & 15u) == 0; };
-  return a.d % 8 == 0 && a.dv % 8 == 0 && a.q_stride % 8 == 0 && a.kv_stride % 8 == 0 && a.v_stride % 8 == 0 && aligned(0) &&
-         aligned(1) && aligned(2);
-}
-
 template <typename T, int DP, bool VOWN>
 auto pick_kernel(bool vec) {
   return vec ? attention_forward_mma_kernel<T, DP, VOWN, true> : attention_forward_mma_kernel<T, DP, VOWN, false>;
@@ -173,7 +166,7 @@ auto pick_kernel(bool vec) {
 
 template <typename T, int DP>
 void launch_mma(const KernelCall& c, const Args& a) {
-  const bool v_own = a.dv != a.d || a.v_stride != a.kv_stride, vec = allows_16_byte_copies(c, a);
+  const bool v_own = a.dv != a.d || a.v_stride != a.kv_stride, vec = allows_16_byte_copies(c, {0, 1, 2}, {a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride});  // q, k, v
   auto kernel = v_own ? pick_kernel<T, DP, true>(vec) : pick_kernel<T, DP, false>(vec);
   allow_shared(kernel, MmaLayout<DP>::total);
   const unsigned grid = ceil_div(a.seq, kMmaRows) * static_cast<unsigned>(a.heads * a.batch);

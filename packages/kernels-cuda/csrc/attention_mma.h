@@ -11,6 +11,7 @@
 // one ldmatrix reads fall in distinct banks.
 #pragma once
 #include <cstring>
+#include <initializer_list>
 
 #include "attention_tc.h"
 #include "mma_ptx.h"
@@ -19,6 +20,29 @@ namespace kiln {
 namespace {
 
 constexpr int kMmaWarps = 4;
+
+/**
+ * Whether a kernel may copy its tiles by cp.async: the operands at indices `operands`
+ * start 16-byte aligned and every head size and row stride in `counts` is a whole
+ * number of 16-byte pieces (8 elements), so every row and head offset is aligned too.
+ */
+inline bool allows_16_byte_copies(const KernelCall& c, std::initializer_list<int> operands, std::initializer_list<int64_t> counts) {
+  for (const int i : operands)
+    if (static_cast<uint64_t>(c.at(i)) & 15u) return false;
+  for (const int64_t n : counts)
+    if (n % 8 != 0) return false;
+  return true;
+}
+
+/**
+ * One score of a backward tile, in place: s becomes p = exp2(s scale log2e - lse) where
+ * the (query, key) pair is live (0 elsewhere), dp becomes dS = p (dP - D).
+ */
+__device__ __forceinline__ void score_to_p_and_ds(float& s, float& dp, bool live, float s_mul, float lse_log2, float d) {
+  const float p = live ? exp2f(s * s_mul - lse_log2) : 0.0f;
+  s = p;
+  dp = p * (dp - d);
+}
 
 /** Two floats rounded to T, packed as one register: `lo` in the low half (the lower column). */
 template <typename T>
