@@ -49,8 +49,8 @@
 #include "matmul_pack.h"
 #include "matmul_half.h"
 
-/* Per-thread scratch: Ap (MC x KC, each value stored 4x), Bp (KC x NC), one spare register tile, Cp (MB x NC). */
-#define AP_FLOATS (MC * KC * 4)
+/* Per-thread scratch: Ap (MC x KC), Bp (KC x NC), one spare register tile, Cp (MB x NC). */
+#define AP_FLOATS (MC * KC)
 #define BP_FLOATS (KC * NC)
 #define TILE_FLOATS (MR * NR)
 #define CP_FLOATS (MB * NC)
@@ -72,7 +72,7 @@ uint32_t kiln_matmul_tile_shape(void) {
  * f32 storage: C(rows x cols) = alpha * acc + (keep_c ? C : 0) + (bias ? bias[col] : 0).
  * Full tiles are written straight to C; edge tiles go through `tile`.
  */
-KILN_INLINE void register_tile(int kc, const v128_t* restrict ap, const float* restrict bp, float* c, int ldc,
+KILN_INLINE void register_tile(int kc, const float* restrict ap, const float* restrict bp, float* c, int ldc,
                                int rows, int cols, float alpha, int keep_c, const float* bias, float* tile) {
   v128_t acc[MR][NRV];
   tile_product(kc, ap, bp, acc);
@@ -191,7 +191,7 @@ KILN_INLINE void split_range(int total, int unit, int part, int parts, int* lo, 
 KILN_INLINE Scratch thread_scratch(const MatmulArgs* g, int thread) {
   uint8_t* base = g->scratch + (size_t)thread * g->scratch_stride;
   float* f = (float*)base;
-  const Scratch s = {(v128_t*)base, f + AP_FLOATS, f + AP_FLOATS + BP_FLOATS, f + AP_FLOATS + BP_FLOATS + TILE_FLOATS};
+  const Scratch s = {f, f + AP_FLOATS, f + AP_FLOATS + BP_FLOATS, f + AP_FLOATS + BP_FLOATS + TILE_FLOATS};
   return s;
 }
 

@@ -16,14 +16,14 @@
 
 /* Thread t's part of MatmulArgs.scratch (layout in matmul.c). */
 typedef struct {
-  v128_t* ap;
+  float* ap;
   float* bp;
   float* tile;
   float* cp;
 } Scratch;
 
 /* acc(MR x NR) = Ap sliver (kc x MR) ^T @ Bp sliver (kc x NR). */
-KILN_INLINE void tile_product(int kc, const v128_t* restrict ap, const float* restrict bp, v128_t acc[MR][NRV]) {
+KILN_INLINE void tile_product(int kc, const float* restrict ap, const float* restrict bp, v128_t acc[MR][NRV]) {
   for (int r = 0; r < MR; r++)
     for (int v = 0; v < NRV; v++) acc[r][v] = wasm_f32x4_splat(0.0f);
 
@@ -32,7 +32,7 @@ KILN_INLINE void tile_product(int kc, const v128_t* restrict ap, const float* re
     v128_t bv[NRV];
     for (int v = 0; v < NRV; v++) bv[v] = wasm_v128_load(bp + 4 * v);
     for (int r = 0; r < MR; r++) {
-      const v128_t av = ap[r];
+      const v128_t av = wasm_v128_load32_splat(ap + r);
       for (int v = 0; v < NRV; v++) acc[r][v] = KILN_MADD(acc[r][v], av, bv[v]);
     }
     ap += MR;
@@ -52,7 +52,7 @@ KILN_INLINE void tile_product(int kc, const v128_t* restrict ap, const float* re
  * goes to Cp or to C(rows x cols), rounded when ct is 16-bit. C and bias are
  * touched only inside the tile's rows and cols.
  */
-KILN_INLINE void register_tile_half(int kc, const v128_t* restrict ap, const float* restrict bp, void* c, int ldc,
+KILN_INLINE void register_tile_half(int kc, const float* restrict ap, const float* restrict bp, void* c, int ldc,
                                     float* cp, int rows, int cols, float alpha, int from, int to, int accumulate,
                                     const uint16_t* bias, int dt, int ct) {
   v128_t acc[MR][NRV];

@@ -61,69 +61,6 @@
 
 /* ---- packing ---------------------------------------------------------- */
 
-/* Lane l of x in all four lanes. */
-#define SPLAT_LANE(x, l) wasm_i32x4_shuffle((x), (x), (l), (l), (l), (l))
-
-/*
- * Ap[s][p][r] = splat(op(A)(i0 + s*MR + r, p0 + p)), zero past row mc.
- * Each value is stored as a whole f32x4 so the register tile reads it with a
- * plain v128.load (V8 folds its offset into the address; it does not for
- * load32_splat, and the extra address registers spill the tile).
- */
-KILN_INLINE void pack_a(const void* a, int lda, int trans_a, int i0, int mc, int p0, int kc, v128_t* ap, int dt) {
-  for (int s = 0; s < mc; s += MR) {
-    const int rows = kiln_min(MR, mc - s);
-    v128_t* dst = ap + s * kc;
-    if (trans_a) {
-      /* A stored (k, m): the MR values of one p are contiguous. */
-      if (dt == MM_F32) {
-        const float* src = (const float*)a + (size_t)p0 * lda + i0 + s;
-        for (int p = 0; p < kc; p++, src += lda, dst += MR) {
-          int r = 0;
-          for (; r < rows; r++) dst[r] = wasm_f32x4_splat(src[r]);
-          for (; r < MR; r++) dst[r] = wasm_f32x4_splat(0.0f);
-        }
-      } else {
-        /* Four values at once where they lie inside this row of A (lda == m). */
-        const int wide = MR <= 4 && rows == MR && i0 + s + 4 <= lda;
-        size_t at = (size_t)p0 * lda + i0 + s;
-        for (int p = 0; p < kc; p++, at += lda, dst += MR) {
-          const v128_t x = wide ? mm_load4(a, at, dt) : mm_load_n(a, at, kiln_min(rows, 4), dt);
-          dst[0] = SPLAT_LANE(x, 0);
-          if (MR > 1) dst[1] = SPLAT_LANE(x, 1);
-          if (MR > 2) dst[2] = SPLAT_LANE(x, 2);
-          if (MR > 3) dst[3] = SPLAT_LANE(x, 3);
-          for (int r = 4; r < MR; r++) dst[r] = wasm_f32x4_splat(r < rows ? mm_load1(a, at + r, dt) : 0.0f);
-        }
-      }
-    } else {
-      /* A stored (m, k): walk each row contiguously, write with stride MR. */
-      for (int r = 0; r < rows; r++) {
-        v128_t* d = dst + r;
-        if (dt == MM_F32) {
-          const float* src = (const float*)a + (size_t)(i0 + s + r) * lda + p0;
-          for (int p = 0; p < kc; p++) d[p * MR] = wasm_f32x4_splat(src[p]);
-        } else {
-          const size_t row = (size_t)(i0 + s + r) * lda + p0;
-          int p = 0;
-          for (; p + 4 <= kc; p += 4) {
-            const v128_t x = mm_load4(a, row + p, dt);
-            d[p * MR] = SPLAT_LANE(x, 0);
-            d[(p + 1) * MR] = SPLAT_LANE(x, 1);
-            d[(p + 2) * MR] = SPLAT_LANE(x, 2);
-            d[(p + 3) * MR] = SPLAT_LANE(x, 3);
-          }
-          for (; p < kc; p++) d[p * MR] = wasm_f32x4_splat(mm_load1(a, row + p, dt));
-        }
-      }
-      for (int r = rows; r < MR; r++) {
-        v128_t* d = dst + r;
-        for (int p = 0; p < kc; p++) d[p * MR] = wasm_f32x4_splat(0.0f);
-      }
-    }
-  }
-}
-
 /* Four rows of 4 lanes in, four columns out (in place). */
 KILN_INLINE void transpose4(v128_t* r0, v128_t* r1, v128_t* r2, v128_t* r3) {
   const v128_t t0 = wasm_i32x4_shuffle(*r0, *r1, 0, 4, 1, 5);
@@ -134,6 +71,66 @@ KILN_INLINE void transpose4(v128_t* r0, v128_t* r1, v128_t* r2, v128_t* r3) {
   *r1 = wasm_i32x4_shuffle(t0, t1, 2, 3, 6, 7);
   *r2 = wasm_i32x4_shuffle(t2, t3, 0, 1, 4, 5);
   *r3 = wasm_i32x4_shuffle(t2, t3, 2, 3, 6, 7);
+}
+
+/*
+ * Four k steps (p .. p+3) of the MR rows starting at element `at` (rows lda apart)
+ * into 4 * MR floats in Ap's order: dst[q * MR + r] = row r, step p + q (MR = 3 or 4).
+ */
+KILN_INLINE void interleave_rows4(const void* a, size_t at, int lda, float* dst, int dt) {
+  v128_t x0 = mm_load4(a, at, dt), x1 = mm_load4(a, at + lda, dt), x2 = mm_load4(a, at + 2 * (size_t)lda, dt);
+  if (MR == 4) {
+    v128_t x3 = mm_load4(a, at + 3 * (size_t)lda, dt);
+    transpose4(&x0, &x1, &x2, &x3);
+    wasm_v128_store(dst, x0);
+    wasm_v128_store(dst + 4, x1);
+    wasm_v128_store(dst + 8, x2);
+    wasm_v128_store(dst + 12, x3);
+    return;
+  }
+  /* x0 = a0..a3, x1 = b0..b3, x2 = c0..c3 -> [a0 b0 c0 a1] [b1 c1 a2 b2] [c2 a3 b3 c3] */
+  const v128_t ab01 = wasm_i32x4_shuffle(x0, x1, 0, 4, 1, 5);
+  const v128_t bc12 = wasm_i32x4_shuffle(x1, x2, 1, 5, 2, 6);
+  const v128_t ab33 = wasm_i32x4_shuffle(x0, x1, 3, 7, 3, 7);
+  wasm_v128_store(dst, wasm_i32x4_shuffle(ab01, x2, 0, 1, 4, 2));
+  wasm_v128_store(dst + 4, wasm_i32x4_shuffle(bc12, x0, 0, 1, 6, 2));
+  wasm_v128_store(dst + 8, wasm_i32x4_shuffle(x2, ab33, 2, 4, 5, 3));
+}
+
+/*
+ * Ap[s][p][r] = op(A)(i0 + s*MR + r, p0 + p), zero past row mc: MR floats per
+ * k step, which the register tile broadcasts one at a time (v128.load32_splat).
+ */
+KILN_INLINE void pack_a(const void* a, int lda, int trans_a, int i0, int mc, int p0, int kc, float* ap, int dt) {
+  for (int s = 0; s < mc; s += MR) {
+    const int rows = kiln_min(MR, mc - s);
+    float* dst = ap + s * kc;
+    if (trans_a) {
+      /* A stored (k, m): the MR values of one p are contiguous. */
+      size_t at = (size_t)p0 * lda + i0 + s;
+      for (int p = 0; p < kc; p++, at += lda, dst += MR) {
+        int r = 0;
+        for (; r < rows; r++) dst[r] = mm_load1(a, at + r, dt);
+        for (; r < MR; r++) dst[r] = 0.0f;
+      }
+    } else if (rows == MR && (MR == 3 || MR == 4)) {
+      /* A stored (m, k), a whole sliver: four k steps of every row at a time, interleaved in registers. */
+      const size_t row0 = (size_t)(i0 + s) * lda + p0;
+      int p = 0;
+      for (; p + 4 <= kc; p += 4, dst += 4 * MR) interleave_rows4(a, row0 + p, lda, dst, dt);
+      for (; p < kc; p++, dst += MR)
+        for (int r = 0; r < MR; r++) dst[r] = mm_load1(a, row0 + (size_t)r * lda + p, dt);
+    } else {
+      /* A stored (m, k), the last rows: walk each row contiguously, write with stride MR. */
+      for (int r = 0; r < rows; r++) {
+        float* d = dst + r;
+        const size_t row = (size_t)(i0 + s + r) * lda + p0;
+        for (int p = 0; p < kc; p++) d[p * MR] = mm_load1(a, row + p, dt);
+      }
+      for (int r = rows; r < MR; r++)
+        for (int p = 0; p < kc; p++) dst[p * MR + r] = 0.0f;
+    }
+  }
 }
 
 /*
