@@ -98,22 +98,52 @@ KILN_INLINE void interleave_rows4(const void* a, size_t at, int lda, float* dst,
 }
 
 /*
+ * pack_a for A stored (k, m): stored row p0 + p holds the block's mc values
+ * contiguously, so each row is read once, four slivers' worth (4 * MR values) per
+ * group of vector loads, and scattered MR values to each sliver. With MR = 3 a sliver's
+ * four-lane store also writes the next step's first value, which that step then
+ * overwrites; the last step is stored value by value so nothing lands past the sliver.
+ */
+KILN_INLINE void pack_a_transposed(const void* a, int lda, int i0, int mc, int p0, int kc, float* ap, int dt) {
+  const int whole = MR == 3 || MR == 4 ? mc / (4 * MR) * (4 * MR) : 0; /* rows taken four slivers at a time */
+  for (int p = 0; p < kc; p++) {
+    const size_t at = (size_t)(p0 + p) * lda + i0;
+    int i = 0;
+    if (p + 1 < kc) {
+      for (; i < whole; i += 4 * MR) {
+        float* d = ap + (size_t)i * kc + p * MR;
+        const v128_t x0 = mm_load4(a, at + i, dt), x1 = mm_load4(a, at + i + 4, dt), x2 = mm_load4(a, at + i + 8, dt);
+        if (MR == 4) {
+          wasm_v128_store(d, x0);
+          wasm_v128_store(d + MR * kc, x1);
+          wasm_v128_store(d + 2 * MR * kc, x2);
+          wasm_v128_store(d + 3 * MR * kc, mm_load4(a, at + i + 12, dt));
+        } else {
+          wasm_v128_store(d, x0);                                              /* values 0 1 2 (3) */
+          wasm_v128_store(d + MR * kc, wasm_i32x4_shuffle(x0, x1, 3, 4, 5, 6));     /* 3 4 5 (6) */
+          wasm_v128_store(d + 2 * MR * kc, wasm_i32x4_shuffle(x1, x2, 2, 3, 4, 5)); /* 6 7 8 (9) */
+          wasm_v128_store(d + 3 * MR * kc, wasm_i32x4_shuffle(x2, x2, 1, 2, 3, 3)); /* 9 10 11 (11) */
+        }
+      }
+    }
+    for (; i < mc; i++) ap[(size_t)(i / MR * MR) * kc + p * MR + i % MR] = mm_load1(a, at + i, dt);
+    for (; i % MR; i++) ap[(size_t)(i / MR * MR) * kc + p * MR + i % MR] = 0.0f;
+  }
+}
+
+/*
  * Ap[s][p][r] = op(A)(i0 + s*MR + r, p0 + p), zero past row mc: MR floats per
  * k step, which the register tile broadcasts one at a time (v128.load32_splat).
  */
 KILN_INLINE void pack_a(const void* a, int lda, int trans_a, int i0, int mc, int p0, int kc, float* ap, int dt) {
+  if (trans_a) {
+    pack_a_transposed(a, lda, i0, mc, p0, kc, ap, dt);
+    return;
+  }
   for (int s = 0; s < mc; s += MR) {
     const int rows = kiln_min(MR, mc - s);
     float* dst = ap + s * kc;
-    if (trans_a) {
-      /* A stored (k, m): the MR values of one p are contiguous. */
-      size_t at = (size_t)p0 * lda + i0 + s;
-      for (int p = 0; p < kc; p++, at += lda, dst += MR) {
-        int r = 0;
-        for (; r < rows; r++) dst[r] = mm_load1(a, at + r, dt);
-        for (; r < MR; r++) dst[r] = 0.0f;
-      }
-    } else if (rows == MR && (MR == 3 || MR == 4)) {
+    if (rows == MR && (MR == 3 || MR == 4)) {
       /* A stored (m, k), a whole sliver: four k steps of every row at a time, interleaved in registers. */
       const size_t row0 = (size_t)(i0 + s) * lda + p0;
       int p = 0;
