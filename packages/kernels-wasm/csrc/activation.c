@@ -65,7 +65,7 @@ KILN_INLINE Sigmoid sigmoid(v128_t z) {
   const v128_t q = wasm_f32x4_div(wasm_f32x4_splat(1.0f), wasm_f32x4_add(wasm_f32x4_splat(1.0f), e));
   const v128_t eq = wasm_f32x4_mul(e, q);
   const v128_t negative = wasm_f32x4_lt(z, wasm_f32x4_splat(0.0f));
-  Sigmoid out = {wasm_v128_bitselect(eq, q, negative), wasm_v128_bitselect(q, eq, negative)};
+  Sigmoid out = {KILN_SELECT(eq, q, negative), KILN_SELECT(q, eq, negative)};
   return out;
 }
 

@@ -184,10 +184,11 @@ static NOINLINE void gemm(int m, int n, int kc, const float* a, int lda, int tra
 /*
  * 2^x lane-wise, relative error below 2e-7: 2^round(x) from the exponent bits
  * times a degree-5 polynomial on [-1/2, 1/2]. x is clamped to [-127, 127];
- * 2^-127 and below give 0 (and so does -inf).
+ * 2^-127 and below give 0 (and so does -inf); NaN stays NaN.
  */
 KILN_INLINE v128_t exp2_f32x4(v128_t x) {
-  x = wasm_f32x4_min(wasm_f32x4_max(x, wasm_f32x4_splat(-127.0f)), wasm_f32x4_splat(127.0f));
+  /* pmin/pmax with x first keep a NaN x and are one instruction each (min/max are several). */
+  x = wasm_f32x4_pmin(wasm_f32x4_pmax(x, wasm_f32x4_splat(-127.0f)), wasm_f32x4_splat(127.0f));
   /* Adding 1.5 * 2^23 rounds x to an integer n held in the low mantissa bits. */
   const v128_t shifter = wasm_f32x4_splat(12582912.0f);
   const v128_t t = wasm_f32x4_add(x, shifter);
@@ -403,11 +404,13 @@ static NOINLINE void softmax_tile_row(Work* w, const Dims* d, int i, int valid) 
   const v128_t neg_inf = wasm_f32x4_splat(-__builtin_inff());
   const int full = valid & ~3;
   v128_t vmax = neg_inf;
-  for (int j = 0; j < full; j += 4) vmax = wasm_f32x4_max(vmax, wasm_v128_load(srow + j));
+  /* pmax (one instruction; max is several): a NaN score may be left out of the max, but
+   * its own 2^(s - max) is NaN, so the row's sum and output still come out NaN. */
+  for (int j = 0; j < full; j += 4) vmax = wasm_f32x4_pmax(wasm_v128_load(srow + j), vmax);
   if (full < valid) {
     const v128_t tail = wasm_v128_bitselect(wasm_v128_load(srow + full), neg_inf, lanes_below(full, valid));
     wasm_v128_store(srow + full, tail);
-    vmax = wasm_f32x4_max(vmax, tail);
+    vmax = wasm_f32x4_pmax(tail, vmax);
   }
   const float m_old = w->m[i];
   const float tile_max = hmax(vmax);

@@ -25,8 +25,13 @@
 #if defined(KILN_RELAXED_SIMD) && KILN_RELAXED_SIMD
 /* c + a * b with a single rounding where the host has FMA (relaxed semantics allow either). */
 #define KILN_MADD(c, a, b) ((v128_t)__builtin_wasm_relaxed_madd_f32x4((__f32x4)(a), (__f32x4)(b), (__f32x4)(c)))
+/* mask ? a : b per lane, where every mask lane is all ones or all zeros (a comparison's result):
+ * one blend instruction, where bitselect takes three. */
+#define KILN_SELECT(a, b, mask) \
+  ((v128_t)__builtin_wasm_relaxed_laneselect_i32x4((__i32x4)(a), (__i32x4)(b), (__i32x4)(mask)))
 #else
 #define KILN_MADD(c, a, b) wasm_f32x4_add((c), wasm_f32x4_mul((a), (b)))
+#define KILN_SELECT(a, b, mask) wasm_v128_bitselect((a), (b), (mask))
 #endif
 
 KILN_INLINE int kiln_min(int a, int b) { return a < b ? a : b; }

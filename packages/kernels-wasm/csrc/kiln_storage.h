@@ -161,7 +161,12 @@ KILN_INLINE float kiln_hmax(v128_t v) {
 KILN_INLINE v128_t kiln_exp_f32x4(v128_t x) {
   x = wasm_f32x4_pmax(x, wasm_f32x4_splat(-87.33654f));
   x = wasm_f32x4_pmin(x, wasm_f32x4_splat(88.0f));
-  const v128_t n = wasm_f32x4_nearest(wasm_f32x4_mul(x, wasm_f32x4_splat(1.44269504088896341f)));
+  /* n = round(x log2 e), to nearest even like f32x4.nearest: adding 1.5 * 2^23 leaves n in
+   * t's low mantissa bits, so (bits(t) << 23) + (127 << 23) is 2^n without a float-to-int
+   * conversion (V8 expands trunc_sat into several instructions). */
+  const v128_t shifter = wasm_f32x4_splat(12582912.0f);
+  const v128_t t = wasm_f32x4_add(wasm_f32x4_mul(x, wasm_f32x4_splat(1.44269504088896341f)), shifter);
+  const v128_t n = wasm_f32x4_sub(t, shifter);
   v128_t r = KILN_MADD(x, n, wasm_f32x4_splat(-0.693359375f));
   r = KILN_MADD(r, n, wasm_f32x4_splat(2.12194440e-4f));
   v128_t p = wasm_f32x4_splat(1.9875691500e-4f);
@@ -172,7 +177,7 @@ KILN_INLINE v128_t kiln_exp_f32x4(v128_t x) {
   p = KILN_MADD(wasm_f32x4_splat(5.0000001201e-1f), p, r);
   const v128_t r2 = wasm_f32x4_mul(r, r);
   const v128_t y = wasm_f32x4_add(KILN_MADD(r, p, r2), wasm_f32x4_splat(1.0f));
-  const v128_t scale = wasm_i32x4_shl(wasm_i32x4_add(wasm_i32x4_trunc_sat_f32x4(n), wasm_i32x4_splat(127)), 23);
+  const v128_t scale = wasm_i32x4_add(wasm_i32x4_shl(t, 23), wasm_i32x4_splat(127 << 23));
   return wasm_f32x4_mul(y, scale);
 }
 
