@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { seededRandom } from "@kiln/contract/conformance";
 import { appendBackward } from "../src/autodiff/append-backward.js";
 import { Graph } from "../src/graph/graph.js";
-import { chunkedClassifierLoss, logitsChunkRows } from "../src/ops/classifier-loss.js";
+import { GPU_LOGITS_CHUNK_BYTES, chunkedClassifierLoss, logitsChunkRows } from "../src/ops/classifier-loss.js";
 import { crossEntropyLoss, linear } from "../src/ops/index.js";
 import { buildTrainingGraph } from "../src/model/build-graph.js";
 import { resolveModelConfig } from "../src/model/architectures.js";
@@ -58,5 +58,30 @@ describe("the training loss by row chunks", () => {
     expect(logitsChunkRows(2048, 8192, 4)).toBe(512);
     expect(logitsChunkRows(2048, 50257, 4)).toBe(256);
     expect(logitsChunkRows(16, 50257, 4)).toBe(16);
+  });
+
+  it("shares the rows out evenly between as many chunks as the limit needs", () => {
+    // 1000 rows at most 256 a chunk: four chunks of 250, not 256 x 3 + 232.
+    expect(logitsChunkRows(1000, 50257, 4)).toBe(250);
+    expect(logitsChunkRows(1025, 8192, 4)).toBe(342);
+    for (const [rows, vocab, bytes] of [[1000, 50257, 4], [8192, 50257, 2], [777, 3000, 4], [300, 50257, 2]]) {
+      const chunk = logitsChunkRows(rows, vocab, bytes);
+      const chunks = Math.ceil(rows / chunk);
+      expect(chunk * vocab * bytes <= 16 * 2 ** 20 || chunk <= 256, `${rows} rows`).toBe(true);
+      expect(rows - (chunks - 1) * chunk).toBeGreaterThan(chunk - chunks);
+    }
+  });
+
+  it("takes larger chunks on a GPU: gpt2-small's 8192 rows in 4 chunks of bf16 logits, not 32", () => {
+    expect(logitsChunkRows(8192, 50257, 2)).toBe(256);
+    expect(logitsChunkRows(8192, 50257, 2, GPU_LOGITS_CHUNK_BYTES)).toBe(2048);
+    expect(logitsChunkRows(8192, 50257, 4, GPU_LOGITS_CHUNK_BYTES)).toBe(1171);
+    const c = resolveModelConfig({ arch: "gpt2", vocabSize: 50257, hiddenSize: 64, numLayers: 1, numHeads: 2, maxSeqLen: 1024 });
+    const chunkShapes = (device: "cpu" | "gpu") => {
+      const { graph } = buildTrainingGraph(c, paramLayout(c, "bf16"), 8, 1024, "cheap", device);
+      return graph.tensors.filter((t) => t.shape.length === 2 && t.shape[1] === 50257 && t.name.startsWith("loss.logits")).map((t) => t.shape[0]);
+    };
+    expect(chunkShapes("cpu")).toEqual(Array(32).fill(256));
+    expect(chunkShapes("gpu")).toEqual(Array(4).fill(2048));
   });
 });

@@ -37,10 +37,10 @@ export function estimateTraining(
   recompute: RecomputePolicy = "cheap",
   prefetch = 2,
 ): Estimate {
-  const plan = (b: number) => planTrainingMemory(model, b, seqLen, dtype, recompute);
+  const planOnHost = device.threads !== undefined;
+  const plan = (b: number) => planTrainingMemory(model, b, seqLen, dtype, recompute, planOnHost ? "cpu" : "gpu");
   const memory = plan(batch);
   const evaluation = planForwardMemory(model, batch, seqLen, dtype, memory.activations);
-  const planOnHost = device.threads !== undefined;
   const process = processPeak({ planned: memory.total + evaluation, planOnHost, threads: device.threads ?? 1, batchSize: batch, seqLen, prefetch });
   const tokensPerStep = batch * seqLen * gradAccum;
   const flopsPerToken = trainingFlopsPerToken(model, seqLen);

@@ -162,7 +162,7 @@ async function trainOn(
   const lead = !comm || comm.rank === 0;
   const precision = trainingPrecision(s, backend, dtypeFromFlags(flags)?.flag);
   const dtype = precision.dtype;
-  const training = planTrainingMemory(s.model, s.batchSize, s.seqLen, dtype, s.recompute);
+  const training = planTrainingMemory(s.model, s.batchSize, s.seqLen, dtype, s.recompute, backend.capabilities().device.kind);
   // Evaluation runs between steps in the training arena: it adds its I/O (and its own arena only if the training one is smaller).
   const plan = { ...training, evaluation: planForwardMemory(s.model, s.batchSize, s.seqLen, dtype, training.activations) };
   const available = backend.capabilities().device.memoryBytes;

@@ -1,16 +1,36 @@
-import { bytesPerElement } from "@kiln/contract";
+import { type DeviceKind, bytesPerElement } from "@kiln/contract";
 import type { Graph } from "../graph/graph.js";
 import { addKernelNode } from "../graph/kernel-node.js";
 import { gradDtypeArg, paramGradTensor } from "./grad-rule.js";
 
-/** Logits one chunk of the training loss materialises: at most this many bytes... */
+/**
+ * Logits one chunk of the training loss materialises on a CPU: at most this many bytes,
+ * so a chunk's logits and their gradient stay near the caches...
+ */
 export const LOGITS_CHUNK_BYTES = 16 * 2 ** 20;
+/**
+ * ...and on a GPU. Every chunk adds its share into the head weight's f32 gradient,
+ * which the matmul reads and writes whole (GPT-2's: 154 MB each time), so small chunks
+ * turn that product into memory traffic: 32 chunks of gpt2-small's 8192 rows move 9.9 GB
+ * a step, 4 chunks 1.2 GB. A GPU has the memory for the larger chunks.
+ */
+export const GPU_LOGITS_CHUNK_BYTES = 256 * 2 ** 20;
 /** ...unless that leaves fewer rows than this, which keeps the chunks' matmuls large enough to run at speed. */
 export const LOGITS_CHUNK_MIN_ROWS = 256;
 
-/** Rows per chunk of the training loss (all of them when they are few). */
-export function logitsChunkRows(rows: number, vocab: number, bytesPerLogit: number): number {
-  return Math.min(rows, Math.max(LOGITS_CHUNK_MIN_ROWS, Math.floor(LOGITS_CHUNK_BYTES / (vocab * bytesPerLogit))));
+/** The logits bytes a chunk of the training loss may hold on a device of this kind. */
+export function logitsChunkBytes(kind: DeviceKind = "cpu"): number {
+  return kind === "gpu" ? GPU_LOGITS_CHUNK_BYTES : LOGITS_CHUNK_BYTES;
+}
+
+/**
+ * Rows per chunk of the training loss (all of them when they are few): as many chunks as
+ * the byte limit needs, the rows shared out evenly between them (the last one at most
+ * chunks - 1 rows shorter).
+ */
+export function logitsChunkRows(rows: number, vocab: number, bytesPerLogit: number, chunkBytes = LOGITS_CHUNK_BYTES): number {
+  const most = Math.min(rows, Math.max(LOGITS_CHUNK_MIN_ROWS, Math.floor(chunkBytes / (vocab * bytesPerLogit))));
+  return Math.ceil(rows / Math.ceil(rows / most));
 }
 
 export interface ClassifierLoss {
@@ -31,11 +51,11 @@ export interface ClassifierLoss {
  * training arena holds rows/chunk times fewer logits; the arithmetic is the same kernels'.
  * d(row loss) is the run-time lossScale, as for crossEntropyLoss's backward.
  */
-export function chunkedClassifierLoss(g: Graph, hidden: number, head: number, targets: number, name: string, chunkRows?: number): ClassifierLoss {
+export function chunkedClassifierLoss(g: Graph, hidden: number, head: number, targets: number, name: string, chunkRows?: number, chunkBytes?: number): ClassifierLoss {
   const [rows, width] = g.info(hidden).shape;
   const [vocab] = g.info(head).shape;
   const dtype = g.info(hidden).dtype;
-  const chunk = chunkRows ?? logitsChunkRows(rows, vocab, bytesPerElement(dtype));
+  const chunk = chunkRows ?? logitsChunkRows(rows, vocab, bytesPerElement(dtype), chunkBytes);
   const losses = g.tensor([rows], "f32", "activation", `${name}.rows`);
   const dHidden = g.tensor([rows, width], dtype, "activation", `d(${g.info(hidden).name})`);
   const headGrad = paramGradTensor(g, head);

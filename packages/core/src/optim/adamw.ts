@@ -1,6 +1,6 @@
 import type { AdamWArgs, Backend, BufferHandle } from "@kiln/contract";
-import { elementCount } from "../graph/tensor.js";
 import type { ParamLayout } from "../model/param-layout.js";
+import { paramRuns } from "../model/param-runs.js";
 
 export interface AdamWConfig {
   beta1: number;
@@ -10,9 +10,10 @@ export interface AdamWConfig {
 }
 
 /**
- * AdamW over a flat parameter buffer: one fused kernel call per parameter
- * (weight decay only where the parameter decays). m and v are f32 buffers with
- * the f32 layout of the parameters. Argument objects are built once and reused.
+ * AdamW over a flat parameter buffer: one fused kernel call per run of parameters
+ * that lie back to back and share their weight decay (decay only where the parameter
+ * decays). m and v are f32 buffers with the f32 layout of the parameters. Argument
+ * objects are built once and reused.
  */
 export class AdamW {
   private readonly calls: AdamWArgs[] = [];
@@ -24,20 +25,20 @@ export class AdamW {
     buffers: { params: BufferHandle; grads: BufferHandle; m: BufferHandle; v: BufferHandle },
     config: AdamWConfig,
   ) {
-    for (const s of layout.specs) {
-      const off = layout.offsets.get(s.name)!;
-      const stateOff = stateLayout.offsets.get(s.name)!;
+    for (const run of paramRuns([layout, stateLayout], (a, b) => a.decay === b.decay)) {
+      const off = layout.offsets.get(run.first.name)!;
+      const stateOff = stateLayout.offsets.get(run.first.name)!;
       this.calls.push({
         param: { buffer: buffers.params, byteOffset: off },
         grad: { buffer: buffers.grads, byteOffset: off },
         m: { buffer: buffers.m, byteOffset: stateOff },
         v: { buffer: buffers.v, byteOffset: stateOff },
-        n: elementCount(s.shape),
+        n: run.n,
         lr: 0,
         beta1: config.beta1,
         beta2: config.beta2,
         eps: config.eps,
-        weightDecay: s.decay ? config.weightDecay : 0,
+        weightDecay: run.first.decay ? config.weightDecay : 0,
         step: 1,
         gradScale: 1,
         dtype: layout.dtype,

@@ -1,6 +1,6 @@
 import type { Backend, BufferHandle, CastArgs } from "@kiln/contract";
-import { elementCount } from "../graph/tensor.js";
 import type { ParamLayout } from "../model/param-layout.js";
+import { paramRuns } from "../model/param-runs.js";
 
 /**
  * f32 master weights beside the 16-bit parameters of a bf16 or f16 training step:
@@ -21,10 +21,11 @@ export class MasterWeights {
     const dtype = layout.dtype;
     if (dtype === "f32" || stateLayout.dtype !== "f32") throw new Error("master weights pair a 16-bit layout with an f32 one");
     this.master = backend.alloc(stateLayout.bytes);
-    for (const s of layout.specs) {
-      const src = { buffer: this.master, byteOffset: stateLayout.offsets.get(s.name)! };
-      const dst = { buffer: params, byteOffset: layout.offsets.get(s.name)! };
-      this.toParams.push({ src, dst, n: elementCount(s.shape), srcDtype: "f32", dstDtype: dtype });
+    // One cast per run of parameters back to back in both layouts (all of them, when no padding falls between).
+    for (const run of paramRuns([layout, stateLayout])) {
+      const src = { buffer: this.master, byteOffset: stateLayout.offsets.get(run.first.name)! };
+      const dst = { buffer: params, byteOffset: layout.offsets.get(run.first.name)! };
+      this.toParams.push({ src, dst, n: run.n, srcDtype: "f32", dstDtype: dtype });
     }
   }
 

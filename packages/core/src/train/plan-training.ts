@@ -1,4 +1,4 @@
-import type { FloatDType } from "@kiln/contract";
+import type { DeviceKind, FloatDType } from "@kiln/contract";
 import { type ModelConfig, mambaOf } from "../model/config.js";
 import { mamba2ScanFlopsPerToken } from "../model/mamba2.js";
 import { buildEvalGraph, buildTrainingGraph } from "../model/build-graph.js";
@@ -15,17 +15,18 @@ export const TRAINER_SCALAR_BYTES = 64;
  * The exact device bytes a Trainer will allocate for (model, batch, seqLen), from
  * the planned training graph, without allocating anything. Gradients are f32 in every
  * dtype; with a 16-bit dtype the parameters and activations are 16-bit, and f32
- * master weights are added.
+ * master weights are added. `device` is the kind of device the step runs on (the
+ * training loss's logits come in larger chunks on a GPU).
  */
-export function planTrainingMemory(model: ModelConfig, batchSize: number, seqLen: number, dtype: FloatDType = "f32", recompute: RecomputePolicy = "cheap"): MemoryPlan {
-  return planTraining(model, batchSize, seqLen, dtype, recompute).memory;
+export function planTrainingMemory(model: ModelConfig, batchSize: number, seqLen: number, dtype: FloatDType = "f32", recompute: RecomputePolicy = "cheap", device: DeviceKind = "cpu"): MemoryPlan {
+  return planTraining(model, batchSize, seqLen, dtype, recompute, device).memory;
 }
 
-/** The training graph of (model, batch, seqLen), its step plan and its memory plan. */
-export function planTraining(model: ModelConfig, batchSize: number, seqLen: number, dtype: FloatDType = "f32", recompute: RecomputePolicy = "cheap") {
+/** The training graph of (model, batch, seqLen) on a kind of device, its step plan and its memory plan. */
+export function planTraining(model: ModelConfig, batchSize: number, seqLen: number, dtype: FloatDType = "f32", recompute: RecomputePolicy = "cheap", device: DeviceKind = "cpu") {
   const layout = paramLayout(model, dtype);
   const state = paramLayout(model, "f32");
-  const graph = buildTrainingGraph(model, layout, batchSize, seqLen, recompute);
+  const graph = buildTrainingGraph(model, layout, batchSize, seqLen, recompute, device);
   const step = planStep(graph.graph);
   const mixed = dtype !== "f32";
   const memory = totalOf({

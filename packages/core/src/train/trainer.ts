@@ -156,7 +156,7 @@ export class Trainer {
       });
     }
     this.dtype = config.dtype ?? "f32";
-    const planned = planTraining(model, batchSize, seqLen, this.dtype, config.recompute ?? "cheap");
+    const planned = planTraining(model, batchSize, seqLen, this.dtype, config.recompute ?? "cheap", backend.capabilities().device.kind);
     assertBackendTrains(backend, this.dtype, planned.graph.graph);
     this.layout = planned.layout;
     this.stateLayout = planned.stateLayout;

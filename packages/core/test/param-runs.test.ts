@@ -1,0 +1,102 @@
+import { describe, expect, it } from "vitest";
+import { type Backend, type BufferHandle, bytesPerElement } from "@kiln/contract";
+import { seededRandom } from "@kiln/contract/conformance";
+import { createWasmBackend } from "@kiln/kernels-wasm";
+import { elementCount } from "../src/graph/tensor.js";
+import { resolveModelConfig } from "../src/model/architectures.js";
+import { paramLayout } from "../src/model/param-layout.js";
+import { paramRuns } from "../src/model/param-runs.js";
+import { AdamW } from "../src/optim/adamw.js";
+import { MasterWeights } from "../src/train/master-weights.js";
+
+// hidden 20: a (20) bias is 80 f32 bytes, padded to 128 in the flat buffer; vocab 37 makes the embeddings' sizes odd.
+const odd = resolveModelConfig({ arch: "gpt2", vocabSize: 37, hiddenSize: 20, numLayers: 2, numHeads: 2, maxSeqLen: 8 });
+const gpt2Small = resolveModelConfig({ arch: "gpt2", vocabSize: 50257, hiddenSize: 768, numLayers: 12, numHeads: 12, maxSeqLen: 1024 });
+
+describe("parameters cut into runs that lie back to back", () => {
+  it("covers every parameter once, in order, and never spans padding in any layout", () => {
+    for (const layouts of [[paramLayout(odd, "f32")], [paramLayout(odd, "bf16"), paramLayout(odd, "f32")]]) {
+      const runs = paramRuns(layouts);
+      const specs = layouts[0].specs;
+      let i = 0;
+      for (const run of runs) {
+        expect(run.first).toBe(specs[i]);
+        let elements = 0;
+        while (elements < run.n) {
+          for (const l of layouts) expect(l.offsets.get(specs[i].name)).toBe(l.offsets.get(run.first.name)! + elements * bytesPerElement(l.dtype));
+          elements += elementCount(specs[i].shape);
+          i++;
+        }
+        expect(elements).toBe(run.n);
+      }
+      expect(i).toBe(specs.length);
+      // The 20-wide biases and norms end in padding, so not everything is one run; some runs hold several parameters.
+      expect(runs.length).toBeGreaterThan(1);
+      expect(runs.length).toBeLessThan(specs.length);
+    }
+  });
+
+  it("gpt2-small: one cast for every 16-bit parameter, AdamW calls by runs of the same weight decay", () => {
+    const bf16 = paramLayout(gpt2Small, "bf16");
+    const f32 = paramLayout(gpt2Small, "f32");
+    expect(bf16.specs.length).toBe(148);
+    expect(paramRuns([bf16, f32])).toEqual([{ first: bf16.specs[0], n: bf16.count }]);
+    const byDecay = paramRuns([f32, f32], (a, b) => a.decay === b.decay);
+    // The embeddings with the first norm, then per layer the four decaying matrices and the four runs of biases and norms after them.
+    expect(byDecay.length).toBe(1 + 12 * 8);
+    for (const run of byDecay) expect(bf16.specs.filter((s) => s.decay !== run.first.decay && f32.offsets.get(s.name)! >= f32.offsets.get(run.first.name)! && f32.offsets.get(s.name)! < f32.offsets.get(run.first.name)! + 4 * run.n)).toEqual([]);
+  });
+});
+
+/** A buffer of `bytes` random f32 values (uniform in [lo, hi)). */
+function randomBuffer(backend: Backend, bytes: number, seed: number, lo: number, hi: number): BufferHandle {
+  const rand = seededRandom(seed);
+  const b = backend.alloc(bytes);
+  backend.upload(b, Float32Array.from({ length: bytes / 4 }, () => lo + (hi - lo) * rand()));
+  return b;
+}
+
+async function read(backend: Backend, b: BufferHandle): Promise<Uint8Array> {
+  const out = new Uint8Array(b.byteLength);
+  await backend.download(b, out);
+  return out;
+}
+
+describe("optimizer calls by runs give every parameter the bits of one call per parameter", () => {
+  for (const model of [odd, resolveModelConfig({ arch: "llama", vocabSize: 40, hiddenSize: 32, numLayers: 2, numHeads: 4, kvHeads: 2, intermediateSize: 48, maxSeqLen: 8 })]) {
+    it(`${model.arch}, hidden ${model.hiddenSize}: AdamW over the f32 layout and rounding bf16 parameters from f32 masters`, async () => {
+      const backend = await createWasmBackend({ threads: 2, measurePeak: false });
+      const f32 = paramLayout(model, "f32");
+      const bf16 = paramLayout(model, "bf16");
+      const config = { beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1 };
+      const fresh = () => ({
+        params: randomBuffer(backend, f32.bytes, 1, -1, 1),
+        grads: randomBuffer(backend, f32.bytes, 2, -1, 1),
+        m: randomBuffer(backend, f32.bytes, 3, -0.1, 0.1),
+        v: randomBuffer(backend, f32.bytes, 4, 0, 0.05),
+      });
+      const byRuns = fresh();
+      new AdamW(backend, f32, f32, byRuns, config).update(3e-3, 7, 0.5);
+      const each = fresh();
+      for (const s of f32.specs) {
+        const at = (buffer: BufferHandle) => ({ buffer, byteOffset: f32.offsets.get(s.name)! });
+        backend.kernels.adamW({ param: at(each.params), grad: at(each.grads), m: at(each.m), v: at(each.v), n: elementCount(s.shape), lr: 3e-3, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: s.decay ? 0.1 : 0, step: 7, gradScale: 0.5, dtype: "f32" });
+      }
+      for (const key of ["params", "m", "v"] as const) expect(await read(backend, byRuns[key]), key).toEqual(await read(backend, each[key]));
+      // The updates changed the parameters (the comparison is not of untouched buffers).
+      expect(await read(backend, byRuns.params)).not.toEqual(await read(backend, fresh().params));
+
+      const rounded = backend.alloc(bf16.bytes);
+      const expected = backend.alloc(bf16.bytes);
+      for (const b of [rounded, expected]) backend.kernels.fill({ out: b, n: bf16.bytes / 2, value: 0, dtype: "u16" });
+      const masters = new MasterWeights(backend, bf16, f32, rounded);
+      backend.copy(byRuns.params, masters.master, f32.bytes);
+      masters.roundToParams();
+      for (const s of bf16.specs) {
+        backend.kernels.cast({ src: { buffer: byRuns.params, byteOffset: f32.offsets.get(s.name)! }, dst: { buffer: expected, byteOffset: bf16.offsets.get(s.name)! }, n: elementCount(s.shape), srcDtype: "f32", dstDtype: "bf16" });
+      }
+      expect(await read(backend, rounded)).toEqual(await read(backend, expected));
+      backend.dispose();
+    });
+  }
+});

@@ -1,0 +1,49 @@
+import { describe, expect, it } from "vitest";
+import type { Backend, DeviceKind } from "@kiln/contract";
+import { createWasmBackend } from "@kiln/kernels-wasm";
+import { resolveModelConfig } from "../src/model/architectures.js";
+import { Trainer } from "../src/train/trainer.js";
+import { planTrainingMemory } from "../src/train/plan-training.js";
+
+// 8 x 256 rows of 4096 f32 logits: 2 chunks of 1024 rows on a CPU (16 MiB each), 1 on a GPU (up to 256 MiB).
+const model = resolveModelConfig({ arch: "gpt2", vocabSize: 4096, hiddenSize: 64, numLayers: 1, numHeads: 2, maxSeqLen: 256 });
+const ROWS = 8 * 256;
+
+/** The wasm backend, saying it is a device of `kind` (the plan follows the kind; the kernels are the same). */
+function presentedAs(backend: Backend, kind: DeviceKind): Backend {
+  const caps = backend.capabilities();
+  return { ...backend, capabilities: () => ({ ...caps, device: { ...caps.device, kind } }) };
+}
+
+async function firstSteps(kind: DeviceKind) {
+  const wasm = await createWasmBackend({ threads: 2, measurePeak: false });
+  const trainer = new Trainer(presentedAs(wasm, kind), {
+    model,
+    batchSize: 8,
+    seqLen: 256,
+    optimizer: { beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 },
+    schedule: { kind: "constant", peak: 1e-3, min: 1e-3, warmupSteps: 0, maxSteps: 10 },
+    seed: 3,
+  });
+  const batch = { ids: Int32Array.from({ length: ROWS }, (_, i) => (i * 31) % 4096), targets: Int32Array.from({ length: ROWS }, (_, i) => (i * 17 + 3) % 4096) };
+  const losses = [];
+  for (let i = 0; i < 3; i++) losses.push((await trainer.step([batch])).loss);
+  const result = { losses, plan: trainer.memoryPlan, peak: wasm.memoryStats().peakBytes };
+  trainer.dispose();
+  wasm.dispose();
+  return result;
+}
+
+describe("a trainer plans for the kind of device it runs on", () => {
+  it("a GPU's plan takes the training loss's logits in one chunk where a CPU's takes two; the steps agree", async () => {
+    const cpu = await firstSteps("cpu");
+    const gpu = await firstSteps("gpu");
+    expect(cpu.plan).toEqual(planTrainingMemory(model, 8, 256, "f32", "cheap", "cpu"));
+    expect(gpu.plan).toEqual(planTrainingMemory(model, 8, 256, "f32", "cheap", "gpu"));
+    // One chunk of 2048 x 4096 f32 logits (and their gradient) instead of 1024 rows: at least 8 MiB more.
+    expect(gpu.plan.activations - cpu.plan.activations).toBeGreaterThanOrEqual(8 * 2 ** 20);
+    expect(gpu.peak).toBe(gpu.plan.total);
+    // The same sums in another grouping: the head's gradient is added in one product instead of two.
+    gpu.losses.forEach((l, i) => expect(Math.abs(l - cpu.losses[i]) / cpu.losses[i]).toBeLessThan(1e-5));
+  }, 60_000);
+});
