@@ -39,7 +39,8 @@ describe("the Chrome trace of a profile", () => {
     const kernels = complete.filter((e) => e.cat === "forward" || e.cat === "backward" || e.cat === "optimizer");
     expect(kernels).toHaveLength(steps.reduce((t, s) => t + s.kernels.length, 0));
     expect(complete.filter((e) => e.cat === "data").map((e) => e.name)).toContain("next batch");
-    expect(kernels.find((e) => e.name === "matmul")!.args).toEqual({ flops: expect.any(Number) });
+    expect(kernels.find((e) => e.name === "matmul")!.args).toEqual({ flops: expect.any(Number), bytes: expect.any(Number) });
+    expect(kernels.find((e) => e.name === "adamW")!.args).toEqual({ bytes: expect.any(Number) });
   });
 
   it("is refused by the checker when a child outlives its parent", () => {
@@ -72,5 +73,11 @@ describe("the profile table", () => {
       expect(total).toBeCloseTo(summary.stepMs, 2);
     }
     expect(text).toContain("the table sums to 100.0% of it");
+    // GB/s from the operand bytes: the kernels' column holds a figure, "outside kernels" none.
+    const head = text.split("\n").find((l) => l.startsWith("kernel"))!.split(/\s+/);
+    const gbps = head.indexOf("GB/s");
+    expect(gbps).toBeGreaterThan(0);
+    const column = (row: string) => row.split(/\s+/)[gbps + (row.startsWith("outside kernels") ? 1 : 0)];
+    for (const row of kernels.rows) expect(column(row), row).toMatch(row.startsWith("outside kernels") ? /^-$/ : /^\d+\.\d$/);
   });
 });

@@ -3,7 +3,7 @@ import { createReferenceBackend } from "@kiln/contract";
 import { resolveModelConfig } from "../src/model/architectures.js";
 import { paramRuns } from "../src/model/param-runs.js";
 import { Trainer, type TrainerConfig } from "../src/train/trainer.js";
-import { StepProfiler, type ProfiledStep } from "../src/exec/step-profiler.js";
+import { StepProfiler, type ProfiledStep, kernelCost } from "../src/exec/step-profiler.js";
 import { summarizeProfile } from "../src/exec/profile-summary.js";
 
 const config = (arch: "gpt2" | "llama"): TrainerConfig => ({
@@ -103,9 +103,9 @@ describe("summarizeProfile", () => {
       end: start + 10,
       data: [{ name: "next batch", start, end: start + 1 }],
       kernels: [
-        { kernel: "matmul", region: "forward", start: start + 1, end: start + 3, flops: 4e6 },
-        { kernel: "matmul", region: "backward", start: start + 3, end: start + 7, flops: 8e6 },
-        { kernel: "adamW", region: "optimizer", start: start + 8, end: start + 9, flops: 0 },
+        { kernel: "matmul", region: "forward", start: start + 1, end: start + 3, flops: 4e6, bytes: 1e6 },
+        { kernel: "matmul", region: "backward", start: start + 3, end: start + 7, flops: 8e6, bytes: 2e6 },
+        { kernel: "adamW", region: "optimizer", start: start + 8, end: start + 9, flops: 0, bytes: 5e6 },
       ],
     });
     const s = summarizeProfile([step(0), step(100)]);
@@ -118,5 +118,37 @@ describe("summarizeProfile", () => {
     ]);
     expect(s.kernels[0].gflops).toBe(2); // 12e6 FLOPs in 6 ms
     expect(s.gflops).toBeCloseTo(1.2, 12);
+    expect(s.kernels.map((k) => k.gbps)).toEqual([0.5, 5, null]); // 3e6 bytes in 6 ms, 5e6 in 1 ms
+    expect(s.regions.map((r) => r.gbps)).toEqual([0.5, 0.5, 5, null, null]);
+  });
+});
+
+describe("kernelCost", () => {
+  it("counts each named operand at its extent: inputs and outputs once, in-out operands twice, absent optional ones not at all", () => {
+    const operand = { buffer: { id: 1, byteLength: 1 << 30 }, byteOffset: 0 };
+    // A (3x5) and B (5x7) bf16 in, C (3x7) f32 accumulated: read and written.
+    expect(kernelCost("matmul", { a: operand, b: operand, c: operand, m: 3, n: 7, k: 5, accumulate: true, dtype: "bf16", cDtype: "f32" })).toEqual({
+      flops: 2 * 3 * 7 * 5,
+      bytes: 2 * (15 + 35) + 2 * 4 * 21,
+    });
+    // With a bias (7 bf16) and C written only.
+    expect(kernelCost("matmul", { a: operand, b: operand, c: operand, bias: operand, m: 3, n: 7, k: 5, dtype: "bf16" }).bytes).toBe(2 * (15 + 35 + 7 + 21));
+    // AdamW on f32: param, m and v read and written, grad read; no master.
+    expect(kernelCost("adamW", { param: operand, grad: operand, m: operand, v: operand, n: 10, lr: 1e-3, beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0, step: 1, dtype: "f32" })).toEqual({
+      flops: 0,
+      bytes: 4 * 10 * (2 + 1 + 2 + 2),
+    });
+  });
+
+  it("a profiled step's kernels carry the bytes of their graph nodes' operands", async () => {
+    const profiler = new StepProfiler();
+    profiler.armed = true;
+    const trainer = new Trainer(createReferenceBackend(), { ...config("gpt2"), profiler });
+    await trainer.step(source(0));
+    const [s] = profiler.steps;
+    for (const k of s.kernels) expect(k.bytes, k.kernel).toBeGreaterThan(0);
+    // The first layer norm of the forward pass: x (16 x 16 f32) in, y out, gamma and beta in, mean and rstd out.
+    const norm = s.kernels.find((k) => k.kernel === "layerNormForward")!;
+    expect(norm.bytes).toBe(4 * (256 + 256 + 16 + 16 + 16 + 16));
   });
 });

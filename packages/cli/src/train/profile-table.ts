@@ -12,13 +12,14 @@ export interface ProfileTableContext {
 const fixed = (v: number, digits: number) => (Number.isFinite(v) ? v.toFixed(digits) : "-");
 
 function rows(title: string, list: readonly ProfileRow[], withCalls: boolean): string[] {
-  const head = [title.padEnd(22), "ms/step".padStart(9), "share".padStart(7), "GFLOP/s".padStart(9), ...(withCalls ? ["calls/step".padStart(11)] : [])].join(" ");
+  const head = [title.padEnd(22), "ms/step".padStart(9), "share".padStart(7), "GFLOP/s".padStart(9), "GB/s".padStart(8), ...(withCalls ? ["calls/step".padStart(11)] : [])].join(" ");
   const body = list.map((r) =>
     [
       r.name.padEnd(22),
       fixed(r.ms, 2).padStart(9),
       `${fixed(100 * r.share, 1)}%`.padStart(7),
       (r.gflops === null ? "-" : fixed(r.gflops, 1)).padStart(9),
+      (r.gbps === null ? "-" : fixed(r.gbps, 1)).padStart(8),
       ...(withCalls ? [(r.calls === undefined ? "" : fixed(r.calls, 0)).padStart(11)] : []),
     ].join(" "),
   );
@@ -34,6 +35,7 @@ export function formatProfileTable(s: ProfileSummary, c: ProfileTableContext): s
   const lines = [
     `profile of step${s.steps.length === 1 ? ` ${first}` : `s ${first}-${last}`} (${s.steps.length} step${s.steps.length === 1 ? "" : "s"}, means per step) on ${c.device}`,
     `step ${fixed(s.stepMs, 2)} ms inside the trainer, ${fixed(c.measuredStepMs, 2)} ms measured around each step: the table sums to ${fixed((100 * sum) / c.measuredStepMs, 1)}% of it; ${fixed(s.gflops, 1)} GFLOP/s counted (matmul, attention)`,
+    "GB/s: the bytes each call's operands hold (inputs read once, outputs written once) over its time: the least it moves",
     ...(c.synchronized ? ["measured with a device synchronize after every kernel: kernel times are run times, and the steps ran slower than unprofiled ones"] : []),
     "",
     ...rows("region", s.regions, false),

@@ -3,7 +3,7 @@ import type { Graph } from "../graph/graph.js";
 import { type KernelNodeAttrs, kernelOp } from "../graph/kernel-node.js";
 import type { CompileContext, OpDef, RuntimeScalars } from "../graph/op.js";
 import type { StepPlan } from "../plan/plan-step.js";
-import { type StepProfiler, kernelFlops } from "./step-profiler.js";
+import { type StepProfiler, kernelCost } from "./step-profiler.js";
 
 const OPS: Record<string, OpDef> = { kernel: kernelOp };
 
@@ -110,17 +110,17 @@ export class CompiledStep {
 
   /**
    * Replaces every call with one timed through `profiler` as a call of its node's
-   * kernel, in the forward or backward region, with the contract's FLOP count.
+   * kernel, in the forward or backward region, with the contract's FLOP and byte counts.
    * Only a profiled run does this: an unprofiled step keeps its bare calls.
    */
   instrument(profiler: StepProfiler): void {
     this.graph.nodes.forEach((node, n) => {
-      const { kernel, args } = node.attrs as unknown as KernelNodeAttrs;
+      const { kernel, args, operands } = node.attrs as unknown as KernelNodeAttrs;
       const region = node.backward ? "backward" : "forward";
-      const flops = kernelFlops(kernel, args);
+      const cost = kernelCost(kernel, { ...operands, ...args });
       for (let i = this.nodeCalls[n]; i < this.nodeCalls[n + 1]; i++) {
         const call = this.calls[i];
-        this.calls[i] = () => profiler.time(call, kernel, region, flops);
+        this.calls[i] = () => profiler.time(call, kernel, region, cost);
       }
     });
   }

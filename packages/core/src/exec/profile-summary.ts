@@ -1,6 +1,6 @@
 import type { ProfiledStep } from "./step-profiler.js";
 
-/** One row of a profile: mean milliseconds per step, its share of the step, and GFLOP/s where FLOPs are counted. */
+/** One row of a profile: mean milliseconds per step, its share of the step, GFLOP/s where FLOPs are counted, GB/s of operand bytes. */
 export interface ProfileRow {
   name: string;
   ms: number;
@@ -8,6 +8,8 @@ export interface ProfileRow {
   share: number;
   /** FLOPs counted by the contract over the row's time; null where none are counted. */
   gflops: number | null;
+  /** Operand bytes (kernelCost: what the calls read and write at least) over the row's time, in GB/s; null outside kernels. */
+  gbps: number | null;
   /** Kernel rows: calls per step. */
   calls?: number;
 }
@@ -38,8 +40,8 @@ export function summarizeProfile(steps: readonly ProfiledStep[]): ProfileSummary
   const n = steps.length;
   let stepMs = 0;
   let dataMs = 0;
-  const region = new Map<string, { ms: number; flops: number }>(REGIONS.map((r) => [r, { ms: 0, flops: 0 }]));
-  const kernel = new Map<string, { ms: number; flops: number; calls: number }>();
+  const region = new Map<string, { ms: number; flops: number; bytes: number }>(REGIONS.map((r) => [r, { ms: 0, flops: 0, bytes: 0 }]));
+  const kernel = new Map<string, { ms: number; flops: number; bytes: number; calls: number }>();
   for (const s of steps) {
     stepMs += s.end - s.start;
     for (const d of s.data) dataMs += d.end - d.start;
@@ -48,19 +50,22 @@ export function summarizeProfile(steps: readonly ProfiledStep[]): ProfileSummary
       const r = region.get(k.region)!;
       r.ms += ms;
       r.flops += k.flops;
-      const row = kernel.get(k.kernel) ?? { ms: 0, flops: 0, calls: 0 };
+      r.bytes += k.bytes;
+      const row = kernel.get(k.kernel) ?? { ms: 0, flops: 0, bytes: 0, calls: 0 };
       row.ms += ms;
       row.flops += k.flops;
+      row.bytes += k.bytes;
       row.calls++;
       kernel.set(k.kernel, row);
     }
   }
   const mean = stepMs / n;
-  const row = (name: string, totalMs: number, flops: number, calls?: number): ProfileRow => ({
+  const row = (name: string, totalMs: number, flops: number, bytes: number, calls?: number): ProfileRow => ({
     name,
     ms: totalMs / n,
     share: mean > 0 ? totalMs / n / mean : 0,
     gflops: flops > 0 && totalMs > 0 ? flops / totalMs / 1e6 : null,
+    gbps: bytes > 0 && totalMs > 0 ? bytes / totalMs / 1e6 : null,
     ...(calls !== undefined ? { calls: calls / n } : {}),
   });
   const inKernels = REGIONS.reduce((t, r) => t + region.get(r)!.ms, 0);
@@ -71,10 +76,10 @@ export function summarizeProfile(steps: readonly ProfiledStep[]): ProfileSummary
     steps: steps.map((s) => s.step),
     stepMs: mean,
     gflops: stepMs > 0 ? totalFlops / stepMs / 1e6 : 0,
-    regions: [...REGIONS.map((r) => row(r, region.get(r)!.ms, region.get(r)!.flops)), row("data", dataMs, 0), row("idle", idle, 0)],
+    regions: [...REGIONS.map((r) => row(r, region.get(r)!.ms, region.get(r)!.flops, region.get(r)!.bytes)), row("data", dataMs, 0, 0), row("idle", idle, 0, 0)],
     kernels: [
-      ...[...kernel].sort((a, b) => b[1].ms - a[1].ms).map(([name, k]) => row(name, k.ms, k.flops, k.calls)),
-      row("outside kernels", stepMs - inKernels, 0),
+      ...[...kernel].sort((a, b) => b[1].ms - a[1].ms).map(([name, k]) => row(name, k.ms, k.flops, k.bytes, k.calls)),
+      row("outside kernels", stepMs - inKernels, 0, 0),
     ],
   };
 }

@@ -1,15 +1,23 @@
-import { type KernelName, kernelSpecs } from "@kiln/contract";
+import { type KernelName, type OperandSpec, bytesPerElement, kernelSpecs } from "@kiln/contract";
 
 /** Where a kernel call of a training step belongs. */
 export type KernelRegion = "forward" | "backward" | "optimizer";
 
-/** One kernel call: host times in milliseconds (the profiler's clock), FLOPs from the contract's count (0 where it has none). */
-export interface KernelEvent {
+/**
+ * What one kernel call computes and moves, as the contract counts them: its FLOPs
+ * (0 where the contract counts none) and the bytes of its operands (see kernelCost).
+ */
+export interface KernelCost {
+  flops: number;
+  bytes: number;
+}
+
+/** One kernel call: host times in milliseconds (the profiler's clock) and its cost. */
+export interface KernelEvent extends KernelCost {
   kernel: KernelName;
   region: KernelRegion;
   start: number;
   end: number;
-  flops: number;
 }
 
 /** Time the step spent getting its data: waiting for the next batch, or copying it to the device. */
@@ -72,12 +80,12 @@ export class StepProfiler {
   }
 
   /** Runs `call` and, while a step is being recorded, records it as one call of `kernel`. */
-  time(call: () => void, kernel: KernelName, region: KernelRegion, flops: number): void {
+  time(call: () => void, kernel: KernelName, region: KernelRegion, cost: KernelCost): void {
     const s = this.current;
     if (!s) return call();
     const start = this.now();
     call();
-    s.kernels.push({ kernel, region, start, end: this.now(), flops });
+    s.kernels.push({ kernel, region, start, end: this.now(), flops: cost.flops, bytes: cost.bytes });
   }
 
   /** Records a data wait that began at `start` and ends now. */
@@ -92,8 +100,18 @@ export class StepProfiler {
   }
 }
 
-/** FLOPs of one call of `kernel` with these arguments, as the contract counts them (0 where it does not). */
-export function kernelFlops(kernel: KernelName, args: unknown): number {
-  const count = kernelSpecs[kernel].flops as ((a: unknown) => number) | undefined;
-  return count ? count(args) : 0;
+/**
+ * The cost of one call of `kernel` with these arguments: FLOPs as the contract counts
+ * them (0 where it does not), and the bytes of the operands the call names, each at
+ * its contract extent: inputs read once, outputs written once, in-out operands both.
+ * That is the least memory traffic of the call, a floor for bandwidth-bound kernels
+ * (an operand with row gaps, such as a packed q|k|v, counts its whole extent).
+ */
+export function kernelCost(kernel: KernelName, args: unknown): KernelCost {
+  const spec = kernelSpecs[kernel];
+  const count = spec.flops as ((a: unknown) => number) | undefined;
+  const given = args as Record<string, unknown>;
+  const operandBytes = (o: OperandSpec) => (given[o.key] === undefined ? 0 : o.elements * bytesPerElement(o.dtype) * (o.role === "inout" ? 2 : 1));
+  const operands = (spec.operands as (a: unknown) => OperandSpec[])(args);
+  return { flops: count ? count(args) : 0, bytes: operands.reduce((t, o) => t + operandBytes(o), 0) };
 }
