@@ -1,7 +1,8 @@
 // GPU benchmark of @kiln/kernels-cuda: GEMM TFLOP/s per dtype (4096^3), the grouped
 // GEMMs of a mixture-of-experts layer beside one dense GEMM of the same size, causal
 // attention forward/backward, and training steps of bench-small and gpt2-small
-// (f32 and bf16) with MFU, each beside the same work through PyTorch on the same
+// (f32 and bf16) with MFU and the step's roofline (each of its kernel calls at the card's
+// peak FLOP/s or memory bandwidth, whichever binds), each beside the same work through PyTorch on the same
 // GPU (cuda_kernels_torch.py, train_step_torch.py) as a ratio kiln / PyTorch; Mamba2's
 // selective scan (ssdScanForward / ssdScanBackward) on its own, with no PyTorch figure.
 // Prints one JSON object. On a machine without a usable GPU it says so and exits 0.
@@ -15,8 +16,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { encodeToBytes, kernelSpecs, ssdStateElements } from "../../packages/contract/dist/index.js";
-import { Trainer, resolveModelConfig, trainingFlopsPerToken } from "../../packages/core/dist/index.js";
-import { createCudaBackend, cudaStatus } from "../../packages/kernels-cuda/dist/index.js";
+import { Trainer, resolveModelConfig, rooflineSeconds, trainingFlopsPerToken, trainingStepCosts } from "../../packages/core/dist/index.js";
+import { createCudaBackend, cudaStatus, gpuProfileForName } from "../../packages/kernels-cuda/dist/index.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const { values } = parseArgs({ options: { calls: { type: "string" }, steps: { type: "string" }, device: { type: "string" }, "skip-train": { type: "boolean" } } });
@@ -186,6 +187,10 @@ async function trainStep(name, dims, batch, seq, dtype, accum = 1) {
   const planned = trainer.memoryPlan.total;
   trainer.dispose();
   const peak = caps.peakFlops[dtype];
+  // The step's roofline on this card (each kernel call at the longer of its FLOPs at peak and its bytes at the memory bandwidth).
+  const bandwidth = gpuProfileForName(caps.device.name)?.memoryBandwidth;
+  const calls = trainingStepCosts(model, batch, seq, dtype, "cheap", "gpu");
+  const rooflineSec = peak && bandwidth ? rooflineSeconds(calls.before, peak, bandwidth) + accum * rooflineSeconds(calls.microBatch, peak, bandwidth) + rooflineSeconds(calls.after, peak, bandwidth) : null;
   const torch = model.arch !== "gpt2" || accum !== 1 ? { skipped: "the PyTorch reference is GPT-2 with one micro-batch" } : torchReference("train_step_torch.py", ["--device", "cuda", "--dtype", dtype, "--layers", String(dims.numLayers), "--heads", String(dims.numHeads), "--hidden", String(dims.hiddenSize), "--vocab", String(dims.vocabSize), "--seq", String(seq), "--batch", String(batch), "--steps", String(STEPS)]);
   return progress({
     model: name,
@@ -199,6 +204,9 @@ async function trainStep(name, dims, batch, seq, dtype, accum = 1) {
     ms_per_step_best: Math.min(...each) * 1e3,
     tokens_per_s: tokensPerSecond,
     mfu: peak ? flops / peak : null,
+    roofline_ms: rooflineSec === null ? null : rooflineSec * 1e3,
+    roofline_mfu: rooflineSec === null ? null : (batch * seq * accum * trainingFlopsPerToken(model, seq)) / peak / rooflineSec,
+    launches_per_step: calls.before.length + accum * calls.microBatch.length + calls.after.length,
     planned_bytes: planned,
     torch,
     step_time_ratio_vs_torch: torch.ms_per_step_median ? sec * 1e3 / torch.ms_per_step_median : null,

@@ -19,6 +19,16 @@ describe("the devices kiln estimate knows", () => {
     }
     expect(deviceProfile("a30")!.unsupported).toBeUndefined();
   });
+
+  it("give every GPU its memory bandwidth (for the roofline), and the CPU none", () => {
+    for (const name of KNOWN_DEVICES.filter((d) => d !== "cpu")) {
+      const bw = deviceProfile(name)!.memoryBandwidth!;
+      expect(bw, name).toBeGreaterThanOrEqual(0.3e12);
+      expect(bw, name).toBeLessThanOrEqual(8e12);
+    }
+    expect(deviceProfile("h100")!.memoryBandwidth).toBe(3.35e12);
+    expect(deviceProfile("cpu")!.memoryBandwidth).toBeUndefined();
+  });
 });
 
 describe("plannedDevice", () => {

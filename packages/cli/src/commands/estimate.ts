@@ -60,6 +60,14 @@ export function registerEstimate(program: Command): void {
         ["peak", formatProcessPeak(e.process, device.threads ?? 1)],
         ["largest batch", e.largestBatch > 0 ? `${e.largestBatch} (within ${HEADROOM * 100}% of device memory)` : "none: even batch 1 does not fit"],
         ["ideal step", Number.isFinite(e.idealStepSeconds) ? `${formatSeconds(e.idealStepSeconds)} at 100% of peak` : `unknown: no ${dtype} peak FLOP/s figure for ${device.name}`],
+        ...(e.roofline
+          ? ([
+              [
+                "roofline step",
+                `${formatSeconds(e.roofline.stepSeconds)} with each kernel at the longer of its FLOPs at peak and its operand bytes (${(e.roofline.bytesPerStep / 1e9).toFixed(1)} GB a step) at ${(device.memoryBandwidth! / 1e9).toFixed(0)} GB/s: MFU at most ${(100 * e.roofline.mfu).toFixed(0)}%`,
+              ],
+            ] as [string, string][])
+          : []),
       ];
       const width = Math.max(...rows.map(([k]) => k.length));
       process.stdout.write(`kiln estimate ${flags.file}\n${rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`).join("\n")}\n`);

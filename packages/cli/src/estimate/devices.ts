@@ -7,6 +7,8 @@ export interface DeviceProfile {
   name: string;
   memoryBytes: number;
   peakFlops: { f32: number; bf16: number; f16: number };
+  /** Peak memory bandwidth in bytes per second, where kiln knows it (the GPU table). */
+  memoryBandwidth?: number;
   /** Set when kiln can plan for the device but its kernels do not run there: why. */
   unsupported?: string;
   /** The CPU: the threads kiln train's kernels run on (every core); its memory is the host's. */
@@ -24,6 +26,7 @@ const GPUS: Record<string, DeviceProfile> = Object.fromEntries(
     {
       name: p.name,
       memoryBytes: p.memoryBytes,
+      memoryBandwidth: p.memoryBandwidth,
       peakFlops: { f32: p.peakFlops.f32 ?? 0, bf16: p.peakFlops.bf16 ?? 0, f16: p.peakFlops.f16 ?? 0 },
       ...(p.unsupported ? { unsupported: p.unsupported } : {}),
     },

@@ -1,4 +1,15 @@
-import { type ModelConfig, type MemoryPlan, type RecomputePolicy, archOf, paramLayout, planForwardMemory, planTrainingMemory, trainingFlopsPerToken } from "@kiln/core";
+import {
+  type ModelConfig,
+  type MemoryPlan,
+  type RecomputePolicy,
+  archOf,
+  paramLayout,
+  planForwardMemory,
+  planTrainingMemory,
+  rooflineSeconds,
+  trainingFlopsPerToken,
+  trainingStepCosts,
+} from "@kiln/core";
 import type { DeviceProfile } from "./devices.js";
 import { type ProcessPeak, processPeak } from "./process-peak.js";
 
@@ -22,6 +33,12 @@ export interface Estimate {
   largestBatch: number;
   /** Step time at 100% of peak (a lower bound). */
   idealStepSeconds: number;
+  /**
+   * A tighter lower bound where the device's memory bandwidth is known: every kernel call
+   * of the planned step at the longer of its FLOPs at peak and its operand bytes at the
+   * bandwidth (rooflineSeconds); with the bytes the step moves. Absent otherwise.
+   */
+  roofline?: { stepSeconds: number; bytesPerStep: number; mfu: number };
 }
 
 export const HEADROOM = 0.9;
@@ -70,5 +87,28 @@ export function estimateTraining(
     usedFraction: memory.total / device.memoryBytes,
     largestBatch: lo,
     idealStepSeconds: (flopsPerToken * tokensPerStep) / device.peakFlops[dtype],
+    ...rooflineOf(model, batch, seqLen, gradAccum, dtype, device, recompute, planOnHost ? "cpu" : "gpu", flopsPerToken * tokensPerStep),
   };
+}
+
+/** The roofline bound of a step on `device` (kernel by kernel), when its bandwidth and peak are known. */
+function rooflineOf(
+  model: ModelConfig,
+  batch: number,
+  seqLen: number,
+  gradAccum: number,
+  dtype: "f32" | "bf16" | "f16",
+  device: DeviceProfile,
+  recompute: RecomputePolicy,
+  kind: "cpu" | "gpu",
+  modelFlopsPerStep: number,
+): Pick<Estimate, "roofline"> {
+  const peak = device.peakFlops[dtype];
+  if (!device.memoryBandwidth || !(peak > 0)) return {};
+  const calls = trainingStepCosts(model, batch, seqLen, dtype, recompute, kind);
+  const each = (list: typeof calls.before) => rooflineSeconds(list, peak, device.memoryBandwidth!);
+  const bytes = (list: typeof calls.before) => list.reduce((t, c) => t + c.bytes, 0);
+  const stepSeconds = each(calls.before) + gradAccum * each(calls.microBatch) + each(calls.after);
+  const bytesPerStep = bytes(calls.before) + gradAccum * bytes(calls.microBatch) + bytes(calls.after);
+  return { roofline: { stepSeconds, bytesPerStep, mfu: modelFlopsPerStep / peak / stepSeconds } };
 }

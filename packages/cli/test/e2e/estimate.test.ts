@@ -33,6 +33,27 @@ describe("kiln estimate", () => {
     expect(e.memory.total).toBeLessThan(80 * 2 ** 30);
   });
 
+  it("bounds the step by a roofline where the device's bandwidth is known, kernel by kernel", async () => {
+    const r = await ws.run(["estimate", "-f", NANO, "--dtype", "bf16", "--device", "h100"]);
+    expect(r.code, r.stderr).toBe(0);
+    const line = /^\s+roofline step\s+(\S+) (ms|s|µs) with each kernel at the longer of its FLOPs at peak and its operand bytes \((\d+\.\d) GB a step\) at 3350 GB\/s: MFU at most (\d+)%$/m.exec(r.stdout);
+    expect(line, r.stdout).not.toBeNull();
+    const json = await ws.run(["estimate", "-f", NANO, "--dtype", "bf16", "--device", "h100", "--json"]);
+    const e = JSON.parse(json.stdout) as { idealStepSeconds: number; flopsPerStep: number; roofline: { stepSeconds: number; bytesPerStep: number; mfu: number } };
+    // Never faster than the FLOPs at peak; the MFU bound is the ideal step over the roofline one.
+    expect(e.roofline.stepSeconds).toBeGreaterThan(e.idealStepSeconds);
+    expect(e.roofline.mfu).toBeCloseTo(e.idealStepSeconds / e.roofline.stepSeconds, 12);
+    expect(Number(line![4])).toBe(Math.round(100 * e.roofline.mfu));
+    expect(Number(line![3])).toBe(Number((e.roofline.bytesPerStep / 1e9).toFixed(1)));
+    // Four micro-batches: the step moves more than four times one micro-batch's 2048 rows of bf16 logits.
+    expect(e.roofline.bytesPerStep).toBeGreaterThan(4 * 2048 * 50257 * 2);
+    // No bandwidth figure for the CPU or a device known by its memory only: no roofline.
+    for (const args of [["--device", "cpu"], ["--device-memory", "24GiB"]]) {
+      const other = await ws.run(["estimate", "-f", NANO, "--dtype", "bf16", ...args]);
+      expect(other.stdout).not.toMatch(/roofline/);
+    }
+  });
+
   it("refuses an unknown device, listing the known ones", async () => {
     expectRefused(await ws.run(["estimate", "-f", NANO, "--device", "tpu9"]), {
       kind: "ConfigError",

@@ -17,6 +17,7 @@ import { assertBackendTrains } from "./training-dtype.js";
 import type { MemoryPlan } from "./memory-plan.js";
 import { TRAINER_SCALAR_BYTES, planTraining } from "./plan-training.js";
 import { ExpertLoad } from "./expert-load.js";
+import { measureGradients, zeroGradients } from "./gradient-kernels.js";
 import { DataParallelSync } from "./data-parallel.js";
 import { DEFAULT_BUCKET_BYTES, planGradientBuckets } from "./gradient-buckets.js";
 import type { GradientSync } from "./gradient-sync.js";
@@ -283,15 +284,8 @@ export class Trainer {
       loss = await dp.sum(loss);
       if (this.model.training!.auxLoss !== undefined) auxLoss = await dp.sum(auxLoss);
     }
-    const { scalars } = this.buffers;
-    const grads = this.buffers.grads;
-    const k = this.kernels;
-    k.sumSquares({ x: grads, out: scalars, n: this.stateLayout.bytes / 4, dtype: "f32" });
-    if (this.lossScaler) {
-      const flag = { buffer: scalars, byteOffset: 4 };
-      k.fill({ out: flag, n: 1, value: 0, dtype: "i32" });
-      k.checkFinite({ x: grads, flag, n: this.stateLayout.bytes / 4, dtype: "f32" });
-    }
+    const { scalars, grads } = this.buffers;
+    measureGradients(this.kernels, { grads, scalars, elements: this.stateLayout.bytes / 4 }, this.lossScaler !== undefined);
     await this.settleProfiledKernels();
     await this.backend.download(scalars, new Uint8Array(this.scalarHost));
     const gradNorm = Math.sqrt(this.sumSquaresHost[0]) / lossScale;
@@ -343,7 +337,7 @@ export class Trainer {
 
   /** Zeroes the f32 gradient buffer the graph accumulates parameter gradients into. */
   private zeroGradients(): void {
-    this.kernels.fill({ out: this.buffers.grads, n: this.stateLayout.bytes / 4, value: 0, dtype: "f32" });
+    zeroGradients(this.kernels, { ...this.buffers, elements: this.stateLayout.bytes / 4 });
   }
 
   /**

@@ -1,0 +1,71 @@
+import { type Backend, type BufferHandle, type DeviceKind, type FloatDType, KERNEL_NAMES, type KernelName, type Kernels } from "@kiln/contract";
+import type { RecomputePolicy } from "../autodiff/rematerialize.js";
+import type { KernelNodeAttrs } from "../graph/kernel-node.js";
+import { type KernelCost, kernelCost } from "../exec/step-profiler.js";
+import type { ModelConfig } from "../model/config.js";
+import { AdamW } from "../optim/adamw.js";
+import { measureGradients, zeroGradients } from "./gradient-kernels.js";
+import { MasterWeights } from "./master-weights.js";
+import { planTraining } from "./plan-training.js";
+
+/** One kernel call of a training step and what it computes and moves (kernelCost). */
+export interface KernelCallCost extends KernelCost {
+  kernel: KernelName;
+}
+
+/** The kernel calls a Trainer issues for one optimizer step, in order. */
+export interface TrainingStepCosts {
+  /** Zeroing the gradients, before the micro-batches. */
+  before: KernelCallCost[];
+  /** The compiled forward and backward pass: once per micro-batch. */
+  microBatch: KernelCallCost[];
+  /** Gradient norm (and finite check), AdamW, rounding the masters into 16-bit parameters: once per step. */
+  after: KernelCallCost[];
+}
+
+/** A backend that runs nothing and records each kernel call's cost; its buffers are names only. */
+function costRecorder(into: () => KernelCallCost[]): Backend {
+  const kernels = Object.fromEntries(KERNEL_NAMES.map((name) => [name, (args: unknown) => into().push({ kernel: name, ...kernelCost(name, args) })]));
+  let ids = 0;
+  return { kernels: kernels as unknown as Kernels, alloc: (byteLength: number): BufferHandle => ({ id: ++ids, byteLength }) } as unknown as Backend;
+}
+
+/**
+ * The kernel calls of one training step of (model, batch, seqLen) as a Trainer on a
+ * device of `device`'s kind issues them, with their FLOPs and operand bytes, without
+ * a backend: the planned graph's nodes and the optimizer's calls (AdamW and the master
+ * weights made by the Trainer's own classes, over stand-in buffers).
+ */
+export function trainingStepCosts(model: ModelConfig, batchSize: number, seqLen: number, dtype: FloatDType = "f32", recompute: RecomputePolicy = "cheap", device: DeviceKind = "cpu"): TrainingStepCosts {
+  const { layout, stateLayout, graph } = planTraining(model, batchSize, seqLen, dtype, recompute, device);
+  const microBatch = graph.graph.nodes.map((node) => {
+    const { kernel, args, operands } = node.attrs as unknown as KernelNodeAttrs;
+    return { kernel, ...kernelCost(kernel, { ...operands, ...args }) };
+  });
+  const costs: TrainingStepCosts = { before: [], microBatch, after: [] };
+  let into = costs.before;
+  const backend = costRecorder(() => into);
+  const buffer = (bytes: number) => backend.alloc(bytes);
+  const grads = { grads: buffer(stateLayout.bytes), scalars: buffer(64), elements: stateLayout.bytes / 4 };
+  const [m, v] = [buffer(stateLayout.bytes), buffer(stateLayout.bytes)];
+  const hyper = { beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1 };
+  const masters = dtype === "f32" ? undefined : new MasterWeights(backend, layout, stateLayout, buffer(layout.bytes));
+  const adamw = masters
+    ? new AdamW(backend, stateLayout, stateLayout, { params: masters.master, grads: grads.grads, m, v }, hyper)
+    : new AdamW(backend, layout, stateLayout, { params: buffer(layout.bytes), grads: grads.grads, m, v }, hyper);
+  zeroGradients(backend.kernels, grads);
+  into = costs.after;
+  measureGradients(backend.kernels, grads, dtype === "f16");
+  adamw.update(1e-3, 1, 1);
+  masters?.roundToParams();
+  return costs;
+}
+
+/**
+ * The least time the calls can take on a device: each call at the longer of its FLOPs at
+ * `peakFlops` and its operand bytes at `bytesPerSecond` (a roofline per kernel, no launch
+ * costs, nothing overlapped between calls).
+ */
+export function rooflineSeconds(calls: readonly KernelCost[], peakFlops: number, bytesPerSecond: number): number {
+  return calls.reduce((t, c) => t + Math.max(c.flops / peakFlops, c.bytes / bytesPerSecond), 0);
+}
