@@ -16,6 +16,11 @@ import { MasterWeights } from "./master-weights.js";
 import { assertBackendTrains } from "./training-dtype.js";
 import type { MemoryPlan } from "./memory-plan.js";
 import { TRAINER_SCALAR_BYTES, planTraining } from "./plan-training.js";
+
+/** Byte offset of the micro-batch loss slots in the trainer's scalar buffer (after the gradient norm and the finite flag)... */
+const LOSS_SLOTS_OFFSET = 8;
+/** ...and how many there are: losses of more micro-batches are read back in groups of this many. */
+const LOSS_SLOTS = (TRAINER_SCALAR_BYTES - LOSS_SLOTS_OFFSET) / 4;
 import { ExpertLoad } from "./expert-load.js";
 import { measureGradients, zeroGradients } from "./gradient-kernels.js";
 import { DataParallelSync } from "./data-parallel.js";
@@ -125,13 +130,16 @@ export class Trainer {
   private readonly adamw: AdamW;
   /** Under a 16-bit dtype: f32 master weights and gradient sums. */
   private readonly masters: MasterWeights | undefined;
-  /** The scalar buffer as the host reads it: [0] the squared gradient norm (f32), [1] the non-finite flag (i32). */
-  private readonly scalarHost = new ArrayBuffer(8);
+  /**
+   * The scalar buffer as the host reads it: the squared gradient norm (f32), the
+   * non-finite flag (i32), then one f32 slot per micro-batch loss not yet read back.
+   */
+  private readonly scalarHost = new ArrayBuffer(TRAINER_SCALAR_BYTES);
   private readonly sumSquaresHost = new Float32Array(this.scalarHost, 0, 1);
   private readonly notFiniteHost = new Int32Array(this.scalarHost, 4, 1);
+  private readonly lossSlotsHost = new Float32Array(this.scalarHost, LOSS_SLOTS_OFFSET, LOSS_SLOTS);
   /** The loss scale the last backward pass used (1 unless f16). */
   private lastLossScale = 1;
-  private readonly lossHost = new Float32Array(1);
   private readonly auxLossHost = new Float32Array(1);
   /** The last forward pass's auxiliary loss (0 without one). */
   private lastAuxLoss = 0;
@@ -260,7 +268,21 @@ export class Trainer {
     await this.settleProfiledKernels();
     const lossScale = this.lossScaler?.scale ?? 1;
     this.lastLossScale = lossScale;
+    // Each micro-batch's summed loss is copied to a slot of the scalar buffer and read back
+    // with the gradient norm (or when the slots are full), so the host issues the next
+    // micro-batch without waiting for the device; `pending` holds their denominators.
     let loss = 0;
+    const pending: number[] = [];
+    const addPending = (slotsRead: Float32Array) => {
+      pending.forEach((denominator, j) => (loss += slotsRead[j] / denominator));
+      pending.length = 0;
+    };
+    const { scalars, grads } = this.buffers;
+    const readPending = async () => {
+      if (pending.length === 0) return;
+      await this.backend.download({ buffer: scalars, byteOffset: LOSS_SLOTS_OFFSET }, new Uint8Array(this.scalarHost, LOSS_SLOTS_OFFSET, 4 * pending.length));
+      addPending(this.lossSlotsHost);
+    };
     let auxLoss = 0;
     this.expertLoad?.reset();
     const worldSize = this.config.gradientSync?.worldSize ?? 1;
@@ -274,20 +296,23 @@ export class Trainer {
       if (denominator === 0) continue;
       // The last micro-batch hands each gradient bucket to the communicator as backward finishes it.
       const handOff = dp && i === count - 1 ? dp : undefined;
+      if (pending.length === LOSS_SLOTS) await readPending();
       // The auxiliary loss is a mean over the micro-batches of every rank.
-      loss += (await this.forwardBackward(batch, lossScale / denominator, lossScale / (count * worldSize), handOff)) / denominator;
+      await this.forwardBackward(batch, lossScale / denominator, lossScale / (count * worldSize), pending.length, handOff);
+      pending.push(denominator);
       auxLoss += this.lastAuxLoss / (count * worldSize);
       await this.settleProfiledKernels();
     }
     if (dp) {
+      await readPending();
       await dp.finish();
       loss = await dp.sum(loss);
       if (this.model.training!.auxLoss !== undefined) auxLoss = await dp.sum(auxLoss);
     }
-    const { scalars, grads } = this.buffers;
     measureGradients(this.kernels, { grads, scalars, elements: this.stateLayout.bytes / 4 }, this.lossScaler !== undefined);
     await this.settleProfiledKernels();
-    await this.backend.download(scalars, new Uint8Array(this.scalarHost));
+    await this.backend.download(scalars, new Uint8Array(this.scalarHost, 0, LOSS_SLOTS_OFFSET + 4 * pending.length));
+    addPending(this.lossSlotsHost);
     const gradNorm = Math.sqrt(this.sumSquaresHost[0]) / lossScale;
     const lr = learningRateAt(this.config.schedule, this.stepCount);
     // Without loss scaling a non-finite gradient norm means non-finite gradients; a non-finite
@@ -342,9 +367,10 @@ export class Trainer {
 
   /**
    * Forward and backward of one micro-batch: adds its gradients, each target row
-   * weighted by lossScale, to the gradient buffer; returns its summed row losses.
+   * weighted by lossScale, to the gradient buffer, and copies its summed row losses
+   * to loss slot `slot` of the scalar buffer (read back by step()).
    */
-  private async forwardBackward(batch: Batch, lossScale: number, auxScale: number, handOff?: DataParallelSync): Promise<number> {
+  private async forwardBackward(batch: Batch, lossScale: number, auxScale: number, slot: number, handOff?: DataParallelSync): Promise<void> {
     this.checkBatch(batch);
     this.compiled.runtime.lossScale = lossScale;
     this.compiled.runtime.auxScale = auxScale;
@@ -356,14 +382,13 @@ export class Trainer {
     if (handOff) await handOff.runHandingOff(this.compiled);
     else if (p?.synchronize && p.recording) await this.compiled.runSynchronized(p, p.synchronize);
     else this.compiled.run();
-    await this.compiled.download(this.model.training!.lossSum, this.lossHost);
+    this.backend.copy(this.compiled.operand(this.model.training!.lossSum), { buffer: this.buffers.scalars, byteOffset: LOSS_SLOTS_OFFSET + 4 * slot }, 4);
     const aux = this.model.training!.auxLoss;
     if (aux !== undefined) {
       await this.compiled.download(aux, this.auxLossHost);
       this.lastAuxLoss = this.auxLossHost[0];
       await this.expertLoad?.add(this.compiled);
     }
-    return this.lossHost[0];
   }
 
   /**
@@ -449,7 +474,9 @@ export class Trainer {
     this.lastLossScale = lossScale;
     this.zeroGradients();
     if (valid === 0) return 0;
-    return (await this.forwardBackward(batch, lossScale / valid, lossScale)) / valid;
+    await this.forwardBackward(batch, lossScale / valid, lossScale, 0);
+    await this.backend.download({ buffer: this.buffers.scalars, byteOffset: LOSS_SLOTS_OFFSET }, new Uint8Array(this.scalarHost, LOSS_SLOTS_OFFSET, 4));
+    return this.lossSlotsHost[0] / valid;
   }
 
   /**
