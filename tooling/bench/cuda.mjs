@@ -16,7 +16,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { encodeToBytes, kernelSpecs, ssdStateElements } from "../../packages/contract/dist/index.js";
-import { Trainer, resolveModelConfig, rooflineSeconds, trainingFlopsPerToken, trainingStepCosts } from "../../packages/core/dist/index.js";
+import { Trainer, resolveModelConfig, stepRoofline, trainingFlopsPerToken, trainingStepCosts } from "../../packages/core/dist/index.js";
 import { createCudaBackend, cudaStatus, gpuProfileForName } from "../../packages/kernels-cuda/dist/index.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -190,7 +190,7 @@ async function trainStep(name, dims, batch, seq, dtype, accum = 1) {
   // The step's roofline on this card (each kernel call at the longer of its FLOPs at peak and its bytes at the memory bandwidth).
   const bandwidth = gpuProfileForName(caps.device.name)?.memoryBandwidth;
   const calls = trainingStepCosts(model, batch, seq, dtype, "cheap", "gpu");
-  const rooflineSec = peak && bandwidth ? rooflineSeconds(calls.before, peak, bandwidth) + accum * rooflineSeconds(calls.microBatch, peak, bandwidth) + rooflineSeconds(calls.after, peak, bandwidth) : null;
+  const rooflineSec = peak && bandwidth ? stepRoofline(calls, accum, peak, bandwidth).seconds : null;
   const torch = model.arch !== "gpt2" || accum !== 1 ? { skipped: "the PyTorch reference is GPT-2 with one micro-batch" } : torchReference("train_step_torch.py", ["--device", "cuda", "--dtype", dtype, "--layers", String(dims.numLayers), "--heads", String(dims.numHeads), "--hidden", String(dims.hiddenSize), "--vocab", String(dims.vocabSize), "--seq", String(seq), "--batch", String(batch), "--steps", String(STEPS)]);
   return progress({
     model: name,

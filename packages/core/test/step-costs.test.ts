@@ -3,7 +3,7 @@ import { createReferenceBackend } from "@kiln/contract";
 import { resolveModelConfig } from "../src/model/architectures.js";
 import { StepProfiler } from "../src/exec/step-profiler.js";
 import { Trainer } from "../src/train/trainer.js";
-import { rooflineSeconds, trainingStepCosts } from "../src/train/step-costs.js";
+import { rooflineSeconds, stepRoofline, trainingStepCosts } from "../src/train/step-costs.js";
 
 const models = {
   gpt2: resolveModelConfig({ arch: "gpt2", vocabSize: 24, hiddenSize: 16, numLayers: 2, numHeads: 4, maxSeqLen: 8 }),
@@ -46,5 +46,11 @@ describe("the kernel calls of a training step, planned without a backend", () =>
     ];
     // 8 s of arithmetic, 3 s of traffic, then 2 s of traffic (over 1 s of arithmetic).
     expect(rooflineSeconds(calls, 1e12, 1e9)).toBe(13);
+  });
+
+  it("a step's roofline counts the micro-batch's calls once per micro-batch", () => {
+    const costs = { before: [{ kernel: "fill" as const, flops: 0, bytes: 4e9 }], microBatch: [{ kernel: "matmul" as const, flops: 2e12, bytes: 1e9 }], after: [{ kernel: "adamW" as const, flops: 0, bytes: 7e9 }] };
+    // 4 s + 3 x max(2 s, 1 s) + 7 s; 4 + 3 + 7 GB.
+    expect(stepRoofline(costs, 3, 1e12, 1e9)).toEqual({ seconds: 17, bytes: 14e9 });
   });
 });

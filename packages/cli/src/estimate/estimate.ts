@@ -5,8 +5,9 @@ import {
   archOf,
   paramLayout,
   planForwardMemory,
+  type TrainingStepCosts,
   planTrainingMemory,
-  rooflineSeconds,
+  stepRoofline,
   trainingFlopsPerToken,
   trainingStepCosts,
 } from "@kiln/core";
@@ -55,7 +56,8 @@ export function estimateTraining(
   prefetch = 2,
 ): Estimate {
   const planOnHost = device.threads !== undefined;
-  const plan = (b: number) => planTrainingMemory(model, b, seqLen, dtype, recompute, planOnHost ? "cpu" : "gpu");
+  const kind = planOnHost ? "cpu" : "gpu";
+  const plan = (b: number) => planTrainingMemory(model, b, seqLen, dtype, recompute, kind);
   const memory = plan(batch);
   const evaluation = planForwardMemory(model, batch, seqLen, dtype, memory.activations);
   const process = processPeak({ planned: memory.total + evaluation, planOnHost, threads: device.threads ?? 1, batchSize: batch, seqLen, prefetch });
@@ -87,28 +89,14 @@ export function estimateTraining(
     usedFraction: memory.total / device.memoryBytes,
     largestBatch: lo,
     idealStepSeconds: (flopsPerToken * tokensPerStep) / device.peakFlops[dtype],
-    ...rooflineOf(model, batch, seqLen, gradAccum, dtype, device, recompute, planOnHost ? "cpu" : "gpu", flopsPerToken * tokensPerStep),
+    ...(device.memoryBandwidth && device.peakFlops[dtype] > 0
+      ? { roofline: rooflineOf(trainingStepCosts(model, batch, seqLen, dtype, recompute, kind), gradAccum, device.peakFlops[dtype], device.memoryBandwidth, flopsPerToken * tokensPerStep) }
+      : {}),
   };
 }
 
-/** The roofline bound of a step on `device` (kernel by kernel), when its bandwidth and peak are known. */
-function rooflineOf(
-  model: ModelConfig,
-  batch: number,
-  seqLen: number,
-  gradAccum: number,
-  dtype: "f32" | "bf16" | "f16",
-  device: DeviceProfile,
-  recompute: RecomputePolicy,
-  kind: "cpu" | "gpu",
-  modelFlopsPerStep: number,
-): Pick<Estimate, "roofline"> {
-  const peak = device.peakFlops[dtype];
-  if (!device.memoryBandwidth || !(peak > 0)) return {};
-  const calls = trainingStepCosts(model, batch, seqLen, dtype, recompute, kind);
-  const each = (list: typeof calls.before) => rooflineSeconds(list, peak, device.memoryBandwidth!);
-  const bytes = (list: typeof calls.before) => list.reduce((t, c) => t + c.bytes, 0);
-  const stepSeconds = each(calls.before) + gradAccum * each(calls.microBatch) + each(calls.after);
-  const bytesPerStep = bytes(calls.before) + gradAccum * bytes(calls.microBatch) + bytes(calls.after);
-  return { roofline: { stepSeconds, bytesPerStep, mfu: modelFlopsPerStep / peak / stepSeconds } };
+/** The step's roofline (each planned kernel call at the longer of its FLOPs at peak and its bytes at the bandwidth) and the MFU it allows. */
+function rooflineOf(calls: TrainingStepCosts, gradAccum: number, peak: number, bandwidth: number, modelFlopsPerStep: number): NonNullable<Estimate["roofline"]> {
+  const { seconds, bytes } = stepRoofline(calls, gradAccum, peak, bandwidth);
+  return { stepSeconds: seconds, bytesPerStep: bytes, mfu: modelFlopsPerStep / peak / seconds };
 }

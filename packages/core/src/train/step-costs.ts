@@ -69,3 +69,13 @@ export function trainingStepCosts(model: ModelConfig, batchSize: number, seqLen:
 export function rooflineSeconds(calls: readonly KernelCost[], peakFlops: number, bytesPerSecond: number): number {
   return calls.reduce((t, c) => t + Math.max(c.flops / peakFlops, c.bytes / bytesPerSecond), 0);
 }
+
+/** The roofline of a whole step with `microBatches` micro-batches (rooflineSeconds of every call), and the operand bytes its calls move. */
+export function stepRoofline(costs: TrainingStepCosts, microBatches: number, peakFlops: number, bytesPerSecond: number): { seconds: number; bytes: number } {
+  const parts = [costs.before, costs.microBatch, costs.after];
+  const times = [1, microBatches, 1];
+  return {
+    seconds: parts.reduce((t, calls, i) => t + times[i] * rooflineSeconds(calls, peakFlops, bytesPerSecond), 0),
+    bytes: parts.reduce((t, calls, i) => t + times[i] * calls.reduce((b, c) => b + c.bytes, 0), 0),
+  };
+}
