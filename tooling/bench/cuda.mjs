@@ -16,7 +16,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { encodeToBytes, kernelSpecs, ssdStateElements } from "../../packages/contract/dist/index.js";
-import { Trainer, resolveModelConfig, stepRoofline, trainingFlopsPerToken, trainingStepCosts } from "../../packages/core/dist/index.js";
+import { StepProfiler, Trainer, resolveModelConfig, stepRoofline, trainingFlopsPerToken, trainingStepCosts } from "../../packages/core/dist/index.js";
 import { createCudaBackend, cudaStatus, gpuProfileForName } from "../../packages/kernels-cuda/dist/index.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -160,6 +160,8 @@ async function ssdScan(dtype, shape = { batch: 4, seqLen: 1024, heads: 16, headD
 /** Training steps of a model; `accum` micro-batches per step. GPT-2 models also run through PyTorch. */
 async function trainStep(name, dims, batch, seq, dtype, accum = 1) {
   const model = resolveModelConfig({ arch: "gpt2", ...dims, maxSeqLen: seq });
+  // Armed for one step after the timed ones: with no device wait, each call's time is what the host spends issuing it.
+  const issue = new StepProfiler();
   const trainer = new Trainer(backend, {
     model,
     batchSize: batch,
@@ -168,6 +170,7 @@ async function trainStep(name, dims, batch, seq, dtype, accum = 1) {
     schedule: { kind: "constant", peak: 3e-4, min: 3e-4, warmupSteps: 0, maxSteps: 1 },
     seed: 0,
     dtype,
+    profiler: issue,
   });
   let s = 1;
   const rand = () => ((s = (Math.imul(s, 1103515245) + 12345) >>> 0) % dims.vocabSize);
@@ -182,6 +185,11 @@ async function trainStep(name, dims, batch, seq, dtype, accum = 1) {
     each.push((performance.now() - t) / 1000);
   }
   const sec = median(each);
+  issue.armed = true;
+  await trainer.step(data);
+  issue.armed = false;
+  const issued = issue.steps[0].kernels;
+  const hostIssueMs = issued.reduce((t, k) => t + k.end - k.start, 0);
   const tokensPerSecond = (batch * seq * accum) / sec;
   const flops = tokensPerSecond * trainingFlopsPerToken(model, seq);
   const planned = trainer.memoryPlan.total;
@@ -207,6 +215,9 @@ async function trainStep(name, dims, batch, seq, dtype, accum = 1) {
     roofline_ms: rooflineSec === null ? null : rooflineSec * 1e3,
     roofline_mfu: rooflineSec === null ? null : (batch * seq * accum * trainingFlopsPerToken(model, seq)) / peak / rooflineSec,
     launches_per_step: calls.before.length + accum * calls.microBatch.length + calls.after.length,
+    // Host time spent issuing the step's kernel calls (one step, nothing waited for): near ms_per_step_median, the host binds.
+    host_issue_ms: hostIssueMs,
+    host_issue_us_per_call: (1e3 * hostIssueMs) / issued.length,
     planned_bytes: planned,
     torch,
     step_time_ratio_vs_torch: torch.ms_per_step_median ? sec * 1e3 / torch.ms_per_step_median : null,
