@@ -4,6 +4,7 @@ import { resolveModelConfig } from "../src/model/architectures.js";
 import { StepProfiler } from "../src/exec/step-profiler.js";
 import { Trainer } from "../src/train/trainer.js";
 import { rooflineSeconds, stepRoofline, trainingStepCosts } from "../src/train/step-costs.js";
+import { constantLrConfig } from "./support/trainer-config.js";
 
 const models = {
   gpt2: resolveModelConfig({ arch: "gpt2", vocabSize: 24, hiddenSize: 16, numLayers: 2, numHeads: 4, maxSeqLen: 8 }),
@@ -16,16 +17,7 @@ describe("the kernel calls of a training step, planned without a backend", () =>
       it(`${arch} ${dtype}: the calls a profiled Trainer makes in a step of two micro-batches, in order, with the same FLOPs and bytes`, async () => {
         const profiler = new StepProfiler();
         profiler.armed = true;
-        const trainer = new Trainer(createReferenceBackend(), {
-          model,
-          batchSize: 2,
-          seqLen: 8,
-          optimizer: { beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 },
-          schedule: { kind: "constant", peak: 1e-3, min: 1e-3, warmupSteps: 0, maxSteps: 10 },
-          seed: 1,
-          dtype,
-          profiler,
-        });
+        const trainer = new Trainer(createReferenceBackend(), { ...constantLrConfig(model, 2, 8, 1), dtype, profiler });
         const batch = { ids: Int32Array.from({ length: 16 }, (_, i) => i % 24), targets: Int32Array.from({ length: 16 }, (_, i) => (i + 1) % 24) };
         await trainer.step([batch, batch]);
         trainer.dispose();

@@ -4,6 +4,7 @@ import { createWasmBackend } from "@kiln/kernels-wasm";
 import { resolveModelConfig } from "../src/model/architectures.js";
 import { Trainer } from "../src/train/trainer.js";
 import { planTrainingMemory } from "../src/train/plan-training.js";
+import { constantLrConfig } from "./support/trainer-config.js";
 
 // 8 x 256 rows of 4096 f32 logits: 2 chunks of 1024 rows on a CPU (16 MiB each), 1 on a GPU (up to 256 MiB).
 const model = resolveModelConfig({ arch: "gpt2", vocabSize: 4096, hiddenSize: 64, numLayers: 1, numHeads: 2, maxSeqLen: 256 });
@@ -17,14 +18,7 @@ function presentedAs(backend: Backend, kind: DeviceKind): Backend {
 
 async function firstSteps(kind: DeviceKind) {
   const wasm = await createWasmBackend({ threads: 2, measurePeak: false });
-  const trainer = new Trainer(presentedAs(wasm, kind), {
-    model,
-    batchSize: 8,
-    seqLen: 256,
-    optimizer: { beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 },
-    schedule: { kind: "constant", peak: 1e-3, min: 1e-3, warmupSteps: 0, maxSteps: 10 },
-    seed: 3,
-  });
+  const trainer = new Trainer(presentedAs(wasm, kind), constantLrConfig(model, 8, 256, 3));
   const batch = { ids: Int32Array.from({ length: ROWS }, (_, i) => (i * 31) % 4096), targets: Int32Array.from({ length: ROWS }, (_, i) => (i * 17 + 3) % 4096) };
   const losses = [];
   for (let i = 0; i < 3; i++) losses.push((await trainer.step([batch])).loss);

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { createReferenceBackend } from "@kiln/contract";
 import { resolveModelConfig } from "../src/model/architectures.js";
 import { Trainer } from "../src/train/trainer.js";
+import { constantLrConfig } from "./support/trainer-config.js";
 
 const model = resolveModelConfig({ arch: "gpt2", vocabSize: 32, hiddenSize: 16, numLayers: 1, numHeads: 2, maxSeqLen: 8 });
 
@@ -13,14 +14,7 @@ const batches = Array.from({ length: 17 }, (_, i) => ({
 const valid = (b: (typeof batches)[number]) => b.targets.filter((t) => t >= 0).length;
 
 function trainer() {
-  return new Trainer(createReferenceBackend(), {
-    model,
-    batchSize: 2,
-    seqLen: 8,
-    optimizer: { beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 },
-    schedule: { kind: "constant", peak: 1e-3, min: 1e-3, warmupSteps: 0, maxSteps: 10 },
-    seed: 2,
-  });
+  return new Trainer(createReferenceBackend(), constantLrConfig(model, 2, 8, 2));
 }
 
 describe("a step's loss over many micro-batches, read back after the device has run them all", () => {

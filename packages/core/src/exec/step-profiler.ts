@@ -1,4 +1,5 @@
 import { type KernelName, type OperandSpec, bytesPerElement, kernelSpecs } from "@kiln/contract";
+import type { KernelNodeAttrs } from "../graph/kernel-node.js";
 
 /** Where a kernel call of a training step belongs. */
 export type KernelRegion = "forward" | "backward" | "optimizer";
@@ -114,4 +115,9 @@ export function kernelCost(kernel: KernelName, args: unknown): KernelCost {
   const operandBytes = (o: OperandSpec) => (given[o.key] === undefined ? 0 : o.elements * bytesPerElement(o.dtype) * (o.role === "inout" ? 2 : 1));
   const operands = (spec.operands as (a: unknown) => OperandSpec[])(args);
   return { flops: count ? count(args) : 0, bytes: operands.reduce((t, o) => t + operandBytes(o), 0) };
+}
+
+/** The cost of a graph node's kernel call: its bound operands and its other arguments. */
+export function kernelNodeCost(attrs: KernelNodeAttrs): KernelCost {
+  return kernelCost(attrs.kernel, { ...attrs.operands, ...attrs.args });
 }

@@ -1,12 +1,12 @@
 import { type Backend, type BufferHandle, type DeviceKind, type FloatDType, KERNEL_NAMES, type KernelName, type Kernels } from "@kiln/contract";
 import type { RecomputePolicy } from "../autodiff/rematerialize.js";
 import type { KernelNodeAttrs } from "../graph/kernel-node.js";
-import { type KernelCost, kernelCost } from "../exec/step-profiler.js";
+import { type KernelCost, kernelCost, kernelNodeCost } from "../exec/step-profiler.js";
 import type { ModelConfig } from "../model/config.js";
 import { AdamW } from "../optim/adamw.js";
 import { measureGradients, zeroGradients } from "./gradient-kernels.js";
 import { MasterWeights } from "./master-weights.js";
-import { planTraining } from "./plan-training.js";
+import { TRAINER_SCALAR_BYTES, planTraining } from "./plan-training.js";
 
 /** One kernel call of a training step and what it computes and moves (kernelCost). */
 export interface KernelCallCost extends KernelCost {
@@ -23,9 +23,9 @@ export interface TrainingStepCosts {
   after: KernelCallCost[];
 }
 
-/** A backend that runs nothing and records each kernel call's cost; its buffers are names only. */
-function costRecorder(into: () => KernelCallCost[]): Backend {
-  const kernels = Object.fromEntries(KERNEL_NAMES.map((name) => [name, (args: unknown) => into().push({ kernel: name, ...kernelCost(name, args) })]));
+/** A backend that runs nothing and records each kernel call's cost in `calls`; its buffers are names only. */
+function costRecorder(calls: KernelCallCost[]): Backend {
+  const kernels = Object.fromEntries(KERNEL_NAMES.map((name) => [name, (args: unknown) => calls.push({ kernel: name, ...kernelCost(name, args) })]));
   let ids = 0;
   return { kernels: kernels as unknown as Kernels, alloc: (byteLength: number): BufferHandle => ({ id: ++ids, byteLength }) } as unknown as Backend;
 }
@@ -39,26 +39,24 @@ function costRecorder(into: () => KernelCallCost[]): Backend {
 export function trainingStepCosts(model: ModelConfig, batchSize: number, seqLen: number, dtype: FloatDType = "f32", recompute: RecomputePolicy = "cheap", device: DeviceKind = "cpu"): TrainingStepCosts {
   const { layout, stateLayout, graph } = planTraining(model, batchSize, seqLen, dtype, recompute, device);
   const microBatch = graph.graph.nodes.map((node) => {
-    const { kernel, args, operands } = node.attrs as unknown as KernelNodeAttrs;
-    return { kernel, ...kernelCost(kernel, { ...operands, ...args }) };
+    const attrs = node.attrs as unknown as KernelNodeAttrs;
+    return { kernel: attrs.kernel, ...kernelNodeCost(attrs) };
   });
-  const costs: TrainingStepCosts = { before: [], microBatch, after: [] };
-  let into = costs.before;
-  const backend = costRecorder(() => into);
-  const buffer = (bytes: number) => backend.alloc(bytes);
-  const grads = { grads: buffer(stateLayout.bytes), scalars: buffer(64), elements: stateLayout.bytes / 4 };
-  const [m, v] = [buffer(stateLayout.bytes), buffer(stateLayout.bytes)];
+  const calls: KernelCallCost[] = [];
+  const backend = costRecorder(calls);
+  const grads = { grads: backend.alloc(stateLayout.bytes), scalars: backend.alloc(TRAINER_SCALAR_BYTES), elements: stateLayout.bytes / 4 };
+  const [m, v] = [backend.alloc(stateLayout.bytes), backend.alloc(stateLayout.bytes)];
   const hyper = { beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1 };
-  const masters = dtype === "f32" ? undefined : new MasterWeights(backend, layout, stateLayout, buffer(layout.bytes));
+  const masters = dtype === "f32" ? undefined : new MasterWeights(backend, layout, stateLayout, backend.alloc(layout.bytes));
   const adamw = masters
     ? new AdamW(backend, stateLayout, stateLayout, { params: masters.master, grads: grads.grads, m, v }, hyper)
-    : new AdamW(backend, layout, stateLayout, { params: buffer(layout.bytes), grads: grads.grads, m, v }, hyper);
+    : new AdamW(backend, layout, stateLayout, { params: backend.alloc(layout.bytes), grads: grads.grads, m, v }, hyper);
   zeroGradients(backend.kernels, grads);
-  into = costs.after;
+  const before = calls.splice(0);
   measureGradients(backend.kernels, grads, dtype === "f16");
   adamw.update(1e-3, 1, 1);
   masters?.roundToParams();
-  return costs;
+  return { before, microBatch, after: calls };
 }
 
 /**

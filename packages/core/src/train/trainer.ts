@@ -16,16 +16,16 @@ import { MasterWeights } from "./master-weights.js";
 import { assertBackendTrains } from "./training-dtype.js";
 import type { MemoryPlan } from "./memory-plan.js";
 import { TRAINER_SCALAR_BYTES, planTraining } from "./plan-training.js";
-
-/** Byte offset of the micro-batch loss slots in the trainer's scalar buffer (after the gradient norm and the finite flag)... */
-const LOSS_SLOTS_OFFSET = 8;
-/** ...and how many there are: losses of more micro-batches are read back in groups of this many. */
-const LOSS_SLOTS = (TRAINER_SCALAR_BYTES - LOSS_SLOTS_OFFSET) / 4;
 import { ExpertLoad } from "./expert-load.js";
 import { measureGradients, zeroGradients } from "./gradient-kernels.js";
 import { DataParallelSync } from "./data-parallel.js";
 import { DEFAULT_BUCKET_BYTES, planGradientBuckets } from "./gradient-buckets.js";
 import type { GradientSync } from "./gradient-sync.js";
+
+/** Byte offset of the micro-batch loss slots in the trainer's scalar buffer (after the gradient norm and the finite flag)... */
+const LOSS_SLOTS_OFFSET = 8;
+/** ...and how many there are: losses of more micro-batches are read back in groups of this many. */
+const LOSS_SLOTS = (TRAINER_SCALAR_BYTES - LOSS_SLOTS_OFFSET) / 4;
 
 /** Mixture-of-experts load-balancing coefficient when a config names none (Switch Transformer's 0.01). */
 export const DEFAULT_LOAD_BALANCE_ALPHA = 0.01;
@@ -279,9 +279,7 @@ export class Trainer {
     };
     const { scalars, grads } = this.buffers;
     const readPending = async () => {
-      if (pending.length === 0) return;
-      await this.backend.download({ buffer: scalars, byteOffset: LOSS_SLOTS_OFFSET }, new Uint8Array(this.scalarHost, LOSS_SLOTS_OFFSET, 4 * pending.length));
-      addPending(this.lossSlotsHost);
+      if (pending.length > 0) addPending(await this.readLossSlots(pending.length));
     };
     let auxLoss = 0;
     this.expertLoad?.reset();
@@ -358,6 +356,12 @@ export class Trainer {
     if (!p?.synchronize || !p.recording) return;
     await p.synchronize();
     p.settleLastKernel();
+  }
+
+  /** The first `count` micro-batch loss slots of the scalar buffer, read back (waits for the device). */
+  private async readLossSlots(count: number): Promise<Float32Array> {
+    await this.backend.download({ buffer: this.buffers.scalars, byteOffset: LOSS_SLOTS_OFFSET }, new Uint8Array(this.scalarHost, LOSS_SLOTS_OFFSET, 4 * count));
+    return this.lossSlotsHost;
   }
 
   /** Zeroes the f32 gradient buffer the graph accumulates parameter gradients into. */
@@ -475,8 +479,7 @@ export class Trainer {
     this.zeroGradients();
     if (valid === 0) return 0;
     await this.forwardBackward(batch, lossScale / valid, lossScale, 0);
-    await this.backend.download({ buffer: this.buffers.scalars, byteOffset: LOSS_SLOTS_OFFSET }, new Uint8Array(this.scalarHost, LOSS_SLOTS_OFFSET, 4));
-    return this.lossSlotsHost[0] / valid;
+    return (await this.readLossSlots(1))[0] / valid;
   }
 
   /**
