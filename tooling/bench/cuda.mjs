@@ -8,7 +8,9 @@
 // Prints one JSON object. On a machine without a usable GPU it says so and exits 0.
 // Needs the workspace built (pnpm turbo run build) with nvcc present; the PyTorch
 // side runs when `$KILN_TORCH_PYTHON` (default python3) imports a CUDA torch.
-// Usage: node tooling/bench/cuda.mjs [--calls 20] [--steps 10] [--device 0] [--skip-train]
+// Usage: node tooling/bench/cuda.mjs [--calls 20] [--steps 10] [--device 0] [--skip-train] [--only gemm,grouped,attention,ssd,train]
+//   [--models gpt2-small:bf16,nano]   (training steps of these models, or model:dtype pairs, alone)
+// --only runs the named parts alone (one process a part keeps a kernel that breaks the device from costing the others).
 // Figures: the first (cold) call, then the median and best of --calls timed calls,
 // each synchronised, so a figure is what one call costs a user. Inputs are random.
 import { execFileSync } from "node:child_process";
@@ -20,7 +22,13 @@ import { StepProfiler, Trainer, resolveModelConfig, stepRoofline, trainingFlopsP
 import { createCudaBackend, cudaStatus, gpuProfileForName } from "../../packages/kernels-cuda/dist/index.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const { values } = parseArgs({ options: { calls: { type: "string" }, steps: { type: "string" }, device: { type: "string" }, "skip-train": { type: "boolean" } } });
+const { values } = parseArgs({ options: { calls: { type: "string" }, steps: { type: "string" }, device: { type: "string" }, "skip-train": { type: "boolean" }, only: { type: "string" }, models: { type: "string" } } });
+const PARTS = ["gemm", "grouped", "attention", "ssd", "train"];
+const only = values.only ? values.only.split(",").map((p) => p.trim()) : PARTS.filter((p) => p !== "train" || !values["skip-train"]);
+for (const part of only) if (!PARTS.includes(part)) throw new Error(`cuda.mjs: --only ${part}: not a part; the parts are ${PARTS.join(", ")}`);
+const runs = (part) => only.includes(part);
+const wantedModels = values.models?.split(",").map((m) => m.trim());
+const trainWanted = (name, dtype) => !wantedModels || wantedModels.includes(name) || wantedModels.includes(`${name}:${dtype}`);
 const CALLS = Number(values.calls ?? 20);
 const STEPS = Number(values.steps ?? 10);
 const DEVICE = Number(values.device ?? 0);
@@ -159,6 +167,7 @@ async function ssdScan(dtype, shape = { batch: 4, seqLen: 1024, heads: 16, headD
 
 /** Training steps of a model; `accum` micro-batches per step. GPT-2 models also run through PyTorch. */
 async function trainStep(name, dims, batch, seq, dtype, accum = 1) {
+  if (!trainWanted(name, dtype)) return undefined;
   const model = resolveModelConfig({ arch: "gpt2", ...dims, maxSeqLen: seq });
   // Armed for one step after the timed ones: with no device wait, each call's time is what the host spends issuing it.
   const issue = new StepProfiler();
@@ -178,6 +187,7 @@ async function trainStep(name, dims, batch, seq, dtype, accum = 1) {
   let t = performance.now();
   await trainer.step(data);
   const cold = (performance.now() - t) / 1000;
+  progress({ model: name, dtype, cold_step_ms: cold * 1e3 });
   const each = [];
   for (let i = 0; i < STEPS; i++) {
     t = performance.now();
@@ -185,11 +195,20 @@ async function trainStep(name, dims, batch, seq, dtype, accum = 1) {
     each.push((performance.now() - t) / 1000);
   }
   const sec = median(each);
+  progress({ model: name, dtype, ms_per_step_median: sec * 1e3 });
+  // Three steps' issue times (the first instrumented step runs colder code than the others).
   issue.armed = true;
-  await trainer.step(data);
+  for (let i = 0; i < 3; i++) await trainer.step(data);
   issue.armed = false;
+  const issueMs = issue.steps.map((st) => st.kernels.reduce((t, k) => t + k.end - k.start, 0));
+  const hostIssueMs = median(issueMs);
   const issued = issue.steps[0].kernels;
-  const hostIssueMs = issued.reduce((t, k) => t + k.end - k.start, 0);
+  // Mean host microseconds per call of each kernel over the three steps, most time first.
+  const byKernel = {};
+  for (const st of issue.steps) for (const k of st.kernels) (byKernel[k.kernel] ??= []).push(k.end - k.start);
+  const hostIssueByKernel = Object.entries(byKernel)
+    .map(([kernel, ms]) => [kernel, { calls_per_step: ms.length / issue.steps.length, us_mean: (1e3 * ms.reduce((a, b) => a + b, 0)) / ms.length, us_median: 1e3 * median(ms), us_max: 1e3 * Math.max(...ms) }])
+    .sort((a, b) => b[1].us_mean * b[1].calls_per_step - a[1].us_mean * a[1].calls_per_step);
   const tokensPerSecond = (batch * seq * accum) / sec;
   const flops = tokensPerSecond * trainingFlopsPerToken(model, seq);
   const planned = trainer.memoryPlan.total;
@@ -217,7 +236,9 @@ async function trainStep(name, dims, batch, seq, dtype, accum = 1) {
     launches_per_step: calls.before.length + accum * calls.microBatch.length + calls.after.length,
     // Host time spent issuing the step's kernel calls (one step, nothing waited for): near ms_per_step_median, the host binds.
     host_issue_ms: hostIssueMs,
+    host_issue_ms_each_step: issueMs,
     host_issue_us_per_call: (1e3 * hostIssueMs) / issued.length,
+    host_issue_by_kernel: Object.fromEntries(hostIssueByKernel.slice(0, 12)),
     planned_bytes: planned,
     torch,
     step_time_ratio_vs_torch: torch.ms_per_step_median ? sec * 1e3 / torch.ms_per_step_median : null,
@@ -233,10 +254,10 @@ function ratios(ours, theirs, keys) {
   });
 }
 
-const gemms = [await gemm("f32"), await gemm("bf16"), await gemm("f16")];
+const gemms = runs("gemm") ? [await gemm("f32"), await gemm("bf16"), await gemm("f16")] : [];
 // kiln's own matmul kernels beside cuBLASLt when the default backend uses cuBLASLt.
 let ownGemms = [];
-if (matmulPath(backend) === "cublaslt") {
+if (runs("gemm") && matmulPath(backend) === "cublaslt") {
   process.env.KILN_MATMUL_PATH = "kiln";
   const own = createCudaBackend({ device: DEVICE });
   delete process.env.KILN_MATMUL_PATH;
@@ -252,16 +273,19 @@ if (matmulPath(backend) === "cublaslt") {
   ownGemms.push(await gemm("f32", tf32, "cublaslt-tf32"));
   tf32.dispose();
 }
-const groupedGemms = [await groupedGemm("bf16"), await groupedGemm("f32")];
-const attentions = [await attention("bf16"), await attention("f32")];
-// The WMMA attention kernels that the mma.sync ones replaced, for comparison.
-process.env.KILN_ATTENTION_PATH = "wmma";
-const wmmaAttention = createCudaBackend({ device: DEVICE });
-delete process.env.KILN_ATTENTION_PATH;
-const attentionsWmma = [await attention("bf16", undefined, wmmaAttention, "wmma")];
-wmmaAttention.dispose();
-const ssdScans = [await ssdScan("bf16"), await ssdScan("f32")];
-const torchKernels = torchReference("cuda_kernels_torch.py", ["--calls", String(CALLS)]);
+const groupedGemms = runs("grouped") ? [await groupedGemm("bf16"), await groupedGemm("f32")] : [];
+const attentions = runs("attention") ? [await attention("bf16"), await attention("f32")] : [];
+const attentionsWmma = [];
+if (runs("attention")) {
+  // The WMMA attention kernels that the mma.sync ones replaced, for comparison.
+  process.env.KILN_ATTENTION_PATH = "wmma";
+  const wmmaAttention = createCudaBackend({ device: DEVICE });
+  delete process.env.KILN_ATTENTION_PATH;
+  attentionsWmma.push(await attention("bf16", undefined, wmmaAttention, "wmma"));
+  wmmaAttention.dispose();
+}
+const ssdScans = runs("ssd") ? [await ssdScan("bf16"), await ssdScan("f32")] : [];
+const torchKernels = runs("gemm") || runs("attention") ? torchReference("cuda_kernels_torch.py", ["--calls", String(CALLS)]) : undefined;
 const report = {
   gpu: true,
   device: caps.device.name,
@@ -274,11 +298,11 @@ const report = {
   attention: [...attentions, ...attentionsWmma],
   ssd_scan: ssdScans,
   torch_kernels: torchKernels,
-  gemm_ratio_vs_torch: ratios(gemms, torchKernels.gemm, ["tflops_median", "tflops_pipelined"]),
-  own_gemm_ratio_vs_torch: ownGemms.length ? ratios(ownGemms.slice(0, 3), torchKernels.gemm, ["tflops_median", "tflops_pipelined"]) : undefined,
-  attention_ratio_vs_torch: ratios(attentions, torchKernels.attention, ["forward_tflops_median", "backward_tflops_median", "forward_tflops_pipelined", "backward_tflops_pipelined"]),
+  gemm_ratio_vs_torch: ratios(gemms, torchKernels?.gemm, ["tflops_median", "tflops_pipelined"]),
+  own_gemm_ratio_vs_torch: ownGemms.length ? ratios(ownGemms.slice(0, 3), torchKernels?.gemm, ["tflops_median", "tflops_pipelined"]) : undefined,
+  attention_ratio_vs_torch: ratios(attentions, torchKernels?.attention, ["forward_tflops_median", "backward_tflops_median", "forward_tflops_pipelined", "backward_tflops_pipelined"]),
   // MFU against the dtype's peak: f32 against the non-tensor-core f32 peak, bf16 against the dense bf16 tensor peak.
-  train: values["skip-train"]
+  train: !runs("train")
     ? []
     : [
         await trainStep("bench-small", { vocabSize: 8192, hiddenSize: 384, numLayers: 6, numHeads: 6 }, 8, 256, "f32"),
@@ -290,7 +314,7 @@ const report = {
           const nano = { arch: "llama", vocabSize: 50257, hiddenSize: 512, numLayers: 10, numHeads: 8, kvHeads: 4, intermediateSize: 1536 };
           return [await trainStep("nano", nano, 8, 256, "f32", 4), await trainStep("nano", nano, 8, 256, "bf16", 4)];
         })()),
-      ],
+      ].filter(Boolean),
 };
 console.log(JSON.stringify(report, null, 1));
 backend.dispose();

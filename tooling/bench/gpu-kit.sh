@@ -18,7 +18,7 @@ bundle() {
   "$root/node_modules/.bin/esbuild" "$@" --bundle --platform=node --format=esm --target=node20 --log-level=error \
     --banner:js="import { createRequire as __kilnRequire } from 'node:module'; const require = __kilnRequire(import.meta.url);"
 }
-for script in cuda-conformance cuda; do
+for script in cuda-conformance cuda cuda-launch; do
   bundle "$root/tooling/bench/$script.mjs" --outfile="$dir/$script.mjs"
 done
 cp "$root/tooling/bench/cuda_kernels_torch.py" "$root/tooling/bench/train_step_torch.py" "$dir/"
