@@ -3,6 +3,7 @@ import { createReferenceBackend } from "@kiln/contract";
 import { type ProfiledStep, StepProfiler, Trainer, resolveModelConfig, summarizeProfile } from "@kiln/core";
 import { chromeTrace } from "../src/train/chrome-trace.js";
 import { formatProfileTable } from "../src/train/profile-table.js";
+import { StepProfiling } from "../src/train/step-profiling.js";
 import { traceProblems } from "./e2e/support/trace-format.js";
 
 async function profiledSteps(count: number): Promise<ProfiledStep[]> {
@@ -39,8 +40,8 @@ describe("the Chrome trace of a profile", () => {
     const kernels = complete.filter((e) => e.cat === "forward" || e.cat === "backward" || e.cat === "optimizer");
     expect(kernels).toHaveLength(steps.reduce((t, s) => t + s.kernels.length, 0));
     expect(complete.filter((e) => e.cat === "data").map((e) => e.name)).toContain("next batch");
-    expect(kernels.find((e) => e.name === "matmul")!.args).toEqual({ flops: expect.any(Number), bytes: expect.any(Number) });
-    expect(kernels.find((e) => e.name === "adamW")!.args).toEqual({ bytes: expect.any(Number) });
+    expect(kernels.find((e) => e.name === "matmul")!.args).toEqual({ call: expect.stringMatching(/^m=\d+ n=\d+ k=\d+ .*dtype=f32/), flops: expect.any(Number), bytes: expect.any(Number) });
+    expect(kernels.find((e) => e.name === "adamW")!.args).toEqual({ call: expect.stringMatching(/^n=\d+ /), bytes: expect.any(Number) });
   });
 
   it("is refused by the checker when a child outlives its parent", () => {
@@ -79,5 +80,39 @@ describe("the profile table", () => {
     expect(gbps).toBeGreaterThan(0);
     const column = (row: string) => row.split(/\s+/)[gbps + (row.startsWith("outside kernels") ? 1 : 0)];
     for (const row of kernels.rows) expect(column(row), row).toMatch(row.startsWith("outside kernels") ? /^-$/ : /^\d+\.\d$/);
+    // The costliest call shapes, the call last: as many as there are, up to 15, most time first.
+    const lines = text.split("\n");
+    const shapesAt = lines.findIndex((l) => /costliest call shapes/.test(l));
+    const shapeRows = lines.slice(shapesAt + 2);
+    expect(shapeRows).toHaveLength(Math.min(15, summary.shapes.length));
+    expect(shapeRows[0].trim().split(/\s+/).slice(5).join(" ")).toBe(summary.shapes[0].name);
+    expect(summary.shapes.some((r) => /^matmul m=\d+ n=\d+ k=\d+/.test(r.name))).toBe(true);
+  });
+
+  it("says how kernel times were taken on a GPU: the device's timestamps, or a wait after each kernel", async () => {
+    const summary = summarizeProfile(await profiledSteps(1));
+    const table = (c: { synchronized: boolean; deviceTimed?: boolean }) => formatProfileTable(summary, { measuredStepMs: summary.stepMs, device: "gpu", ...c });
+    expect(table({ synchronized: false, deviceTimed: true })).toMatch(/kernel times from the device's timestamps around each call/);
+    expect(table({ synchronized: true })).toMatch(/measured with a device synchronize after every kernel/);
+    expect(table({ synchronized: false })).not.toMatch(/timestamps|synchronize after/);
+  });
+});
+
+describe("StepProfiling on a GPU backend", () => {
+  const gpuBackend = (timer: boolean) => {
+    const reference = createReferenceBackend();
+    const capabilities = () => ({ ...reference.capabilities(), device: { ...reference.capabilities().device, kind: "gpu" as const } });
+    return Object.assign(Object.create(reference), { capabilities, ...(timer ? { timer: { mark() {}, read: async () => new Float64Array() } } : {}) });
+  };
+
+  it("times kernels with the backend's timer when it has one, and waits after each kernel only when it has none", () => {
+    const timed = new StepProfiling(3, 10, gpuBackend(true), "/tmp").profiler;
+    expect(timed.timer).toBeDefined();
+    expect(timed.synchronize).toBeUndefined();
+    const waited = new StepProfiling(3, 10, gpuBackend(false), "/tmp").profiler;
+    expect(waited.timer).toBeUndefined();
+    expect(waited.synchronize).toBeDefined();
+    const cpu = new StepProfiling(3, 10, createReferenceBackend(), "/tmp").profiler;
+    expect([cpu.timer, cpu.synchronize]).toEqual([undefined, undefined]);
   });
 });

@@ -74,6 +74,20 @@ export interface Capabilities {
 }
 
 /**
+ * Timestamps the device takes as it reaches them in its stream: how a profiler times
+ * kernels on a backend whose calls return before they run, without waiting for each.
+ */
+export interface DeviceTimer {
+  /** Enqueues a timestamp after everything issued so far. */
+  mark(): void;
+  /**
+   * Resolves, once every mark since the last read is done, to each one's time in
+   * milliseconds after the first of them (in mark order); the next mark starts a new list.
+   */
+  read(): Promise<Float64Array>;
+}
+
+/**
  * The backend contract, v1. Calls are issued in order on one stream: kernels,
  * upload and copy may run later than they return, but always in issue order;
  * download() and synchronize() resolve once everything issued before them is done.
@@ -100,6 +114,8 @@ export interface Backend {
   readonly kernels: Kernels;
 
   synchronize(): Promise<void>;
+  /** Device-side timestamps (optional: backends whose calls return before they run). */
+  readonly timer?: DeviceTimer;
   /** Frees everything; the backend is unusable afterwards. */
   dispose(): void;
 }

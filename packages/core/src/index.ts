@@ -7,7 +7,7 @@ export { planStep, type StepPlan } from "./plan/plan-step.js";
 export { packArena, type ArenaPacking } from "./plan/pack-arena.js";
 export { tensorLifetimes, type Lifetime } from "./plan/liveness.js";
 export { CompiledStep, type ParameterBinding } from "./exec/compiled-step.js";
-export { StepProfiler, kernelCost, type KernelCost, type ProfiledStep, type KernelEvent, type DataEvent, type KernelRegion } from "./exec/step-profiler.js";
+export { StepProfiler, describeKernelArgs, kernelCost, type KernelCost, type ProfiledStep, type KernelEvent, type DataEvent, type KernelRegion } from "./exec/step-profiler.js";
 export { summarizeProfile, type ProfileSummary, type ProfileRow } from "./exec/profile-summary.js";
 export { trainingStepCosts, rooflineSeconds, stepRoofline, type TrainingStepCosts, type KernelCallCost } from "./train/step-costs.js";
 export { mambaOf, moeOf, type ModelConfig, type ModelConfigInput } from "./model/config.js";

@@ -3,7 +3,7 @@ import { createReferenceBackend } from "@kiln/contract";
 import { resolveModelConfig } from "../src/model/architectures.js";
 import { paramRuns } from "../src/model/param-runs.js";
 import { Trainer, type TrainerConfig } from "../src/train/trainer.js";
-import { StepProfiler, type ProfiledStep, kernelCost } from "../src/exec/step-profiler.js";
+import { StepProfiler, type ProfiledStep, describeKernelArgs, kernelCost } from "../src/exec/step-profiler.js";
 import { summarizeProfile } from "../src/exec/profile-summary.js";
 
 const config = (arch: "gpt2" | "llama"): TrainerConfig => ({
@@ -95,6 +95,81 @@ describe.each(["gpt2", "llama"] as const)("%s step profile", (arch) => {
   });
 });
 
+/**
+ * A stand-in device timer: each mark's time is what `clock` says when the mark is
+ * read back, so a test decides what the device "measured" for every call.
+ */
+function fakeTimer(clock: (markIndex: number) => number) {
+  let marks = 0;
+  let reads = 0;
+  return {
+    reads: () => reads,
+    timer: {
+      mark: () => void marks++,
+      read: async () => {
+        reads++;
+        const times = Float64Array.from({ length: marks }, (_, i) => clock(i) - clock(0));
+        marks = 0;
+        return times;
+      },
+    },
+  };
+}
+
+describe("StepProfiler with a device timer", () => {
+  it("makes each call's time the device's, between the two marks around it, without waiting after each call", async () => {
+    // Call i (0-based) runs on the device from 10 i to 10 i + 1 + i % 3 ms after the step's first mark.
+    const fake = fakeTimer((mark) => 10 * Math.floor(mark / 2) + (mark % 2 === 1 ? 1 + (Math.floor(mark / 2) % 3) : 0));
+    let waits = 0;
+    const profiler = new StepProfiler(undefined, undefined, fake.timer);
+    const trainer = new Trainer(
+      Object.assign(Object.create(createReferenceBackend()), { synchronize: async () => void waits++ }),
+      { ...config("gpt2"), profiler },
+    );
+    await trainer.step(source(0)); // unarmed: no marks
+    expect(fake.reads()).toBe(0);
+    profiler.armed = true;
+    const waitsBefore = waits;
+    await trainer.step(source(1));
+    expect(fake.reads()).toBe(1);
+    // The trainer's own waits only (the step's end), none per kernel.
+    expect(waits - waitsBefore).toBe(1);
+    const [s] = profiler.steps;
+    expect(s.kernels.length).toBeGreaterThan(20);
+    s.kernels.forEach((k, i) => {
+      expect(k.end - k.start, `call ${i} ${k.kernel}`).toBeCloseTo(1 + (i % 3), 9);
+      expect(k.start - s.kernels[0].start).toBeCloseTo(10 * i, 9);
+    });
+  });
+
+  it("reads a step's marks after marks left unread by a step that failed", async () => {
+    const fake = fakeTimer((mark) => mark * mark);
+    const profiler = new StepProfiler(undefined, undefined, fake.timer);
+    profiler.armed = true;
+    profiler.beginStep(1);
+    profiler.time(() => {}, "add", "forward", { flops: 0, bytes: 8 });
+    profiler.time(() => {}, "add", "forward", { flops: 0, bytes: 8 });
+    // Step 1 fails before its marks are read; step 2's calls come after its four marks.
+    profiler.beginStep(2);
+    profiler.time(() => {}, "matmul", "forward", { flops: 2, bytes: 8 });
+    await profiler.readDeviceTimes();
+    profiler.endStep();
+    const [s] = profiler.steps;
+    expect(s.step).toBe(2);
+    expect(s.kernels).toHaveLength(1);
+    // Its marks are the fifth and sixth: 5^2 - 4^2 ms.
+    expect(s.kernels[0].end - s.kernels[0].start).toBe(9);
+  });
+});
+
+describe("describeKernelArgs", () => {
+  it("keeps a call's integer arguments, strings and true flags, in order, and leaves out buffers, fractions and AdamW's step", () => {
+    const buffer = { buffer: { id: 1, byteLength: 64 }, byteOffset: 0 };
+    expect(describeKernelArgs({ a: buffer, b: buffer, m: 8192, n: 2304, k: 768, transA: false, transB: true, alpha: 0.125, dtype: "bf16" })).toBe("m=8192 n=2304 k=768 transB dtype=bf16");
+    expect(describeKernelArgs({ param: buffer, n: 4096, lr: 6e-4, beta1: 0.9, step: 12, weightDecay: 0, dtype: "f32" })).toBe("n=4096 weightDecay=0 dtype=f32");
+  });
+});
+
 describe("summarizeProfile", () => {
   it("averages over steps and keeps data and idle apart", () => {
     const step = (start: number): ProfiledStep => ({
@@ -103,8 +178,8 @@ describe("summarizeProfile", () => {
       end: start + 10,
       data: [{ name: "next batch", start, end: start + 1 }],
       kernels: [
-        { kernel: "matmul", region: "forward", start: start + 1, end: start + 3, flops: 4e6, bytes: 1e6 },
-        { kernel: "matmul", region: "backward", start: start + 3, end: start + 7, flops: 8e6, bytes: 2e6 },
+        { kernel: "matmul", region: "forward", start: start + 1, end: start + 3, flops: 4e6, bytes: 1e6, args: "m=4 n=4 k=4" },
+        { kernel: "matmul", region: "backward", start: start + 3, end: start + 7, flops: 8e6, bytes: 2e6, args: "m=8 n=4 k=4" },
         { kernel: "adamW", region: "optimizer", start: start + 8, end: start + 9, flops: 0, bytes: 5e6 },
       ],
     });
@@ -120,6 +195,12 @@ describe("summarizeProfile", () => {
     expect(s.gflops).toBeCloseTo(1.2, 12);
     expect(s.kernels.map((k) => k.gbps)).toEqual([0.5, 5, null]); // 3e6 bytes in 6 ms, 5e6 in 1 ms
     expect(s.regions.map((r) => r.gbps)).toEqual([0.5, 0.5, 5, null, null]);
+    // By shape: each matmul shape its own row, a call without arguments under its kernel's name.
+    expect(s.shapes.map((r) => [r.name, r.ms, r.calls])).toEqual([
+      ["matmul m=8 n=4 k=4", 4, 1],
+      ["matmul m=4 n=4 k=4", 2, 1],
+      ["adamW", 1, 1],
+    ]);
   });
 });
 

@@ -13,6 +13,10 @@ export interface NativeDevice {
   copy(dst: number, src: number, bytes: number): void;
   launch(kernel: string, values: Float64Array): void;
   synchronize(): Promise<void>;
+  /** Enqueues a timing mark (the device takes the time as it reaches it). */
+  mark(): void;
+  /** Once the marks since the last read are done: each one's ms after the first, into `out` (one slot a mark). */
+  readMarks(out: Float64Array): Promise<void>;
   allocatorStats(): { allocatedBytes: number; reservedBytes: number; peakReservedBytes: number; deviceAllocations: number; cacheHits: number; liveBlocks: number };
   emptyCache(): void;
   freeBytes(): number;

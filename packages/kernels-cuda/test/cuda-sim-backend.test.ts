@@ -52,6 +52,35 @@ describe.skipIf(skip)(`cuda-sim backend${skip ? ` (skipped: ${skip})` : ""}`, ()
     }
   });
 
+  it("times its work with device marks: each mark's time after the first, in order, a new list after each read", async () => {
+    const timer = backend.timer!;
+    const [m, n, k] = [192, 160, 128];
+    const [a, b, c] = [m * k, k * n, m * n].map((e) => backend.alloc(4 * e));
+    const marksAround = async (calls: number) => {
+      const host: number[] = [];
+      for (let i = 0; i < calls; i++) {
+        const t0 = performance.now();
+        timer.mark();
+        backend.kernels.matmul({ a, b, c, m, n, k, dtype: "f32" });
+        timer.mark();
+        host.push(performance.now() - t0);
+      }
+      return { host, device: await timer.read() };
+    };
+    const { host, device } = await marksAround(3);
+    expect(device).toHaveLength(6);
+    expect(device[0]).toBe(0);
+    for (let i = 1; i < 6; i++) expect(device[i]).toBeGreaterThanOrEqual(device[i - 1]);
+    // The simulator runs a kernel as it is issued: the time between its two marks is its run,
+    // inside the host's time around the call (a matmul this size takes milliseconds on the host).
+    const between = [0, 1, 2].map((i) => device[2 * i + 1] - device[2 * i]);
+    between.forEach((t, i) => expect(t).toBeLessThanOrEqual(host[i] + 0.05));
+    expect(Math.max(...between.map((t, i) => t / host[i]))).toBeGreaterThan(0.5);
+    expect(await timer.read()).toHaveLength(0);
+    expect((await marksAround(1)).device).toHaveLength(2);
+    [a, b, c].forEach((x) => backend.free(x));
+  });
+
   it("bounds-checks every operand before a kernel runs", () => {
     const a = backend.alloc(16);
     expect(() => backend.kernels.fill({ out: a, n: 5, value: 1, dtype: "f32" })).toThrow(/needs bytes \[0, 20\) of a 16-byte buffer/);

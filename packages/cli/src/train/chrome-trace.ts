@@ -68,7 +68,7 @@ export function chromeTrace(steps: readonly ProfiledStep[], pid = 1): ChromeTrac
       const [startNs, endNs] = [ns(e.k.start), ns(e.k.end)];
       if (stretch.length === 0) stretchStartNs = startNs;
       stretchEndNs = endNs;
-      stretch.push(complete(e.k.kernel, e.k.region, startNs, endNs, { ...(e.k.flops > 0 ? { flops: e.k.flops } : {}), bytes: e.k.bytes }));
+      stretch.push(complete(e.k.kernel, e.k.region, startNs, endNs, { ...(e.k.args ? { call: e.k.args } : {}), ...(e.k.flops > 0 ? { flops: e.k.flops } : {}), bytes: e.k.bytes }));
     }
     close();
   }

@@ -29,9 +29,11 @@ export class StepProfiling {
     private readonly backend: Backend,
     private readonly outputDir: string,
   ) {
-    // A GPU's kernels return before they have run: the profile waits for each.
+    // A GPU's kernels return before they have run: the profile takes the device's timestamps
+    // around each call, or, on a backend without a timer, waits for each.
     const gpu = backend.capabilities().device.kind === "gpu";
-    this.profiler = new StepProfiler(undefined, gpu ? () => backend.synchronize() : undefined);
+    const timer = gpu ? backend.timer : undefined;
+    this.profiler = new StepProfiler(undefined, gpu && !timer ? () => backend.synchronize() : undefined, timer);
   }
 
   /** Call before trainer.step() with the trainer's step count. */
@@ -62,6 +64,7 @@ export class StepProfiling {
       measuredStepMs: this.measured.reduce((t, ms) => t + ms, 0) / this.measured.length,
       device: this.backend.capabilities().device.name,
       synchronized: this.profiler.synchronize !== undefined,
+      deviceTimed: this.profiler.timer !== undefined,
     };
     const profileFile = path.join(this.outputDir, "profile.json");
     const traceFile = path.join(this.outputDir, "trace.json");

@@ -3,7 +3,7 @@ import type { Graph } from "../graph/graph.js";
 import { type KernelNodeAttrs, kernelOp } from "../graph/kernel-node.js";
 import type { CompileContext, OpDef, RuntimeScalars } from "../graph/op.js";
 import type { StepPlan } from "../plan/plan-step.js";
-import { type StepProfiler, kernelNodeCost } from "./step-profiler.js";
+import { type StepProfiler, describeKernelArgs, kernelNodeCost } from "./step-profiler.js";
 
 const OPS: Record<string, OpDef> = { kernel: kernelOp };
 
@@ -119,9 +119,10 @@ export class CompiledStep {
       const kernel = attrs.kernel;
       const region = node.backward ? "backward" : "forward";
       const cost = kernelNodeCost(attrs);
+      const args = describeKernelArgs(attrs.args);
       for (let i = this.nodeCalls[n]; i < this.nodeCalls[n + 1]; i++) {
         const call = this.calls[i];
-        this.calls[i] = () => profiler.time(call, kernel, region, cost);
+        this.calls[i] = () => profiler.time(call, kernel, region, cost, args);
       }
     });
   }

@@ -30,6 +30,8 @@ export interface ProfileSummary {
   regions: ProfileRow[];
   /** Time inside each kernel, most first, then "outside kernels" (data and idle): they sum to stepMs. */
   kernels: ProfileRow[];
+  /** Time inside each kernel by the shape of its calls ("matmul m=8192 n=2304 k=768 transB dtype=bf16"), most first. */
+  shapes: ProfileRow[];
 }
 
 const REGIONS = ["forward", "backward", "optimizer"] as const;
@@ -42,6 +44,15 @@ export function summarizeProfile(steps: readonly ProfiledStep[]): ProfileSummary
   let dataMs = 0;
   const region = new Map<string, { ms: number; flops: number; bytes: number }>(REGIONS.map((r) => [r, { ms: 0, flops: 0, bytes: 0 }]));
   const kernel = new Map<string, { ms: number; flops: number; bytes: number; calls: number }>();
+  const shape = new Map<string, { ms: number; flops: number; bytes: number; calls: number }>();
+  const add = (rows: typeof kernel, name: string, ms: number, flops: number, bytes: number) => {
+    const row = rows.get(name) ?? { ms: 0, flops: 0, bytes: 0, calls: 0 };
+    row.ms += ms;
+    row.flops += flops;
+    row.bytes += bytes;
+    row.calls++;
+    rows.set(name, row);
+  };
   for (const s of steps) {
     stepMs += s.end - s.start;
     for (const d of s.data) dataMs += d.end - d.start;
@@ -51,12 +62,8 @@ export function summarizeProfile(steps: readonly ProfiledStep[]): ProfileSummary
       r.ms += ms;
       r.flops += k.flops;
       r.bytes += k.bytes;
-      const row = kernel.get(k.kernel) ?? { ms: 0, flops: 0, bytes: 0, calls: 0 };
-      row.ms += ms;
-      row.flops += k.flops;
-      row.bytes += k.bytes;
-      row.calls++;
-      kernel.set(k.kernel, row);
+      add(kernel, k.kernel, ms, k.flops, k.bytes);
+      add(shape, k.args ? `${k.kernel} ${k.args}` : k.kernel, ms, k.flops, k.bytes);
     }
   }
   const mean = stepMs / n;
@@ -81,5 +88,6 @@ export function summarizeProfile(steps: readonly ProfiledStep[]): ProfileSummary
       ...[...kernel].sort((a, b) => b[1].ms - a[1].ms).map(([name, k]) => row(name, k.ms, k.flops, k.bytes, k.calls)),
       row("outside kernels", stepMs - inKernels, 0, 0),
     ],
+    shapes: [...shape].sort((a, b) => b[1].ms - a[1].ms).map(([name, k]) => row(name, k.ms, k.flops, k.bytes, k.calls)),
   };
 }

@@ -1,5 +1,5 @@
 import { type Backend, type KernelName, type Kernels } from "@kiln/contract";
-import { type KernelRegion, type StepProfiler, kernelCost } from "./step-profiler.js";
+import { type KernelRegion, type StepProfiler, describeKernelArgs, kernelCost } from "./step-profiler.js";
 
 /**
  * The backend with every kernel timed through `profiler` as a call of `region`
@@ -12,7 +12,7 @@ export function withProfiledKernels(backend: Backend, profiler: StepProfiler, re
     const run = backend.kernels[name] as (args: unknown) => void;
     timed[name] = (args: unknown) => {
       if (!profiler.recording) return run(args);
-      profiler.time(() => run(args), name, region, kernelCost(name, args));
+      profiler.time(() => run(args), name, region, kernelCost(name, args), describeKernelArgs(args as Record<string, unknown>));
     };
   }
   return Object.assign(Object.create(backend) as Backend, { kernels: timed as unknown as Kernels });

@@ -1,4 +1,4 @@
-import { type KernelName, type OperandSpec, bytesPerElement, kernelSpecs } from "@kiln/contract";
+import { type DeviceTimer, type KernelName, type OperandSpec, bytesPerElement, kernelSpecs } from "@kiln/contract";
 import type { KernelNodeAttrs } from "../graph/kernel-node.js";
 
 /** Where a kernel call of a training step belongs. */
@@ -19,6 +19,8 @@ export interface KernelEvent extends KernelCost {
   region: KernelRegion;
   start: number;
   end: number;
+  /** The call's arguments other than buffers (describeKernelArgs), e.g. "m=8192 n=2304 k=768 transB dtype=bf16". */
+  args?: string;
 }
 
 /** Time the step spent getting its data: waiting for the next batch, or copying it to the device. */
@@ -44,10 +46,13 @@ export interface ProfiledStep {
  * instrumented set of calls: a trainer without one runs no timing code at all).
  *
  * Times are host times around each call: exact on a backend whose kernels run
- * before they return (the CPU backend). On an asynchronous backend (a GPU) set
- * `synchronize`: the trainer then waits for the device after every kernel of
- * the forward and backward passes, so each call's time is its run time (and the
- * step runs slower than it would unprofiled).
+ * before they return (the CPU backend). On an asynchronous backend (a GPU) give it
+ * the backend's `timer`: each call is then bracketed by two device timestamps and,
+ * once the step is done (readDeviceTimes), its time is the device's run time of the
+ * kernel, with nothing waited for in between (the step runs as it would unprofiled,
+ * plus the marks). Without a timer, set `synchronize`: the trainer then waits for
+ * the device after every kernel of the forward and backward passes, so each call's
+ * time is its run time plus a round trip (and the step runs slower).
  */
 export class StepProfiler {
   /** Steps recorded so far, oldest first. */
@@ -61,7 +66,13 @@ export class StepProfiler {
     readonly now: () => number = () => performance.now(),
     /** Waits until the device has run every kernel issued so far (asynchronous backends only). */
     readonly synchronize?: () => Promise<void>,
+    /** The device's timestamps (asynchronous backends): kernel times as the device ran them. */
+    readonly timer?: DeviceTimer,
   ) {}
+
+  /** Timer marks enqueued and not yet read; the current step's first mark comes after `markBase` of them. */
+  private unreadMarks = 0;
+  private markBase = 0;
 
   /** Whether a step is being recorded now. */
   get recording(): boolean {
@@ -70,6 +81,7 @@ export class StepProfiler {
 
   beginStep(step: number): void {
     this.current = this.armed ? { step, start: this.now(), end: NaN, kernels: [], data: [] } : undefined;
+    this.markBase = this.unreadMarks;
   }
 
   endStep(): void {
@@ -81,12 +93,36 @@ export class StepProfiler {
   }
 
   /** Runs `call` and, while a step is being recorded, records it as one call of `kernel`. */
-  time(call: () => void, kernel: KernelName, region: KernelRegion, cost: KernelCost): void {
+  time(call: () => void, kernel: KernelName, region: KernelRegion, cost: KernelCost, args?: string): void {
     const s = this.current;
     if (!s) return call();
+    const timer = this.timer;
     const start = this.now();
+    timer?.mark();
     call();
-    s.kernels.push({ kernel, region, start, end: this.now(), flops: cost.flops, bytes: cost.bytes });
+    timer?.mark();
+    if (timer) this.unreadMarks += 2;
+    s.kernels.push({ kernel, region, start, end: this.now(), flops: cost.flops, bytes: cost.bytes, ...(args !== undefined ? { args } : {}) });
+  }
+
+  /**
+   * With a timer: waits for the current step's marks and makes each kernel call's time
+   * the device's (its two marks), placed on the profiler's clock from the host time at
+   * which the step's first call was issued. Call it after the step's last kernel.
+   */
+  async readDeviceTimes(): Promise<void> {
+    const s = this.current;
+    if (!this.timer || this.unreadMarks === 0) return;
+    const base = this.markBase;
+    this.unreadMarks = 0;
+    this.markBase = 0;
+    const times = await this.timer.read();
+    if (!s || s.kernels.length === 0) return;
+    const origin = s.kernels[0].start - times[base];
+    s.kernels.forEach((k, i) => {
+      k.start = origin + times[base + 2 * i];
+      k.end = origin + times[base + 2 * i + 1];
+    });
   }
 
   /** Records a data wait that began at `start` and ends now. */
@@ -120,4 +156,19 @@ export function kernelCost(kernel: KernelName, args: unknown): KernelCost {
 /** The cost of a graph node's kernel call: its bound operands and its other arguments. */
 export function kernelNodeCost(attrs: KernelNodeAttrs): KernelCost {
   return kernelCost(attrs.kernel, { ...attrs.operands, ...attrs.args });
+}
+
+/**
+ * A kernel call's shape: its integer arguments and strings as key=value and its true
+ * flags by name, in their order, e.g. "m=8192 n=2304 k=768 transB dtype=bf16". Buffers,
+ * false flags, fractional values (eps, learning rates, scales) and AdamW's step count
+ * are left out, so the calls of one step and the next describe alike.
+ */
+export function describeKernelArgs(args: Record<string, unknown>): string {
+  const parts: string[] = [];
+  for (const [key, value] of Object.entries(args)) {
+    if (value === true) parts.push(key);
+    else if (typeof value === "string" || (Number.isInteger(value) && key !== "step")) parts.push(`${key}=${value}`);
+  }
+  return parts.join(" ");
 }

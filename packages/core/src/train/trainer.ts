@@ -330,6 +330,7 @@ export class Trainer {
     }
     this.stepCount++;
     await this.backend.synchronize();
+    await profiler?.readDeviceTimes();
     profiler?.endStep();
     const moe = this.expertLoad ? { auxLoss, expertImbalance: this.expertLoad.imbalance() } : {};
     return { loss, gradNorm, lr, tokens: count * this.tokensPerBatch, skipped, nonFinite, ...(this.lossScaler ? { lossScale } : {}), ...moe };

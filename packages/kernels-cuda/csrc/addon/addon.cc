@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "../kiln_cuda.h"
 #include "../runtime/device.h"
@@ -80,7 +81,8 @@ class DeviceHandle : public Napi::ObjectWrap<DeviceHandle> {
                         InstanceMethod("launch", &DeviceHandle::Launch), InstanceMethod("synchronize", &DeviceHandle::Synchronize),
                         InstanceMethod("allocatorStats", &DeviceHandle::AllocatorStats), InstanceMethod("emptyCache", &DeviceHandle::EmptyCache),
                         InstanceMethod("freeBytes", &DeviceHandle::FreeBytes), InstanceMethod("close", &DeviceHandle::Close),
-                        InstanceMethod("useCublasLt", &DeviceHandle::UseCublasLt), InstanceMethod("openNccl", &DeviceHandle::OpenNccl)});
+                        InstanceMethod("useCublasLt", &DeviceHandle::UseCublasLt), InstanceMethod("openNccl", &DeviceHandle::OpenNccl),
+                        InstanceMethod("mark", &DeviceHandle::Mark), InstanceMethod("readMarks", &DeviceHandle::ReadMarks)});
   }
 
   explicit DeviceHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<DeviceHandle>(info) {
@@ -183,6 +185,31 @@ class DeviceHandle : public Napi::ObjectWrap<DeviceHandle> {
     } catch (const kiln::DeviceFailure& e) {
       rethrow(info.Env(), e);
     }
+  }
+
+  void Mark(const Napi::CallbackInfo& info) {
+    try {
+      dev(info).mark();
+    } catch (const kiln::DeviceFailure& e) {
+      rethrow(info.Env(), e);
+    }
+  }
+
+  /** readMarks(out: Float64Array): once the marks enqueued since the last read are done, their ms after the first. */
+  Napi::Value ReadMarks(const Napi::CallbackInfo& info) {
+    auto out = info[0].As<Napi::Float64Array>();
+    auto marks = std::make_shared<std::vector<kiln::RawEvent>>(dev(info).take_marks());
+    if (marks->size() != out.ElementLength()) {
+      device_->recycle_marks(*marks);
+      throw Napi::RangeError::New(info.Env(), "readMarks: " + std::to_string(out.ElementLength()) + " slots for " + std::to_string(marks->size()) + " marks");
+    }
+    DevicePtr d = device_;
+    double* ms = out.Data();
+    auto* work = new DeviceWait(info.Env(), d, [d, marks, ms]() { d->read_marks(*marks, ms); });
+    work->keep_alive(info[0]);
+    Napi::Promise promise = work->promise();
+    work->Queue();
+    return promise;
   }
 
   Napi::Value Synchronize(const Napi::CallbackInfo& info) {

@@ -28,6 +28,8 @@ Device::~Device() {
     raw_stream_wait_idle(stream_);
     blas_.reset();
     if (scratch_) allocator_.release(scratch_);
+    for (RawEvent e : marks_) raw_event_destroy(e);
+    for (RawEvent e : spare_marks_) raw_event_destroy(e);
     raw_stream_destroy(stream_);
   } catch (...) {
     // nothing to report from a destructor
@@ -69,6 +71,38 @@ RawEvent Device::fence() {
   RawEvent e = raw_event_create();
   raw_event_record(e, stream_);
   return e;
+}
+
+void Device::mark() {
+  RawEvent e = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(spare_mutex_);
+    if (!spare_marks_.empty()) {
+      e = spare_marks_.back();
+      spare_marks_.pop_back();
+    }
+  }
+  if (!e) e = raw_timing_event_create();
+  marks_.push_back(e);
+  raw_event_record(e, stream_);
+}
+
+std::vector<RawEvent> Device::take_marks() {
+  std::vector<RawEvent> taken;
+  taken.swap(marks_);
+  return taken;
+}
+
+void Device::read_marks(std::vector<RawEvent>& marks, double* ms) {
+  if (!marks.empty()) raw_event_wait(marks.back());
+  for (size_t i = 0; i < marks.size(); i++) ms[i] = raw_event_elapsed_ms(marks.front(), marks[i]);
+  recycle_marks(marks);
+}
+
+void Device::recycle_marks(std::vector<RawEvent>& marks) {
+  std::lock_guard<std::mutex> lock(spare_mutex_);
+  spare_marks_.insert(spare_marks_.end(), marks.begin(), marks.end());
+  marks.clear();
 }
 
 void* Device::scratch_for(void* self, size_t bytes) {

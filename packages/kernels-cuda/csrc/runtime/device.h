@@ -4,7 +4,9 @@
 #pragma once
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "../blas/cublaslt_matmul.h"
 #include "caching_allocator.h"
@@ -40,6 +42,17 @@ class Device {
   /** An event after everything issued so far; the caller waits on it and destroys it. */
   RawEvent fence();
   void launch(const std::string& kernel, const double* values, int count);
+  /** Enqueues a timing mark after everything issued so far (the device takes the time as it reaches it). */
+  void mark();
+  /** Hands over the marks enqueued since the last call, oldest first. */
+  std::vector<RawEvent> take_marks();
+  /**
+   * Blocks until the last of `marks` is done, writes each mark's milliseconds after the
+   * first into `ms`, and keeps the events for later marks. Any thread.
+   */
+  void read_marks(std::vector<RawEvent>& marks, double* ms);
+  /** Keeps taken marks' events for later marks, unread (re-recording an event is allowed while it is pending). */
+  void recycle_marks(std::vector<RawEvent>& marks);
   AllocatorStats allocator_stats() const { return allocator_.stats(); }
   void empty_cache() { allocator_.empty_cache(); }
   size_t free_bytes() const { return raw_free_bytes(); }
@@ -56,6 +69,9 @@ class Device {
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
   std::unique_ptr<CublasLt> blas_;
+  std::vector<RawEvent> marks_;        // enqueued since the last take_marks()
+  std::mutex spare_mutex_;             // read_marks() runs on a worker thread
+  std::vector<RawEvent> spare_marks_;  // read, ready to record again
   bool simt_matmul_, simt_attention_, wmma_matmul_, wmma_attention_;  // read from the environment at open
 };
 

@@ -48,12 +48,16 @@ void raw_memcpy_h2d(void* dst, const void* src, size_t bytes, RawStream s);
 void raw_memcpy_d2h(void* dst, const void* src, size_t bytes, RawStream s);
 void raw_memcpy_d2d(void* dst, const void* src, size_t bytes, RawStream s);
 RawEvent raw_event_create();
+/** An event that also takes the time at which the device reaches it (raw_event_elapsed_ms). */
+RawEvent raw_timing_event_create();
 void raw_event_destroy(RawEvent e);
 void raw_event_record(RawEvent e, RawStream s);
 /** Work issued to `s` after this call waits until `e` (as recorded now) is done; the host does not wait. */
 void raw_stream_wait_event(RawStream s, RawEvent e);
 bool raw_event_done(RawEvent e);
 void raw_event_wait(RawEvent e);  // blocks the calling thread
+/** Milliseconds between two done timing events (negative when `to` came first). */
+double raw_event_elapsed_ms(RawEvent from, RawEvent to);
 void raw_stream_wait_idle(RawStream s);
 size_t raw_free_bytes();
 

@@ -87,6 +87,11 @@ RawEvent raw_event_create() {
   check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "creating an event");
   return e;
 }
+RawEvent raw_timing_event_create() {
+  cudaEvent_t e = nullptr;
+  check(cudaEventCreate(&e), "creating a timing event");
+  return e;
+}
 void raw_event_destroy(RawEvent e) { cudaEventDestroy(static_cast<cudaEvent_t>(e)); }
 void raw_event_record(RawEvent e, RawStream s) { check(cudaEventRecord(static_cast<cudaEvent_t>(e), stream_of(s)), "recording an event"); }
 void raw_stream_wait_event(RawStream s, RawEvent e) {
@@ -99,6 +104,11 @@ bool raw_event_done(RawEvent e) {
   return true;
 }
 void raw_event_wait(RawEvent e) { check(cudaEventSynchronize(static_cast<cudaEvent_t>(e)), "waiting for the device"); }
+double raw_event_elapsed_ms(RawEvent from, RawEvent to) {
+  float ms = 0.0f;
+  check(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(from), static_cast<cudaEvent_t>(to)), "reading the time between two events");
+  return ms;
+}
 void raw_stream_wait_idle(RawStream s) { check(cudaStreamSynchronize(stream_of(s)), "waiting for the device"); }
 size_t raw_free_bytes() {
   size_t free_b = 0, total = 0;

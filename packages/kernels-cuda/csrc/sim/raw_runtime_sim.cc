@@ -3,6 +3,7 @@
 // The "device" holds KILN_SIM_MEMORY_BYTES (default 4 GiB) so that out-of-memory
 // handling can be exercised.
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -88,9 +89,23 @@ void raw_stream_destroy(RawStream) {}
 void raw_memcpy_h2d(void* dst, const void* src, size_t n, RawStream) { std::memcpy(dst, src, n); }
 void raw_memcpy_d2h(void* dst, const void* src, size_t n, RawStream) { std::memcpy(dst, src, n); }
 void raw_memcpy_d2d(void* dst, const void* src, size_t n, RawStream) { std::memmove(dst, src, n); }
-RawEvent raw_event_create() { return reinterpret_cast<RawEvent>(1); }
-void raw_event_destroy(RawEvent) {}
-void raw_event_record(RawEvent, RawStream) {}
+// Plain events are one shared token; a timing event holds the host time of its last
+// record, which is when the simulated device reached it (launches run as they are issued).
+namespace {
+const RawEvent kPlainEvent = reinterpret_cast<RawEvent>(1);
+struct TimingEvent {
+  double ms = 0.0;
+};
+}  // namespace
+RawEvent raw_event_create() { return kPlainEvent; }
+RawEvent raw_timing_event_create() { return new TimingEvent; }
+void raw_event_destroy(RawEvent e) {
+  if (e != kPlainEvent) delete static_cast<TimingEvent*>(e);
+}
+void raw_event_record(RawEvent e, RawStream) {
+  if (e != kPlainEvent) static_cast<TimingEvent*>(e)->ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+double raw_event_elapsed_ms(RawEvent from, RawEvent to) { return static_cast<TimingEvent*>(to)->ms - static_cast<TimingEvent*>(from)->ms; }
 void raw_stream_wait_event(RawStream, RawEvent) {}
 bool raw_event_done(RawEvent) { return true; }
 void raw_event_wait(RawEvent) {}
