@@ -10,6 +10,7 @@
 // side runs when `$KILN_TORCH_PYTHON` (default python3) imports a CUDA torch.
 // Usage: node tooling/bench/cuda.mjs [--calls 20] [--steps 10] [--device 0] [--skip-train] [--only gemm,grouped,attention,ssd,train]
 //   [--models gpt2-small:bf16,nano]   (training steps of these models, or model:dtype pairs, alone)
+//   [--graphs]   (training steps with each micro-batch one CUDA graph: kiln train --cuda-graphs)
 // --only runs the named parts alone (one process a part keeps a kernel that breaks the device from costing the others).
 // Figures: the first (cold) call, then the median and best of --calls timed calls,
 // each synchronised, so a figure is what one call costs a user. Inputs are random.
@@ -22,7 +23,7 @@ import { StepProfiler, Trainer, resolveModelConfig, stepRoofline, trainingFlopsP
 import { createCudaBackend, cudaStatus, gpuProfileForName } from "../../packages/kernels-cuda/dist/index.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const { values } = parseArgs({ options: { calls: { type: "string" }, steps: { type: "string" }, device: { type: "string" }, "skip-train": { type: "boolean" }, only: { type: "string" }, models: { type: "string" } } });
+const { values } = parseArgs({ options: { calls: { type: "string" }, steps: { type: "string" }, device: { type: "string" }, "skip-train": { type: "boolean" }, only: { type: "string" }, models: { type: "string" }, graphs: { type: "boolean" } } });
 const PARTS = ["gemm", "grouped", "attention", "ssd", "train"];
 const only = values.only ? values.only.split(",").map((p) => p.trim()) : PARTS.filter((p) => p !== "train" || !values["skip-train"]);
 for (const part of only) if (!PARTS.includes(part)) throw new Error(`cuda.mjs: --only ${part}: not a part; the parts are ${PARTS.join(", ")}`);
@@ -180,6 +181,7 @@ async function trainStep(name, dims, batch, seq, dtype, accum = 1) {
     seed: 0,
     dtype,
     profiler: issue,
+    ...(values.graphs ? { kernelGraphs: true } : {}),
   });
   let s = 1;
   const rand = () => ((s = (Math.imul(s, 1103515245) + 12345) >>> 0) % dims.vocabSize);
@@ -222,6 +224,7 @@ async function trainStep(name, dims, batch, seq, dtype, accum = 1) {
   return progress({
     model: name,
     dtype,
+    cuda_graphs: values.graphs === true,
     batch,
     seq,
     accum,

@@ -87,6 +87,29 @@ export interface DeviceTimer {
   read(): Promise<Float64Array>;
 }
 
+/** A recorded run of kernel calls (KernelGraphs). */
+export interface KernelGraph {
+  readonly id: number;
+}
+
+/**
+ * Kernel calls recorded once and launched again as a whole (CUDA graphs): one host
+ * call instead of one per kernel, for backends whose every call costs the host time.
+ */
+export interface KernelGraphs {
+  /** From now until end(), kernel calls are recorded, not run; anything else (copies, downloads, waits) throws meanwhile. */
+  begin(): void;
+  /** Stops recording: the calls since begin(). Throws why not (recording stops either way). */
+  end(): KernelGraph;
+  /**
+   * Runs the graph's calls as recorded (the same buffers, the same arguments, in order);
+   * false, running nothing, when the graph can no longer run (the backend moved memory
+   * its kernels use): record it again.
+   */
+  launch(graph: KernelGraph): boolean;
+  release(graph: KernelGraph): void;
+}
+
 /**
  * The backend contract, v1. Calls are issued in order on one stream: kernels,
  * upload and copy may run later than they return, but always in issue order;
@@ -116,6 +139,8 @@ export interface Backend {
   synchronize(): Promise<void>;
   /** Device-side timestamps (optional: backends whose calls return before they run). */
   readonly timer?: DeviceTimer;
+  /** Recording kernel calls to launch again as a whole (optional). */
+  readonly graphs?: KernelGraphs;
   /** Frees everything; the backend is unusable afterwards. */
   dispose(): void;
 }

@@ -51,7 +51,8 @@ inline void launch(const char* name, void (*kernel)(KArgs...), dim3 grid, dim3 b
 #if defined(KILN_CUDA_SIM)
   (void)name;
   (void)stream;
-  ::kiln_sim::launch(grid, block, smem, [&]() { kernel(static_cast<KArgs>(args)...); });
+  // By value: a recorded launch (a graph) runs after this call has returned.
+  ::kiln_sim::launch(grid, block, smem, [=]() { kernel(static_cast<KArgs>(args)...); });
 #else
   kernel<<<grid, block, smem, stream>>>(static_cast<KArgs>(args)...);
   check_launch(name);

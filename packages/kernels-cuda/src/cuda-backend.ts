@@ -154,6 +154,12 @@ export function openNativeBackend(addon: NativeAddon, options: OpenDeviceOptions
         return times;
       },
     },
+    graphs: {
+      begin: () => device.beginGraph(),
+      end: () => ({ id: device.endGraph() }),
+      launch: (graph) => device.launchGraph(graph.id),
+      release: (graph) => device.dropGraph(graph.id),
+    },
     dispose() {
       if (disposed) return;
       disposed = true;

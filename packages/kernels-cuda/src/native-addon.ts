@@ -17,6 +17,12 @@ export interface NativeDevice {
   mark(): void;
   /** Once the marks since the last read are done: each one's ms after the first, into `out` (one slot a mark). */
   readMarks(out: Float64Array): Promise<void>;
+  /** Records the kernels issued until endGraph() into a CUDA graph (they run when it is launched). */
+  beginGraph(): void;
+  endGraph(): number;
+  /** false, running nothing, when the graph is stale (a kernel's scratch memory moved since it was recorded). */
+  launchGraph(id: number): boolean;
+  dropGraph(id: number): void;
   allocatorStats(): { allocatedBytes: number; reservedBytes: number; peakReservedBytes: number; deviceAllocations: number; cacheHits: number; liveBlocks: number };
   emptyCache(): void;
   freeBytes(): number;

@@ -81,6 +81,62 @@ describe.skipIf(skip)(`cuda-sim backend${skip ? ` (skipped: ${skip})` : ""}`, ()
     [a, b, c].forEach((x) => backend.free(x));
   });
 
+  it("records kernel calls into a graph that runs only when launched, as often as launched", async () => {
+    const graphs = backend.graphs!;
+    const n = 1000;
+    const [x, y] = [backend.alloc(4 * n), backend.alloc(4 * n)];
+    backend.upload(x, new Float32Array(n).fill(1));
+    backend.upload(y, new Float32Array(n).fill(0));
+    const read = async (b: typeof x) => {
+      const out = new Float32Array(n);
+      await backend.download(b, out);
+      return out;
+    };
+    graphs.begin();
+    backend.kernels.add({ a: x, b: y, out: y, n, dtype: "f32" }); // y += x
+    backend.kernels.scale({ x: y, out: y, n, alpha: 2, dtype: "f32" }); // y *= 2
+    // Only kernels: a copy, a download or a wait while recording is refused.
+    expect(() => backend.copy(x, y, 4)).toThrow(/a copy while a CUDA graph is being recorded/);
+    const graph = graphs.end();
+    expect((await read(y))[0]).toBe(0); // recorded, not run
+    expect(graphs.launch(graph)).toBe(true);
+    expect((await read(y))[7]).toBe(2);
+    expect(graphs.launch(graph)).toBe(true);
+    expect(graphs.launch(graph)).toBe(true);
+    expect(Array.from(new Set(await read(y)))).toEqual([14]); // ((2 + 1) * 2 + 1) * 2
+    graphs.release(graph);
+    expect(() => graphs.launch(graph)).toThrow(/no CUDA graph/);
+    [x, y].forEach((b) => backend.free(b));
+  });
+
+  it("a graph recorded before its kernels' scratch memory moved is stale: launch runs nothing and says so", () => {
+    // A device of its own, so that its scratch block starts empty.
+    const own = createCudaSimBackend();
+    try {
+      // embeddingBackward sorts the ids in the device's scratch block: 8 bytes a vocabulary entry and more.
+      const embeddingBackward = (vocab: number) => {
+        const [ids, dOut, dTable] = [own.alloc(4 * 16), own.alloc(4 * 16 * 8), own.alloc(4 * vocab * 8)];
+        own.upload(ids, Int32Array.from({ length: 16 }, (_, i) => i % 7));
+        return () => own.kernels.embeddingBackward({ ids, dOut, dTable, count: 16, vocab, dim: 8, dtype: "f32" });
+      };
+      const small = embeddingBackward(64);
+      small();
+      own.graphs!.begin();
+      small();
+      const before = own.graphs!.end();
+      expect(own.graphs!.launch(before)).toBe(true);
+      embeddingBackward(1 << 20)(); // needs about 8 MiB of scratch: the block moves
+      expect(own.graphs!.launch(before)).toBe(false);
+      own.graphs!.begin();
+      small();
+      const after = own.graphs!.end();
+      expect(own.graphs!.launch(after)).toBe(true);
+      [before, after].forEach((g) => own.graphs!.release(g));
+    } finally {
+      own.dispose();
+    }
+  });
+
   it("bounds-checks every operand before a kernel runs", () => {
     const a = backend.alloc(16);
     expect(() => backend.kernels.fill({ out: a, n: 5, value: 1, dtype: "f32" })).toThrow(/needs bytes \[0, 20\) of a 16-byte buffer/);

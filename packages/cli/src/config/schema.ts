@@ -77,6 +77,8 @@ export const trainerSchema = z
     dtype: z.enum(DTYPE_SPELLINGS as [string, ...string[]]).default("f32"),
     /** Allow TF32 matmuls on CUDA (f32 training only takes them). */
     tf32: z.boolean().default(false),
+    /** CUDA: each micro-batch's forward and backward recorded once as a CUDA graph and launched whole. */
+    cuda_graphs: z.boolean().default(false),
     seed: nonNegativeInt.default(1337),
     prefetch: nonNegativeInt.default(2),
     recompute: z.enum(["none", "cheap", "blocks"]).default("cheap"),

@@ -50,6 +50,8 @@ export interface RunSettings {
   dtype: TrainingDTypeChoice;
   /** Allow TF32 matmuls where a backend can use them (CUDA). */
   tf32: boolean;
+  /** Run each micro-batch as one recorded kernel graph where the backend records them (CUDA). */
+  cudaGraphs: boolean;
   seed: number;
   prefetch: number;
   /** Activations recomputed in the backward pass: none, cheap (GELU/norms), blocks (checkpointing). */
@@ -123,6 +125,7 @@ export function resolveSettings(loaded: LoadedConfig, o: ConfigOverrides = {}, i
     targetDevice: t.target_device,
     dtype: o.dtype ?? trainingDTypeOf(t.dtype)!,
     tf32: o.tf32 ?? t.tf32,
+    cudaGraphs: t.cuda_graphs,
     seed: t.seed,
     prefetch: t.prefetch,
     recompute: t.recompute,

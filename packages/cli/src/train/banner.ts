@@ -24,7 +24,7 @@ export function formatBanner(
   // The CPU backend's device memory is the process's own; a GPU's is not.
   const peak = processPeak({ planned: total, planOnHost: dev.kind !== "gpu", threads: dev.parallelism, batchSize: s.batchSize, seqLen: s.seqLen, prefetch: s.prefetch });
   const rows: [string, string][] = [
-    ["device", `${dev.name}${dev.computeCapability ? `, compute ${dev.computeCapability}` : ""}${dev.libraries ? `; ${dev.libraries}` : ""}${deviceNote ? ` (${deviceNote})` : ""}`],
+    ["device", `${dev.name}${dev.computeCapability ? `, compute ${dev.computeCapability}` : ""}${dev.libraries ? `; ${dev.libraries}` : ""}${s.cudaGraphs && backend.graphs ? "; each micro-batch one CUDA graph" : ""}${deviceNote ? ` (${deviceNote})` : ""}`],
     ["model", `${s.model.arch}, ${formatCount(parameters)} parameters, ${s.model.numLayers} layers, hidden ${s.model.hiddenSize}${mambaLayersOf(s.model)}${latentAttentionOf(s.model)}${expertsOf(s.model)}`],
     ["dtype", precision],
     ["step", `${s.batchSize} x ${s.seqLen} tokens x ${s.gradAccum} accumulation = ${s.batchSize * s.seqLen * s.gradAccum} tokens`],

@@ -189,6 +189,7 @@ async function trainOn(
     loadBalanceAlpha: s.loadBalanceAlpha,
     ...(comm ? { gradientSync: comm, bucketBytes: s.bucketBytes } : {}),
     ...(profiling ? { profiler: profiling.profiler } : {}),
+    ...(s.cudaGraphs && backend.graphs ? { kernelGraphs: true } : {}),
   });
   let startedFrom: ModelTokenizer | undefined = init && { metadata: init.metadata, source: init.path };
   let bestVal = new BestValLoss(s.earlyStop);
@@ -213,6 +214,7 @@ async function trainOn(
     // Headless stdout carries only JSON lines: the banner goes to stderr there.
     (interactive ? process.stdout : process.stderr).write(`kiln train ${s.configPath}\n${banner}\n${ranks ? `${ranks.row}\n` : ""}`);
     if (need > 0.9 * available) process.stderr.write(`warning: the plan uses ${((100 * need) / available).toFixed(0)}% of device memory\n`);
+    if (s.cudaGraphs && !backend.graphs) process.stderr.write(`warning: trainer.cuda_graphs (--cuda-graphs) has no effect on ${backend.capabilities().device.name}: only the CUDA backend records graphs\n`);
     const warmup = warmupWarning(s.warmupSteps, totalSteps);
     if (warmup) process.stderr.write(`${warmup}\n`);
     const ignored = ignoredKeysWarning(s.ignoredKeys);

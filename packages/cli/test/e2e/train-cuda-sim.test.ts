@@ -16,6 +16,7 @@ import { Workspace, textTokens } from "./support/workspace.js";
 const sim = cudaStatus().simulator;
 const STEPS = 20;
 const MLA_STEPS = 8;
+const GRAPH_STEPS = 4;
 
 /** A bf16 tensor's values (final.safetensors keeps the training dtype). */
 const bf16Values = (bytes: Uint8Array) => new Float32Array(Uint32Array.from(new Uint16Array(bytes.slice().buffer), (b) => b << 16).buffer);
@@ -33,6 +34,7 @@ describe.skipIf(!sim.built)(`kiln train on the CUDA kernels (cuda-sim)${sim.buil
       trainer: { learning_rate: 3e-3, warmup_steps: 2, batch_size: 2, seq_len: 64, max_steps: MLA_STEPS, log_interval: 1, eval_interval: 1000, save_interval: 1000 },
     };
     await ws.write("tiny-mla.yaml", JSON.stringify(mla));
+    await ws.write("nano-graphs.yaml", JSON.stringify({ model: nano.model, trainer: { ...trainer, max_steps: GRAPH_STEPS, gradient_accumulation: 2 } }));
   });
   afterAll(() => ws?.remove());
 
@@ -53,6 +55,21 @@ describe.skipIf(!sim.built)(`kiln train on the CUDA kernels (cuda-sim)${sim.buil
     const worst = Math.max(...sim.losses.map((l, i) => Math.abs(l.loss! - wasm.losses[i].loss!)));
     expect(worst, `sim ${sim.losses.map((l) => l.loss).join(", ")}\nwasm ${wasm.losses.map((l) => l.loss).join(", ")}`).toBeLessThan(1e-4);
     expect(sim.losses[STEPS - 1].loss!).toBeLessThan(sim.losses[0].loss! - 0.5);
+  }, 600_000);
+
+  it("--cuda-graphs: each micro-batch one recorded graph, the same losses bit for bit; without a CUDA backend a warning", async () => {
+    const graphed = expectSuccess(
+      await ws.run(["train", "-f", "nano-graphs.yaml", "-d", "data.bin", "--output-dir", "out-graphs", "--headless", "--cuda-graphs"], { env: { KILN_BACKEND: "cuda-sim" } }),
+      "training with --cuda-graphs on cuda-sim",
+    );
+    const plain = await losses("cuda-sim", "nano-graphs.yaml");
+    expect(graphed.stderr).toMatch(/device\s+cuda-sim.*; each micro-batch one CUDA graph/);
+    expect(plain.stderr).not.toMatch(/CUDA graph/);
+    const lossesOf = (stdout: string) => stdout.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as { loss?: number }).filter((l) => l.loss !== undefined).map((l) => l.loss);
+    expect(lossesOf(graphed.stdout)).toHaveLength(GRAPH_STEPS);
+    expect(lossesOf(graphed.stdout)).toEqual(plain.losses.map((l) => l.loss));
+    const cpu = await losses("cpu", "nano-graphs.yaml", ["--cuda-graphs"]);
+    expect(cpu.stderr).toMatch(/warning: trainer.cuda_graphs \(--cuda-graphs\) has no effect on .*: only the CUDA backend records graphs/);
   }, 600_000);
 
   it(`trains latent attention (heads of 96) in bf16 like the wasm backend over ${MLA_STEPS} steps`, async () => {

@@ -1,4 +1,4 @@
-import { type Backend, type BufferHandle, type Operand, bytesPerElement } from "@kiln/contract";
+import { type Backend, type BufferHandle, type KernelGraph, type Operand, bytesPerElement } from "@kiln/contract";
 import type { Graph } from "../graph/graph.js";
 import { type KernelNodeAttrs, kernelOp } from "../graph/kernel-node.js";
 import type { CompileContext, OpDef, RuntimeScalars } from "../graph/op.js";
@@ -6,6 +6,10 @@ import type { StepPlan } from "../plan/plan-step.js";
 import { type StepProfiler, describeKernelArgs, kernelNodeCost } from "./step-profiler.js";
 
 const OPS: Record<string, OpDef> = { kernel: kernelOp };
+/** Graphs of a step kept at once (runAsGraph), one per set of runtime scalars. */
+const GRAPHS_KEPT = 4;
+/** Recordings in a row never launched again after which runAsGraph issues calls one by one. */
+const GRAPH_MISSES_TO_GIVE_UP = 8;
 
 /** Where parameters and their gradients live: shared by every step compiled for a model. */
 export interface ParameterBinding {
@@ -33,6 +37,9 @@ export class CompiledStep {
   readonly arena: BufferHandle | undefined;
   private readonly io: BufferHandle | undefined;
   private readonly owned: BufferHandle[] = [];
+  /** Recorded graphs of the step's calls by the runtime scalars they read (runAsGraph), oldest first. */
+  private readonly graphs = new Map<string, KernelGraph>();
+  private graphMisses = 0;
 
   constructor(
     readonly graph: Graph,
@@ -102,6 +109,52 @@ export class CompiledStep {
     for (const call of this.calls) call();
   }
 
+  /**
+   * Runs the step's calls as one recorded graph of the backend's (`backend.graphs`):
+   * recorded at the first run with given runtime scalars (the loss scale the calls
+   * read), launched as a whole at every later run with the same ones. A graph the
+   * backend calls stale is recorded again. Returns false, having issued the calls one
+   * by one instead, when the backend records no graphs or the scalars keep changing
+   * (GRAPH_MISSES_TO_GIVE_UP recordings in a row never launched again).
+   */
+  runAsGraph(): boolean {
+    const graphs = this.backend.graphs;
+    if (!graphs || this.graphMisses >= GRAPH_MISSES_TO_GIVE_UP) {
+      this.run();
+      return false;
+    }
+    const key = `${this.runtime.lossScale} ${this.runtime.auxScale} ${this.runtime.loadBalanceAlpha}`;
+    const cached = this.graphs.get(key);
+    if (cached && graphs.launch(cached)) {
+      this.graphMisses = 0;
+      return true;
+    }
+    if (cached) graphs.release(cached);
+    this.graphs.delete(key);
+    this.graphMisses++;
+    graphs.begin();
+    let graph;
+    try {
+      this.run();
+    } finally {
+      graph = graphs.end();
+    }
+    // Keep the last few: a loss scale that changes now and then (f16, ignored targets) records anew.
+    if (this.graphs.size >= GRAPHS_KEPT) {
+      const [oldestKey, oldest] = this.graphs.entries().next().value!;
+      graphs.release(oldest);
+      this.graphs.delete(oldestKey);
+    }
+    if (graphs.launch(graph)) {
+      this.graphs.set(key, graph);
+      return true;
+    }
+    // Stale at once: a kernel's scratch memory moved while recording (its first run at this size).
+    graphs.release(graph);
+    this.run();
+    return false;
+  }
+
   /** Issues the kernel calls of nodes [fromNode, toNode), in order: a step run in parts (gradient buckets handed off between them). */
   runNodes(fromNode: number, toNode: number): void {
     const end = this.nodeCalls[Math.min(toNode, this.graph.nodes.length)];
@@ -145,6 +198,8 @@ export class CompiledStep {
   }
 
   dispose(): void {
+    for (const g of this.graphs.values()) this.backend.graphs?.release(g);
+    this.graphs.clear();
     for (const b of this.owned.splice(0)) this.backend.free(b);
   }
 }

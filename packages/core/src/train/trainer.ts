@@ -63,6 +63,12 @@ export interface TrainerConfig {
    * (`kiln train --profile`). Absent, the trainer runs no timing code.
    */
   profiler?: StepProfiler;
+  /**
+   * Runs each micro-batch's forward and backward as one recorded kernel graph on a
+   * backend that records them (`backend.graphs`: CUDA graphs), from the second
+   * micro-batch on, except in profiled steps and with data parallelism (default false).
+   */
+  kernelGraphs?: boolean;
 }
 
 /** One micro-batch: token ids and next-token targets, batchSize*seqLen each (targets < 0 are ignored). */
@@ -150,6 +156,8 @@ export class Trainer {
   /** Whether every rank holds rank 0's weights and optimizer state (done by the first step). */
   private stateShared = false;
   private readonly profiler: StepProfiler | undefined;
+  /** Micro-batches run so far by this trainer (kernel graphs start after the first: the kernels' scratch is sized by then). */
+  private microBatchesRun = 0;
   /** The kernels the trainer calls outside the compiled step (timed as "optimizer" calls when profiling). */
   private readonly kernels: Kernels;
 
@@ -386,7 +394,9 @@ export class Trainer {
     if (uploadStart !== undefined) p!.data("upload", uploadStart);
     if (handOff) await handOff.runHandingOff(this.compiled);
     else if (p?.synchronize && p.recording) await this.compiled.runSynchronized(p, p.synchronize);
+    else if (this.config.kernelGraphs && this.microBatchesRun > 0 && !this.dataParallel && !p?.recording) this.compiled.runAsGraph();
     else this.compiled.run();
+    this.microBatchesRun++;
     this.backend.copy(this.compiled.operand(this.model.training!.lossSum), { buffer: this.buffers.scalars, byteOffset: LOSS_SLOTS_OFFSET + 4 * slot }, 4);
     const aux = this.model.training!.auxLoss;
     if (aux !== undefined) {

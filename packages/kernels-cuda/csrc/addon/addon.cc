@@ -82,7 +82,9 @@ class DeviceHandle : public Napi::ObjectWrap<DeviceHandle> {
                         InstanceMethod("allocatorStats", &DeviceHandle::AllocatorStats), InstanceMethod("emptyCache", &DeviceHandle::EmptyCache),
                         InstanceMethod("freeBytes", &DeviceHandle::FreeBytes), InstanceMethod("close", &DeviceHandle::Close),
                         InstanceMethod("useCublasLt", &DeviceHandle::UseCublasLt), InstanceMethod("openNccl", &DeviceHandle::OpenNccl),
-                        InstanceMethod("mark", &DeviceHandle::Mark), InstanceMethod("readMarks", &DeviceHandle::ReadMarks)});
+                        InstanceMethod("mark", &DeviceHandle::Mark), InstanceMethod("readMarks", &DeviceHandle::ReadMarks),
+                        InstanceMethod("beginGraph", &DeviceHandle::BeginGraph), InstanceMethod("endGraph", &DeviceHandle::EndGraph),
+                        InstanceMethod("launchGraph", &DeviceHandle::LaunchGraph), InstanceMethod("dropGraph", &DeviceHandle::DropGraph)});
   }
 
   explicit DeviceHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<DeviceHandle>(info) {
@@ -186,6 +188,33 @@ class DeviceHandle : public Napi::ObjectWrap<DeviceHandle> {
       rethrow(info.Env(), e);
     }
   }
+
+  void BeginGraph(const Napi::CallbackInfo& info) {
+    try {
+      dev(info).begin_graph();
+    } catch (const kiln::DeviceFailure& e) {
+      rethrow(info.Env(), e);
+    }
+  }
+
+  Napi::Value EndGraph(const Napi::CallbackInfo& info) {
+    try {
+      return Napi::Number::New(info.Env(), dev(info).end_graph());
+    } catch (const kiln::DeviceFailure& e) {
+      rethrow(info.Env(), e);
+    }
+  }
+
+  /** launchGraph(id) -> false when the graph is stale (nothing ran: record it again). */
+  Napi::Value LaunchGraph(const Napi::CallbackInfo& info) {
+    try {
+      return Napi::Boolean::New(info.Env(), dev(info).launch_graph(info[0].As<Napi::Number>().Int32Value()));
+    } catch (const kiln::DeviceFailure& e) {
+      rethrow(info.Env(), e);
+    }
+  }
+
+  void DropGraph(const Napi::CallbackInfo& info) { dev(info).drop_graph(info[0].As<Napi::Number>().Int32Value()); }
 
   void Mark(const Napi::CallbackInfo& info) {
     try {

@@ -28,6 +28,7 @@ Device::~Device() {
     raw_stream_wait_idle(stream_);
     blas_.reset();
     if (scratch_) allocator_.release(scratch_);
+    for (auto& g : graphs_) raw_graph_destroy(g.second.exec);
     for (RawEvent e : marks_) raw_event_destroy(e);
     for (RawEvent e : spare_marks_) raw_event_destroy(e);
     raw_stream_destroy(stream_);
@@ -36,7 +37,12 @@ Device::~Device() {
   }
 }
 
+void Device::refuse_while_recording(const char* what) const {
+  if (recording_) throw DeviceFailure(std::string(what) + " while a CUDA graph is being recorded: only kernels may be recorded");
+}
+
 void Device::upload(void* dst, const void* src, size_t bytes) {
+  refuse_while_recording("an upload");
   if (bytes == 0) return;
   PinnedBuffer b = pinned_.acquire(bytes);
   std::memcpy(b.ptr, src, bytes);  // the caller may reuse `src` as soon as we return
@@ -47,10 +53,12 @@ void Device::upload(void* dst, const void* src, size_t bytes) {
 }
 
 void Device::copy(void* dst, const void* src, size_t bytes) {
+  refuse_while_recording("a copy");
   if (bytes) raw_memcpy_d2d(dst, src, bytes, stream_);
 }
 
 PendingDownload Device::begin_download(const void* src, size_t bytes) {
+  refuse_while_recording("a download");
   PendingDownload d;
   d.bytes = bytes;
   d.staging = pinned_.acquire(bytes);
@@ -68,12 +76,14 @@ void Device::finish_download(PendingDownload& d, void* out) {
 }
 
 RawEvent Device::fence() {
+  refuse_while_recording("waiting for the device");
   RawEvent e = raw_event_create();
   raw_event_record(e, stream_);
   return e;
 }
 
 void Device::mark() {
+  refuse_while_recording("a timing mark");
   RawEvent e = nullptr;
   {
     std::lock_guard<std::mutex> lock(spare_mutex_);
@@ -113,8 +123,42 @@ void* Device::scratch_for(void* self, size_t bytes) {
     d->scratch_ = nullptr;
     d->scratch_ = d->allocator_.allocate(bytes);
     d->scratch_bytes_ = CachingAllocator::rounded_size(bytes);
+    d->scratch_generation_++;  // graphs recorded before use the old block: stale
   }
   return d->scratch_;
+}
+
+void Device::begin_graph() {
+  refuse_while_recording("starting another recording");
+  raw_capture_begin(stream_);
+  recording_ = true;
+  recording_generation_ = scratch_generation_;
+}
+
+int Device::end_graph() {
+  if (!recording_) throw DeviceFailure("no CUDA graph is being recorded");
+  recording_ = false;
+  RawGraph exec = raw_capture_end(stream_);
+  const int id = next_graph_++;
+  // A scratch block that moved while recording: the earlier kernels use the old one; stale from the start.
+  graphs_[id] = Graph{exec, recording_generation_};
+  return id;
+}
+
+bool Device::launch_graph(int id) {
+  refuse_while_recording("launching a graph");
+  auto it = graphs_.find(id);
+  if (it == graphs_.end()) throw DeviceFailure("no CUDA graph " + std::to_string(id) + " (released?)");
+  if (it->second.scratch_generation != scratch_generation_) return false;
+  raw_graph_launch(it->second.exec, stream_);
+  return true;
+}
+
+void Device::drop_graph(int id) {
+  auto it = graphs_.find(id);
+  if (it == graphs_.end()) return;
+  raw_graph_destroy(it->second.exec);
+  graphs_.erase(it);
 }
 
 std::string Device::use_cublaslt(const std::string& path, bool tf32) {

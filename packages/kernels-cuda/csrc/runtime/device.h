@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "../blas/cublaslt_matmul.h"
@@ -53,6 +54,16 @@ class Device {
   void read_marks(std::vector<RawEvent>& marks, double* ms);
   /** Keeps taken marks' events for later marks, unread (re-recording an event is allowed while it is pending). */
   void recycle_marks(std::vector<RawEvent>& marks);
+  /** From now on kernels are recorded into a graph (they run when it is launched); copies are refused meanwhile. */
+  void begin_graph();
+  /** Ends the recording: the new graph's id. */
+  int end_graph();
+  /**
+   * Runs graph `id`'s kernels as recorded; false, running nothing, when a kernel's scratch
+   * memory has moved since the recording (the graph would use the old block): record again.
+   */
+  bool launch_graph(int id);
+  void drop_graph(int id);
   AllocatorStats allocator_stats() const { return allocator_.stats(); }
   void empty_cache() { allocator_.empty_cache(); }
   size_t free_bytes() const { return raw_free_bytes(); }
@@ -72,6 +83,16 @@ class Device {
   std::vector<RawEvent> marks_;        // enqueued since the last take_marks()
   std::mutex spare_mutex_;             // read_marks() runs on a worker thread
   std::vector<RawEvent> spare_marks_;  // read, ready to record again
+  struct Graph {
+    RawGraph exec;
+    uint64_t scratch_generation;  // scratch_generation_ when it was recorded
+  };
+  bool recording_ = false;
+  uint64_t scratch_generation_ = 0;  // counts moves of the scratch block
+  uint64_t recording_generation_ = 0;
+  int next_graph_ = 1;
+  std::unordered_map<int, Graph> graphs_;
+  void refuse_while_recording(const char* what) const;
   bool simt_matmul_, simt_attention_, wmma_matmul_, wmma_attention_;  // read from the environment at open
 };
 

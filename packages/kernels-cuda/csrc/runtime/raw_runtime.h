@@ -33,6 +33,7 @@ struct RuntimeStatus {
 
 using RawStream = void*;
 using RawEvent = void*;
+using RawGraph = void*;
 
 RuntimeStatus raw_status();
 DeviceProperties raw_open_device(int ordinal);  // makes it current on this thread
@@ -59,6 +60,13 @@ void raw_event_wait(RawEvent e);  // blocks the calling thread
 /** Milliseconds between two done timing events (negative when `to` came first). */
 double raw_event_elapsed_ms(RawEvent from, RawEvent to);
 void raw_stream_wait_idle(RawStream s);
+/** From now on the kernels issued to `s` are recorded into a graph, not run (CUDA stream capture). */
+void raw_capture_begin(RawStream s);
+/** Ends the recording on `s`: a graph ready to launch (throws why not, the recording ended either way). */
+RawGraph raw_capture_end(RawStream s);
+/** Runs a graph's kernels on `s`, in their recorded order. */
+void raw_graph_launch(RawGraph g, RawStream s);
+void raw_graph_destroy(RawGraph g);
 size_t raw_free_bytes();
 
 }  // namespace kiln

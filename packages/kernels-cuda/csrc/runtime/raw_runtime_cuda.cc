@@ -110,6 +110,21 @@ double raw_event_elapsed_ms(RawEvent from, RawEvent to) {
   return ms;
 }
 void raw_stream_wait_idle(RawStream s) { check(cudaStreamSynchronize(stream_of(s)), "waiting for the device"); }
+void raw_capture_begin(RawStream s) {
+  // Relaxed: a kernel's scratch may still be allocated while recording (it then makes the graph stale, see Device).
+  check(cudaStreamBeginCapture(stream_of(s), cudaStreamCaptureModeRelaxed), "starting to record a CUDA graph");
+}
+RawGraph raw_capture_end(RawStream s) {
+  cudaGraph_t graph = nullptr;
+  check(cudaStreamEndCapture(stream_of(s), &graph), "ending the recording of a CUDA graph");
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  check(err, "instantiating a CUDA graph");
+  return exec;
+}
+void raw_graph_launch(RawGraph g, RawStream s) { check(cudaGraphLaunch(static_cast<cudaGraphExec_t>(g), stream_of(s)), "launching a CUDA graph"); }
+void raw_graph_destroy(RawGraph g) { cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g)); }
 size_t raw_free_bytes() {
   size_t free_b = 0, total = 0;
   check(cudaMemGetInfo(&free_b, &total), "reading device memory");

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <vector>
 
 #undef __global__
 #undef __device__
@@ -48,8 +49,13 @@ extern thread_local uint3 g_block_idx;
 extern thread_local dim3 g_block_dim;
 extern thread_local dim3 g_grid_dim;
 
-/** Runs `body` once per thread of every block of the grid (see sim_scheduler.cc). */
+/**
+ * Runs `body` once per thread of every block of the grid (see sim_scheduler.cc), or,
+ * while launches are being recorded, checks the launch and appends it to the recording.
+ */
 void launch(dim3 grid, dim3 block, size_t dynamic_smem_bytes, const std::function<void()>& body);
+/** Launches from now on go to `into` instead of running (a CUDA graph); nullptr runs them again. */
+void record_launches(std::vector<std::function<void()>>* into);
 /** The current block's dynamic shared memory (poisoned at block start). */
 void* dynamic_shared_memory();
 

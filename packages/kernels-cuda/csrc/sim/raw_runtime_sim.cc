@@ -8,7 +8,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <functional>
 #include <unordered_map>
+#include <vector>
 
 #include "../kiln_cuda.h"
 #include "../runtime/raw_runtime.h"
@@ -110,6 +112,29 @@ void raw_stream_wait_event(RawStream, RawEvent) {}
 bool raw_event_done(RawEvent) { return true; }
 void raw_event_wait(RawEvent) {}
 void raw_stream_wait_idle(RawStream) {}
+// A graph is the launches recorded between begin and end (kiln_sim::record_launches), run again in order.
+namespace {
+struct SimGraph {
+  std::vector<std::function<void()>> launches;
+};
+SimGraph* g_recording = nullptr;
+}  // namespace
+void raw_capture_begin(RawStream) {
+  if (g_recording) throw DeviceFailure("a CUDA graph is already being recorded");
+  g_recording = new SimGraph;
+  ::kiln_sim::record_launches(&g_recording->launches);
+}
+RawGraph raw_capture_end(RawStream) {
+  if (!g_recording) throw DeviceFailure("no CUDA graph is being recorded");
+  ::kiln_sim::record_launches(nullptr);
+  SimGraph* g = g_recording;
+  g_recording = nullptr;
+  return g;
+}
+void raw_graph_launch(RawGraph g, RawStream) {
+  for (const auto& launch : static_cast<SimGraph*>(g)->launches) launch();
+}
+void raw_graph_destroy(RawGraph g) { delete static_cast<SimGraph*>(g); }
 size_t raw_free_bytes() {
   std::lock_guard<std::mutex> lock(g_mu);
   return capacity() - g_in_use;

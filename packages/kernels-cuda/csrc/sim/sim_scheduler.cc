@@ -177,12 +177,22 @@ void run_block(unsigned threads) {
 void set_options(const SimOptions& options) { g_options = options; }
 SimOptions options() { return g_options; }
 
+namespace {
+std::vector<std::function<void()>>* g_recording = nullptr;
+}  // namespace
+
+void record_launches(std::vector<std::function<void()>>* into) { g_recording = into; }
+
 void launch(dim3 grid, dim3 block, size_t dynamic_smem_bytes, const std::function<void()>& body) {
   const unsigned threads = block.x * block.y * block.z;
   if (threads == 0 || threads > 1024) fail("a block must have between 1 and 1024 threads");
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) fail("a grid must have at least one block");
   if (grid.y > 65535 || grid.z > 65535) fail("gridDim.y and gridDim.z must be <= 65535");
   if (grid.y > g_options.max_grid_y) fail("gridDim.y is above the limit the simulator was given (maxGridY): a launch that should split did not");
+  if (g_recording) {
+    g_recording->push_back([grid, block, dynamic_smem_bytes, body]() { launch(grid, block, dynamic_smem_bytes, body); });
+    return;
+  }
   if (g_run.threads.size() < threads) g_run.threads.resize(threads);
   g_run.count = threads;
   g_run.body = &body;
