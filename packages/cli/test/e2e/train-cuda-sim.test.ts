@@ -34,7 +34,7 @@ describe.skipIf(!sim.built)(`kiln train on the CUDA kernels (cuda-sim)${sim.buil
       trainer: { learning_rate: 3e-3, warmup_steps: 2, batch_size: 2, seq_len: 64, max_steps: MLA_STEPS, log_interval: 1, eval_interval: 1000, save_interval: 1000 },
     };
     await ws.write("tiny-mla.yaml", JSON.stringify(mla));
-    await ws.write("nano-graphs.yaml", JSON.stringify({ model: nano.model, trainer: { ...trainer, max_steps: GRAPH_STEPS, gradient_accumulation: 2 } }));
+    await ws.write("nano-graphs.yaml", JSON.stringify({ model: nano.model, trainer: { ...trainer, max_steps: GRAPH_STEPS, gradient_accumulation: 2, batch_size: 2, seq_len: 32, eval_iters: 1 } }));
   });
   afterAll(() => ws?.remove());
 
