@@ -1,11 +1,9 @@
 #!/usr/bin/env bash
 # Packs the GPU checks into one folder that runs on a GPU machine with neither the
 # workspace nor Node installed: this machine's node, the built CUDA addon, the
-# conformance runner and the GPU benchmark bundled with esbuild, and the PyTorch
-# references. On the GPU machine, the folder's run.sh (`bash run.sh [OUTDIR]`) runs
-# the conformance suite (every matmul path), the benchmark, and the suite again
-# under compute-sanitizer (racecheck on attention and matmul, memcheck on all) when it is
-# there; logs and JSON land in OUTDIR (default: out, in the folder).
+# conformance runner, the GPU benchmarks and the kiln CLI bundled with esbuild, and the
+# PyTorch references. On the GPU machine, the folder's run.sh (`bash run.sh [OUTDIR]`)
+# runs the checks in stages that fit a time budget (see run.sh's header).
 # Usage: bash tooling/bench/gpu-kit.sh DIR     (after pnpm turbo run build, with nvcc)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -35,11 +33,19 @@ xz -T0 -6 -c "$addon" >"$dir/kiln_cuda.node.xz"
 xz -T0 -6 -c "$(readlink -f "$(command -v node)")" >"$dir/node.xz"
 cat >"$dir/run.sh" <<'RUN'
 #!/usr/bin/env bash
-# Runs the packed GPU checks; see gpu-kit.sh.
+# Runs the packed GPU checks (see gpu-kit.sh), most telling first, each stage cut to the
+# time left of KIT_BUDGET seconds (default 420): conformance, kiln's launch cost, GEMMs,
+# the gpt2-small bf16 step beside PyTorch, the small models with and without CUDA
+# graphs, a device-timed profile of gpt2-small bf16, attention, racecheck. KIT_FULL=1
+# adds a second conformance pass, the other matmul and attention paths and memcheck.
+# Logs and JSON land in OUTDIR (default: out, in the folder), seven files in all.
 set -uo pipefail
 kit="$(cd "$(dirname "$0")" && pwd)"
 out="${1:-$kit/out}"
 mkdir -p "$out" /tmp/kiln-kit
+end=$((SECONDS + ${KIT_BUDGET:-420}))
+left() { local l=$((end - SECONDS)); [ $l -gt $1 ] && echo $1 || echo $((l > 5 ? l : 5)); }
+stage() { echo "== [$SECONDS s] $1"; }
 [ -x /tmp/kiln-kit/node ] || { xz -dc "$kit/node.xz" >/tmp/kiln-kit/node && chmod +x /tmp/kiln-kit/node; }
 xz -dc "$kit/kiln_cuda.node.xz" >/tmp/kiln-kit/kiln_cuda.node
 export KILN_CUDA_ADDON=/tmp/kiln-kit/kiln_cuda.node
@@ -49,44 +55,53 @@ if ! ldconfig -p 2>/dev/null | grep -q libcublasLt.so && ! ls /usr/local/cuda/li
   pylib=$(python3 -c "import glob, os, nvidia; print(':'.join(sorted({os.path.dirname(p) for d in nvidia.__path__ for p in glob.glob(d + '/*/lib/libcublasLt.so*')})))" 2>/dev/null)
   [ -n "$pylib" ] && export LD_LIBRARY_PATH="$pylib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee "$out/nvidia-smi.txt"
-echo "== conformance (default matmul path)"
-"$node" "$kit/cuda-conformance.mjs" --isolate ${KIT_CONFORMANCE_ARGS:-} 2>&1 | tee "$out/conformance.log"
-for path in kiln wmma simt; do
-  echo "== conformance of matmul with KILN_MATMUL_PATH=$path"
-  KILN_MATMUL_PATH=$path "$node" "$kit/cuda-conformance.mjs" --isolate --kernel matmul 2>&1 | tee "$out/conformance-matmul-$path.log"
-done
-for kernel in attentionForward attentionBackward; do
-  echo "== conformance of $kernel with KILN_ATTENTION_PATH=wmma (the mma.sync kernels are the default)"
-  KILN_ATTENTION_PATH=wmma "$node" "$kit/cuda-conformance.mjs" --isolate --kernel $kernel 2>&1 | tee "$out/conformance-$kernel-wmma.log"
-done
-if [ -n "${KIT_CLI:-}" ]; then
-  echo "== kiln train on the GPU"
-  mkdir -p /tmp/kiln-kit/run && cd /tmp/kiln-kit/run
-  for dtype in bf16 f32; do
-    "$node" "$kit/cli/bin/kiln.js" train -f "$kit/cli/models/nano-start.yaml" --target-device gpu --dtype $dtype --headless \
-      --output-dir "checkpoints/$dtype" ${KIT_CLI_ARGS:-} 2>&1 | tee "$out/train-$dtype.log" | grep -v '^{"step":[0-9]*[1-9],' | tail -25
-  done
-  "$node" "$kit/cli/bin/kiln.js" sample --checkpoint checkpoints/bf16/final.safetensors --prompt "Once upon a time" 2>&1 | tee "$out/sample.log" | tail -8
-  # Where a gpt2-small bf16 step spends its time, kernel by kernel (synchronised after each).
-  echo "== kiln train --profile: gpt2-small bf16"
-  "$node" "$kit/cli/bin/kiln.js" train -f "$kit/cli/models/gpt2-small.yaml" --target-device gpu --dtype bf16 --grad-accum 1 \
-    --max-steps 8 --profile 5 --eval-interval 1000 --output-dir checkpoints/gpt2-small-profile 2>&1 | tee "$out/profile-gpt2-small.log" | tail -45
-  cp checkpoints/gpt2-small-profile/profile.json "$out/profile-gpt2-small.json" 2>/dev/null || true
-  cd - >/dev/null
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader
+passes=1; [ -n "${KIT_FULL:-}" ] && passes=2
+stage "conformance, every kernel on its default path ($passes pass)"
+timeout $(left 150) "$node" "$kit/cuda-conformance.mjs" --isolate --passes $passes --timeout-s 40 >"$out/conformance.log" 2>&1; echo "exit $?"
+grep -E "^(FAIL|CRASH)" "$out/conformance.log" | head -20; tail -1 "$out/conformance.log" | grep -o '"totals":{[^}]*}\|"crashed":\[[^]]*\]'
+stage "conformance of matmul on kiln's kernels (KILN_MATMUL_PATH=kiln), 2 passes"
+KILN_MATMUL_PATH=kiln timeout $(left 45) "$node" "$kit/cuda-conformance.mjs" --isolate --kernel matmul --passes 2 >>"$out/conformance.log" 2>&1; echo "exit $?"
+tail -1 "$out/conformance.log" | grep -o '"totals":{[^}]*}'
+stage "the host's cost of a kernel call"
+timeout $(left 40) "$node" "$kit/cuda-launch.mjs" >"$out/launch.json" 2>&1; echo "exit $?"
+grep -A1 '"fill"\|"native fill"\|"matmul bf16 64^3"' "$out/launch.json" | grep -o '"[a-z 0-9^]*": {\|"host_us": [0-9.]*' | paste - - | head -4
+bench() {  # bench NAME ARGS...: one part of cuda.mjs in its own process, figures as they come
+  local name=$1; shift
+  stage "cuda.mjs $*"
+  echo "== $name: cuda.mjs $*" | tee -a "$out/bench.json" >>"$out/bench.log"
+  timeout $(left 150) "$node" "$kit/cuda.mjs" --calls 10 --steps 5 "$@" >>"$out/bench.json" 2>"$out/bench-part.log"; echo "exit $?"
+  cat "$out/bench-part.log" >>"$out/bench.log"
+  grep '^{' "$out/bench-part.log" | grep -v '"cold_step_ms"' | cut -c1-400 | tail -12
+  rm -f "$out/bench-part.log"
+}
+bench gemm --only gemm
+bench train --only train --models gpt2-small:bf16
+KILN_TORCH_PYTHON=false bench graphs --only train --models nano:bf16,bench-small:bf16 --graphs
+KILN_TORCH_PYTHON=false bench small --only train --models nano:bf16,bench-small:bf16
+stage "kiln train --profile: gpt2-small bf16 (device timestamps)"
+mkdir -p /tmp/kiln-kit/run && cd /tmp/kiln-kit/run
+timeout $(left 100) "$node" "$kit/cli/bin/kiln.js" train -f "$kit/cli/models/gpt2-small.yaml" --target-device gpu --dtype bf16 --grad-accum 1 \
+  --max-steps 6 --profile 3 --eval-interval 1000 --save-interval 1000 --headless --output-dir profile >"$out/profile.log" 2>&1; echo "exit $?"
+grep -v '^{"step"' "$out/profile.log" | tail -45
+cp profile/profile.json "$out/profile.json" 2>/dev/null
+cd "$kit"
+bench attention --only attention
+if command -v compute-sanitizer >/dev/null; then
+  stage "racecheck: attention backward (bf16, mma.sync)"
+  timeout $(left 90) compute-sanitizer --tool racecheck --print-limit 10 "$node" "$kit/cuda-conformance.mjs" --passes 1 --kernel attentionBackward --filter bf16 >"$out/sanitizer.log" 2>&1; echo "exit $?"
+  grep -E "SUMMARY|FAIL" "$out/sanitizer.log" | head -5
 fi
-echo "== benchmark"
-KILN_CUBLASLT_LOG=1 timeout "${KIT_BENCH_SECONDS:-400}" "$node" "$kit/cuda.mjs" ${KIT_BENCH_ARGS:-} 2>"$out/bench.err" | tee "$out/bench.json"
-tail -5 "$out/bench.err"
-if command -v compute-sanitizer >/dev/null && [ -z "${KIT_SKIP_SANITIZER:-}" ]; then
-  # racecheck: the kernels that share tiles between warps through shared memory; memcheck: all.
-  for run in racecheck:attentionForward racecheck:attentionBackward racecheck:matmul memcheck:; do
-    tool=${run%%:*} kernel=${run#*:}
-    echo "== conformance under compute-sanitizer $tool${kernel:+ ($kernel)}"
-    timeout "${KIT_SANITIZER_SECONDS:-600}" compute-sanitizer --tool $tool --print-limit 20 "$node" "$kit/cuda-conformance.mjs" --passes 1 ${kernel:+--kernel $kernel} ${KIT_CONFORMANCE_ARGS:-} >"$out/$tool$kernel.log" 2>&1
-    echo "$tool exit $?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|FAIL|Invalid|hazard" "$out/$tool$kernel.log" | head -20
+if [ -n "${KIT_FULL:-}" ]; then
+  for path in wmma simt; do
+    stage "conformance of matmul with KILN_MATMUL_PATH=$path"
+    KILN_MATMUL_PATH=$path timeout $(left 60) "$node" "$kit/cuda-conformance.mjs" --isolate --kernel matmul >>"$out/conformance.log" 2>&1; echo "exit $?"
   done
+  stage "memcheck over the whole suite"
+  timeout $(left 600) compute-sanitizer --tool memcheck --print-limit 20 "$node" "$kit/cuda-conformance.mjs" --passes 1 >>"$out/sanitizer.log" 2>&1; echo "exit $?"
+  grep -E "ERROR SUMMARY" "$out/sanitizer.log" | tail -2
 fi
+stage done
 RUN
 chmod +x "$dir/run.sh"
 du -sh "$dir"
