@@ -3,7 +3,8 @@
 // to back with no wait (what the trainer pays to issue them), then the time per call
 // once the device has run them all. "native fill" calls the addon's launch directly
 // with its prepared values (no contract checks, no operand resolution): the floor
-// under every call; the gap to "fill" is the JavaScript side of a call.
+// under every call; the gap to "fill" is the JavaScript side of a call, and "fill
+// (prepared)" is the call as a compiled training step issues it (Backend.prepare).
 // Prints one JSON object. On a machine without a usable GPU it says so and exits 0;
 // --sim runs the same on the CUDA simulator (there kernels run as they are issued).
 // Usage: node tooling/bench/cuda-launch.mjs [--calls 500] [--sim]
@@ -88,6 +89,12 @@ results["native fill"] = await perCall(raw, () => raw.launch("fill", rawValues))
 raw.free(rawOut);
 raw.close();
 for (const [name, call] of Object.entries(calls(backend))) results[name] = await perCall(backend, call);
+// Prepared calls (Backend.prepare: checked and resolved once), as a compiled training step issues them.
+{
+  const out = backend.alloc(1024);
+  results["fill (prepared)"] = await perCall(backend, backend.prepare("fill", { out, n: 256, value: 0.5, dtype: "f32" }));
+  backend.free(out);
+}
 // The same matmuls on kiln's own kernels (KILN_MATMUL_PATH=kiln) where cuBLASLt took them above.
 if (!values.sim) {
   process.env.KILN_MATMUL_PATH = "kiln";

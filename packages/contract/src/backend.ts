@@ -1,5 +1,5 @@
 import type { DType } from "./dtype.js";
-import type { KernelName, Kernels } from "./kernels/index.js";
+import type { KernelArgsMap, KernelName, Kernels } from "./kernels/index.js";
 
 /** The contract's version. A backend states the version it implements. */
 export const CONTRACT_VERSION = 1 as const;
@@ -135,6 +135,13 @@ export interface Backend {
 
   /** Every v1 kernel; see kernels/*.ts for each one's layout. */
   readonly kernels: Kernels;
+  /**
+   * A kernel call made ready to issue again and again (optional): the arguments are
+   * checked and the operands resolved once, so each issue costs the host less. The
+   * same call as `kernels[kernel](args)` each time; valid while every buffer it names
+   * is allocated, and `args` must not change afterwards.
+   */
+  prepare?<K extends KernelName>(kernel: K, args: KernelArgsMap[K]): () => void;
 
   synchronize(): Promise<void>;
   /** Device-side timestamps (optional: backends whose calls return before they run). */

@@ -87,21 +87,25 @@ export function openNativeBackend(addon: NativeAddon, options: OpenDeviceOptions
   ) as unknown as Capabilities["kernelDTypes"];
 
   const resolve = (op: Parameters<DeviceMemory["address"]>[0], bytes: number, what: string) => memory.address(op, bytes, what);
+  /** What the addon's launch() reads for this call, after the contract's checks and the operands' bounds checks. */
+  const checkedValues = (name: KernelName, args: KernelArgsMap[KernelName]): Float64Array => {
+    if (!registered.has(name)) {
+      throw new DeviceError(`kernel ${name} is not part of this build of the CUDA kernels`, {
+        where: `@kiln/kernels-cuda ${name}`,
+        hint: "capabilities().kernelDTypes lists the kernels this backend runs",
+      });
+    }
+    const spec = kernelSpecs[name] as KernelSpec<unknown>;
+    spec.check(args);
+    return kernelCallValues(name, args as never, kernelOperandRanges(spec, args, resolve));
+  };
   const kernels = Object.fromEntries(
     KERNEL_NAMES.map((name) => [
       name,
       (args: KernelArgsMap[KernelName]) => {
-        if (!registered.has(name)) {
-          throw new DeviceError(`kernel ${name} is not part of this build of the CUDA kernels`, {
-            where: `@kiln/kernels-cuda ${name}`,
-            hint: "capabilities().kernelDTypes lists the kernels this backend runs",
-          });
-        }
-        const spec = kernelSpecs[name] as KernelSpec<unknown>;
-        spec.check(args);
-        const ranges = kernelOperandRanges(spec, args, resolve);
+        const values = checkedValues(name, args);
         options.beforeLaunch?.();
-        device.launch(name, kernelCallValues(name, args as never, ranges));
+        device.launch(name, values);
       },
     ]),
   ) as unknown as Kernels;
@@ -141,6 +145,16 @@ export function openNativeBackend(addon: NativeAddon, options: OpenDeviceOptions
     memoryStats: () => memory.stats(props.totalBytes),
     resetPeakMemory: () => memory.resetPeak(),
     kernels,
+    prepare(name, args) {
+      const values = checkedValues(name, args as KernelArgsMap[KernelName]);
+      const before = options.beforeLaunch;
+      return before
+        ? () => {
+            before();
+            device.launch(name, values);
+          }
+        : () => device.launch(name, values);
+    },
     synchronize: () => device.synchronize(),
     timer: {
       mark() {

@@ -137,6 +137,25 @@ describe.skipIf(skip)(`cuda-sim backend${skip ? ` (skipped: ${skip})` : ""}`, ()
     }
   });
 
+  it("prepares a call once (checks and bounds checks up front) that then runs as the plain call does, each time it is issued", async () => {
+    const n = 300;
+    const [x, y, out] = [backend.alloc(4 * n), backend.alloc(4 * n), backend.alloc(4 * n)];
+    backend.upload(x, Float32Array.from({ length: n }, (_, i) => i));
+    backend.upload(y, new Float32Array(n).fill(0.5));
+    const add = backend.prepare!("add", { a: x, b: out, out, n, dtype: "f32" }); // out += x
+    backend.upload(out, new Float32Array(n).fill(0));
+    add();
+    add();
+    const got = new Float32Array(n);
+    await backend.download(out, got);
+    expect(got[7]).toBe(14);
+    expect(got[n - 1]).toBe(2 * (n - 1));
+    // Refused when prepared, as the plain call would be: an operand past its buffer, a bad size.
+    expect(() => backend.prepare!("add", { a: x, b: y, out, n: n + 1, dtype: "f32" })).toThrow(/needs bytes \[0, 1204\) of a 1200-byte buffer/);
+    expect(() => backend.prepare!("add", { a: x, b: y, out, n: 0, dtype: "f32" })).toThrow(/n/);
+    [x, y, out].forEach((b) => backend.free(b));
+  });
+
   it("bounds-checks every operand before a kernel runs", () => {
     const a = backend.alloc(16);
     expect(() => backend.kernels.fill({ out: a, n: 5, value: 1, dtype: "f32" })).toThrow(/needs bytes \[0, 20\) of a 16-byte buffer/);

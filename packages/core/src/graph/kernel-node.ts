@@ -60,7 +60,8 @@ export const kernelOp: OpDef = {
     for (const [key, b] of Object.entries(a.operands)) args[key] = ctx.operand(b.id, b.offset ?? 0);
     const call = ctx.kernels[a.kernel] as (x: unknown) => void;
     const runtime = a.runtimeArgs ? Object.entries(a.runtimeArgs) : [];
-    if (runtime.length === 0) return [() => call(args)];
+    // Fixed arguments: checked and resolved once where the backend prepares calls.
+    if (runtime.length === 0) return [ctx.prepare ? ctx.prepare(a.kernel, args as never) : () => call(args)];
     return [
       () => {
         for (const [key, name] of runtime) args[key] = ctx.runtime[name];

@@ -1,4 +1,4 @@
-import type { Kernels, Operand } from "@kiln/contract";
+import type { Backend, Kernels, Operand } from "@kiln/contract";
 import type { Graph, GraphNode } from "./graph.js";
 
 /** Values a compiled step reads at run time (set before each run, read by kernel calls). */
@@ -15,6 +15,8 @@ export interface RuntimeScalars {
 export interface CompileContext {
   readonly graph: Graph;
   readonly kernels: Kernels;
+  /** The backend's prepared calls, where it has them (Backend.prepare). */
+  readonly prepare?: Backend["prepare"];
   readonly runtime: RuntimeScalars;
   /** The operand holding tensor `id`, `elementOffset` elements in. */
   operand(id: number, elementOffset?: number): Operand;
