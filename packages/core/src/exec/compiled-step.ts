@@ -135,12 +135,16 @@ export class CompiledStep {
     this.graphs.delete(key);
     this.graphMisses++;
     graphs.begin();
-    let graph;
     try {
       this.run();
-    } finally {
-      graph = graphs.end();
+    } catch (err) {
+      // End the recording (its own failure, if any, is a consequence of this one) and report the call's.
+      try {
+        graphs.release(graphs.end());
+      } catch {}
+      throw err;
     }
+    const graph = graphs.end();
     // Keep the last few: a loss scale that changes now and then (f16, ignored targets) records anew.
     if (this.graphs.size >= GRAPHS_KEPT) {
       const [oldestKey, oldest] = this.graphs.entries().next().value!;
