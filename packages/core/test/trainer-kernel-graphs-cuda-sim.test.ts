@@ -3,6 +3,7 @@ import type { Backend, KernelGraph } from "@kiln/contract";
 import { createCudaSimBackend, cudaStatus } from "@kiln/kernels-cuda";
 import { resolveModelConfig } from "../src/model/architectures.js";
 import { Trainer, type TrainerConfig } from "../src/train/trainer.js";
+import { constantLrConfig } from "./support/trainer-config.js";
 
 // kernelGraphs: each micro-batch's forward and backward recorded once as a kernel graph
 // (CUDA graphs; the simulator records the launches and runs them again) and launched
@@ -30,13 +31,8 @@ function countingBackend() {
 }
 
 const config = (dtype: "f32" | "f16", kernelGraphs: boolean): TrainerConfig => ({
-  model: resolveModelConfig({ arch: "gpt2", vocabSize: 40, hiddenSize: 32, numLayers: 2, numHeads: 4, maxSeqLen: 16 }),
-  batchSize: 2,
-  seqLen: 16,
-  seed: 3,
+  ...constantLrConfig(resolveModelConfig({ arch: "gpt2", vocabSize: 40, hiddenSize: 32, numLayers: 2, numHeads: 4, maxSeqLen: 16 }), 2, 16, 3),
   dtype,
-  optimizer: { beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 },
-  schedule: { kind: "constant", peak: 3e-3, min: 3e-3, warmupSteps: 0, maxSteps: 10 },
   kernelGraphs,
 });
 
