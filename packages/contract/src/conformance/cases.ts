@@ -325,8 +325,17 @@ const CASES: Record<KernelName, Defs> = {
     d("large", { rows: 64, dim: 2048 }),
     d("in-place", { rows: 9, dim: 31 }, { inPlace: ["out", "x"] }),
   ],
-  add: () => [...unarySizes("add").filter((s) => s.shape !== "in-place"), d("in-place", { n: 257 }, { inPlace: ["out", "a"] }), d("in-place", { n: 31 }, { inPlace: ["out", "b"] })],
-  scale: () => unarySizes("scaleForward").map((s) => ({ ...s, args: { ...s.args, alpha: -0.37 } })),
+  add: () => [
+    ...unarySizes("add").filter((s) => s.shape !== "in-place"),
+    d("in-place", { n: 257 }, { inPlace: ["out", "a"] }),
+    d("in-place", { n: 31 }, { inPlace: ["out", "b"] }),
+    // Operands at odd element offsets: off any vector alignment (the element-by-element paths).
+    d("odd", { n: 1023 }, { shared: [{ a: 1 }, { out: 3 }], label: "n=1023 a and out at odd offsets" }),
+  ],
+  scale: () => [
+    ...unarySizes("scaleForward").map((s) => ({ ...s, args: { ...s.args, alpha: -0.37 } })),
+    d("odd", { n: 1023, alpha: 1.5 }, { shared: [{ x: 5 }], label: "n=1023 x at an odd offset" }),
+  ],
   sum: () => [d("one", { n: 1 }), d("prime", { n: 37 }), d("long", { n: 4099, accumulate: true }), d("large", { n: 100_003 })],
   sumSquares: () => [d("one", { n: 1 }), d("prime", { n: 37 }), d("long", { n: 4099, accumulate: true }), d("large", { n: 100_003 })],
   adamW: (dtype) => {
