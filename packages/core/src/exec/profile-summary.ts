@@ -25,7 +25,8 @@ export interface ProfileSummary {
    * forward, backward, optimizer (time inside their kernel calls), data (waiting
    * for the next batch, copying it to the device) and idle (the rest of the step:
    * the host between kernel calls, reading the loss and the gradient norm back,
-   * waiting for other ranks). They sum to stepMs.
+   * waiting for other ranks). They sum to stepMs (a little more when device-timed
+   * kernels ran while the host was copying the next batch).
    */
   regions: ProfileRow[];
   /** Time inside each kernel, most first, then "outside kernels" (data and idle): they sum to stepMs. */
@@ -76,8 +77,9 @@ export function summarizeProfile(steps: readonly ProfiledStep[]): ProfileSummary
     ...(calls !== undefined ? { calls: calls / n } : {}),
   });
   const inKernels = REGIONS.reduce((t, r) => t + region.get(r)!.ms, 0);
-  // Kernel calls and data waits never overlap inside a step, so the rest is never negative.
-  const idle = stepMs - inKernels - dataMs;
+  // Host-timed kernel calls and data waits never overlap; device-timed kernels can run while
+  // the host copies the next batch, so the rest is held at 0 or more.
+  const idle = Math.max(0, stepMs - inKernels - dataMs);
   const totalFlops = REGIONS.reduce((t, r) => t + region.get(r)!.flops, 0);
   return {
     steps: steps.map((s) => s.step),
