@@ -10,9 +10,11 @@
 //
 // One block per row. A row is cut into groups of 16 bytes (4 f32 or 8 halves), counted
 // from the row's first element; thread t takes groups t, t + blockDim, ... and then
-// (threads 0..N-2) one element of the last partial group. A group is one 16-byte load
-// when the row happens to be 16-byte aligned, else scalar loads: the arithmetic and its
-// order are the same either way, so results do not depend on addresses.
+// (threads 0..N-2) one element of the last partial group. A group is read with one
+// 16-byte load when the row happens to be 16-byte aligned, else from the two aligned
+// chunks that hold it (load_group_anywhere: rows of an odd vocabulary, 7 in 8 of
+// them); written with one 16-byte store when aligned, else element by element. The
+// arithmetic and its order are the same either way, so results do not depend on addresses.
 // Each thread keeps an online (max, sum of exp(x - max)) pair over its elements, one
 // rescale per group; the block combines the pairs with a fixed shuffle tree, then a fixed
 // tree over the warps, so the result is bit-identical for any thread/block order.
@@ -101,12 +103,11 @@ __device__ __forceinline__ MaxSum block_combine(MaxSum a) {
 template <typename T>
 __device__ __forceinline__ MaxSum row_max_sum(const T* row, int64_t n, float scale) {
   constexpr int N = Group<T>::N;
-  const bool aligned = is_aligned16(row);
   const int64_t full = n / N;
   MaxSum a{neg_inf(), 0.f};
   for (int64_t g = threadIdx.x; g < full; g += kThreads) {
     float v[N];
-    load_group(row + g * N, aligned, v);
+    load_group_anywhere(row + g * N, v);
 #pragma unroll
     for (int k = 0; k < N; k++) v[k] *= scale;
     accumulate_group(a, v);
@@ -141,7 +142,7 @@ __global__ void __launch_bounds__(kThreads) ce_backward_kernel(const T* logits, 
   const int32_t t = targets[r];
   const float l = lse[r];
   const bool ignored = t < 0;
-  const bool aligned = is_aligned16(row) && is_aligned16(drow);
+  const bool store_aligned = is_aligned16(drow);
   const int64_t full = vocab / N;
   for (int64_t g = threadIdx.x; g < full; g += kThreads) {
     float v[N];
@@ -149,11 +150,11 @@ __global__ void __launch_bounds__(kThreads) ce_backward_kernel(const T* logits, 
 #pragma unroll
       for (int k = 0; k < N; k++) v[k] = 0.f;
     } else {
-      load_group(row + g * N, aligned, v);
+      load_group_anywhere(row + g * N, v);
 #pragma unroll
       for (int k = 0; k < N; k++) v[k] = loss_scale * (__expf(v[k] - l) - (g * N + k == t ? 1.f : 0.f));
     }
-    store_group(drow + g * N, aligned, v);
+    store_group(drow + g * N, store_aligned, v);
   }
   const int64_t j = full * N + threadIdx.x;
   if (threadIdx.x < N && j < vocab)
@@ -169,14 +170,14 @@ __global__ void __launch_bounds__(kThreads) softmax_kernel(const T* x, T* out, i
   // Pass 1 reads the whole row; block_combine's barriers order it before any write below.
   const MaxSum a = row_max_sum(row, dim, inv_t);
   const float inv_s = 1.f / a.s;
-  const bool aligned = is_aligned16(row) && is_aligned16(orow);
+  const bool store_aligned = is_aligned16(orow);
   const int64_t full = dim / N;
   for (int64_t g = threadIdx.x; g < full; g += kThreads) {
     float v[N];
-    load_group(row + g * N, aligned, v);
+    load_group_anywhere(row + g * N, v);
 #pragma unroll
     for (int k = 0; k < N; k++) v[k] = __expf(v[k] * inv_t - a.m) * inv_s;
-    store_group(orow + g * N, aligned, v);
+    store_group(orow + g * N, store_aligned, v);
   }
   const int64_t j = full * N + threadIdx.x;
   if (threadIdx.x < N && j < dim) orow[j] = from_f32<T>(__expf(to_f32(row[j]) * inv_t - a.m) * inv_s);
