@@ -63,6 +63,20 @@ grep -E "^(FAIL|CRASH)" "$out/conformance.log" | head -20; tail -1 "$out/conform
 stage "conformance of matmul on kiln's kernels (KILN_MATMUL_PATH=kiln), 2 passes"
 KILN_MATMUL_PATH=kiln timeout $(left 45) "$node" "$kit/cuda-conformance.mjs" --isolate --kernel matmul --passes 2 >>"$out/conformance.log" 2>&1; echo "exit $?"
 tail -1 "$out/conformance.log" | grep -o '"totals":{[^}]*}'
+stage "kiln train nano-start bf16 on the GPU, with and without --cuda-graphs: the same losses"
+mkdir -p /tmp/kiln-kit/run && cd /tmp/kiln-kit/run
+for graphs in "" --cuda-graphs; do
+  timeout $(left 60) "$node" "$kit/cli/bin/kiln.js" train -f "$kit/cli/models/nano-start.yaml" --target-device gpu --dtype bf16 --max-steps 40 \
+    --grad-accum 2 --eval-interval 1000 --save-interval 1000 --headless --output-dir "nano${graphs:+-graphs}" $graphs >"/tmp/kiln-kit/nano${graphs:+-graphs}.log" 2>&1
+  echo "exit $? ${graphs:-(call by call)}"
+  cat "/tmp/kiln-kit/nano${graphs:+-graphs}.log" >>"$out/conformance.log"
+done
+grep -o '"loss":[0-9.e+-]*' /tmp/kiln-kit/nano.log >/tmp/kiln-kit/a; grep -o '"loss":[0-9.e+-]*' /tmp/kiln-kit/nano-graphs.log >/tmp/kiln-kit/b
+if [ ! -s /tmp/kiln-kit/a ]; then echo "no losses to compare"; tail -3 /tmp/kiln-kit/nano.log
+elif cmp -s /tmp/kiln-kit/a /tmp/kiln-kit/b; then echo "losses equal ($(wc -l </tmp/kiln-kit/a) lines)"
+else echo "LOSSES DIFFER"; diff /tmp/kiln-kit/a /tmp/kiln-kit/b | head -6; fi
+grep -h "device " /tmp/kiln-kit/nano-graphs.log | head -1; grep -h '"it/s"' /tmp/kiln-kit/nano.log /tmp/kiln-kit/nano-graphs.log | tail -2 | grep -o '"it/s":[0-9.]*'
+cd "$kit"
 stage "the host's cost of a kernel call"
 timeout $(left 40) "$node" "$kit/cuda-launch.mjs" >"$out/launch.json" 2>&1; echo "exit $?"
 grep -A1 '"fill"\|"native fill"\|"matmul bf16 64^3"' "$out/launch.json" | grep -o '"[a-z 0-9^]*": {\|"host_us": [0-9.]*' | paste - - | head -4
