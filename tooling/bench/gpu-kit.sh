@@ -34,7 +34,8 @@ xz -T0 -6 -c "$(readlink -f "$(command -v node)")" >"$dir/node.xz"
 cat >"$dir/run.sh" <<'RUN'
 #!/usr/bin/env bash
 # Runs the packed GPU checks (see gpu-kit.sh), most telling first, each stage cut to the
-# time left of KIT_BUDGET seconds (default 420): conformance, kiln's launch cost, GEMMs,
+# time left of KIT_BUDGET seconds (default 420): conformance, nano-start trained with
+# and without --cuda-graphs (the same losses), kiln's launch cost, GEMMs,
 # the gpt2-small bf16 step beside PyTorch, the small models with and without CUDA
 # graphs, a device-timed profile of gpt2-small bf16, attention, racecheck. KIT_FULL=1
 # adds a second conformance pass, the other matmul and attention paths and memcheck.
