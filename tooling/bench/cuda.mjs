@@ -170,7 +170,8 @@ async function ssdScan(dtype, shape = { batch: 4, seqLen: 1024, heads: 16, headD
 async function trainStep(name, dims, batch, seq, dtype, accum = 1) {
   if (!trainWanted(name, dtype)) return undefined;
   const model = resolveModelConfig({ arch: "gpt2", ...dims, maxSeqLen: seq });
-  // Armed for one step after the timed ones: with no device wait, each call's time is what the host spends issuing it.
+  // Armed for three steps after the timed ones: with no device wait, each call's time is what the host spends
+  // issuing it (profiled steps issue call by call, with --graphs too).
   const issue = new StepProfiler();
   const trainer = new Trainer(backend, {
     model,
@@ -198,7 +199,7 @@ async function trainStep(name, dims, batch, seq, dtype, accum = 1) {
   }
   const sec = median(each);
   progress({ model: name, dtype, ms_per_step_median: sec * 1e3 });
-  // Three steps' issue times (the first instrumented step runs colder code than the others).
+  // The median of three steps' issue times (the first instrumented step runs colder code than the others).
   issue.armed = true;
   for (let i = 0; i < 3; i++) await trainer.step(data);
   issue.armed = false;
