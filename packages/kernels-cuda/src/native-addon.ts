@@ -15,8 +15,8 @@ export interface NativeDevice {
   synchronize(): Promise<void>;
   /** Enqueues a timing mark (the device takes the time as it reaches it). */
   mark(): void;
-  /** Once the marks since the last read are done: each one's ms after the first, into `out` (one slot a mark). */
-  readMarks(out: Float64Array): Promise<void>;
+  /** Once the marks since the last read are done: each one's ms after the first. */
+  readMarks(): Promise<Float64Array>;
   /** Records the kernels issued until endGraph() into a CUDA graph (they run when it is launched). */
   beginGraph(): void;
   endGraph(): number;

@@ -58,8 +58,7 @@ export class CompiledStep {
     const ctx: CompileContext = {
       graph,
       kernels: backend.kernels,
-      // A backend's own prepare only: a wrapper that overrides `kernels` (Object.create(backend)) sees every call.
-      ...(Object.hasOwn(backend, "prepare") && backend.prepare ? { prepare: backend.prepare.bind(backend) } : {}),
+      ...(backend.prepare ? { prepare: backend.prepare.bind(backend) } : {}),
       runtime: this.runtime,
       operand: (id, elementOffset = 0) => this.operand(id, elementOffset),
     };

@@ -4,7 +4,8 @@ import { type KernelRegion, type StepProfiler, describeKernelArgs, kernelCost } 
 /**
  * The backend with every kernel timed through `profiler` as a call of `region`
  * (the trainer's own calls: gradient zeroing and sums, norm, AdamW). Memory
- * functions are the backend's own.
+ * functions are the backend's own; it prepares no calls, so every call goes
+ * through the timed kernels.
  */
 export function withProfiledKernels(backend: Backend, profiler: StepProfiler, region: KernelRegion): Backend {
   const timed = {} as Record<KernelName, (args: never) => void>;
@@ -15,5 +16,5 @@ export function withProfiledKernels(backend: Backend, profiler: StepProfiler, re
       profiler.time(() => run(args), name, region, kernelCost(name, args), describeKernelArgs(args as Record<string, unknown>));
     };
   }
-  return Object.assign(Object.create(backend) as Backend, { kernels: timed as unknown as Kernels });
+  return Object.assign(Object.create(backend) as Backend, { kernels: timed as unknown as Kernels, prepare: undefined });
 }

@@ -35,6 +35,16 @@ void* address_of(const Napi::Value& v) { return reinterpret_cast<void*>(static_c
   throw err;
 }
 
+/** Runs `body`, turning a device failure into a JavaScript error with its code. */
+template <typename F>
+auto guarded(const Napi::CallbackInfo& info, F&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const kiln::DeviceFailure& e) {
+    rethrow(info.Env(), e);
+  }
+}
+
 struct ByteView {
   void* data;
   size_t bytes;
@@ -54,6 +64,11 @@ class DeviceWait : public Napi::AsyncWorker {
       : Napi::AsyncWorker(env), device_(std::move(device)), wait_(std::move(wait)), deferred_(Napi::Promise::Deferred::New(env)) {}
   Napi::Promise promise() { return deferred_.Promise(); }
   void keep_alive(const Napi::Value& v) { held_ = Napi::Persistent(v.As<Napi::Object>()); }
+  /** Keeps `v` alive until the wait is done and resolves the promise with it. */
+  void resolve_with(const Napi::Value& v) {
+    keep_alive(v);
+    resolve_held_ = true;
+  }
   void Execute() override {
     try {
       wait_();
@@ -61,7 +76,7 @@ class DeviceWait : public Napi::AsyncWorker {
       SetError(e.what());
     }
   }
-  void OnOK() override { deferred_.Resolve(Env().Undefined()); }
+  void OnOK() override { deferred_.Resolve(resolve_held_ ? held_.Value() : Env().Undefined()); }
   void OnError(const Napi::Error& e) override { deferred_.Reject(e.Value()); }
 
  private:
@@ -69,6 +84,7 @@ class DeviceWait : public Napi::AsyncWorker {
   std::function<void()> wait_;
   Napi::Promise::Deferred deferred_;
   Napi::ObjectReference held_;
+  bool resolve_held_ = false;
 };
 
 class DeviceHandle : public Napi::ObjectWrap<DeviceHandle> {
@@ -89,11 +105,9 @@ class DeviceHandle : public Napi::ObjectWrap<DeviceHandle> {
 
   explicit DeviceHandle(const Napi::CallbackInfo& info) : Napi::ObjectWrap<DeviceHandle>(info) {
     int ordinal = info.Length() > 0 ? info[0].As<Napi::Number>().Int32Value() : 0;
-    try {
+    guarded(info, [&] {
       device_ = std::make_shared<Device>(ordinal);
-    } catch (const kiln::DeviceFailure& e) {
-      rethrow(info.Env(), e);
-    }
+    });
   }
 
  private:
@@ -116,33 +130,27 @@ class DeviceHandle : public Napi::ObjectWrap<DeviceHandle> {
 
   Napi::Value Alloc(const Napi::CallbackInfo& info) {
     auto bytes = static_cast<size_t>(info[0].As<Napi::Number>().DoubleValue());
-    try {
+    return guarded(info, [&] {
       return Napi::Number::New(info.Env(), static_cast<double>(reinterpret_cast<uintptr_t>(dev(info).alloc(bytes))));
-    } catch (const kiln::DeviceFailure& e) {
-      rethrow(info.Env(), e);
-    }
+    });
   }
 
   void Free(const Napi::CallbackInfo& info) {
-    try {
+    guarded(info, [&] {
       dev(info).free(address_of(info[0]));
-    } catch (const kiln::DeviceFailure& e) {
-      rethrow(info.Env(), e);
-    }
+    });
   }
 
   void Upload(const Napi::CallbackInfo& info) {
     ByteView src = bytes_of(info[1]);
-    try {
+    guarded(info, [&] {
       dev(info).upload(address_of(info[0]), src.data, src.bytes);
-    } catch (const kiln::DeviceFailure& e) {
-      rethrow(info.Env(), e);
-    }
+    });
   }
 
   Napi::Value Download(const Napi::CallbackInfo& info) {
     ByteView out = bytes_of(info[1]);
-    try {
+    return guarded(info, [&] {
       auto pending = std::make_shared<kiln::PendingDownload>(dev(info).begin_download(address_of(info[0]), out.bytes));
       DevicePtr d = device_;
       auto* work = new DeviceWait(info.Env(), d, [d, pending, out]() { d->finish_download(*pending, out.data); });
@@ -150,27 +158,21 @@ class DeviceHandle : public Napi::ObjectWrap<DeviceHandle> {
       Napi::Promise promise = work->promise();
       work->Queue();
       return promise;
-    } catch (const kiln::DeviceFailure& e) {
-      rethrow(info.Env(), e);
-    }
+    });
   }
 
   void Copy(const Napi::CallbackInfo& info) {
-    try {
+    guarded(info, [&] {
       dev(info).copy(address_of(info[0]), address_of(info[1]), static_cast<size_t>(info[2].As<Napi::Number>().DoubleValue()));
-    } catch (const kiln::DeviceFailure& e) {
-      rethrow(info.Env(), e);
-    }
+    });
   }
 
   Napi::Value UseCublasLt(const Napi::CallbackInfo& info) {
     std::string path = info[0].As<Napi::String>().Utf8Value();
     bool tf32 = info.Length() > 1 && info[1].ToBoolean().Value();
-    try {
+    return guarded(info, [&] {
       return Napi::String::New(info.Env(), dev(info).use_cublaslt(path, tf32));
-    } catch (const kiln::DeviceFailure& e) {
-      rethrow(info.Env(), e);
-    }
+    });
   }
 
   /** openNccl(libraryPath, uniqueId, rank, worldSize, timeoutMs) -> Promise of a communicator (nccl_bindings.h). */
@@ -182,67 +184,53 @@ class DeviceHandle : public Napi::ObjectWrap<DeviceHandle> {
   void Launch(const Napi::CallbackInfo& info) {
     std::string name = info[0].As<Napi::String>().Utf8Value();
     auto values = info[1].As<Napi::Float64Array>();
-    try {
+    guarded(info, [&] {
       dev(info).launch(name, values.Data(), static_cast<int>(values.ElementLength()));
-    } catch (const kiln::DeviceFailure& e) {
-      rethrow(info.Env(), e);
-    }
+    });
   }
 
   void BeginGraph(const Napi::CallbackInfo& info) {
-    try {
+    guarded(info, [&] {
       dev(info).begin_graph();
-    } catch (const kiln::DeviceFailure& e) {
-      rethrow(info.Env(), e);
-    }
+    });
   }
 
   Napi::Value EndGraph(const Napi::CallbackInfo& info) {
-    try {
+    return guarded(info, [&] {
       return Napi::Number::New(info.Env(), dev(info).end_graph());
-    } catch (const kiln::DeviceFailure& e) {
-      rethrow(info.Env(), e);
-    }
+    });
   }
 
   /** launchGraph(id) -> false when the graph is stale (nothing ran: record it again). */
   Napi::Value LaunchGraph(const Napi::CallbackInfo& info) {
-    try {
+    return guarded(info, [&] {
       return Napi::Boolean::New(info.Env(), dev(info).launch_graph(info[0].As<Napi::Number>().Int32Value()));
-    } catch (const kiln::DeviceFailure& e) {
-      rethrow(info.Env(), e);
-    }
+    });
   }
 
   void DropGraph(const Napi::CallbackInfo& info) { dev(info).drop_graph(info[0].As<Napi::Number>().Int32Value()); }
 
   void Mark(const Napi::CallbackInfo& info) {
-    try {
+    guarded(info, [&] {
       dev(info).mark();
-    } catch (const kiln::DeviceFailure& e) {
-      rethrow(info.Env(), e);
-    }
+    });
   }
 
-  /** readMarks(out: Float64Array): once the marks enqueued since the last read are done, their ms after the first. */
+  /** readMarks() -> Promise<Float64Array>: once the marks enqueued since the last read are done, each one's ms after the first. */
   Napi::Value ReadMarks(const Napi::CallbackInfo& info) {
-    auto out = info[0].As<Napi::Float64Array>();
     auto marks = std::make_shared<std::vector<kiln::RawEvent>>(dev(info).take_marks());
-    if (marks->size() != out.ElementLength()) {
-      device_->recycle_marks(*marks);
-      throw Napi::RangeError::New(info.Env(), "readMarks: " + std::to_string(out.ElementLength()) + " slots for " + std::to_string(marks->size()) + " marks");
-    }
+    auto out = Napi::Float64Array::New(info.Env(), marks->size());
     DevicePtr d = device_;
     double* ms = out.Data();
     auto* work = new DeviceWait(info.Env(), d, [d, marks, ms]() { d->read_marks(*marks, ms); });
-    work->keep_alive(info[0]);
+    work->resolve_with(out);
     Napi::Promise promise = work->promise();
     work->Queue();
     return promise;
   }
 
   Napi::Value Synchronize(const Napi::CallbackInfo& info) {
-    try {
+    return guarded(info, [&] {
       kiln::RawEvent e = dev(info).fence();
       auto* work = new DeviceWait(info.Env(), device_, [e]() {
         kiln::raw_event_wait(e);
@@ -251,9 +239,7 @@ class DeviceHandle : public Napi::ObjectWrap<DeviceHandle> {
       Napi::Promise promise = work->promise();
       work->Queue();
       return promise;
-    } catch (const kiln::DeviceFailure& e) {
-      rethrow(info.Env(), e);
-    }
+    });
   }
 
   Napi::Value AllocatorStats(const Napi::CallbackInfo& info) {
@@ -269,19 +255,15 @@ class DeviceHandle : public Napi::ObjectWrap<DeviceHandle> {
   }
 
   void EmptyCache(const Napi::CallbackInfo& info) {
-    try {
+    guarded(info, [&] {
       dev(info).empty_cache();
-    } catch (const kiln::DeviceFailure& e) {
-      rethrow(info.Env(), e);
-    }
+    });
   }
 
   Napi::Value FreeBytes(const Napi::CallbackInfo& info) {
-    try {
+    return guarded(info, [&] {
       return Napi::Number::New(info.Env(), static_cast<double>(dev(info).free_bytes()));
-    } catch (const kiln::DeviceFailure& e) {
-      rethrow(info.Env(), e);
-    }
+    });
   }
 
   void Close(const Napi::CallbackInfo&) { device_.reset(); }

@@ -52,8 +52,6 @@ class Device {
    * first into `ms`, and keeps the events for later marks. Any thread.
    */
   void read_marks(std::vector<RawEvent>& marks, double* ms);
-  /** Keeps taken marks' events for later marks, unread (re-recording an event is allowed while it is pending). */
-  void recycle_marks(std::vector<RawEvent>& marks);
   /** From now on kernels are recorded into a graph (they run when it is launched); copies are refused meanwhile. */
   void begin_graph();
   /** Ends the recording: the new graph's id. */
@@ -93,6 +91,8 @@ class Device {
   int next_graph_ = 1;
   std::unordered_map<int, Graph> graphs_;
   void refuse_while_recording(const char* what) const;
+  /** Keeps taken marks' events for later marks. */
+  void recycle_marks(std::vector<RawEvent>& marks);
   bool simt_matmul_, simt_attention_, wmma_matmul_, wmma_attention_;  // read from the environment at open
 };
 
