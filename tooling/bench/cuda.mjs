@@ -259,18 +259,28 @@ function ratios(ours, theirs, keys) {
 }
 
 const gemms = runs("gemm") ? [await gemm("f32"), await gemm("bf16"), await gemm("f16")] : [];
-// kiln's own matmul kernels beside cuBLASLt when the default backend uses cuBLASLt.
+/** A CUDA backend opened with one KILN_* path variable set (the addon reads it at open). */
+function backendWithPath(variable, value) {
+  process.env[variable] = value;
+  try {
+    return createCudaBackend({ device: DEVICE });
+  } finally {
+    delete process.env[variable];
+  }
+}
+
+// kiln's own matmul kernels beside cuBLASLt when the default backend uses cuBLASLt:
+// on an sm_90 GPU "kiln" is the wgmma kernel, "kiln-mma" the mma.sync one it replaces there.
 let ownGemms = [];
 if (runs("gemm") && matmulPath(backend) === "cublaslt") {
-  process.env.KILN_MATMUL_PATH = "kiln";
-  const own = createCudaBackend({ device: DEVICE });
-  delete process.env.KILN_MATMUL_PATH;
+  const own = backendWithPath("KILN_MATMUL_PATH", "kiln");
   ownGemms = [await gemm("f32", own, "kiln"), await gemm("bf16", own, "kiln"), await gemm("f16", own, "kiln")];
   own.dispose();
-  // The WMMA kernel that the pipelined one replaced, for comparison.
-  process.env.KILN_MATMUL_PATH = "wmma";
-  const wmma = createCudaBackend({ device: DEVICE });
-  delete process.env.KILN_MATMUL_PATH;
+  const mma = backendWithPath("KILN_MATMUL_PATH", "mma");
+  ownGemms.push(await gemm("bf16", mma, "kiln-mma"), await gemm("f16", mma, "kiln-mma"));
+  mma.dispose();
+  // The WMMA kernel that the pipelined ones replaced, for comparison.
+  const wmma = backendWithPath("KILN_MATMUL_PATH", "wmma");
   ownGemms.push(await gemm("bf16", wmma, "kiln-wmma"));
   wmma.dispose();
   const tf32 = createCudaBackend({ device: DEVICE, tf32: true });
@@ -282,9 +292,7 @@ const attentions = runs("attention") ? [await attention("bf16"), await attention
 const attentionsWmma = [];
 if (runs("attention")) {
   // The WMMA attention kernels that the mma.sync ones replaced, for comparison.
-  process.env.KILN_ATTENTION_PATH = "wmma";
-  const wmmaAttention = createCudaBackend({ device: DEVICE });
-  delete process.env.KILN_ATTENTION_PATH;
+  const wmmaAttention = backendWithPath("KILN_ATTENTION_PATH", "wmma");
   attentionsWmma.push(await attention("bf16", undefined, wmmaAttention, "wmma"));
   wmmaAttention.dispose();
 }

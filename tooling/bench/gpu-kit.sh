@@ -61,7 +61,7 @@ passes=1; [ -n "${KIT_FULL:-}" ] && passes=2
 stage "conformance, every kernel on its default path ($passes pass)"
 timeout $(left 150) "$node" "$kit/cuda-conformance.mjs" --isolate --passes $passes --timeout-s 40 >"$out/conformance.log" 2>&1; echo "exit $?"
 grep -E "^(FAIL|CRASH)" "$out/conformance.log" | head -20; tail -1 "$out/conformance.log" | grep -o '"totals":{[^}]*}\|"crashed":\[[^]]*\]'
-stage "conformance of matmul on kiln's kernels (KILN_MATMUL_PATH=kiln), 2 passes"
+stage "conformance of matmul on kiln's kernels (KILN_MATMUL_PATH=kiln: wgmma on sm_90, else mma.sync), 2 passes"
 KILN_MATMUL_PATH=kiln timeout $(left 45) "$node" "$kit/cuda-conformance.mjs" --isolate --kernel matmul --passes 2 >>"$out/conformance.log" 2>&1; echo "exit $?"
 tail -1 "$out/conformance.log" | grep -o '"totals":{[^}]*}'
 stage "kiln train nano-start bf16 on the GPU, with and without --cuda-graphs: the same losses"
@@ -106,9 +106,12 @@ if command -v compute-sanitizer >/dev/null; then
   stage "racecheck: attention backward (bf16, mma.sync)"
   timeout $(left 90) compute-sanitizer --tool racecheck --print-limit 10 "$node" "$kit/cuda-conformance.mjs" --passes 1 --kernel attentionBackward --filter bf16 >"$out/sanitizer.log" 2>&1; echo "exit $?"
   grep -E "SUMMARY|FAIL" "$out/sanitizer.log" | head -5
+  stage "memcheck: matmul on kiln's kernels (wgmma on sm_90)"
+  KILN_MATMUL_PATH=kiln timeout $(left 60) compute-sanitizer --tool memcheck --print-limit 10 "$node" "$kit/cuda-conformance.mjs" --passes 1 --kernel matmul >>"$out/sanitizer.log" 2>&1; echo "exit $?"
+  grep -E "ERROR SUMMARY|FAIL" "$out/sanitizer.log" | tail -3
 fi
 if [ -n "${KIT_FULL:-}" ]; then
-  for path in wmma simt; do
+  for path in mma wmma simt; do
     stage "conformance of matmul with KILN_MATMUL_PATH=$path"
     KILN_MATMUL_PATH=$path timeout $(left 60) "$node" "$kit/cuda-conformance.mjs" --isolate --kernel matmul >>"$out/conformance.log" 2>&1; echo "exit $?"
   done

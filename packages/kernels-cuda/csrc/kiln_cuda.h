@@ -105,6 +105,8 @@ struct KernelCall {
   bool wmma_matmul;
   /** KILN_ATTENTION_PATH=wmma: the bf16/f16 attention forward on the WMMA kernel instead of the mma one. */
   bool wmma_attention;
+  /** bf16/f16 dense matmuls on the wgmma kernel (matmul_wgmma.cu): an sm_90 device with this build's sm_90a code, or KILN_MATMUL_PATH=wgmma. */
+  bool wgmma_matmul;
 
   double at(int i) const;
   template <typename T> T* ptr(int i) const { return reinterpret_cast<T*>(static_cast<uintptr_t>(at(i))); }

@@ -38,25 +38,20 @@
 
 #include "kiln_cuda.h"
 #include "matmul_params.h"
+#include "matmul_pipeline.h"
 #include "mma_ptx.h"
 
 namespace kiln {
 namespace {
 
+using matmul_pipeline::copies16;
+using matmul_pipeline::pair_stores;
+using matmul_pipeline::store_pair;
+using matmul_pipeline::SwizzledTile;
+using matmul_pipeline::TileLoader;
+
 constexpr int kMmaBK = 32;
 constexpr int kMmaStages = 4;
-
-/** A stored tile of ROWS rows x CHUNKS 16-byte chunks (8 elements each), XOR-swizzled. */
-template <int ROWS, int CHUNKS>
-struct SwizzledTile {
-  static_assert(CHUNKS == 4 || CHUNKS % 8 == 0, "rows of 4 chunks, or of a multiple of 8");
-  static constexpr int kElems = ROWS * CHUNKS * 8;
-  /** Element offset of chunk c of row r. */
-  __device__ __forceinline__ static int offset(int r, int c) {
-    const int s = CHUNKS >= 8 ? (r & 7) : ((r >> 1) & 3);
-    return (r * CHUNKS + (c ^ s)) * 8;
-  }
-};
 
 template <typename T, bool TA, bool TB, int WARPS_M, int WARPS_N, int MI, int NI>
 struct MmaConfig {
@@ -69,52 +64,6 @@ struct MmaConfig {
   using TileB = SwizzledTile<B_ROWS, B_CHUNKS>;
   static constexpr int STAGE_ELEMS = TileA::kElems + TileB::kElems;
   static constexpr size_t SMEM_BYTES = size_t{STAGES} * STAGE_ELEMS * sizeof(T);
-};
-
-/**
- * One thread's share of the cp.async copies of a stored tile, ROWS x CHUNKS chunks
- * of the row-major R x C matrix at `base` (leading dimension C, a multiple of 8: a
- * chunk is all inside or all outside). Chunk l of the thread is chunk tid % CHUNKS of
- * tile row tid / CHUNKS + l ROW_STEP. Set up once per output tile at step 0 (tile rows
- * from r0, columns from c0); K_ROWS: the k axis runs along the rows (a step moves the
- * tile BK rows down), else along the columns (BK columns right). A chunk outside the
- * matrix copies nothing from `base` (src-size 0: zero fill).
- */
-template <typename T, int ROWS, int CHUNKS, int NT, bool K_ROWS>
-struct TileLoader {
-  static constexpr int PER = ROWS * CHUNKS / NT, ROW_STEP = NT / CHUNKS;
-  static_assert(NT % CHUNKS == 0 && ROWS % ROW_STEP == 0, "the tile's chunks divide among the threads");
-  static_assert(ROW_STEP % 8 == 0, "a thread's chunks share one swizzle");
-  const T* base;
-  const T* src;  // chunk 0 at step 0 (may lie outside the matrix; read only when inside)
-  int64_t ld;
-  int row, col, R, C, dst;  // chunk 0's matrix coordinates at step 0; its element offset in a stage
-
-  __device__ __forceinline__ TileLoader(const T* base_, int R_, int C_, int r0, int c0, int tid) : base(base_), ld(C_), R(R_), C(C_) {
-    const int r = tid / CHUNKS, c = tid % CHUNKS;
-    row = r0 + r;
-    col = c0 + c * 8;
-    src = base + int64_t{row} * ld + col;
-    dst = SwizzledTile<ROWS, CHUNKS>::offset(r, c);
-  }
-
-  /** Copies step kt's tile into `stage`. */
-  __device__ __forceinline__ void issue(T* stage, int kt) const {
-    const int dr = K_ROWS ? kt * kMmaBK : 0, dc = K_ROWS ? 0 : kt * kMmaBK;
-    const T* p = src + (K_ROWS ? int64_t{dr} * ld : int64_t{dc});
-    const bool col_in = col + dc < C;
-#pragma unroll
-    for (int l = 0; l < PER; l++) {
-      const bool inside = col_in && row + dr + l * ROW_STEP < R;
-      ptx::cp_async_16(stage + dst + l * ROW_STEP * CHUNKS * 8, inside ? p : base, inside ? 16u : 0u);
-      p += ROW_STEP * ld;
-    }
-  }
-};
-
-template <typename TC>
-struct alignas(2 * sizeof(TC)) OutPair {
-  TC v[2];
 };
 
 // An explicit minimum of 1 block per SM: without it ptxas capped one 64 x 64 variant at
@@ -158,8 +107,8 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1) matmul_mma_kernel(M
       const int m0 = static_cast<int>(my * BM);
 
       // A stored (k, m) or (m, k), B stored (n, k) or (k, n): this thread's copies.
-      const TileLoader<T, Cfg::A_ROWS, Cfg::A_CHUNKS, NT, TA> load_a(A, TA ? k : m, TA ? m : k, TA ? 0 : m0, TA ? m0 : 0, tid);
-      const TileLoader<T, Cfg::B_ROWS, Cfg::B_CHUNKS, NT, !TB> load_b(B, TB ? n : k, TB ? k : n, TB ? n0 : 0, TB ? 0 : n0, tid);
+      const TileLoader<T, TileA, Cfg::A_ROWS, Cfg::A_CHUNKS, NT, BK, TA> load_a(A, TA ? k : m, TA ? m : k, TA ? 0 : m0, TA ? m0 : 0, tid);
+      const TileLoader<T, TileB, Cfg::B_ROWS, Cfg::B_CHUNKS, NT, BK, !TB> load_b(B, TB ? n : k, TB ? k : n, TB ? n0 : 0, TB ? 0 : n0, tid);
       auto load_step = [&](int kt, int s) {
         T* sa = smem + s * Cfg::STAGE_ELEMS;
         load_a.issue(sa, kt);
@@ -231,29 +180,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1) matmul_mma_kernel(M
 #pragma unroll
           for (int h = 0; h < 2; h++) {
             const int row = m0 + wm * WM + i * 16 + g + 8 * h;
-            if (row >= m) continue;
-            TC* out = C + int64_t{row} * n + col;
-            float v0 = p.alpha * acc[i][j][2 * h] + bias0;
-            float v1 = p.alpha * acc[i][j][2 * h + 1] + bias1;
-            if (vec_c) {  // n even: col + 1 < n too
-              OutPair<TC>* pair = reinterpret_cast<OutPair<TC>*>(out);
-              if (p.accumulate) {
-                const OutPair<TC> old = *pair;
-                v0 += to_f32(old.v[0]);
-                v1 += to_f32(old.v[1]);
-              }
-              OutPair<TC> w;
-              w.v[0] = from_f32<TC>(v0);
-              w.v[1] = from_f32<TC>(v1);
-              *pair = w;
-            } else {
-              if (p.accumulate) v0 += to_f32(out[0]);
-              out[0] = from_f32<TC>(v0);
-              if (two) {
-                if (p.accumulate) v1 += to_f32(out[1]);
-                out[1] = from_f32<TC>(v1);
-              }
-            }
+            if (row < m) store_pair(p, C, row, col, acc[i][j][2 * h], acc[i][j][2 * h + 1], bias0, bias1, vec_c);
           }
       }
     }
@@ -268,7 +195,7 @@ template <typename T, typename TC, bool TA, bool TB, int WARPS_M, int WARPS_N, i
 void launch_mma_cfg(const MatmulParams<T, TC>& p, cudaStream_t stream) {
   using Cfg = MmaConfig<T, TA, TB, WARPS_M, WARPS_N, MI, NI>;
   auto* kernel = matmul_mma_kernel<T, TC, TA, TB, WARPS_M, WARPS_N, MI, NI>;
-  const bool vec_c = p.n % 2 == 0 && p.stride_c % 2 == 0 && reinterpret_cast<uintptr_t>(p.c) % (2 * sizeof(TC)) == 0;
+  const bool vec_c = pair_stores(p);
   const int64_t mt = (p.m + Cfg::BM - 1) / Cfg::BM;
   const dim3 grid(ceil_div(p.n, Cfg::BN), static_cast<unsigned>(mt < 65535 ? mt : 65535), static_cast<unsigned>(p.batch < 65535 ? p.batch : 65535));
 #if !defined(KILN_CUDA_SIM)
@@ -282,12 +209,6 @@ void launch_mma_t(const MatmulParams<T, TC>& p, cudaStream_t stream) {
   const int64_t tiles128 = int64_t{ceil_div(p.m, 128)} * ceil_div(p.n, 128) * p.batch;
   if (tiles128 >= 128) launch_mma_cfg<T, TC, TA, TB, 2, 2, 4, 8>(p, stream);  // 128 x 128, 4 warps of 64 x 64
   else launch_mma_cfg<T, TC, TA, TB, 2, 2, 2, 4>(p, stream);                  // 64 x 64, 4 warps of 32 x 32
-}
-
-/** 16-byte copies of every chunk: a 16-byte aligned base, leading dimension and batch stride multiples of 8 elements. */
-template <typename T>
-bool copies16(const T* base, int64_t ld, int64_t stride) {
-  return is_aligned16(base) && ld % 8 == 0 && stride % 8 == 0;
 }
 
 }  // namespace

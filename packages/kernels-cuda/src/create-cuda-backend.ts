@@ -13,16 +13,20 @@ export interface CudaBackendOptions {
 
 /**
  * Which matmul runs: KILN_MATMUL_PATH=cublaslt (required), kiln (kiln's kernels:
- * tensor cores for bf16/f16, the pipelined mma kernel, SIMT for f32), wmma (kiln's
- * kernels with the WMMA kernel for bf16/f16), simt (SIMT for every dtype); unset:
- * cuBLASLt when a libcublasLt.so is found, else kiln's kernels.
+ * tensor cores for bf16/f16, the wgmma kernel on an sm_90 GPU, else the pipelined mma
+ * kernel; SIMT for f32), mma (kiln's kernels with the mma kernel on sm_90 too), wgmma
+ * (the wgmma kernel; sm_90 only, or the simulator), wmma (the WMMA kernel for
+ * bf16/f16), simt (SIMT for every dtype); unset: cuBLASLt when a libcublasLt.so is
+ * found, else kiln's kernels.
  */
+const KILN_MATMUL_PATHS = ["kiln", "mma", "wgmma", "wmma", "simt"];
+
 function cublasLtChoice(found: string | null, tf32: boolean): OpenDeviceOptions["cublasLt"] {
   const wanted = process.env.KILN_MATMUL_PATH ?? "";
-  if (!["", "cublaslt", "kiln", "wmma", "simt"].includes(wanted)) {
-    throw new DeviceError(`KILN_MATMUL_PATH=${wanted} is not a matmul path`, { where: "KILN_MATMUL_PATH", hint: "use cublaslt, kiln, wmma or simt, or unset it" });
+  if (!["", "cublaslt", ...KILN_MATMUL_PATHS].includes(wanted)) {
+    throw new DeviceError(`KILN_MATMUL_PATH=${wanted} is not a matmul path`, { where: "KILN_MATMUL_PATH", hint: "use cublaslt, kiln, mma, wgmma, wmma or simt, or unset it" });
   }
-  if (wanted === "kiln" || wanted === "wmma" || wanted === "simt") return undefined;
+  if (KILN_MATMUL_PATHS.includes(wanted)) return undefined;
   if (!found) {
     if (wanted === "cublaslt") {
       throw new DeviceError("KILN_MATMUL_PATH=cublaslt but no libcublasLt.so was found", {

@@ -10,8 +10,10 @@ import { simulatorSkipReason } from "./support/simulator.js";
 // 16-byte copies), grouped matmuls and attention take the tensor-core kernels by
 // default, as on a GPU; a second pass runs them on the CUDA-core kernels (KILN_MATMUL_PATH=simt,
 // KILN_ATTENTION_PATH=simt, read when a backend opens), a third the bf16/f16 matmuls
-// on the WMMA kernel alone (KILN_MATMUL_PATH=wmma), and a fourth bf16/f16 attention
-// forward and backward on the WMMA kernels instead of the mma.sync ones (KILN_ATTENTION_PATH=wmma).
+// on the WMMA kernel alone (KILN_MATMUL_PATH=wmma), a fourth on the sm_90 wgmma kernel
+// (KILN_MATMUL_PATH=wgmma: the simulator presents an sm_80 device, so the default pass
+// runs the mma.sync kernel), and a fifth bf16/f16 attention forward and backward on the
+// WMMA kernels instead of the mma.sync ones (KILN_ATTENTION_PATH=wmma).
 type Case = { kernel: string; dtype: string };
 const sixteenBit = (kernels: string[]) => (c: Case) => kernels.includes(c.kernel) && c.dtype !== "f32";
 
@@ -36,5 +38,6 @@ if (skip) {
   const matmuls = ["matmul", "groupedMatmul", "groupedMatmulWeightGrad"], attention = ["attentionForward", "attentionBackward"];
   conformanceWith({ KILN_MATMUL_PATH: "simt", KILN_ATTENTION_PATH: "simt" }, "cuda-sim, CUDA-core matmul and attention", sixteenBit([...matmuls, ...attention]));
   conformanceWith({ KILN_MATMUL_PATH: "wmma" }, "cuda-sim, WMMA matmul", sixteenBit(["matmul"]));
+  conformanceWith({ KILN_MATMUL_PATH: "wgmma" }, "cuda-sim, wgmma matmul", sixteenBit(["matmul"]));
   conformanceWith({ KILN_ATTENTION_PATH: "wmma" }, "cuda-sim, WMMA attention", sixteenBit(attention));
 }

@@ -19,7 +19,7 @@ describe("cuda status", () => {
 
   it.skipIf(!built)("loads the built addon without a driver and reports its archs and why no GPU is usable", () => {
     const s = cudaStatus();
-    expect(s.addon.archs).toEqual(["80", "86", "89", "90", "100", "120"]);
+    expect(s.addon.archs).toEqual(["80", "86", "89", "90a", "100", "120"]);
     if (!hasDriver) {
       expect(s.runtime.deviceCount).toBe(0);
       expect(s.runtime.error).toBe("no NVIDIA driver");

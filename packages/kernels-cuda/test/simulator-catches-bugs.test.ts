@@ -68,6 +68,23 @@ describe.skipIf(skip)(`the CUDA simulator catches kernel bugs${skip ? ` (skipped
     expect(half.out).toMatch(/ldmatrix at \S*broken_kernels.cu:\d+ needs all 32 lanes of the warp: lane 16 of warp 0 is not in the block/);
   });
 
+  it("wgmma follows the descriptor, swizzle and fragment layouts; a missing proxy fence, wait or warpgroup is caught", () => {
+    for (const program of [plain, asan]) expect(run(program, "wgmma").out).toContain("wgmma: 0 of 8192 elements wrong");
+    // The products read shared memory when the wait retires them, as the hardware may.
+    expect(run(plain, "wgmma-overwrite").out).toMatch(/wgmma with its tile overwritten before the wait: [1-9]\d* of 8192 elements wrong/);
+    const aborts: [string, RegExp][] = [
+      ["wgmma-no-fence", /wgmma at \S*broken_kernels.cu:\d+: thread \d+'s cp.async bytes landed with no fence.proxy.async since/],
+      ["wgmma-no-wait", /thread \d+ exits with the wgmma at \S*broken_kernels.cu:\d+ still in flight/],
+      ["wgmma-divergent-desc", /wgmma.mma_async at \S*broken_kernels.cu:\d+: threads \d+ and \d+ of warpgroup 0 give different operands/],
+      ["wgmma-three-warps", /wgmma.mma_async at \S*broken_kernels.cu:\d+ needs all 128 threads of the warpgroup: thread 96 of warpgroup 0 is not in the block/],
+    ];
+    for (const [mode, message] of aborts) {
+      const r = run(plain, mode);
+      expect(r.signal, mode).toBe("SIGABRT");
+      expect(r.out, mode).toMatch(message);
+    }
+  });
+
   it("warps in turn expose a double buffer overwritten before the other warp read it (a missing closing barrier)", () => {
     expect(run(plain, "double-buffer").out).toContain("double buffer with closing barrier, warps in turn: 0 of 64 threads wrong");
     // The default schedule keeps warps in step at every warp exchange: the bug hides there.

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "../kiln_cuda.h"
 
@@ -12,6 +13,15 @@ bool env_is(const char* name, const char* value) {
   const char* e = std::getenv(name);
   return e != nullptr && std::strcmp(e, value) == 0;
 }
+
+/** Whether this build has the wgmma kernels (SASS for sm_90a). */
+constexpr bool sm90a_built() {
+#if defined(KILN_CUDA_SM90A)
+  return true;
+#else
+  return false;
+#endif
+}
 }  // namespace
 
 Device::Device(int ordinal)
@@ -21,7 +31,16 @@ Device::Device(int ordinal)
       simt_matmul_(env_is("KILN_MATMUL_PATH", "simt")),
       simt_attention_(env_is("KILN_ATTENTION_PATH", "simt")),
       wmma_matmul_(env_is("KILN_MATMUL_PATH", "wmma")),
-      wmma_attention_(env_is("KILN_ATTENTION_PATH", "wmma")) {}
+      wmma_attention_(env_is("KILN_ATTENTION_PATH", "wmma")),
+      wgmma_matmul_(env_is("KILN_MATMUL_PATH", "wgmma") || (sm90a_built() && props_.major == 9 && props_.minor == 0 && !env_is("KILN_MATMUL_PATH", "mma"))) {
+#if !defined(KILN_CUDA_SIM)
+  if (env_is("KILN_MATMUL_PATH", "wgmma") && !(sm90a_built() && props_.major == 9 && props_.minor == 0)) {
+    raw_stream_destroy(stream_);
+    throw DeviceFailure("KILN_MATMUL_PATH=wgmma needs an sm_90 GPU (H100, H200) and this build's sm_90a code; this device is sm_" + std::to_string(props_.major) +
+                        std::to_string(props_.minor) + ": unset KILN_MATMUL_PATH, or use kiln or mma");
+  }
+#endif
+}
 
 Device::~Device() {
   try {
@@ -169,7 +188,7 @@ std::string Device::use_cublaslt(const std::string& path, bool tf32) {
 void Device::launch(const std::string& kernel, const double* values, int count) {
   Launcher fn = find_kernel(kernel);
   if (!fn) throw DeviceFailure("this build of the CUDA kernels has no kernel named " + kernel);
-  KernelCall call{values, count, static_cast<cudaStream_t>(stream_), &Device::scratch_for, this, blas_.get(), simt_matmul_, simt_attention_, wmma_matmul_, wmma_attention_};
+  KernelCall call{values, count, static_cast<cudaStream_t>(stream_), &Device::scratch_for, this, blas_.get(), simt_matmul_, simt_attention_, wmma_matmul_, wmma_attention_, wgmma_matmul_};
   fn(call);
 }
 

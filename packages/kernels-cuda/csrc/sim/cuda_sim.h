@@ -8,7 +8,10 @@
 // nvcuda::wmma fragments: sim/wmma_sim.h (included by the .cu files that use them).
 // mma.sync m16n8k16, ldmatrix and cp.async: sim/mma_sim.h, behind the wrappers of
 // mma_ptx.h (warp-collective, PTX fragment layouts; cp.async lands at its wait_group).
-// Not covered: other inline PTX, wgmma/TMA, grid sync, timing, bank conflicts, and the
+// wgmma.mma_async (sm_90a) from shared-memory descriptors: sim/wgmma_sim.h, behind the
+// wrappers of wgmma_ptx.h (warpgroup-collective; the products run at the retiring
+// wgmma.wait_group, reading shared memory then).
+// Not covered: other inline PTX, TMA, grid sync, timing, bank conflicts, and the
 // real asynchrony of cp.async (its copies land at a fixed point, the retiring wait).
 #pragma once
 #define KILN_CUDA_SIM 1
@@ -138,6 +141,37 @@ void check_landed_visible(const char* what, const void* p, const char* file, int
 void cp_async_commit();
 /** cp.async.wait_group: lands this thread's oldest groups until at most `pending` remain. */
 void cp_async_wait(unsigned pending);
+
+// Warpgroup-collective wgmma (sim/wgmma_sim.h). A warpgroup is 4 consecutive warps of
+// the block starting at a multiple of 128 threads.
+/**
+ * Entry of a warpgroup-collective instruction: waits for the 128 threads of this
+ * thread's warpgroup, then aborts unless all are live and at this same file:line and
+ * their 64-byte wide slots (warp_wide_slot) hold the same first `uniform_bytes`
+ * bytes. Leave with warpgroup_barrier(file, line).
+ */
+void warpgroup_collective(const char* what, size_t uniform_bytes, const char* file, int line);
+void warpgroup_barrier(const char* file, int line);
+/**
+ * One wgmma.mma_async of this thread, run at the wgmma.wait_group that retires its
+ * group: `run(op)` computes this thread's accumulator fragment from shared memory.
+ */
+struct WgmmaOp {
+  void (*run)(const WgmmaOp& op);
+  uint64_t desc_a, desc_b;
+  float* d;
+  unsigned warpgroup_thread;  // 0..127
+  bool scale_d;
+  const char* file;
+  int line;
+};
+/** Queues op (issued since the last wgmma.commit_group). Aborts when a thread of the block has cp.async bytes landed since its last fence.proxy.async. */
+void wgmma_issue(const WgmmaOp& op);
+void wgmma_commit();
+/** wgmma.wait_group: runs this thread's oldest groups until at most `pending` remain. */
+void wgmma_wait(unsigned pending);
+/** fence.proxy.async.shared::cta: this thread's landed cp.async bytes may now feed wgmma. */
+void fence_proxy_async();
 
 }  // namespace kiln_sim
 

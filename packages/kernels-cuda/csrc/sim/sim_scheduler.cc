@@ -3,7 +3,8 @@
 // is a fiber, resumed in thread order until it finishes or waits at a barrier. When
 // no thread can run, every warp whose live lanes all wait at a warp exchange is
 // released (with warps_in_turn only the first such warp, so it runs ahead alone),
-// or the block when all its live threads wait at the same __syncthreads; anything
+// else every warpgroup whose live threads all wait at a warpgroup-collective
+// instruction, else the block when all its live threads wait at the same __syncthreads; anything
 // else is a divergent barrier or a deadlock, reported with file and line, then abort.
 #include <cstdio>
 #include <cstdlib>
@@ -30,7 +31,7 @@ thread_local dim3 g_grid_dim;
 
 namespace {
 
-enum class State { Runnable, AtBlockBarrier, AtWarpBarrier, Done };
+enum class State { Runnable, AtBlockBarrier, AtWarpBarrier, AtGroupBarrier, Done };
 
 /** One 16-byte cp.async: the source bytes (read at issue, zero past src_bytes) and where they land. */
 struct AsyncCopy {
@@ -48,6 +49,9 @@ struct SimThread {
   alignas(16) unsigned char wide[kWideSlotBytes];  // warp-collective matrix operations
   std::vector<AsyncCopy> open_copies;               // cp.async issued since the last commit
   std::deque<std::vector<AsyncCopy>> groups;        // committed, not yet retired, oldest first
+  bool unfenced = false;                            // cp.async bytes landed since the last fence.proxy.async
+  std::vector<WgmmaOp> open_wgmma;                  // issued since the last wgmma.commit_group
+  std::deque<std::vector<WgmmaOp>> wgmma_groups;    // committed, not yet run, oldest first
 };
 
 struct BlockRun {
@@ -74,6 +78,13 @@ void fail(const char* what) {
 void thread_entry() {
   fiber_started();
   (*g_run.body)();
+  if (!g_run.current->open_wgmma.empty() || !g_run.current->wgmma_groups.empty()) {
+    const WgmmaOp& op = g_run.current->open_wgmma.empty() ? g_run.current->wgmma_groups.front().front() : g_run.current->open_wgmma.front();
+    char msg[1024];
+    std::snprintf(msg, sizeof msg, "thread %u exits with the wgmma at %s:%d still in flight (no wgmma.wait_group retired it)",
+                  static_cast<unsigned>(g_run.current - g_run.threads.data()), op.file, op.line);
+    fail(msg);
+  }
   g_run.current->state = State::Done;
   fiber_switch(g_run.current->fiber, g_run.scheduler);
   fail("a finished thread was resumed");
@@ -108,6 +119,21 @@ bool release_barriers() {
     }
   }
   if (released) return true;
+  for (unsigned w = 0; w < n; w += 128) {
+    const unsigned end = w + 128 < n ? w + 128 : n;
+    unsigned waiting = 0, live = 0;
+    for (unsigned i = w; i < end; i++) {
+      if (g_run.threads[i].state == State::Done) continue;
+      live++;
+      if (g_run.threads[i].state == State::AtGroupBarrier) waiting++;
+    }
+    if (live && waiting == live) {
+      for (unsigned i = w; i < end; i++)
+        if (g_run.threads[i].state == State::AtGroupBarrier) g_run.threads[i].state = State::Runnable;
+      released = true;
+    }
+  }
+  if (released) return true;
   SimThread* first = nullptr;
   for (unsigned i = 0; i < n; i++) {
     SimThread& t = g_run.threads[i];
@@ -135,7 +161,8 @@ void report_deadlock() {
   for (unsigned i = 0; i < g_run.count && len < 1900; i++) {
     const SimThread& t = g_run.threads[i];
     if (t.state == State::Done) continue;
-    len += std::snprintf(msg + len, sizeof msg - len, " thread %u waits at %s %s:%d;", i, t.state == State::AtWarpBarrier ? "a warp exchange" : "__syncthreads", t.file, t.line);
+    const char* at = t.state == State::AtWarpBarrier ? "a warp exchange" : t.state == State::AtGroupBarrier ? "a warpgroup instruction" : "__syncthreads";
+    len += std::snprintf(msg + len, sizeof msg - len, " thread %u waits at %s %s:%d;", i, at, t.file, t.line);
   }
   fail(msg);
 }
@@ -151,6 +178,9 @@ void run_block(unsigned threads) {
     // Copies a thread left outstanding when it exited never land (nothing could read them).
     t.open_copies.clear();
     t.groups.clear();
+    t.unfenced = false;
+    t.open_wgmma.clear();
+    t.wgmma_groups.clear();
     fiber_init(t.fiber, thread_entry);
   }
   for (;;) {
@@ -311,6 +341,7 @@ void cp_async_wait(unsigned pending) {
     for (const AsyncCopy& c : t->groups.front()) {
       std::memcpy(c.dst, c.data, 16);
       g_run.landed_private[c.dst] = thread_index();
+      t->unfenced = true;
     }
     t->groups.pop_front();
   }
@@ -328,5 +359,59 @@ void check_landed_visible(const char* what, const void* p, const char* file, int
                 what, file, line, thread_index(), p, it->second);
   fail(msg);
 }
+
+void warpgroup_barrier(const char* file, int line) { yield_as(State::AtGroupBarrier, file, line); }
+
+void warpgroup_collective(const char* what, size_t uniform_bytes, const char* file, int line) {
+  warpgroup_barrier(file, line);
+  const unsigned me = thread_index(), base = me - me % 128;
+  char msg[1024];
+  for (unsigned i = base; i < base + 128; i++) {
+    if (i >= g_run.count || g_run.threads[i].state == State::Done) {
+      std::snprintf(msg, sizeof msg, "%s at %s:%d needs all 128 threads of the warpgroup: thread %u of warpgroup %u is %s", what, file, line, i, base / 128,
+                    i >= g_run.count ? "not in the block" : "finished");
+      fail(msg);
+    }
+    const SimThread& t = g_run.threads[i];
+    if (t.line != line || std::strcmp(t.file, file) != 0) {
+      std::snprintf(msg, sizeof msg, "divergent %s: thread %u of warpgroup %u is at %s:%d, thread %u at %s:%d", what, me, base / 128, file, line, i, t.file, t.line);
+      fail(msg);
+    }
+    if (std::memcmp(t.wide, g_run.current->wide, uniform_bytes) != 0) {
+      std::snprintf(msg, sizeof msg, "%s at %s:%d: threads %u and %u of warpgroup %u give different operands that must be the same across the warpgroup", what, file,
+                    line, me, i, base / 128);
+      fail(msg);
+    }
+  }
+}
+
+void wgmma_issue(const WgmmaOp& op) {
+  for (unsigned i = 0; i < g_run.count; i++) {
+    if (!g_run.threads[i].unfenced) continue;
+    char msg[1024];
+    std::snprintf(msg, sizeof msg,
+                  "wgmma at %s:%d: thread %u's cp.async bytes landed with no fence.proxy.async since (shared memory written by the generic proxy is not "
+                  "ordered before wgmma's reads without it)",
+                  op.file, op.line, i);
+    fail(msg);
+  }
+  g_run.current->open_wgmma.push_back(op);
+}
+
+void wgmma_commit() {
+  SimThread* t = g_run.current;
+  t->wgmma_groups.push_back(std::move(t->open_wgmma));
+  t->open_wgmma.clear();
+}
+
+void wgmma_wait(unsigned pending) {
+  SimThread* t = g_run.current;
+  while (t->wgmma_groups.size() > pending) {
+    for (const WgmmaOp& op : t->wgmma_groups.front()) op.run(op);
+    t->wgmma_groups.pop_front();
+  }
+}
+
+void fence_proxy_async() { g_run.current->unfenced = false; }
 
 }  // namespace kiln_sim

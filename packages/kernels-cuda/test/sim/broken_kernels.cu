@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "kiln_cuda.h"
+#include "matmul_pipeline.h"
 #include "mma_ptx.h"
+#include "wgmma_ptx.h"
 #include "sim/sim_options.h"
 #include "sim/wmma_sim.h"
 
@@ -177,6 +179,72 @@ int run_mma_half_warp() {
   return 0;
 }
 
+// One warpgroup: D (64 x 128, f32) = A (64 x 16, stored (m, k)) B (16 x 128, stored
+// (k, n)), bf16, through cp.async into 128-byte-swizzled shared memory (A K-major, B
+// N-major: matmul_pipeline.h's Sw128Tile) and one wgmma m64n128k16. Thread t copies
+// chunk t of A (row t / 2, half t % 2) and chunks t, t + 128 of B (row c / 16, chunk c % 16).
+// kNoFence: no fence.proxy.async after the copies land; kNoWait: no wgmma.wait_group
+// before the accumulators are read; kOverwrite: A's tile is zeroed after the wgmma is
+// issued but before its wait (the hardware may still be reading it); kDivergentDesc:
+// the last warp gives another B descriptor.
+enum class WgmmaBug { kNone, kNoFence, kNoWait, kOverwrite, kDivergentDesc };
+using WgTileA = kiln::matmul_pipeline::Sw128Tile<64, 8>;
+using WgTileB = kiln::matmul_pipeline::Sw128Tile<16, 16>;
+constexpr size_t kWgmmaSmem = (WgTileA::kElems + WgTileB::kElems) * 2 + 1024;
+
+template <WgmmaBug kBug>
+__global__ void wgmma_tile(const __nv_bfloat16* a, const __nv_bfloat16* b, float* out) {
+  KILN_DYNAMIC_SHARED(unsigned char, raw);
+  auto* sa = reinterpret_cast<__nv_bfloat16*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t{1023});
+  __nv_bfloat16* sb = sa + WgTileA::kElems;
+  const int t = static_cast<int>(threadIdx.x);
+  kiln::ptx::cp_async_16(sa + WgTileA::offset(t / 2, t % 2), a + t * 8, 16);
+  for (int c = t; c < 256; c += 128) kiln::ptx::cp_async_16(sb + WgTileB::offset(c / 16, c % 16), b + c * 8, 16);
+  kiln::ptx::cp_async_commit();
+  kiln::ptx::cp_async_wait<0>();
+  if (kBug != WgmmaBug::kNoFence) kiln::ptx::fence_proxy_async();
+  __syncthreads();
+  float d[64];
+  for (float& x : d) x = 0.f;
+  const uint64_t da = kiln::ptx::wgmma_desc_sw128(sa, 64 * 128, 1024);
+  const uint64_t db = kiln::ptx::wgmma_desc_sw128(sb, kBug == WgmmaBug::kDivergentDesc && t >= 96 ? 4096 : WgTileB::kBlockBytes, 1024);
+  kiln::ptx::wgmma_fence();
+  kiln::ptx::wgmma_m64k16<__nv_bfloat16, 128, false, true>(d, da, db);
+  kiln::ptx::wgmma_commit();
+  if (kBug == WgmmaBug::kOverwrite) {
+    for (int e = 0; e < 8; e++) sa[WgTileA::offset(t / 2, t % 2) + e] = __float2bfloat16(0.f);
+  }
+  if (kBug != WgmmaBug::kNoWait) kiln::ptx::wgmma_wait<0>();
+  const int w = t / 32, l = t % 32;
+  for (int i = 0; i < 64; i++) out[(16 * w + l / 4 + 8 * ((i / 2) % 2)) * 128 + 8 * (i / 4) + 2 * (l % 4) + i % 2] = d[i];
+}
+
+int run_wgmma(WgmmaBug bug, unsigned threads = 128) {
+  std::vector<__nv_bfloat16> a(64 * 16), b(16 * 128);
+  std::vector<float> out(64 * 128, -1.f);
+  for (size_t i = 0; i < a.size(); i++) a[i] = __float2bfloat16(static_cast<float>(i % 7) - 3.f);
+  for (size_t i = 0; i < b.size(); i++) b[i] = __float2bfloat16(static_cast<float>(i % 5) - 2.f);
+  const dim3 block(threads);
+  switch (bug) {
+    case WgmmaBug::kNone: kiln::launch("wgmma_tile", wgmma_tile<WgmmaBug::kNone>, 1, block, kWgmmaSmem, nullptr, a.data(), b.data(), out.data()); break;
+    case WgmmaBug::kNoFence: kiln::launch("wgmma_tile", wgmma_tile<WgmmaBug::kNoFence>, 1, block, kWgmmaSmem, nullptr, a.data(), b.data(), out.data()); break;
+    case WgmmaBug::kNoWait: kiln::launch("wgmma_tile", wgmma_tile<WgmmaBug::kNoWait>, 1, block, kWgmmaSmem, nullptr, a.data(), b.data(), out.data()); break;
+    case WgmmaBug::kOverwrite: kiln::launch("wgmma_tile", wgmma_tile<WgmmaBug::kOverwrite>, 1, block, kWgmmaSmem, nullptr, a.data(), b.data(), out.data()); break;
+    case WgmmaBug::kDivergentDesc:
+      kiln::launch("wgmma_tile", wgmma_tile<WgmmaBug::kDivergentDesc>, 1, block, kWgmmaSmem, nullptr, a.data(), b.data(), out.data());
+      break;
+  }
+  int wrong = 0;
+  for (int r = 0; r < 64; r++)
+    for (int c = 0; c < 128; c++) {
+      float expect = 0;
+      for (int q = 0; q < 16; q++) expect += __bfloat162float(a[r * 16 + q]) * __bfloat162float(b[q * 128 + c]);
+      if (out[r * 128 + c] != expect) wrong++;
+    }
+  std::printf("wgmma%s: %d of 8192 elements wrong\n", bug == WgmmaBug::kNone ? "" : bug == WgmmaBug::kOverwrite ? " with its tile overwritten before the wait" : " (bug not caught)", wrong);
+  return 0;
+}
+
 int run_block_sum(bool barrier) {
   const int blocks = 3;
   std::vector<float> x(blocks * kThreads), out(blocks, 0.f);
@@ -265,6 +333,12 @@ int main(int argc, char** argv) {
   if (!std::strcmp(mode, "mma-no-barrier")) return run_mma(MmaBug::kNoBarrier);
   if (!std::strcmp(mode, "mma-swapped")) return run_mma(MmaBug::kSwapped);
   if (!std::strcmp(mode, "mma-half-warp")) return run_mma_half_warp();
+  if (!std::strcmp(mode, "wgmma")) return run_wgmma(WgmmaBug::kNone);
+  if (!std::strcmp(mode, "wgmma-no-fence")) return run_wgmma(WgmmaBug::kNoFence);
+  if (!std::strcmp(mode, "wgmma-no-wait")) return run_wgmma(WgmmaBug::kNoWait);
+  if (!std::strcmp(mode, "wgmma-overwrite")) return run_wgmma(WgmmaBug::kOverwrite);
+  if (!std::strcmp(mode, "wgmma-divergent-desc")) return run_wgmma(WgmmaBug::kDivergentDesc);
+  if (!std::strcmp(mode, "wgmma-three-warps")) return run_wgmma(WgmmaBug::kNone, 96);
   std::fprintf(stderr, "unknown mode %s\n", mode);
   return 2;
 }

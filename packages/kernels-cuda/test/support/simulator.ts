@@ -25,15 +25,21 @@ export function simulatorSchedules(): [string, Backend][] {
 /**
  * A describe block that checks every case against the f64 reference on the simulator
  * schedules (all three, or the first `schedulesFor(index)` of them), skipped with the
- * reason when the simulator is not built.
+ * reason when the simulator is not built. `env` is set while the backends open (the
+ * addon reads KILN_MATMUL_PATH and the like then).
  */
-export function describeCasesOnSchedules(title: string, cases: ConformanceCase[], schedulesFor: (index: number) => number = () => 3): void {
+export function describeCasesOnSchedules(title: string, cases: ConformanceCase[], schedulesFor: (index: number) => number = () => 3, env: Record<string, string> = {}): void {
   const skip = simulatorSkipReason();
   describe.skipIf(skip)(`${title}${skip ? ` (skipped: ${skip})` : ""}`, () => {
     let backends: [string, Backend][];
     const reference = createReferenceBackend();
     beforeAll(() => {
-      backends = simulatorSchedules();
+      Object.assign(process.env, env);
+      try {
+        backends = simulatorSchedules();
+      } finally {
+        for (const k of Object.keys(env)) delete process.env[k];
+      }
     });
     afterAll(() => {
       for (const [, b] of backends ?? []) b.dispose();
