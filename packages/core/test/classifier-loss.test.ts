@@ -12,7 +12,7 @@ import { runF64 } from "./support/f64-interpreter.js";
 const ROWS = 7, WIDTH = 5, VOCAB = 11;
 
 /** hidden = x·w^T (ROWS, WIDTH) -> logits -> loss: d(hidden) reaches w through the ordinary backward pass. */
-function lossGraph(chunkRows: number | undefined) {
+function lossGraph(chunkRows: number | undefined, vocabMultiple = 1) {
   const g = new Graph();
   const x = g.tensor([ROWS, WIDTH], "f32", "param", "x");
   const w = g.tensor([WIDTH, WIDTH], "f32", "param", "w");
@@ -24,7 +24,7 @@ function lossGraph(chunkRows: number | undefined) {
     return { g, x, w, head, targets, lossSum, ...appendBackward(g, { lossNode }) };
   }
   const before = g.nodes.length;
-  const { lossSum, dHidden, headGrad } = chunkedClassifierLoss(g, hidden, head, targets, "loss", chunkRows);
+  const { lossSum, dHidden, headGrad } = chunkedClassifierLoss(g, hidden, head, targets, "loss", chunkRows, undefined, vocabMultiple);
   return { g, x, w, head, targets, lossSum, ...appendBackward(g, { before, grads: new Map([[hidden, dHidden]]), paramGrads: new Map([[head, headGrad]]) }) };
 }
 
@@ -37,8 +37,8 @@ describe("the training loss by row chunks", () => {
       ["head", Float64Array.from({ length: VOCAB * WIDTH }, () => rand() * 2 - 1)],
     ]);
     const targets = Float64Array.from({ length: ROWS }, (_, i) => (i === 4 ? -1 : (i * 3) % VOCAB));
-    const run = (chunkRows: number | undefined) => {
-      const r = lossGraph(chunkRows);
+    const run = (chunkRows: number | undefined, vocabMultiple = 1) => {
+      const r = lossGraph(chunkRows, vocabMultiple);
       const storage = new Map<number, Float64Array>([[r.x, inputs.get("x")!.slice()], [r.w, inputs.get("w")!.slice()], [r.head, inputs.get("head")!.slice()], [r.targets, targets]]);
       runF64(r.g, storage, { lossScale: 0.5 });
       return { loss: storage.get(r.lossSum)![0], grads: [r.w, r.head].map((p) => storage.get(r.paramGrads.get(p)!)!) };
@@ -48,6 +48,23 @@ describe("the training loss by row chunks", () => {
     expect(chunked.loss).toBeCloseTo(whole.loss, 12);
     chunked.grads.forEach((grad, i) => grad.forEach((v, j) => expect(v, `${["w", "head"][i]}[${j}]`).toBeCloseTo(whole.grads[i][j], 12)));
     for (const grad of whole.grads) expect(Math.max(...grad.map(Math.abs))).toBeGreaterThan(1e-3);
+    // The vocabulary padded to 16 (as a GPU pads to 128): the same loss and gradients, the head's exactly its size.
+    const padded = run(3, 8);
+    expect(padded.loss).toBeCloseTo(whole.loss, 12);
+    expect(padded.grads[1].length).toBe(VOCAB * WIDTH);
+    padded.grads.forEach((grad, i) => grad.forEach((v, j) => expect(v, `padded ${["w", "head"][i]}[${j}]`).toBeCloseTo(whole.grads[i][j], 12)));
+  });
+
+  it("pads the products' vocabulary with zero weight rows and a lowest-value bias, and adds the head's gradient once", () => {
+    const { g } = lossGraph(3, 8);
+    const calls = g.nodes.map((n) => n.attrs as unknown as { kernel: string; args: Record<string, number | boolean> });
+    const matmuls = calls.filter((c) => c.kernel === "matmul" && c.args.m !== ROWS);
+    // Per chunk: logits (n = 16), d(hidden) (k = 16), the head's gradient (m = 16), first chunk not accumulating.
+    expect(matmuls.map((c) => [c.args.n, c.args.k, c.args.m === 16 ? "grad" : ""].join(" ")).slice(0, 3)).toEqual(["16 5 ", "5 16 ", "5 3 grad"]);
+    expect(matmuls.filter((c) => c.args.m === 16).map((c) => c.args.accumulate)).toEqual([false, true, true]);
+    expect(calls.filter((c) => c.kernel === "crossEntropyForward").map((c) => c.args.vocab)).toEqual([16, 16, 16]);
+    expect(calls.filter((c) => c.kernel === "fill").map((c) => [c.args.n, c.args.value])).toEqual([[5 * 5, 0], [11, 0], [5, -3.4028234663852886e38]]);
+    expect(calls.filter((c) => c.kernel === "add").map((c) => c.args.n)).toContain(VOCAB * WIDTH);
   });
 
   it("never holds the whole logits in a training graph, and keeps chunks of at least 256 rows", () => {
@@ -79,9 +96,10 @@ describe("the training loss by row chunks", () => {
     const c = resolveModelConfig({ arch: "gpt2", vocabSize: 50257, hiddenSize: 64, numLayers: 1, numHeads: 2, maxSeqLen: 1024 });
     const chunkShapes = (device: "cpu" | "gpu") => {
       const { graph } = buildTrainingGraph(c, paramLayout(c, "bf16"), 8, 1024, "cheap", device);
-      return graph.tensors.filter((t) => t.shape.length === 2 && t.shape[1] === 50257 && t.name.startsWith("loss.logits")).map((t) => t.shape[0]);
+      return graph.tensors.filter((t) => t.shape.length === 2 && t.name.startsWith("loss.logits")).map((t) => t.shape.join("x"));
     };
-    expect(chunkShapes("cpu")).toEqual(Array(32).fill(256));
-    expect(chunkShapes("gpu")).toEqual(Array(4).fill(2048));
+    expect(chunkShapes("cpu")).toEqual(Array(32).fill("256x50257"));
+    // A GPU pads the vocabulary to 50304 (a multiple of 128: aligned rows for the products).
+    expect(chunkShapes("gpu")).toEqual(Array(4).fill("2048x50304"));
   });
 });

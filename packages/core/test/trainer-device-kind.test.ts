@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { Backend, DeviceKind } from "@kiln/contract";
+import type { Backend, DeviceKind, FloatDType } from "@kiln/contract";
 import { createWasmBackend } from "@kiln/kernels-wasm";
 import { resolveModelConfig } from "../src/model/architectures.js";
+import type { ModelConfig } from "../src/model/config.js";
 import { Trainer } from "../src/train/trainer.js";
 import { planTrainingMemory } from "../src/train/plan-training.js";
 import { constantLrConfig } from "./support/trainer-config.js";
@@ -16,10 +17,11 @@ function presentedAs(backend: Backend, kind: DeviceKind): Backend {
   return { ...backend, capabilities: () => ({ ...caps, device: { ...caps.device, kind } }) };
 }
 
-async function firstSteps(kind: DeviceKind) {
+async function firstSteps(kind: DeviceKind, config: ModelConfig = model, dtype: FloatDType = "f32") {
   const wasm = await createWasmBackend({ threads: 2, measurePeak: false });
-  const trainer = new Trainer(presentedAs(wasm, kind), constantLrConfig(model, 8, 256, 3));
-  const batch = { ids: Int32Array.from({ length: ROWS }, (_, i) => (i * 31) % 4096), targets: Int32Array.from({ length: ROWS }, (_, i) => (i * 17 + 3) % 4096) };
+  const trainer = new Trainer(presentedAs(wasm, kind), { ...constantLrConfig(config, 8, 256, 3), dtype });
+  const vocab = config.vocabSize;
+  const batch = { ids: Int32Array.from({ length: ROWS }, (_, i) => (i * 31) % vocab), targets: Int32Array.from({ length: ROWS }, (_, i) => (i * 17 + 3) % vocab) };
   const losses = [];
   for (let i = 0; i < 3; i++) losses.push((await trainer.step([batch])).loss);
   const result = { losses, plan: trainer.memoryPlan, peak: wasm.memoryStats().peakBytes };
@@ -40,4 +42,17 @@ describe("a trainer plans for the kind of device it runs on", () => {
     // The same sums in another grouping: the head's gradient is added in one product instead of two.
     gpu.losses.forEach((l, i) => expect(Math.abs(l - cpu.losses[i]) / cpu.losses[i]).toBeLessThan(1e-5));
   }, 60_000);
+
+  it("a GPU pads an odd vocabulary to a multiple of 128 for the loss's products; the losses are the CPU's, the peak the plan", async () => {
+    // 4001 tokens: rows of 4001 logits are not 16-byte aligned; the GPU's plan runs them as 4096.
+    const odd = resolveModelConfig({ arch: "gpt2", vocabSize: 4001, hiddenSize: 64, numLayers: 1, numHeads: 2, maxSeqLen: 256 });
+    for (const dtype of ["f32", "bf16"] as const) {
+      const cpu = await firstSteps("cpu", odd, dtype);
+      const gpu = await firstSteps("gpu", odd, dtype);
+      expect(gpu.plan).toEqual(planTrainingMemory(odd, 8, 256, dtype, "cheap", "gpu"));
+      expect(gpu.peak, dtype).toBe(gpu.plan.total);
+      const tolerance = dtype === "f32" ? 1e-5 : 2e-3;
+      gpu.losses.forEach((l, i) => expect(Math.abs(l - cpu.losses[i]) / cpu.losses[i], `${dtype} step ${i}`).toBeLessThan(tolerance));
+    }
+  }, 120_000);
 });

@@ -3,7 +3,7 @@ import type { Graph } from "../graph/graph.js";
 import { appendBackward } from "../autodiff/append-backward.js";
 import { type RecomputePolicy, rematerialize } from "../autodiff/rematerialize.js";
 import { addKernelNode } from "../graph/kernel-node.js";
-import { chunkedClassifierLoss, logitsChunkBytes } from "../ops/classifier-loss.js";
+import { chunkedClassifierLoss, logitsChunkBytes, lossVocabMultiple } from "../ops/classifier-loss.js";
 import { crossEntropyLoss, linear } from "../ops/index.js";
 import type { ModelConfig } from "./config.js";
 import { archOf } from "./architectures.js";
@@ -61,14 +61,15 @@ export function buildEvalGraph(config: ModelConfig, layout: ParamLayout, batch: 
 /**
  * Forward, the cross-entropy loss and the whole backward pass, as one graph. The loss and
  * its gradient come a chunk of rows at a time (chunkedClassifierLoss), so the logits are
- * never whole (chunks sized for the kind of device that runs the step); the backward pass
- * starts from the final hidden states' gradient.
+ * never whole (chunks sized for the kind of device that runs the step, the vocabulary
+ * padded for aligned products on a GPU); the backward pass starts from the final hidden
+ * states' gradient.
  */
 export function buildTrainingGraph(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number, recompute: RecomputePolicy = "cheap", device: DeviceKind = "cpu"): ModelGraph {
   const { t, ids, positions, hidden, head } = forward(config, layout, batch, seqLen);
   const targets = t.g.tensor([batch * seqLen], "i32", "input", "labels");
   const before = t.g.nodes.length;
-  const { lossSum, dHidden, headGrad } = t.g.withScope("loss", () => chunkedClassifierLoss(t.g, hidden, head, targets, "loss", undefined, logitsChunkBytes(device)));
+  const { lossSum, dHidden, headGrad } = t.g.withScope("loss", () => chunkedClassifierLoss(t.g, hidden, head, targets, "loss", undefined, logitsChunkBytes(device), lossVocabMultiple(device)));
   const auxLoss = t.auxLosses.length > 0 ? sumOfScalars(t.g, t.auxLosses, "aux_loss") : undefined;
   const { paramGrads } = appendBackward(t.g, { before, grads: new Map([[hidden, dHidden]]), paramGrads: new Map([[head, headGrad]]) });
   rematerialize(t.g, recompute, archOf(config).blockPrefix);

@@ -1,4 +1,4 @@
-import { type DeviceKind, bytesPerElement } from "@kiln/contract";
+import { type DeviceKind, type FloatDType, bytesPerElement } from "@kiln/contract";
 import type { Graph } from "../graph/graph.js";
 import { addKernelNode } from "../graph/kernel-node.js";
 import { gradDtypeArg, paramGradTensor } from "./grad-rule.js";
@@ -21,6 +21,27 @@ export const LOGITS_CHUNK_MIN_ROWS = 256;
 /** The logits bytes a chunk of the training loss may hold on a device of this kind. */
 export function logitsChunkBytes(kind: DeviceKind = "cpu"): number {
   return kind === "gpu" ? GPU_LOGITS_CHUNK_BYTES : LOGITS_CHUNK_BYTES;
+}
+
+/**
+ * On a GPU the loss's products run with the vocabulary padded to a multiple of this
+ * (GPT-2's 50257 to 50304): a logits row of 50257 16-bit elements is not 16-byte aligned,
+ * which rules out the fast tensor-core GEMMs (cuBLASLt's and kiln's) for all three of the
+ * head's products, a third of a gpt2-small step's FLOPs. The padded columns come out of
+ * the forward product at the dtype's lowest value (zero weight rows, that bias), so the
+ * softmax gives them 0 and their gradient is 0: the loss and gradients are the unpadded
+ * ones. A CPU pads nothing.
+ */
+export const GPU_VOCAB_MULTIPLE = 128;
+
+/** The vocabulary multiple the training loss pads to on a device of this kind (1: none). */
+export function lossVocabMultiple(kind: DeviceKind = "cpu"): number {
+  return kind === "gpu" ? GPU_VOCAB_MULTIPLE : 1;
+}
+
+/** The lowest finite value of a float dtype: the padded logits, whose exp underflows to 0 beside any real logit. */
+function lowestFinite(dtype: FloatDType): number {
+  return dtype === "f16" ? -65504 : dtype === "bf16" ? -3.3895313892515355e38 : -3.4028234663852886e38;
 }
 
 /**
@@ -50,30 +71,69 @@ export interface ClassifierLoss {
  * add into the head weight's gradient. Only one chunk's logits are ever live, so the
  * training arena holds rows/chunk times fewer logits; the arithmetic is the same kernels'.
  * d(row loss) is the run-time lossScale, as for crossEntropyLoss's backward.
+ * vocabMultiple > 1 pads the products' vocabulary to a multiple of it (GPU_VOCAB_MULTIPLE):
+ * a copy of the head weight with zero rows after it, a bias of the dtype's lowest value on
+ * the padded columns, the head's gradient summed over the chunks in a padded f32 block and
+ * added to the parameter's gradient once.
  */
-export function chunkedClassifierLoss(g: Graph, hidden: number, head: number, targets: number, name: string, chunkRows?: number, chunkBytes?: number): ClassifierLoss {
+export function chunkedClassifierLoss(
+  g: Graph,
+  hidden: number,
+  head: number,
+  targets: number,
+  name: string,
+  chunkRows?: number,
+  chunkBytes?: number,
+  vocabMultiple = 1,
+): ClassifierLoss {
   const [rows, width] = g.info(hidden).shape;
   const [vocab] = g.info(head).shape;
-  const dtype = g.info(hidden).dtype;
-  const chunk = chunkRows ?? logitsChunkRows(rows, vocab, bytesPerElement(dtype), chunkBytes);
+  const dtype = g.info(hidden).dtype as FloatDType;
+  const padded = Math.ceil(vocab / vocabMultiple) * vocabMultiple;
+  const chunk = chunkRows ?? logitsChunkRows(rows, padded, bytesPerElement(dtype), chunkBytes);
   const losses = g.tensor([rows], "f32", "activation", `${name}.rows`);
   const dHidden = g.tensor([rows, width], dtype, "activation", `d(${g.info(hidden).name})`);
   const headGrad = paramGradTensor(g, head);
+  const pad = padded === vocab ? undefined : paddedHead(g, head, headGrad, padded, name);
+  const weight = pad?.weight ?? head;
   for (let r0 = 0, i = 0; r0 < rows; r0 += chunk, i++) {
     const n = Math.min(chunk, rows - r0);
     const x = { id: hidden, offset: r0 * width };
-    const logits = g.tensor([n, vocab], dtype, "activation", `${name}.logits.${i}`);
+    const logits = g.tensor([n, padded], dtype, "activation", `${name}.logits.${i}`);
     const lse = g.tensor([n], "f32", "activation", `${name}.lse.${i}`);
-    addKernelNode(g, "matmul", { a: x, b: head, c: logits }, { m: n, n: vocab, k: width, transB: true, dtype });
+    addKernelNode(g, "matmul", { a: x, b: weight, c: logits, ...(pad ? { bias: pad.bias } : {}) }, { m: n, n: padded, k: width, transB: true, dtype });
     const t = { id: targets, offset: r0 };
-    addKernelNode(g, "crossEntropyForward", { logits, targets: t, losses: { id: losses, offset: r0 }, lse }, { rows: n, vocab, dtype });
-    const dLogits = g.tensor([n, vocab], dtype, "activation", `d(${name}.logits.${i})`);
-    addKernelNode(g, "crossEntropyBackward", { logits, targets: t, lse, dLogits }, { rows: n, vocab, lossScale: 1, dtype }, { runtimeArgs: { lossScale: "lossScale" } });
+    addKernelNode(g, "crossEntropyForward", { logits, targets: t, losses: { id: losses, offset: r0 }, lse }, { rows: n, vocab: padded, dtype });
+    const dLogits = g.tensor([n, padded], dtype, "activation", `d(${name}.logits.${i})`);
+    addKernelNode(g, "crossEntropyBackward", { logits, targets: t, lse, dLogits }, { rows: n, vocab: padded, lossScale: 1, dtype }, { runtimeArgs: { lossScale: "lossScale" } });
     // d(hidden) rows = dLogits · W;  dW += dLogits^T · hidden rows
-    addKernelNode(g, "matmul", { a: dLogits, b: head, c: { id: dHidden, offset: r0 * width } }, { m: n, n: width, k: vocab, dtype });
-    addKernelNode(g, "matmul", { a: dLogits, b: x, c: headGrad }, { m: vocab, n: width, k: n, transA: true, accumulate: true, dtype, ...gradDtypeArg(g, headGrad, dtype, "cDtype") });
+    addKernelNode(g, "matmul", { a: dLogits, b: weight, c: { id: dHidden, offset: r0 * width } }, { m: n, n: width, k: padded, dtype });
+    const grad = pad?.grad ?? headGrad;
+    addKernelNode(g, "matmul", { a: dLogits, b: x, c: grad }, { m: padded, n: width, k: n, transA: true, accumulate: pad === undefined || i > 0, dtype, ...gradDtypeArg(g, grad, dtype, "cDtype") });
+  }
+  if (pad) {
+    const gradDtype = g.info(headGrad).dtype as FloatDType;
+    addKernelNode(g, "add", { a: headGrad, b: pad.grad, out: headGrad }, { n: vocab * width, dtype: gradDtype });
   }
   const lossSum = g.tensor([1], "f32", "output", name);
   addKernelNode(g, "sum", { x: losses, out: lossSum }, { n: rows, dtype: "f32" });
   return { lossSum, dHidden, headGrad };
+}
+
+/**
+ * The padded operands of chunkedClassifierLoss: the head weight's rows then zero rows up to
+ * `padded`, a bias of 0 on the real columns and the dtype's lowest value on the padded
+ * ones, and the padded gradient block (the head gradient's dtype).
+ */
+function paddedHead(g: Graph, head: number, headGrad: number, padded: number, name: string) {
+  const [vocab, width] = g.info(head).shape;
+  const dtype = g.info(head).dtype as FloatDType;
+  const weight = g.tensor([padded, width], dtype, "activation", `${name}.head_padded`);
+  addKernelNode(g, "copyStrided", { src: head, dst: weight }, { batch: 1, rows: vocab, cols: width, srcBatchStride: 0, srcRowStride: width, dstBatchStride: 0, dstRowStride: width, dtype });
+  addKernelNode(g, "fill", { out: { id: weight, offset: vocab * width } }, { n: (padded - vocab) * width, value: 0, dtype });
+  const bias = g.tensor([padded], dtype, "activation", `${name}.pad_bias`);
+  addKernelNode(g, "fill", { out: bias }, { n: vocab, value: 0, dtype });
+  addKernelNode(g, "fill", { out: { id: bias, offset: vocab } }, { n: padded - vocab, value: lowestFinite(dtype), dtype });
+  const grad = g.tensor([padded, width], g.info(headGrad).dtype, "activation", `d(${name}.head_padded)`);
+  return { weight, bias, grad };
 }
