@@ -37,8 +37,9 @@ cat >"$dir/run.sh" <<'RUN'
 # time left of KIT_BUDGET seconds (default 420): conformance, nano-start trained with
 # and without --cuda-graphs (the same losses), kiln's launch cost, GEMMs,
 # the gpt2-small bf16 step beside PyTorch, the small models with and without CUDA
-# graphs, a device-timed profile of gpt2-small bf16, attention, racecheck. KIT_FULL=1
-# adds a second conformance pass, the other matmul and attention paths and memcheck.
+# graphs, a device-timed profile of gpt2-small bf16, attention, racecheck, memcheck of
+# kiln's matmul (wgmma on sm_90). KIT_FULL=1 adds a second conformance pass,
+# gpt2-small bf16 on kiln's own matmuls, the other matmul paths and memcheck throughout.
 # Logs and JSON land in OUTDIR (default: out, in the folder), seven files in all.
 set -uo pipefail
 kit="$(cd "$(dirname "$0")" && pwd)"
@@ -111,6 +112,7 @@ if command -v compute-sanitizer >/dev/null; then
   grep -E "ERROR SUMMARY|FAIL" "$out/sanitizer.log" | tail -3
 fi
 if [ -n "${KIT_FULL:-}" ]; then
+  KILN_MATMUL_PATH=kiln KILN_TORCH_PYTHON=false bench own-kernels --only train --models gpt2-small:bf16
   for path in mma wmma simt; do
     stage "conformance of matmul with KILN_MATMUL_PATH=$path"
     KILN_MATMUL_PATH=$path timeout $(left 60) "$node" "$kit/cuda-conformance.mjs" --isolate --kernel matmul >>"$out/conformance.log" 2>&1; echo "exit $?"
