@@ -3,7 +3,7 @@ import { describeCasesOnSchedules } from "./support/simulator.js";
 
 // The Hopper matmul (csrc/matmul_wgmma.cu: wgmma from 128-byte-swizzled shared memory,
 // a 4-stage cp.async ring) on the simulator, which emulates wgmma's descriptors,
-// swizzle and fragments (sim/wgmma_sim.h), against the f64 reference:
+// swizzle and fragments (csrc/sim/wgmma_sim.h), against the f64 reference:
 // k = 64 * 4 stages * 2 + 24 (the ring wraps twice, then a zero-filled tail; 64 * 5 + 24
 // for the largest cases), m and n multiples of 8 but not of the tile, 128 x 256 tiles
 // (128 of them: that config is picked) and 128 x 128 ones, every transA / transB pair (K-major and MN-major
