@@ -5,6 +5,7 @@
 // major, leading dimension a multiple of 8 elements), cut into 16-byte chunks of 8.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "kiln_cuda.h"
 #include "matmul_params.h"
@@ -133,6 +134,23 @@ inline bool pair_stores(const MatmulParams<T, TC>& p) {
 template <typename T>
 inline bool copies16(const T* base, int64_t ld, int64_t stride) {
   return is_aligned16(base) && ld % 8 == 0 && stride % 8 == 0;
+}
+
+/**
+ * The entry of a pipelined kernel: launch(bool_constant<transA>, bool_constant<transB>)
+ * when both operands allow 16-byte copies, else false with nothing launched.
+ */
+template <typename T, typename TC, typename F>
+inline bool launch_if_copies16(const MatmulParams<T, TC>& p, F&& launch) {
+  if (!copies16(p.a, p.trans_a ? p.m : p.k, p.stride_a) || !copies16(p.b, p.trans_b ? p.k : p.n, p.stride_b)) return false;
+  if (p.trans_a) {
+    if (p.trans_b) launch(std::true_type{}, std::true_type{});
+    else launch(std::true_type{}, std::false_type{});
+  } else {
+    if (p.trans_b) launch(std::false_type{}, std::true_type{});
+    else launch(std::false_type{}, std::false_type{});
+  }
+  return true;
 }
 
 }  // namespace matmul_pipeline

@@ -42,7 +42,6 @@
 namespace kiln {
 namespace {
 
-using matmul_pipeline::copies16;
 using matmul_pipeline::pair_stores;
 using matmul_pipeline::store_pair;
 using matmul_pipeline::Sw128Tile;
@@ -181,15 +180,7 @@ void launch_wgmma_t(const MatmulParams<T, TC>& p, cudaStream_t stream) {
 
 template <typename T, typename TC>
 bool launch_matmul_wgmma(const MatmulParams<T, TC>& p, cudaStream_t stream) {
-  if (!copies16(p.a, p.trans_a ? p.m : p.k, p.stride_a) || !copies16(p.b, p.trans_b ? p.k : p.n, p.stride_b)) return false;
-  if (p.trans_a) {
-    if (p.trans_b) launch_wgmma_t<T, TC, true, true>(p, stream);
-    else launch_wgmma_t<T, TC, true, false>(p, stream);
-  } else {
-    if (p.trans_b) launch_wgmma_t<T, TC, false, true>(p, stream);
-    else launch_wgmma_t<T, TC, false, false>(p, stream);
-  }
-  return true;
+  return matmul_pipeline::launch_if_copies16(p, [&](auto ta, auto tb) { launch_wgmma_t<T, TC, decltype(ta)::value, decltype(tb)::value>(p, stream); });
 }
 
 template bool launch_matmul_wgmma(const MatmulParams<__nv_bfloat16, __nv_bfloat16>&, cudaStream_t);

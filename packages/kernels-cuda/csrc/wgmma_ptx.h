@@ -119,15 +119,13 @@ __device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], uint64_t da, uin
   ::kiln_sim::warpgroup_barrier(site_file, site_line);
 #elif defined(KILN_HAS_WGMMA)
   constexpr bool kBf16 = std::is_same<T, __nv_bfloat16>::value;
-  if constexpr (N == 256 && kBf16) {
-    asm volatile(KILN_WGMMA_ASM(256, bf16, 128, 129, 130, 131, 132) : KILN_WGMMA_D128_OPERANDS : "l"(da), "l"(db), "r"(1), "n"(int{MN_MAJOR_A}), "n"(int{MN_MAJOR_B}));
-  } else if constexpr (N == 256) {
-    asm volatile(KILN_WGMMA_ASM(256, f16, 128, 129, 130, 131, 132) : KILN_WGMMA_D128_OPERANDS : "l"(da), "l"(db), "r"(1), "n"(int{MN_MAJOR_A}), "n"(int{MN_MAJOR_B}));
-  } else if constexpr (kBf16) {
-    asm volatile(KILN_WGMMA_ASM(128, bf16, 64, 65, 66, 67, 68) : KILN_WGMMA_D64_OPERANDS : "l"(da), "l"(db), "r"(1), "n"(int{MN_MAJOR_A}), "n"(int{MN_MAJOR_B}));
-  } else {
-    asm volatile(KILN_WGMMA_ASM(128, f16, 64, 65, 66, 67, 68) : KILN_WGMMA_D64_OPERANDS : "l"(da), "l"(db), "r"(1), "n"(int{MN_MAJOR_A}), "n"(int{MN_MAJOR_B}));
-  }
+#define KILN_WGMMA_CALL(n, ty, r, r1, r2, r3, r4) \
+  asm volatile(KILN_WGMMA_ASM(n, ty, r, r1, r2, r3, r4) : KILN_WGMMA_D##r##_OPERANDS : "l"(da), "l"(db), "r"(1), "n"(int{MN_MAJOR_A}), "n"(int{MN_MAJOR_B}))
+  if constexpr (N == 256 && kBf16) KILN_WGMMA_CALL(256, bf16, 128, 129, 130, 131, 132);
+  else if constexpr (N == 256) KILN_WGMMA_CALL(256, f16, 128, 129, 130, 131, 132);
+  else if constexpr (kBf16) KILN_WGMMA_CALL(128, bf16, 64, 65, 66, 67, 68);
+  else KILN_WGMMA_CALL(128, f16, 64, 65, 66, 67, 68);
+#undef KILN_WGMMA_CALL
 #else
   (void)d;
   (void)da;

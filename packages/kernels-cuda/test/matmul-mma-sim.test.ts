@@ -1,5 +1,6 @@
 import type { ConformanceCase } from "@kiln/contract/conformance";
 import { describeCasesOnSchedules } from "./support/simulator.js";
+import { TRANSPOSE_PAIRS, transposeLabel } from "./support/transposes.js";
 
 // The pipelined tensor-core matmul (csrc/matmul_mma.cu: mma.sync, ldmatrix, a
 // 4-stage cp.async ring) on shapes the conformance suite does not reach, against the
@@ -11,14 +12,8 @@ import { describeCasesOnSchedules } from "./support/simulator.js";
 // Slow (about a minute: every mma and ldmatrix is a warp exchange in the simulator).
 const K = 32 * 4 * 3 + 8;
 
-type Trans = { transA: boolean; transB: boolean };
-const pairs: Trans[] = [
-  { transA: false, transB: false },
-  { transA: false, transB: true },
-  { transA: true, transB: false },
-  { transA: true, transB: true },
-];
-const t = (p: Trans) => `${p.transA ? "transA" : "A"} ${p.transB ? "transB" : "B"}`;
+const pairs = TRANSPOSE_PAIRS;
+const t = transposeLabel;
 
 const cases: ConformanceCase[] = [
   // 128 x 128 tiles: 2 x 2 tiles per item x 32 items; B broadcast, padded A and C strides.

@@ -1,5 +1,6 @@
 import type { ConformanceCase } from "@kiln/contract/conformance";
 import { describeCasesOnSchedules } from "./support/simulator.js";
+import { TRANSPOSE_PAIRS, transposeLabel } from "./support/transposes.js";
 
 // The Hopper matmul (csrc/matmul_wgmma.cu: wgmma from 128-byte-swizzled shared memory,
 // a 4-stage cp.async ring) on the simulator, which emulates wgmma's descriptors,
@@ -15,14 +16,8 @@ import { describeCasesOnSchedules } from "./support/simulator.js";
 const K = 64 * 4 * 2 + 24;
 const K_LARGE = 64 * 5 + 24;
 
-type Trans = { transA: boolean; transB: boolean };
-const pairs: Trans[] = [
-  { transA: false, transB: false },
-  { transA: false, transB: true },
-  { transA: true, transB: false },
-  { transA: true, transB: true },
-];
-const t = (p: Trans) => `${p.transA ? "transA" : "A"} ${p.transB ? "transB" : "B"}`;
+const pairs = TRANSPOSE_PAIRS;
+const t = transposeLabel;
 
 const cases: ConformanceCase[] = [
   // 128 x 256 tiles: 2 x 2 tiles per item x 32 items; B broadcast, padded A and C strides.
