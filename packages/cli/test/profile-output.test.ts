@@ -96,6 +96,25 @@ describe("the profile table", () => {
     expect(table({ synchronized: true })).toMatch(/measured with a device synchronize after every kernel/);
     expect(table({ synchronized: false })).not.toMatch(/timestamps|synchronize after/);
   });
+
+  it("gives each kernel and call shape its roofline share (floor) when the device's peak and bandwidth are known", async () => {
+    const summary = summarizeProfile(await profiledSteps(1));
+    // A made-up device slow enough that the reference backend's calls sit near their floor.
+    const c = { measuredStepMs: summary.stepMs, device: "gpu", synchronized: false, peakFlops: 2e9, memoryBandwidth: 4e9 };
+    const text = formatProfileTable(summary, c);
+    expect(text).toMatch(/floor: the calls' roofline time \(FLOPs at 0 TFLOP\/s, operand bytes at 4 GB\/s, the longer\) over their time/);
+    const lines = text.split("\n");
+    const head = lines.find((l) => l.startsWith("kernel"))!.split(/\s+/);
+    const floor = head.indexOf("floor");
+    expect(floor).toBeGreaterThan(0);
+    const matmul = summary.kernels.find((r) => r.name === "matmul")!;
+    const expected = Math.max((matmul.gflops! * 1e9) / c.peakFlops, (matmul.gbps! * 1e9) / c.memoryBandwidth);
+    const row = lines.find((l) => l.startsWith("matmul "))!.split(/\s+/);
+    expect(Number(row[floor].replace("%", ""))).toBeCloseTo(100 * expected, 1);
+    // The shapes table has the column too; without the device's figures neither has it.
+    expect(lines.find((l) => /^\s+ms\/step\s+share.*floor\s+call$/.test(l))).toBeDefined();
+    expect(formatProfileTable(summary, { measuredStepMs: summary.stepMs, device: "gpu", synchronized: false })).not.toMatch(/floor/);
+  });
 });
 
 describe("StepProfiling on a GPU backend", () => {

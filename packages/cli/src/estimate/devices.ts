@@ -65,6 +65,11 @@ export function autoDTypeFor(device: DeviceProfile): FloatDType {
   return device.peakFlops.bf16 > 0 ? "bf16" : device.peakFlops.f16 > 0 ? "f16" : "f32";
 }
 
+/** The memory bandwidth (bytes/s) of a GPU by the name its driver reports, where the GPU table has it. */
+export function memoryBandwidthForName(deviceName: string): number | undefined {
+  return cuda?.gpuProfileForName(deviceName)?.memoryBandwidth;
+}
+
 export function deviceProfile(name: string): DeviceProfile | undefined {
   return name === "cpu" ? cpuProfile() : GPUS[name.toLowerCase()];
 }

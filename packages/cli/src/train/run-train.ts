@@ -20,6 +20,7 @@ import { dtypeFromFlags } from "../config/dtype-choice.js";
 import { trainingPrecision } from "./training-precision.js";
 import { type ConfigOverrides, type RunSettings, resolveSettings } from "../config/settings.js";
 import { type LoadedConfig, loadConfigFile, parseConfigText } from "../config/load-config.js";
+import { memoryBandwidthForName } from "../estimate/devices.js";
 import { formatBytes } from "../estimate/format-bytes.js";
 import { formatBanner } from "./banner.js";
 import { checkpointPath, pruneCheckpoints, removeStaleTempFiles, resolveResume } from "./checkpoint-files.js";
@@ -176,7 +177,13 @@ async function trainOn(
   const resumeFrom = flags.resume ? resolveResume(flags.resume, s.outputDir) : undefined;
   const totalSteps = s.maxSteps ?? Math.ceil(((s.numEpochs ?? 1) * data.train.batchesPerEpoch) / s.gradAccum);
   // --profile: rank 0 alone times its steps (every rank runs the same kernels).
-  const profiling = lead && flags.profile !== undefined ? new StepProfiling(flags.profile === true ? PROFILE_DEFAULT_STEPS : flags.profile, totalSteps, backend, s.outputDir) : undefined;
+  const profiling =
+    lead && flags.profile !== undefined
+      ? new StepProfiling(flags.profile === true ? PROFILE_DEFAULT_STEPS : flags.profile, totalSteps, backend, s.outputDir, {
+          peakFlops: peakForDtype(backend.capabilities(), dtype),
+          memoryBandwidth: memoryBandwidthForName(backend.capabilities().device.name),
+        })
+      : undefined;
   const trainer = new Trainer(backend, {
     model: s.model,
     batchSize: s.batchSize,

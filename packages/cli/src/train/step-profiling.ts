@@ -28,6 +28,8 @@ export class StepProfiling {
     private readonly totalSteps: number,
     private readonly backend: Backend,
     private readonly outputDir: string,
+    /** The device's peak FLOP/s for the training dtype and memory bandwidth, where known (the table's floor column). */
+    private readonly roofline: { peakFlops?: number; memoryBandwidth?: number } = {},
   ) {
     // A GPU's kernels return before they have run: the profile takes the device's timestamps
     // around each call, or, on a backend without a timer, waits for each.
@@ -65,6 +67,7 @@ export class StepProfiling {
       device: this.backend.capabilities().device.name,
       synchronized: this.profiler.synchronize !== undefined,
       deviceTimed: this.profiler.timer !== undefined,
+      ...(this.roofline.peakFlops && this.roofline.memoryBandwidth ? { peakFlops: this.roofline.peakFlops, memoryBandwidth: this.roofline.memoryBandwidth } : {}),
     };
     const profileFile = path.join(this.outputDir, "profile.json");
     const traceFile = path.join(this.outputDir, "trace.json");
