@@ -5,17 +5,22 @@
 // headDim and vHeadDim up to 128, tiles DP wide for the wider of the two, Q and K
 // zero past headDim, V (so O) zero past vHeadDim.
 //
-// A block of 4 warps owns 64 query rows of one (head, batch); warp w owns rows
-// 16w..16w+15. Q's fragments are loaded once (ldmatrix from shared memory) and stay
-// in registers. For each tile of 64 keys:
-//   S_w = Q_w K^T     8 accumulator tiles of 16 x 8 (f32), K's fragments by ldmatrix
+// A block of 4 warps owns 64 MI query rows of one (head, batch); warp w owns rows
+// 16 MI w .. 16 MI (w + 1) - 1 as MI tiles of 16 rows (MI = 2 for tiles up to DP 64:
+// every K and V fragment read from shared memory feeds two mma, so fewer reads per
+// product; MI = 1 for DP 128, where two tiles' registers would not fit). With MI = 1,
+// Q's fragments are loaded once (ldmatrix from shared memory) and stay in registers;
+// with MI = 2 they are read again per key tile (the registers go to the second tile's
+// scores and output), and the key tiles are 32 keys (64 with MI = 1). For each key
+// tile, for each of the warp's row tiles:
+//   S_w = Q_w K^T     KEYS / 8 accumulator tiles of 16 x 8 (f32), K's fragments by ldmatrix
 //   online softmax    lane (g, q) holds rows g and g + 8, columns 2q, 2q + 1 of every
 //                     tile: row max and sum over the 4 lanes of a row through shuffles
 //   O_w = alpha O_w + P_w V
 //                     P is rounded to T straight from S's accumulators: two adjacent
 //                     16 x 8 accumulator tiles are one 16 x 16 A fragment (same rows,
 //                     same column pairs); V's fragments by ldmatrix .trans
-// Shared memory: Q 64 x DP, and two buffers of K and V 64 x DP (T, rows padded by 8
+// Shared memory: Q 64 MI x DP, and two buffers of K and V KEYS x DP (T, rows padded by 8
 // elements: 16-byte aligned rows, and the 8 rows one ldmatrix reads fall in distinct
 // banks). Key tile kt + 1 is copied into the other buffer while tile kt is used: by
 // cp.async (16-byte pieces, zero fill past the sequence and the head size) when every
@@ -29,12 +34,18 @@
 namespace kiln {
 namespace {
 
-constexpr int kMmaRows = 64, kMmaKeys = 64;
-
+/**
+ * The tiles: MI 16-row tiles per warp, two for heads up to 64 wide (each K and V fragment
+ * serves both) with key tiles of 32 (the registers of two tiles' scores and outputs), one
+ * with key tiles of 64 for heads up to 128.
+ */
 template <int DP>
 struct MmaLayout {
-  static constexpr int LD = DP + 8;  // elements per shared row
-  static constexpr size_t q_bytes = size_t{kMmaRows} * LD * 2, kv_bytes = size_t{kMmaKeys} * LD * 2;
+  static constexpr int MI = DP <= 64 ? 2 : 1;
+  static constexpr int KEYS = MI == 2 ? 32 : 64;    // keys of a loop tile
+  static constexpr int ROWS = kMmaWarps * 16 * MI;  // query rows of a block
+  static constexpr int LD = DP + 8;                 // elements per shared row
+  static constexpr size_t q_bytes = size_t{ROWS} * LD * 2, kv_bytes = size_t{KEYS} * LD * 2;
   static constexpr size_t total = q_bytes + 4 * kv_bytes;  // Q, then K and V per buffer
 };
 
@@ -45,114 +56,128 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
                                  int64_t q_stride, int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale) {
 #if defined(KILN_ATTENTION_TC)
   using L = MmaLayout<DP>;
-  constexpr int NS = kMmaKeys / 8;   // 16 x 8 score tiles per key tile
+  constexpr int MI = L::MI, KEYS = L::KEYS;
+  constexpr int NS = KEYS / 8;       // 16 x 8 score tiles per key tile
   constexpr int NO = DP / 8;         // 16 x 8 output tiles
   KILN_DYNAMIC_SHARED(unsigned char, smem);
   T* qs = reinterpret_cast<T*>(smem);
   T* kvs = reinterpret_cast<T*>(smem + L::q_bytes);  // buffer i: K at kvs + 2 i TILE, V at kvs + (2 i + 1) TILE
-  constexpr int TILE = kMmaKeys * L::LD;
+  constexpr int TILE = KEYS * L::LD;
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, qd = lane & 3;
-  const QueryTile tile = query_tile(seq, batch, heads, kv_heads, kMmaRows);
+  const QueryTile tile = query_tile(seq, batch, heads, kv_heads, L::ROWS);
   const int h = tile.head, b = tile.batch, q0 = tile.row0, nq = tile.rows;
   const int64_t tok0 = tile.tok0;
-  const int wrow = warp * 16;                // this warp's first row in the tile
-  const int t_lo = q0 + wrow + g, t_hi = t_lo + 8;  // this lane's two query rows
+  const int wrow = warp * 16 * MI;  // this warp's first row in the tile; row tile i starts 16 i further
   const float s_mul = scale * kLog2e;
   const int dvo = VOWN ? dv : d;  // v and out columns
   const int64_t vstride = VOWN ? v_stride : kv_stride;
   const T* kb = k + tok0 * kv_stride + int64_t{tile.kv_head} * d;
   const T* vb = v + tok0 * vstride + int64_t{tile.kv_head} * dvo;
 
-  const int n_kt = (q0 + nq - 1) / kMmaKeys + 1;
+  const int n_kt = (q0 + nq - 1) / KEYS + 1;
   auto copy_keys = [&](int kt) {
-    const int kv0 = kt * kMmaKeys, nk = min(kMmaKeys, seq - kv0);
+    const int kv0 = kt * KEYS, nk = min(KEYS, seq - kv0);
     T* buf = kvs + (kt & 1) * 2 * TILE;
-    copy_tile<T, DP, VEC>(buf, kb + int64_t{kv0} * kv_stride, kv_stride, kMmaKeys, nk, d);
-    copy_tile<T, DP, VEC>(buf + TILE, vb + int64_t{kv0} * vstride, vstride, kMmaKeys, nk, dvo);
+    copy_tile<T, DP, VEC>(buf, kb + int64_t{kv0} * kv_stride, kv_stride, KEYS, nk, d);
+    copy_tile<T, DP, VEC>(buf + TILE, vb + int64_t{kv0} * vstride, vstride, KEYS, nk, dvo);
   };
-  copy_tile<T, DP, VEC>(qs, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, kMmaRows, nq, d);
+  copy_tile<T, DP, VEC>(qs, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, L::ROWS, nq, d);
   copy_keys(0);
   tile_copies_visible<VEC, 0>();
-  uint32_t qf[DP / 16][4];  // Q_w's A fragments, for the whole loop
-  load_a_fragments<DP>(qf, qs + wrow * L::LD, lane);
+  // One row tile: Q_w's A fragments stay in registers for the whole loop; two: they are
+  // read from shared memory per key tile (the registers hold the second tile's S and O).
+  uint32_t qf[1][DP / 16][4];
+  if constexpr (MI == 1) load_a_fragments<DP>(qf[0], qs + wrow * L::LD, lane);
 
-  float o[NO][4];
+  float o[MI][NO][4];
 #pragma unroll
-  for (int j = 0; j < NO; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
-  float m_lo = neg_inf(), m_hi = neg_inf(), l_lo = 0.0f, l_hi = 0.0f;
+  for (int i = 0; i < MI; i++)
+#pragma unroll
+    for (int j = 0; j < NO; j++) o[i][j][0] = o[i][j][1] = o[i][j][2] = o[i][j][3] = 0.0f;
+  // Per row tile i and half (rows g, g + 8): the running max (base-2 scaled scores) and sum.
+  float m[MI][2], l[MI][2];
+#pragma unroll
+  for (int i = 0; i < MI; i++) m[i][0] = m[i][1] = neg_inf(), l[i][0] = l[i][1] = 0.0f;
 
   for (int kt = 0; kt < n_kt; kt++) {
-    const int kv0 = kt * kMmaKeys;
+    const int kv0 = kt * KEYS;
     // Tile kt + 1 into the other buffer (last read in iteration kt - 1, before its closing barrier).
     if (kt + 1 < n_kt) copy_keys(kt + 1);
     tile_copies_visible<VEC, 1>();  // tile kt, not tile kt + 1 (plain loads of tile kt: the previous closing barrier)
     const T* ks = kvs + (kt & 1) * 2 * TILE;
     const T* vs = ks + TILE;
-    if (kv0 <= q0 + wrow + 15) {  // else every key of the tile is after every row of this warp
+    if (kv0 <= q0 + wrow + 16 * MI - 1) {  // else every key of the tile is after every row of this warp
       // S_w = Q_w K^T
-      float s[NS][4];
-      warp_mma_nt<T, DP, NS>(s, qf, ks, lane);
+      float s[MI][NS][4];
+      if constexpr (MI == 1) warp_mma_nt<T, DP, NS, 1>(s, qf, ks, lane);
+      else warp_mma_nt<T, DP, NS, MI>(s, qs + wrow * L::LD, ks, lane);
 
-      // Online softmax. Masked: keys after a row (causal) and keys past the sequence.
-      const bool masked = kv0 + kMmaKeys - 1 > q0 + wrow || kv0 + kMmaKeys > seq;
-      float mx_lo = neg_inf(), mx_hi = neg_inf();
 #pragma unroll
-      for (int j = 0; j < NS; j++) {
+      for (int i = 0; i < MI; i++) {
+        // Online softmax. Masked: keys after a row (causal) and keys past the sequence.
+        const int r0 = q0 + wrow + 16 * i, t_lo = r0 + g, t_hi = t_lo + 8;  // this lane's two query rows
+        const bool masked = kv0 + KEYS - 1 > r0 || kv0 + KEYS > seq;
+        float mx_lo = neg_inf(), mx_hi = neg_inf();
 #pragma unroll
-        for (int e = 0; e < 2; e++) {
-          const int u = kv0 + j * 8 + 2 * qd + e;
-          const bool off_lo = masked && (u > t_lo || u >= seq), off_hi = masked && (u > t_hi || u >= seq);
-          s[j][e] = off_lo ? neg_inf() : s[j][e] * s_mul;
-          s[j][2 + e] = off_hi ? neg_inf() : s[j][2 + e] * s_mul;
-          mx_lo = fmaxf(mx_lo, s[j][e]);
-          mx_hi = fmaxf(mx_hi, s[j][2 + e]);
+        for (int j = 0; j < NS; j++) {
+#pragma unroll
+          for (int e = 0; e < 2; e++) {
+            const int u = kv0 + j * 8 + 2 * qd + e;
+            const bool off_lo = masked && (u > t_lo || u >= seq), off_hi = masked && (u > t_hi || u >= seq);
+            s[i][j][e] = off_lo ? neg_inf() : s[i][j][e] * s_mul;
+            s[i][j][2 + e] = off_hi ? neg_inf() : s[i][j][2 + e] * s_mul;
+            mx_lo = fmaxf(mx_lo, s[i][j][e]);
+            mx_hi = fmaxf(mx_hi, s[i][j][2 + e]);
+          }
         }
-      }
-      mx_lo = quad_max(mx_lo);
-      mx_hi = quad_max(mx_hi);
-      // A row of the warp past the sequence (or, in a later tile, with every key masked) keeps
-      // m = -inf; its base stays 0 so that exp2 gives 0, never NaN.
-      const float mn_lo = fmaxf(m_lo, mx_lo), mn_hi = fmaxf(m_hi, mx_hi);
-      const float base_lo = mn_lo == neg_inf() ? 0.0f : mn_lo, base_hi = mn_hi == neg_inf() ? 0.0f : mn_hi;
-      const float alpha_lo = exp2f(m_lo - base_lo), alpha_hi = exp2f(m_hi - base_hi);
-      float rs_lo = 0.0f, rs_hi = 0.0f;
+        mx_lo = quad_max(mx_lo);
+        mx_hi = quad_max(mx_hi);
+        // A row past the sequence (or, in a later tile, with every key masked, as every row
+        // of a tile wholly before kv0) keeps m = -inf; its base stays 0 so that exp2 gives 0, never NaN.
+        const float mn_lo = fmaxf(m[i][0], mx_lo), mn_hi = fmaxf(m[i][1], mx_hi);
+        const float base_lo = mn_lo == neg_inf() ? 0.0f : mn_lo, base_hi = mn_hi == neg_inf() ? 0.0f : mn_hi;
+        const float alpha_lo = exp2f(m[i][0] - base_lo), alpha_hi = exp2f(m[i][1] - base_hi);
+        float rs_lo = 0.0f, rs_hi = 0.0f;
 #pragma unroll
-      for (int j = 0; j < NS; j++) {
-        s[j][0] = exp2f(s[j][0] - base_lo);
-        s[j][1] = exp2f(s[j][1] - base_lo);
-        s[j][2] = exp2f(s[j][2] - base_hi);
-        s[j][3] = exp2f(s[j][3] - base_hi);
-        rs_lo += s[j][0] + s[j][1];
-        rs_hi += s[j][2] + s[j][3];
-      }
-      l_lo = l_lo * alpha_lo + quad_sum(rs_lo);
-      l_hi = l_hi * alpha_hi + quad_sum(rs_hi);
-      m_lo = mn_lo;
-      m_hi = mn_hi;
+        for (int j = 0; j < NS; j++) {
+          s[i][j][0] = exp2f(s[i][j][0] - base_lo);
+          s[i][j][1] = exp2f(s[i][j][1] - base_lo);
+          s[i][j][2] = exp2f(s[i][j][2] - base_hi);
+          s[i][j][3] = exp2f(s[i][j][3] - base_hi);
+          rs_lo += s[i][j][0] + s[i][j][1];
+          rs_hi += s[i][j][2] + s[i][j][3];
+        }
+        l[i][0] = l[i][0] * alpha_lo + quad_sum(rs_lo);
+        l[i][1] = l[i][1] * alpha_hi + quad_sum(rs_hi);
+        m[i][0] = mn_lo;
+        m[i][1] = mn_hi;
 #pragma unroll
-      for (int j = 0; j < NO; j++) {
-        o[j][0] *= alpha_lo;
-        o[j][1] *= alpha_lo;
-        o[j][2] *= alpha_hi;
-        o[j][3] *= alpha_hi;
+        for (int j = 0; j < NO; j++) {
+          o[i][j][0] *= alpha_lo;
+          o[i][j][1] *= alpha_lo;
+          o[i][j][2] *= alpha_hi;
+          o[i][j][3] *= alpha_hi;
+        }
       }
 
       // O_w += P_w V
-      warp_mma_nn<T, DP, NS>(o, s, vs, lane);
+      warp_mma_nn<T, DP, NS, MI>(o, s, vs, lane);
     }
     __syncthreads();  // tile kt's buffer is free for tile kt + 2
   }
 
-  // Lane (g, q) writes columns 8 j + 2 q and 8 j + 2 q + 1 of rows t_lo and t_hi.
+  // Lane (g, q) writes columns 8 j + 2 q and 8 j + 2 q + 1 of rows g and g + 8 of each row tile.
 #pragma unroll
-  for (int half = 0; half < 2; half++) {
-    const int t = half ? t_hi : t_lo;
-    if (t >= seq) continue;
-    const float l = half ? l_hi : l_lo, inv = 1.0f / l;
-    store_accumulator_row<T, DP>(out + (tok0 + t) * out_stride + int64_t{h} * dvo, o, half, qd, dvo, inv);
-    if (qd == 0) lse[(int64_t{b} * heads + h) * seq + t] = ((half ? m_hi : m_lo) + log2f(l)) * kLn2;
-  }
+  for (int i = 0; i < MI; i++)
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+      const int t = q0 + wrow + 16 * i + g + 8 * half;
+      if (t >= seq) continue;
+      const float inv = 1.0f / l[i][half];
+      store_accumulator_row<T, DP>(out + (tok0 + t) * out_stride + int64_t{h} * dvo, o[i], half, qd, dvo, inv);
+      if (qd == 0) lse[(int64_t{b} * heads + h) * seq + t] = (m[i][half] + log2f(l[i][half])) * kLn2;
+    }
 #else
   (void)q; (void)k; (void)v; (void)out; (void)lse; (void)batch; (void)seq; (void)heads; (void)kv_heads; (void)d; (void)dv;
   (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
@@ -169,7 +194,7 @@ void launch_mma(const KernelCall& c, const Args& a) {
   const bool v_own = a.dv != a.d || a.v_stride != a.kv_stride, vec = allows_16_byte_copies(c, {0, 1, 2}, {a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride});  // q, k, v
   auto kernel = v_own ? pick_kernel<T, DP, true>(vec) : pick_kernel<T, DP, false>(vec);
   allow_shared(kernel, MmaLayout<DP>::total);
-  const unsigned grid = ceil_div(a.seq, kMmaRows) * static_cast<unsigned>(a.heads * a.batch);
+  const unsigned grid = ceil_div(a.seq, MmaLayout<DP>::ROWS) * static_cast<unsigned>(a.heads * a.batch);
   launch("attentionForward", kernel, dim3(grid), dim3(kMmaWarps * 32), MmaLayout<DP>::total, c.stream, c.ptr<const T>(0),
          c.ptr<const T>(1), c.ptr<const T>(2), c.ptr<T>(3), c.ptr<float>(4), a.batch, a.seq, a.heads, a.kv_heads, a.d, a.dv,
          a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale);

@@ -100,17 +100,33 @@ __device__ __forceinline__ void load_a_fragments(uint32_t (&f)[DP / 16][4], cons
   for (int kk = 0; kk < DP / 16; kk++) ptx::ldmatrix_x4(f[kk], base + (lane & 15) * (DP + 8) + kk * 16 + (lane >> 4) * 8);
 }
 
-/** acc[j], acc[j + 1] (j even) += A's k16 step kk (one fragment) times rows 8 j .. 8 j + 15 of B^T. */
-template <typename T, int DP, int N>
-__device__ __forceinline__ void nt_step(float (&acc)[N][4], const uint32_t (&af)[4], const T* lane_b, int kk) {
+/**
+ * acc[i][j], acc[i][j + 1] (j even) += A_i's k16 step kk (one fragment per 16-row tile i)
+ * times rows 8 j .. 8 j + 15 of B^T: each B fragment loaded once serves the MI row tiles.
+ */
+template <typename T, int DP, int N, int MI>
+__device__ __forceinline__ void nt_step(float (&acc)[MI][N][4], const uint32_t (&af)[MI][4], const T* lane_b, int kk) {
 #pragma unroll
   for (int j = 0; j < N; j += 2) {
     uint32_t r[4];
     ptx::ldmatrix_x4(r, lane_b + j * 8 * (DP + 8) + kk * 16);
     const uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
-    ptx::mma_m16n8k16<T>(acc[j], af, b0);
-    ptx::mma_m16n8k16<T>(acc[j + 1], af, b1);
+#pragma unroll
+    for (int i = 0; i < MI; i++) {
+      ptx::mma_m16n8k16<T>(acc[i][j], af[i], b0);
+      ptx::mma_m16n8k16<T>(acc[i][j + 1], af[i], b1);
+    }
   }
+}
+
+/** One 16-row tile's arrays seen as MI = 1 of the row-tile forms (same layout). */
+template <typename X, int A, int B>
+__device__ __forceinline__ X (&one_tile(X (&x)[A][B]))[1][A][B] {
+  return reinterpret_cast<X(&)[1][A][B]>(x);
+}
+template <typename X, int A, int B>
+__device__ __forceinline__ const X (&one_tile(const X (&x)[A][B]))[1][A][B] {
+  return reinterpret_cast<const X(&)[1][A][B]>(x);
 }
 
 /** This lane's ldmatrix row in B for nt_step: row 8 (i / 16) + i % 8 of a tile pair, columns 8 ((i / 8) % 2) of a k16 step. */
@@ -120,58 +136,102 @@ __device__ __forceinline__ int nt_lane_offset(int lane) {
 }
 
 /**
- * acc (16 x 8 N) = A (16 x DP, fragments) B^T, B the first 8 N rows of a shared tile
- * (rows DP + 8 apart): S = Q K^T, dP = dO V^T and their transposes.
+ * acc_i (16 x 8 N) = A_i (16 x DP, fragments) B^T for the warp's MI row tiles i, B the
+ * first 8 N rows of a shared tile (rows DP + 8 apart): S = Q K^T, dP = dO V^T and their
+ * transposes.
  */
-template <typename T, int DP, int N>
-__device__ __forceinline__ void warp_mma_nt(float (&acc)[N][4], const uint32_t (&a)[DP / 16][4], const T* b, int lane) {
+template <typename T, int DP, int N, int MI>
+__device__ __forceinline__ void warp_mma_nt(float (&acc)[MI][N][4], const uint32_t (&a)[MI][DP / 16][4], const T* b, int lane) {
   static_assert(N % 2 == 0, "two accumulator tiles per ldmatrix");
   const T* lane_b = b + nt_lane_offset<DP>(lane);
 #pragma unroll
-  for (int j = 0; j < N; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+  for (int i = 0; i < MI; i++)
 #pragma unroll
-  for (int kk = 0; kk < DP / 16; kk++) nt_step<T, DP, N>(acc, a[kk], lane_b, kk);
-}
-
-/** The same with A's 16 rows in shared memory (rows DP + 8 apart), one fragment loaded per k16 step: fewer registers. */
-template <typename T, int DP, int N>
-__device__ __forceinline__ void warp_mma_nt(float (&acc)[N][4], const T* a_rows16, const T* b, int lane) {
-  static_assert(N % 2 == 0, "two accumulator tiles per ldmatrix");
-  const T* lane_b = b + nt_lane_offset<DP>(lane);
-  const T* lane_a = a_rows16 + (lane & 15) * (DP + 8) + (lane >> 4) * 8;
-#pragma unroll
-  for (int j = 0; j < N; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+    for (int j = 0; j < N; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
 #pragma unroll
   for (int kk = 0; kk < DP / 16; kk++) {
-    uint32_t af[4];
-    ptx::ldmatrix_x4(af, lane_a + kk * 16);
-    nt_step<T, DP, N>(acc, af, lane_b, kk);
+    uint32_t af[MI][4];
+#pragma unroll
+    for (int i = 0; i < MI; i++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) af[i][e] = a[i][kk][e];
+    nt_step<T, DP, N, MI>(acc, af, lane_b, kk);
   }
 }
 
-/**
- * acc (16 x DP) += P B, P (16 x 8 N) in accumulator layout (rounded to T here), B the
- * first 8 N rows of a shared tile (rows DP + 8 apart): O += P V, dV += P^T dO,
- * dK += dS^T Q, dQ += dS K.
- */
+/** The same for one row tile. */
 template <typename T, int DP, int N>
-__device__ __forceinline__ void warp_mma_nn(float (&acc)[DP / 8][4], const float (&p)[N][4], const T* b, int lane) {
+__device__ __forceinline__ void warp_mma_nt(float (&acc)[N][4], const uint32_t (&a)[DP / 16][4], const T* b, int lane) {
+  warp_mma_nt<T, DP, N, 1>(one_tile(acc), one_tile(a), b, lane);
+}
+
+/**
+ * The same with A's MI 16-row tiles in shared memory (16 MI rows from a_rows, DP + 8
+ * apart), one fragment per tile loaded per k16 step: fewer registers.
+ */
+template <typename T, int DP, int N, int MI>
+__device__ __forceinline__ void warp_mma_nt(float (&acc)[MI][N][4], const T* a_rows, const T* b, int lane) {
+  static_assert(N % 2 == 0, "two accumulator tiles per ldmatrix");
+  const T* lane_b = b + nt_lane_offset<DP>(lane);
+  const T* lane_a = a_rows + (lane & 15) * (DP + 8) + (lane >> 4) * 8;
+#pragma unroll
+  for (int i = 0; i < MI; i++)
+#pragma unroll
+    for (int j = 0; j < N; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+#pragma unroll
+  for (int kk = 0; kk < DP / 16; kk++) {
+    uint32_t af[MI][4];
+#pragma unroll
+    for (int i = 0; i < MI; i++) ptx::ldmatrix_x4(af[i], lane_a + 16 * i * (DP + 8) + kk * 16);
+    nt_step<T, DP, N, MI>(acc, af, lane_b, kk);
+  }
+}
+
+/** The same for one row tile. */
+template <typename T, int DP, int N>
+__device__ __forceinline__ void warp_mma_nt(float (&acc)[N][4], const T* a_rows16, const T* b, int lane) {
+  warp_mma_nt<T, DP, N, 1>(one_tile(acc), a_rows16, b, lane);
+}
+
+/**
+ * acc_i (16 x DP) += P_i B for the warp's MI row tiles i, P_i (16 x 8 N) in accumulator
+ * layout (rounded to T here), B the first 8 N rows of a shared tile (rows DP + 8 apart),
+ * each B fragment loaded once for the MI tiles: O += P V, dV += P^T dO, dK += dS^T Q,
+ * dQ += dS K.
+ */
+template <typename T, int DP, int N, int MI>
+__device__ __forceinline__ void warp_mma_nn(float (&acc)[MI][DP / 8][4], const float (&p)[MI][N][4], const T* b, int lane) {
   static_assert(N % 2 == 0, "16 columns of P per product step");
   // lane i (.trans): row 8 ((i / 8) % 2) + i % 8 of the k16 step, columns 8 (i / 16) of the tile pair
   const T* lane_b = b + (((lane >> 3) & 1) * 8 + (lane & 7)) * (DP + 8) + (lane >> 4) * 8;
 #pragma unroll
   for (int kc = 0; kc < N / 2; kc++) {
-    const uint32_t pf[4] = {pack2<T>(p[2 * kc][0], p[2 * kc][1]), pack2<T>(p[2 * kc][2], p[2 * kc][3]),
-                            pack2<T>(p[2 * kc + 1][0], p[2 * kc + 1][1]), pack2<T>(p[2 * kc + 1][2], p[2 * kc + 1][3])};
+    uint32_t pf[MI][4];
+#pragma unroll
+    for (int i = 0; i < MI; i++) {
+      pf[i][0] = pack2<T>(p[i][2 * kc][0], p[i][2 * kc][1]);
+      pf[i][1] = pack2<T>(p[i][2 * kc][2], p[i][2 * kc][3]);
+      pf[i][2] = pack2<T>(p[i][2 * kc + 1][0], p[i][2 * kc + 1][1]);
+      pf[i][3] = pack2<T>(p[i][2 * kc + 1][2], p[i][2 * kc + 1][3]);
+    }
 #pragma unroll
     for (int j = 0; j < DP / 8; j += 2) {
       uint32_t r[4];
       ptx::ldmatrix_x4_trans(r, lane_b + kc * 16 * (DP + 8) + j * 8);
       const uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
-      ptx::mma_m16n8k16<T>(acc[j], pf, b0);
-      ptx::mma_m16n8k16<T>(acc[j + 1], pf, b1);
+#pragma unroll
+      for (int i = 0; i < MI; i++) {
+        ptx::mma_m16n8k16<T>(acc[i][j], pf[i], b0);
+        ptx::mma_m16n8k16<T>(acc[i][j + 1], pf[i], b1);
+      }
     }
   }
+}
+
+/** The same for one row tile. */
+template <typename T, int DP, int N>
+__device__ __forceinline__ void warp_mma_nn(float (&acc)[DP / 8][4], const float (&p)[N][4], const T* b, int lane) {
+  warp_mma_nn<T, DP, N, 1>(one_tile(acc), one_tile(p), b, lane);
 }
 
 /** Row `row` of a warp's 16 x DP accumulator (0..15: lane row g or g + 8), times mul, into columns < d of `dst`. */

@@ -13,6 +13,8 @@ import { describeCasesOnSchedules } from "./support/simulator.js";
 const cases: ConformanceCase[] = [
   // DP 128, cp.async: 4 key tiles (the last of 8 keys), 4 query tiles, 2 query heads on one kv head.
   { kernel: "attentionForward", dtype: "bf16", shape: "long", label: "headDim 128 gqa, 4 key tiles", args: { batch: 1, seqLen: 200, heads: 2, kvHeads: 1, headDim: 128 } },
+  // DP 64 (warps of two 16-row tiles, blocks of 128 rows), cp.async: 3 query tiles, the last of 44 rows (a warp with rows past the sequence, one with none), 5 key tiles.
+  { kernel: "attentionForward", dtype: "bf16", shape: "long", label: "headDim 64, 3 query tiles of 128, gqa 2:1", args: { batch: 1, seqLen: 300, heads: 2, kvHeads: 1, headDim: 64 } },
   // DP 64, cp.async: a last key tile of one key, scale.
   { kernel: "attentionForward", dtype: "f16", shape: "long", label: "headDim 64, last tile of 1 key, scale 0.2", args: { batch: 2, seqLen: 129, heads: 4, kvHeads: 2, headDim: 64, scale: 0.2 } },
   // q, k and v as slices of one buffer, rows 16-byte aligned.
