@@ -136,12 +136,12 @@ __device__ __forceinline__ int nt_lane_offset(int lane) {
 }
 
 /**
- * acc_i (16 x 8 N) = A_i (16 x DP, fragments) B^T for the warp's MI row tiles i, B the
- * first 8 N rows of a shared tile (rows DP + 8 apart): S = Q K^T, dP = dO V^T and their
- * transposes.
+ * acc_i (16 x 8 N) = A_i (16 x DP) B^T for the warp's MI row tiles i, B the first 8 N rows
+ * of a shared tile (rows DP + 8 apart): S = Q K^T, dP = dO V^T and their transposes.
+ * load_a(kk, af) puts the k16 step kk's A fragment of each row tile in af[i].
  */
-template <typename T, int DP, int N, int MI>
-__device__ __forceinline__ void warp_mma_nt(float (&acc)[MI][N][4], const uint32_t (&a)[MI][DP / 16][4], const T* b, int lane) {
+template <typename T, int DP, int N, int MI, typename LoadA>
+__device__ __forceinline__ void warp_mma_nt_by_steps(float (&acc)[MI][N][4], const T* b, int lane, LoadA&& load_a) {
   static_assert(N % 2 == 0, "two accumulator tiles per ldmatrix");
   const T* lane_b = b + nt_lane_offset<DP>(lane);
 #pragma unroll
@@ -151,12 +151,20 @@ __device__ __forceinline__ void warp_mma_nt(float (&acc)[MI][N][4], const uint32
 #pragma unroll
   for (int kk = 0; kk < DP / 16; kk++) {
     uint32_t af[MI][4];
+    load_a(kk, af);
+    nt_step<T, DP, N, MI>(acc, af, lane_b, kk);
+  }
+}
+
+/** The same with A's fragments in registers (all of DP for each row tile). */
+template <typename T, int DP, int N, int MI>
+__device__ __forceinline__ void warp_mma_nt(float (&acc)[MI][N][4], const uint32_t (&a)[MI][DP / 16][4], const T* b, int lane) {
+  warp_mma_nt_by_steps<T, DP, N, MI>(acc, b, lane, [&](int kk, uint32_t (&af)[MI][4]) {
 #pragma unroll
     for (int i = 0; i < MI; i++)
 #pragma unroll
       for (int e = 0; e < 4; e++) af[i][e] = a[i][kk][e];
-    nt_step<T, DP, N, MI>(acc, af, lane_b, kk);
-  }
+  });
 }
 
 /** The same for one row tile. */
@@ -171,20 +179,11 @@ __device__ __forceinline__ void warp_mma_nt(float (&acc)[N][4], const uint32_t (
  */
 template <typename T, int DP, int N, int MI>
 __device__ __forceinline__ void warp_mma_nt(float (&acc)[MI][N][4], const T* a_rows, const T* b, int lane) {
-  static_assert(N % 2 == 0, "two accumulator tiles per ldmatrix");
-  const T* lane_b = b + nt_lane_offset<DP>(lane);
   const T* lane_a = a_rows + (lane & 15) * (DP + 8) + (lane >> 4) * 8;
-#pragma unroll
-  for (int i = 0; i < MI; i++)
-#pragma unroll
-    for (int j = 0; j < N; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
-#pragma unroll
-  for (int kk = 0; kk < DP / 16; kk++) {
-    uint32_t af[MI][4];
+  warp_mma_nt_by_steps<T, DP, N, MI>(acc, b, lane, [&](int kk, uint32_t (&af)[MI][4]) {
 #pragma unroll
     for (int i = 0; i < MI; i++) ptx::ldmatrix_x4(af[i], lane_a + 16 * i * (DP + 8) + kk * 16);
-    nt_step<T, DP, N, MI>(acc, af, lane_b, kk);
-  }
+  });
 }
 
 /** The same for one row tile. */
