@@ -21,10 +21,10 @@
 //   - Pipelined tensor-core path (bf16/f16, matmul_mma.cu): mma.sync m16n8k16 fed by
 //     ldmatrix from a 4-stage cp.async ring; used whenever every operand allows 16-byte
 //     copies (16-byte aligned base, leading dimension and batch stride multiples of 8).
-//   - wgmma path (bf16/f16 on sm_90, matmul_wgmma.cu): Hopper's warpgroup mma reading
-//     both operands from a 4-stage cp.async ring in 128-byte-swizzled shared memory;
-//     taken before the mma.sync kernel on an sm_90 device (this build has sm_90a code),
-//     under the same 16-byte copy condition.
+//   - wgmma path (bf16/f16 on sm_90, matmul_wgmma.cu, with KILN_MATMUL_PATH=wgmma):
+//     Hopper's warpgroup mma reading both operands from a 4-stage cp.async ring in
+//     128-byte-swizzled shared memory, under the same 16-byte copy condition; opt-in
+//     until a GPU has run it (the simulator emulates it).
 //   - WMMA path (bf16/f16 otherwise; the simulator emulates it, sim/wmma_sim.h): nvcuda::wmma
 //     16x16x16 fragments with f32 accumulators; each warp owns FM x FN fragments of
 //     the block tile; operand tiles (k step 32) are copied to shared memory in their
@@ -34,8 +34,7 @@
 //   - cuBLASLt (csrc/blas), when the backend loaded it (see src/cuda-backend.ts):
 //     tried first for every call; kiln's kernels run what it has no algorithm for.
 //   KILN_MATMUL_PATH=simt (read when the device opens) forces the SIMT kernel for every dtype,
-//   KILN_MATMUL_PATH=wmma the WMMA kernel for bf16/f16, =mma the mma.sync kernel on sm_90
-//   too, =wgmma the wgmma kernel on any device (the simulator emulates it).
+//   KILN_MATMUL_PATH=wmma the WMMA kernel for bf16/f16, =wgmma the wgmma kernel.
 //
 // sumRows: out[j] = (accumulate ? out[j] : 0) + sum_i x[i, j], x (rows, cols) row-major;
 // out in x's dtype or f32 (gradDtype). Blocks of 32 columns x 8 row lanes sum a chunk of rows each; with one chunk the

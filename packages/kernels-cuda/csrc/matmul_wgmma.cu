@@ -1,8 +1,9 @@
 // matmul_wgmma.cu: the bf16 / f16 dense matmul on Hopper's warpgroup tensor-core
 // instruction (wgmma.mma_async, sm_90a; the simulator emulates it, sim/wgmma_sim.h).
-// matmul.cu's launch_matmul calls it first for 16-bit operands on an sm_90 device
-// (or with KILN_MATMUL_PATH=wgmma) when cuBLASLt did not take the call; operands whose
-// layout rules out 16-byte copies go on to the other kernels.
+// matmul.cu's launch_matmul calls it first for 16-bit operands with
+// KILN_MATMUL_PATH=wgmma (an sm_90 device, or the simulator); operands whose layout
+// rules out 16-byte copies go on to the other kernels. Opt-in until a GPU has run it;
+// then it becomes kiln's default own kernel on sm_90.
 //
 // Math (matmul.cu's header has the full contract): for each batch item i
 //   C_i = (accumulate ? C_i : 0) + alpha * op(A_i) @ op(B_i) + bias

@@ -32,12 +32,12 @@ Device::Device(int ordinal)
       simt_attention_(env_is("KILN_ATTENTION_PATH", "simt")),
       wmma_matmul_(env_is("KILN_MATMUL_PATH", "wmma")),
       wmma_attention_(env_is("KILN_ATTENTION_PATH", "wmma")),
-      wgmma_matmul_(env_is("KILN_MATMUL_PATH", "wgmma") || (sm90a_built() && props_.major == 9 && props_.minor == 0 && !env_is("KILN_MATMUL_PATH", "mma"))) {
+      wgmma_matmul_(env_is("KILN_MATMUL_PATH", "wgmma")) {
 #if !defined(KILN_CUDA_SIM)
   if (env_is("KILN_MATMUL_PATH", "wgmma") && !(sm90a_built() && props_.major == 9 && props_.minor == 0)) {
     raw_stream_destroy(stream_);
     throw DeviceFailure("KILN_MATMUL_PATH=wgmma needs an sm_90 GPU (H100, H200) and this build's sm_90a code; this device is sm_" + std::to_string(props_.major) +
-                        std::to_string(props_.minor) + ": unset KILN_MATMUL_PATH, or use kiln or mma");
+                        std::to_string(props_.minor) + ": unset KILN_MATMUL_PATH, or use kiln");
   }
 #endif
 }
