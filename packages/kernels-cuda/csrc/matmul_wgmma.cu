@@ -184,9 +184,6 @@ bool launch_matmul_wgmma(const MatmulParams<T, TC>& p, cudaStream_t stream) {
   return matmul_pipeline::launch_if_copies16(p, [&](auto ta, auto tb) { launch_wgmma_t<T, TC, decltype(ta)::value, decltype(tb)::value>(p, stream); });
 }
 
-template bool launch_matmul_wgmma(const MatmulParams<__nv_bfloat16, __nv_bfloat16>&, cudaStream_t);
-template bool launch_matmul_wgmma(const MatmulParams<__nv_bfloat16, float>&, cudaStream_t);
-template bool launch_matmul_wgmma(const MatmulParams<__half, __half>&, cudaStream_t);
-template bool launch_matmul_wgmma(const MatmulParams<__half, float>&, cudaStream_t);
+KILN_PIPELINED_MATMUL_INSTANCES(launch_matmul_wgmma);
 
 }  // namespace kiln

@@ -100,39 +100,30 @@ void yield_as(State s, const char* file, int line) {
 
 unsigned thread_index() { return static_cast<unsigned>(g_run.current - g_run.threads.data()); }
 
+/** Threads [begin, end) waiting at `at` go on when every live one of them waits there; whether they did. */
+bool release_if_all_wait(unsigned begin, unsigned end, State at) {
+  unsigned waiting = 0, live = 0;
+  for (unsigned i = begin; i < end; i++) {
+    if (g_run.threads[i].state == State::Done) continue;
+    live++;
+    if (g_run.threads[i].state == at) waiting++;
+  }
+  if (live == 0 || waiting != live) return false;
+  for (unsigned i = begin; i < end; i++)
+    if (g_run.threads[i].state == at) g_run.threads[i].state = State::Runnable;
+  return true;
+}
+
 /** Releases what can be released; false when nothing could (a deadlock). */
 bool release_barriers() {
   bool released = false;
   const unsigned n = g_run.count, warps = (n + 31) / 32;
   for (unsigned j = 0; j < warps && !(released && g_options.warps_in_turn); j++) {
     const unsigned w = 32 * (g_options.reverse_threads ? warps - 1 - j : j);
-    unsigned end = w + 32 < n ? w + 32 : n, waiting = 0, live = 0;
-    for (unsigned i = w; i < end; i++) {
-      if (g_run.threads[i].state == State::Done) continue;
-      live++;
-      if (g_run.threads[i].state == State::AtWarpBarrier) waiting++;
-    }
-    if (live && waiting == live) {
-      for (unsigned i = w; i < end; i++)
-        if (g_run.threads[i].state == State::AtWarpBarrier) g_run.threads[i].state = State::Runnable;
-      released = true;
-    }
+    released |= release_if_all_wait(w, w + 32 < n ? w + 32 : n, State::AtWarpBarrier);
   }
   if (released) return true;
-  for (unsigned w = 0; w < n; w += 128) {
-    const unsigned end = w + 128 < n ? w + 128 : n;
-    unsigned waiting = 0, live = 0;
-    for (unsigned i = w; i < end; i++) {
-      if (g_run.threads[i].state == State::Done) continue;
-      live++;
-      if (g_run.threads[i].state == State::AtGroupBarrier) waiting++;
-    }
-    if (live && waiting == live) {
-      for (unsigned i = w; i < end; i++)
-        if (g_run.threads[i].state == State::AtGroupBarrier) g_run.threads[i].state = State::Runnable;
-      released = true;
-    }
-  }
+  for (unsigned w = 0; w < n; w += 128) released |= release_if_all_wait(w, w + 128 < n ? w + 128 : n, State::AtGroupBarrier);
   if (released) return true;
   SimThread* first = nullptr;
   for (unsigned i = 0; i < n; i++) {
