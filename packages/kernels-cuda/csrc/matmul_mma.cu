@@ -47,7 +47,7 @@ namespace {
 using matmul_pipeline::pair_stores;
 using matmul_pipeline::store_pair;
 using matmul_pipeline::SwizzledTile;
-using matmul_pipeline::TileLoader;
+using matmul_pipeline::StageLoader;
 
 constexpr int kMmaBK = 32;
 constexpr int kMmaStages = 4;
@@ -73,7 +73,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1) matmul_mma_kernel(M
   using Cfg = MmaConfig<T, TA, TB, WARPS_M, WARPS_N, MI, NI>;
   using TileA = typename Cfg::TileA;
   using TileB = typename Cfg::TileB;
-  constexpr int NT = Cfg::NT, BK = Cfg::BK, STAGES = Cfg::STAGES, BM = Cfg::BM, BN = Cfg::BN, WM = Cfg::WM, WN = Cfg::WN;
+  constexpr int BK = Cfg::BK, STAGES = Cfg::STAGES, BM = Cfg::BM, BN = Cfg::BN, WM = Cfg::WM, WN = Cfg::WN;
   KILN_DYNAMIC_SHARED(T, smem);
 
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
@@ -106,13 +106,8 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1) matmul_mma_kernel(M
       const int m0 = static_cast<int>(my * BM);
 
       // A stored (k, m) or (m, k), B stored (n, k) or (k, n): this thread's copies.
-      const TileLoader<T, TileA, Cfg::A_ROWS, Cfg::A_CHUNKS, NT, BK, TA> load_a(A, TA ? k : m, TA ? m : k, TA ? 0 : m0, TA ? m0 : 0, tid);
-      const TileLoader<T, TileB, Cfg::B_ROWS, Cfg::B_CHUNKS, NT, BK, !TB> load_b(B, TB ? n : k, TB ? k : n, TB ? n0 : 0, TB ? 0 : n0, tid);
-      auto load_step = [&](int kt, int s) {
-        T* sa = smem + s * Cfg::STAGE_ELEMS;
-        load_a.issue(sa, kt);
-        load_b.issue(sa + TileA::kElems, kt);
-      };
+      const StageLoader<T, Cfg, TA, TB> loader(A, B, m, n, k, m0, n0, tid);
+      auto load_step = [&](int kt, int s) { loader.issue(smem + s * Cfg::STAGE_ELEMS, kt); };
 
       float acc[MI][NI][4];
 #pragma unroll

@@ -88,6 +88,27 @@ struct TileLoader {
   }
 };
 
+/**
+ * One thread's copies of a k step's A tile then B tile into a stage of the ring (Cfg: the
+ * kernel's tile configuration, TileA/TileB, their rows and chunks, NT threads, BK), for
+ * the output tile at (m0, n0): A stored (k, m) when TA else (m, k), B stored (n, k) when
+ * TB else (k, n).
+ */
+template <typename T, typename Cfg, bool TA, bool TB>
+struct StageLoader {
+  TileLoader<T, typename Cfg::TileA, Cfg::A_ROWS, Cfg::A_CHUNKS, Cfg::NT, Cfg::BK, TA> a;
+  TileLoader<T, typename Cfg::TileB, Cfg::B_ROWS, Cfg::B_CHUNKS, Cfg::NT, Cfg::BK, !TB> b;
+
+  __device__ __forceinline__ StageLoader(const T* A, const T* B, int m, int n, int k, int m0, int n0, int tid)
+      : a(A, TA ? k : m, TA ? m : k, TA ? 0 : m0, TA ? m0 : 0, tid), b(B, TB ? n : k, TB ? k : n, TB ? n0 : 0, TB ? 0 : n0, tid) {}
+
+  /** Copies step kt's tiles into `stage` (A first, B after A's kElems). */
+  __device__ __forceinline__ void issue(T* stage, int kt) const {
+    a.issue(stage, kt);
+    b.issue(stage + Cfg::TileA::kElems, kt);
+  }
+};
+
 template <typename TC>
 struct alignas(2 * sizeof(TC)) OutPair {
   TC v[2];

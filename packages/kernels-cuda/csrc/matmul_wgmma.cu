@@ -46,7 +46,7 @@ namespace {
 using matmul_pipeline::pair_stores;
 using matmul_pipeline::store_pair;
 using matmul_pipeline::Sw128Tile;
-using matmul_pipeline::TileLoader;
+using matmul_pipeline::StageLoader;
 
 template <typename T, bool TA, bool TB, int BN_>
 struct WgmmaConfig {
@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(256, 1) matmul_wgmma_kernel(MatmulParams<T, TC
   using Cfg = WgmmaConfig<T, TA, TB, BN>;
   using TileA = typename Cfg::TileA;
   using TileB = typename Cfg::TileB;
-  constexpr int NT = Cfg::NT, BK = Cfg::BK, STAGES = Cfg::STAGES, BM = Cfg::BM, LOOKAHEAD = Cfg::LOOKAHEAD;
+  constexpr int BK = Cfg::BK, STAGES = Cfg::STAGES, BM = Cfg::BM, LOOKAHEAD = Cfg::LOOKAHEAD;
   KILN_DYNAMIC_SHARED(unsigned char, smem_raw);
   T* smem = reinterpret_cast<T*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
 
@@ -90,13 +90,8 @@ __global__ void __launch_bounds__(256, 1) matmul_wgmma_kernel(MatmulParams<T, TC
     TC* C = p.c + bz * p.stride_c;
     for (int64_t my = blockIdx.y; my * BM < m; my += gridDim.y) {
       const int m0 = static_cast<int>(my * BM);
-      const TileLoader<T, TileA, Cfg::A_ROWS, Cfg::A_CHUNKS, NT, BK, TA> load_a(A, TA ? k : m, TA ? m : k, TA ? 0 : m0, TA ? m0 : 0, tid);
-      const TileLoader<T, TileB, Cfg::B_ROWS, Cfg::B_CHUNKS, NT, BK, !TB> load_b(B, TB ? n : k, TB ? k : n, TB ? n0 : 0, TB ? 0 : n0, tid);
-      auto load_step = [&](int kt, int s) {
-        T* sa = smem + s * Cfg::STAGE_ELEMS;
-        load_a.issue(sa, kt);
-        load_b.issue(sa + TileA::kElems, kt);
-      };
+      const StageLoader<T, Cfg, TA, TB> loader(A, B, m, n, k, m0, n0, tid);
+      auto load_step = [&](int kt, int s) { loader.issue(smem + s * Cfg::STAGE_ELEMS, kt); };
 
       float acc[BN / 2];
 #pragma unroll
