@@ -44,7 +44,6 @@
 namespace kiln {
 namespace {
 
-using matmul_pipeline::pair_stores;
 using matmul_pipeline::store_pair;
 using matmul_pipeline::SwizzledTile;
 using matmul_pipeline::StageLoader;
@@ -189,13 +188,7 @@ template <typename T, typename TC, bool TA, bool TB, int WARPS_M, int WARPS_N, i
 void launch_mma_cfg(const MatmulParams<T, TC>& p, cudaStream_t stream) {
   using Cfg = MmaConfig<T, TA, TB, WARPS_M, WARPS_N, MI, NI>;
   auto* kernel = matmul_mma_kernel<T, TC, TA, TB, WARPS_M, WARPS_N, MI, NI>;
-  const bool vec_c = pair_stores(p);
-  const int64_t mt = (p.m + Cfg::BM - 1) / Cfg::BM;
-  const dim3 grid(ceil_div(p.n, Cfg::BN), static_cast<unsigned>(mt < 65535 ? mt : 65535), static_cast<unsigned>(p.batch < 65535 ? p.batch : 65535));
-#if !defined(KILN_CUDA_SIM)
-  if (Cfg::SMEM_BYTES > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Cfg::SMEM_BYTES));
-#endif
-  launch("matmul", kernel, grid, dim3(Cfg::NT), Cfg::SMEM_BYTES, stream, p, vec_c);
+  matmul_pipeline::launch_tiles<Cfg>(kernel, p, stream);
 }
 
 template <typename T, typename TC, bool TA, bool TB>

@@ -151,6 +151,21 @@ inline bool pair_stores(const MatmulParams<T, TC>& p) {
   return p.n % 2 == 0 && p.stride_c % 2 == 0 && reinterpret_cast<uintptr_t>(p.c) % (2 * sizeof(TC)) == 0;
 }
 
+/**
+ * Launches a pipelined kernel(p, vec_c) with Cfg's tiles: BN-wide column tiles along x,
+ * BM-high row tiles along y and batch items along z (each capped at 65535: the kernels
+ * stride over the rest), NT threads, SMEM_BYTES of dynamic shared memory.
+ */
+template <typename Cfg, typename Kernel, typename T, typename TC>
+void launch_tiles(Kernel kernel, const MatmulParams<T, TC>& p, cudaStream_t stream) {
+  const int64_t mt = (p.m + Cfg::BM - 1) / Cfg::BM;
+  const dim3 grid(ceil_div(p.n, Cfg::BN), static_cast<unsigned>(mt < 65535 ? mt : 65535), static_cast<unsigned>(p.batch < 65535 ? p.batch : 65535));
+#if !defined(KILN_CUDA_SIM)
+  if (Cfg::SMEM_BYTES > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Cfg::SMEM_BYTES));
+#endif
+  launch("matmul", kernel, grid, dim3(Cfg::NT), Cfg::SMEM_BYTES, stream, p, pair_stores(p));
+}
+
 /** 16-byte copies of every chunk: a 16-byte aligned base, leading dimension and batch stride multiples of 8 elements. */
 template <typename T>
 inline bool copies16(const T* base, int64_t ld, int64_t stride) {

@@ -43,7 +43,6 @@
 namespace kiln {
 namespace {
 
-using matmul_pipeline::pair_stores;
 using matmul_pipeline::store_pair;
 using matmul_pipeline::Sw128Tile;
 using matmul_pipeline::StageLoader;
@@ -157,12 +156,7 @@ template <typename T, typename TC, bool TA, bool TB, int BN>
 void launch_wgmma_cfg(const MatmulParams<T, TC>& p, cudaStream_t stream) {
   using Cfg = WgmmaConfig<T, TA, TB, BN>;
   auto* kernel = matmul_wgmma_kernel<T, TC, TA, TB, BN>;
-  const int64_t mt = (p.m + Cfg::BM - 1) / Cfg::BM;
-  const dim3 grid(ceil_div(p.n, BN), static_cast<unsigned>(mt < 65535 ? mt : 65535), static_cast<unsigned>(p.batch < 65535 ? p.batch : 65535));
-#if !defined(KILN_CUDA_SIM)
-  cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Cfg::SMEM_BYTES));
-#endif
-  launch("matmul", kernel, grid, dim3(Cfg::NT), Cfg::SMEM_BYTES, stream, p, pair_stores(p));
+  matmul_pipeline::launch_tiles<Cfg>(kernel, p, stream);
 }
 
 template <typename T, typename TC, bool TA, bool TB>

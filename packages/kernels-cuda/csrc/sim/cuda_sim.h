@@ -62,6 +62,8 @@ void record_launches(std::vector<std::function<void()>>* into);
 /** The current block's dynamic shared memory (poisoned at block start). */
 void* dynamic_shared_memory();
 
+/** Reports a kernel bug (`what`, with the current block) and aborts. */
+[[noreturn]] void fail(const char* what);
 /** Block-wide barrier: yields until every live thread of the block arrived (same line, else abort). */
 void sync_block(const char* file, int line);
 /** Warp-wide barrier over the live lanes of the current warp. */

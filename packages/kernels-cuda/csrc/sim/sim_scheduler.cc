@@ -69,10 +69,20 @@ struct BlockRun {
 BlockRun g_run;
 SimOptions g_options;
 
-void fail(const char* what) {
-  std::fprintf(stderr, "cuda-sim: %s (block %u,%u,%u)\n", what, g_block_idx.x, g_block_idx.y, g_block_idx.z);
-  std::fflush(stderr);
-  std::abort();
+/** Issued operations since the last commit become the newest group. */
+template <typename Op>
+void commit_group(std::vector<Op>& open, std::deque<std::vector<Op>>& groups) {
+  groups.push_back(std::move(open));
+  open.clear();
+}
+
+/** Retires the oldest groups, `each` on every operation, until at most `pending` remain. */
+template <typename Op, typename F>
+void retire_groups(std::deque<std::vector<Op>>& groups, unsigned pending, F&& each) {
+  while (groups.size() > pending) {
+    for (const Op& op : groups.front()) each(op);
+    groups.pop_front();
+  }
 }
 
 void thread_entry() {
@@ -194,6 +204,12 @@ void run_block(unsigned threads) {
 }
 
 }  // namespace
+
+void fail(const char* what) {
+  std::fprintf(stderr, "cuda-sim: %s (block %u,%u,%u)\n", what, g_block_idx.x, g_block_idx.y, g_block_idx.z);
+  std::fflush(stderr);
+  std::abort();
+}
 
 void set_options(const SimOptions& options) { g_options = options; }
 SimOptions options() { return g_options; }
@@ -320,22 +336,15 @@ void cp_async(void* dst, const void* src, unsigned src_bytes, const char* file, 
   g_run.current->open_copies.push_back(c);
 }
 
-void cp_async_commit() {
-  SimThread* t = g_run.current;
-  t->groups.push_back(std::move(t->open_copies));
-  t->open_copies.clear();
-}
+void cp_async_commit() { commit_group(g_run.current->open_copies, g_run.current->groups); }
 
 void cp_async_wait(unsigned pending) {
   SimThread* t = g_run.current;
-  while (t->groups.size() > pending) {
-    for (const AsyncCopy& c : t->groups.front()) {
-      std::memcpy(c.dst, c.data, 16);
-      g_run.landed_private[c.dst] = thread_index();
-      t->unfenced = true;
-    }
-    t->groups.pop_front();
-  }
+  retire_groups(t->groups, pending, [t](const AsyncCopy& c) {
+    std::memcpy(c.dst, c.data, 16);
+    g_run.landed_private[c.dst] = thread_index();
+    t->unfenced = true;
+  });
 }
 
 void check_landed_visible(const char* what, const void* p, const char* file, int line) {
@@ -389,19 +398,9 @@ void wgmma_issue(const WgmmaOp& op) {
   g_run.current->open_wgmma.push_back(op);
 }
 
-void wgmma_commit() {
-  SimThread* t = g_run.current;
-  t->wgmma_groups.push_back(std::move(t->open_wgmma));
-  t->open_wgmma.clear();
-}
+void wgmma_commit() { commit_group(g_run.current->open_wgmma, g_run.current->wgmma_groups); }
 
-void wgmma_wait(unsigned pending) {
-  SimThread* t = g_run.current;
-  while (t->wgmma_groups.size() > pending) {
-    for (const WgmmaOp& op : t->wgmma_groups.front()) op.run(op);
-    t->wgmma_groups.pop_front();
-  }
-}
+void wgmma_wait(unsigned pending) { retire_groups(g_run.current->wgmma_groups, pending, [](const WgmmaOp& op) { op.run(op); }); }
 
 void fence_proxy_async() { g_run.current->unfenced = false; }
 

@@ -39,9 +39,7 @@ struct SharedMatrix {
 [[noreturn]] inline void refuse(const char* why, const WgmmaOp& op) {
   char msg[512];
   std::snprintf(msg, sizeof msg, "wgmma at %s:%d: %s", op.file, op.line, why);
-  std::fprintf(stderr, "cuda-sim: %s\n", msg);
-  std::fflush(stderr);
-  std::abort();
+  fail(msg);
 }
 
 inline SharedMatrix decode(uint64_t desc, const WgmmaOp& op) {
