@@ -270,16 +270,17 @@ function backendWithPath(variable, value) {
 }
 
 // kiln's own matmul kernels beside cuBLASLt when the default backend uses cuBLASLt:
-// "kiln" the mma.sync kernel, "kiln-wgmma" Hopper's wgmma kernel (sm_90 only).
+// "kiln" what KILN_MATMUL_PATH=kiln runs (Hopper's wgmma kernel on sm_90, the mma.sync
+// kernel elsewhere), and on sm_90 "kiln-mma" the mma.sync kernel.
 let ownGemms = [];
 if (runs("gemm") && matmulPath(backend) === "cublaslt") {
   const own = backendWithPath("KILN_MATMUL_PATH", "kiln");
   ownGemms = [await gemm("f32", own, "kiln"), await gemm("bf16", own, "kiln"), await gemm("f16", own, "kiln")];
   own.dispose();
   if (caps.device.computeCapability === "9.0") {
-    const wgmma = backendWithPath("KILN_MATMUL_PATH", "wgmma");
-    ownGemms.push(await gemm("bf16", wgmma, "kiln-wgmma"), await gemm("f16", wgmma, "kiln-wgmma"));
-    wgmma.dispose();
+    const mma = backendWithPath("KILN_MATMUL_PATH", "mma");
+    ownGemms.push(await gemm("bf16", mma, "kiln-mma"), await gemm("f16", mma, "kiln-mma"));
+    mma.dispose();
   }
   // The WMMA kernel that the pipelined ones replaced, for comparison.
   const wmma = backendWithPath("KILN_MATMUL_PATH", "wmma");

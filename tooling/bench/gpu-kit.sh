@@ -38,8 +38,8 @@ cat >"$dir/run.sh" <<'RUN'
 # and without --cuda-graphs (the same losses), kiln's launch cost, GEMMs,
 # the gpt2-small bf16 step beside PyTorch, the small models with and without CUDA
 # graphs, a device-timed profile of gpt2-small bf16, attention, racecheck, memcheck of
-# the wgmma matmul. KIT_FULL=1 adds a second conformance pass, gpt2-small bf16 on
-# kiln's own (wgmma) matmuls, the other matmul paths and memcheck throughout.
+# kiln's own matmul. KIT_FULL=1 adds a second conformance pass, gpt2-small bf16 on
+# kiln's own matmuls, the other matmul paths and memcheck throughout.
 # Logs and JSON land in OUTDIR (default: out, in the folder), seven files in all.
 set -uo pipefail
 kit="$(cd "$(dirname "$0")" && pwd)"
@@ -62,8 +62,8 @@ passes=1; [ -n "${KIT_FULL:-}" ] && passes=2
 stage "conformance, every kernel on its default path ($passes pass)"
 timeout $(left 150) "$node" "$kit/cuda-conformance.mjs" --isolate --passes $passes --timeout-s 40 >"$out/conformance.log" 2>&1; echo "exit $?"
 grep -E "^(FAIL|CRASH)" "$out/conformance.log" | head -20; tail -1 "$out/conformance.log" | grep -o '"totals":{[^}]*}\|"crashed":\[[^]]*\]'
-stage "conformance of matmul on Hopper's wgmma kernel (KILN_MATMUL_PATH=wgmma: its first run on a GPU), 2 passes"
-KILN_MATMUL_PATH=wgmma timeout $(left 45) "$node" "$kit/cuda-conformance.mjs" --isolate --kernel matmul --passes 2 >>"$out/conformance.log" 2>&1; echo "exit $?"
+stage "conformance of matmul on kiln's own kernels (KILN_MATMUL_PATH=kiln: wgmma on sm_90), 2 passes"
+KILN_MATMUL_PATH=kiln timeout $(left 45) "$node" "$kit/cuda-conformance.mjs" --isolate --kernel matmul --passes 2 >>"$out/conformance.log" 2>&1; echo "exit $?"
 tail -1 "$out/conformance.log" | grep -o '"totals":{[^}]*}'
 stage "kiln train nano-start bf16 on the GPU, with and without --cuda-graphs: the same losses"
 mkdir -p /tmp/kiln-kit/run && cd /tmp/kiln-kit/run
@@ -107,13 +107,13 @@ if command -v compute-sanitizer >/dev/null; then
   stage "racecheck: attention backward (bf16, mma.sync)"
   timeout $(left 90) compute-sanitizer --tool racecheck --print-limit 10 "$node" "$kit/cuda-conformance.mjs" --passes 1 --kernel attentionBackward --filter bf16 >"$out/sanitizer.log" 2>&1; echo "exit $?"
   grep -E "SUMMARY|FAIL" "$out/sanitizer.log" | head -5
-  stage "memcheck: matmul on the wgmma kernel"
-  KILN_MATMUL_PATH=wgmma timeout $(left 60) compute-sanitizer --tool memcheck --print-limit 10 "$node" "$kit/cuda-conformance.mjs" --passes 1 --kernel matmul >>"$out/sanitizer.log" 2>&1; echo "exit $?"
+  stage "memcheck: matmul on kiln's own kernels"
+  KILN_MATMUL_PATH=kiln timeout $(left 60) compute-sanitizer --tool memcheck --print-limit 10 "$node" "$kit/cuda-conformance.mjs" --passes 1 --kernel matmul >>"$out/sanitizer.log" 2>&1; echo "exit $?"
   grep -E "ERROR SUMMARY|FAIL" "$out/sanitizer.log" | tail -3
 fi
 if [ -n "${KIT_FULL:-}" ]; then
-  KILN_MATMUL_PATH=wgmma KILN_TORCH_PYTHON=false bench own-kernels --only train --models gpt2-small:bf16
-  for path in kiln wmma simt; do
+  KILN_MATMUL_PATH=kiln KILN_TORCH_PYTHON=false bench own-kernels --only train --models gpt2-small:bf16
+  for path in mma wmma simt; do
     stage "conformance of matmul with KILN_MATMUL_PATH=$path"
     KILN_MATMUL_PATH=$path timeout $(left 60) "$node" "$kit/cuda-conformance.mjs" --isolate --kernel matmul >>"$out/conformance.log" 2>&1; echo "exit $?"
   done

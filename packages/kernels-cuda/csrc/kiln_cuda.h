@@ -105,7 +105,7 @@ struct KernelCall {
   bool wmma_matmul;
   /** KILN_ATTENTION_PATH=wmma: the bf16/f16 attention forward on the WMMA kernel instead of the mma one. */
   bool wmma_attention;
-  /** KILN_MATMUL_PATH=wgmma: bf16/f16 dense matmuls on the wgmma kernel (matmul_wgmma.cu; sm_90 with this build's sm_90a code, or the simulator). */
+  /** bf16/f16 dense matmuls on the wgmma kernel (matmul_wgmma.cu): an sm_90 device with this build's sm_90a code unless KILN_MATMUL_PATH=mma/wmma/simt; the simulator with KILN_MATMUL_PATH=wgmma. */
   bool wgmma_matmul;
 
   double at(int i) const;

@@ -21,10 +21,10 @@
 //   - Pipelined tensor-core path (bf16/f16, matmul_mma.cu): mma.sync m16n8k16 fed by
 //     ldmatrix from a 4-stage cp.async ring; used whenever every operand allows 16-byte
 //     copies (16-byte aligned base, leading dimension and batch stride multiples of 8).
-//   - wgmma path (bf16/f16 on sm_90, matmul_wgmma.cu, with KILN_MATMUL_PATH=wgmma):
-//     Hopper's warpgroup mma reading both operands from a 4-stage cp.async ring in
-//     128-byte-swizzled shared memory, under the same 16-byte copy condition; opt-in
-//     until a GPU has run it (the simulator emulates it).
+//   - wgmma path (bf16/f16 on sm_90, matmul_wgmma.cu): Hopper's warpgroup mma reading
+//     both operands from a 4-stage cp.async ring in 128-byte-swizzled shared memory,
+//     under the same 16-byte copy condition; kiln's own kernel on sm_90 (the mma.sync
+//     one with KILN_MATMUL_PATH=mma); on the simulator with KILN_MATMUL_PATH=wgmma.
 //   - WMMA path (bf16/f16 otherwise; the simulator emulates it, sim/wmma_sim.h): nvcuda::wmma
 //     16x16x16 fragments with f32 accumulators; each warp owns FM x FN fragments of
 //     the block tile; operand tiles (k step 32) are copied to shared memory in their
@@ -34,10 +34,13 @@
 //   - cuBLASLt (csrc/blas), when the backend loaded it (see src/cuda-backend.ts):
 //     tried first for every call; kiln's kernels run what it has no algorithm for.
 //   KILN_MATMUL_PATH=simt (read when the device opens) forces the SIMT kernel for every dtype,
-//   KILN_MATMUL_PATH=wmma the WMMA kernel for bf16/f16, =wgmma the wgmma kernel.
+//   KILN_MATMUL_PATH=wmma the WMMA kernel for bf16/f16, =mma the mma.sync one (also on
+//   sm_90), =wgmma the wgmma kernel (sm_90 or the simulator).
 //
 // sumRows: out[j] = (accumulate ? out[j] : 0) + sum_i x[i, j], x (rows, cols) row-major;
-// out in x's dtype or f32 (gradDtype). Blocks of 32 columns x 8 row lanes sum a chunk of rows each; with one chunk the
+// out in x's dtype or f32 (gradDtype). Blocks of 32 column groups x 8 row lanes sum a
+// chunk of rows each (a group is one column, or one 16-byte vector of columns when the
+// rows are whole vectors at an aligned address); with one chunk the
 // block writes out directly, otherwise it writes an f32 partial per (chunk, column)
 // to scratch and a second kernel adds the partials in chunk order (deterministic).
 #include <type_traits>
@@ -47,6 +50,7 @@
 #include "matmul_params.h"
 #include "matmul_tiles.h"
 #include "matmul_tiles_tc.h"
+#include "vector_io.h"
 
 namespace kiln {
 namespace {
@@ -253,29 +257,45 @@ constexpr int kSumLanes = 8;   // row lanes per block (threadIdx.y)
 constexpr int kFinalThreads = 256;
 
 /**
- * Block (x, y) sums rows [y * rows_per_chunk, ...) of columns [x * 32, x * 32 + 32):
- * row lane ty takes every 8th row, then lane sums are added in lane order. partial
- * null: the block covers all rows and writes out; else partial[y * cols + j].
+ * Block (x, y) sums rows [y * rows_per_chunk, ...) of columns [x * 32 kW, (x + 1) * 32 kW):
+ * thread tx owns kW adjacent columns (kW = 1, or one 16-byte vector of x per row when
+ * every row is whole vectors at an aligned address); row lane ty takes every 8th row,
+ * then lane sums are added in lane order. partial null: the block covers all rows and
+ * writes out; else partial[y * cols + j].
  */
-template <typename T, typename TO>
+template <typename T, typename TO, int kW>
 __global__ void __launch_bounds__(kSumCols * kSumLanes) sum_rows_kernel(const T* x, TO* out, float* partial, int64_t rows, int cols, int64_t rows_per_chunk, bool accumulate) {
-  __shared__ float lanes[kSumLanes][kSumCols + 1];
+  __shared__ float lanes[kSumLanes][kSumCols * kW + 1];
   const int tx = threadIdx.x, ty = threadIdx.y;
-  const int j = blockIdx.x * kSumCols + tx;
+  const int j0 = (blockIdx.x * kSumCols + tx) * kW;
   const int64_t r0 = int64_t{blockIdx.y} * rows_per_chunk;
   const int64_t r1 = r0 + rows_per_chunk < rows ? r0 + rows_per_chunk : rows;
-  float s = 0.f;
-  if (j < cols) {
-    const T* col = x + j;
-#pragma unroll 4
-    for (int64_t r = r0 + ty; r < r1; r += kSumLanes) s += to_f32(col[r * cols]);
-  }
-  lanes[ty][tx] = s;
-  __syncthreads();
-  if (ty == 0 && j < cols) {
-    float t = lanes[0][tx];
+  float s[kW];
 #pragma unroll
-    for (int q = 1; q < kSumLanes; q++) t += lanes[q][tx];
+  for (int e = 0; e < kW; e++) s[e] = 0.f;
+  if (j0 < cols) {
+    const T* col = x + j0;
+#pragma unroll 4
+    for (int64_t r = r0 + ty; r < r1; r += kSumLanes) {
+      if constexpr (kW == 1) {
+        s[0] += to_f32(col[r * cols]);
+      } else {
+        float v[kW];
+        load_group(col + r * cols, true, v);
+#pragma unroll
+        for (int e = 0; e < kW; e++) s[e] += v[e];
+      }
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < kW; e++) lanes[ty][tx * kW + e] = s[e];
+  __syncthreads();
+  for (int cj = ty * kSumCols + tx; cj < kSumCols * kW; cj += kSumCols * kSumLanes) {
+    const int j = blockIdx.x * kSumCols * kW + cj;
+    if (j >= cols) continue;
+    float t = lanes[0][cj];
+#pragma unroll
+    for (int q = 1; q < kSumLanes; q++) t += lanes[q][cj];
     if (partial != nullptr) partial[int64_t{blockIdx.y} * cols + j] = t;
     else out[j] = from_f32<TO>((accumulate ? to_f32(out[j]) : 0.f) + t);
   }
@@ -296,30 +316,31 @@ void launch_sum_rows(const KernelCall& c) {
   const int64_t rows = c.i64(2);
   const int cols = c.i32(3);
   const bool accumulate = c.flag(4);
-  // Enough chunks of at least 64 rows for ~1024 blocks in all (at most 65535).
-  const int64_t col_tiles = ceil_div(cols, kSumCols);
-  int64_t chunks = (rows + 63) / 64;
-  const int64_t want = (1024 + col_tiles - 1) / col_tiles;
-  if (chunks > want) chunks = want;
-  if (chunks > 65535) chunks = 65535;
-  if (chunks < 1) chunks = 1;
-  const int64_t rows_per_chunk = (rows + chunks - 1) / chunks;
-  chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
   dispatch_float_grad(c.i32(5), c.i32(6), "sumRows", [&](auto tag, auto out_tag) {
     using T = decltype(tag);
     using TO = decltype(out_tag);
     const T* x = c.ptr<const T>(0);
     TO* out = c.ptr<TO>(1);
+    constexpr int kVec = Group<T>::N;
+    const bool vec = cols % kVec == 0 && (reinterpret_cast<uintptr_t>(x) & 15u) == 0;
+    // Enough chunks of at least 64 rows for ~1024 blocks in all (at most 65535).
+    const int64_t col_tiles = ceil_div(cols, kSumCols * (vec ? kVec : 1));
+    int64_t chunks = (rows + 63) / 64;
+    const int64_t want = (1024 + col_tiles - 1) / col_tiles;
+    if (chunks > want) chunks = want;
+    if (chunks > 65535) chunks = 65535;
+    if (chunks < 1) chunks = 1;
+    const int64_t rows_per_chunk = (rows + chunks - 1) / chunks;
+    chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
+    float* partial = chunks == 1 ? nullptr : static_cast<float*>(c.scratch(static_cast<size_t>(chunks) * cols * sizeof(float)));
     const dim3 grid(static_cast<unsigned>(col_tiles), static_cast<unsigned>(chunks));
     const dim3 block(kSumCols, kSumLanes);
-    if (chunks == 1) {
-      launch("sumRows", sum_rows_kernel<T, TO>, grid, block, 0, c.stream, x, out, static_cast<float*>(nullptr), rows, cols, rows_per_chunk, accumulate);
-      return;
+    if (vec) launch("sumRows", sum_rows_kernel<T, TO, kVec>, grid, block, 0, c.stream, x, out, partial, rows, cols, rows_per_chunk, accumulate);
+    else launch("sumRows", sum_rows_kernel<T, TO, 1>, grid, block, 0, c.stream, x, out, partial, rows, cols, rows_per_chunk, accumulate);
+    if (partial) {
+      launch("sumRows", sum_rows_final_kernel<TO>, dim3(ceil_div(cols, kFinalThreads)), dim3(kFinalThreads), 0, c.stream,
+             static_cast<const float*>(partial), out, static_cast<int>(chunks), cols, accumulate);
     }
-    float* partial = static_cast<float*>(c.scratch(static_cast<size_t>(chunks) * cols * sizeof(float)));
-    launch("sumRows", sum_rows_kernel<T, TO>, grid, block, 0, c.stream, x, out, partial, rows, cols, rows_per_chunk, accumulate);
-    launch("sumRows", sum_rows_final_kernel<TO>, dim3(ceil_div(cols, kFinalThreads)), dim3(kFinalThreads), 0, c.stream,
-           static_cast<const float*>(partial), out, static_cast<int>(chunks), cols, accumulate);
   });
 }
 

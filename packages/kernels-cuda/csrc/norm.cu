@@ -32,9 +32,15 @@
 // order (8 contiguous ranges of chunks, then the 8 range sums in order) and adds the
 // result to dWeight / dBias (read-modify-write in their dtype: the inputs' dtype, or
 // f32 with 16-bit inputs, gradDtype).
+//
+// Rows of whole 16-byte vectors with aligned operands, up to 1024 16-bit or 512 f32
+// values, go to the warp-per-row kernels of norm_warp_rows.h instead (16-byte loads and
+// stores, no block barriers between a row's loads and stores); the same partial-row
+// reduction finishes their parameter gradients.
 #include <type_traits>
 
 #include "kiln_cuda.h"
+#include "norm_warp_rows.h"
 
 namespace kiln {
 namespace {
@@ -336,9 +342,31 @@ __global__ void __launch_bounds__(kReduceCols* kReduceGroups) param_grad_reduce_
 
 // ---- launchers -----------------------------------------------------------------
 
+/** The forward on the warp-per-row kernel when the rows and operands fit it; false otherwise. */
+template <bool kLayer>
+bool warp_rows_forward(const char* name, const KernelCall& c, const void* x, const void* w, const void* b, void* out, float* mean, float* rstd,
+                       int64_t rows, int dim, float eps, int dtype) {
+  namespace wr = norm_warp_rows;
+  bool taken = false;
+  dispatch_float(dtype, name, [&](auto tag) {
+    using T = decltype(tag);
+    const int vecs = wr::vecs_per_lane(dim, sizeof(T));
+    if (rows <= 0 || !vecs || !wr::aligned16(x) || !wr::aligned16(w) || !wr::aligned16(b) || !wr::aligned16(out)) return;
+    const int64_t blocks = (rows + wr::kRowsPerBlock - 1) / wr::kRowsPerBlock;
+    const unsigned grid = static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8);
+    wr::with_vecs(vecs, [&](auto v) {
+      launch(name, wr::forward_kernel<T, kLayer, decltype(v)::value>, grid, wr::kThreads, 0, c.stream, static_cast<const T*>(x), static_cast<const T*>(w),
+             static_cast<const T*>(b), static_cast<T*>(out), mean, rstd, rows, dim, eps);
+    });
+    taken = true;
+  });
+  return taken;
+}
+
 template <bool kLayer>
 void run_forward(const char* name, const KernelCall& c, const void* x, const void* w, const void* b, void* out, float* mean, float* rstd, int64_t rows,
                  int dim, float eps, int dtype) {
+  if (warp_rows_forward<kLayer>(name, c, x, w, b, out, mean, rstd, rows, dim, eps, dtype)) return;
   const Layout l = layout_for(dim);
   const int64_t groups = (rows + l.rpb - 1) / l.rpb;
   const unsigned grid = static_cast<unsigned>(groups < 65535 * 8 ? groups : 65535 * 8);
@@ -357,27 +385,40 @@ void run_forward(const char* name, const KernelCall& c, const void* x, const voi
 template <bool kLayer>
 void run_backward(const char* name, const KernelCall& c, const void* dout, const void* x, const void* w, const float* mean, const float* rstd, void* dx,
                   void* dw, void* db, int64_t rows, int dim, int dtype, int grad_dtype) {
-  const Layout l = layout_for(dim);
-  // Chunks of whole row groups: a function of (rows, dim) only, so every run splits alike.
-  const int64_t groups = (rows + l.rpb - 1) / l.rpb;
-  const int64_t by_bytes = static_cast<int64_t>(kMaxPartialBytes / (sizeof(float) * 2 * static_cast<size_t>(dim)));
-  int64_t target = groups < kMaxChunks ? groups : kMaxChunks;
-  if (target > by_bytes) target = by_bytes;
-  if (target < 1) target = 1;
-  const int64_t rows_per_chunk = (groups + target - 1) / target * l.rpb;
-  const int chunks = static_cast<int>((rows + rows_per_chunk - 1) / rows_per_chunk);
-  const size_t per = static_cast<size_t>(chunks) * static_cast<size_t>(dim);
+  namespace wr = norm_warp_rows;
   dispatch_float_grad(dtype, grad_dtype, name, [&](auto tag, auto grad_tag) {
     using T = decltype(tag);
     using G = decltype(grad_tag);
+    const int vecs = wr::vecs_per_lane(dim, sizeof(T));
+    const bool warp_rows = rows > 0 && vecs && wr::aligned16(dout) && wr::aligned16(x) && wr::aligned16(w) && wr::aligned16(dx);
+    // Chunks of whole row groups (warps' rows, or a block's rows side by side): a function
+    // of (rows, dim) only, so every run splits alike.
+    const Layout l = layout_for(dim);
+    const int64_t group_rows = warp_rows ? wr::kRowsPerBlock : l.rpb;
+    const int64_t groups = (rows + group_rows - 1) / group_rows;
+    const int64_t by_bytes = static_cast<int64_t>(kMaxPartialBytes / (sizeof(float) * 2 * static_cast<size_t>(dim)));
+    int64_t target = groups < (warp_rows ? wr::kTargetChunks : kMaxChunks) ? groups : (warp_rows ? wr::kTargetChunks : kMaxChunks);
+    if (target > by_bytes) target = by_bytes;
+    if (target < 1) target = 1;
+    const int64_t rows_per_chunk = (groups + target - 1) / target * group_rows;
+    const int chunks = static_cast<int>((rows + rows_per_chunk - 1) / rows_per_chunk);
+    const size_t per = static_cast<size_t>(chunks) * static_cast<size_t>(dim);
     float* pw = static_cast<float*>(c.scratch(sizeof(float) * per * (db ? 2 : 1)));
     float* pb = db ? pw + per : nullptr;
-    auto go = [&](auto kernel) {
-      launch(name, kernel, static_cast<unsigned>(chunks), l.threads, 0, c.stream, static_cast<const T*>(dout), static_cast<const T*>(x),
-             static_cast<const T*>(w), mean, rstd, static_cast<T*>(dx), pw, pb, rows, dim, l.tpr, rows_per_chunk);
-    };
     auto pick = [&](auto bias) {
       constexpr bool kB = decltype(bias)::value;
+      if (warp_rows) {
+        wr::with_vecs(vecs, [&](auto v) {
+          launch(name, wr::backward_kernel<T, kLayer, kB, decltype(v)::value>, static_cast<unsigned>(chunks), wr::kThreads,
+                 sizeof(float) * wr::kRowsPerBlock * static_cast<size_t>(dim), c.stream, static_cast<const T*>(dout), static_cast<const T*>(x),
+                 static_cast<const T*>(w), mean, rstd, static_cast<T*>(dx), pw, pb, rows, dim, rows_per_chunk);
+        });
+        return;
+      }
+      auto go = [&](auto kernel) {
+        launch(name, kernel, static_cast<unsigned>(chunks), l.threads, 0, c.stream, static_cast<const T*>(dout), static_cast<const T*>(x),
+               static_cast<const T*>(w), mean, rstd, static_cast<T*>(dx), pw, pb, rows, dim, l.tpr, rows_per_chunk);
+      };
       // Rows over 8 values per thread take the uncached path: 16 values per thread of
       // x, dOut and weight exceed sm_100's 128 registers at 512 threads and spill.
       if (l.vpt == kVpt) go(norm_backward_kernel<T, kLayer, kB, kVpt>);

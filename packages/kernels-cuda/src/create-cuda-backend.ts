@@ -13,17 +13,18 @@ export interface CudaBackendOptions {
 
 /**
  * Which matmul runs: KILN_MATMUL_PATH=cublaslt (required), kiln (kiln's kernels:
- * tensor cores for bf16/f16, the pipelined mma kernel; SIMT for f32), wgmma (kiln's
- * kernels with Hopper's wgmma kernel for bf16/f16: sm_90 only, or the simulator), wmma
- * (the WMMA kernel for bf16/f16), simt (SIMT for every dtype); unset: cuBLASLt when a
- * libcublasLt.so is found, else kiln's kernels.
+ * tensor cores for bf16/f16, Hopper's wgmma kernel on sm_90 and the pipelined mma.sync
+ * kernel elsewhere; SIMT for f32), wgmma (the wgmma kernel: sm_90 only, or the
+ * simulator), mma (the mma.sync kernel, on sm_90 too), wmma (the WMMA kernel for
+ * bf16/f16), simt (SIMT for every dtype); unset: cuBLASLt when a libcublasLt.so is
+ * found, else kiln's kernels.
  */
-const KILN_MATMUL_PATHS = ["kiln", "wgmma", "wmma", "simt"];
+const KILN_MATMUL_PATHS = ["kiln", "wgmma", "mma", "wmma", "simt"];
 
 function cublasLtChoice(found: string | null, tf32: boolean): OpenDeviceOptions["cublasLt"] {
   const wanted = process.env.KILN_MATMUL_PATH ?? "";
   if (!["", "cublaslt", ...KILN_MATMUL_PATHS].includes(wanted)) {
-    throw new DeviceError(`KILN_MATMUL_PATH=${wanted} is not a matmul path`, { where: "KILN_MATMUL_PATH", hint: "use cublaslt, kiln, wgmma, wmma or simt, or unset it" });
+    throw new DeviceError(`KILN_MATMUL_PATH=${wanted} is not a matmul path`, { where: "KILN_MATMUL_PATH", hint: "use cublaslt, kiln, wgmma, mma, wmma or simt, or unset it" });
   }
   if (KILN_MATMUL_PATHS.includes(wanted)) return undefined;
   if (!found) {

@@ -29,6 +29,8 @@ const normShapes: Def[] = [
   d("odd", { rows: 33, dim: 65 }),
   d("long", { rows: 3, dim: 4099 }),
   d("large", { rows: 256, dim: 384 }),
+  // Rows of whole 16-byte vectors (33 of bf16, 66 of f32), 37 rows: kernels that move rows by vectors.
+  d("large", { rows: 37, dim: 264 }, { label: "whole 16-byte rows" }),
 ];
 
 /** Saved statistics for a backward case, computed by the oracle's forward from the case's inputs. */
@@ -275,6 +277,7 @@ const CASES: Record<KernelName, Defs> = {
     d("prime", { rows: 7, cols: 13 }),
     d("odd", { rows: 33, cols: 65, accumulate: true }),
     d("large", { rows: 300, cols: 97 }),
+    d("large", { rows: 130, cols: 264, accumulate: true }, { label: "whole 16-byte rows" }),
   ], "gradDtype", ["prime", "odd", "large"], [d("special", { rows: 300, cols: 5, accumulate: true }, { derive: constants({ x: 300 }), label: "sums past 65504" })]),
   embeddingForward: () => [
     d("one", { count: 1, vocab: 1, dim: 1 }),

@@ -34,11 +34,14 @@ Device::Device(int ordinal)
       wmma_attention_(env_is("KILN_ATTENTION_PATH", "wmma")),
       wgmma_matmul_(env_is("KILN_MATMUL_PATH", "wgmma")) {
 #if !defined(KILN_CUDA_SIM)
-  if (env_is("KILN_MATMUL_PATH", "wgmma") && !(sm90a_built() && props_.major == 9 && props_.minor == 0)) {
+  const bool sm90 = sm90a_built() && props_.major == 9 && props_.minor == 0;
+  if (wgmma_matmul_ && !sm90) {
     raw_stream_destroy(stream_);
     throw DeviceFailure("KILN_MATMUL_PATH=wgmma needs an sm_90 GPU (H100, H200) and this build's sm_90a code; this device is sm_" + std::to_string(props_.major) +
                         std::to_string(props_.minor) + ": unset KILN_MATMUL_PATH, or use kiln");
   }
+  // On sm_90 kiln's own bf16/f16 matmuls are the wgmma ones unless a path names another kernel.
+  if (sm90 && !simt_matmul_ && !wmma_matmul_ && !env_is("KILN_MATMUL_PATH", "mma")) wgmma_matmul_ = true;
 #endif
 }
 

@@ -94,7 +94,7 @@ class Device {
   /** Keeps taken marks' events for later marks. */
   void recycle_marks(std::vector<RawEvent>& marks);
   bool simt_matmul_, simt_attention_, wmma_matmul_, wmma_attention_;  // read from the environment at open
-  bool wgmma_matmul_;  // KILN_MATMUL_PATH=wgmma (an sm_90 device with this build's sm_90a code, or the simulator)
+  bool wgmma_matmul_;  // the wgmma kernel: on an sm_90 device with this build's sm_90a code unless KILN_MATMUL_PATH names another kernel; the simulator with =wgmma
 };
 
 }  // namespace kiln
