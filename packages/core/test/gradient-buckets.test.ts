@@ -19,7 +19,7 @@ describe("planGradientBuckets", () => {
       at += b.elements * 4;
     }
     expect(at).toBe(layout.bytes);
-    expect(byOffset.flatMap((b) => b.params)).toEqual(layout.specs.map((s) => s.name));
+    expect(byOffset.flatMap((b) => b.params)).toEqual(layout.stored.map((s) => s.name));
   });
 
   it("orders buckets by the node that last writes them, which comes after every writer of theirs", () => {

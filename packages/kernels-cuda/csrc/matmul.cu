@@ -42,7 +42,8 @@
 // chunk of rows each (a group is one column, or one 16-byte vector of columns when the
 // rows are whole vectors at an aligned address); with one chunk the
 // block writes out directly, otherwise it writes an f32 partial per (chunk, column)
-// to scratch and a second kernel adds the partials in chunk order (deterministic).
+// to scratch and a second kernel adds the partials in a fixed order (8 contiguous
+// ranges of chunks, then the ranges in order: deterministic).
 #include <type_traits>
 
 #include "blas/cublaslt_matmul.h"
@@ -254,7 +255,6 @@ void launch_matmul(const KernelCall& c) {
 
 constexpr int kSumCols = 32;   // columns per block (threadIdx.x)
 constexpr int kSumLanes = 8;   // row lanes per block (threadIdx.y)
-constexpr int kFinalThreads = 256;
 
 /**
  * Block (x, y) sums rows [y * rows_per_chunk, ...) of columns [x * 32 kW, (x + 1) * 32 kW):
@@ -301,14 +301,29 @@ __global__ void __launch_bounds__(kSumCols * kSumLanes) sum_rows_kernel(const T*
   }
 }
 
-/** out[j] = (accumulate ? out[j] : 0) + sum over chunks, in chunk order. */
+/**
+ * out[j] = (accumulate ? out[j] : 0) + sum over chunks in a fixed order: row lane ty of a
+ * block of 32 columns adds its contiguous range of chunks in order, then the 8 range
+ * sums are added in lane order.
+ */
 template <typename TO>
-__global__ void __launch_bounds__(kFinalThreads) sum_rows_final_kernel(const float* partial, TO* out, int chunks, int cols, bool accumulate) {
-  const int j = blockIdx.x * kFinalThreads + threadIdx.x;
-  if (j >= cols) return;
+__global__ void __launch_bounds__(kSumCols * kSumLanes) sum_rows_final_kernel(const float* partial, TO* out, int chunks, int cols, bool accumulate) {
+  __shared__ float lanes[kSumLanes][kSumCols];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int j = blockIdx.x * kSumCols + tx;
+  const int per = (chunks + kSumLanes - 1) / kSumLanes;
+  const int q1 = (ty + 1) * per < chunks ? (ty + 1) * per : chunks;
   float t = 0.f;
-  for (int q = 0; q < chunks; q++) t += partial[int64_t{q} * cols + j];
-  out[j] = from_f32<TO>((accumulate ? to_f32(out[j]) : 0.f) + t);
+  if (j < cols)
+    for (int q = ty * per; q < q1; q++) t += partial[int64_t{q} * cols + j];
+  lanes[ty][tx] = t;
+  __syncthreads();
+  if (ty == 0 && j < cols) {
+    float sum = lanes[0][tx];
+#pragma unroll
+    for (int q = 1; q < kSumLanes; q++) sum += lanes[q][tx];
+    out[j] = from_f32<TO>((accumulate ? to_f32(out[j]) : 0.f) + sum);
+  }
 }
 
 // sumRows: x, out | rows, cols, accumulate, dtype, gradDtype (out's)
@@ -338,7 +353,7 @@ void launch_sum_rows(const KernelCall& c) {
     if (vec) launch("sumRows", sum_rows_kernel<T, TO, kVec>, grid, block, 0, c.stream, x, out, partial, rows, cols, rows_per_chunk, accumulate);
     else launch("sumRows", sum_rows_kernel<T, TO, 1>, grid, block, 0, c.stream, x, out, partial, rows, cols, rows_per_chunk, accumulate);
     if (partial) {
-      launch("sumRows", sum_rows_final_kernel<TO>, dim3(ceil_div(cols, kFinalThreads)), dim3(kFinalThreads), 0, c.stream,
+      launch("sumRows", sum_rows_final_kernel<TO>, dim3(ceil_div(cols, kSumCols)), dim3(kSumCols, kSumLanes), 0, c.stream,
              static_cast<const float*>(partial), out, static_cast<int>(chunks), cols, accumulate);
     }
   });

@@ -9,8 +9,8 @@ export interface ParamRun {
 }
 
 /**
- * The parameters of `layouts` (the same specs in the same order, in different dtypes)
- * cut into runs that lie back to back in every layout: a run goes on while the next
+ * The parameters of `layouts` (the same specs stored in the same order, in different
+ * dtypes), in buffer order, cut into runs that lie back to back in every layout: a run goes on while the next
  * parameter starts exactly where the run's elements end in each layout (no alignment
  * padding in between) and `together` accepts it. An elementwise kernel over a run
  * touches every element of its parameters and nothing else, so a per-parameter loop
@@ -18,7 +18,7 @@ export interface ParamRun {
  */
 export function paramRuns(layouts: readonly ParamLayout[], together: (run: ParamSpec, next: ParamSpec) => boolean = () => true): ParamRun[] {
   const runs: ParamRun[] = [];
-  for (const s of layouts[0].specs) {
+  for (const s of layouts[0].stored) {
     const last = runs.at(-1);
     const adjoins =
       last !== undefined &&

@@ -37,8 +37,8 @@ export function planGradientBuckets(graph: Graph, layout: ParamLayout, bucketByt
     end = start;
     params = [];
   };
-  for (let i = layout.specs.length - 1; i >= 0; i--) {
-    const s = layout.specs[i];
+  for (let i = layout.stored.length - 1; i >= 0; i--) {
+    const s = layout.stored[i];
     const at = layout.offsets.get(s.name)!;
     // The bucket takes this parameter (and the padding after it) unless that would push it past the cap.
     if (params.length > 0 && end - at > bucketBytes) close();
