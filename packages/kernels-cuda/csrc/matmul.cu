@@ -337,7 +337,7 @@ void launch_sum_rows(const KernelCall& c) {
     const T* x = c.ptr<const T>(0);
     TO* out = c.ptr<TO>(1);
     constexpr int kVec = Group<T>::N;
-    const bool vec = cols % kVec == 0 && (reinterpret_cast<uintptr_t>(x) & 15u) == 0;
+    const bool vec = cols % kVec == 0 && is_aligned16(x);
     // Enough chunks of at least 64 rows for ~1024 blocks in all (at most 65535).
     const int64_t col_tiles = ceil_div(cols, kSumCols * (vec ? kVec : 1));
     int64_t chunks = (rows + 63) / 64;

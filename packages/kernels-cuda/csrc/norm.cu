@@ -351,7 +351,7 @@ bool warp_rows_forward(const char* name, const KernelCall& c, const void* x, con
   dispatch_float(dtype, name, [&](auto tag) {
     using T = decltype(tag);
     const int vecs = wr::vecs_per_lane(dim, sizeof(T));
-    if (rows <= 0 || !vecs || !wr::aligned16(x) || !wr::aligned16(w) || !wr::aligned16(b) || !wr::aligned16(out)) return;
+    if (rows <= 0 || !vecs || !is_aligned16(x) || !is_aligned16(w) || (b && !is_aligned16(b)) || !is_aligned16(out)) return;
     const int64_t blocks = (rows + wr::kRowsPerBlock - 1) / wr::kRowsPerBlock;
     const unsigned grid = static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8);
     wr::with_vecs(vecs, [&](auto v) {
@@ -390,7 +390,7 @@ void run_backward(const char* name, const KernelCall& c, const void* dout, const
     using T = decltype(tag);
     using G = decltype(grad_tag);
     const int vecs = wr::vecs_per_lane(dim, sizeof(T));
-    const bool warp_rows = rows > 0 && vecs && wr::aligned16(dout) && wr::aligned16(x) && wr::aligned16(w) && wr::aligned16(dx);
+    const bool warp_rows = rows > 0 && vecs && is_aligned16(dout) && is_aligned16(x) && is_aligned16(w) && is_aligned16(dx);
     // Chunks of whole row groups (warps' rows, or a block's rows side by side): a function
     // of (rows, dim) only, so every run splits alike.
     const Layout l = layout_for(dim);

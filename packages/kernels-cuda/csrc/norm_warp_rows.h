@@ -208,8 +208,6 @@ inline int vecs_per_lane(int64_t dim, size_t elem) {
   return lanes_vecs <= kVecs ? static_cast<int>(lanes_vecs) : 0;
 }
 
-inline bool aligned16(const void* p) { return p == nullptr || (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
-
 /** Calls f(std::integral_constant<int, v>) for v in 1..kVecs. */
 template <typename F>
 void with_vecs(int v, F&& f) {
