@@ -397,7 +397,8 @@ void run_backward(const char* name, const KernelCall& c, const void* dout, const
     const int64_t group_rows = warp_rows ? wr::kRowsPerBlock : l.rpb;
     const int64_t groups = (rows + group_rows - 1) / group_rows;
     const int64_t by_bytes = static_cast<int64_t>(kMaxPartialBytes / (sizeof(float) * 2 * static_cast<size_t>(dim)));
-    int64_t target = groups < (warp_rows ? wr::kTargetChunks : kMaxChunks) ? groups : (warp_rows ? wr::kTargetChunks : kMaxChunks);
+    const int64_t max_chunks = warp_rows ? wr::kTargetChunks : kMaxChunks;
+    int64_t target = groups < max_chunks ? groups : max_chunks;
     if (target > by_bytes) target = by_bytes;
     if (target < 1) target = 1;
     const int64_t rows_per_chunk = (groups + target - 1) / target * group_rows;
