@@ -42,11 +42,12 @@
 // chunk of rows each (a group is one column, or one 16-byte vector of columns when the
 // rows are whole vectors at an aligned address); with one chunk the
 // block writes out directly, otherwise it writes an f32 partial per (chunk, column)
-// to scratch and a second kernel adds the partials in a fixed order (8 contiguous
+// to scratch and a second kernel (chunk_partials.h) adds the partials in a fixed order (8 contiguous
 // ranges of chunks, then the ranges in order: deterministic).
 #include <type_traits>
 
 #include "blas/cublaslt_matmul.h"
+#include "chunk_partials.h"
 #include "kiln_cuda.h"
 #include "matmul_params.h"
 #include "matmul_tiles.h"
@@ -301,31 +302,6 @@ __global__ void __launch_bounds__(kSumCols * kSumLanes) sum_rows_kernel(const T*
   }
 }
 
-/**
- * out[j] = (accumulate ? out[j] : 0) + sum over chunks in a fixed order: row lane ty of a
- * block of 32 columns adds its contiguous range of chunks in order, then the 8 range
- * sums are added in lane order.
- */
-template <typename TO>
-__global__ void __launch_bounds__(kSumCols * kSumLanes) sum_rows_final_kernel(const float* partial, TO* out, int chunks, int cols, bool accumulate) {
-  __shared__ float lanes[kSumLanes][kSumCols];
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  const int j = blockIdx.x * kSumCols + tx;
-  const int per = (chunks + kSumLanes - 1) / kSumLanes;
-  const int q1 = (ty + 1) * per < chunks ? (ty + 1) * per : chunks;
-  float t = 0.f;
-  if (j < cols)
-    for (int q = ty * per; q < q1; q++) t += partial[int64_t{q} * cols + j];
-  lanes[ty][tx] = t;
-  __syncthreads();
-  if (ty == 0 && j < cols) {
-    float sum = lanes[0][tx];
-#pragma unroll
-    for (int q = 1; q < kSumLanes; q++) sum += lanes[q][tx];
-    out[j] = from_f32<TO>((accumulate ? to_f32(out[j]) : 0.f) + sum);
-  }
-}
-
 // sumRows: x, out | rows, cols, accumulate, dtype, gradDtype (out's)
 void launch_sum_rows(const KernelCall& c) {
   const int64_t rows = c.i64(2);
@@ -353,8 +329,8 @@ void launch_sum_rows(const KernelCall& c) {
     if (vec) launch("sumRows", sum_rows_kernel<T, TO, kVec>, grid, block, 0, c.stream, x, out, partial, rows, cols, rows_per_chunk, accumulate);
     else launch("sumRows", sum_rows_kernel<T, TO, 1>, grid, block, 0, c.stream, x, out, partial, rows, cols, rows_per_chunk, accumulate);
     if (partial) {
-      launch("sumRows", sum_rows_final_kernel<TO>, dim3(ceil_div(cols, kSumCols)), dim3(kSumCols, kSumLanes), 0, c.stream,
-             static_cast<const float*>(partial), out, static_cast<int>(chunks), cols, accumulate);
+      launch_sum_chunk_partials<TO>("sumRows", c.stream, partial, out, static_cast<const float*>(nullptr), static_cast<TO*>(nullptr), static_cast<int>(chunks), cols,
+                                    accumulate);
     }
   });
 }

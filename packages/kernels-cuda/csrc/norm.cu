@@ -28,7 +28,7 @@
 // walks chunk c's rows in order, each thread adding dOut xhat (and dOut) of its
 // columns into registers; the row slots of a block are then added in slot order
 // into one f32 partial row per chunk in scratch (partials for dWeight, then for
-// dBias). A second kernel sums the partials of each column over chunks in a fixed
+// dBias). A second kernel (chunk_partials.h) sums the partials of each column over chunks in a fixed
 // order (8 contiguous ranges of chunks, then the 8 range sums in order) and adds the
 // result to dWeight / dBias (read-modify-write in their dtype: the inputs' dtype, or
 // f32 with 16-bit inputs, gradDtype).
@@ -39,6 +39,7 @@
 // reduction finishes their parameter gradients.
 #include <type_traits>
 
+#include "chunk_partials.h"
 #include "kiln_cuda.h"
 #include "norm_warp_rows.h"
 
@@ -304,42 +305,6 @@ __global__ void __launch_bounds__(kMaxTpr, 1) norm_backward_kernel(const T* dout
   }
 }
 
-constexpr int kReduceCols = 32;
-constexpr int kReduceGroups = 8;
-
-/** dw[j] += sum_c pw[c * dim + j] (and db from pb), chunks in a fixed order. */
-template <typename T>
-__global__ void __launch_bounds__(kReduceCols* kReduceGroups) param_grad_reduce_kernel(const float* pw, const float* pb, T* dw, T* db, int dim,
-                                                                                       int chunks) {
-  __shared__ float sw[kReduceGroups][kReduceCols];
-  __shared__ float sb[kReduceGroups][kReduceCols];
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  const int64_t j = int64_t{blockIdx.x} * kReduceCols + tx;
-  const int per = (chunks + kReduceGroups - 1) / kReduceGroups;
-  const int c0 = ty * per;
-  const int c1 = c0 + per < chunks ? c0 + per : chunks;
-  float aw = 0.0f, ab = 0.0f;
-  if (j < dim) {
-    for (int c = c0; c < c1; c++) {
-      aw += pw[int64_t{c} * dim + j];
-      if (pb) ab += pb[int64_t{c} * dim + j];
-    }
-  }
-  sw[ty][tx] = aw;
-  sb[ty][tx] = ab;
-  __syncthreads();
-  if (ty == 0 && j < dim) {
-    float a = 0.0f, c = 0.0f;
-#pragma unroll
-    for (int y = 0; y < kReduceGroups; y++) {
-      a += sw[y][tx];
-      c += sb[y][tx];
-    }
-    dw[j] = from_f32<T>(to_f32(dw[j]) + a);
-    if (db) db[j] = from_f32<T>(to_f32(db[j]) + c);
-  }
-}
-
 // ---- launchers -----------------------------------------------------------------
 
 /** The forward on the warp-per-row kernel when the rows and operands fit it; false otherwise. */
@@ -431,8 +396,7 @@ void run_backward(const char* name, const KernelCall& c, const void* dout, const
     } else {
       pick(std::false_type{});  // rmsNorm has no bias
     }
-    launch(name, param_grad_reduce_kernel<G>, ceil_div(static_cast<size_t>(dim), kReduceCols), dim3(kReduceCols, kReduceGroups), 0, c.stream,
-           static_cast<const float*>(pw), static_cast<const float*>(pb), static_cast<G*>(dw), static_cast<G*>(db), dim, chunks);
+    launch_sum_chunk_partials<G>(name, c.stream, pw, static_cast<G*>(dw), pb, static_cast<G*>(db), chunks, dim, true);
   });
 }
 

@@ -13,10 +13,11 @@
 // rows (a multiple of 8, a function of rows only); warp w takes the chunk's rows
 // w, w + 8, ... in order, adding dOut xhat and dOut into registers; the 8 warps' sums
 // go through shared memory and are added in warp order into the chunk's f32 partial
-// rows, which norm.cu's param_grad_reduce_kernel sums over chunks.
+// rows, which chunk_partials.h's kernel sums over chunks.
 #pragma once
 #include <type_traits>
 
+#include "block_scan.h"
 #include "kiln_cuda.h"
 #include "vector_io.h"
 
@@ -27,16 +28,6 @@ constexpr int kVecs = 4;         // 16-byte vectors per lane at most
 constexpr int kRowsPerBlock = 8;  // one row per warp
 constexpr int kThreads = 32 * kRowsPerBlock;
 constexpr int kTargetChunks = 256;  // backward partial rows at most
-
-/** Sums v over the warp; every lane gets the same bits. */
-template <int N>
-__device__ __forceinline__ void warp_sum(float (&v)[N]) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-#pragma unroll
-    for (int n = 0; n < N; n++) v[n] += __shfl_xor_sync(0xffffffffu, v[n], o);
-  }
-}
 
 template <typename T, bool kLayer, int kV>
 __global__ void __launch_bounds__(kThreads) forward_kernel(const T* x, const T* w, const T* b, T* out, float* mean_out, float* rstd_out, int64_t rows,
@@ -59,26 +50,24 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const T* x, const T* 
     }
     float mean = 0.0f;
     if constexpr (kLayer) {
-      float s[1] = {0.0f};
+      float s = 0.0f;
 #pragma unroll
       for (int k = 0; k < kV; k++)
 #pragma unroll
-        for (int e = 0; e < W; e++) s[0] += v[k][e];
-      warp_sum<1>(s);
-      mean = s[0] / fdim;
+        for (int e = 0; e < W; e++) s += v[k][e];
+      mean = warp_sum_f32(s) / fdim;
     }
-    float q[1] = {0.0f};
+    float q = 0.0f;
 #pragma unroll
     for (int k = 0; k < kV; k++) {
       if (lane + 32 * k < nvec)
 #pragma unroll
         for (int e = 0; e < W; e++) {
           const float d = v[k][e] - mean;
-          q[0] = fmaf(d, d, q[0]);
+          q = fmaf(d, d, q);
         }
     }
-    warp_sum<1>(q);
-    const float rstd = 1.0f / sqrtf(q[0] / fdim + eps);
+    const float rstd = 1.0f / sqrtf(warp_sum_f32(q) / fdim + eps);
 #pragma unroll
     for (int k = 0; k < kV; k++) {
       const int vi = lane + 32 * k;
@@ -159,7 +148,7 @@ __global__ void __launch_bounds__(kThreads, 2) backward_kernel(const T* dout, co
         dg[k].raw = *reinterpret_cast<const uint4*>(dout + off + vi * W);
       }
     }
-    float s[2] = {0.0f, 0.0f};  // sum g, sum g xhat (g = dOut w)
+    float sg = 0.0f, sgx = 0.0f;  // sum g, sum g xhat (g = dOut w)
 #pragma unroll
     for (int k = 0; k < kV; k++) {
       const int vi = lane + 32 * k;
@@ -169,14 +158,13 @@ __global__ void __launch_bounds__(kThreads, 2) backward_kernel(const T* dout, co
 #pragma unroll
         for (int e = 0; e < W; e++) {
           const float g = to_f32(dg[k].e[e]) * wv[e];
-          s[0] += g;
-          s[1] = fmaf(g, (to_f32(xg[k].e[e]) - m) * rs, s[1]);
+          sg += g;
+          sgx = fmaf(g, (to_f32(xg[k].e[e]) - m) * rs, sgx);
         }
       }
     }
-    warp_sum<2>(s);
-    const float mg = kLayer ? s[0] / fdim : 0.0f;
-    const float mgx = s[1] / fdim;
+    const float mg = kLayer ? warp_sum_f32(sg) / fdim : 0.0f;
+    const float mgx = warp_sum_f32(sgx) / fdim;
 #pragma unroll
     for (int k = 0; k < kV; k++) {
       const int vi = lane + 32 * k;

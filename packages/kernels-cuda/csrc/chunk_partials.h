@@ -1,0 +1,59 @@
+// chunk_partials.h: the second pass of the kernels that sum rows by chunks (sumRows, the
+// norm backwards' parameter gradients). The first pass wrote one f32 partial row per
+// chunk (partial[c * cols + j]); this one adds them in a fixed order, so the result does
+// not depend on the schedule: row lane ty of a block of 32 columns adds its contiguous
+// range of chunks in order, then the 8 range sums are added in lane order.
+#pragma once
+#include "kiln_cuda.h"
+
+namespace kiln {
+// Internal linkage: each kernel file that includes this has its own copy.
+namespace {
+
+constexpr int kPartialCols = 32;   // columns per block (threadIdx.x)
+constexpr int kPartialLanes = 8;   // chunk ranges per column (threadIdx.y)
+
+/**
+ * out[j] = (accumulate ? out[j] : 0) + sum over chunks of partial[c * cols + j]; the same
+ * for partial2 into out2 when they are given (dWeight and dBias in one launch).
+ */
+template <typename TO>
+__global__ void __launch_bounds__(kPartialCols * kPartialLanes) sum_chunk_partials_kernel(const float* partial, TO* out, const float* partial2, TO* out2,
+                                                                                          int chunks, int cols, bool accumulate) {
+  __shared__ float lanes[2][kPartialLanes][kPartialCols];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int j = blockIdx.x * kPartialCols + tx;
+  const int per = (chunks + kPartialLanes - 1) / kPartialLanes;
+  const int q1 = (ty + 1) * per < chunks ? (ty + 1) * per : chunks;
+  float t = 0.f, t2 = 0.f;
+  if (j < cols) {
+    for (int q = ty * per; q < q1; q++) {
+      t += partial[int64_t{q} * cols + j];
+      if (partial2) t2 += partial2[int64_t{q} * cols + j];
+    }
+  }
+  lanes[0][ty][tx] = t;
+  lanes[1][ty][tx] = t2;
+  __syncthreads();
+  if (ty == 0 && j < cols) {
+    float sum = lanes[0][0][tx], sum2 = lanes[1][0][tx];
+#pragma unroll
+    for (int q = 1; q < kPartialLanes; q++) {
+      sum += lanes[0][q][tx];
+      sum2 += lanes[1][q][tx];
+    }
+    out[j] = from_f32<TO>((accumulate ? to_f32(out[j]) : 0.f) + sum);
+    if (out2) out2[j] = from_f32<TO>((accumulate ? to_f32(out2[j]) : 0.f) + sum2);
+  }
+}
+
+/** Launches sum_chunk_partials_kernel over `cols` columns on `stream`, as kernel `name`. */
+template <typename TO>
+void launch_sum_chunk_partials(const char* name, cudaStream_t stream, const float* partial, TO* out, const float* partial2, TO* out2, int chunks, int cols,
+                               bool accumulate) {
+  launch(name, sum_chunk_partials_kernel<TO>, ceil_div(static_cast<size_t>(cols), kPartialCols), dim3(kPartialCols, kPartialLanes), 0, stream, partial, out,
+         partial2, out2, chunks, cols, accumulate);
+}
+
+}  // namespace
+}  // namespace kiln
