@@ -145,7 +145,7 @@ void launch_tc(const KernelCall& c, const Args& a) {
 }  // namespace
 
 bool launch_attention_forward_tensor_cores(const KernelCall& c) {
-  if (launch_attention_forward_mma(c)) return true;
+  if (launch_attention_forward_wgmma(c) || launch_attention_forward_mma(c)) return true;
   const Args a = read_args(c, 5);
   if (!attention_tc_allowed(c, a.dtype, a.d_max())) return false;
   if (a.dtype == kBF16) {

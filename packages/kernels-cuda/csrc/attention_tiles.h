@@ -262,6 +262,8 @@ void dispatch_head_dim(const Args& a, const char* kernel, F&& f) {
 
 }  // namespace
 
+/** attentionForward on wgmma (attention_forward_wgmma.cu) when it applies: KILN_ATTENTION_PATH=wgmma, bf16/f16, headDim and vHeadDim <= 128, rows allowing 16-byte copies; false otherwise. */
+bool launch_attention_forward_wgmma(const KernelCall& c);
 /** attentionForward on mma.sync (attention_forward_mma.cu) when it applies: bf16/f16, headDim and vHeadDim <= 128, not KILN_ATTENTION_PATH=wmma; false otherwise. */
 bool launch_attention_forward_mma(const KernelCall& c);
 /** attentionForward on tensor cores (attention_forward_tc.cu, the mma kernel first) when it applies: bf16/f16, headDim and vHeadDim <= 128; false otherwise. */

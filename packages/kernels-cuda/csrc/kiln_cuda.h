@@ -107,6 +107,8 @@ struct KernelCall {
   bool wmma_attention;
   /** bf16/f16 dense matmuls on the wgmma kernel (matmul_wgmma.cu): an sm_90 device with this build's sm_90a code unless KILN_MATMUL_PATH=mma/wmma/simt; the simulator with KILN_MATMUL_PATH=wgmma. */
   bool wgmma_matmul;
+  /** KILN_ATTENTION_PATH=wgmma (an sm_90 device, or the simulator): bf16/f16 attention on the wgmma kernels where they apply. */
+  bool wgmma_attention;
 
   double at(int i) const;
   template <typename T> T* ptr(int i) const { return reinterpret_cast<T*>(static_cast<uintptr_t>(at(i))); }

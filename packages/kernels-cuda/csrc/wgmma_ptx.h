@@ -7,8 +7,14 @@
 //                                   swizzle (p: generic pointer into dynamic shared memory)
 //   wgmma_m64k16<T, N, MA, MB>(d, da, db)
 //                                   wgmma.mma_async.sync.aligned.m64nNk16.f32.T.T, d += A B
-//                                   (N 128 or 256, d: N / 2 f32 per thread; MA / MB: A / B
+//                                   (N 64, 128 or 256, d: N / 2 f32 per thread; MA / MB: A / B
 //                                   stored MN-major, the instruction's imm-trans-a / -b)
+//   wgmma_m64k16_ra<T, N, MB>(d, a, db)
+//                                   the same with A from registers: a, this thread's four
+//                                   32-bit registers of its warp's 16 rows, laid out as
+//                                   mma.m16n8k16's A fragment (N 64 or 128)
+//   operand_fence(a)                keeps the compiler from reusing a register A operand's
+//                                   registers before the wgmma that reads them is retired
 //   wgmma_fence()                   wgmma.fence.sync.aligned (before the first wgmma that
 //                                   reads accumulators other instructions wrote)
 //   wgmma_commit()                  wgmma.commit_group.sync.aligned
@@ -19,6 +25,7 @@
 //                                   across the asynchronous wgmma (no instruction)
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "kiln_cuda.h"
@@ -58,6 +65,15 @@ __device__ __forceinline__ void accumulator_fence(float (&d)[R]) {
 #endif
 }
 
+// The 32 accumulator operands of an m64n64k16.
+#define KILN_WGMMA_D32_REGS \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, " \
+  "%26, %27, %28, %29, %30, %31"
+#define KILN_WGMMA_D32_OPERANDS \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
 // The 64 accumulator operands of an m64n128k16.
 #define KILN_WGMMA_D64_REGS \
   "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, " \
@@ -95,11 +111,16 @@ __device__ __forceinline__ void accumulator_fence(float (&d)[R]) {
   "{\n.reg .pred p;\nsetp.ne.b32 p, %" #r2 ", 0;\nwgmma.mma_async.sync.aligned.m64n" #n "k16.f32." #ty \
   "." #ty " {" KILN_WGMMA_D##r##_REGS "}, %" #r ", %" #r1 ", p, 1, 1, %" #r3 ", %" #r4 ";\n}\n"
 
+// The same with A from registers: %r..%r+3 the A fragment, %r+4 B's descriptor, %r+5 scale-d, %r+6 imm-trans-b.
+#define KILN_WGMMA_RA_ASM(n, ty, r, a0, a1, a2, a3, rb, r2, r4)                                      \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, %" #r2 ", 0;\nwgmma.mma_async.sync.aligned.m64n" #n "k16.f32." #ty \
+  "." #ty " {" KILN_WGMMA_D##r##_REGS "}, {%" #a0 ", %" #a1 ", %" #a2 ", %" #a3 "}, %" #rb ", p, 1, 1, %" #r4 ";\n}\n"
+
 /** d (64 x N f32, this thread's fragment) += A (64 x 16) B (16 x N), both in shared memory (descriptors da, db). */
 template <typename T, int N, bool MN_MAJOR_A, bool MN_MAJOR_B>
 __device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], uint64_t da, uint64_t db KILN_WGMMA_SITE) {
   static_assert(std::is_same<T, __nv_bfloat16>::value || std::is_same<T, __half>::value, "wgmma takes bf16 or f16 operands here");
-  static_assert(N == 128 || N == 256, "wgmma m64nNk16 with N 128 or 256");
+  static_assert(N == 64 || N == 128 || N == 256, "wgmma m64nNk16 with N 64, 128 or 256");
 #if defined(KILN_CUDA_SIM)
   // Slot: the two descriptors, which must be the same in every thread of the warpgroup.
   uint64_t* mine = reinterpret_cast<uint64_t*>(::kiln_sim::warp_wide_slot());
@@ -114,13 +135,61 @@ __device__ __forceinline__ void wgmma_m64k16(float (&d)[N / 2], uint64_t da, uin
   asm volatile(KILN_WGMMA_ASM(n, ty, r, r1, r2, r3, r4) : KILN_WGMMA_D##r##_OPERANDS : "l"(da), "l"(db), "r"(1), "n"(int{MN_MAJOR_A}), "n"(int{MN_MAJOR_B}))
   if constexpr (N == 256 && kBf16) KILN_WGMMA_CALL(256, bf16, 128, 129, 130, 131, 132);
   else if constexpr (N == 256) KILN_WGMMA_CALL(256, f16, 128, 129, 130, 131, 132);
-  else if constexpr (kBf16) KILN_WGMMA_CALL(128, bf16, 64, 65, 66, 67, 68);
-  else KILN_WGMMA_CALL(128, f16, 64, 65, 66, 67, 68);
+  else if constexpr (N == 128 && kBf16) KILN_WGMMA_CALL(128, bf16, 64, 65, 66, 67, 68);
+  else if constexpr (N == 128) KILN_WGMMA_CALL(128, f16, 64, 65, 66, 67, 68);
+  else if constexpr (kBf16) KILN_WGMMA_CALL(64, bf16, 32, 33, 34, 35, 36);
+  else KILN_WGMMA_CALL(64, f16, 32, 33, 34, 35, 36);
 #undef KILN_WGMMA_CALL
 #else
   (void)d;
   (void)da;
   (void)db;
+#endif
+}
+
+/** d (64 x N f32, this thread's fragment) += A (64 x 16, registers: this thread's fragment a) B (16 x N, shared memory, descriptor db). */
+template <typename T, int N, bool MN_MAJOR_B>
+__device__ __forceinline__ void wgmma_m64k16_ra(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db KILN_WGMMA_SITE) {
+  static_assert(std::is_same<T, __nv_bfloat16>::value || std::is_same<T, __half>::value, "wgmma takes bf16 or f16 operands here");
+  static_assert(N == 64 || N == 128, "wgmma m64nNk16 with A from registers: N 64 or 128");
+#if defined(KILN_CUDA_SIM)
+  // Slot: B's descriptor (the same in every thread of the warpgroup), then this thread's A registers.
+  unsigned char* mine = ::kiln_sim::warp_wide_slot();
+  std::memcpy(mine, &db, sizeof db);
+  std::memcpy(mine + sizeof db, a, sizeof a);
+  ::kiln_sim::warpgroup_collective("wgmma.mma_async", sizeof db, site_file, site_line);
+  ::kiln_sim::WgmmaOp op{&::kiln_sim::run_wgmma_register_a<T, N, MN_MAJOR_B>, 0, db, d, threadIdx.x % 128, true, site_file, site_line, {}};
+  const unsigned quad0 = (threadIdx.x % 32) / 4 * 4;
+  uint32_t quad[4][4];
+  for (unsigned q = 0; q < 4; q++) std::memcpy(quad[q], ::kiln_sim::warp_wide_slot_of_lane(quad0 + q) + sizeof db, sizeof quad[q]);
+  ::kiln_sim::gather_register_rows<T>(op.a_rows, quad);
+  ::kiln_sim::wgmma_issue(op);
+  ::kiln_sim::warpgroup_barrier(site_file, site_line);
+#elif defined(KILN_HAS_WGMMA)
+  constexpr bool kBf16 = std::is_same<T, __nv_bfloat16>::value;
+#define KILN_WGMMA_RA_CALL(n, ty, r, a0, a1, a2, a3, rb, r2, r4)                                                                  \
+  asm volatile(KILN_WGMMA_RA_ASM(n, ty, r, a0, a1, a2, a3, rb, r2, r4)                                                          \
+               : KILN_WGMMA_D##r##_OPERANDS                                                                                      \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1), "n"(int{MN_MAJOR_B}))
+  if constexpr (N == 128 && kBf16) KILN_WGMMA_RA_CALL(128, bf16, 64, 64, 65, 66, 67, 68, 69, 70);
+  else if constexpr (N == 128) KILN_WGMMA_RA_CALL(128, f16, 64, 64, 65, 66, 67, 68, 69, 70);
+  else if constexpr (kBf16) KILN_WGMMA_RA_CALL(64, bf16, 32, 32, 33, 34, 35, 36, 37, 38);
+  else KILN_WGMMA_RA_CALL(64, f16, 32, 32, 33, 34, 35, 36, 37, 38);
+#undef KILN_WGMMA_RA_CALL
+#else
+  (void)d;
+  (void)a;
+  (void)db;
+#endif
+}
+
+template <int R>
+__device__ __forceinline__ void operand_fence(uint32_t (&a)[R]) {
+#if !defined(KILN_CUDA_SIM)
+#pragma unroll
+  for (int i = 0; i < R; i++) asm volatile("" : "+r"(a[i])::"memory");
+#else
+  (void)a;
 #endif
 }
 

@@ -41,13 +41,14 @@ function cublasLtChoice(found: string | null, tf32: boolean): OpenDeviceOptions[
 
 /**
  * Which bf16/f16 attention kernels run: KILN_ATTENTION_PATH=mma (the default: mma.sync,
- * scores and probabilities in registers), wmma (the WMMA kernels), simt (CUDA cores).
+ * scores and probabilities in registers), wgmma (Hopper's warpgroup instruction, sm_90
+ * only; the addon refuses it on other devices), wmma (the WMMA kernels), simt (CUDA cores).
  * The addon reads the value when a device opens; this refuses any other before it does.
  */
 function checkAttentionPath(): void {
   const wanted = process.env.KILN_ATTENTION_PATH ?? "";
-  if (!["", "mma", "wmma", "simt"].includes(wanted)) {
-    throw new DeviceError(`KILN_ATTENTION_PATH=${wanted} is not an attention path`, { where: "KILN_ATTENTION_PATH", hint: "use mma, wmma or simt, or unset it" });
+  if (!["", "mma", "wgmma", "wmma", "simt"].includes(wanted)) {
+    throw new DeviceError(`KILN_ATTENTION_PATH=${wanted} is not an attention path`, { where: "KILN_ATTENTION_PATH", hint: "use mma, wgmma (sm_90), wmma or simt, or unset it" });
   }
 }
 

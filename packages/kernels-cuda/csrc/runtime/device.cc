@@ -32,13 +32,19 @@ Device::Device(int ordinal)
       simt_attention_(env_is("KILN_ATTENTION_PATH", "simt")),
       wmma_matmul_(env_is("KILN_MATMUL_PATH", "wmma")),
       wmma_attention_(env_is("KILN_ATTENTION_PATH", "wmma")),
-      wgmma_matmul_(env_is("KILN_MATMUL_PATH", "wgmma")) {
+      wgmma_matmul_(env_is("KILN_MATMUL_PATH", "wgmma")),
+      wgmma_attention_(env_is("KILN_ATTENTION_PATH", "wgmma")) {
 #if !defined(KILN_CUDA_SIM)
   const bool sm90 = sm90a_built() && props_.major == 9 && props_.minor == 0;
   if (wgmma_matmul_ && !sm90) {
     raw_stream_destroy(stream_);
     throw DeviceFailure("KILN_MATMUL_PATH=wgmma needs an sm_90 GPU (H100, H200) and this build's sm_90a code; this device is sm_" + std::to_string(props_.major) +
                         std::to_string(props_.minor) + ": unset KILN_MATMUL_PATH, or use kiln");
+  }
+  if (wgmma_attention_ && !sm90) {
+    raw_stream_destroy(stream_);
+    throw DeviceFailure("KILN_ATTENTION_PATH=wgmma needs an sm_90 GPU (H100, H200) and this build's sm_90a code; this device is sm_" + std::to_string(props_.major) +
+                        std::to_string(props_.minor) + ": unset KILN_ATTENTION_PATH");
   }
   // On sm_90 kiln's own bf16/f16 matmuls are the wgmma ones unless a path names another kernel.
   if (sm90 && !simt_matmul_ && !wmma_matmul_ && !env_is("KILN_MATMUL_PATH", "mma")) wgmma_matmul_ = true;
@@ -191,7 +197,7 @@ std::string Device::use_cublaslt(const std::string& path, bool tf32) {
 void Device::launch(const std::string& kernel, const double* values, int count) {
   Launcher fn = find_kernel(kernel);
   if (!fn) throw DeviceFailure("this build of the CUDA kernels has no kernel named " + kernel);
-  KernelCall call{values, count, static_cast<cudaStream_t>(stream_), &Device::scratch_for, this, blas_.get(), simt_matmul_, simt_attention_, wmma_matmul_, wmma_attention_, wgmma_matmul_};
+  KernelCall call{values, count, static_cast<cudaStream_t>(stream_), &Device::scratch_for, this, blas_.get(), simt_matmul_, simt_attention_, wmma_matmul_, wmma_attention_, wgmma_matmul_, wgmma_attention_};
   fn(call);
 }
 

@@ -166,6 +166,9 @@ struct WgmmaOp {
   bool scale_d;
   const char* file;
   int line;
+  // A from registers (desc_a unused): this thread's two rows of A (16 w + l / 4 + 8 h),
+  // gathered from the fragments of its quad at issue.
+  float a_rows[2][16];
 };
 /** Queues op (issued since the last wgmma.commit_group). Aborts when a thread of the block has cp.async bytes landed since its last fence.proxy.async. */
 void wgmma_issue(const WgmmaOp& op);

@@ -1,9 +1,10 @@
 // wgmma_sim.h: the simulator's wgmma.mma_async (sm_90a), behind the wrappers of
 // csrc/wgmma_ptx.h (which includes this header under KILN_CUDA_SIM).
 //
-// wgmma.mma_async.sync.aligned.m64nNk16.f32.T.T with both operands in shared memory:
-// the warpgroup (128 threads) computes D (64 x N, f32) += A (64 x 16) B (16 x N), A and
-// B each described by a 64-bit matrix descriptor (PTX ISA, "Matrix Descriptor"):
+// wgmma.mma_async.sync.aligned.m64nNk16.f32.T.T: the warpgroup (128 threads) computes
+// D (64 x N, f32) += A (64 x 16) B (16 x N), B in shared memory and A either there or in
+// registers (each warp's 16 rows as mma.m16n8k16's A fragment), each shared operand
+// described by a 64-bit matrix descriptor (PTX ISA, "Matrix Descriptor"):
 //   bits 0-13 start address >> 4, 16-29 leading-dimension byte offset (LBO) >> 4,
 //   32-45 stride-dimension byte offset (SBO) >> 4, 49-51 base offset, 62-63 swizzle
 //   (1: 128-byte; the only mode emulated here, with base offset 0).
@@ -64,15 +65,16 @@ inline float load_element(const SharedMatrix& x, unsigned r, unsigned k, bool mn
 
 }  // namespace wgmma_detail
 
-/** Runs one queued wgmma m64nNk16 for the thread that issued it (see the header). */
-template <typename T, int N, bool MN_MAJOR_A, bool MN_MAJOR_B>
-inline void run_wgmma(const WgmmaOp& op) {
+/**
+ * This thread's D fragment (N / 2 registers) += its two rows of A (arow) times B (16 x N,
+ * shared memory), each output's 16 products added in k order in f32.
+ */
+template <typename T, int N, bool MN_MAJOR_B>
+inline void wgmma_rows_times_b(const WgmmaOp& op, const float (&arow)[2][16]) {
   static_assert(N % 8 == 0 && N >= 8 && N <= 256, "wgmma m64nNk16: N a multiple of 8 up to 256");
-  const wgmma_detail::SharedMatrix a = wgmma_detail::decode(op.desc_a, op), b = wgmma_detail::decode(op.desc_b, op);
-  const unsigned w = op.warpgroup_thread / 32, l = op.warpgroup_thread % 32;
-  float arow[2][16], bcol[N / 4][16];  // this thread's two rows of A and N / 4 columns of B
-  for (unsigned h = 0; h < 2; h++)
-    for (unsigned k = 0; k < 16; k++) arow[h][k] = wgmma_detail::load_element<T>(a, 16 * w + l / 4 + 8 * h, k, MN_MAJOR_A, op);
+  const wgmma_detail::SharedMatrix b = wgmma_detail::decode(op.desc_b, op);
+  const unsigned l = op.warpgroup_thread % 32;
+  float bcol[N / 4][16];  // this thread's N / 4 columns of B
   for (unsigned c = 0; c < N / 4; c++)
     for (unsigned k = 0; k < 16; k++) bcol[c][k] = wgmma_detail::load_element<T>(b, 8 * (c / 2) + 2 * (l % 4) + c % 2, k, MN_MAJOR_B, op);
   for (unsigned i = 0; i < N / 2; i++) {
@@ -81,6 +83,43 @@ inline void run_wgmma(const WgmmaOp& op) {
     for (unsigned k = 0; k < 16; k++) acc += arow[h][k] * bcol[c][k];
     op.d[i] = acc;
   }
+}
+
+/** Runs one queued wgmma m64nNk16 with A in shared memory for the thread that issued it (see the header). */
+template <typename T, int N, bool MN_MAJOR_A, bool MN_MAJOR_B>
+inline void run_wgmma(const WgmmaOp& op) {
+  const wgmma_detail::SharedMatrix a = wgmma_detail::decode(op.desc_a, op);
+  const unsigned w = op.warpgroup_thread / 32, l = op.warpgroup_thread % 32;
+  float arow[2][16];  // this thread's two rows of A
+  for (unsigned h = 0; h < 2; h++)
+    for (unsigned k = 0; k < 16; k++) arow[h][k] = wgmma_detail::load_element<T>(a, 16 * w + l / 4 + 8 * h, k, MN_MAJOR_A, op);
+  wgmma_rows_times_b<T, N, MN_MAJOR_B>(op, arow);
+}
+
+/** The same with A from registers: the rows were gathered at issue (op.a_rows). */
+template <typename T, int N, bool MN_MAJOR_B>
+inline void run_wgmma_register_a(const WgmmaOp& op) {
+  wgmma_rows_times_b<T, N, MN_MAJOR_B>(op, op.a_rows);
+}
+
+/**
+ * A thread's two rows of a register A operand (64 x 16, T), from the fragments of the 4
+ * lanes of its quad (`quad`: their four 32-bit registers each, as mma.m16n8k16's A):
+ * lane 4 g + q holds (g, 2q..2q+1), (g + 8, 2q..), (g, 2q + 8..), (g + 8, 2q + 8..), the
+ * lower column in the low half of each register.
+ */
+template <typename T>
+inline void gather_register_rows(float (&rows)[2][16], const uint32_t (&quad)[4][4]) {
+  for (unsigned q = 0; q < 4; q++)
+    for (unsigned r = 0; r < 4; r++) {
+      const unsigned h = r % 2, k = 2 * q + 8 * (r / 2);
+      const uint16_t lo = static_cast<uint16_t>(quad[q][r] & 0xFFFFu), hi = static_cast<uint16_t>(quad[q][r] >> 16);
+      T a, b;
+      std::memcpy(&a, &lo, 2);
+      std::memcpy(&b, &hi, 2);
+      rows[h][k] = static_cast<float>(a);
+      rows[h][k + 1] = static_cast<float>(b);
+    }
 }
 
 }  // namespace kiln_sim

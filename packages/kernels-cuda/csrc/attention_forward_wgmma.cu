@@ -1,0 +1,253 @@
+// attention_forward_wgmma.cu: the causal attention forward for bf16 and f16 on Hopper's
+// warpgroup instruction (wgmma.mma_async, sm_90a; the simulator emulates it), with
+// KILN_ATTENTION_PATH=wgmma on an sm_90 device (opt-in until a GPU has measured it):
+// FlashAttention-2's forward (math at the top of attention.cu) with each product one
+// warpgroup's wgmma instead of four warps' mma.sync, so a K or V tile is read from
+// shared memory once per 64 query rows instead of once per 16 or 32. It takes what the
+// mma.sync kernel takes when every row and head offset allows 16-byte copies: headDim
+// and vHeadDim up to 128 and multiples of 8, tiles DP = 64 or 128 wide (the wider head
+// size), Q and K zero past headDim, V (so O) zero past vHeadDim.
+//
+// A block of 2 warpgroups owns 128 query rows of one (head, batch); warpgroup g owns rows
+// 64 g .. 64 g + 63 (warp w of it rows 16 w .. 16 w + 15, as wgmma's fragments have it).
+// For each key tile of KEYS keys (128 for DP 64, 64 for DP 128):
+//   S_g = Q_g K^T       DP / 16 wgmma m64nKEYSk16, both operands in shared memory
+//   online softmax      thread (w, lane) holds rows 16 w + lane / 4 (+ 8) and columns
+//                       8 j + 2 (lane % 4) (+ 1) of S: the mma.sync accumulator layout,
+//                       so row max and sum go over the 4 lanes of a quad by shuffles
+//   O_g = alpha O_g + P_g V
+//                       KEYS / 16 wgmma m64nDPk16 with A = P from registers (two
+//                       neighbouring 8-column accumulator groups rounded to T are
+//                       the A fragment of a 16-deep step), B = V in shared memory
+// Shared memory (1024-byte aligned: wgmma's 128-byte swizzle atoms): Q (128 x DP) then
+// two buffers of K and V (KEYS x DP each), every tile a matmul_pipeline::Sw128Tile
+// (blocks of 64 columns, rows of 128 bytes, swizzled). Descriptors, SBO 1024 (8 rows):
+//   Q (A) and K (B), K-major: 16-deep step kk at block kk / 4, + 32 (kk % 4) bytes
+//   V (B), MN-major (its rows are the k axis): step kc at + 2048 kc bytes (16 rows),
+//   LBO the next block of 64 value columns.
+// Key tile kt + 1 is copied (cp.async, zero fill past the sequence and the head sizes)
+// while tile kt is used; the barrier at the end of an iteration frees tile kt's buffer.
+// Tiles wholly after a warpgroup's last row are skipped by it; tiles reaching past its
+// first row or the sequence are masked. Scores are scaled in f32 after the product
+// (scale * log2 e, exponentials base 2). One writer per output element, every sum in a
+// fixed order: deterministic, and the same for any block order.
+#include "attention_mma.h"
+#include "matmul_pipeline.h"
+#include "wgmma_ptx.h"
+
+namespace kiln {
+namespace {
+
+using matmul_pipeline::Sw128Tile;
+
+constexpr int kWgThreads = 256;  // 2 warpgroups
+
+template <int DP>
+struct WgmmaLayout {
+  static constexpr int ROWS = 128;                  // query rows of a block
+  static constexpr int KEYS = DP <= 64 ? 128 : 64;  // keys of a loop tile
+  using QTile = Sw128Tile<ROWS, DP / 8>;
+  using KvTile = Sw128Tile<KEYS, DP / 8>;
+  static constexpr size_t q_bytes = size_t{QTile::kElems} * 2, kv_bytes = size_t{KvTile::kElems} * 2;
+  static_assert(q_bytes % 1024 == 0 && kv_bytes % 1024 == 0, "every tile starts on a 1024-byte swizzle atom");
+  static constexpr size_t total = q_bytes + 4 * kv_bytes + 1024;  // + the alignment of the first atom
+};
+
+/** rows x DP of `src` (rows `stride` apart) into the Sw128Tile `dst` by cp.async: rows past `valid`, columns past `d` (a multiple of 8) zero. */
+template <typename T, typename Tile, int ROWS, int DP>
+__device__ __forceinline__ void copy_sw128(T* dst, const T* src, int64_t stride, int valid, int d) {
+  constexpr int CH = DP / 8;
+  for (int i = threadIdx.x; i < ROWS * CH; i += kWgThreads) {
+    const int r = i / CH, c = i % CH;
+    const bool inside = r < valid && c * 8 < d;
+    ptx::cp_async_16(dst + Tile::offset(r, c), inside ? src + r * stride + c * 8 : src, inside ? 16u : 0u);
+  }
+}
+
+/** The A fragment of the 16-deep step kc from a 64 x (8 N) accumulator fragment (wgmma / mma layout), rounded to T. */
+template <typename T, int R>
+__device__ __forceinline__ void accumulator_as_a(uint32_t (&a)[4], const float (&acc)[R], int kc) {
+  const float* x = acc + 8 * kc;  // 8-column groups 2 kc and 2 kc + 1
+  a[0] = pack2<T>(x[0], x[1]);
+  a[1] = pack2<T>(x[2], x[3]);
+  a[2] = pack2<T>(x[4], x[5]);
+  a[3] = pack2<T>(x[6], x[7]);
+}
+
+template <typename T, int DP>
+__global__ void __launch_bounds__(kWgThreads, 1)
+    attention_forward_wgmma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ out,
+                                   float* __restrict__ lse, int batch, int seq, int heads, int kv_heads, int d, int dv, int64_t q_stride,
+                                   int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale) {
+#if defined(KILN_HAS_WGMMA)
+  using L = WgmmaLayout<DP>;
+  using QTile = typename L::QTile;
+  using KvTile = typename L::KvTile;
+  constexpr int KEYS = L::KEYS, ROWS = L::ROWS;
+  KILN_DYNAMIC_SHARED(unsigned char, smem_raw);
+  T* qs = reinterpret_cast<T*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  T* kvs = qs + QTile::kElems;  // buffer i: K at kvs + 2 i KvTile::kElems, V after it
+
+  const int tid = static_cast<int>(threadIdx.x), wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32, g = lane >> 2, qd = lane & 3;
+  const QueryTile tile = query_tile(seq, batch, heads, kv_heads, ROWS);
+  const int h = tile.head, b = tile.batch, q0 = tile.row0, nq = tile.rows;
+  const int64_t tok0 = tile.tok0;
+  const int wg_first = q0 + 64 * wg, wg_last = wg_first + 63;  // this warpgroup's rows
+  const int row_lo = wg_first + 16 * warp + g, row_hi = row_lo + 8;  // this thread's two rows
+  const float s_mul = scale * kLog2e;
+  const T* kb = k + tok0 * kv_stride + int64_t{tile.kv_head} * d;
+  const T* vb = v + tok0 * v_stride + int64_t{tile.kv_head} * dv;
+
+  const int n_kt = (q0 + nq - 1) / KEYS + 1;
+  auto copy_keys = [&](int kt) {
+    const int kv0 = kt * KEYS, nk = min(KEYS, seq - kv0);
+    T* buf = kvs + (kt & 1) * 2 * KvTile::kElems;
+    copy_sw128<T, KvTile, KEYS, DP>(buf, kb + int64_t{kv0} * kv_stride, kv_stride, nk, d);
+    copy_sw128<T, KvTile, KEYS, DP>(buf + KvTile::kElems, vb + int64_t{kv0} * v_stride, v_stride, nk, dv);
+  };
+  copy_sw128<T, QTile, ROWS, DP>(qs, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, nq, d);
+  copy_keys(0);
+  ptx::cp_async_commit();
+
+  // Descriptors: this warpgroup's 64 rows of Q; K and V of buffer 0 (buffer 1 is 2 KvTile::kElems further).
+  const uint64_t desc_q = ptx::wgmma_desc_sw128(qs + wg * 64 * 64, QTile::kBlockBytes, 1024);
+  const uint64_t desc_k0 = ptx::wgmma_desc_sw128(kvs, KvTile::kBlockBytes, 1024);
+  const uint64_t desc_v0 = ptx::wgmma_desc_sw128(kvs + KvTile::kElems, KvTile::kBlockBytes, 1024);
+  constexpr uint64_t kBufferStep = (2 * L::kv_bytes) >> 4;  // descriptor start units (16 bytes)
+
+  float o[DP / 2];
+#pragma unroll
+  for (int i = 0; i < DP / 2; i++) o[i] = 0.0f;
+  // Per half (rows row_lo, row_hi): the running max (base-2 scaled scores) and sum.
+  float m[2] = {neg_inf(), neg_inf()}, l[2] = {0.0f, 0.0f};
+
+  for (int kt = 0; kt < n_kt; kt++) {
+    const int kv0 = kt * KEYS;
+    if (kt + 1 < n_kt) copy_keys(kt + 1);  // into the buffer read in iteration kt - 1 (freed by its closing barrier)
+    ptx::cp_async_commit();
+    ptx::cp_async_wait<1>();  // tile kt (and Q) landed, tile kt + 1 may be in flight
+    ptx::fence_proxy_async();
+    __syncthreads();
+    if (kv0 <= wg_last && wg_first < seq) {  // uniform in the warpgroup: else every key is after every row, or no row is real
+      const uint64_t buf = (kt & 1) * kBufferStep;
+      // S_g = Q_g K^T
+      float s[KEYS / 2];
+#pragma unroll
+      for (int i = 0; i < KEYS / 2; i++) s[i] = 0.0f;
+      ptx::accumulator_fence(s);
+      ptx::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < DP / 16; kk++) {
+        const uint64_t step = ((kk / 4) * QTile::kBlockBytes + (kk % 4) * 32) >> 4, kstep = ((kk / 4) * KvTile::kBlockBytes + (kk % 4) * 32) >> 4;
+        ptx::wgmma_m64k16<T, KEYS, false, false>(s, desc_q + step, desc_k0 + buf + kstep);
+      }
+      ptx::wgmma_commit();
+      ptx::accumulator_fence(s);
+      ptx::wgmma_wait<0>();
+      ptx::accumulator_fence(s);
+
+      // Online softmax. Register 4 j + 2 hf + e: row hf ? row_hi : row_lo, key kv0 + 8 j + 2 qd + e.
+      // Masked: keys after a row (causal) and keys past the sequence.
+      const bool masked = kv0 + KEYS - 1 > wg_first || kv0 + KEYS > seq;
+      float mx[2] = {neg_inf(), neg_inf()};
+#pragma unroll
+      for (int i = 0; i < KEYS / 2; i++) {
+        const int hf = (i >> 1) & 1, u = kv0 + 8 * (i >> 2) + 2 * qd + (i & 1), t = hf ? row_hi : row_lo;
+        const bool off = masked && (u > t || u >= seq);
+        s[i] = off ? neg_inf() : s[i] * s_mul;
+        mx[hf] = fmaxf(mx[hf], s[i]);
+      }
+      float base[2], alpha[2], rs[2] = {0.0f, 0.0f};
+#pragma unroll
+      for (int hf = 0; hf < 2; hf++) {
+        const float mn = fmaxf(m[hf], quad_max(mx[hf]));
+        // A row with every key so far masked keeps m = -inf; its base stays 0 so that exp2 gives 0, never NaN.
+        base[hf] = mn == neg_inf() ? 0.0f : mn;
+        alpha[hf] = exp2f(m[hf] - base[hf]);
+        m[hf] = mn;
+      }
+#pragma unroll
+      for (int i = 0; i < KEYS / 2; i++) {
+        const int hf = (i >> 1) & 1;
+        s[i] = exp2f(s[i] - base[hf]);
+        rs[hf] += s[i];
+      }
+#pragma unroll
+      for (int hf = 0; hf < 2; hf++) l[hf] = l[hf] * alpha[hf] + quad_sum(rs[hf]);
+#pragma unroll
+      for (int i = 0; i < DP / 2; i++) o[i] *= alpha[(i >> 1) & 1];
+
+      // O_g += P_g V
+      uint32_t p[KEYS / 16][4];
+#pragma unroll
+      for (int kc = 0; kc < KEYS / 16; kc++) accumulator_as_a<T>(p[kc], s, kc);
+      ptx::accumulator_fence(o);
+      ptx::wgmma_fence();
+#pragma unroll
+      for (int kc = 0; kc < KEYS / 16; kc++) ptx::wgmma_m64k16_ra<T, DP, true>(o, p[kc], desc_v0 + buf + ((kc * 2048) >> 4));
+      ptx::wgmma_commit();
+#pragma unroll
+      for (int kc = 0; kc < KEYS / 16; kc++) ptx::operand_fence(p[kc]);
+      ptx::accumulator_fence(o);
+      ptx::wgmma_wait<0>();
+      ptx::accumulator_fence(o);
+    }
+    __syncthreads();  // tile kt's buffer is free for tile kt + 2
+  }
+  ptx::cp_async_wait<0>();  // only empty groups are left
+
+  // Register 4 j + 2 hf + e: column 8 j + 2 qd + e of row hf ? row_hi : row_lo.
+#pragma unroll
+  for (int hf = 0; hf < 2; hf++) {
+    const int t = hf ? row_hi : row_lo;
+    if (t >= seq) continue;
+    const float inv = 1.0f / l[hf];
+    T* dst = out + (tok0 + t) * out_stride + int64_t{h} * dv;
+#pragma unroll
+    for (int j = 0; j < DP / 8; j++) {
+      const int c = 8 * j + 2 * qd;
+      if (c < dv) dst[c] = from_f32<T>(o[4 * j + 2 * hf] * inv);
+      if (c + 1 < dv) dst[c + 1] = from_f32<T>(o[4 * j + 2 * hf + 1] * inv);
+    }
+    if (qd == 0) lse[(int64_t{b} * heads + h) * seq + t] = (m[hf] + log2f(l[hf])) * kLn2;
+  }
+#elif defined(__CUDA_ARCH__)
+  // Only the sm_90a build has wgmma; the host never launches this elsewhere.
+  (void)q; (void)k; (void)v; (void)out; (void)lse; (void)batch; (void)seq; (void)heads; (void)kv_heads; (void)d; (void)dv;
+  (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
+  __trap();
+#else
+  (void)q; (void)k; (void)v; (void)out; (void)lse; (void)batch; (void)seq; (void)heads; (void)kv_heads; (void)d; (void)dv;
+  (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
+#endif
+}
+
+template <typename T, int DP>
+void launch_wgmma(const KernelCall& c, const Args& a) {
+  using L = WgmmaLayout<DP>;
+  auto kernel = attention_forward_wgmma_kernel<T, DP>;
+  allow_shared(kernel, L::total);
+  const unsigned grid = ceil_div(a.seq, L::ROWS) * static_cast<unsigned>(a.heads * a.batch);
+  launch("attentionForward", kernel, dim3(grid), dim3(kWgThreads), L::total, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
+         c.ptr<const T>(2), c.ptr<T>(3), c.ptr<float>(4), a.batch, a.seq, a.heads, a.kv_heads, a.d, a.dv, a.q_stride, a.kv_stride,
+         a.v_stride, a.out_stride, a.scale);
+}
+
+}  // namespace
+
+bool launch_attention_forward_wgmma(const KernelCall& c) {
+  if (!c.wgmma_attention) return false;
+  const Args a = read_args(c, 5);
+  if (!attention_tc_allowed(c, a.dtype, a.d_max())) return false;
+  if (!allows_16_byte_copies(c, {0, 1, 2}, {a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride})) return false;  // q, k, v
+  if (a.dtype == kBF16) {
+    if (a.d_max() <= 64) launch_wgmma<__nv_bfloat16, 64>(c, a);
+    else launch_wgmma<__nv_bfloat16, 128>(c, a);
+  } else {
+    if (a.d_max() <= 64) launch_wgmma<__half, 64>(c, a);
+    else launch_wgmma<__half, 128>(c, a);
+  }
+  return true;
+}
+
+}  // namespace kiln
