@@ -6,7 +6,7 @@
 // Prints each failure, then one JSON summary line; exits 1 when a case failed or a
 // kernel crashed, 0 when all passed, 2 when there is no usable GPU.
 // --sim runs the same on the CUDA simulator (cuda-sim), on a machine without a GPU.
-// Usage: node tooling/bench/cuda-conformance.mjs [--device 0] [--kernel matmul] [--filter "bf16 prime"] [--passes 2] [--isolate] [--sim]
+// Usage: node tooling/bench/cuda-conformance.mjs [--device 0] [--kernel matmul[,attentionForward...]] [--filter "bf16 prime"] [--passes 2] [--isolate] [--sim]
 // Needs the workspace built (pnpm turbo run build) with nvcc present.
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -29,7 +29,7 @@ const passes = Number(values.passes ?? 2);
 if (values.isolate) {
   const self = fileURLToPath(import.meta.url);
   const summary = { archs: status.addon.archs, passes, kernels: {}, crashed: [], totals: { passed: 0, failed: 0, skipped: 0 } };
-  for (const kernel of values.kernel ? [values.kernel] : KERNEL_NAMES) {
+  for (const kernel of values.kernel ? values.kernel.split(",") : KERNEL_NAMES) {
     const args = [self, "--kernel", kernel, "--passes", String(passes), ...(values.device ? ["--device", values.device] : []), ...(values.filter ? ["--filter", values.filter] : []), ...(values.sim ? ["--sim"] : [])];
     const r = spawnSync(process.execPath, args, { encoding: "utf8", timeout: Number(values["timeout-s"] ?? 180) * 1000 });
     const lines = (r.stdout ?? "").trim().split("\n");
@@ -55,7 +55,7 @@ if (values.isolate) {
 
 const backend = values.sim ? createCudaSimBackend() : createCudaBackend({ device: Number(values.device ?? 0) });
 const caps = backend.capabilities();
-const filter = (c) => (!values.kernel || c.kernel === values.kernel) && (!values.filter || caseName(c).includes(values.filter));
+const filter = (c) => (!values.kernel || values.kernel.split(",").includes(c.kernel)) && (!values.filter || caseName(c).includes(values.filter));
 const summary = { device: caps.device.name, computeCapability: caps.device.computeCapability, libraries: caps.device.libraries ?? "none", archs: status.addon.archs, passes: [] };
 let failed = 0;
 for (let pass = 0; pass < passes; pass++) {

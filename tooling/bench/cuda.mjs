@@ -298,6 +298,12 @@ if (runs("attention")) {
   const wmmaAttention = backendWithPath("KILN_ATTENTION_PATH", "wmma");
   attentionsWmma.push(await attention("bf16", undefined, wmmaAttention, "wmma"));
   wmmaAttention.dispose();
+  // Hopper's wgmma kernels (opt-in until measured here), beside the default mma.sync ones.
+  if (caps.device.computeCapability === "9.0") {
+    const wgmmaAttention = backendWithPath("KILN_ATTENTION_PATH", "wgmma");
+    attentionsWmma.push(await attention("bf16", undefined, wgmmaAttention, "wgmma"), await attention("f16", undefined, wgmmaAttention, "wgmma"));
+    wgmmaAttention.dispose();
+  }
 }
 const ssdScans = runs("ssd") ? [await ssdScan("bf16"), await ssdScan("f32")] : [];
 const torchKernels = runs("gemm") || runs("attention") ? torchReference("cuda_kernels_torch.py", ["--calls", String(CALLS)]) : undefined;
@@ -316,6 +322,11 @@ const report = {
   gemm_ratio_vs_torch: ratios(gemms, torchKernels?.gemm, ["tflops_median", "tflops_pipelined"]),
   own_gemm_ratio_vs_torch: ownGemms.length ? ratios(ownGemms.slice(0, 3), torchKernels?.gemm, ["tflops_median", "tflops_pipelined"]) : undefined,
   attention_ratio_vs_torch: ratios(attentions, torchKernels?.attention, ["forward_tflops_median", "backward_tflops_median", "forward_tflops_pipelined", "backward_tflops_pipelined"]),
+  attention_wgmma_ratio_vs_torch: ratios(
+    attentionsWmma.filter((a) => a.path === "wgmma"),
+    torchKernels?.attention,
+    ["forward_tflops_median", "backward_tflops_median", "forward_tflops_pipelined", "backward_tflops_pipelined"],
+  ),
   // MFU against the dtype's peak: f32 against the non-tensor-core f32 peak, bf16 against the dense bf16 tensor peak.
   train: !runs("train")
     ? []

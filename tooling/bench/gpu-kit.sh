@@ -34,11 +34,12 @@ xz -T0 -6 -c "$(readlink -f "$(command -v node)")" >"$dir/node.xz"
 cat >"$dir/run.sh" <<'RUN'
 #!/usr/bin/env bash
 # Runs the packed GPU checks (see gpu-kit.sh), most telling first, each stage cut to the
-# time left of KIT_BUDGET seconds (default 420): conformance, nano-start trained with
-# and without --cuda-graphs (the same losses), kiln's launch cost, GEMMs,
-# the gpt2-small bf16 step beside PyTorch, the small models with and without CUDA
-# graphs, a device-timed profile of gpt2-small bf16, attention, racecheck, memcheck of
-# kiln's own matmul. KIT_FULL=1 adds a second conformance pass, gpt2-small bf16 on
+# time left of KIT_BUDGET seconds (default 420): conformance (attention on the wgmma
+# kernels too), nano-start trained with and without --cuda-graphs (the same losses),
+# kiln's launch cost, GEMMs, the gpt2-small bf16 step beside PyTorch and on the wgmma
+# attention, the small models with and without CUDA graphs, a device-timed profile of
+# gpt2-small bf16, attention, racecheck, memcheck of the wgmma attention and of kiln's
+# own matmul. KIT_FULL=1 adds a second conformance pass, gpt2-small bf16 on
 # kiln's own matmuls, the other matmul paths and memcheck throughout.
 # Logs and JSON land in OUTDIR (default: out, in the folder), seven files in all.
 set -uo pipefail
@@ -65,6 +66,9 @@ grep -E "^(FAIL|CRASH)" "$out/conformance.log" | head -20; tail -1 "$out/conform
 stage "conformance of matmul on kiln's own kernels (KILN_MATMUL_PATH=kiln: wgmma on sm_90), 2 passes"
 KILN_MATMUL_PATH=kiln timeout $(left 45) "$node" "$kit/cuda-conformance.mjs" --isolate --kernel matmul --passes 2 >>"$out/conformance.log" 2>&1; echo "exit $?"
 tail -1 "$out/conformance.log" | grep -o '"totals":{[^}]*}'
+stage "conformance of attention on the wgmma kernels (KILN_ATTENTION_PATH=wgmma, sm_90), 2 passes"
+KILN_ATTENTION_PATH=wgmma timeout $(left 45) "$node" "$kit/cuda-conformance.mjs" --isolate --kernel attentionForward,attentionBackward --passes 2 >>"$out/conformance.log" 2>&1; echo "exit $?"
+tail -1 "$out/conformance.log" | grep -o '"totals":{[^}]*}\|"crashed":\[[^]]*\]'
 stage "kiln train nano-start bf16 on the GPU, with and without --cuda-graphs: the same losses"
 mkdir -p /tmp/kiln-kit/run && cd /tmp/kiln-kit/run
 for graphs in "" --cuda-graphs; do
@@ -93,6 +97,7 @@ bench() {  # bench NAME ARGS...: one part of cuda.mjs in its own process, figure
 }
 bench gemm --only gemm
 bench train --only train --models gpt2-small:bf16
+KILN_ATTENTION_PATH=wgmma KILN_TORCH_PYTHON=false bench train-wgmma-attention --only train --models gpt2-small:bf16
 KILN_TORCH_PYTHON=false bench graphs --only train --models nano:bf16,bench-small:bf16 --graphs
 KILN_TORCH_PYTHON=false bench small --only train --models nano:bf16,bench-small:bf16
 stage "kiln train --profile: gpt2-small bf16 (device timestamps)"
@@ -107,6 +112,11 @@ if command -v compute-sanitizer >/dev/null; then
   stage "racecheck: attention backward (bf16, mma.sync)"
   timeout $(left 90) compute-sanitizer --tool racecheck --print-limit 10 "$node" "$kit/cuda-conformance.mjs" --passes 1 --kernel attentionBackward --filter bf16 >"$out/sanitizer.log" 2>&1; echo "exit $?"
   grep -E "SUMMARY|FAIL" "$out/sanitizer.log" | head -5
+  stage "memcheck and racecheck: attention on the wgmma kernels (bf16)"
+  KILN_ATTENTION_PATH=wgmma timeout $(left 60) compute-sanitizer --tool memcheck --print-limit 10 "$node" "$kit/cuda-conformance.mjs" --passes 1 --kernel attentionForward,attentionBackward --filter bf16 >>"$out/sanitizer.log" 2>&1; echo "exit $?"
+  grep -E "ERROR SUMMARY|FAIL" "$out/sanitizer.log" | tail -3
+  KILN_ATTENTION_PATH=wgmma timeout $(left 90) compute-sanitizer --tool racecheck --print-limit 10 "$node" "$kit/cuda-conformance.mjs" --passes 1 --kernel attentionBackward --filter bf16 >>"$out/sanitizer.log" 2>&1; echo "exit $?"
+  grep -E "SUMMARY|FAIL" "$out/sanitizer.log" | tail -3
   stage "memcheck: matmul on kiln's own kernels"
   KILN_MATMUL_PATH=kiln timeout $(left 60) compute-sanitizer --tool memcheck --print-limit 10 "$node" "$kit/cuda-conformance.mjs" --passes 1 --kernel matmul >>"$out/sanitizer.log" 2>&1; echo "exit $?"
   grep -E "ERROR SUMMARY|FAIL" "$out/sanitizer.log" | tail -3

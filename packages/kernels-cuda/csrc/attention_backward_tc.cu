@@ -241,7 +241,7 @@ void launch_backward_tc(const KernelCall& c, const Args& a, const float* dvec) {
 }  // namespace
 
 bool launch_attention_backward_tensor_cores(const KernelCall& c, const float* dvec) {
-  if (launch_attention_backward_mma(c, dvec)) return true;
+  if (launch_attention_backward_wgmma(c, dvec) || launch_attention_backward_mma(c, dvec)) return true;
   const Args a = read_args(c, 9);
   // Up to 64: a warp's dK and dV fragments for 128 columns would not fit in registers.
   if (!attention_tc_allowed(c, a.dtype, a.d_max()) || a.d_max() > 64) return false;

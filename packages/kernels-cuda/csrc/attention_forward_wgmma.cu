@@ -20,27 +20,18 @@
 //                       neighbouring 8-column accumulator groups rounded to T are
 //                       the A fragment of a 16-deep step), B = V in shared memory
 // Shared memory (1024-byte aligned: wgmma's 128-byte swizzle atoms): Q (128 x DP) then
-// two buffers of K and V (KEYS x DP each), every tile a matmul_pipeline::Sw128Tile
-// (blocks of 64 columns, rows of 128 bytes, swizzled). Descriptors, SBO 1024 (8 rows):
-//   Q (A) and K (B), K-major: 16-deep step kk at block kk / 4, + 32 (kk % 4) bytes
-//   V (B), MN-major (its rows are the k axis): step kc at + 2048 kc bytes (16 rows),
-//   LBO the next block of 64 value columns.
+// two buffers of K and V (KEYS x DP each), tiles and descriptor steps as attention_wgmma.h
+// has them: Q (A) and K (B) K-major, V (B) MN-major.
 // Key tile kt + 1 is copied (cp.async, zero fill past the sequence and the head sizes)
 // while tile kt is used; the barrier at the end of an iteration frees tile kt's buffer.
 // Tiles wholly after a warpgroup's last row are skipped by it; tiles reaching past its
 // first row or the sequence are masked. Scores are scaled in f32 after the product
 // (scale * log2 e, exponentials base 2). One writer per output element, every sum in a
 // fixed order: deterministic, and the same for any block order.
-#include "attention_mma.h"
-#include "matmul_pipeline.h"
-#include "wgmma_ptx.h"
+#include "attention_wgmma.h"
 
 namespace kiln {
 namespace {
-
-using matmul_pipeline::Sw128Tile;
-
-constexpr int kWgThreads = 256;  // 2 warpgroups
 
 template <int DP>
 struct WgmmaLayout {
@@ -53,27 +44,6 @@ struct WgmmaLayout {
   static constexpr size_t total = q_bytes + 4 * kv_bytes + 1024;  // + the alignment of the first atom
 };
 
-/** rows x DP of `src` (rows `stride` apart) into the Sw128Tile `dst` by cp.async: rows past `valid`, columns past `d` (a multiple of 8) zero. */
-template <typename T, typename Tile, int ROWS, int DP>
-__device__ __forceinline__ void copy_sw128(T* dst, const T* src, int64_t stride, int valid, int d) {
-  constexpr int CH = DP / 8;
-  for (int i = threadIdx.x; i < ROWS * CH; i += kWgThreads) {
-    const int r = i / CH, c = i % CH;
-    const bool inside = r < valid && c * 8 < d;
-    ptx::cp_async_16(dst + Tile::offset(r, c), inside ? src + r * stride + c * 8 : src, inside ? 16u : 0u);
-  }
-}
-
-/** The A fragment of the 16-deep step kc from a 64 x (8 N) accumulator fragment (wgmma / mma layout), rounded to T. */
-template <typename T, int R>
-__device__ __forceinline__ void accumulator_as_a(uint32_t (&a)[4], const float (&acc)[R], int kc) {
-  const float* x = acc + 8 * kc;  // 8-column groups 2 kc and 2 kc + 1
-  a[0] = pack2<T>(x[0], x[1]);
-  a[1] = pack2<T>(x[2], x[3]);
-  a[2] = pack2<T>(x[4], x[5]);
-  a[3] = pack2<T>(x[6], x[7]);
-}
-
 template <typename T, int DP>
 __global__ void __launch_bounds__(kWgThreads, 1)
     attention_forward_wgmma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ out,
@@ -85,7 +55,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   using KvTile = typename L::KvTile;
   constexpr int KEYS = L::KEYS, ROWS = L::ROWS;
   KILN_DYNAMIC_SHARED(unsigned char, smem_raw);
-  T* qs = reinterpret_cast<T*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t{1023});
+  T* qs = aligned_shared<T>(smem_raw);
   T* kvs = qs + QTile::kElems;  // buffer i: K at kvs + 2 i KvTile::kElems, V after it
 
   const int tid = static_cast<int>(threadIdx.x), wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32, g = lane >> 2, qd = lane & 3;
@@ -132,44 +102,49 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       const uint64_t buf = (kt & 1) * kBufferStep;
       // S_g = Q_g K^T
       float s[KEYS / 2];
-#pragma unroll
-      for (int i = 0; i < KEYS / 2; i++) s[i] = 0.0f;
-      ptx::accumulator_fence(s);
+      zero_for_wgmma(s);
       ptx::wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < DP / 16; kk++) {
-        const uint64_t step = ((kk / 4) * QTile::kBlockBytes + (kk % 4) * 32) >> 4, kstep = ((kk / 4) * KvTile::kBlockBytes + (kk % 4) * 32) >> 4;
-        ptx::wgmma_m64k16<T, KEYS, false, false>(s, desc_q + step, desc_k0 + buf + kstep);
-      }
-      ptx::wgmma_commit();
-      ptx::accumulator_fence(s);
-      ptx::wgmma_wait<0>();
-      ptx::accumulator_fence(s);
+      for (int kk = 0; kk < DP / 16; kk++)
+        ptx::wgmma_m64k16<T, KEYS, false, false>(s, desc_q + k_major_step<QTile>(kk), desc_k0 + buf + k_major_step<KvTile>(kk));
+      wgmma_commit_and_wait(s);
 
       // Online softmax. Register 4 j + 2 hf + e: row hf ? row_hi : row_lo, key kv0 + 8 j + 2 qd + e.
-      // Masked: keys after a row (causal) and keys past the sequence.
-      const bool masked = kv0 + KEYS - 1 > wg_first || kv0 + KEYS > seq;
+      // Masked tiles: keys after a row (causal) or past the sequence. A tile with every key
+      // live under a positive scale takes the short way: the row max of the raw scores,
+      // scaled once, and p = 2^(s scale log2e - m) as one FFMA and one EX2 per score.
+      const bool masked = kv0 + KEYS - 1 > wg_first || kv0 + KEYS > seq, fast = !masked && s_mul > 0.0f;
       float mx[2] = {neg_inf(), neg_inf()};
+      if (fast) {
 #pragma unroll
-      for (int i = 0; i < KEYS / 2; i++) {
-        const int hf = (i >> 1) & 1, u = kv0 + 8 * (i >> 2) + 2 * qd + (i & 1), t = hf ? row_hi : row_lo;
-        const bool off = masked && (u > t || u >= seq);
-        s[i] = off ? neg_inf() : s[i] * s_mul;
-        mx[hf] = fmaxf(mx[hf], s[i]);
+        for (int i = 0; i < KEYS / 2; i++) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
+        mx[0] = quad_max(mx[0]) * s_mul;
+        mx[1] = quad_max(mx[1]) * s_mul;
+      } else {
+#pragma unroll
+        for (int i = 0; i < KEYS / 2; i++) {
+          const int hf = (i >> 1) & 1, u = kv0 + 8 * (i >> 2) + 2 * qd + (i & 1), t = hf ? row_hi : row_lo;
+          const bool off = masked && (u > t || u >= seq);
+          s[i] = off ? neg_inf() : s[i] * s_mul;
+          mx[hf] = fmaxf(mx[hf], s[i]);
+        }
+        mx[0] = quad_max(mx[0]);
+        mx[1] = quad_max(mx[1]);
       }
+      const float mul = fast ? s_mul : 1.0f;  // what s still needs
       float base[2], alpha[2], rs[2] = {0.0f, 0.0f};
 #pragma unroll
       for (int hf = 0; hf < 2; hf++) {
-        const float mn = fmaxf(m[hf], quad_max(mx[hf]));
+        const float mn = fmaxf(m[hf], mx[hf]);
         // A row with every key so far masked keeps m = -inf; its base stays 0 so that exp2 gives 0, never NaN.
         base[hf] = mn == neg_inf() ? 0.0f : mn;
-        alpha[hf] = exp2f(m[hf] - base[hf]);
+        alpha[hf] = exp2_ftz(m[hf] - base[hf]);
         m[hf] = mn;
       }
 #pragma unroll
       for (int i = 0; i < KEYS / 2; i++) {
         const int hf = (i >> 1) & 1;
-        s[i] = exp2f(s[i] - base[hf]);
+        s[i] = exp2_ftz(fmaf(s[i], mul, -base[hf]));
         rs[hf] += s[i];
       }
 #pragma unroll
@@ -184,13 +159,10 @@ __global__ void __launch_bounds__(kWgThreads, 1)
       ptx::accumulator_fence(o);
       ptx::wgmma_fence();
 #pragma unroll
-      for (int kc = 0; kc < KEYS / 16; kc++) ptx::wgmma_m64k16_ra<T, DP, true>(o, p[kc], desc_v0 + buf + ((kc * 2048) >> 4));
-      ptx::wgmma_commit();
+      for (int kc = 0; kc < KEYS / 16; kc++) ptx::wgmma_m64k16_ra<T, DP, true>(o, p[kc], desc_v0 + buf + mn_major_step(kc));
 #pragma unroll
       for (int kc = 0; kc < KEYS / 16; kc++) ptx::operand_fence(p[kc]);
-      ptx::accumulator_fence(o);
-      ptx::wgmma_wait<0>();
-      ptx::accumulator_fence(o);
+      wgmma_commit_and_wait(o);
     }
     __syncthreads();  // tile kt's buffer is free for tile kt + 2
   }

@@ -18,6 +18,21 @@ constexpr float kLn2 = 0.6931471805599453f;
 
 __device__ __forceinline__ float neg_inf() { return -__int_as_float(0x7f800000); }
 
+/**
+ * 2^x on the special-function unit alone (ex2.approx.ftz: one instruction; results below
+ * 2^-126 flush to 0, far below anything a probability in bf16/f16 or f32 sums keeps).
+ */
+__device__ __forceinline__ float exp2_ftz(float x) {
+#if defined(KILN_CUDA_SIM)
+  const float y = exp2f(x);
+  return y < 1.17549435e-38f ? 0.0f : y;
+#else
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#endif
+}
+
 __device__ __forceinline__ float4 ld4(const float* p) {
 #if defined(KILN_CUDA_SIM)
   float4 r;
@@ -268,6 +283,8 @@ bool launch_attention_forward_wgmma(const KernelCall& c);
 bool launch_attention_forward_mma(const KernelCall& c);
 /** attentionForward on tensor cores (attention_forward_tc.cu, the mma kernel first) when it applies: bf16/f16, headDim and vHeadDim <= 128; false otherwise. */
 bool launch_attention_forward_tensor_cores(const KernelCall& c);
+/** dK, dV and dQ on wgmma (attention_backward_wgmma.cu) from D in `dvec`, when it applies: KILN_ATTENTION_PATH=wgmma, bf16/f16, headDim and vHeadDim <= 128, rows allowing 16-byte copies; false otherwise. */
+bool launch_attention_backward_wgmma(const KernelCall& c, const float* dvec);
 /** dK, dV and dQ on mma.sync (attention_backward_mma.cu) from D in `dvec`, when it applies: bf16/f16, headDim and vHeadDim <= 128, not KILN_ATTENTION_PATH=wmma; false otherwise. */
 bool launch_attention_backward_mma(const KernelCall& c, const float* dvec);
 /** dK, dV and dQ on tensor cores from D in `dvec` when it applies: the mma kernels (up to 128), else with KILN_ATTENTION_PATH=wmma attention_backward_tc.cu (bf16/f16, headDim and vHeadDim <= 64); false otherwise. */

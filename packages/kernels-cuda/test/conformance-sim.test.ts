@@ -12,8 +12,9 @@ import { simulatorSkipReason } from "./support/simulator.js";
 // KILN_ATTENTION_PATH=simt, read when a backend opens), a third the bf16/f16 matmuls
 // on the WMMA kernel alone (KILN_MATMUL_PATH=wmma), a fourth on the sm_90 wgmma kernel
 // (KILN_MATMUL_PATH=wgmma: the simulator presents an sm_80 device, so the default pass
-// runs the mma.sync kernel), and a fifth bf16/f16 attention forward and backward on the
-// WMMA kernels instead of the mma.sync ones (KILN_ATTENTION_PATH=wmma).
+// runs the mma.sync kernel), a fifth bf16/f16 attention forward and backward on the
+// WMMA kernels instead of the mma.sync ones (KILN_ATTENTION_PATH=wmma), and a sixth on
+// the sm_90 wgmma kernels (KILN_ATTENTION_PATH=wgmma).
 type Case = { kernel: string; dtype: string };
 const sixteenBit = (kernels: string[]) => (c: Case) => kernels.includes(c.kernel) && c.dtype !== "f32";
 
@@ -40,4 +41,5 @@ if (skip) {
   conformanceWith({ KILN_MATMUL_PATH: "wmma" }, "cuda-sim, WMMA matmul", sixteenBit(["matmul"]));
   conformanceWith({ KILN_MATMUL_PATH: "wgmma" }, "cuda-sim, wgmma matmul", sixteenBit(["matmul"]));
   conformanceWith({ KILN_ATTENTION_PATH: "wmma" }, "cuda-sim, WMMA attention", sixteenBit(attention));
+  conformanceWith({ KILN_ATTENTION_PATH: "wgmma" }, "cuda-sim, wgmma attention", sixteenBit(attention));
 }

@@ -46,7 +46,7 @@ describe.skipIf(skip)(`cuda-sim backend${skip ? ` (skipped: ${skip})` : ""}`, ()
     process.env.KILN_ATTENTION_PATH = "flash";
     try {
       expect(() => createCudaSimBackend()).toThrow(/KILN_ATTENTION_PATH=flash is not an attention path/);
-      expect(() => createCudaSimBackend()).toThrow(expect.objectContaining({ hint: "use mma, wmma or simt, or unset it" }));
+      expect(() => createCudaSimBackend()).toThrow(expect.objectContaining({ hint: "use mma, wgmma (sm_90), wmma or simt, or unset it" }));
     } finally {
       delete process.env.KILN_ATTENTION_PATH;
     }

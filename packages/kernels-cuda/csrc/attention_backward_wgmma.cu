@@ -1,0 +1,345 @@
+// attention_backward_wgmma.cu: dK, dV and dQ of causal attention for bf16 and f16 on
+// Hopper's warpgroup instruction (wgmma.mma_async, sm_90a; the simulator emulates it),
+// with KILN_ATTENTION_PATH=wgmma on an sm_90 device (opt-in until a GPU has measured it).
+// The same two passes as attention_backward_mma.cu (math at the top of attention.cu;
+// D = dOut·out from attention_backward.cu's first kernel), each product one warpgroup's
+// wgmma, so a loop tile is read from shared memory once per 64 rows instead of once per
+// 16. It takes what the mma.sync kernels take when every row and head offset allows
+// 16-byte copies: headDim and vHeadDim up to 128, multiples of 8; tiles DP = 64 or 128
+// wide (the wider head size), Q, K (so dQ, dK) zero past headDim, V, dO (so dV) past
+// vHeadDim. Tiles and descriptor steps as attention_wgmma.h has them.
+//
+// dK/dV: a block of 2 warpgroups owns 128 keys of one (kv head, batch), warpgroup g keys
+//   64 g .. 64 g + 63 (K_g, V_g stay in shared memory as A operands). For every query
+//   head of the group and every tile of 64 queries at or after the block's first key
+//   (Q, dO, lse and D of the tile in shared memory, double buffered):
+//     S^T = K_g Q^T,  dP^T = V_g dO^T          wgmma m64n64k16, Q and dO K-major
+//     P^T = exp2(S^T scale log2e - lse),  dS^T = P^T (dP^T - D)   (per query column)
+//     dV_g += P^T dO,  dK_g += dS^T Q           P^T, dS^T as register A operands, dO
+//                                               and Q MN-major (their rows are the k axis)
+// dQ: a block owns 128 queries of one (head, batch), warpgroup g queries 64 g ..; for
+//   every tile of 64 keys at or before them (K and V double buffered): S = Q_g K^T,
+//   dP = dO_g V^T, dS as above (per query row), dQ_g += dS K (K MN-major).
+// dK and dQ are scaled once at the end. Every output element has one writer and every
+// sum runs in a fixed order: deterministic, the same for any block order.
+#include "attention_wgmma.h"
+
+namespace kiln {
+namespace {
+
+template <int DP>
+struct WgBackwardLayout {
+  static constexpr int OWN = 128;  // the block's own rows (keys for dK/dV, queries for dQ): 64 a warpgroup
+  static constexpr int TILE = 64;  // rows of a loop tile (queries for dK/dV, keys for dQ)
+  using OwnTile = Sw128Tile<OWN, DP / 8>;
+  using LoopTile = Sw128Tile<TILE, DP / 8>;
+  static constexpr size_t own_bytes = size_t{OwnTile::kElems} * 2, tile_bytes = size_t{LoopTile::kElems} * 2;
+  static_assert(own_bytes % 1024 == 0 && tile_bytes % 1024 == 0, "every tile starts on a 1024-byte swizzle atom");
+  static constexpr size_t stats_bytes = TILE * 4 * 2;  // a query tile's lse * log2(e), then D (dK/dV)
+  // The own tiles, two buffers of two loop tiles, two buffers of stats, the alignment of the first atom.
+  static constexpr size_t total = 2 * own_bytes + 4 * tile_bytes + 2 * stats_bytes + 1024;
+  static constexpr uint64_t kBufferStep = (2 * tile_bytes) >> 4;  // descriptor start units from buffer 0 to 1
+};
+
+/** Row `hf` (0: row lo, 1: row lo + 8) of a warpgroup's 64 x DP accumulator fragment, times mul, into columns < d of `dst`. */
+template <typename T, int DP>
+__device__ __forceinline__ void store_fragment_row(T* dst, const float (&acc)[DP / 2], int hf, int qd, int d, float mul) {
+#pragma unroll
+  for (int j = 0; j < DP / 8; j++) {
+    const int c = 8 * j + 2 * qd;
+    if (c < d) dst[c] = from_f32<T>(acc[4 * j + 2 * hf] * mul);
+    if (c + 1 < d) dst[c + 1] = from_f32<T>(acc[4 * j + 2 * hf + 1] * mul);
+  }
+}
+
+template <typename T, int DP>
+__global__ void __launch_bounds__(kWgThreads, 1)
+    attention_dkdv_wgmma_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+                                const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dk, T* __restrict__ dv_out,
+                                int batch, int seq, int heads, int kv_heads, int d, int dv, int64_t q_stride, int64_t kv_stride,
+                                int64_t v_stride, int64_t out_stride, float scale) {
+#if defined(KILN_HAS_WGMMA)
+  using L = WgBackwardLayout<DP>;
+  using OwnTile = typename L::OwnTile;
+  using LoopTile = typename L::LoopTile;
+  constexpr int OWN = L::OWN, TILE = L::TILE;
+  KILN_DYNAMIC_SHARED(unsigned char, smem_raw);
+  T* ks = aligned_shared<T>(smem_raw);
+  T* vs = ks + OwnTile::kElems;
+  T* tiles = vs + OwnTile::kElems;                                  // buffer i: Q at tiles + 2 i LoopTile::kElems, dO after it
+  float* stats = reinterpret_cast<float*>(tiles + 4 * LoopTile::kElems);  // buffer i: lse * log2(e) at stats + 2 i TILE, D after it
+
+  const int tid = static_cast<int>(threadIdx.x), wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32, qd = lane & 3;
+  const KeyTile tile = key_tile(seq, batch, kv_heads, OWN);
+  const int gh = tile.kv_head, b = tile.batch, kv0 = tile.row0, nk = tile.rows, group = heads / kv_heads;
+  const int64_t tok0 = tile.tok0;
+  const float s_mul = scale * kLog2e;
+  const int wg_first = kv0 + 64 * wg;                            // this warpgroup's first key
+  const int key_lo = wg_first + 16 * warp + (lane >> 2), key_hi = key_lo + 8;  // this thread's two key rows
+
+  // Every (query head, query tile) pair the block visits, in order: tiles from the one holding its first key.
+  const int qt0 = kv0 / TILE, n_qt = (seq + TILE - 1) / TILE, per_head = n_qt - qt0, steps = group * per_head;
+  auto copy_step = [&](int step) {
+    const int h = gh * group + step / per_head, q0 = (qt0 + step % per_head) * TILE, nq = min(TILE, seq - q0);
+    T* buf = tiles + (step & 1) * 2 * LoopTile::kElems;
+    copy_sw128<T, LoopTile, TILE, DP>(buf, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, nq, d);
+    copy_sw128<T, LoopTile, TILE, DP>(buf + LoopTile::kElems, dout + (tok0 + q0) * out_stride + int64_t{h} * dv, out_stride, nq, dv);
+    const int64_t lrow = (int64_t{b} * heads + h) * seq + q0;
+    float* st = stats + (step & 1) * 2 * TILE;
+    load_row_stats<kWgThreads>(st, st + TILE, lse + lrow, dvec + lrow, TILE, nq);
+  };
+
+  copy_sw128<T, OwnTile, OWN, DP>(ks, k + (tok0 + kv0) * kv_stride + int64_t{gh} * d, kv_stride, nk, d);
+  copy_sw128<T, OwnTile, OWN, DP>(vs, v + (tok0 + kv0) * v_stride + int64_t{gh} * dv, v_stride, nk, dv);
+  copy_step(0);
+  ptx::cp_async_commit();
+
+  // This warpgroup's 64 keys of K and V; Q and dO of buffer 0 (the same descriptor serves K-major and MN-major reads).
+  const uint64_t desc_k = ptx::wgmma_desc_sw128(ks + wg * 64 * 64, OwnTile::kBlockBytes, 1024);
+  const uint64_t desc_v = ptx::wgmma_desc_sw128(vs + wg * 64 * 64, OwnTile::kBlockBytes, 1024);
+  const uint64_t desc_q0 = ptx::wgmma_desc_sw128(tiles, LoopTile::kBlockBytes, 1024);
+  const uint64_t desc_do0 = ptx::wgmma_desc_sw128(tiles + LoopTile::kElems, LoopTile::kBlockBytes, 1024);
+
+  float adk[DP / 2], adv[DP / 2];
+#pragma unroll
+  for (int i = 0; i < DP / 2; i++) adk[i] = adv[i] = 0.0f;
+
+  for (int step = 0; step < steps; step++) {
+    if (step + 1 < steps) copy_step(step + 1);  // into the buffer read in step - 1 (freed by its closing barrier)
+    ptx::cp_async_commit();
+    ptx::cp_async_wait<1>();  // this step's tiles (and K, V) landed; the next step's may be in flight
+    ptx::fence_proxy_async();
+    __syncthreads();          // everyone's copies and stats of this step are visible
+    const int q0 = (qt0 + step % per_head) * TILE;
+    if (q0 + TILE - 1 >= wg_first && wg_first < seq) {  // uniform in the warpgroup: else every query is before every key, or no key is real
+      const uint64_t buf = (step & 1) * L::kBufferStep;
+      float st[TILE / 2], dpt[TILE / 2];
+      zero_for_wgmma(st);
+      zero_for_wgmma(dpt);
+      ptx::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < DP / 16; kk++) {
+        ptx::wgmma_m64k16<T, TILE, false, false>(st, desc_k + k_major_step<OwnTile>(kk), desc_q0 + buf + k_major_step<LoopTile>(kk));
+        ptx::wgmma_m64k16<T, TILE, false, false>(dpt, desc_v + k_major_step<OwnTile>(kk), desc_do0 + buf + k_major_step<LoopTile>(kk));
+      }
+      ptx::accumulator_fence(st);
+      wgmma_commit_and_wait(dpt);
+      ptx::accumulator_fence(st);
+
+      // Register 4 j + 2 hf + e: key row hf ? key_hi : key_lo, query column c = 8 j + 2 qd + e of the tile.
+      const float* ls = stats + (step & 1) * 2 * TILE;
+      const float* dl = ls + TILE;
+#pragma unroll
+      for (int i = 0; i < TILE / 2; i++) {
+        const int c = 8 * (i >> 2) + 2 * qd + (i & 1);
+        p_and_ds(st[i], dpt[i], s_mul, ls[c], dl[c]);
+      }
+      // Pairs with the query before the key or either past the sequence: only in tiles that reach them.
+      if (q0 < wg_first + 63 || q0 + TILE > seq || wg_first + 64 > seq) {
+#pragma unroll
+        for (int i = 0; i < TILE / 2; i++) {
+          const int query = q0 + 8 * (i >> 2) + 2 * qd + (i & 1), key = (i >> 1) & 1 ? key_hi : key_lo;
+          if (!(query >= key && query < seq && key < seq)) st[i] = dpt[i] = 0.0f;
+        }
+      }
+
+      // dV_g += P^T dO, dK_g += dS^T Q
+      uint32_t pa[TILE / 16][4], da[TILE / 16][4];
+#pragma unroll
+      for (int kc = 0; kc < TILE / 16; kc++) {
+        accumulator_as_a<T>(pa[kc], st, kc);
+        accumulator_as_a<T>(da[kc], dpt, kc);
+      }
+      ptx::accumulator_fence(adv);
+      ptx::accumulator_fence(adk);
+      ptx::wgmma_fence();
+#pragma unroll
+      for (int kc = 0; kc < TILE / 16; kc++) {
+        ptx::wgmma_m64k16_ra<T, DP, true>(adv, pa[kc], desc_do0 + buf + mn_major_step(kc));
+        ptx::wgmma_m64k16_ra<T, DP, true>(adk, da[kc], desc_q0 + buf + mn_major_step(kc));
+      }
+#pragma unroll
+      for (int kc = 0; kc < TILE / 16; kc++) {
+        ptx::operand_fence(pa[kc]);
+        ptx::operand_fence(da[kc]);
+      }
+      ptx::accumulator_fence(adv);
+      wgmma_commit_and_wait(adk);
+      ptx::accumulator_fence(adv);
+    }
+    __syncthreads();  // this buffer is free for step + 2
+  }
+  ptx::cp_async_wait<0>();  // only empty groups are left
+
+#pragma unroll
+  for (int hf = 0; hf < 2; hf++) {
+    const int key = hf ? key_hi : key_lo;
+    if (key >= seq) continue;
+    store_fragment_row<T, DP>(dk + (tok0 + key) * kv_stride + int64_t{gh} * d, adk, hf, qd, d, scale);
+    store_fragment_row<T, DP>(dv_out + (tok0 + key) * v_stride + int64_t{gh} * dv, adv, hf, qd, dv, 1.0f);
+  }
+#elif defined(__CUDA_ARCH__)
+  // Only the sm_90a build has wgmma; the host never launches this elsewhere.
+  (void)dout; (void)q; (void)k; (void)v; (void)lse; (void)dvec; (void)dk; (void)dv_out; (void)batch; (void)seq; (void)heads;
+  (void)kv_heads; (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
+  __trap();
+#else
+  (void)dout; (void)q; (void)k; (void)v; (void)lse; (void)dvec; (void)dk; (void)dv_out; (void)batch; (void)seq; (void)heads;
+  (void)kv_heads; (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
+#endif
+}
+
+template <typename T, int DP>
+__global__ void __launch_bounds__(kWgThreads, 1)
+    attention_dq_wgmma_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+                              const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dq, int batch, int seq,
+                              int heads, int kv_heads, int d, int dv, int64_t q_stride, int64_t kv_stride, int64_t v_stride,
+                              int64_t out_stride, float scale) {
+#if defined(KILN_HAS_WGMMA)
+  using L = WgBackwardLayout<DP>;
+  using OwnTile = typename L::OwnTile;
+  using LoopTile = typename L::LoopTile;
+  constexpr int OWN = L::OWN, TILE = L::TILE;
+  KILN_DYNAMIC_SHARED(unsigned char, smem_raw);
+  T* qs = aligned_shared<T>(smem_raw);
+  T* dos = qs + OwnTile::kElems;
+  T* tiles = dos + OwnTile::kElems;  // buffer i: K at tiles + 2 i LoopTile::kElems, V after it
+
+  const int tid = static_cast<int>(threadIdx.x), wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32, qd = lane & 3;
+  const QueryTile tile = query_tile(seq, batch, heads, kv_heads, OWN);
+  const int h = tile.head, b = tile.batch, q0 = tile.row0, nq = tile.rows;
+  const int64_t tok0 = tile.tok0, lrow = (int64_t{b} * heads + h) * seq;
+  const float s_mul = scale * kLog2e;
+  const int wg_first = q0 + 64 * wg;                             // this warpgroup's first query
+  const int t_lo = wg_first + 16 * warp + (lane >> 2), t_hi = t_lo + 8;  // this thread's two query rows
+  const float ls_lo = t_lo < seq ? lse[lrow + t_lo] * kLog2e : 0.0f, ls_hi = t_hi < seq ? lse[lrow + t_hi] * kLog2e : 0.0f;
+  const float dl_lo = t_lo < seq ? dvec[lrow + t_lo] : 0.0f, dl_hi = t_hi < seq ? dvec[lrow + t_hi] : 0.0f;
+  const T* kb = k + tok0 * kv_stride + int64_t{tile.kv_head} * d;
+  const T* vb = v + tok0 * v_stride + int64_t{tile.kv_head} * dv;
+
+  const int n_kt = (q0 + nq - 1) / TILE + 1;
+  auto copy_keys = [&](int kt) {
+    const int kv0 = kt * TILE, nk = min(TILE, seq - kv0);
+    T* buf = tiles + (kt & 1) * 2 * LoopTile::kElems;
+    copy_sw128<T, LoopTile, TILE, DP>(buf, kb + int64_t{kv0} * kv_stride, kv_stride, nk, d);
+    copy_sw128<T, LoopTile, TILE, DP>(buf + LoopTile::kElems, vb + int64_t{kv0} * v_stride, v_stride, nk, dv);
+  };
+  copy_sw128<T, OwnTile, OWN, DP>(qs, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, nq, d);
+  copy_sw128<T, OwnTile, OWN, DP>(dos, dout + (tok0 + q0) * out_stride + int64_t{h} * dv, out_stride, nq, dv);
+  copy_keys(0);
+  ptx::cp_async_commit();
+
+  const uint64_t desc_q = ptx::wgmma_desc_sw128(qs + wg * 64 * 64, OwnTile::kBlockBytes, 1024);
+  const uint64_t desc_do = ptx::wgmma_desc_sw128(dos + wg * 64 * 64, OwnTile::kBlockBytes, 1024);
+  const uint64_t desc_k0 = ptx::wgmma_desc_sw128(tiles, LoopTile::kBlockBytes, 1024);
+  const uint64_t desc_v0 = ptx::wgmma_desc_sw128(tiles + LoopTile::kElems, LoopTile::kBlockBytes, 1024);
+
+  float adq[DP / 2];
+#pragma unroll
+  for (int i = 0; i < DP / 2; i++) adq[i] = 0.0f;
+
+  for (int kt = 0; kt < n_kt; kt++) {
+    const int kv0 = kt * TILE;
+    if (kt + 1 < n_kt) copy_keys(kt + 1);  // into the buffer read in iteration kt - 1 (freed by its closing barrier)
+    ptx::cp_async_commit();
+    ptx::cp_async_wait<1>();
+    ptx::fence_proxy_async();
+    __syncthreads();
+    if (kv0 <= wg_first + 63 && wg_first < seq) {  // uniform in the warpgroup: else every key is after every query, or no query is real
+      const uint64_t buf = (kt & 1) * L::kBufferStep;
+      float s[TILE / 2], dp[TILE / 2];
+      zero_for_wgmma(s);
+      zero_for_wgmma(dp);
+      ptx::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < DP / 16; kk++) {
+        ptx::wgmma_m64k16<T, TILE, false, false>(s, desc_q + k_major_step<OwnTile>(kk), desc_k0 + buf + k_major_step<LoopTile>(kk));
+        ptx::wgmma_m64k16<T, TILE, false, false>(dp, desc_do + k_major_step<OwnTile>(kk), desc_v0 + buf + k_major_step<LoopTile>(kk));
+      }
+      ptx::accumulator_fence(s);
+      wgmma_commit_and_wait(dp);
+      ptx::accumulator_fence(s);
+
+      // Register 4 j + 2 hf + e: query row hf ? t_hi : t_lo, key kv0 + 8 j + 2 qd + e.
+#pragma unroll
+      for (int i = 0; i < TILE / 2; i++) {
+        const int hf = (i >> 1) & 1;
+        p_and_ds(s[i], dp[i], s_mul, hf ? ls_hi : ls_lo, hf ? dl_hi : dl_lo);
+      }
+      // Pairs with the key after the query or either past the sequence: only in tiles that reach them.
+      if (kv0 + TILE - 1 > wg_first || kv0 + TILE > seq || wg_first + 64 > seq) {
+#pragma unroll
+        for (int i = 0; i < TILE / 2; i++) {
+          const int key = kv0 + 8 * (i >> 2) + 2 * qd + (i & 1), t = (i >> 1) & 1 ? t_hi : t_lo;
+          if (!(key <= t && t < seq && key < seq)) s[i] = dp[i] = 0.0f;
+        }
+      }
+
+      // dQ_g += dS K
+      uint32_t da[TILE / 16][4];
+#pragma unroll
+      for (int kc = 0; kc < TILE / 16; kc++) accumulator_as_a<T>(da[kc], dp, kc);
+      ptx::accumulator_fence(adq);
+      ptx::wgmma_fence();
+#pragma unroll
+      for (int kc = 0; kc < TILE / 16; kc++) ptx::wgmma_m64k16_ra<T, DP, true>(adq, da[kc], desc_k0 + buf + mn_major_step(kc));
+#pragma unroll
+      for (int kc = 0; kc < TILE / 16; kc++) ptx::operand_fence(da[kc]);
+      wgmma_commit_and_wait(adq);
+    }
+    __syncthreads();  // this buffer is free for tile kt + 2
+  }
+  ptx::cp_async_wait<0>();  // only empty groups are left
+
+#pragma unroll
+  for (int hf = 0; hf < 2; hf++) {
+    const int t = hf ? t_hi : t_lo;
+    if (t < seq) store_fragment_row<T, DP>(dq + (tok0 + t) * q_stride + int64_t{h} * d, adq, hf, qd, d, scale);
+  }
+#elif defined(__CUDA_ARCH__)
+  // Only the sm_90a build has wgmma; the host never launches this elsewhere.
+  (void)dout; (void)q; (void)k; (void)v; (void)lse; (void)dvec; (void)dq; (void)batch; (void)seq; (void)heads; (void)kv_heads;
+  (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
+  __trap();
+#else
+  (void)dout; (void)q; (void)k; (void)v; (void)lse; (void)dvec; (void)dq; (void)batch; (void)seq; (void)heads; (void)kv_heads;
+  (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
+#endif
+}
+
+template <typename T, int DP>
+void launch_backward_wgmma(const KernelCall& c, const Args& a, const float* dvec) {
+  using L = WgBackwardLayout<DP>;
+  const unsigned kv_grid = ceil_div(a.seq, L::OWN) * static_cast<unsigned>(a.kv_heads * a.batch);
+  auto dkdv = attention_dkdv_wgmma_kernel<T, DP>;
+  allow_shared(dkdv, L::total);
+  launch("attentionBackward", dkdv, dim3(kv_grid), dim3(kWgThreads), L::total, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
+         c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(7), c.ptr<T>(8), a.batch, a.seq, a.heads,
+         a.kv_heads, a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale);
+  const unsigned q_grid = ceil_div(a.seq, L::OWN) * static_cast<unsigned>(a.heads * a.batch);
+  auto dqk = attention_dq_wgmma_kernel<T, DP>;
+  allow_shared(dqk, L::total);
+  launch("attentionBackward", dqk, dim3(q_grid), dim3(kWgThreads), L::total, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
+         c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(6), a.batch, a.seq, a.heads, a.kv_heads, a.d,
+         a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale);
+}
+
+}  // namespace
+
+bool launch_attention_backward_wgmma(const KernelCall& c, const float* dvec) {
+  if (!c.wgmma_attention) return false;
+  const Args a = read_args(c, 9);
+  if (!attention_tc_allowed(c, a.dtype, a.d_max())) return false;
+  // dOut, q, k and v are copied.
+  if (!allows_16_byte_copies(c, {0, 1, 2, 3}, {a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride})) return false;
+  if (a.dtype == kBF16) {
+    if (a.d_max() <= 64) launch_backward_wgmma<__nv_bfloat16, 64>(c, a, dvec);
+    else launch_backward_wgmma<__nv_bfloat16, 128>(c, a, dvec);
+  } else {
+    if (a.d_max() <= 64) launch_backward_wgmma<__half, 64>(c, a, dvec);
+    else launch_backward_wgmma<__half, 128>(c, a, dvec);
+  }
+  return true;
+}
+
+}  // namespace kiln

@@ -1,0 +1,93 @@
+// attention_wgmma.h: what the wgmma attention kernels share (attention_forward_wgmma.cu,
+// attention_backward_wgmma.cu): blocks of two warpgroups, tiles in shared memory as
+// matmul_pipeline::Sw128Tile (wgmma's 128-byte swizzle: blocks of 64 columns, rows of
+// 128 bytes), their cp.async copies, descriptor steps, and an accumulator fragment
+// turned into a register A operand.
+//
+// Descriptor steps over a tile of Tile's layout (SBO 1024: the next 8 rows; LBO the next
+// block of 64 columns):
+//   K-major (the tile's columns are the product's k axis, as Q and K in S = Q K^T):
+//     16-deep step kk at block kk / 4, + 32 (kk % 4) bytes within its 128-byte rows
+//   MN-major (its rows are the k axis, as V in O = P V): step kc at + 2048 kc bytes (16 rows)
+// An accumulator fragment (wgmma and mma.sync alike: thread (w, lane) holds rows
+// 16 w + lane / 4 (+ 8), columns 8 j + 2 (lane % 4) (+ 1)) rounded to T is, two 8-column
+// groups at a time, the A fragment of a 16-deep step: P, dS and their transposes go from
+// one product into the next without shared memory.
+#pragma once
+#include "attention_mma.h"
+#include "matmul_pipeline.h"
+#include "wgmma_ptx.h"
+
+namespace kiln {
+namespace {
+
+using matmul_pipeline::Sw128Tile;
+
+constexpr int kWgThreads = 256;  // 2 warpgroups
+
+/** rows x DP of `src` (rows `stride` apart) into the Sw128Tile `dst` by cp.async: rows past `valid`, columns past `d` (a multiple of 8) zero. */
+template <typename T, typename Tile, int ROWS, int DP>
+__device__ __forceinline__ void copy_sw128(T* dst, const T* src, int64_t stride, int valid, int d) {
+  constexpr int CH = DP / 8;
+  for (int i = threadIdx.x; i < ROWS * CH; i += kWgThreads) {
+    const int r = i / CH, c = i % CH;
+    const bool inside = r < valid && c * 8 < d;
+    ptx::cp_async_16(dst + Tile::offset(r, c), inside ? src + r * stride + c * 8 : src, inside ? 16u : 0u);
+  }
+}
+
+/** Descriptor start units (16 bytes) of the K-major 16-deep step kk in a tile of Tile's layout. */
+template <typename Tile>
+__device__ __forceinline__ uint64_t k_major_step(int kk) {
+  return static_cast<uint64_t>((kk / 4) * Tile::kBlockBytes + (kk % 4) * 32) >> 4;
+}
+
+/** Descriptor start units of the MN-major 16-deep step kc (16 rows of 128 bytes). */
+__device__ __forceinline__ uint64_t mn_major_step(int kc) { return static_cast<uint64_t>(kc * 2048) >> 4; }
+
+/** The A fragment of the 16-deep step kc from a 64 x (8 N) accumulator fragment, rounded to T. */
+template <typename T, int R>
+__device__ __forceinline__ void accumulator_as_a(uint32_t (&a)[4], const float (&acc)[R], int kc) {
+  const float* x = acc + 8 * kc;  // 8-column groups 2 kc and 2 kc + 1
+  a[0] = pack2<T>(x[0], x[1]);
+  a[1] = pack2<T>(x[2], x[3]);
+  a[2] = pack2<T>(x[4], x[5]);
+  a[3] = pack2<T>(x[6], x[7]);
+}
+
+/**
+ * One score of a backward tile, in place: s becomes p = 2^(s s_mul - lse_log2), dp becomes
+ * dS = p (dP - D). Masked pairs are zeroed afterwards (zero_masked), so that tiles with
+ * every pair live pay nothing for the mask.
+ */
+__device__ __forceinline__ void p_and_ds(float& s, float& dp, float s_mul, float lse_log2, float d) {
+  const float p = exp2_ftz(fmaf(s, s_mul, -lse_log2));
+  s = p;
+  dp = p * (dp - d);
+}
+
+/** The 1024-byte aligned start of dynamic shared memory (the kernels ask for 1024 bytes more). */
+template <typename T>
+__device__ __forceinline__ T* aligned_shared(unsigned char* raw) {
+  return reinterpret_cast<T*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t{1023});
+}
+
+/** acc (N / 2 f32) = 0, ordered before the wgmma that will accumulate into it. */
+template <int R>
+__device__ __forceinline__ void zero_for_wgmma(float (&acc)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; i++) acc[i] = 0.0f;
+  ptx::accumulator_fence(acc);
+}
+
+/** Commits this warpgroup's wgmma issued since the last commit and waits for them all (acc: an accumulator they write). */
+template <int R>
+__device__ __forceinline__ void wgmma_commit_and_wait(float (&acc)[R]) {
+  ptx::wgmma_commit();
+  ptx::accumulator_fence(acc);
+  ptx::wgmma_wait<0>();
+  ptx::accumulator_fence(acc);
+}
+
+}  // namespace
+}  // namespace kiln
