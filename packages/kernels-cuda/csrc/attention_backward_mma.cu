@@ -123,10 +123,20 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
 #pragma unroll
       for (int j = 0; j < NS; j++) {
 #pragma unroll
-        for (int e = 0; e < 2; e++) {
-          const int c = j * 8 + 2 * qd + e, query = q0 + c;
-          score_to_p_and_ds(st[j][e], dpt[j][e], query >= key_lo && query < seq && key_lo < seq, s_mul, ls[c], dl[c]);
-          score_to_p_and_ds(st[j][2 + e], dpt[j][2 + e], query >= key_hi && query < seq && key_hi < seq, s_mul, ls[c], dl[c]);
+        for (int e = 0; e < 4; e++) {
+          const int c = j * 8 + 2 * qd + (e & 1);
+          p_and_ds(st[j][e], dpt[j][e], s_mul, ls[c], dl[c]);
+        }
+      }
+      // Pairs with the query before the key or either past the sequence: only in tiles that reach them.
+      if (q0 < kv0 + wrow + 15 || q0 + kTile > seq || kv0 + wrow + 16 > seq) {
+#pragma unroll
+        for (int j = 0; j < NS; j++) {
+#pragma unroll
+          for (int e = 0; e < 4; e++) {
+            const int query = q0 + j * 8 + 2 * qd + (e & 1), key = e < 2 ? key_lo : key_hi;
+            if (!(query >= key && query < seq && key < seq)) st[j][e] = dpt[j][e] = 0.0f;
+          }
         }
       }
       warp_mma_nn<T, DP, NS>(av, st, dot, lane);
@@ -199,13 +209,21 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
       float s[NS][4], dp[NS][4];
       qw.nt(s, ks, lane);
       dw.nt(dp, vs, lane);
+      // Key 8 j + 2 qd + e of rows t_lo (s[j][e]) and t_hi (s[j][2 + e]).
 #pragma unroll
       for (int j = 0; j < NS; j++) {
 #pragma unroll
-        for (int e = 0; e < 2; e++) {
-          const int key = kv0 + j * 8 + 2 * qd + e;
-          score_to_p_and_ds(s[j][e], dp[j][e], key <= t_lo && t_lo < seq && key < seq, s_mul, ls_lo, dl_lo);
-          score_to_p_and_ds(s[j][2 + e], dp[j][2 + e], key <= t_hi && t_hi < seq && key < seq, s_mul, ls_hi, dl_hi);
+        for (int e = 0; e < 4; e++) p_and_ds(s[j][e], dp[j][e], s_mul, e < 2 ? ls_lo : ls_hi, e < 2 ? dl_lo : dl_hi);
+      }
+      // Pairs with the key after the query or either past the sequence: only in tiles that reach them.
+      if (kv0 + kTile - 1 > q0 + wrow || kv0 + kTile > seq || q0 + wrow + 16 > seq) {
+#pragma unroll
+        for (int j = 0; j < NS; j++) {
+#pragma unroll
+          for (int e = 0; e < 4; e++) {
+            const int key = kv0 + j * 8 + 2 * qd + (e & 1), t = e < 2 ? t_lo : t_hi;
+            if (!(key <= t && t < seq && key < seq)) s[j][e] = dp[j][e] = 0.0f;
+          }
         }
       }
       warp_mma_nn<T, DP, NS>(aq, dp, ks, lane);

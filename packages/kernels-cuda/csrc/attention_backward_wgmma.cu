@@ -38,7 +38,6 @@ struct WgBackwardLayout {
   static constexpr size_t stats_bytes = TILE * 4 * 2;  // a query tile's lse * log2(e), then D (dK/dV)
   // The own tiles, two buffers of two loop tiles, two buffers of stats, the alignment of the first atom.
   static constexpr size_t total = 2 * own_bytes + 4 * tile_bytes + 2 * stats_bytes + 1024;
-  static constexpr uint64_t kBufferStep = (2 * tile_bytes) >> 4;  // descriptor start units from buffer 0 to 1
 };
 
 /** Row `hf` (0: row lo, 1: row lo + 8) of a warpgroup's 64 x DP accumulator fragment, times mul, into columns < d of `dst`. */
@@ -112,7 +111,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
     __syncthreads();          // everyone's copies and stats of this step are visible
     const int q0 = (qt0 + step % per_head) * TILE;
     if (q0 + TILE - 1 >= wg_first && wg_first < seq) {  // uniform in the warpgroup: else every query is before every key, or no key is real
-      const uint64_t buf = (step & 1) * L::kBufferStep;
+      const uint64_t buf = (step & 1) * ((2 * L::tile_bytes) >> 4);  // descriptor start units of this step's buffer
       float st[TILE / 2], dpt[TILE / 2];
       zero_for_wgmma(st);
       zero_for_wgmma(dpt);
@@ -246,7 +245,7 @@ __global__ void __launch_bounds__(kWgThreads, 1)
     ptx::fence_proxy_async();
     __syncthreads();
     if (kv0 <= wg_first + 63 && wg_first < seq) {  // uniform in the warpgroup: else every key is after every query, or no query is real
-      const uint64_t buf = (kt & 1) * L::kBufferStep;
+      const uint64_t buf = (kt & 1) * ((2 * L::tile_bytes) >> 4);  // descriptor start units of this tile's buffer
       float s[TILE / 2], dp[TILE / 2];
       zero_for_wgmma(s);
       zero_for_wgmma(dp);

@@ -113,52 +113,11 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
       if constexpr (MI == 1) warp_mma_nt<T, DP, NS, 1>(s, qf, ks, lane);
       else warp_mma_nt<T, DP, NS, MI>(s, qs + wrow * L::LD, ks, lane);
 
+      // Online softmax per row tile (attention_mma.h): masked tiles reach keys after a row or past the sequence.
 #pragma unroll
       for (int i = 0; i < MI; i++) {
-        // Online softmax. Masked: keys after a row (causal) and keys past the sequence.
-        const int r0 = q0 + wrow + 16 * i, t_lo = r0 + g, t_hi = t_lo + 8;  // this lane's two query rows
-        const bool masked = kv0 + KEYS - 1 > r0 || kv0 + KEYS > seq;
-        float mx_lo = neg_inf(), mx_hi = neg_inf();
-#pragma unroll
-        for (int j = 0; j < NS; j++) {
-#pragma unroll
-          for (int e = 0; e < 2; e++) {
-            const int u = kv0 + j * 8 + 2 * qd + e;
-            const bool off_lo = masked && (u > t_lo || u >= seq), off_hi = masked && (u > t_hi || u >= seq);
-            s[i][j][e] = off_lo ? neg_inf() : s[i][j][e] * s_mul;
-            s[i][j][2 + e] = off_hi ? neg_inf() : s[i][j][2 + e] * s_mul;
-            mx_lo = fmaxf(mx_lo, s[i][j][e]);
-            mx_hi = fmaxf(mx_hi, s[i][j][2 + e]);
-          }
-        }
-        mx_lo = quad_max(mx_lo);
-        mx_hi = quad_max(mx_hi);
-        // A row past the sequence (or, in a later tile, with every key masked, as every row
-        // of a tile wholly before kv0) keeps m = -inf; its base stays 0 so that exp2 gives 0, never NaN.
-        const float mn_lo = fmaxf(m[i][0], mx_lo), mn_hi = fmaxf(m[i][1], mx_hi);
-        const float base_lo = mn_lo == neg_inf() ? 0.0f : mn_lo, base_hi = mn_hi == neg_inf() ? 0.0f : mn_hi;
-        const float alpha_lo = exp2f(m[i][0] - base_lo), alpha_hi = exp2f(m[i][1] - base_hi);
-        float rs_lo = 0.0f, rs_hi = 0.0f;
-#pragma unroll
-        for (int j = 0; j < NS; j++) {
-          s[i][j][0] = exp2f(s[i][j][0] - base_lo);
-          s[i][j][1] = exp2f(s[i][j][1] - base_lo);
-          s[i][j][2] = exp2f(s[i][j][2] - base_hi);
-          s[i][j][3] = exp2f(s[i][j][3] - base_hi);
-          rs_lo += s[i][j][0] + s[i][j][1];
-          rs_hi += s[i][j][2] + s[i][j][3];
-        }
-        l[i][0] = l[i][0] * alpha_lo + quad_sum(rs_lo);
-        l[i][1] = l[i][1] * alpha_hi + quad_sum(rs_hi);
-        m[i][0] = mn_lo;
-        m[i][1] = mn_hi;
-#pragma unroll
-        for (int j = 0; j < NO; j++) {
-          o[i][j][0] *= alpha_lo;
-          o[i][j][1] *= alpha_lo;
-          o[i][j][2] *= alpha_hi;
-          o[i][j][3] *= alpha_hi;
-        }
+        const int r0 = q0 + wrow + 16 * i;  // the row tile's first row
+        online_softmax_tile(flat(s[i]), flat(o[i]), m[i], l[i], kv0, r0 + g, qd, seq, kv0 + KEYS - 1 > r0 || kv0 + KEYS > seq, s_mul);
       }
 
       // O_w += P_w V

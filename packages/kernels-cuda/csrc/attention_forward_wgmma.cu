@@ -109,48 +109,8 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         ptx::wgmma_m64k16<T, KEYS, false, false>(s, desc_q + k_major_step<QTile>(kk), desc_k0 + buf + k_major_step<KvTile>(kk));
       wgmma_commit_and_wait(s);
 
-      // Online softmax. Register 4 j + 2 hf + e: row hf ? row_hi : row_lo, key kv0 + 8 j + 2 qd + e.
-      // Masked tiles: keys after a row (causal) or past the sequence. A tile with every key
-      // live under a positive scale takes the short way: the row max of the raw scores,
-      // scaled once, and p = 2^(s scale log2e - m) as one FFMA and one EX2 per score.
-      const bool masked = kv0 + KEYS - 1 > wg_first || kv0 + KEYS > seq, fast = !masked && s_mul > 0.0f;
-      float mx[2] = {neg_inf(), neg_inf()};
-      if (fast) {
-#pragma unroll
-        for (int i = 0; i < KEYS / 2; i++) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
-        mx[0] = quad_max(mx[0]) * s_mul;
-        mx[1] = quad_max(mx[1]) * s_mul;
-      } else {
-#pragma unroll
-        for (int i = 0; i < KEYS / 2; i++) {
-          const int hf = (i >> 1) & 1, u = kv0 + 8 * (i >> 2) + 2 * qd + (i & 1), t = hf ? row_hi : row_lo;
-          const bool off = masked && (u > t || u >= seq);
-          s[i] = off ? neg_inf() : s[i] * s_mul;
-          mx[hf] = fmaxf(mx[hf], s[i]);
-        }
-        mx[0] = quad_max(mx[0]);
-        mx[1] = quad_max(mx[1]);
-      }
-      const float mul = fast ? s_mul : 1.0f;  // what s still needs
-      float base[2], alpha[2], rs[2] = {0.0f, 0.0f};
-#pragma unroll
-      for (int hf = 0; hf < 2; hf++) {
-        const float mn = fmaxf(m[hf], mx[hf]);
-        // A row with every key so far masked keeps m = -inf; its base stays 0 so that exp2 gives 0, never NaN.
-        base[hf] = mn == neg_inf() ? 0.0f : mn;
-        alpha[hf] = exp2_ftz(m[hf] - base[hf]);
-        m[hf] = mn;
-      }
-#pragma unroll
-      for (int i = 0; i < KEYS / 2; i++) {
-        const int hf = (i >> 1) & 1;
-        s[i] = exp2_ftz(fmaf(s[i], mul, -base[hf]));
-        rs[hf] += s[i];
-      }
-#pragma unroll
-      for (int hf = 0; hf < 2; hf++) l[hf] = l[hf] * alpha[hf] + quad_sum(rs[hf]);
-#pragma unroll
-      for (int i = 0; i < DP / 2; i++) o[i] *= alpha[(i >> 1) & 1];
+      // Online softmax (attention_mma.h): masked tiles reach keys after a row or past the sequence.
+      online_softmax_tile(s, o, m, l, kv0, row_lo, qd, seq, kv0 + KEYS - 1 > wg_first || kv0 + KEYS > seq, s_mul);
 
       // O_g += P_g V
       uint32_t p[KEYS / 16][4];

@@ -35,11 +35,12 @@ inline bool allows_16_byte_copies(const KernelCall& c, std::initializer_list<int
 }
 
 /**
- * One score of a backward tile, in place: s becomes p = exp2(s scale log2e - lse) where
- * the (query, key) pair is live (0 elsewhere), dp becomes dS = p (dP - D).
+ * One score of a backward tile, in place: s becomes p = 2^(s s_mul - lse_log2), dp becomes
+ * dS = p (dP - D). Masked pairs are zeroed afterwards, and only in the tiles that reach
+ * them, so that tiles with every pair live pay nothing for the mask.
  */
-__device__ __forceinline__ void score_to_p_and_ds(float& s, float& dp, bool live, float s_mul, float lse_log2, float d) {
-  const float p = live ? exp2f(s * s_mul - lse_log2) : 0.0f;
+__device__ __forceinline__ void p_and_ds(float& s, float& dp, float s_mul, float lse_log2, float d) {
+  const float p = exp2_ftz(fmaf(s, s_mul, -lse_log2));
   s = p;
   dp = p * (dp - d);
 }
@@ -252,6 +253,66 @@ __device__ __forceinline__ float quad_max(float x) {
 __device__ __forceinline__ float quad_sum(float x) {
   x += __shfl_xor_sync(0xffffffffu, x, 1);
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+/**
+ * One key tile of the forward's online softmax for a thread's two query rows, t_lo and
+ * t_lo + 8, in accumulator layout (register 4 j + 2 hf + e of s: row hf, key
+ * kv0 + 8 j + 2 qd + e). The raw scores s become p = 2^(s s_mul - m), the rows' running
+ * max m (scaled, base 2) and sum l move on, and o (the rows' output accumulators) is
+ * rescaled. `masked`: the tile reaches keys after a row or past the sequence (the same
+ * for every lane of the warp); such tiles mask first and scale each score. A tile with
+ * every key live under a positive scale takes the max of the raw scores, scales it
+ * once, and makes each p with one FFMA and one EX2.
+ */
+template <int R, int RO>
+__device__ __forceinline__ void online_softmax_tile(float (&s)[R], float (&o)[RO], float (&m)[2], float (&l)[2], int kv0, int t_lo, int qd, int seq,
+                                                    bool masked, float s_mul) {
+  const bool fast = !masked && s_mul > 0.0f;
+  float mx[2] = {neg_inf(), neg_inf()};
+  if (fast) {
+#pragma unroll
+    for (int i = 0; i < R; i++) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
+    mx[0] = quad_max(mx[0]) * s_mul;
+    mx[1] = quad_max(mx[1]) * s_mul;
+  } else {
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+      const int hf = (i >> 1) & 1, u = kv0 + 8 * (i >> 2) + 2 * qd + (i & 1), t = t_lo + 8 * hf;
+      const bool off = masked && (u > t || u >= seq);
+      s[i] = off ? neg_inf() : s[i] * s_mul;
+      mx[hf] = fmaxf(mx[hf], s[i]);
+    }
+    mx[0] = quad_max(mx[0]);
+    mx[1] = quad_max(mx[1]);
+  }
+  const float mul = fast ? s_mul : 1.0f;  // what s still needs
+  float base[2], alpha[2], rs[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int hf = 0; hf < 2; hf++) {
+    const float mn = fmaxf(m[hf], mx[hf]);
+    // A row with every key so far masked (or past the sequence) keeps m = -inf; its base
+    // stays 0 so that exp2 gives 0, never NaN.
+    base[hf] = mn == neg_inf() ? 0.0f : mn;
+    alpha[hf] = exp2_ftz(m[hf] - base[hf]);
+    m[hf] = mn;
+  }
+#pragma unroll
+  for (int i = 0; i < R; i++) {
+    const int hf = (i >> 1) & 1;
+    s[i] = exp2_ftz(fmaf(s[i], mul, -base[hf]));
+    rs[hf] += s[i];
+  }
+#pragma unroll
+  for (int hf = 0; hf < 2; hf++) l[hf] = l[hf] * alpha[hf] + quad_sum(rs[hf]);
+#pragma unroll
+  for (int i = 0; i < RO; i++) o[i] *= alpha[(i >> 1) & 1];
+}
+
+/** A 16-row tile's accumulator tiles float[N][4] as one fragment of 4 N registers (the same layout). */
+template <int N>
+__device__ __forceinline__ float (&flat(float (&x)[N][4]))[4 * N] {
+  return reinterpret_cast<float(&)[4 * N]>(x);
 }
 
 }  // namespace

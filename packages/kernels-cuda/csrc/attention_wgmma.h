@@ -55,17 +55,6 @@ __device__ __forceinline__ void accumulator_as_a(uint32_t (&a)[4], const float (
   a[3] = pack2<T>(x[6], x[7]);
 }
 
-/**
- * One score of a backward tile, in place: s becomes p = 2^(s s_mul - lse_log2), dp becomes
- * dS = p (dP - D). Masked pairs are zeroed afterwards (zero_masked), so that tiles with
- * every pair live pay nothing for the mask.
- */
-__device__ __forceinline__ void p_and_ds(float& s, float& dp, float s_mul, float lse_log2, float d) {
-  const float p = exp2_ftz(fmaf(s, s_mul, -lse_log2));
-  s = p;
-  dp = p * (dp - d);
-}
-
 /** The 1024-byte aligned start of dynamic shared memory (the kernels ask for 1024 bytes more). */
 template <typename T>
 __device__ __forceinline__ T* aligned_shared(unsigned char* raw) {
