@@ -215,11 +215,12 @@ async function trainStep(name, dims, batch, seq, dtype, accum = 1) {
   const tokensPerSecond = (batch * seq * accum) / sec;
   const flops = tokensPerSecond * trainingFlopsPerToken(model, seq);
   const planned = trainer.memoryPlan.total;
+  const recompute = trainer.recompute;
   trainer.dispose();
   const peak = caps.peakFlops[dtype];
   // The step's roofline on this card (each kernel call at the longer of its FLOPs at peak and its bytes at the memory bandwidth).
   const bandwidth = gpuProfileForName(caps.device.name)?.memoryBandwidth;
-  const calls = trainingStepCosts(model, batch, seq, dtype, "cheap", "gpu");
+  const calls = trainingStepCosts(model, batch, seq, dtype, recompute, "gpu");
   const rooflineSec = peak && bandwidth ? stepRoofline(calls, accum, peak, bandwidth).seconds : null;
   const torch = model.arch !== "gpt2" || accum !== 1 ? { skipped: "the PyTorch reference is GPT-2 with one micro-batch" } : torchReference("train_step_torch.py", ["--device", "cuda", "--dtype", dtype, "--layers", String(dims.numLayers), "--heads", String(dims.numHeads), "--hidden", String(dims.hiddenSize), "--vocab", String(dims.vocabSize), "--seq", String(seq), "--batch", String(batch), "--steps", String(STEPS)]);
   return progress({
@@ -244,6 +245,7 @@ async function trainStep(name, dims, batch, seq, dtype, accum = 1) {
     host_issue_us_per_call: (1e3 * hostIssueMs) / issued.length,
     host_issue_by_kernel: Object.fromEntries(hostIssueByKernel.slice(0, 12)),
     planned_bytes: planned,
+    recompute,
     torch,
     step_time_ratio_vs_torch: torch.ms_per_step_median ? sec * 1e3 / torch.ms_per_step_median : null,
   });

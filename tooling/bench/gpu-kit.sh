@@ -37,9 +37,9 @@ cat >"$dir/run.sh" <<'RUN'
 # time left of KIT_BUDGET seconds (default 420): conformance (attention on the wgmma
 # kernels too), nano-start trained with and without --cuda-graphs (the same losses),
 # kiln's launch cost, GEMMs, the gpt2-small bf16 step beside PyTorch and on the wgmma
-# attention, the small models with and without CUDA graphs, a device-timed profile of
-# gpt2-small bf16, attention, racecheck, memcheck of the wgmma attention and of kiln's
-# own matmul. KIT_FULL=1 adds a second conformance pass, gpt2-small bf16 on
+# attention, attention (mma.sync, WMMA, wgmma, PyTorch), the small models with and
+# without CUDA graphs, a device-timed profile of gpt2-small bf16, racecheck, memcheck
+# of the wgmma attention and of kiln's own matmul. KIT_FULL=1 adds a second conformance pass, gpt2-small bf16 on
 # kiln's own matmuls, the other matmul paths and memcheck throughout.
 # Logs and JSON land in OUTDIR (default: out, in the folder), seven files in all.
 set -uo pipefail
@@ -98,6 +98,7 @@ bench() {  # bench NAME ARGS...: one part of cuda.mjs in its own process, figure
 bench gemm --only gemm
 bench train --only train --models gpt2-small:bf16
 KILN_ATTENTION_PATH=wgmma KILN_TORCH_PYTHON=false bench train-wgmma-attention --only train --models gpt2-small:bf16
+bench attention --only attention
 KILN_TORCH_PYTHON=false bench graphs --only train --models nano:bf16,bench-small:bf16 --graphs
 KILN_TORCH_PYTHON=false bench small --only train --models nano:bf16,bench-small:bf16
 stage "kiln train --profile: gpt2-small bf16 (device timestamps)"
@@ -107,7 +108,6 @@ timeout $(left 100) "$node" "$kit/cli/bin/kiln.js" train -f "$kit/cli/models/gpt
 grep -v '^{"step"' "$out/profile.log" | tail -45
 cp profile/profile.json "$out/profile.json" 2>/dev/null
 cd "$kit"
-bench attention --only attention
 if command -v compute-sanitizer >/dev/null; then
   stage "racecheck: attention backward (bf16, mma.sync)"
   timeout $(left 90) compute-sanitizer --tool racecheck --print-limit 10 "$node" "$kit/cuda-conformance.mjs" --passes 1 --kernel attentionBackward --filter bf16 >"$out/sanitizer.log" 2>&1; echo "exit $?"

@@ -8,6 +8,7 @@ export { paramLayout, type ParamLayout, type ParamSpec } from "./model/param-lay
 export { learningRateAt, type LrScheduleConfig } from "./optim/lr-schedule.js";
 export type { AdamWConfig } from "./optim/adamw.js";
 export type { RecomputePolicy } from "./autodiff/rematerialize.js";
+export { type RecomputeSetting, resolveRecompute } from "./train/recompute-choice.js";
 export { Trainer, DEFAULT_LOAD_BALANCE_ALPHA, type TrainerConfig, type Batch, type BatchSource, type StepResult } from "./train/trainer.js";
 export { ForwardRunner } from "./train/forward-runner.js";
 export type { MemoryPlan } from "./train/memory-plan.js";

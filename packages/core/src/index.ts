@@ -3,6 +3,7 @@ export { Graph, type GraphNode } from "./graph/graph.js";
 export type { TensorInfo, TensorKind } from "./graph/tensor.js";
 export { appendBackward } from "./autodiff/append-backward.js";
 export { rematerialize, type RecomputePolicy } from "./autodiff/rematerialize.js";
+export { KEEP_ALL_SHARE, type RecomputeSetting, resolveRecompute } from "./train/recompute-choice.js";
 export { planStep, type StepPlan } from "./plan/plan-step.js";
 export { packArena, type ArenaPacking } from "./plan/pack-arena.js";
 export { tensorLifetimes, type Lifetime } from "./plan/liveness.js";

@@ -24,7 +24,7 @@ async function firstSteps(kind: DeviceKind, config: ModelConfig = model, dtype: 
   const batch = { ids: Int32Array.from({ length: ROWS }, (_, i) => (i * 31) % vocab), targets: Int32Array.from({ length: ROWS }, (_, i) => (i * 17 + 3) % vocab) };
   const losses = [];
   for (let i = 0; i < 3; i++) losses.push((await trainer.step([batch])).loss);
-  const result = { losses, plan: trainer.memoryPlan, peak: wasm.memoryStats().peakBytes };
+  const result = { losses, plan: trainer.memoryPlan, peak: wasm.memoryStats().peakBytes, recompute: trainer.recompute };
   trainer.dispose();
   wasm.dispose();
   return result;
@@ -34,8 +34,10 @@ describe("a trainer plans for the kind of device it runs on", () => {
   it("a GPU's plan takes the training loss's logits in one chunk where a CPU's takes two; the steps agree", async () => {
     const cpu = await firstSteps("cpu");
     const gpu = await firstSteps("gpu");
+    // The default recompute ("auto"): the element-wise outputs again on a CPU, everything kept on a GPU where it fits.
+    expect([cpu.recompute, gpu.recompute]).toEqual(["cheap", "none"]);
     expect(cpu.plan).toEqual(planTrainingMemory(model, 8, 256, "f32", "cheap", "cpu"));
-    expect(gpu.plan).toEqual(planTrainingMemory(model, 8, 256, "f32", "cheap", "gpu"));
+    expect(gpu.plan).toEqual(planTrainingMemory(model, 8, 256, "f32", "none", "gpu"));
     // One chunk of 2048 x 4096 f32 logits (and their gradient) instead of 1024 rows: at least 8 MiB more.
     expect(gpu.plan.activations - cpu.plan.activations).toBeGreaterThanOrEqual(8 * 2 ** 20);
     expect(gpu.peak).toBe(gpu.plan.total);
@@ -49,7 +51,7 @@ describe("a trainer plans for the kind of device it runs on", () => {
     for (const dtype of ["f32", "bf16"] as const) {
       const cpu = await firstSteps("cpu", odd, dtype);
       const gpu = await firstSteps("gpu", odd, dtype);
-      expect(gpu.plan).toEqual(planTrainingMemory(odd, 8, 256, dtype, "cheap", "gpu"));
+      expect(gpu.plan).toEqual(planTrainingMemory(odd, 8, 256, dtype, "none", "gpu"));
       expect(gpu.peak, dtype).toBe(gpu.plan.total);
       const tolerance = dtype === "f32" ? 1e-5 : 2e-3;
       gpu.losses.forEach((l, i) => expect(Math.abs(l - cpu.losses[i]) / cpu.losses[i], `${dtype} step ${i}`).toBeLessThan(tolerance));

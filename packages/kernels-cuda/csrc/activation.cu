@@ -9,13 +9,18 @@
 //
 // sigmoid(z) is formed from e = exp(-|z|) <= 1 (never overflows), which gives both
 // s and 1 - s without cancellation: z >= 0: s = 1 / (1 + e), 1 - s = e s;
-// z < 0: s = e / (1 + e), 1 - s = 1 / (1 + e).
+// z < 0: s = e / (1 + e), 1 - s = 1 / (1 + e). With bf16/f16 storage, e and 1 / (1 + e)
+// come from the special-function unit (__expf, __fdividef: a few f32 ulps, far below
+// the storage's rounding, in a handful of instructions instead of expf's and an IEEE
+// division's); f32 keeps expf and the exact division.
 //
 // Layout: every operand is n contiguous elements. When every pointer of a call is
 // 16-byte aligned, each thread moves 16 bytes per operand at a time (4 f32 or 8
 // bf16/f16), the last n % vec elements element by element; otherwise element by
 // element throughout. out may alias x (dX may alias dOut): each element is read
 // before it is written, by the same thread.
+#include <type_traits>
+
 #include "kiln_cuda.h"
 
 namespace kiln {
@@ -34,9 +39,10 @@ struct Sigmoid {
   float s1;  // 1 - sigmoid(z)
 };
 
+template <bool FAST>
 __device__ __forceinline__ Sigmoid sigmoid(float z) {
-  const float e = expf(-fabsf(z));
-  const float q = 1.0f / (1.0f + e);
+  const float e = FAST ? __expf(-fabsf(z)) : expf(-fabsf(z));
+  const float q = FAST ? __fdividef(1.0f, 1.0f + e) : 1.0f / (1.0f + e);
   const float eq = e * q;
   return z < 0.0f ? Sigmoid{eq, q} : Sigmoid{q, eq};
 }
@@ -44,13 +50,15 @@ __device__ __forceinline__ Sigmoid sigmoid(float z) {
 constexpr float kGeluK0 = 1.5957691216057308f;   // 2 sqrt(2/pi)
 constexpr float kGeluK1 = 0.07135481627260025f;  // 2 sqrt(2/pi) * 0.044715
 
-__device__ __forceinline__ float gelu_fwd(float x) { return x * sigmoid(x * fmaf(kGeluK1, x * x, kGeluK0)).s; }
+template <bool FAST>
+__device__ __forceinline__ float gelu_fwd(float x) { return x * sigmoid<FAST>(x * fmaf(kGeluK1, x * x, kGeluK0)).s; }
 
 // Past |x| = 1e4 the second term is exactly 0 (s or 1 - s underflows); the clamp keeps x^2 finite.
+template <bool FAST>
 __device__ __forceinline__ float gelu_grad(float x_in) {
   const float x = fminf(fmaxf(x_in, -1e4f), 1e4f);
   const float x2 = x * x;
-  const Sigmoid sg = sigmoid(x * fmaf(kGeluK1, x2, kGeluK0));
+  const Sigmoid sg = sigmoid<FAST>(x * fmaf(kGeluK1, x2, kGeluK0));
   const float dz = fmaf(3.0f * kGeluK1, x2, kGeluK0);
   // fmaxf/fminf drop a NaN input: keep it
   return x_in != x_in ? x_in : fmaf(x * sg.s, sg.s1 * dz, sg.s);
@@ -58,20 +66,21 @@ __device__ __forceinline__ float gelu_grad(float x_in) {
 
 __device__ __forceinline__ float silu_grad(float x, Sigmoid sg) { return fmaf(x * sg.s, sg.s1, sg.s); }
 
-template <int kOp>
+/** One element of op kOp; FAST: the special-function unit's exp and reciprocal (16-bit storage). */
+template <int kOp, bool FAST>
 __device__ __forceinline__ void apply(float a, float b, float c, float& o0, float& o1) {
   if constexpr (kOp == kGeluFwd) {
-    o0 = gelu_fwd(a);
+    o0 = gelu_fwd<FAST>(a);
   } else if constexpr (kOp == kGeluBwd) {
-    o0 = gelu_grad(a) * b;
+    o0 = gelu_grad<FAST>(a) * b;
   } else if constexpr (kOp == kSiluFwd) {
-    o0 = a * sigmoid(a).s;
+    o0 = a * sigmoid<FAST>(a).s;
   } else if constexpr (kOp == kSiluBwd) {
-    o0 = silu_grad(a, sigmoid(a)) * b;
+    o0 = silu_grad(a, sigmoid<FAST>(a)) * b;
   } else if constexpr (kOp == kSwiGluFwd) {
-    o0 = a * sigmoid(a).s * b;
+    o0 = a * sigmoid<FAST>(a).s * b;
   } else {
-    const Sigmoid sg = sigmoid(a);
+    const Sigmoid sg = sigmoid<FAST>(a);
     o0 = c * b * silu_grad(a, sg);
     o1 = c * (a * sg.s);
   }
@@ -88,6 +97,7 @@ struct alignas(16) Pack {
  */
 template <typename T, int kOp, int kVec>
 __global__ void activation_kernel(const T* in0, const T* in1, const T* in2, T* out0, T* out1, int64_t n) {
+  constexpr bool kFast = !std::is_same<T, float>::value;
   const int64_t stride = int64_t{gridDim.x} * kThreads;
   const int64_t first = blockIdx.x * int64_t{kThreads} + threadIdx.x;
   int64_t tail = 0;
@@ -102,7 +112,7 @@ __global__ void activation_kernel(const T* in0, const T* in1, const T* in2, T* o
 #pragma unroll
       for (int k = 0; k < kVec; k++) {
         float r0 = 0.0f, r1 = 0.0f;
-        apply<kOp>(to_f32(a.v[k]), reads_in1(kOp) ? to_f32(b.v[k]) : 0.0f, reads_in2(kOp) ? to_f32(c.v[k]) : 0.0f, r0, r1);
+        apply<kOp, kFast>(to_f32(a.v[k]), reads_in1(kOp) ? to_f32(b.v[k]) : 0.0f, reads_in2(kOp) ? to_f32(c.v[k]) : 0.0f, r0, r1);
         o0.v[k] = from_f32<T>(r0);
         if constexpr (writes_out1(kOp)) o1.v[k] = from_f32<T>(r1);
       }
@@ -113,7 +123,7 @@ __global__ void activation_kernel(const T* in0, const T* in1, const T* in2, T* o
   }
   for (int64_t i = tail + first; i < n; i += stride) {
     float r0 = 0.0f, r1 = 0.0f;
-    apply<kOp>(to_f32(in0[i]), reads_in1(kOp) ? to_f32(in1[i]) : 0.0f, reads_in2(kOp) ? to_f32(in2[i]) : 0.0f, r0, r1);
+    apply<kOp, kFast>(to_f32(in0[i]), reads_in1(kOp) ? to_f32(in1[i]) : 0.0f, reads_in2(kOp) ? to_f32(in2[i]) : 0.0f, r0, r1);
     out0[i] = from_f32<T>(r0);
     if constexpr (writes_out1(kOp)) out1[i] = from_f32<T>(r1);
   }

@@ -1,4 +1,4 @@
-import { DEFAULT_LOAD_BALANCE_ALPHA, MODEL_YAML_KEYS, type ModelConfig, type TokenizerName, isTokenizerName, resolveModelConfig } from "@kiln/core/browser";
+import { DEFAULT_LOAD_BALANCE_ALPHA, MODEL_YAML_KEYS, type ModelConfig, type RecomputeSetting, type TokenizerName, isTokenizerName, resolveModelConfig } from "@kiln/core/browser";
 import { parse } from "yaml";
 
 /** A training run as the page runs it: a kiln YAML config (the CLI's keys and defaults) resolved. */
@@ -21,7 +21,7 @@ export interface RunConfig {
   evalInterval: number;
   evalIters: number;
   seed: number;
-  recompute: "none" | "cheap" | "blocks";
+  recompute: RecomputeSetting;
   /** Mixture of experts: weight of the load-balancing loss. */
   loadBalanceAlpha: number;
   tokenizer: TokenizerName;
@@ -124,7 +124,7 @@ export function parseRunConfig(text: string): RunConfig {
     evalInterval: num(t, "trainer", "eval_interval", 200, int),
     evalIters: num(t, "trainer", "eval_iters", 10, int),
     seed: num(t, "trainer", "seed", 1337, (n) => Number.isSafeInteger(n) && n >= 0),
-    recompute: choice(t, "trainer", "recompute", ["none", "cheap", "blocks"] as const, "cheap"),
+    recompute: choice(t, "trainer", "recompute", ["auto", "none", "cheap", "blocks"] as const, "auto"),
     loadBalanceAlpha: num(t, "trainer", "load_balance_alpha", DEFAULT_LOAD_BALANCE_ALPHA, positiveOrZero),
     tokenizer,
     valFraction: num(d, "data", "val_fraction", 0.01, (n) => n >= 0 && n < 1),

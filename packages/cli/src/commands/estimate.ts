@@ -53,7 +53,7 @@ export function registerEstimate(program: Command): void {
         ["parameters", `${formatBytes(m.parameters)}${dtype === "f32" ? "" : " (incl. f32 master weights)"}`],
         ["gradients", `${formatBytes(m.gradients)}${dtype === "f32" ? "" : " (incl. their f32 sums)"}`],
         ["optimizer", `${formatBytes(m.optimizerState)} (AdamW m, v in f32)`],
-        ["activations", `${formatBytes(m.activations)} (${formatBytes(m.activationsUnpacked)} without reuse; recompute: ${settings.recompute})`],
+        ["activations", `${formatBytes(m.activations)} (${formatBytes(m.activationsUnpacked)} without reuse; recompute: ${e.recompute}${settings.recompute === "auto" ? ", auto" : ""})`],
         ["io", formatBytes(m.io)],
         ["total", `${formatBytes(m.total)} of ${formatBytes(device.memoryBytes)} on ${device.name} (${pct(m.total)})`],
         ["evaluation", `${formatBytes(e.evaluation)} more (between steps, in the training arena where it fits)`],

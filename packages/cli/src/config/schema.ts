@@ -81,7 +81,8 @@ export const trainerSchema = z
     cuda_graphs: z.boolean().default(false),
     seed: nonNegativeInt.default(1337),
     prefetch: nonNegativeInt.default(2),
-    recompute: z.enum(["none", "cheap", "blocks"]).default("cheap"),
+    /** auto: keep every activation on a GPU where that fits, else recompute the element-wise ones (core's resolveRecompute). */
+    recompute: z.enum(["auto", "none", "cheap", "blocks"]).default("auto"),
     /** A step whose loss or gradients are NaN or infinite: stop the run (default) or skip the step. */
     on_nonfinite: z.enum(["stop", "skip"]).default("stop"),
     /** Data parallel: seconds a collective may wait for the other ranks before the run stops, naming the rank that did not come. */

@@ -45,7 +45,7 @@ export const SETTING_FLAGS: readonly SettingFlag[] = [
   { key: "trainer.beta2", flags: "--beta2 <x>", description: "AdamW beta2" },
   { key: "trainer.eps", flags: "--eps <x>", description: "AdamW epsilon" },
   { key: "trainer.grad_clip", flags: "--grad-clip <x>", description: "clip gradients to this global norm (0: no clipping)" },
-  { key: "trainer.recompute", flags: "--recompute <policy>", description: "recompute activations in backward: none, cheap (GELU/norms), blocks (checkpointing)", also: ["estimate"] },
+  { key: "trainer.recompute", flags: "--recompute <policy>", description: "recompute activations in backward: auto (default: none on a GPU where everything fits, else cheap), none, cheap (GELU/norms), blocks (checkpointing)", also: ["estimate"] },
   { key: "trainer.target_device", flags: "--target-device <device>", description: "where to train: auto (the GPU when usable), cpu or gpu" },
   { key: "trainer.cuda_graphs", flags: "--cuda-graphs", description: "GPU: record each micro-batch's forward and backward once as a CUDA graph and launch it whole (one host call instead of hundreds: for small models)" },
   { key: "trainer.on_nonfinite", flags: "--on-nonfinite <policy>", description: "a step whose loss or gradients are NaN or infinite: stop (default) or skip it" },

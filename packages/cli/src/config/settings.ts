@@ -1,7 +1,7 @@
 import type { TargetDevice } from "../train/open-backend.js";
 import path from "node:path";
 import { ConfigError } from "@kiln/contract";
-import { type ModelConfig, type TrainingDTypeChoice, modelConfigProblem, resolveModelConfig } from "@kiln/core";
+import { type ModelConfig, type RecomputeSetting, type TrainingDTypeChoice, modelConfigProblem, resolveModelConfig } from "@kiln/core";
 import { trainingDTypeOf } from "./dtype-choice.js";
 import type { LoadedConfig } from "./load-config.js";
 import type { ModelSection } from "./schema.js";
@@ -54,8 +54,8 @@ export interface RunSettings {
   cudaGraphs: boolean;
   seed: number;
   prefetch: number;
-  /** Activations recomputed in the backward pass: none, cheap (GELU/norms), blocks (checkpointing). */
-  recompute: "none" | "cheap" | "blocks";
+  /** Activations recomputed in the backward pass: auto, none, cheap (GELU/norms), blocks (checkpointing). */
+  recompute: RecomputeSetting;
   /** Where checkpoints and metrics.jsonl go. */
   outputDir: string;
   /** Step checkpoints kept (the newest). */

@@ -2,11 +2,13 @@ import {
   type ModelConfig,
   type MemoryPlan,
   type RecomputePolicy,
+  type RecomputeSetting,
   archOf,
   paramLayout,
   planForwardMemory,
   type TrainingStepCosts,
   planTrainingMemory,
+  resolveRecompute,
   stepRoofline,
   trainingFlopsPerToken,
   trainingStepCosts,
@@ -22,6 +24,8 @@ export interface Estimate {
   flopsPerToken: number;
   flopsPerStep: number;
   memory: MemoryPlan;
+  /** The activations the backward pass recomputes in this plan ("auto" resolved for the device). */
+  recompute: RecomputePolicy;
   /** Bytes evaluation adds to the plan (its I/O: it runs in the training arena), as kiln train's banner counts it. */
   evaluation: number;
   /** The whole training process's expected peak RSS, as kiln train's banner shows it. */
@@ -52,12 +56,13 @@ export function estimateTraining(
   gradAccum: number,
   dtype: "f32" | "bf16" | "f16",
   device: DeviceProfile,
-  recompute: RecomputePolicy = "cheap",
+  recompute: RecomputeSetting = "auto",
   prefetch = 2,
 ): Estimate {
   const planOnHost = device.threads !== undefined;
   const kind = planOnHost ? "cpu" : "gpu";
-  const plan = (b: number) => planTrainingMemory(model, b, seqLen, dtype, recompute, kind);
+  const policy = resolveRecompute(recompute, model, batch, seqLen, dtype, { kind, memoryBytes: device.memoryBytes });
+  const plan = (b: number) => planTrainingMemory(model, b, seqLen, dtype, policy, kind);
   const memory = plan(batch);
   const evaluation = planForwardMemory(model, batch, seqLen, dtype, memory.activations);
   const process = processPeak({ planned: memory.total + evaluation, planOnHost, threads: device.threads ?? 1, batchSize: batch, seqLen, prefetch });
@@ -82,6 +87,7 @@ export function estimateTraining(
     flopsPerToken,
     flopsPerStep: flopsPerToken * tokensPerStep,
     memory,
+    recompute: policy,
     evaluation,
     process,
     device,
@@ -90,7 +96,7 @@ export function estimateTraining(
     largestBatch: lo,
     idealStepSeconds: (flopsPerToken * tokensPerStep) / device.peakFlops[dtype],
     ...(device.memoryBandwidth && device.peakFlops[dtype] > 0
-      ? { roofline: rooflineOf(trainingStepCosts(model, batch, seqLen, dtype, recompute, kind), gradAccum, device.peakFlops[dtype], device.memoryBandwidth, flopsPerToken * tokensPerStep) }
+      ? { roofline: rooflineOf(trainingStepCosts(model, batch, seqLen, dtype, policy, kind), gradAccum, device.peakFlops[dtype], device.memoryBandwidth, flopsPerToken * tokensPerStep) }
       : {}),
   };
 }

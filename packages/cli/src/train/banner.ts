@@ -1,5 +1,5 @@
 import type { Backend } from "@kiln/contract";
-import { type MemoryPlan, type ModelConfig, mambaOf, mlaOf, moeOf } from "@kiln/core";
+import { type MemoryPlan, type ModelConfig, type RecomputePolicy, mambaOf, mlaOf, moeOf } from "@kiln/core";
 import type { RunSettings } from "../config/settings.js";
 import { formatBytes, formatCount } from "../estimate/format-bytes.js";
 import { formatProcessPeak, processPeak } from "../estimate/process-peak.js";
@@ -12,7 +12,7 @@ export function formatBanner(
   s: RunSettings,
   backend: Backend,
   parameters: number,
-  plan: MemoryPlan & { evaluation: number },
+  plan: MemoryPlan & { evaluation: number; recompute: RecomputePolicy },
   data: string,
   deviceNote: string | undefined,
   precision: string,
@@ -32,7 +32,8 @@ export function formatBanner(
     [
       "memory",
       `${formatBytes(total)} of ${formatBytes(available)} (${pct(total)}): parameters ${formatBytes(plan.parameters)}, gradients ${formatBytes(plan.gradients)}, ` +
-        `AdamW ${formatBytes(plan.optimizerState)}, activations ${formatBytes(plan.activations)}, evaluation ${formatBytes(plan.evaluation)}`,
+        `AdamW ${formatBytes(plan.optimizerState)}, activations ${formatBytes(plan.activations)} (recompute: ${plan.recompute}${s.recompute === "auto" ? ", auto" : ""}), ` +
+        `evaluation ${formatBytes(plan.evaluation)}`,
     ],
     ["peak", formatProcessPeak(peak, dev.parallelism)],
     ["output", s.outputDir],

@@ -9,6 +9,7 @@ import {
   loadTrainerCheckpoint,
   planForwardMemory,
   planTrainingMemory,
+  resolveRecompute,
   type SamplerCursor,
   type StepResult,
   saveTrainedWeights,
@@ -163,7 +164,8 @@ async function trainOn(
   const lead = !comm || comm.rank === 0;
   const precision = trainingPrecision(s, backend, dtypeFromFlags(flags)?.flag);
   const dtype = precision.dtype;
-  const training = planTrainingMemory(s.model, s.batchSize, s.seqLen, dtype, s.recompute, backend.capabilities().device.kind);
+  const recompute = resolveRecompute(s.recompute, s.model, s.batchSize, s.seqLen, dtype, backend.capabilities().device);
+  const training = planTrainingMemory(s.model, s.batchSize, s.seqLen, dtype, recompute, backend.capabilities().device.kind);
   // Evaluation runs between steps in the training arena: it adds its I/O (and its own arena only if the training one is smaller).
   const plan = { ...training, evaluation: planForwardMemory(s.model, s.batchSize, s.seqLen, dtype, training.activations) };
   const available = backend.capabilities().device.memoryBytes;
@@ -191,7 +193,7 @@ async function trainOn(
     optimizer: { beta1: s.beta1, beta2: s.beta2, eps: s.eps, weightDecay: s.weightDecay, gradClip: s.gradClip },
     schedule: { kind: s.schedule, peak: s.lr, min: s.minLr, warmupSteps: s.warmupSteps, maxSteps: totalSteps },
     seed: s.seed,
-    recompute: s.recompute,
+    recompute,
     dtype,
     loadBalanceAlpha: s.loadBalanceAlpha,
     ...(comm ? { gradientSync: comm, bucketBytes: s.bucketBytes } : {}),
@@ -217,7 +219,7 @@ async function trainOn(
   const interactive = !flags.headless && process.stdout.isTTY === true;
   const log = lead ? new MetricsLog(s.outputDir, !interactive, resumeFrom ? trainer.stepCount : undefined) : undefined;
   if (lead) {
-    const banner = formatBanner(s, backend, trainer.layout.count, plan, data.description, deviceNote, precision.description);
+    const banner = formatBanner(s, backend, trainer.layout.count, { ...plan, recompute }, data.description, deviceNote, precision.description);
     // Headless stdout carries only JSON lines: the banner goes to stderr there.
     (interactive ? process.stdout : process.stderr).write(`kiln train ${s.configPath}\n${banner}\n${ranks ? `${ranks.row}\n` : ""}`);
     if (need > 0.9 * available) process.stderr.write(`warning: the plan uses ${((100 * need) / available).toFixed(0)}% of device memory\n`);

@@ -16,6 +16,7 @@ import { MasterWeights } from "./master-weights.js";
 import { assertBackendTrains } from "./training-dtype.js";
 import type { MemoryPlan } from "./memory-plan.js";
 import { TRAINER_SCALAR_BYTES, planTraining } from "./plan-training.js";
+import { type RecomputeSetting, resolveRecompute } from "./recompute-choice.js";
 import { ExpertLoad } from "./expert-load.js";
 import { measureGradients, zeroGradients } from "./gradient-kernels.js";
 import { DataParallelSync } from "./data-parallel.js";
@@ -37,8 +38,8 @@ export interface TrainerConfig {
   optimizer: AdamWConfig & { gradClip: number };
   schedule: LrScheduleConfig;
   seed: number;
-  /** Activations recomputed in the backward pass instead of kept (default "cheap"). */
-  recompute?: RecomputePolicy;
+  /** Activations recomputed in the backward pass instead of kept (default "auto": see resolveRecompute). */
+  recompute?: RecomputeSetting;
   /**
    * Storage dtype of parameters and activations (default f32). Parameter gradients
    * are f32 in every dtype; with bf16 or f16, AdamW updates f32 master weights from
@@ -127,6 +128,8 @@ export class Trainer {
   skippedSteps = 0;
   /** The storage dtype of parameters, gradients and activations. */
   readonly dtype: FloatDType;
+  /** The activations the backward pass recomputes: the config's setting, "auto" resolved for this device. */
+  readonly recompute: RecomputePolicy;
   /** f16 only: the dynamic loss scaler. */
   readonly lossScaler: DynamicLossScaler | undefined;
 
@@ -173,7 +176,9 @@ export class Trainer {
       });
     }
     this.dtype = config.dtype ?? "f32";
-    const planned = planTraining(model, batchSize, seqLen, this.dtype, config.recompute ?? "cheap", backend.capabilities().device.kind);
+    const device = backend.capabilities().device;
+    this.recompute = resolveRecompute(config.recompute ?? "auto", model, batchSize, seqLen, this.dtype, device);
+    const planned = planTraining(model, batchSize, seqLen, this.dtype, this.recompute, device.kind);
     assertBackendTrains(backend, this.dtype, planned.graph.graph);
     this.layout = planned.layout;
     this.stateLayout = planned.stateLayout;
