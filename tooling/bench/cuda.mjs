@@ -261,13 +261,14 @@ function ratios(ours, theirs, keys) {
 }
 
 const gemms = runs("gemm") ? [await gemm("f32"), await gemm("bf16"), await gemm("f16")] : [];
-/** A CUDA backend opened with one KILN_* path variable set (the addon reads it at open). */
-function backendWithPath(variable, value) {
-  process.env[variable] = value;
+/** A CUDA backend opened with one KILN_* path variable set, and any `more` (the addon reads them at open). */
+function backendWithPath(variable, value, more = {}) {
+  const env = { [variable]: value, ...more };
+  Object.assign(process.env, env);
   try {
     return createCudaBackend({ device: DEVICE });
   } finally {
-    delete process.env[variable];
+    for (const k of Object.keys(env)) delete process.env[k];
   }
 }
 
@@ -300,11 +301,15 @@ if (runs("attention")) {
   const wmmaAttention = backendWithPath("KILN_ATTENTION_PATH", "wmma");
   attentionsWmma.push(await attention("bf16", undefined, wmmaAttention, "wmma"));
   wmmaAttention.dispose();
-  // Hopper's wgmma kernels (opt-in until measured here), beside the default mma.sync ones.
+  // Hopper's wgmma kernels (opt-in until measured here) beside the default mma.sync ones:
+  // blocks of one warpgroup (64 rows, the default) and of two (KILN_ATTENTION_WGMMA_ROWS=128).
   if (caps.device.computeCapability === "9.0") {
     const wgmmaAttention = backendWithPath("KILN_ATTENTION_PATH", "wgmma");
     attentionsWmma.push(await attention("bf16", undefined, wgmmaAttention, "wgmma"), await attention("f16", undefined, wgmmaAttention, "wgmma"));
     wgmmaAttention.dispose();
+    const wgmma128 = backendWithPath("KILN_ATTENTION_PATH", "wgmma", { KILN_ATTENTION_WGMMA_ROWS: "128" });
+    attentionsWmma.push(await attention("bf16", undefined, wgmma128, "wgmma-128"));
+    wgmma128.dispose();
   }
 }
 const ssdScans = runs("ssd") ? [await ssdScan("bf16"), await ssdScan("f32")] : [];

@@ -27,9 +27,10 @@
 namespace kiln {
 namespace {
 
-template <int DP>
+template <int DP, int NWG>
 struct WgBackwardLayout {
-  static constexpr int OWN = 128;  // the block's own rows (keys for dK/dV, queries for dQ): 64 a warpgroup
+  static constexpr int NT = 128 * NWG;  // threads of a block
+  static constexpr int OWN = 64 * NWG;  // the block's own rows (keys for dK/dV, queries for dQ): 64 a warpgroup
   static constexpr int TILE = 64;  // rows of a loop tile (queries for dK/dV, keys for dQ)
   using OwnTile = Sw128Tile<OWN, DP / 8>;
   using LoopTile = Sw128Tile<TILE, DP / 8>;
@@ -51,17 +52,17 @@ __device__ __forceinline__ void store_fragment_row(T* dst, const float (&acc)[DP
   }
 }
 
-template <typename T, int DP>
-__global__ void __launch_bounds__(kWgThreads, 1)
+template <typename T, int DP, int NWG>
+__global__ void __launch_bounds__(128 * NWG, 1)
     attention_dkdv_wgmma_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                                 const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dk, T* __restrict__ dv_out,
                                 int batch, int seq, int heads, int kv_heads, int d, int dv, int64_t q_stride, int64_t kv_stride,
                                 int64_t v_stride, int64_t out_stride, float scale) {
 #if defined(KILN_HAS_WGMMA)
-  using L = WgBackwardLayout<DP>;
+  using L = WgBackwardLayout<DP, NWG>;
   using OwnTile = typename L::OwnTile;
   using LoopTile = typename L::LoopTile;
-  constexpr int OWN = L::OWN, TILE = L::TILE;
+  constexpr int OWN = L::OWN, TILE = L::TILE, NT = L::NT;
   KILN_DYNAMIC_SHARED(unsigned char, smem_raw);
   T* ks = aligned_shared<T>(smem_raw);
   T* vs = ks + OwnTile::kElems;
@@ -81,15 +82,15 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   auto copy_step = [&](int step) {
     const int h = gh * group + step / per_head, q0 = (qt0 + step % per_head) * TILE, nq = min(TILE, seq - q0);
     T* buf = tiles + (step & 1) * 2 * LoopTile::kElems;
-    copy_sw128<T, LoopTile, TILE, DP>(buf, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, nq, d);
-    copy_sw128<T, LoopTile, TILE, DP>(buf + LoopTile::kElems, dout + (tok0 + q0) * out_stride + int64_t{h} * dv, out_stride, nq, dv);
+    copy_sw128<T, LoopTile, TILE, DP, NT>(buf, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, nq, d);
+    copy_sw128<T, LoopTile, TILE, DP, NT>(buf + LoopTile::kElems, dout + (tok0 + q0) * out_stride + int64_t{h} * dv, out_stride, nq, dv);
     const int64_t lrow = (int64_t{b} * heads + h) * seq + q0;
     float* st = stats + (step & 1) * 2 * TILE;
-    load_row_stats<kWgThreads>(st, st + TILE, lse + lrow, dvec + lrow, TILE, nq);
+    load_row_stats<NT>(st, st + TILE, lse + lrow, dvec + lrow, TILE, nq);
   };
 
-  copy_sw128<T, OwnTile, OWN, DP>(ks, k + (tok0 + kv0) * kv_stride + int64_t{gh} * d, kv_stride, nk, d);
-  copy_sw128<T, OwnTile, OWN, DP>(vs, v + (tok0 + kv0) * v_stride + int64_t{gh} * dv, v_stride, nk, dv);
+  copy_sw128<T, OwnTile, OWN, DP, NT>(ks, k + (tok0 + kv0) * kv_stride + int64_t{gh} * d, kv_stride, nk, d);
+  copy_sw128<T, OwnTile, OWN, DP, NT>(vs, v + (tok0 + kv0) * v_stride + int64_t{gh} * dv, v_stride, nk, dv);
   copy_step(0);
   ptx::cp_async_commit();
 
@@ -142,21 +143,21 @@ __global__ void __launch_bounds__(kWgThreads, 1)
         }
       }
 
-      // dV_g += P^T dO, dK_g += dS^T Q
+      // dV_g += P^T dO, then dK_g += dS^T Q: P^T's fragments are made (and S^T's registers
+      // freed) before dS^T's, which keeps the widest tiles (DP 128) within the registers.
       uint32_t pa[TILE / 16][4], da[TILE / 16][4];
 #pragma unroll
-      for (int kc = 0; kc < TILE / 16; kc++) {
-        accumulator_as_a<T>(pa[kc], st, kc);
-        accumulator_as_a<T>(da[kc], dpt, kc);
-      }
+      for (int kc = 0; kc < TILE / 16; kc++) accumulator_as_a<T>(pa[kc], st, kc);
       ptx::accumulator_fence(adv);
-      ptx::accumulator_fence(adk);
       ptx::wgmma_fence();
 #pragma unroll
-      for (int kc = 0; kc < TILE / 16; kc++) {
-        ptx::wgmma_m64k16_ra<T, DP, true>(adv, pa[kc], desc_do0 + buf + mn_major_step(kc));
-        ptx::wgmma_m64k16_ra<T, DP, true>(adk, da[kc], desc_q0 + buf + mn_major_step(kc));
-      }
+      for (int kc = 0; kc < TILE / 16; kc++) ptx::wgmma_m64k16_ra<T, DP, true>(adv, pa[kc], desc_do0 + buf + mn_major_step(kc));
+#pragma unroll
+      for (int kc = 0; kc < TILE / 16; kc++) accumulator_as_a<T>(da[kc], dpt, kc);
+      ptx::accumulator_fence(adk);
+      ptx::wgmma_fence();  // da was written since the last fence
+#pragma unroll
+      for (int kc = 0; kc < TILE / 16; kc++) ptx::wgmma_m64k16_ra<T, DP, true>(adk, da[kc], desc_q0 + buf + mn_major_step(kc));
 #pragma unroll
       for (int kc = 0; kc < TILE / 16; kc++) {
         ptx::operand_fence(pa[kc]);
@@ -188,17 +189,17 @@ __global__ void __launch_bounds__(kWgThreads, 1)
 #endif
 }
 
-template <typename T, int DP>
-__global__ void __launch_bounds__(kWgThreads, 1)
+template <typename T, int DP, int NWG>
+__global__ void __launch_bounds__(128 * NWG, 1)
     attention_dq_wgmma_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                               const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dq, int batch, int seq,
                               int heads, int kv_heads, int d, int dv, int64_t q_stride, int64_t kv_stride, int64_t v_stride,
                               int64_t out_stride, float scale) {
 #if defined(KILN_HAS_WGMMA)
-  using L = WgBackwardLayout<DP>;
+  using L = WgBackwardLayout<DP, NWG>;
   using OwnTile = typename L::OwnTile;
   using LoopTile = typename L::LoopTile;
-  constexpr int OWN = L::OWN, TILE = L::TILE;
+  constexpr int OWN = L::OWN, TILE = L::TILE, NT = L::NT;
   KILN_DYNAMIC_SHARED(unsigned char, smem_raw);
   T* qs = aligned_shared<T>(smem_raw);
   T* dos = qs + OwnTile::kElems;
@@ -220,11 +221,11 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   auto copy_keys = [&](int kt) {
     const int kv0 = kt * TILE, nk = min(TILE, seq - kv0);
     T* buf = tiles + (kt & 1) * 2 * LoopTile::kElems;
-    copy_sw128<T, LoopTile, TILE, DP>(buf, kb + int64_t{kv0} * kv_stride, kv_stride, nk, d);
-    copy_sw128<T, LoopTile, TILE, DP>(buf + LoopTile::kElems, vb + int64_t{kv0} * v_stride, v_stride, nk, dv);
+    copy_sw128<T, LoopTile, TILE, DP, NT>(buf, kb + int64_t{kv0} * kv_stride, kv_stride, nk, d);
+    copy_sw128<T, LoopTile, TILE, DP, NT>(buf + LoopTile::kElems, vb + int64_t{kv0} * v_stride, v_stride, nk, dv);
   };
-  copy_sw128<T, OwnTile, OWN, DP>(qs, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, nq, d);
-  copy_sw128<T, OwnTile, OWN, DP>(dos, dout + (tok0 + q0) * out_stride + int64_t{h} * dv, out_stride, nq, dv);
+  copy_sw128<T, OwnTile, OWN, DP, NT>(qs, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, nq, d);
+  copy_sw128<T, OwnTile, OWN, DP, NT>(dos, dout + (tok0 + q0) * out_stride + int64_t{h} * dv, out_stride, nq, dv);
   copy_keys(0);
   ptx::cp_async_commit();
 
@@ -306,21 +307,33 @@ __global__ void __launch_bounds__(kWgThreads, 1)
 #endif
 }
 
-template <typename T, int DP>
+template <typename T, int DP, int NWG>
 void launch_backward_wgmma(const KernelCall& c, const Args& a, const float* dvec) {
-  using L = WgBackwardLayout<DP>;
+  using L = WgBackwardLayout<DP, NWG>;
   const unsigned kv_grid = ceil_div(a.seq, L::OWN) * static_cast<unsigned>(a.kv_heads * a.batch);
-  auto dkdv = attention_dkdv_wgmma_kernel<T, DP>;
+  auto dkdv = attention_dkdv_wgmma_kernel<T, DP, NWG>;
   allow_shared(dkdv, L::total);
-  launch("attentionBackward", dkdv, dim3(kv_grid), dim3(kWgThreads), L::total, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
+  launch("attentionBackward", dkdv, dim3(kv_grid), dim3(L::NT), L::total, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
          c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(7), c.ptr<T>(8), a.batch, a.seq, a.heads,
          a.kv_heads, a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale);
   const unsigned q_grid = ceil_div(a.seq, L::OWN) * static_cast<unsigned>(a.heads * a.batch);
-  auto dqk = attention_dq_wgmma_kernel<T, DP>;
+  auto dqk = attention_dq_wgmma_kernel<T, DP, NWG>;
   allow_shared(dqk, L::total);
-  launch("attentionBackward", dqk, dim3(q_grid), dim3(kWgThreads), L::total, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
+  launch("attentionBackward", dqk, dim3(q_grid), dim3(L::NT), L::total, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
          c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(6), a.batch, a.seq, a.heads, a.kv_heads, a.d,
          a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale);
+}
+
+/**
+ * Head sizes up to 64 take KILN_ATTENTION_WGMMA_ROWS' block size; wider heads always
+ * blocks of two warpgroups (one warpgroup's dK and dV accumulators for 128 columns would
+ * leave its block's copies too few registers: a spill).
+ */
+template <typename T>
+void launch_by_width(const KernelCall& c, const Args& a, const float* dvec) {
+  if (a.d_max() > 64) launch_backward_wgmma<T, 128, 2>(c, a, dvec);
+  else if (wgmma_attention_warpgroups(c) == 2) launch_backward_wgmma<T, 64, 2>(c, a, dvec);
+  else launch_backward_wgmma<T, 64, 1>(c, a, dvec);
 }
 
 }  // namespace
@@ -331,13 +344,8 @@ bool launch_attention_backward_wgmma(const KernelCall& c, const float* dvec) {
   if (!attention_tc_allowed(c, a.dtype, a.d_max())) return false;
   // dOut, q, k and v are copied.
   if (!allows_16_byte_copies(c, {0, 1, 2, 3}, {a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride})) return false;
-  if (a.dtype == kBF16) {
-    if (a.d_max() <= 64) launch_backward_wgmma<__nv_bfloat16, 64>(c, a, dvec);
-    else launch_backward_wgmma<__nv_bfloat16, 128>(c, a, dvec);
-  } else {
-    if (a.d_max() <= 64) launch_backward_wgmma<__half, 64>(c, a, dvec);
-    else launch_backward_wgmma<__half, 128>(c, a, dvec);
-  }
+  if (a.dtype == kBF16) launch_by_width<__nv_bfloat16>(c, a, dvec);
+  else launch_by_width<__half>(c, a, dvec);
   return true;
 }
 

@@ -33,9 +33,10 @@
 namespace kiln {
 namespace {
 
-template <int DP>
+template <int DP, int NWG>
 struct WgmmaLayout {
-  static constexpr int ROWS = 128;                  // query rows of a block
+  static constexpr int NT = 128 * NWG;              // threads of a block
+  static constexpr int ROWS = 64 * NWG;             // query rows of a block
   static constexpr int KEYS = DP <= 64 ? 128 : 64;  // keys of a loop tile
   using QTile = Sw128Tile<ROWS, DP / 8>;
   using KvTile = Sw128Tile<KEYS, DP / 8>;
@@ -44,16 +45,16 @@ struct WgmmaLayout {
   static constexpr size_t total = q_bytes + 4 * kv_bytes + 1024;  // + the alignment of the first atom
 };
 
-template <typename T, int DP>
-__global__ void __launch_bounds__(kWgThreads, 1)
+template <typename T, int DP, int NWG>
+__global__ void __launch_bounds__(128 * NWG, 1)
     attention_forward_wgmma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ out,
                                    float* __restrict__ lse, int batch, int seq, int heads, int kv_heads, int d, int dv, int64_t q_stride,
                                    int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale) {
 #if defined(KILN_HAS_WGMMA)
-  using L = WgmmaLayout<DP>;
+  using L = WgmmaLayout<DP, NWG>;
   using QTile = typename L::QTile;
   using KvTile = typename L::KvTile;
-  constexpr int KEYS = L::KEYS, ROWS = L::ROWS;
+  constexpr int KEYS = L::KEYS, ROWS = L::ROWS, NT = L::NT;
   KILN_DYNAMIC_SHARED(unsigned char, smem_raw);
   T* qs = aligned_shared<T>(smem_raw);
   T* kvs = qs + QTile::kElems;  // buffer i: K at kvs + 2 i KvTile::kElems, V after it
@@ -72,10 +73,10 @@ __global__ void __launch_bounds__(kWgThreads, 1)
   auto copy_keys = [&](int kt) {
     const int kv0 = kt * KEYS, nk = min(KEYS, seq - kv0);
     T* buf = kvs + (kt & 1) * 2 * KvTile::kElems;
-    copy_sw128<T, KvTile, KEYS, DP>(buf, kb + int64_t{kv0} * kv_stride, kv_stride, nk, d);
-    copy_sw128<T, KvTile, KEYS, DP>(buf + KvTile::kElems, vb + int64_t{kv0} * v_stride, v_stride, nk, dv);
+    copy_sw128<T, KvTile, KEYS, DP, NT>(buf, kb + int64_t{kv0} * kv_stride, kv_stride, nk, d);
+    copy_sw128<T, KvTile, KEYS, DP, NT>(buf + KvTile::kElems, vb + int64_t{kv0} * v_stride, v_stride, nk, dv);
   };
-  copy_sw128<T, QTile, ROWS, DP>(qs, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, nq, d);
+  copy_sw128<T, QTile, ROWS, DP, NT>(qs, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, nq, d);
   copy_keys(0);
   ptx::cp_async_commit();
 
@@ -154,15 +155,26 @@ __global__ void __launch_bounds__(kWgThreads, 1)
 #endif
 }
 
-template <typename T, int DP>
+template <typename T, int DP, int NWG>
 void launch_wgmma(const KernelCall& c, const Args& a) {
-  using L = WgmmaLayout<DP>;
-  auto kernel = attention_forward_wgmma_kernel<T, DP>;
+  using L = WgmmaLayout<DP, NWG>;
+  auto kernel = attention_forward_wgmma_kernel<T, DP, NWG>;
   allow_shared(kernel, L::total);
   const unsigned grid = ceil_div(a.seq, L::ROWS) * static_cast<unsigned>(a.heads * a.batch);
-  launch("attentionForward", kernel, dim3(grid), dim3(kWgThreads), L::total, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
+  launch("attentionForward", kernel, dim3(grid), dim3(L::NT), L::total, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
          c.ptr<const T>(2), c.ptr<T>(3), c.ptr<float>(4), a.batch, a.seq, a.heads, a.kv_heads, a.d, a.dv, a.q_stride, a.kv_stride,
          a.v_stride, a.out_stride, a.scale);
+}
+
+template <int NWG>
+void launch_by_type(const KernelCall& c, const Args& a) {
+  if (a.dtype == kBF16) {
+    if (a.d_max() <= 64) launch_wgmma<__nv_bfloat16, 64, NWG>(c, a);
+    else launch_wgmma<__nv_bfloat16, 128, NWG>(c, a);
+  } else {
+    if (a.d_max() <= 64) launch_wgmma<__half, 64, NWG>(c, a);
+    else launch_wgmma<__half, 128, NWG>(c, a);
+  }
 }
 
 }  // namespace
@@ -172,13 +184,8 @@ bool launch_attention_forward_wgmma(const KernelCall& c) {
   const Args a = read_args(c, 5);
   if (!attention_tc_allowed(c, a.dtype, a.d_max())) return false;
   if (!allows_16_byte_copies(c, {0, 1, 2}, {a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride})) return false;  // q, k, v
-  if (a.dtype == kBF16) {
-    if (a.d_max() <= 64) launch_wgmma<__nv_bfloat16, 64>(c, a);
-    else launch_wgmma<__nv_bfloat16, 128>(c, a);
-  } else {
-    if (a.d_max() <= 64) launch_wgmma<__half, 64>(c, a);
-    else launch_wgmma<__half, 128>(c, a);
-  }
+  if (wgmma_attention_warpgroups(c) == 2) launch_by_type<2>(c, a);
+  else launch_by_type<1>(c, a);
   return true;
 }
 

@@ -1,5 +1,5 @@
 // attention_wgmma.h: what the wgmma attention kernels share (attention_forward_wgmma.cu,
-// attention_backward_wgmma.cu): blocks of two warpgroups, tiles in shared memory as
+// attention_backward_wgmma.cu): blocks of NWG warpgroups (each owning 64 rows), tiles in shared memory as
 // matmul_pipeline::Sw128Tile (wgmma's 128-byte swizzle: blocks of 64 columns, rows of
 // 128 bytes), their cp.async copies, descriptor steps, and an accumulator fragment
 // turned into a register A operand.
@@ -23,13 +23,17 @@ namespace {
 
 using matmul_pipeline::Sw128Tile;
 
-constexpr int kWgThreads = 256;  // 2 warpgroups
+/**
+ * Warpgroups per block: 1 (the default: blocks of 64 rows, several independent blocks per
+ * SM) or 2 (128 rows sharing each loop tile, KILN_ATTENTION_WGMMA_ROWS=128).
+ */
+inline int wgmma_attention_warpgroups(const KernelCall& c) { return c.wgmma_attention_rows == 128 ? 2 : 1; }
 
-/** rows x DP of `src` (rows `stride` apart) into the Sw128Tile `dst` by cp.async: rows past `valid`, columns past `d` (a multiple of 8) zero. */
-template <typename T, typename Tile, int ROWS, int DP>
+/** rows x DP of `src` (rows `stride` apart) into the Sw128Tile `dst` by cp.async (NT threads): rows past `valid`, columns past `d` (a multiple of 8) zero. */
+template <typename T, typename Tile, int ROWS, int DP, int NT>
 __device__ __forceinline__ void copy_sw128(T* dst, const T* src, int64_t stride, int valid, int d) {
   constexpr int CH = DP / 8;
-  for (int i = threadIdx.x; i < ROWS * CH; i += kWgThreads) {
+  for (int i = threadIdx.x; i < ROWS * CH; i += NT) {
     const int r = i / CH, c = i % CH;
     const bool inside = r < valid && c * 8 < d;
     ptx::cp_async_16(dst + Tile::offset(r, c), inside ? src + r * stride + c * 8 : src, inside ? 16u : 0u);

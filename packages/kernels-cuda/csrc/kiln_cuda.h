@@ -109,6 +109,8 @@ struct KernelCall {
   bool wgmma_matmul;
   /** KILN_ATTENTION_PATH=wgmma (an sm_90 device, or the simulator): bf16/f16 attention on the wgmma kernels where they apply. */
   bool wgmma_attention;
+  /** KILN_ATTENTION_WGMMA_ROWS (64, the default, or 128): query or key rows a block of the wgmma attention owns. */
+  int wgmma_attention_rows;
 
   double at(int i) const;
   template <typename T> T* ptr(int i) const { return reinterpret_cast<T*>(static_cast<uintptr_t>(at(i))); }

@@ -50,6 +50,11 @@ function checkAttentionPath(): void {
   if (!["", "mma", "wgmma", "wmma", "simt"].includes(wanted)) {
     throw new DeviceError(`KILN_ATTENTION_PATH=${wanted} is not an attention path`, { where: "KILN_ATTENTION_PATH", hint: "use mma, wgmma (sm_90), wmma or simt, or unset it" });
   }
+  // The wgmma attention's rows a block: 64 (one warpgroup, the default) or 128 (two sharing each loop tile).
+  const rows = process.env.KILN_ATTENTION_WGMMA_ROWS ?? "";
+  if (!["", "64", "128"].includes(rows)) {
+    throw new DeviceError(`KILN_ATTENTION_WGMMA_ROWS=${rows} is not a block size of the wgmma attention`, { where: "KILN_ATTENTION_WGMMA_ROWS", hint: "use 64 or 128, or unset it" });
+  }
 }
 
 /**

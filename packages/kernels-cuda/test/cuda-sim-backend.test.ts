@@ -52,6 +52,16 @@ describe.skipIf(skip)(`cuda-sim backend${skip ? ` (skipped: ${skip})` : ""}`, ()
     }
   });
 
+  it("refuses a KILN_ATTENTION_WGMMA_ROWS other than 64 or 128, naming it", () => {
+    process.env.KILN_ATTENTION_WGMMA_ROWS = "96";
+    try {
+      expect(() => createCudaSimBackend()).toThrow(/KILN_ATTENTION_WGMMA_ROWS=96 is not a block size of the wgmma attention/);
+      expect(() => createCudaSimBackend()).toThrow(expect.objectContaining({ hint: "use 64 or 128, or unset it" }));
+    } finally {
+      delete process.env.KILN_ATTENTION_WGMMA_ROWS;
+    }
+  });
+
   it("times its work with device marks: each mark's time after the first, in order, a new list after each read", async () => {
     const timer = backend.timer!;
     const [m, n, k] = [192, 160, 128];

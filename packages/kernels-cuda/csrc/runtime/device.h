@@ -96,6 +96,7 @@ class Device {
   bool simt_matmul_, simt_attention_, wmma_matmul_, wmma_attention_;  // read from the environment at open
   bool wgmma_matmul_;  // the wgmma kernel: on an sm_90 device with this build's sm_90a code unless KILN_MATMUL_PATH names another kernel; the simulator with =wgmma
   bool wgmma_attention_;  // KILN_ATTENTION_PATH=wgmma: an sm_90 device with this build's sm_90a code, or the simulator
+  int wgmma_attention_rows_;  // KILN_ATTENTION_WGMMA_ROWS: 64 (one warpgroup a block) or 128 (two)
 };
 
 }  // namespace kiln
