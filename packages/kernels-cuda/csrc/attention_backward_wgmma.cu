@@ -106,25 +106,12 @@ __global__ void __launch_bounds__(128 * NWG, 1)
 
   for (int step = 0; step < steps; step++) {
     if (step + 1 < steps) copy_step(step + 1);  // into the buffer read in step - 1 (freed by its closing barrier)
-    ptx::cp_async_commit();
-    ptx::cp_async_wait<1>();  // this step's tiles (and K, V) landed; the next step's may be in flight
-    ptx::fence_proxy_async();
-    __syncthreads();          // everyone's copies and stats of this step are visible
+    commit_and_land_all_but_newest();           // this step's tiles (and K, V) and stats, everyone's
     const int q0 = (qt0 + step % per_head) * TILE;
     if (q0 + TILE - 1 >= wg_first && wg_first < seq) {  // uniform in the warpgroup: else every query is before every key, or no key is real
       const uint64_t buf = (step & 1) * ((2 * L::tile_bytes) >> 4);  // descriptor start units of this step's buffer
-      float st[TILE / 2], dpt[TILE / 2];
-      zero_for_wgmma(st);
-      zero_for_wgmma(dpt);
-      ptx::wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < DP / 16; kk++) {
-        ptx::wgmma_m64k16<T, TILE, false, false>(st, desc_k + k_major_step<OwnTile>(kk), desc_q0 + buf + k_major_step<LoopTile>(kk));
-        ptx::wgmma_m64k16<T, TILE, false, false>(dpt, desc_v + k_major_step<OwnTile>(kk), desc_do0 + buf + k_major_step<LoopTile>(kk));
-      }
-      ptx::accumulator_fence(st);
-      wgmma_commit_and_wait(dpt);
-      ptx::accumulator_fence(st);
+      float st[TILE / 2], dpt[TILE / 2];  // S^T = K_g Q^T, dP^T = V_g dO^T
+      score_products<T, DP, OwnTile, LoopTile>(st, dpt, desc_k, desc_q0 + buf, desc_v, desc_do0 + buf);
 
       // Register 4 j + 2 hf + e: key row hf ? key_hi : key_lo, query column c = 8 j + 2 qd + e of the tile.
       const float* ls = stats + (step & 1) * 2 * TILE;
@@ -218,12 +205,7 @@ __global__ void __launch_bounds__(128 * NWG, 1)
   const T* vb = v + tok0 * v_stride + int64_t{tile.kv_head} * dv;
 
   const int n_kt = (q0 + nq - 1) / TILE + 1;
-  auto copy_keys = [&](int kt) {
-    const int kv0 = kt * TILE, nk = min(TILE, seq - kv0);
-    T* buf = tiles + (kt & 1) * 2 * LoopTile::kElems;
-    copy_sw128<T, LoopTile, TILE, DP, NT>(buf, kb + int64_t{kv0} * kv_stride, kv_stride, nk, d);
-    copy_sw128<T, LoopTile, TILE, DP, NT>(buf + LoopTile::kElems, vb + int64_t{kv0} * v_stride, v_stride, nk, dv);
-  };
+  auto copy_keys = [&](int kt) { copy_key_tile<T, LoopTile, TILE, DP, NT>(tiles, kb, vb, kv_stride, v_stride, kt, seq, d, dv); };
   copy_sw128<T, OwnTile, OWN, DP, NT>(qs, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, nq, d);
   copy_sw128<T, OwnTile, OWN, DP, NT>(dos, dout + (tok0 + q0) * out_stride + int64_t{h} * dv, out_stride, nq, dv);
   copy_keys(0);
@@ -241,24 +223,11 @@ __global__ void __launch_bounds__(128 * NWG, 1)
   for (int kt = 0; kt < n_kt; kt++) {
     const int kv0 = kt * TILE;
     if (kt + 1 < n_kt) copy_keys(kt + 1);  // into the buffer read in iteration kt - 1 (freed by its closing barrier)
-    ptx::cp_async_commit();
-    ptx::cp_async_wait<1>();
-    ptx::fence_proxy_async();
-    __syncthreads();
+    commit_and_land_all_but_newest();
     if (kv0 <= wg_first + 63 && wg_first < seq) {  // uniform in the warpgroup: else every key is after every query, or no query is real
       const uint64_t buf = (kt & 1) * ((2 * L::tile_bytes) >> 4);  // descriptor start units of this tile's buffer
-      float s[TILE / 2], dp[TILE / 2];
-      zero_for_wgmma(s);
-      zero_for_wgmma(dp);
-      ptx::wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < DP / 16; kk++) {
-        ptx::wgmma_m64k16<T, TILE, false, false>(s, desc_q + k_major_step<OwnTile>(kk), desc_k0 + buf + k_major_step<LoopTile>(kk));
-        ptx::wgmma_m64k16<T, TILE, false, false>(dp, desc_do + k_major_step<OwnTile>(kk), desc_v0 + buf + k_major_step<LoopTile>(kk));
-      }
-      ptx::accumulator_fence(s);
-      wgmma_commit_and_wait(dp);
-      ptx::accumulator_fence(s);
+      float s[TILE / 2], dp[TILE / 2];  // S = Q_g K^T, dP = dO_g V^T
+      score_products<T, DP, OwnTile, LoopTile>(s, dp, desc_q, desc_k0 + buf, desc_do, desc_v0 + buf);
 
       // Register 4 j + 2 hf + e: query row hf ? t_hi : t_lo, key kv0 + 8 j + 2 qd + e.
 #pragma unroll

@@ -70,12 +70,7 @@ __global__ void __launch_bounds__(128 * NWG, 1)
   const T* vb = v + tok0 * v_stride + int64_t{tile.kv_head} * dv;
 
   const int n_kt = (q0 + nq - 1) / KEYS + 1;
-  auto copy_keys = [&](int kt) {
-    const int kv0 = kt * KEYS, nk = min(KEYS, seq - kv0);
-    T* buf = kvs + (kt & 1) * 2 * KvTile::kElems;
-    copy_sw128<T, KvTile, KEYS, DP, NT>(buf, kb + int64_t{kv0} * kv_stride, kv_stride, nk, d);
-    copy_sw128<T, KvTile, KEYS, DP, NT>(buf + KvTile::kElems, vb + int64_t{kv0} * v_stride, v_stride, nk, dv);
-  };
+  auto copy_keys = [&](int kt) { copy_key_tile<T, KvTile, KEYS, DP, NT>(kvs, kb, vb, kv_stride, v_stride, kt, seq, d, dv); };
   copy_sw128<T, QTile, ROWS, DP, NT>(qs, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, nq, d);
   copy_keys(0);
   ptx::cp_async_commit();
@@ -95,10 +90,7 @@ __global__ void __launch_bounds__(128 * NWG, 1)
   for (int kt = 0; kt < n_kt; kt++) {
     const int kv0 = kt * KEYS;
     if (kt + 1 < n_kt) copy_keys(kt + 1);  // into the buffer read in iteration kt - 1 (freed by its closing barrier)
-    ptx::cp_async_commit();
-    ptx::cp_async_wait<1>();  // tile kt (and Q) landed, tile kt + 1 may be in flight
-    ptx::fence_proxy_async();
-    __syncthreads();
+    commit_and_land_all_but_newest();  // tile kt (and Q), everyone's; tile kt + 1 may be in flight
     if (kv0 <= wg_last && wg_first < seq) {  // uniform in the warpgroup: else every key is after every row, or no row is real
       const uint64_t buf = (kt & 1) * kBufferStep;
       // S_g = Q_g K^T

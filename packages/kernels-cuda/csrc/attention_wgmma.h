@@ -40,6 +40,32 @@ __device__ __forceinline__ void copy_sw128(T* dst, const T* src, int64_t stride,
   }
 }
 
+/**
+ * Key tile kt (KEYS rows of K, then of V; rows past the sequence zero) into buffer kt % 2
+ * of `kv`: K at 2 (kt % 2) Tile::kElems, V after it. kb, vb: the batch item's first key
+ * row of this kv head.
+ */
+template <typename T, typename Tile, int KEYS, int DP, int NT>
+__device__ __forceinline__ void copy_key_tile(T* kv, const T* kb, const T* vb, int64_t kv_stride, int64_t v_stride, int kt, int seq, int d, int dv) {
+  const int kv0 = kt * KEYS, nk = min(KEYS, seq - kv0);
+  T* buf = kv + (kt & 1) * 2 * Tile::kElems;
+  copy_sw128<T, Tile, KEYS, DP, NT>(buf, kb + int64_t{kv0} * kv_stride, kv_stride, nk, d);
+  copy_sw128<T, Tile, KEYS, DP, NT>(buf + Tile::kElems, vb + int64_t{kv0} * v_stride, v_stride, nk, dv);
+}
+
+/**
+ * Commits this thread's copies since the last commit as a group, waits until every group
+ * but that newest one has landed, orders them before wgmma's reads (async proxy) and meets
+ * the block: the tiles of the current loop step are everyone's, the next step's may still
+ * be in flight.
+ */
+__device__ __forceinline__ void commit_and_land_all_but_newest() {
+  ptx::cp_async_commit();
+  ptx::cp_async_wait<1>();
+  ptx::fence_proxy_async();
+  __syncthreads();
+}
+
 /** Descriptor start units (16 bytes) of the K-major 16-deep step kk in a tile of Tile's layout. */
 template <typename Tile>
 __device__ __forceinline__ uint64_t k_major_step(int kk) {
@@ -80,6 +106,26 @@ __device__ __forceinline__ void wgmma_commit_and_wait(float (&acc)[R]) {
   ptx::accumulator_fence(acc);
   ptx::wgmma_wait<0>();
   ptx::accumulator_fence(acc);
+}
+
+/**
+ * The two score products of a backward step, waited for: s = A1 B1^T and dp = A2 B2^T
+ * (64 x N each, over DP), every operand K-major: a1, a2 this warpgroup's own rows (layout
+ * OwnTile), b1, b2 the loop tile's (LoopTile): S = Q K^T and dP = dO V^T, or their transposes.
+ */
+template <typename T, int DP, typename OwnTile, typename LoopTile, int R>
+__device__ __forceinline__ void score_products(float (&s)[R], float (&dp)[R], uint64_t a1, uint64_t b1, uint64_t a2, uint64_t b2) {
+  zero_for_wgmma(s);
+  zero_for_wgmma(dp);
+  ptx::wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < DP / 16; kk++) {
+    ptx::wgmma_m64k16<T, 2 * R, false, false>(s, a1 + k_major_step<OwnTile>(kk), b1 + k_major_step<LoopTile>(kk));
+    ptx::wgmma_m64k16<T, 2 * R, false, false>(dp, a2 + k_major_step<OwnTile>(kk), b2 + k_major_step<LoopTile>(kk));
+  }
+  ptx::accumulator_fence(s);
+  wgmma_commit_and_wait(dp);
+  ptx::accumulator_fence(s);
 }
 
 }  // namespace
