@@ -54,6 +54,25 @@ describe("kiln estimate", () => {
     }
   });
 
+  it("resolves --recompute auto for the device: everything kept on a GPU it fits, GELU and norms recomputed on a smaller one and on the CPU", async () => {
+    const activations = async (...args: string[]) => {
+      const r = await ws.run(["estimate", "-f", NANO, "--dtype", "bf16", ...args, "--json"]);
+      expect(r.code, r.stderr).toBe(0);
+      return JSON.parse(r.stdout) as { recompute: string; memory: { activations: number; total: number } };
+    };
+    const h100 = await activations("--device", "h100");
+    const cheap = await activations("--device", "h100", "--recompute", "cheap");
+    expect(h100.recompute).toBe("none");
+    expect(cheap.recompute).toBe("cheap");
+    expect(h100.memory.activations).toBeGreaterThan(cheap.memory.activations);
+    // A card whose memory the keep-everything plan would fill past 85%, and the CPU: cheap.
+    const small = await activations("--device-memory", `${Math.floor(h100.memory.total / 0.9 / 2 ** 20)}MiB`);
+    expect(small.recompute).toBe("cheap");
+    expect((await activations("--device", "cpu")).recompute).toBe("cheap");
+    const r = await ws.run(["estimate", "-f", NANO, "--dtype", "bf16", "--device", "h100"]);
+    expect(r.stdout).toMatch(/^\s+activations\s+.*\(.* without reuse; recompute: none, auto\)$/m);
+  });
+
   it("refuses an unknown device, listing the known ones", async () => {
     expectRefused(await ws.run(["estimate", "-f", NANO, "--device", "tpu9"]), {
       kind: "ConfigError",
