@@ -9,7 +9,9 @@
 // wide (the wider head size), Q, K (so dQ, dK) zero past headDim, V, dO (so dV) past
 // vHeadDim. Tiles and descriptor steps as attention_wgmma.h has them.
 //
-// dK/dV: a block of 2 warpgroups owns 128 keys of one (kv head, batch), warpgroup g keys
+// A block is NWG warpgroups (attention_wgmma.h: 1 by default, 2 with
+// KILN_ATTENTION_WGMMA_ROWS=128 and always at head sizes above 64), 64 NWG own rows.
+// dK/dV: a block owns 64 NWG keys of one (kv head, batch), warpgroup g keys
 //   64 g .. 64 g + 63 (K_g, V_g stay in shared memory as A operands). For every query
 //   head of the group and every tile of 64 queries at or after the block's first key
 //   (Q, dO, lse and D of the tile in shared memory, double buffered):
@@ -17,7 +19,7 @@
 //     P^T = exp2(S^T scale log2e - lse),  dS^T = P^T (dP^T - D)   (per query column)
 //     dV_g += P^T dO,  dK_g += dS^T Q           P^T, dS^T as register A operands, dO
 //                                               and Q MN-major (their rows are the k axis)
-// dQ: a block owns 128 queries of one (head, batch), warpgroup g queries 64 g ..; for
+// dQ: a block owns 64 NWG queries of one (head, batch), warpgroup g queries 64 g ..; for
 //   every tile of 64 keys at or before them (K and V double buffered): S = Q_g K^T,
 //   dP = dO_g V^T, dS as above (per query row), dQ_g += dS K (K MN-major).
 // dK and dQ are scaled once at the end. Every output element has one writer and every

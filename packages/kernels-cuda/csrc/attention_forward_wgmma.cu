@@ -8,8 +8,10 @@
 // and vHeadDim up to 128 and multiples of 8, tiles DP = 64 or 128 wide (the wider head
 // size), Q and K zero past headDim, V (so O) zero past vHeadDim.
 //
-// A block of 2 warpgroups owns 128 query rows of one (head, batch); warpgroup g owns rows
-// 64 g .. 64 g + 63 (warp w of it rows 16 w .. 16 w + 15, as wgmma's fragments have it).
+// A block of NWG warpgroups (attention_wgmma.h: 1 by default, 2 with
+// KILN_ATTENTION_WGMMA_ROWS=128) owns 64 NWG query rows of one (head, batch); warpgroup g
+// owns rows 64 g .. 64 g + 63 (warp w of it rows 16 w .. 16 w + 15, as wgmma's fragments
+// have it).
 // For each key tile of KEYS keys (128 for DP 64, 64 for DP 128):
 //   S_g = Q_g K^T       DP / 16 wgmma m64nKEYSk16, both operands in shared memory
 //   online softmax      thread (w, lane) holds rows 16 w + lane / 4 (+ 8) and columns
@@ -19,7 +21,7 @@
 //                       KEYS / 16 wgmma m64nDPk16 with A = P from registers (two
 //                       neighbouring 8-column accumulator groups rounded to T are
 //                       the A fragment of a 16-deep step), B = V in shared memory
-// Shared memory (1024-byte aligned: wgmma's 128-byte swizzle atoms): Q (128 x DP) then
+// Shared memory (1024-byte aligned: wgmma's 128-byte swizzle atoms): Q (64 NWG x DP) then
 // two buffers of K and V (KEYS x DP each), tiles and descriptor steps as attention_wgmma.h
 // has them: Q (A) and K (B) K-major, V (B) MN-major.
 // Key tile kt + 1 is copied (cp.async, zero fill past the sequence and the head sizes)

@@ -1,8 +1,8 @@
 // attention_wgmma.h: what the wgmma attention kernels share (attention_forward_wgmma.cu,
-// attention_backward_wgmma.cu): blocks of NWG warpgroups (each owning 64 rows), tiles in shared memory as
-// matmul_pipeline::Sw128Tile (wgmma's 128-byte swizzle: blocks of 64 columns, rows of
-// 128 bytes), their cp.async copies, descriptor steps, and an accumulator fragment
-// turned into a register A operand.
+// attention_backward_wgmma.cu): blocks of NWG warpgroups (each owning 64 rows), tiles in
+// shared memory as matmul_pipeline::Sw128Tile (wgmma's 128-byte swizzle: blocks of 64
+// columns, rows of 128 bytes), their cp.async copies, descriptor steps, and an
+// accumulator fragment turned into a register A operand.
 //
 // Descriptor steps over a tile of Tile's layout (SBO 1024: the next 8 rows; LBO the next
 // block of 64 columns):
