@@ -97,10 +97,10 @@ __global__ void __launch_bounds__(128 * NWG, 1)
   ptx::cp_async_commit();
 
   // This warpgroup's 64 keys of K and V; Q and dO of buffer 0 (the same descriptor serves K-major and MN-major reads).
-  const uint64_t desc_k = ptx::wgmma_desc_sw128(ks + wg * 64 * 64, OwnTile::kBlockBytes, 1024);
-  const uint64_t desc_v = ptx::wgmma_desc_sw128(vs + wg * 64 * 64, OwnTile::kBlockBytes, 1024);
-  const uint64_t desc_q0 = ptx::wgmma_desc_sw128(tiles, LoopTile::kBlockBytes, 1024);
-  const uint64_t desc_do0 = ptx::wgmma_desc_sw128(tiles + LoopTile::kElems, LoopTile::kBlockBytes, 1024);
+  const uint64_t desc_k = tile_descriptor<OwnTile>(ks + wg * 64 * 64);
+  const uint64_t desc_v = tile_descriptor<OwnTile>(vs + wg * 64 * 64);
+  const uint64_t desc_q0 = tile_descriptor<LoopTile>(tiles);
+  const uint64_t desc_do0 = tile_descriptor<LoopTile>(tiles + LoopTile::kElems);
 
   float adk[DP / 2], adv[DP / 2];
 #pragma unroll
@@ -167,14 +167,12 @@ __global__ void __launch_bounds__(128 * NWG, 1)
     store_fragment_row<T, DP>(dk + (tok0 + key) * kv_stride + int64_t{gh} * d, adk, hf, qd, d, scale);
     store_fragment_row<T, DP>(dv_out + (tok0 + key) * v_stride + int64_t{gh} * dv, adv, hf, qd, dv, 1.0f);
   }
-#elif defined(__CUDA_ARCH__)
-  // Only the sm_90a build has wgmma; the host never launches this elsewhere.
-  (void)dout; (void)q; (void)k; (void)v; (void)lse; (void)dvec; (void)dk; (void)dv_out; (void)batch; (void)seq; (void)heads;
-  (void)kv_heads; (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
-  __trap();
 #else
   (void)dout; (void)q; (void)k; (void)v; (void)lse; (void)dvec; (void)dk; (void)dv_out; (void)batch; (void)seq; (void)heads;
   (void)kv_heads; (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
+#if defined(__CUDA_ARCH__)
+  __trap();  // only the sm_90a build has wgmma; the host never launches this elsewhere
+#endif
 #endif
 }
 
@@ -213,10 +211,10 @@ __global__ void __launch_bounds__(128 * NWG, 1)
   copy_keys(0);
   ptx::cp_async_commit();
 
-  const uint64_t desc_q = ptx::wgmma_desc_sw128(qs + wg * 64 * 64, OwnTile::kBlockBytes, 1024);
-  const uint64_t desc_do = ptx::wgmma_desc_sw128(dos + wg * 64 * 64, OwnTile::kBlockBytes, 1024);
-  const uint64_t desc_k0 = ptx::wgmma_desc_sw128(tiles, LoopTile::kBlockBytes, 1024);
-  const uint64_t desc_v0 = ptx::wgmma_desc_sw128(tiles + LoopTile::kElems, LoopTile::kBlockBytes, 1024);
+  const uint64_t desc_q = tile_descriptor<OwnTile>(qs + wg * 64 * 64);
+  const uint64_t desc_do = tile_descriptor<OwnTile>(dos + wg * 64 * 64);
+  const uint64_t desc_k0 = tile_descriptor<LoopTile>(tiles);
+  const uint64_t desc_v0 = tile_descriptor<LoopTile>(tiles + LoopTile::kElems);
 
   float adq[DP / 2];
 #pragma unroll
@@ -267,14 +265,12 @@ __global__ void __launch_bounds__(128 * NWG, 1)
     const int t = hf ? t_hi : t_lo;
     if (t < seq) store_fragment_row<T, DP>(dq + (tok0 + t) * q_stride + int64_t{h} * d, adq, hf, qd, d, scale);
   }
-#elif defined(__CUDA_ARCH__)
-  // Only the sm_90a build has wgmma; the host never launches this elsewhere.
-  (void)dout; (void)q; (void)k; (void)v; (void)lse; (void)dvec; (void)dq; (void)batch; (void)seq; (void)heads; (void)kv_heads;
-  (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
-  __trap();
 #else
   (void)dout; (void)q; (void)k; (void)v; (void)lse; (void)dvec; (void)dq; (void)batch; (void)seq; (void)heads; (void)kv_heads;
   (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
+#if defined(__CUDA_ARCH__)
+  __trap();  // only the sm_90a build has wgmma; the host never launches this elsewhere
+#endif
 #endif
 }
 

@@ -78,9 +78,9 @@ __global__ void __launch_bounds__(128 * NWG, 1)
   ptx::cp_async_commit();
 
   // Descriptors: this warpgroup's 64 rows of Q; K and V of buffer 0 (buffer 1 is 2 KvTile::kElems further).
-  const uint64_t desc_q = ptx::wgmma_desc_sw128(qs + wg * 64 * 64, QTile::kBlockBytes, 1024);
-  const uint64_t desc_k0 = ptx::wgmma_desc_sw128(kvs, KvTile::kBlockBytes, 1024);
-  const uint64_t desc_v0 = ptx::wgmma_desc_sw128(kvs + KvTile::kElems, KvTile::kBlockBytes, 1024);
+  const uint64_t desc_q = tile_descriptor<QTile>(qs + wg * 64 * 64);
+  const uint64_t desc_k0 = tile_descriptor<KvTile>(kvs);
+  const uint64_t desc_v0 = tile_descriptor<KvTile>(kvs + KvTile::kElems);
   constexpr uint64_t kBufferStep = (2 * L::kv_bytes) >> 4;  // descriptor start units (16 bytes)
 
   float o[DP / 2];
@@ -138,14 +138,12 @@ __global__ void __launch_bounds__(128 * NWG, 1)
     }
     if (qd == 0) lse[(int64_t{b} * heads + h) * seq + t] = (m[hf] + log2f(l[hf])) * kLn2;
   }
-#elif defined(__CUDA_ARCH__)
-  // Only the sm_90a build has wgmma; the host never launches this elsewhere.
-  (void)q; (void)k; (void)v; (void)out; (void)lse; (void)batch; (void)seq; (void)heads; (void)kv_heads; (void)d; (void)dv;
-  (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
-  __trap();
 #else
   (void)q; (void)k; (void)v; (void)out; (void)lse; (void)batch; (void)seq; (void)heads; (void)kv_heads; (void)d; (void)dv;
   (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
+#if defined(__CUDA_ARCH__)
+  __trap();  // only the sm_90a build has wgmma; the host never launches this elsewhere
+#endif
 #endif
 }
 

@@ -66,6 +66,12 @@ __device__ __forceinline__ void commit_and_land_all_but_newest() {
   __syncthreads();
 }
 
+/** Descriptor of a tile of Tile's layout at `p` (the same for K-major and MN-major reads), or of warpgroup g's 64 rows of it at `p + g 64 64`. */
+template <typename Tile, typename T>
+__device__ __forceinline__ uint64_t tile_descriptor(const T* p) {
+  return ptx::wgmma_desc_sw128(p, Tile::kBlockBytes, 1024);
+}
+
 /** Descriptor start units (16 bytes) of the K-major 16-deep step kk in a tile of Tile's layout. */
 template <typename Tile>
 __device__ __forceinline__ uint64_t k_major_step(int kk) {
