@@ -8,7 +8,8 @@
 //                      out_j = (x_j - mean) rstd w_j (+ b_j)
 //   rmsNorm forward:   rstd = 1 / sqrt(sum_j x_j^2 / dim + eps);  out_j = x_j rstd w_j
 //   backward, xhat_j = (x_j - mean) rstd (mean = 0 for rmsNorm), g_j = dOut_j w_j:
-//                      dX_j = rstd (g_j - mean(g) - xhat_j mean(g xhat))   (rmsNorm: no mean(g))
+//                      dX_j = dRes_j + rstd (g_j - mean(g) - xhat_j mean(g xhat))   (rmsNorm: no mean(g);
+//                      dRes, the residual stream's gradient, 0 when absent; dX may alias it)
 //                      dWeight_j += sum_r dOut_rj xhat_rj,  dBias_j += sum_r dOut_rj
 //
 // Rows go to groups of tpr threads (tpr a power of two in [32, 512], the smallest
@@ -184,7 +185,7 @@ __global__ void __launch_bounds__(kMaxTpr, 1) norm_forward_kernel(const T* x, co
 
 template <typename T, bool kLayer, bool kBias, int kV>
 __global__ void __launch_bounds__(kMaxTpr, 1) norm_backward_kernel(const T* dout, const T* x, const T* w, const float* mean, const float* rstd, T* dx,
-                                                                float* pw, float* pb, int64_t rows, int dim, int tpr, int64_t rows_per_chunk) {
+                                                                const T* dres, float* pw, float* pb, int64_t rows, int dim, int tpr, int64_t rows_per_chunk) {
   __shared__ float red[64];
   __shared__ float sw[kMinBlock * kVpt];
   __shared__ float sb[kMinBlock * kVpt];
@@ -239,7 +240,7 @@ __global__ void __launch_bounds__(kMaxTpr, 1) norm_backward_kernel(const T* dout
 #pragma unroll
         for (int k = 0; k < kV; k++) {
           const int j = t + k * tpr;
-          if (j < dim) dx[off + j] = from_f32<T>(rs * (g[k] - mg - xh[k] * mgx));
+          if (j < dim) dx[off + j] = from_f32<T>(rs * (g[k] - mg - xh[k] * mgx) + (dres ? to_f32(dres[off + j]) : 0.0f));
         }
       }
     }
@@ -297,7 +298,7 @@ __global__ void __launch_bounds__(kMaxTpr, 1) norm_backward_kernel(const T* dout
         const float d = to_f32(dout[off + j]);
         const float xh = (to_f32(x[off + j]) - m) * rs;
         const float g = d * to_f32(w[j]);
-        dx[off + j] = from_f32<T>(rs * (g - mg - xh * mgx));
+        dx[off + j] = from_f32<T>(rs * (g - mg - xh * mgx) + (dres ? to_f32(dres[off + j]) : 0.0f));
         pwr[j] = fmaf(d, xh, pwr[j]);
         if constexpr (kBias) pbr[j] += d;
       }
@@ -349,13 +350,14 @@ void run_forward(const char* name, const KernelCall& c, const void* x, const voi
 
 template <bool kLayer>
 void run_backward(const char* name, const KernelCall& c, const void* dout, const void* x, const void* w, const float* mean, const float* rstd, void* dx,
-                  void* dw, void* db, int64_t rows, int dim, int dtype, int grad_dtype) {
+                  void* dw, void* db, const void* dres, int64_t rows, int dim, int dtype, int grad_dtype) {
   namespace wr = norm_warp_rows;
   dispatch_float_grad(dtype, grad_dtype, name, [&](auto tag, auto grad_tag) {
     using T = decltype(tag);
     using G = decltype(grad_tag);
     const int vecs = wr::vecs_per_lane(dim, sizeof(T));
-    const bool warp_rows = rows > 0 && vecs && is_aligned16(dout) && is_aligned16(x) && is_aligned16(w) && is_aligned16(dx);
+    const bool warp_rows = rows > 0 && vecs && is_aligned16(dout) && is_aligned16(x) && is_aligned16(w) && is_aligned16(dx) &&
+                           (!dres || is_aligned16(dres));
     // Chunks of whole row groups (warps' rows, or a block's rows side by side): a function
     // of (rows, dim) only, so every run splits alike.
     const Layout l = layout_for(dim);
@@ -377,13 +379,13 @@ void run_backward(const char* name, const KernelCall& c, const void* dout, const
         wr::with_vecs(vecs, [&](auto v) {
           launch(name, wr::backward_kernel<T, kLayer, kB, decltype(v)::value>, static_cast<unsigned>(chunks), wr::kThreads,
                  sizeof(float) * wr::kRowsPerBlock * static_cast<size_t>(dim), c.stream, static_cast<const T*>(dout), static_cast<const T*>(x),
-                 static_cast<const T*>(w), mean, rstd, static_cast<T*>(dx), pw, pb, rows, dim, rows_per_chunk);
+                 static_cast<const T*>(w), mean, rstd, static_cast<T*>(dx), static_cast<const T*>(dres), pw, pb, rows, dim, rows_per_chunk);
         });
         return;
       }
       auto go = [&](auto kernel) {
         launch(name, kernel, static_cast<unsigned>(chunks), l.threads, 0, c.stream, static_cast<const T*>(dout), static_cast<const T*>(x),
-               static_cast<const T*>(w), mean, rstd, static_cast<T*>(dx), pw, pb, rows, dim, l.tpr, rows_per_chunk);
+               static_cast<const T*>(w), mean, rstd, static_cast<T*>(dx), static_cast<const T*>(dres), pw, pb, rows, dim, l.tpr, rows_per_chunk);
       };
       // Rows over 8 values per thread take the uncached path: 16 values per thread of
       // x, dOut and weight exceed sm_100's 128 registers at 512 threads and spill.
@@ -406,10 +408,10 @@ void launch_layer_norm_forward(const KernelCall& c) {
                     c.i32(7), c.f32(8), c.i32(9));
 }
 
-// layerNormBackward: dOut, x, weight, mean, rstd, dX, dWeight, dBias | rows, dim, dtype, gradDtype (dWeight's and dBias's)
+// layerNormBackward: dOut, x, weight, mean, rstd, dX, dWeight, dBias, dResidual | rows, dim, dtype, gradDtype (dWeight's and dBias's)
 void launch_layer_norm_backward(const KernelCall& c) {
   run_backward<true>("layerNormBackward", c, c.ptr<void>(0), c.ptr<void>(1), c.ptr<void>(2), c.ptr<const float>(3), c.ptr<const float>(4),
-                     c.ptr<void>(5), c.ptr<void>(6), c.ptr<void>(7), c.i64(8), c.i32(9), c.i32(10), c.i32(11));
+                     c.ptr<void>(5), c.ptr<void>(6), c.ptr<void>(7), c.ptr<const void>(8), c.i64(9), c.i32(10), c.i32(11), c.i32(12));
 }
 
 // rmsNormForward: x, weight, out, rstd | rows, dim, eps, dtype
@@ -418,10 +420,10 @@ void launch_rms_norm_forward(const KernelCall& c) {
                      c.f32(6), c.i32(7));
 }
 
-// rmsNormBackward: dOut, x, weight, rstd, dX, dWeight | rows, dim, dtype, gradDtype (dWeight's)
+// rmsNormBackward: dOut, x, weight, rstd, dX, dWeight, dResidual | rows, dim, dtype, gradDtype (dWeight's)
 void launch_rms_norm_backward(const KernelCall& c) {
   run_backward<false>("rmsNormBackward", c, c.ptr<void>(0), c.ptr<void>(1), c.ptr<void>(2), nullptr, c.ptr<const float>(3), c.ptr<void>(4),
-                      c.ptr<void>(5), nullptr, c.i64(6), c.i32(7), c.i32(8), c.i32(9));
+                      c.ptr<void>(5), nullptr, c.ptr<const void>(6), c.i64(7), c.i32(8), c.i32(9), c.i32(10));
 }
 
 }  // namespace

@@ -115,8 +115,8 @@ __device__ __forceinline__ void flush_partial(const float (&acc)[kV][W], float* 
 }
 
 template <typename T, bool kLayer, bool kBias, int kV>
-__global__ void __launch_bounds__(kThreads, 2) backward_kernel(const T* dout, const T* x, const T* w, const float* mean, const float* rstd, T* dx, float* pw,
-                                                           float* pb, int64_t rows, int dim, int64_t rows_per_chunk) {
+__global__ void __launch_bounds__(kThreads, 2) backward_kernel(const T* dout, const T* x, const T* w, const float* mean, const float* rstd, T* dx,
+                                                           const T* dres, float* pw, float* pb, int64_t rows, int dim, int64_t rows_per_chunk) {
   constexpr int W = Group<T>::N;
   KILN_DYNAMIC_SHARED(float, part);  // [kRowsPerBlock][dim]: each warp's parameter-gradient sums
   const int lane = threadIdx.x & 31;
@@ -171,11 +171,18 @@ __global__ void __launch_bounds__(kThreads, 2) backward_kernel(const T* dout, co
       if (vi < nvec) {
         float wv[W], out[W];
         load_group(w + vi * W, true, wv);
+        // The residual stream's gradient, added as dX is written (dX may alias it: read first).
+        if (dres) {
+          load_group(dres + off + vi * W, true, out);
+        } else {
+#pragma unroll
+          for (int e = 0; e < W; e++) out[e] = 0.0f;
+        }
 #pragma unroll
         for (int e = 0; e < W; e++) {
           const float d = to_f32(dg[k].e[e]);
           const float xh = (to_f32(xg[k].e[e]) - m) * rs;
-          out[e] = rs * (d * wv[e] - mg - xh * mgx);
+          out[e] += rs * (d * wv[e] - mg - xh * mgx);
           aw[k][e] = fmaf(d, xh, aw[k][e]);
           if constexpr (kBias) ab[k][e] += d;
         }

@@ -10,7 +10,8 @@
  *                       out_j = (x_j - mean) rstd w_j (+ b_j)
  *   rmsNorm forward:    rstd = 1 / sqrt(sum_j x_j^2 / dim + eps);  out_j = x_j rstd w_j
  *   backward, with xhat_j = (x_j - mean) rstd (mean = 0 for rmsNorm) and g_j = dOut_j w_j:
- *                       dX_j = rstd (g_j - mean(g) - xhat_j mean(g xhat))     (rmsNorm: no mean(g) term)
+ *                       dX_j = dRes_j + rstd (g_j - mean(g) - xhat_j mean(g xhat))     (rmsNorm: no mean(g) term;
+ *                       dRes, the residual stream's gradient, is 0 when absent; dX may alias it)
  *                       dWeight_j += sum_r dOut_rj xhat_rj,  dBias_j += sum_r dOut_rj
  *
  * Threads take contiguous ranges of rows. out may alias x: a row's statistics are
@@ -57,6 +58,7 @@ typedef struct {
   float* scratch;
   uint32_t scratch_stride; /* floats per thread, >= 2 * dim4 */
   int32_t grad_dtype;   /* dWeight and dBias: dtype, or KILN_DT_F32 */
+  const void* dres;     /* NULL: no residual gradient added to dX */
 } NormBackwardArgs;
 
 #define LOAD(p, j, n, dt) ((n) == 4 ? kiln_load4((p), (j), (dt)) : kiln_load_partial((p), (j), (n), (dt), 0.0f))
@@ -189,12 +191,12 @@ void kiln_rms_norm_forward(const NormForwardArgs* a, int thread, int nthreads) {
 /* ---- backward ---------------------------------------------------------- */
 
 /*
- * One row: dout, x, w of dtype in_dt, dx of dtype out_dt; its dWeight (dBias) terms
- * are added into the thread's partial rows pw (pb, NULL: none). Past the end of the
- * row the tail lanes load dOut = 0, so they add 0 to every sum.
+ * One row: dout, x, w of dtype in_dt, dx and dres (NULL: none) of dtype out_dt; its dWeight
+ * (dBias) terms are added into the thread's partial rows pw (pb, NULL: none). Past the end
+ * of the row the tail lanes load dOut = 0, so they add 0 to every sum.
  */
-KILN_INLINE void backward_row(const void* dout, const void* x, const void* w, void* dx, float* pw, float* pb, size_t dim, float mean,
-                              float rstd, const int layer, const int in_dt, const int out_dt) {
+KILN_INLINE void backward_row(const void* dout, const void* x, const void* w, void* dx, const void* dres, float* pw, float* pb, size_t dim,
+                              float mean, float rstd, const int layer, const int in_dt, const int out_dt) {
   const float inv_dim = 1.0f / (float)dim;
   const v128_t vmean = wasm_f32x4_splat(mean);
   const v128_t vrstd = wasm_f32x4_splat(rstd);
@@ -215,7 +217,8 @@ KILN_INLINE void backward_row(const void* dout, const void* x, const void* w, vo
     const int n = dim - k >= 4 ? 4 : (int)(dim - k);
     const v128_t xhat = wasm_f32x4_mul(wasm_f32x4_sub(LOAD(x, k, n, in_dt), vmean), vrstd);
     const v128_t g = wasm_f32x4_mul(LOAD(dout, k, n, in_dt), LOAD(w, k, n, in_dt));
-    const v128_t v = wasm_f32x4_mul(vrstd, wasm_f32x4_sub(wasm_f32x4_sub(g, gmean), wasm_f32x4_mul(xhat, gxmean)));
+    v128_t v = wasm_f32x4_mul(vrstd, wasm_f32x4_sub(wasm_f32x4_sub(g, gmean), wasm_f32x4_mul(xhat, gxmean)));
+    if (dres) v = wasm_f32x4_add(v, LOAD(dres, k, n, out_dt));
     STORE(dx, k, v, n, out_dt);
   }
 }
@@ -225,8 +228,8 @@ KILN_INLINE void backward_rows(const NormBackwardArgs* a, size_t r0, size_t r1, 
   const size_t esize = dt == KILN_DT_F32 ? 4 : 2;
   for (size_t r = r0; r < r1; r++) {
     const size_t o = r * dim * esize;
-    backward_row((const char*)a->dout + o, (const char*)a->x + o, a->weight, (char*)a->dx + o, pw, pb, dim, layer ? a->mean[r] : 0.0f,
-                 a->rstd[r], layer, dt, dt);
+    backward_row((const char*)a->dout + o, (const char*)a->x + o, a->weight, (char*)a->dx + o, a->dres ? (const char*)a->dres + o : NULL, pw, pb,
+                 dim, layer ? a->mean[r] : 0.0f, a->rstd[r], layer, dt, dt);
   }
 }
 
@@ -242,7 +245,8 @@ KILN_INLINE void backward_rows_staged(const NormBackwardArgs* a, size_t r0, size
     const size_t o = r * dim * 2;
     widen(df, (const char*)a->dout + o, dim, dt);
     widen(xf, (const char*)a->x + o, dim, dt);
-    backward_row(df, xf, wf, (char*)a->dx + o, pw, pb, dim, layer ? a->mean[r] : 0.0f, a->rstd[r], layer, KILN_DT_F32, dt);
+    backward_row(df, xf, wf, (char*)a->dx + o, a->dres ? (const char*)a->dres + o : NULL, pw, pb, dim, layer ? a->mean[r] : 0.0f, a->rstd[r],
+                 layer, KILN_DT_F32, dt);
   }
 }
 

@@ -33,6 +33,16 @@ const normShapes: Def[] = [
   d("large", { rows: 37, dim: 264 }, { label: "whole 16-byte rows" }),
 ];
 
+/**
+ * Norm backward cases that add the residual stream's gradient into dX: rows of one
+ * block, rows longer than a block's registers, and rows of whole 16-byte vectors in place.
+ */
+const residualGradientShapes: Def[] = [
+  d("options", { rows: 9, dim: 17 }, { present: ["dResidual"], label: "plus dResidual" }),
+  d("long", { rows: 3, dim: 4099 }, { present: ["dResidual"], label: "plus dResidual" }),
+  d("in-place", { rows: 37, dim: 264 }, { present: ["dResidual"], inPlace: ["dX", "dResidual"], label: "whole 16-byte rows, into dResidual" }),
+];
+
 /** Saved statistics for a backward case, computed by the oracle's forward from the case's inputs. */
 function deriveFrom(forward: KernelName, outputs: Record<string, string>, extraInputs: Record<string, string> = {}) {
   return (args: Record<string, unknown>, v: Record<string, Float64Array>) => {
@@ -297,9 +307,9 @@ const CASES: Record<KernelName, Defs> = {
     d("in-place", { rows: 9, dim: 31, eps: 1e-5 }, { present: ["bias"], inPlace: ["out", "x"] }),
   ],
   layerNormBackward: withF32Grads(() =>
-    [...normShapes, d("options", { rows: 9, dim: 17 }, { label: "no bias" })].map((s) => ({
+    [...normShapes, d("options", { rows: 9, dim: 17 }, { label: "no bias" }), ...residualGradientShapes].map((s) => ({
       ...s,
-      present: s.label === "no bias" ? [] : ["dBias"],
+      present: [...(s.label === "no bias" ? [] : ["dBias"]), ...(s.present ?? [])],
       derive: deriveFrom("layerNormForward", { mean: "mean", rstd: "rstd" }, {}),
       args: { ...s.args, eps: 1e-5 },
     })), "gradDtype", ["prime", "odd", "options", "large"]),
@@ -308,7 +318,7 @@ const CASES: Record<KernelName, Defs> = {
     d("in-place", { rows: 9, dim: 31, eps: 1e-6 }, { inPlace: ["out", "x"] }),
   ],
   rmsNormBackward: withF32Grads(() =>
-    normShapes.map((s) => ({ ...s, args: { ...s.args, eps: 1e-6 }, derive: deriveFrom("rmsNormForward", { rstd: "rstd" }) })), "gradDtype", ["prime", "odd", "large"]),
+    [...normShapes, ...residualGradientShapes].map((s) => ({ ...s, args: { ...s.args, eps: 1e-6 }, derive: deriveFrom("rmsNormForward", { rstd: "rstd" }) })), "gradDtype", ["prime", "odd", "large"]),
   geluForward: () => unarySizes("geluForward"),
   geluBackward: () => unarySizes("geluBackward"),
   siluForward: () => unarySizes("siluForward"),

@@ -41,10 +41,12 @@ export const layerNormForwardSpec: KernelSpec<LayerNormForwardArgs> = {
 
 /**
  * layerNormBackward, with xhat = (x - mean) * rstd and g = dOut * weight:
- *   dX[r,j]     = rstd[r] * (g[r,j] - mean_j(g[r,:]) - xhat[r,j] * mean_j(g[r,:] * xhat[r,:]))
+ *   dX[r,j]     = dResidual[r,j] + rstd[r] * (g[r,j] - mean_j(g[r,:]) - xhat[r,j] * mean_j(g[r,:] * xhat[r,:]))
  *   dWeight[j] += sum_r dOut[r,j] * xhat[r,j]
  *   dBias[j]   += sum_r dOut[r,j]
- * dX is overwritten; dWeight and dBias accumulate, in `gradDtype` (`dtype` or f32).
+ * dX is overwritten (dResidual, when given, is the gradient x already has from its other
+ * consumer, the residual stream: the sum is rounded once); dX may alias dResidual.
+ * dWeight and dBias accumulate, in `gradDtype` (`dtype` or f32).
  */
 export interface LayerNormBackwardArgs {
   dOut: Operand;
@@ -55,6 +57,8 @@ export interface LayerNormBackwardArgs {
   dX: Operand;
   dWeight: Operand;
   dBias?: Operand;
+  /** Added to dX (the sum of x's gradients); absent: 0. */
+  dResidual?: Operand;
   rows: number;
   dim: number;
   dtype: FloatDType;
@@ -73,11 +77,13 @@ export const layerNormBackwardSpec: KernelSpec<LayerNormBackwardArgs> = {
     operand("dX", "out", a.dtype, a.rows * a.dim),
     operand("dWeight", "inout", wideDtype(a.dtype, a.gradDtype), a.dim),
     operand("dBias", "inout", wideDtype(a.dtype, a.gradDtype), a.dim, { optional: true }),
+    operand("dResidual", "in", a.dtype, a.rows * a.dim, { optional: true }),
   ],
   check: (a) => {
     positiveInts("layerNormBackward", { rows: a.rows, dim: a.dim });
     checkWideDtype("layerNormBackward", "gradDtype", a.dtype, a.gradDtype);
   },
+  aliases: [["dX", "dResidual"]],
 };
 
 /**
@@ -113,9 +119,10 @@ export const rmsNormForwardSpec: KernelSpec<RmsNormForwardArgs> = {
 
 /**
  * rmsNormBackward, with xhat = x * rstd and g = dOut * weight:
- *   dX[r,j]     = rstd[r] * (g[r,j] - xhat[r,j] * mean_j(g[r,:] * xhat[r,:]))
+ *   dX[r,j]     = dResidual[r,j] + rstd[r] * (g[r,j] - xhat[r,j] * mean_j(g[r,:] * xhat[r,:]))
  *   dWeight[j] += sum_r dOut[r,j] * xhat[r,j]
- * dX is overwritten; dWeight accumulates, in `gradDtype` (`dtype` or f32).
+ * dX is overwritten (dResidual as in layerNormBackward; dX may alias it); dWeight
+ * accumulates, in `gradDtype` (`dtype` or f32).
  */
 export interface RmsNormBackwardArgs {
   dOut: Operand;
@@ -124,6 +131,8 @@ export interface RmsNormBackwardArgs {
   rstd: Operand;
   dX: Operand;
   dWeight: Operand;
+  /** Added to dX (the sum of x's gradients); absent: 0. */
+  dResidual?: Operand;
   rows: number;
   dim: number;
   dtype: FloatDType;
@@ -140,9 +149,11 @@ export const rmsNormBackwardSpec: KernelSpec<RmsNormBackwardArgs> = {
     operand("rstd", "in", "f32", a.rows),
     operand("dX", "out", a.dtype, a.rows * a.dim),
     operand("dWeight", "inout", wideDtype(a.dtype, a.gradDtype), a.dim),
+    operand("dResidual", "in", a.dtype, a.rows * a.dim, { optional: true }),
   ],
   check: (a) => {
     positiveInts("rmsNormBackward", { rows: a.rows, dim: a.dim });
     checkWideDtype("rmsNormBackward", "gradDtype", a.dtype, a.gradDtype);
   },
+  aliases: [["dX", "dResidual"]],
 };

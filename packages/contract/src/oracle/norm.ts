@@ -37,7 +37,7 @@ export const layerNormBackwardOracle: OracleKernel<LayerNormBackwardArgs> = (a, 
     for (let j = 0; j < dim; j++) {
       const xhat = (v.x[o + j] - mean) * rstd;
       const g = v.dOut[o + j] * v.weight[j];
-      v.dX[o + j] = rstd * (g - gMean - xhat * gxMean);
+      v.dX[o + j] = (v.dResidual ? v.dResidual[o + j] : 0) + rstd * (g - gMean - xhat * gxMean);
       v.dWeight[j] += v.dOut[o + j] * xhat;
       if (v.dBias) v.dBias[j] += v.dOut[o + j];
     }
@@ -66,7 +66,7 @@ export const rmsNormBackwardOracle: OracleKernel<RmsNormBackwardArgs> = (a, v) =
     gxMean /= dim;
     for (let j = 0; j < dim; j++) {
       const xhat = v.x[o + j] * rstd;
-      v.dX[o + j] = rstd * (v.dOut[o + j] * v.weight[j] - xhat * gxMean);
+      v.dX[o + j] = (v.dResidual ? v.dResidual[o + j] : 0) + rstd * (v.dOut[o + j] * v.weight[j] - xhat * gxMean);
       v.dWeight[j] += v.dOut[o + j] * xhat;
     }
   }

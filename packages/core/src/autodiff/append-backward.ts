@@ -3,6 +3,7 @@ import { addKernelNode, type KernelNodeAttrs } from "../graph/kernel-node.js";
 import type { BackwardBuilder } from "../graph/op.js";
 import { gradRules } from "../ops/index.js";
 import { paramGradTensor } from "../ops/grad-rule.js";
+import { foldGradientSum } from "./fold-gradient-sum.js";
 
 export interface BackwardResult {
   /** Parameter tensor id -> its gradient tensor id. */
@@ -19,7 +20,8 @@ export type BackwardStart = { lossNode: number } | { before: number; grads: Map<
 /**
  * Reverse-mode autodiff: walks the forward nodes from the start back to the first
  * and appends each one's gradient nodes to the same graph. Gradients that
- * reach a tensor from several consumers are summed with `add` nodes; parameter
+ * reach a tensor from several consumers are summed by the node that made one of them
+ * where it can add (foldGradientSum), else with `add` nodes; parameter
  * gradients accumulate into their gradient tensors (f32 whatever the parameters'
  * dtype, zeroed before the step).
  */
@@ -56,6 +58,11 @@ export function appendBackward(g: Graph, start: BackwardStart): BackwardResult {
     if (!list || list.length === 0) return undefined;
     let total = list[0];
     for (let i = 1; i < list.length; i++) {
+      const folded = foldGradientSum(g, total, list[i]);
+      if (folded !== undefined) {
+        total = folded;
+        continue;
+      }
       const sum = g.tensor(g.info(id).shape, g.info(id).dtype, "activation", `d(${g.info(id).name})`);
       addKernelNode(g, "add", { a: total, b: list[i], out: sum }, { n: g.elements(id), dtype: g.info(id).dtype });
       total = sum;

@@ -55,6 +55,11 @@ export class Graph {
     return n;
   }
 
+  /** Replaces a node's tensors and attributes in place (a rewrite that keeps the order). */
+  replaceNode(index: number, changes: Pick<GraphNode, "inputs" | "outputs" | "attrs">): void {
+    this.nodes[index] = { ...this.nodes[index], ...changes };
+  }
+
   /** Replaces the node list (a graph rewrite), renumbering the nodes in their new order. */
   setNodes(nodes: readonly Omit<GraphNode, "index">[]): void {
     this.nodes.length = 0;
