@@ -101,5 +101,29 @@ describe("optimizer calls by runs give every parameter the bits of one call per 
       expect(await read(backend, rounded)).toEqual(await read(backend, expected));
       backend.dispose();
     });
+
+    it(`${model.arch}, hidden ${model.hiddenSize}: AdamW on bf16 parameters with f32 masters and gradients = AdamW on the masters, then the cast`, async () => {
+      const backend = await createWasmBackend({ threads: 2, measurePeak: false });
+      const f32 = paramLayout(model, "f32");
+      const bf16 = paramLayout(model, "bf16");
+      const config = { beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1 };
+      const fresh = () => {
+        const params = backend.alloc(bf16.bytes);
+        backend.kernels.fill({ out: params, n: bf16.bytes / 2, value: 0, dtype: "u16" });
+        const masters = new MasterWeights(backend, bf16, f32, params);
+        backend.copy(randomBuffer(backend, f32.bytes, 1, -1, 1), masters.master, f32.bytes);
+        return { params, masters, grads: randomBuffer(backend, f32.bytes, 2, -1, 1), m: randomBuffer(backend, f32.bytes, 3, -0.1, 0.1), v: randomBuffer(backend, f32.bytes, 4, 0, 0.05) };
+      };
+      const fused = fresh();
+      new AdamW(backend, bf16, f32, { ...fused, master: fused.masters.master }, config).update(3e-3, 7, 0.5);
+      const twoPasses = fresh();
+      new AdamW(backend, f32, f32, { ...twoPasses, params: twoPasses.masters.master }, config).update(3e-3, 7, 0.5);
+      twoPasses.masters.roundToParams();
+      for (const key of ["params", "m", "v"] as const) expect(await read(backend, fused[key]), key).toEqual(await read(backend, twoPasses[key]));
+      expect(await read(backend, fused.masters.master)).toEqual(await read(backend, twoPasses.masters.master));
+      // The update changed the rounded parameters (the comparison is not of untouched buffers).
+      expect(await read(backend, fused.params)).not.toEqual(await read(backend, fresh().params));
+      backend.dispose();
+    });
   }
 });

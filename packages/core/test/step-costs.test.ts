@@ -25,7 +25,9 @@ describe("the kernel calls of a training step, planned without a backend", () =>
         const planned = trainingStepCosts(model, 2, 8, dtype);
         expect(recorded).toEqual([...planned.before, ...planned.microBatch, ...planned.microBatch, ...planned.after]);
         expect(planned.after.map((c) => c.kernel)).toContain("adamW");
-        if (dtype !== "f32") expect(planned.after.at(-1)!.kernel).toBe("cast");
+        // 16-bit parameters are rounded from the masters by AdamW itself: no cast pass follows.
+        expect(planned.after.at(-1)!.kernel).toBe("adamW");
+        expect(planned.after.map((c) => c.kernel)).not.toContain("cast");
       });
     }
   }

@@ -10,8 +10,9 @@
 //   master[i] = w (when given);  param[i] = w rounded to the storage dtype
 // The host computes decay, step_size, inv_sqrt_bc2 and the (1 - beta) factors in f64
 // and passes them as f32.
-// Layout: param and grad hold n elements of the storage dtype; m, v, master are f32;
-// all contiguous. Each element is read and written by one thread only.
+// Layout: param holds n elements of the storage dtype, grad n of the gradient dtype
+// (the storage dtype, or f32 beside f32 masters: mixed precision's update, the 16-bit
+// parameters rounded from the masters in the same pass); m, v, master are f32; all contiguous. Each element is read and written by one thread only.
 // When every pointer is 16-byte aligned, a thread handles 4 consecutive elements with
 // vector loads/stores; otherwise one element at a time (same per-element math).
 #include <cmath>
@@ -47,8 +48,8 @@ struct Pack4 {
   };
 };
 
-template <typename T>
-__global__ void __launch_bounds__(kThreads) adamw_scalar_kernel(T* param, const T* grad, float* m, float* v, float* master, int64_t n, AdamWConst k) {
+template <typename T, typename G>
+__global__ void __launch_bounds__(kThreads) adamw_scalar_kernel(T* param, const G* grad, float* m, float* v, float* master, int64_t n, AdamWConst k) {
   for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < n; i += int64_t{gridDim.x} * kThreads) {
     const float w0 = master ? master[i] : to_f32(param[i]);
     float mi = m[i], vi = v[i];
@@ -60,14 +61,15 @@ __global__ void __launch_bounds__(kThreads) adamw_scalar_kernel(T* param, const 
   }
 }
 
-/** Four elements per thread step; every pointer 16-byte aligned (param/grad 8-byte for halves). */
-template <typename T, bool kMaster>
-__global__ void __launch_bounds__(kThreads) adamw_vec4_kernel(T* param, const T* grad, float* m, float* v, float* master, int64_t n, AdamWConst k) {
+/** Four elements per thread step; every pointer 16-byte aligned (8-byte for 16-bit param/grad). */
+template <typename T, typename G, bool kMaster>
+__global__ void __launch_bounds__(kThreads) adamw_vec4_kernel(T* param, const G* grad, float* m, float* v, float* master, int64_t n, AdamWConst k) {
   using Raw = typename Pack4<T>::Raw;
   const int64_t quads = n / 4;
   for (int64_t q = blockIdx.x * int64_t{kThreads} + threadIdx.x; q < quads; q += int64_t{gridDim.x} * kThreads) {
-    Pack4<T> g, p;
-    g.raw = reinterpret_cast<const Raw*>(grad)[q];
+    Pack4<G> g;
+    Pack4<T> p;
+    g.raw = reinterpret_cast<const typename Pack4<G>::Raw*>(grad)[q];
     float4 w;
     if (kMaster) {
       w = reinterpret_cast<const float4*>(master)[q];
@@ -105,7 +107,7 @@ __global__ void __launch_bounds__(kThreads) adamw_vec4_kernel(T* param, const T*
 
 bool aligned(const void* p, uintptr_t a) { return (reinterpret_cast<uintptr_t>(p) & (a - 1)) == 0; }
 
-// adamW: param, grad, m, v, master | n, lr, beta1, beta2, eps, weightDecay, step, gradScale, dtype
+// adamW: param, grad, m, v, master | n, lr, beta1, beta2, eps, weightDecay, step, gradScale, dtype, gradDtype
 void launch_adamw(const KernelCall& c) {
   const int64_t n = c.i64(5);
   const double lr = c.at(6), beta1 = c.at(7), beta2 = c.at(8), eps = c.at(9), wd = c.at(10), step = c.at(11), gs = c.at(12);
@@ -121,24 +123,24 @@ void launch_adamw(const KernelCall& c) {
   k.step_size = static_cast<float>(lr / bc1);
   k.inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bc2));
   k.grad_scale = static_cast<float>(gs);
-  dispatch_float(c.i32(13), "adamW", [&](auto tag) {
+  dispatch_float_grad(c.i32(13), c.i32(14), "adamW", [&](auto tag, auto grad_tag) {
     using T = decltype(tag);
+    using G = decltype(grad_tag);
     T* param = c.ptr<T>(0);
-    const T* grad = c.ptr<const T>(1);
+    const G* grad = c.ptr<const G>(1);
     float* m = c.ptr<float>(2);
     float* v = c.ptr<float>(3);
     float* master = c.ptr<float>(4);
-    const uintptr_t pa = Pack4<T>::kBytes;
-    const bool vec = aligned(param, pa) && aligned(grad, pa) && aligned(m, 16) && aligned(v, 16) && (!master || aligned(master, 16));
+    const bool vec = aligned(param, Pack4<T>::kBytes) && aligned(grad, Pack4<G>::kBytes) && aligned(m, 16) && aligned(v, 16) && (!master || aligned(master, 16));
     if (!vec) {
-      launch("adamW", adamw_scalar_kernel<T>, grid_stride_blocks(n, kThreads), kThreads, 0, c.stream, param, grad, m, v, master, n, k);
+      launch("adamW", adamw_scalar_kernel<T, G>, grid_stride_blocks(n, kThreads), kThreads, 0, c.stream, param, grad, m, v, master, n, k);
     } else {
       // At least one block: enough threads for the quads and for the n % 4 tail elements.
       const int64_t work = n / 4;
       if (master)
-        launch("adamW", adamw_vec4_kernel<T, true>, grid_stride_blocks(work, kThreads), kThreads, 0, c.stream, param, grad, m, v, master, n, k);
+        launch("adamW", adamw_vec4_kernel<T, G, true>, grid_stride_blocks(work, kThreads), kThreads, 0, c.stream, param, grad, m, v, master, n, k);
       else
-        launch("adamW", adamw_vec4_kernel<T, false>, grid_stride_blocks(work, kThreads), kThreads, 0, c.stream, param, grad, m, v, master, n, k);
+        launch("adamW", adamw_vec4_kernel<T, G, false>, grid_stride_blocks(work, kThreads), kThreads, 0, c.stream, param, grad, m, v, master, n, k);
     }
   });
 }

@@ -69,7 +69,7 @@ const SCALARS: { [K in KernelName]: (a: KernelArgsMap[K]) => number[] } = {
   scale: (a) => [a.n, a.alpha, code(a.dtype)],
   sum: (a) => [a.n, bit(a.accumulate), code(a.dtype)],
   sumSquares: (a) => [a.n, bit(a.accumulate), code(a.dtype)],
-  adamW: (a) => [a.n, a.lr, a.beta1, a.beta2, a.eps, a.weightDecay, a.step, a.gradScale ?? 1, code(a.dtype)],
+  adamW: (a) => [a.n, a.lr, a.beta1, a.beta2, a.eps, a.weightDecay, a.step, a.gradScale ?? 1, code(a.dtype), gradCode(a, a.gradDtype)],
   cast: (a) => [a.n, code(a.srcDtype), code(a.dstDtype)],
   fill: (a) => [a.n, a.value, code(a.dtype)],
   checkFinite: (a) => [a.n, code(a.dtype)],

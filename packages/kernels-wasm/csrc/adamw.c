@@ -12,8 +12,8 @@
  *
  * The host computes decay, step_size, inv_sqrt_bc2 and the (1 - beta)
  * factors in f64 and passes them rounded to f32; the per-element math is f32.
- * param and grad hold n elements of the storage dtype; m, v and master are
- * f32. Threads take contiguous chunks of whole 64-byte lines.
+ * param holds n elements of the storage dtype, grad of grad_dtype (the storage
+ * dtype, or f32 beside f32 masters); m, v and master are f32. Threads take contiguous chunks of whole 64-byte lines.
  */
 #include "kiln_storage.h"
 
@@ -32,6 +32,7 @@ typedef struct {
   float step_size;
   float inv_sqrt_bc2;
   float grad_scale;
+  int32_t grad_dtype;
 } AdamWArgs;
 
 #define CHUNK_ALIGN 32
@@ -52,7 +53,7 @@ KILN_INLINE v128_t adamw4(const AdamWConstants* k, float* m_ptr, float* v_ptr, v
   return wasm_f32x4_sub(w, wasm_f32x4_div(wasm_f32x4_mul(k->step, m), denom));
 }
 
-KILN_INLINE void adamw_range(const AdamWArgs* g, size_t lo, size_t hi, int dt, int has_master) {
+KILN_INLINE void adamw_range(const AdamWArgs* g, size_t lo, size_t hi, int dt, int gdt, int has_master) {
   const AdamWConstants k = {
     wasm_f32x4_splat(g->beta1), wasm_f32x4_splat(g->one_minus_beta1),
     wasm_f32x4_splat(g->beta2), wasm_f32x4_splat(g->one_minus_beta2),
@@ -62,7 +63,7 @@ KILN_INLINE void adamw_range(const AdamWArgs* g, size_t lo, size_t hi, int dt, i
   size_t i = lo;
   for (; i + 8 <= hi; i += 8) {
     v128_t g0, g1, w0, w1;
-    kiln_load8(g->grad, i, dt, &g0, &g1);
+    kiln_load8(g->grad, i, gdt, &g0, &g1);
     if (has_master) {
       w0 = wasm_v128_load(g->master + i);
       w1 = wasm_v128_load(g->master + i + 4);
@@ -82,7 +83,7 @@ KILN_INLINE void adamw_range(const AdamWArgs* g, size_t lo, size_t hi, int dt, i
     float m = g->m[i], v = g->v[i];
     const v128_t w = wasm_f32x4_splat(has_master ? g->master[i] : kiln_load1(g->param, i, dt));
     float lanes_m[4] = {m, 0, 0, 0}, lanes_v[4] = {v, 0, 0, 0};
-    const float out = wasm_f32x4_extract_lane(adamw4(&k, lanes_m, lanes_v, w, wasm_f32x4_splat(kiln_load1(g->grad, i, dt))), 0);
+    const float out = wasm_f32x4_extract_lane(adamw4(&k, lanes_m, lanes_v, w, wasm_f32x4_splat(kiln_load1(g->grad, i, gdt))), 0);
     g->m[i] = lanes_m[0];
     g->v[i] = lanes_v[0];
     if (has_master) g->master[i] = out;
@@ -95,12 +96,18 @@ void kiln_adamw(const AdamWArgs* g, int thread, int nthreads) {
   size_t lo, hi;
   kiln_split((size_t)g->n, CHUNK_ALIGN, thread, nthreads, &lo, &hi);
   const int master = g->master != NULL;
-  switch (g->dtype * 2 + master) {
-    case KILN_DT_F32 * 2: adamw_range(g, lo, hi, KILN_DT_F32, 0); break;
-    case KILN_DT_F32 * 2 + 1: adamw_range(g, lo, hi, KILN_DT_F32, 1); break;
-    case KILN_DT_BF16 * 2: adamw_range(g, lo, hi, KILN_DT_BF16, 0); break;
-    case KILN_DT_BF16 * 2 + 1: adamw_range(g, lo, hi, KILN_DT_BF16, 1); break;
-    case KILN_DT_F16 * 2: adamw_range(g, lo, hi, KILN_DT_F16, 0); break;
-    default: adamw_range(g, lo, hi, KILN_DT_F16, 1); break;
+  /* f32 gradients of 16-bit parameters: the dtype pairs that can be wide. */
+  const int wide = g->grad_dtype != g->dtype;
+  switch (g->dtype * 4 + wide * 2 + master) {
+    case KILN_DT_F32 * 4: adamw_range(g, lo, hi, KILN_DT_F32, KILN_DT_F32, 0); break;
+    case KILN_DT_F32 * 4 + 1: adamw_range(g, lo, hi, KILN_DT_F32, KILN_DT_F32, 1); break;
+    case KILN_DT_BF16 * 4: adamw_range(g, lo, hi, KILN_DT_BF16, KILN_DT_BF16, 0); break;
+    case KILN_DT_BF16 * 4 + 1: adamw_range(g, lo, hi, KILN_DT_BF16, KILN_DT_BF16, 1); break;
+    case KILN_DT_BF16 * 4 + 2: adamw_range(g, lo, hi, KILN_DT_BF16, KILN_DT_F32, 0); break;
+    case KILN_DT_BF16 * 4 + 3: adamw_range(g, lo, hi, KILN_DT_BF16, KILN_DT_F32, 1); break;
+    case KILN_DT_F16 * 4: adamw_range(g, lo, hi, KILN_DT_F16, KILN_DT_F16, 0); break;
+    case KILN_DT_F16 * 4 + 1: adamw_range(g, lo, hi, KILN_DT_F16, KILN_DT_F16, 1); break;
+    case KILN_DT_F16 * 4 + 2: adamw_range(g, lo, hi, KILN_DT_F16, KILN_DT_F32, 0); break;
+    default: adamw_range(g, lo, hi, KILN_DT_F16, KILN_DT_F32, 1); break;
   }
 }

@@ -358,7 +358,14 @@ const CASES: Record<KernelName, Defs> = {
       d("prime", { n: 37, ...hp, step: 1, weightDecay: 0 }),
       d("odd", { n: 1023, ...hp, gradScale: 0.25 }),
       d("large", { n: 100_003, ...hp }),
-      ...(dtype === "f32" ? [] : [d("options", { n: 4099, ...hp, step: 7 }, { present: ["master"], label: "f32 master" })]),
+      ...(dtype === "f32"
+        ? []
+        : [
+            d("options", { n: 4099, ...hp, step: 7 }, { present: ["master"], label: "f32 master" }),
+            // Mixed precision's update: f32 gradients and masters, the 16-bit parameters rounded from them.
+            d("options", { n: 4099, ...hp, step: 7, gradDtype: "f32" }, { present: ["master"], label: "f32 master and gradients" }),
+            d("large", { n: 100_003, ...hp, gradDtype: "f32", gradScale: 0.5 }, { present: ["master"], label: "f32 master and gradients" }),
+          ]),
     ];
   },
   cast: () => [],

@@ -47,15 +47,13 @@ export function trainingStepCosts(model: ModelConfig, batchSize: number, seqLen:
   const grads = { grads: backend.alloc(stateLayout.bytes), scalars: backend.alloc(TRAINER_SCALAR_BYTES), elements: stateLayout.bytes / 4 };
   const [m, v] = [backend.alloc(stateLayout.bytes), backend.alloc(stateLayout.bytes)];
   const hyper = { beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1 };
-  const masters = dtype === "f32" ? undefined : new MasterWeights(backend, layout, stateLayout, backend.alloc(layout.bytes));
-  const adamw = masters
-    ? new AdamW(backend, stateLayout, stateLayout, { params: masters.master, grads: grads.grads, m, v }, hyper)
-    : new AdamW(backend, layout, stateLayout, { params: backend.alloc(layout.bytes), grads: grads.grads, m, v }, hyper);
+  const params = backend.alloc(layout.bytes);
+  const masters = dtype === "f32" ? undefined : new MasterWeights(backend, layout, stateLayout, params);
+  const adamw = new AdamW(backend, layout, stateLayout, { params, grads: grads.grads, m, v, master: masters?.master }, hyper);
   zeroGradients(backend.kernels, grads);
   const before = calls.splice(0);
   measureGradients(backend.kernels, grads, dtype === "f16");
   adamw.update(1e-3, 1, 1);
-  masters?.roundToParams();
   return { before, microBatch, after: calls };
 }
 

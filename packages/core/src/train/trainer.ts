@@ -205,9 +205,9 @@ export class Trainer {
       this.adamw = new AdamW(exec, this.layout, this.stateLayout, { params, grads, m, v }, config.optimizer);
       uploadInitialParams(backend, params, this.layout, config.seed);
     } else {
-      // AdamW runs in f32 on the masters and the f32 gradients; the 16-bit parameters are rounded from the masters.
+      // AdamW updates the masters in f32 from the f32 gradients and rounds them into the 16-bit parameters.
       const masters = (this.masters = new MasterWeights(exec, this.layout, this.stateLayout, params));
-      this.adamw = new AdamW(exec, this.stateLayout, this.stateLayout, { params: masters.master, grads, m, v }, config.optimizer);
+      this.adamw = new AdamW(exec, this.layout, this.stateLayout, { params, grads, m, v, master: masters.master }, config.optimizer);
       uploadInitialParams(backend, masters.master, this.stateLayout, config.seed);
       masters.roundToParams();
     }
@@ -275,7 +275,6 @@ export class Trainer {
     if (dp && !this.stateShared) await this.shareRankZeroState(dp);
     const localValid = "next" in microBatches ? undefined : microBatches.reduce((s, b) => s + countValid(b.targets), 0);
     const totalValid = dp && localValid !== undefined ? await dp.sum(localValid) : localValid;
-    const masters = this.masters;
     // Every micro-batch's gradients accumulate into the f32 gradient buffer.
     this.zeroGradients();
     await this.settleProfiledKernels();
@@ -338,7 +337,6 @@ export class Trainer {
       const clip = this.config.optimizer.gradClip;
       const clipScale = clip > 0 ? Math.min(1, clip / (gradNorm + 1e-6)) : 1;
       this.adamw.update(lr, this.stepCount - this.skippedSteps + 1, clipScale / lossScale);
-      masters?.roundToParams();
       await this.settleProfiledKernels();
     }
     this.stepCount++;
