@@ -228,8 +228,9 @@ describe("kernelCost", () => {
     await trainer.step(source(0));
     const [s] = profiler.steps;
     for (const k of s.kernels) expect(k.bytes, k.kernel).toBeGreaterThan(0);
-    // The first layer norm of the forward pass: x (16 x 16 f32) in, y out, gamma and beta in, mean and rstd out.
+    // The first layer norm of the forward pass, which adds the token and position embeddings first: both
+    // (16 x 16 f32) in, their sum and y out, gamma and beta in, mean and rstd out.
     const norm = s.kernels.find((k) => k.kernel === "layerNormForward")!;
-    expect(norm.bytes).toBe(4 * (256 + 256 + 16 + 16 + 16 + 16));
+    expect(norm.bytes).toBe(4 * (4 * 256 + 16 + 16 + 16 + 16));
   });
 });

@@ -7,6 +7,8 @@
 //                      rstd = 1 / sqrt(sum_j (x_j - mean)^2 / dim + eps)   (two passes)
 //                      out_j = (x_j - mean) rstd w_j (+ b_j)
 //   rmsNorm forward:   rstd = 1 / sqrt(sum_j x_j^2 / dim + eps);  out_j = x_j rstd w_j
+//   with a residual, both forwards normalize sum_j = x_j + residual_j rounded to the
+//   storage dtype, which they write first (by the thread that later reads it back)
 //   backward, xhat_j = (x_j - mean) rstd (mean = 0 for rmsNorm), g_j = dOut_j w_j:
 //                      dX_j = dRes_j + rstd (g_j - mean(g) - xhat_j mean(g xhat))   (rmsNorm: no mean(g);
 //                      dRes, the residual stream's gradient, 0 when absent; dX may alias it)
@@ -105,7 +107,7 @@ __device__ __forceinline__ void row_sum(float (&v)[N], float* red, int tpr) {
 
 template <typename T, bool kLayer, int kV>
 __global__ void __launch_bounds__(kMaxTpr, 1) norm_forward_kernel(const T* x, const T* w, const T* b, T* out, float* mean_out, float* rstd_out,
-                                                               int64_t rows, int dim, float eps, int tpr) {
+                                                               const T* res, T* sum, int64_t rows, int dim, float eps, int tpr) {
   __shared__ float red[32];
   const int rpb = blockDim.x / tpr;
   const int slot = threadIdx.x / tpr;
@@ -117,6 +119,13 @@ __global__ void __launch_bounds__(kMaxTpr, 1) norm_forward_kernel(const T* x, co
     const bool live = row < rows;
     const T* xr = x + (live ? row : 0) * dim;
     T* outr = out + (live ? row : 0) * dim;
+    if (res) {
+      // The row to normalize is x + residual as stored: write it, then read it as x.
+      T* sumr = sum + (live ? row : 0) * dim;
+      if (live)
+        for (int j = t; j < dim; j += tpr) sumr[j] = from_f32<T>(to_f32(xr[j]) + to_f32(res[row * dim + j]));
+      xr = sumr;
+    }
     float mean = 0.0f, rstd;
     if constexpr (kV > 0) {
       float v[kV];
@@ -311,18 +320,20 @@ __global__ void __launch_bounds__(kMaxTpr, 1) norm_backward_kernel(const T* dout
 /** The forward on the warp-per-row kernel when the rows and operands fit it; false otherwise. */
 template <bool kLayer>
 bool warp_rows_forward(const char* name, const KernelCall& c, const void* x, const void* w, const void* b, void* out, float* mean, float* rstd,
-                       int64_t rows, int dim, float eps, int dtype) {
+                       const void* res, void* sum, int64_t rows, int dim, float eps, int dtype) {
   namespace wr = norm_warp_rows;
   bool taken = false;
   dispatch_float(dtype, name, [&](auto tag) {
     using T = decltype(tag);
     const int vecs = wr::vecs_per_lane(dim, sizeof(T));
-    if (rows <= 0 || !vecs || !is_aligned16(x) || !is_aligned16(w) || (b && !is_aligned16(b)) || !is_aligned16(out)) return;
+    if (rows <= 0 || !vecs || !is_aligned16(x) || !is_aligned16(w) || (b && !is_aligned16(b)) || !is_aligned16(out) ||
+        (res && (!is_aligned16(res) || !is_aligned16(sum))))
+      return;
     const int64_t blocks = (rows + wr::kRowsPerBlock - 1) / wr::kRowsPerBlock;
     const unsigned grid = static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8);
     wr::with_vecs(vecs, [&](auto v) {
       launch(name, wr::forward_kernel<T, kLayer, decltype(v)::value>, grid, wr::kThreads, 0, c.stream, static_cast<const T*>(x), static_cast<const T*>(w),
-             static_cast<const T*>(b), static_cast<T*>(out), mean, rstd, rows, dim, eps);
+             static_cast<const T*>(b), static_cast<T*>(out), mean, rstd, static_cast<const T*>(res), static_cast<T*>(sum), rows, dim, eps);
     });
     taken = true;
   });
@@ -330,9 +341,9 @@ bool warp_rows_forward(const char* name, const KernelCall& c, const void* x, con
 }
 
 template <bool kLayer>
-void run_forward(const char* name, const KernelCall& c, const void* x, const void* w, const void* b, void* out, float* mean, float* rstd, int64_t rows,
-                 int dim, float eps, int dtype) {
-  if (warp_rows_forward<kLayer>(name, c, x, w, b, out, mean, rstd, rows, dim, eps, dtype)) return;
+void run_forward(const char* name, const KernelCall& c, const void* x, const void* w, const void* b, void* out, float* mean, float* rstd,
+                 const void* res, void* sum, int64_t rows, int dim, float eps, int dtype) {
+  if (warp_rows_forward<kLayer>(name, c, x, w, b, out, mean, rstd, res, sum, rows, dim, eps, dtype)) return;
   const Layout l = layout_for(dim);
   const int64_t groups = (rows + l.rpb - 1) / l.rpb;
   const unsigned grid = static_cast<unsigned>(groups < 65535 * 8 ? groups : 65535 * 8);
@@ -340,7 +351,7 @@ void run_forward(const char* name, const KernelCall& c, const void* x, const voi
     using T = decltype(tag);
     auto go = [&](auto kernel) {
       launch(name, kernel, grid, l.threads, 0, c.stream, static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(b),
-             static_cast<T*>(out), mean, rstd, rows, dim, eps, l.tpr);
+             static_cast<T*>(out), mean, rstd, static_cast<const T*>(res), static_cast<T*>(sum), rows, dim, eps, l.tpr);
     };
     if (l.vpt == kVpt) go(norm_forward_kernel<T, kLayer, kVpt>);
     else if (l.vpt == 2 * kVpt) go(norm_forward_kernel<T, kLayer, 2 * kVpt>);
@@ -402,10 +413,10 @@ void run_backward(const char* name, const KernelCall& c, const void* dout, const
   });
 }
 
-// layerNormForward: x, weight, bias, out, mean, rstd | rows, dim, eps, dtype
+// layerNormForward: x, weight, bias, out, mean, rstd, residual, sum | rows, dim, eps, dtype
 void launch_layer_norm_forward(const KernelCall& c) {
-  run_forward<true>("layerNormForward", c, c.ptr<void>(0), c.ptr<void>(1), c.ptr<void>(2), c.ptr<void>(3), c.ptr<float>(4), c.ptr<float>(5), c.i64(6),
-                    c.i32(7), c.f32(8), c.i32(9));
+  run_forward<true>("layerNormForward", c, c.ptr<void>(0), c.ptr<void>(1), c.ptr<void>(2), c.ptr<void>(3), c.ptr<float>(4), c.ptr<float>(5),
+                    c.ptr<const void>(6), c.ptr<void>(7), c.i64(8), c.i32(9), c.f32(10), c.i32(11));
 }
 
 // layerNormBackward: dOut, x, weight, mean, rstd, dX, dWeight, dBias, dResidual | rows, dim, dtype, gradDtype (dWeight's and dBias's)
@@ -414,10 +425,10 @@ void launch_layer_norm_backward(const KernelCall& c) {
                      c.ptr<void>(5), c.ptr<void>(6), c.ptr<void>(7), c.ptr<const void>(8), c.i64(9), c.i32(10), c.i32(11), c.i32(12));
 }
 
-// rmsNormForward: x, weight, out, rstd | rows, dim, eps, dtype
+// rmsNormForward: x, weight, out, rstd, residual, sum | rows, dim, eps, dtype
 void launch_rms_norm_forward(const KernelCall& c) {
-  run_forward<false>("rmsNormForward", c, c.ptr<void>(0), c.ptr<void>(1), nullptr, c.ptr<void>(2), nullptr, c.ptr<float>(3), c.i64(4), c.i32(5),
-                     c.f32(6), c.i32(7));
+  run_forward<false>("rmsNormForward", c, c.ptr<void>(0), c.ptr<void>(1), nullptr, c.ptr<void>(2), nullptr, c.ptr<float>(3), c.ptr<const void>(4),
+                     c.ptr<void>(5), c.i64(6), c.i32(7), c.f32(8), c.i32(9));
 }
 
 // rmsNormBackward: dOut, x, weight, rstd, dX, dWeight, dResidual | rows, dim, dtype, gradDtype (dWeight's)

@@ -30,8 +30,8 @@ constexpr int kThreads = 32 * kRowsPerBlock;
 constexpr int kTargetChunks = 256;  // backward partial rows at most
 
 template <typename T, bool kLayer, int kV>
-__global__ void __launch_bounds__(kThreads) forward_kernel(const T* x, const T* w, const T* b, T* out, float* mean_out, float* rstd_out, int64_t rows,
-                                                          int dim, float eps) {
+__global__ void __launch_bounds__(kThreads) forward_kernel(const T* x, const T* w, const T* b, T* out, float* mean_out, float* rstd_out, const T* res,
+                                                          T* sum, int64_t rows, int dim, float eps) {
   constexpr int W = Group<T>::N;
   const int lane = threadIdx.x & 31;
   const int nvec = dim / W;
@@ -43,10 +43,20 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const T* x, const T* 
 #pragma unroll
     for (int k = 0; k < kV; k++) {
       const int vi = lane + 32 * k;
-      if (vi < nvec) load_group(xr + vi * W, true, v[k]);
-      else
+      if (vi < nvec) {
+        load_group(xr + vi * W, true, v[k]);
+        if (res) {
+          // The row to normalize: x + residual rounded to T, written to sum as it is used.
+          float r[W];
+          load_group(res + row * dim + vi * W, true, r);
+#pragma unroll
+          for (int e = 0; e < W; e++) v[k][e] = to_f32(from_f32<T>(v[k][e] + r[e]));
+          store_group(sum + row * dim + vi * W, true, v[k]);
+        }
+      } else {
 #pragma unroll
         for (int e = 0; e < W; e++) v[k][e] = 0.0f;
+      }
     }
     float mean = 0.0f;
     if constexpr (kLayer) {

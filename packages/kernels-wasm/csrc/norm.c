@@ -9,6 +9,8 @@
  *                       rstd = 1 / sqrt(sum_j (x_j - mean)^2 / dim + eps)     (two passes over the row)
  *                       out_j = (x_j - mean) rstd w_j (+ b_j)
  *   rmsNorm forward:    rstd = 1 / sqrt(sum_j x_j^2 / dim + eps);  out_j = x_j rstd w_j
+ *   with a residual, both forwards first write sum_j = x_j + residual_j rounded to the
+ *   dtype, and normalize the sum's row (an add and the norm in one pass over the rows)
  *   backward, with xhat_j = (x_j - mean) rstd (mean = 0 for rmsNorm) and g_j = dOut_j w_j:
  *                       dX_j = dRes_j + rstd (g_j - mean(g) - xhat_j mean(g xhat))     (rmsNorm: no mean(g) term;
  *                       dRes, the residual stream's gradient, is 0 when absent; dX may alias it)
@@ -40,6 +42,8 @@ typedef struct {
   void* out;
   float* mean;          /* NULL for rmsNorm */
   float* rstd;
+  const void* residual; /* NULL: normalize x itself */
+  void* sum;            /* x + residual (with residual) */
 } NormForwardArgs;
 
 typedef struct {
@@ -135,13 +139,30 @@ KILN_INLINE void forward_row(const void* x, const void* w, const void* b, void* 
   }
 }
 
+/*
+ * Row r of the values to normalize: x's, or with a residual the row of sum, written
+ * first as x + residual rounded to dt (each element read before it is written, so sum
+ * may alias x or residual).
+ */
+KILN_INLINE const void* input_row(const NormForwardArgs* a, size_t r, size_t dim, const int dt) {
+  const size_t o = r * dim * (dt == KILN_DT_F32 ? 4 : 2);
+  if (!a->residual) return (const char*)a->x + o;
+  const void* x = (const char*)a->x + o;
+  const void* res = (const char*)a->residual + o;
+  void* sum = (char*)a->sum + o;
+  for (size_t k = 0; k < dim; k += 4) {
+    const int n = dim - k >= 4 ? 4 : (int)(dim - k);
+    STORE(sum, k, wasm_f32x4_add(LOAD(x, k, n, dt), LOAD(res, k, n, dt)), n, dt);
+  }
+  return sum;
+}
+
 KILN_INLINE void forward_rows(const NormForwardArgs* a, size_t r0, size_t r1, const int layer, const int dt) {
   const size_t dim = (size_t)a->dim;
   const size_t esize = dt == KILN_DT_F32 ? 4 : 2;
   for (size_t r = r0; r < r1; r++) {
     float mean, rstd;
-    forward_row((const char*)a->x + r * dim * esize, a->weight, a->bias, (char*)a->out + r * dim * esize, dim, a->eps, layer,
-                &mean, &rstd, dt, dt);
+    forward_row(input_row(a, r, dim, dt), a->weight, a->bias, (char*)a->out + r * dim * esize, dim, a->eps, layer, &mean, &rstd, dt, dt);
     if (layer) a->mean[r] = mean;
     a->rstd[r] = rstd;
   }
@@ -158,7 +179,7 @@ KILN_INLINE void forward_rows_staged(const NormForwardArgs* a, size_t r0, size_t
   if (a->bias) widen(bf, a->bias, dim, dt);
   for (size_t r = r0; r < r1; r++) {
     float mean, rstd;
-    widen(xf, (const char*)a->x + r * dim * 2, dim, dt);
+    widen(xf, input_row(a, r, dim, dt), dim, dt);
     forward_row(xf, wf, a->bias ? bf : NULL, (char*)a->out + r * dim * 2, dim, a->eps, layer, &mean, &rstd, KILN_DT_F32, dt);
     if (layer) a->mean[r] = mean;
     a->rstd[r] = rstd;

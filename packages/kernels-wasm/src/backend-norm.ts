@@ -16,7 +16,7 @@ import { gradDtypeCode, storageDtypeCode } from "./storage-dtype.js";
 import { threadsForWork } from "./work-threads.js";
 
 /** Word index of each field of NormForwardArgs in csrc/norm.c. */
-const FWD = { rows: 0, dim: 1, dtype: 2, eps: 3, x: 4, weight: 5, bias: 6, out: 7, mean: 8, rstd: 9 } as const;
+const FWD = { rows: 0, dim: 1, dtype: 2, eps: 3, x: 4, weight: 5, bias: 6, out: 7, mean: 8, rstd: 9, residual: 10, sum: 11 } as const;
 /** Word index of each field of NormBackwardArgs in csrc/norm.c. */
 const BWD = {
   rows: 0, dim: 1, dtype: 2, partials: 3, dOut: 4, x: 5, weight: 6, mean: 7, rstd: 8,
@@ -45,7 +45,7 @@ function runRmsNormForward(ctx: WasmKernelContext, args: RmsNormForwardArgs): vo
 
 type Ranges = ReturnType<typeof operandAddresses>;
 
-/** mean and bias are absent for rmsNorm (0 in the struct). */
+/** mean and bias are absent for rmsNorm (0 in the struct); residual and sum when not given. */
 function writeForwardArgs(ctx: WasmKernelContext, args: RmsNormForwardArgs, dtype: number, at: Ranges): void {
   const { u32, f32 } = ctx.rt.argsViews();
   u32[FWD.rows] = args.rows;
@@ -58,6 +58,8 @@ function writeForwardArgs(ctx: WasmKernelContext, args: RmsNormForwardArgs, dtyp
   u32[FWD.out] = at.out.ptr;
   u32[FWD.mean] = at.mean?.ptr ?? 0;
   u32[FWD.rstd] = at.rstd.ptr;
+  u32[FWD.residual] = at.residual?.ptr ?? 0;
+  u32[FWD.sum] = at.sum?.ptr ?? 0;
 }
 
 /**

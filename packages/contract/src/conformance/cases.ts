@@ -34,6 +34,18 @@ const normShapes: Def[] = [
 ];
 
 /**
+ * Norm forward cases that normalize x + residual and write the sum: rows of one block,
+ * rows past a block's registers, and rows of whole 16-byte vectors with the sum written
+ * over residual or x.
+ */
+const residualForwardShapes: Def[] = [
+  d("options", { rows: 9, dim: 17 }, { present: ["residual", "sum"], label: "plus residual" }),
+  d("long", { rows: 2, dim: 8200 }, { present: ["residual", "sum"], label: "plus residual" }),
+  d("in-place", { rows: 37, dim: 264 }, { present: ["residual", "sum"], inPlace: ["sum", "residual"], label: "whole 16-byte rows, sum over residual" }),
+  d("in-place", { rows: 9, dim: 31 }, { present: ["residual", "sum"], inPlace: ["sum", "x"], label: "plus residual, sum over x" }),
+];
+
+/**
  * Norm backward cases that add the residual stream's gradient into dX: rows of one
  * block, rows longer than a block's registers, and rows of whole 16-byte vectors in place.
  */
@@ -305,6 +317,7 @@ const CASES: Record<KernelName, Defs> = {
     ...normShapes.map((s) => ({ ...s, args: { ...s.args, eps: 1e-5 }, present: ["bias"] })),
     d("options", { rows: 9, dim: 17, eps: 1e-3 }, { label: "no bias" }),
     d("in-place", { rows: 9, dim: 31, eps: 1e-5 }, { present: ["bias"], inPlace: ["out", "x"] }),
+    ...residualForwardShapes.map((s) => ({ ...s, args: { ...s.args, eps: 1e-5 }, present: ["bias", ...s.present!] })),
   ],
   layerNormBackward: withF32Grads(() =>
     [...normShapes, d("options", { rows: 9, dim: 17 }, { label: "no bias" }), ...residualGradientShapes].map((s) => ({
@@ -316,6 +329,7 @@ const CASES: Record<KernelName, Defs> = {
   rmsNormForward: () => [
     ...normShapes.map((s) => ({ ...s, args: { ...s.args, eps: 1e-6 } })),
     d("in-place", { rows: 9, dim: 31, eps: 1e-6 }, { inPlace: ["out", "x"] }),
+    ...residualForwardShapes.map((s) => ({ ...s, args: { ...s.args, eps: 1e-6 } })),
   ],
   rmsNormBackward: withF32Grads(() =>
     [...normShapes, ...residualGradientShapes].map((s) => ({ ...s, args: { ...s.args, eps: 1e-6 }, derive: deriveFrom("rmsNormForward", { rstd: "rstd" }) })), "gradDtype", ["prime", "odd", "large"]),

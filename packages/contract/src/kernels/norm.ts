@@ -2,12 +2,27 @@ import type { Operand } from "../backend.js";
 import type { FloatDType } from "../dtype.js";
 import { type KernelSpec, checkWideDtype, operand, positiveInts, require, wideDtype } from "./spec.js";
 
+/** The optional residual input and sum output of a norm forward. */
+function residualOperands(a: { rows: number; dim: number; dtype: FloatDType }) {
+  return [operand("residual", "in", a.dtype, a.rows * a.dim, { optional: true }), operand("sum", "out", a.dtype, a.rows * a.dim, { optional: true })];
+}
+
+function checkResidualPair(kernel: string, a: { residual?: Operand; sum?: Operand }): void {
+  require(kernel, (a.residual === undefined) === (a.sum === undefined), "residual and sum go together: pass both (x + residual is normalized and written to sum) or neither");
+}
+
+/** out over x; sum over x or residual (each element is read before it is written). */
+const RESIDUAL_FORWARD_ALIASES = [["out", "x"], ["sum", "x"], ["sum", "residual"]] as const;
+
 /**
  * layernormForward, per row r of x (rows, dim):
  *   mean[r] = sum_j x[r,j] / dim
  *   rstd[r] = 1 / sqrt(sum_j (x[r,j]-mean[r])^2 / dim + eps)     (biased variance, as PyTorch)
  *   out[r,j] = (x[r,j]-mean[r]) * rstd[r] * weight[j] + bias[j]
  * mean and rstd are f32 (rows), saved for the backward pass. out may alias x.
+ * With `residual` and `sum` (both or neither): the row normalized is the residual
+ * stream's next value, sum = x + residual rounded to dtype (an `add` followed by the
+ * norm, in one pass); sum may alias x or residual.
  */
 export interface LayerNormForwardArgs {
   x: Operand;
@@ -16,6 +31,9 @@ export interface LayerNormForwardArgs {
   out: Operand;
   mean: Operand;
   rstd: Operand;
+  /** Added to x before the norm; the sum is written to `sum`. */
+  residual?: Operand;
+  sum?: Operand;
   rows: number;
   dim: number;
   eps: number;
@@ -31,13 +49,16 @@ export const layerNormForwardSpec: KernelSpec<LayerNormForwardArgs> = {
     operand("out", "out", a.dtype, a.rows * a.dim),
     operand("mean", "out", "f32", a.rows),
     operand("rstd", "out", "f32", a.rows),
+    ...residualOperands(a),
   ],
   check: (a) => {
     positiveInts("layerNormForward", { rows: a.rows, dim: a.dim });
     require("layerNormForward", a.eps > 0, `eps must be > 0, got ${a.eps}`);
+    checkResidualPair("layerNormForward", a);
   },
-  aliases: [["out", "x"]],
+  aliases: RESIDUAL_FORWARD_ALIASES,
 };
+
 
 /**
  * layerNormBackward, with xhat = (x - mean) * rstd and g = dOut * weight:
@@ -89,13 +110,16 @@ export const layerNormBackwardSpec: KernelSpec<LayerNormBackwardArgs> = {
 /**
  * rmsNormForward, per row r of x (rows, dim):
  *   rstd[r] = 1 / sqrt(sum_j x[r,j]^2 / dim + eps);  out[r,j] = x[r,j] * rstd[r] * weight[j]
- * rstd is f32 (rows). out may alias x.
+ * rstd is f32 (rows). out may alias x. `residual` and `sum` as in layerNormForward.
  */
 export interface RmsNormForwardArgs {
   x: Operand;
   weight: Operand;
   out: Operand;
   rstd: Operand;
+  /** Added to x before the norm; the sum is written to `sum`. */
+  residual?: Operand;
+  sum?: Operand;
   rows: number;
   dim: number;
   eps: number;
@@ -109,12 +133,14 @@ export const rmsNormForwardSpec: KernelSpec<RmsNormForwardArgs> = {
     operand("weight", "in", a.dtype, a.dim),
     operand("out", "out", a.dtype, a.rows * a.dim),
     operand("rstd", "out", "f32", a.rows),
+    ...residualOperands(a),
   ],
   check: (a) => {
     positiveInts("rmsNormForward", { rows: a.rows, dim: a.dim });
     require("rmsNormForward", a.eps > 0, `eps must be > 0, got ${a.eps}`);
+    checkResidualPair("rmsNormForward", a);
   },
-  aliases: [["out", "x"]],
+  aliases: RESIDUAL_FORWARD_ALIASES,
 };
 
 /**

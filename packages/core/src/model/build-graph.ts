@@ -3,6 +3,7 @@ import type { Graph } from "../graph/graph.js";
 import { appendBackward } from "../autodiff/append-backward.js";
 import { type RecomputePolicy, rematerialize } from "../autodiff/rematerialize.js";
 import { addKernelNode } from "../graph/kernel-node.js";
+import { fuseResidualNorms } from "../graph/fuse-residual-norms.js";
 import { chunkedClassifierLoss, logitsChunkBytes, lossVocabMultiple } from "../ops/classifier-loss.js";
 import { crossEntropyLoss, linear } from "../ops/index.js";
 import type { ModelConfig } from "./config.js";
@@ -38,10 +39,12 @@ function forward(config: ModelConfig, layout: ParamLayout, batch: number, seqLen
   return { t, ids, positions, hidden, head };
 }
 
-/** The forward pass to the whole logits matrix. */
+/** The forward pass to the whole logits matrix, residual sums folded into the norms that read them. */
 function forwardToLogits(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number) {
   const { t, ids, positions, hidden, head } = forward(config, layout, batch, seqLen);
-  return { t, ids, positions, logits: linear(t.g, hidden, head, undefined, "out_in", "logits") };
+  const logits = linear(t.g, hidden, head, undefined, "out_in", "logits");
+  fuseResidualNorms(t.g);
+  return { t, ids, positions, logits };
 }
 
 /** The forward pass alone (evaluation, generation). */
@@ -63,7 +66,7 @@ export function buildEvalGraph(config: ModelConfig, layout: ParamLayout, batch: 
  * its gradient come a chunk of rows at a time (chunkedClassifierLoss), so the logits are
  * never whole (chunks sized for the kind of device that runs the step, the vocabulary
  * padded for aligned products on a GPU); the backward pass starts from the final hidden
- * states' gradient.
+ * states' gradient. Residual sums are folded into the norms that read them (fuseResidualNorms).
  */
 export function buildTrainingGraph(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number, recompute: RecomputePolicy = "cheap", device: DeviceKind = "cpu"): ModelGraph {
   const { t, ids, positions, hidden, head } = forward(config, layout, batch, seqLen);
@@ -73,6 +76,7 @@ export function buildTrainingGraph(config: ModelConfig, layout: ParamLayout, bat
   const auxLoss = t.auxLosses.length > 0 ? sumOfScalars(t.g, t.auxLosses, "aux_loss") : undefined;
   const { paramGrads } = appendBackward(t.g, { before, grads: new Map([[hidden, dHidden]]), paramGrads: new Map([[head, headGrad]]) });
   rematerialize(t.g, recompute, archOf(config).blockPrefix);
+  fuseResidualNorms(t.g);
   const training = { targets, lossSum, paramGrads, ...(auxLoss === undefined ? {} : { auxLoss, expertOffsets: t.expertOffsets }) };
   return { graph: t.g, batch, seqLen, ids, ...(positions === undefined ? {} : { positions }), training };
 }
