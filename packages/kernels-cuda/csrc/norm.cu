@@ -13,6 +13,7 @@
 //                      dX_j = dRes_j + rstd (g_j - mean(g) - xhat_j mean(g xhat))   (rmsNorm: no mean(g);
 //                      dRes, the residual stream's gradient, 0 when absent; dX may alias it)
 //                      dWeight_j += sum_r dOut_rj xhat_rj,  dBias_j += sum_r dOut_rj
+//                      dXColSums_j += sum_r dX_rj (dX as stored; when asked for: a bias gradient)
 //
 // Rows go to groups of tpr threads (tpr a power of two in [32, 512], the smallest
 // with tpr * 8 >= dim); a block of max(tpr, 256) threads holds 256 / tpr rows side
@@ -31,7 +32,7 @@
 // walks chunk c's rows in order, each thread adding dOut xhat (and dOut) of its
 // columns into registers; the row slots of a block are then added in slot order
 // into one f32 partial row per chunk in scratch (partials for dWeight, then for
-// dBias). A second kernel (chunk_partials.h) sums the partials of each column over chunks in a fixed
+// dBias, then for dX's column sums). A second kernel (chunk_partials.h) sums the partials of each column over chunks in a fixed
 // order (8 contiguous ranges of chunks, then the 8 range sums in order) and adds the
 // result to dWeight / dBias (read-modify-write in their dtype: the inputs' dtype, or
 // f32 with 16-bit inputs, gradDtype).
@@ -194,10 +195,12 @@ __global__ void __launch_bounds__(kMaxTpr, 1) norm_forward_kernel(const T* x, co
 
 template <typename T, bool kLayer, bool kBias, int kV>
 __global__ void __launch_bounds__(kMaxTpr, 1) norm_backward_kernel(const T* dout, const T* x, const T* w, const float* mean, const float* rstd, T* dx,
-                                                                const T* dres, float* pw, float* pb, int64_t rows, int dim, int tpr, int64_t rows_per_chunk) {
+                                                                const T* dres, float* pw, float* pb, float* px, int64_t rows, int dim, int tpr,
+                                                                int64_t rows_per_chunk) {
   __shared__ float red[64];
   __shared__ float sw[kMinBlock * kVpt];
   __shared__ float sb[kMinBlock * kVpt];
+  __shared__ float sx[kMinBlock * kVpt];
   const int rpb = blockDim.x / tpr;
   const int slot = threadIdx.x / tpr;
   const int t = threadIdx.x - slot * tpr;
@@ -207,17 +210,19 @@ __global__ void __launch_bounds__(kMaxTpr, 1) norm_backward_kernel(const T* dout
   const float fdim = static_cast<float>(dim);
   float* pwr = pw + chunk * dim;
   float* pbr = kBias ? pb + chunk * dim : nullptr;
+  float* pxr = px ? px + chunk * dim : nullptr;
 
   if constexpr (kV > 0) {
     // weight stays in registers across rows when there is room (kV = 8); kV = 16 reads it per row (cached)
     constexpr bool kKeepW = kV <= kVpt;
-    float wv[kKeepW ? kV : 1], aw[kV], ab[kV];
+    float wv[kKeepW ? kV : 1], aw[kV], ab[kV], ax[kV];
 #pragma unroll
     for (int k = 0; k < kV; k++) {
       const int j = t + k * tpr;
       if constexpr (kKeepW) wv[k] = j < dim ? to_f32(w[j]) : 0.0f;
       aw[k] = 0.0f;
       ab[k] = 0.0f;
+      ax[k] = 0.0f;
     }
     for (int64_t g0 = row0; g0 < row_end; g0 += rpb) {
       const int64_t row = g0 + slot;
@@ -249,7 +254,11 @@ __global__ void __launch_bounds__(kMaxTpr, 1) norm_backward_kernel(const T* dout
 #pragma unroll
         for (int k = 0; k < kV; k++) {
           const int j = t + k * tpr;
-          if (j < dim) dx[off + j] = from_f32<T>(rs * (g[k] - mg - xh[k] * mgx) + (dres ? to_f32(dres[off + j]) : 0.0f));
+          if (j < dim) {
+            const T v = from_f32<T>(rs * (g[k] - mg - xh[k] * mgx) + (dres ? to_f32(dres[off + j]) : 0.0f));
+            dx[off + j] = v;
+            ax[k] += to_f32(v);
+          }
         }
       }
     }
@@ -260,6 +269,7 @@ __global__ void __launch_bounds__(kMaxTpr, 1) norm_backward_kernel(const T* dout
         if (j < dim) {
           pwr[j] = aw[k];
           if constexpr (kBias) pbr[j] = ab[k];
+          if (pxr) pxr[j] = ax[k];
         }
       }
     } else {
@@ -270,17 +280,20 @@ __global__ void __launch_bounds__(kMaxTpr, 1) norm_backward_kernel(const T* dout
         if (j < dim) {
           sw[slot * dim + j] = aw[k];
           if constexpr (kBias) sb[slot * dim + j] = ab[k];
+          sx[slot * dim + j] = ax[k];
         }
       }
       __syncthreads();
       for (int j = threadIdx.x; j < dim; j += blockDim.x) {
-        float a = 0.0f, c = 0.0f;
+        float a = 0.0f, c = 0.0f, e = 0.0f;
         for (int r = 0; r < rpb; r++) {
           a += sw[r * dim + j];
           if constexpr (kBias) c += sb[r * dim + j];
+          e += sx[r * dim + j];
         }
         pwr[j] = a;
         if constexpr (kBias) pbr[j] = c;
+        if (pxr) pxr[j] = e;
       }
     }
   } else {
@@ -289,6 +302,7 @@ __global__ void __launch_bounds__(kMaxTpr, 1) norm_backward_kernel(const T* dout
     for (int j = t; j < dim; j += tpr) {
       pwr[j] = 0.0f;
       if constexpr (kBias) pbr[j] = 0.0f;
+      if (pxr) pxr[j] = 0.0f;
     }
     for (int64_t row = row0; row < row_end; row++) {
       const int64_t off = row * dim;
@@ -307,7 +321,9 @@ __global__ void __launch_bounds__(kMaxTpr, 1) norm_backward_kernel(const T* dout
         const float d = to_f32(dout[off + j]);
         const float xh = (to_f32(x[off + j]) - m) * rs;
         const float g = d * to_f32(w[j]);
-        dx[off + j] = from_f32<T>(rs * (g - mg - xh * mgx) + (dres ? to_f32(dres[off + j]) : 0.0f));
+        const T v = from_f32<T>(rs * (g - mg - xh * mgx) + (dres ? to_f32(dres[off + j]) : 0.0f));
+        dx[off + j] = v;
+        if (pxr) pxr[j] += to_f32(v);
         pwr[j] = fmaf(d, xh, pwr[j]);
         if constexpr (kBias) pbr[j] += d;
       }
@@ -361,14 +377,14 @@ void run_forward(const char* name, const KernelCall& c, const void* x, const voi
 
 template <bool kLayer>
 void run_backward(const char* name, const KernelCall& c, const void* dout, const void* x, const void* w, const float* mean, const float* rstd, void* dx,
-                  void* dw, void* db, const void* dres, int64_t rows, int dim, int dtype, int grad_dtype) {
+                  void* dw, void* db, const void* dres, void* dxs, int64_t rows, int dim, int dtype, int grad_dtype) {
   namespace wr = norm_warp_rows;
   dispatch_float_grad(dtype, grad_dtype, name, [&](auto tag, auto grad_tag) {
     using T = decltype(tag);
     using G = decltype(grad_tag);
     const int vecs = wr::vecs_per_lane(dim, sizeof(T));
     const bool warp_rows = rows > 0 && vecs && is_aligned16(dout) && is_aligned16(x) && is_aligned16(w) && is_aligned16(dx) &&
-                           (!dres || is_aligned16(dres));
+                           (!dres || is_aligned16(dres)) && (!dxs || wr::sums_fit(vecs, sizeof(T)));
     // Chunks of whole row groups (warps' rows, or a block's rows side by side): a function
     // of (rows, dim) only, so every run splits alike.
     const Layout l = layout_for(dim);
@@ -382,21 +398,30 @@ void run_backward(const char* name, const KernelCall& c, const void* dout, const
     const int64_t rows_per_chunk = (groups + target - 1) / target * group_rows;
     const int chunks = static_cast<int>((rows + rows_per_chunk - 1) / rows_per_chunk);
     const size_t per = static_cast<size_t>(chunks) * static_cast<size_t>(dim);
-    float* pw = static_cast<float*>(c.scratch(sizeof(float) * per * (db ? 2 : 1)));
+    float* pw = static_cast<float*>(c.scratch(sizeof(float) * per * (1 + (db ? 1 : 0) + (dxs ? 1 : 0))));
     float* pb = db ? pw + per : nullptr;
+    float* px = dxs ? pw + per * (db ? 2 : 1) : nullptr;
     auto pick = [&](auto bias) {
       constexpr bool kB = decltype(bias)::value;
       if (warp_rows) {
         wr::with_vecs(vecs, [&](auto v) {
-          launch(name, wr::backward_kernel<T, kLayer, kB, decltype(v)::value>, static_cast<unsigned>(chunks), wr::kThreads,
-                 sizeof(float) * wr::kRowsPerBlock * static_cast<size_t>(dim), c.stream, static_cast<const T*>(dout), static_cast<const T*>(x),
-                 static_cast<const T*>(w), mean, rstd, static_cast<T*>(dx), static_cast<const T*>(dres), pw, pb, rows, dim, rows_per_chunk);
+          constexpr int kV = decltype(v)::value;
+          auto go = [&](auto kernel) {
+            launch(name, kernel, static_cast<unsigned>(chunks), wr::kThreads, sizeof(float) * wr::kRowsPerBlock * static_cast<size_t>(dim), c.stream,
+                   static_cast<const T*>(dout), static_cast<const T*>(x), static_cast<const T*>(w), mean, rstd, static_cast<T*>(dx),
+                   static_cast<const T*>(dres), pw, pb, px, rows, dim, rows_per_chunk);
+          };
+          // dX's column sums: a third row of accumulators, only where it fits in registers.
+          if constexpr (wr::sums_fit(kV, sizeof(T))) {
+            if (px) return go(wr::backward_kernel<T, kLayer, kB, kV, true>);
+          }
+          go(wr::backward_kernel<T, kLayer, kB, kV, false>);
         });
         return;
       }
       auto go = [&](auto kernel) {
         launch(name, kernel, static_cast<unsigned>(chunks), l.threads, 0, c.stream, static_cast<const T*>(dout), static_cast<const T*>(x),
-               static_cast<const T*>(w), mean, rstd, static_cast<T*>(dx), static_cast<const T*>(dres), pw, pb, rows, dim, l.tpr, rows_per_chunk);
+               static_cast<const T*>(w), mean, rstd, static_cast<T*>(dx), static_cast<const T*>(dres), pw, pb, px, rows, dim, l.tpr, rows_per_chunk);
       };
       // Rows over 8 values per thread take the uncached path: 16 values per thread of
       // x, dOut and weight exceed sm_100's 128 registers at 512 threads and spill.
@@ -410,6 +435,7 @@ void run_backward(const char* name, const KernelCall& c, const void* dout, const
       pick(std::false_type{});  // rmsNorm has no bias
     }
     launch_sum_chunk_partials<G>(name, c.stream, pw, static_cast<G*>(dw), pb, static_cast<G*>(db), chunks, dim, true);
+    if (px) launch_sum_chunk_partials<G>(name, c.stream, px, static_cast<G*>(dxs), nullptr, static_cast<G*>(nullptr), chunks, dim, true);
   });
 }
 
@@ -419,10 +445,11 @@ void launch_layer_norm_forward(const KernelCall& c) {
                     c.ptr<const void>(6), c.ptr<void>(7), c.i64(8), c.i32(9), c.f32(10), c.i32(11));
 }
 
-// layerNormBackward: dOut, x, weight, mean, rstd, dX, dWeight, dBias, dResidual | rows, dim, dtype, gradDtype (dWeight's and dBias's)
+// layerNormBackward: dOut, x, weight, mean, rstd, dX, dWeight, dBias, dResidual, dXColSums | rows, dim, dtype,
+// gradDtype (dWeight's, dBias's and dXColSums')
 void launch_layer_norm_backward(const KernelCall& c) {
   run_backward<true>("layerNormBackward", c, c.ptr<void>(0), c.ptr<void>(1), c.ptr<void>(2), c.ptr<const float>(3), c.ptr<const float>(4),
-                     c.ptr<void>(5), c.ptr<void>(6), c.ptr<void>(7), c.ptr<const void>(8), c.i64(9), c.i32(10), c.i32(11), c.i32(12));
+                     c.ptr<void>(5), c.ptr<void>(6), c.ptr<void>(7), c.ptr<const void>(8), c.ptr<void>(9), c.i64(10), c.i32(11), c.i32(12), c.i32(13));
 }
 
 // rmsNormForward: x, weight, out, rstd, residual, sum | rows, dim, eps, dtype
@@ -431,10 +458,10 @@ void launch_rms_norm_forward(const KernelCall& c) {
                      c.ptr<void>(5), c.i64(6), c.i32(7), c.f32(8), c.i32(9));
 }
 
-// rmsNormBackward: dOut, x, weight, rstd, dX, dWeight, dResidual | rows, dim, dtype, gradDtype (dWeight's)
+// rmsNormBackward: dOut, x, weight, rstd, dX, dWeight, dResidual, dXColSums | rows, dim, dtype, gradDtype (dWeight's and dXColSums')
 void launch_rms_norm_backward(const KernelCall& c) {
   run_backward<false>("rmsNormBackward", c, c.ptr<void>(0), c.ptr<void>(1), c.ptr<void>(2), nullptr, c.ptr<const float>(3), c.ptr<void>(4),
-                      c.ptr<void>(5), nullptr, c.ptr<const void>(6), c.i64(7), c.i32(8), c.i32(9), c.i32(10));
+                      c.ptr<void>(5), nullptr, c.ptr<const void>(6), c.ptr<void>(7), c.i64(8), c.i32(9), c.i32(10), c.i32(11));
 }
 
 }  // namespace

@@ -124,9 +124,17 @@ __device__ __forceinline__ void flush_partial(const float (&acc)[kV][W], float* 
   __syncthreads();
 }
 
-template <typename T, bool kLayer, bool kBias, int kV>
+/**
+ * Whether the backward with dX's column sums fits rows of `vecs` vectors a lane of
+ * `elem`-byte values in registers: 16-bit rows of 4 vectors (769 to 1024 values) would
+ * spill a third row of 32 accumulators, and take the block kernels instead.
+ */
+constexpr bool sums_fit(int vecs, size_t elem) { return !(vecs == kVecs && elem == 2); }
+
+template <typename T, bool kLayer, bool kBias, int kV, bool kSums>
 __global__ void __launch_bounds__(kThreads, 2) backward_kernel(const T* dout, const T* x, const T* w, const float* mean, const float* rstd, T* dx,
-                                                           const T* dres, float* pw, float* pb, int64_t rows, int dim, int64_t rows_per_chunk) {
+                                                           const T* dres, float* pw, float* pb, float* px, int64_t rows, int dim,
+                                                           int64_t rows_per_chunk) {
   constexpr int W = Group<T>::N;
   KILN_DYNAMIC_SHARED(float, part);  // [kRowsPerBlock][dim]: each warp's parameter-gradient sums
   const int lane = threadIdx.x & 31;
@@ -136,13 +144,14 @@ __global__ void __launch_bounds__(kThreads, 2) backward_kernel(const T* dout, co
   const int64_t chunk = blockIdx.x;
   const int64_t row0 = chunk * rows_per_chunk;
   const int64_t row_end = row0 + rows_per_chunk < rows ? row0 + rows_per_chunk : rows;
-  float aw[kV][W], ab[kV][W];  // ab unused without a bias
+  float aw[kV][W], ab[kV][W], ax[kSums ? kV : 1][W];  // ab unused without a bias
 #pragma unroll
   for (int k = 0; k < kV; k++)
 #pragma unroll
     for (int e = 0; e < W; e++) {
       aw[k][e] = 0.0f;
       if constexpr (kBias) ab[k][e] = 0.0f;
+      if constexpr (kSums) ax[k][e] = 0.0f;
     }
   for (int64_t row = row0 + warp; row < row_end; row += kRowsPerBlock) {
     const int64_t off = row * dim;
@@ -197,12 +206,16 @@ __global__ void __launch_bounds__(kThreads, 2) backward_kernel(const T* dout, co
           if constexpr (kBias) ab[k][e] += d;
         }
         store_group(dx + off + vi * W, true, out);
+        if constexpr (kSums)
+#pragma unroll
+          for (int e = 0; e < W; e++) ax[k][e] += to_f32(from_f32<T>(out[e]));  // as stored
       }
     }
   }
   // The chunk's partial rows: the warps' sums added in warp order (dWeight, then dBias).
   flush_partial<kV, W>(aw, part, pw + chunk * dim, nvec, dim);
   if constexpr (kBias) flush_partial<kV, W>(ab, part, pb + chunk * dim, nvec, dim);
+  if constexpr (kSums) flush_partial<kV, W>(ax, part, px + chunk * dim, nvec, dim);
 }
 
 /** Vectors per lane for rows of `dim` values of `elem` bytes (0: the row does not fit this path). */

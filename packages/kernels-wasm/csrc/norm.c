@@ -15,6 +15,7 @@
  *                       dX_j = dRes_j + rstd (g_j - mean(g) - xhat_j mean(g xhat))     (rmsNorm: no mean(g) term;
  *                       dRes, the residual stream's gradient, is 0 when absent; dX may alias it)
  *                       dWeight_j += sum_r dOut_rj xhat_rj,  dBias_j += sum_r dOut_rj
+ *                       dXColSums_j += sum_r dX_rj (dX as stored; when asked for)
  *
  * Threads take contiguous ranges of rows. out may alias x: a row's statistics are
  * computed before any of it is written, and each element is read before it is
@@ -24,7 +25,8 @@
  *
  * The backward's parameter gradients are sums over rows: thread t adds its rows
  * into its own f32 partial row in scratch (scratch + t * scratch_stride floats:
- * dWeight in [0, dim4), dBias in [dim4, 2 dim4), dim4 = dim rounded up to 4), then a
+ * dWeight in [0, dim4), dBias in [dim4, 2 dim4), dX's column sums in [2 dim4, 3 dim4),
+ * dim4 = dim rounded up to 4), then a
  * second call, kiln_norm_param_grad_reduce, splits the columns among threads and
  * adds the partials to dWeight / dBias in thread order 0, 1, ... - the same result on
  * every run with the same thread count.
@@ -60,9 +62,10 @@ typedef struct {
   void* dweight;
   void* dbias;          /* NULL: no dBias */
   float* scratch;
-  uint32_t scratch_stride; /* floats per thread, >= 2 * dim4 */
+  uint32_t scratch_stride; /* floats per thread, >= 2 * dim4 (3 * dim4 with dxsums) */
   int32_t grad_dtype;   /* dWeight and dBias: dtype, or KILN_DT_F32 */
   const void* dres;     /* NULL: no residual gradient added to dX */
+  void* dxsums;         /* NULL: dX's column sums not asked for (grad_dtype) */
 } NormBackwardArgs;
 
 #define LOAD(p, j, n, dt) ((n) == 4 ? kiln_load4((p), (j), (dt)) : kiln_load_partial((p), (j), (n), (dt), 0.0f))
@@ -213,11 +216,11 @@ void kiln_rms_norm_forward(const NormForwardArgs* a, int thread, int nthreads) {
 
 /*
  * One row: dout, x, w of dtype in_dt, dx and dres (NULL: none) of dtype out_dt; its dWeight
- * (dBias) terms are added into the thread's partial rows pw (pb, NULL: none). Past the end
- * of the row the tail lanes load dOut = 0, so they add 0 to every sum.
+ * (dBias, dX's column sums) terms are added into the thread's partial rows pw (pb, px;
+ * NULL: none). Past the end of the row the tail lanes load 0, so they add 0 to every sum.
  */
-KILN_INLINE void backward_row(const void* dout, const void* x, const void* w, void* dx, const void* dres, float* pw, float* pb, size_t dim,
-                              float mean, float rstd, const int layer, const int in_dt, const int out_dt) {
+KILN_INLINE void backward_row(const void* dout, const void* x, const void* w, void* dx, const void* dres, float* pw, float* pb, float* px,
+                              size_t dim, float mean, float rstd, const int layer, const int in_dt, const int out_dt) {
   const float inv_dim = 1.0f / (float)dim;
   const v128_t vmean = wasm_f32x4_splat(mean);
   const v128_t vrstd = wasm_f32x4_splat(rstd);
@@ -241,21 +244,23 @@ KILN_INLINE void backward_row(const void* dout, const void* x, const void* w, vo
     v128_t v = wasm_f32x4_mul(vrstd, wasm_f32x4_sub(wasm_f32x4_sub(g, gmean), wasm_f32x4_mul(xhat, gxmean)));
     if (dres) v = wasm_f32x4_add(v, LOAD(dres, k, n, out_dt));
     STORE(dx, k, v, n, out_dt);
+    if (px) wasm_v128_store(px + k, wasm_f32x4_add(wasm_v128_load(px + k), LOAD(dx, k, n, out_dt)));
   }
 }
 
-KILN_INLINE void backward_rows(const NormBackwardArgs* a, size_t r0, size_t r1, float* pw, float* pb, const int layer, const int dt) {
+KILN_INLINE void backward_rows(const NormBackwardArgs* a, size_t r0, size_t r1, float* pw, float* pb, float* px, const int layer, const int dt) {
   const size_t dim = (size_t)a->dim;
   const size_t esize = dt == KILN_DT_F32 ? 4 : 2;
   for (size_t r = r0; r < r1; r++) {
     const size_t o = r * dim * esize;
     backward_row((const char*)a->dout + o, (const char*)a->x + o, a->weight, (char*)a->dx + o, a->dres ? (const char*)a->dres + o : NULL, pw, pb,
-                 dim, layer ? a->mean[r] : 0.0f, a->rstd[r], layer, dt, dt);
+                 px, dim, layer ? a->mean[r] : 0.0f, a->rstd[r], layer, dt, dt);
   }
 }
 
 /* bf16 / f16 rows of at most STAGE_MAX: weight and each row's dOut and x read as f32 from the stack. */
-KILN_INLINE void backward_rows_staged(const NormBackwardArgs* a, size_t r0, size_t r1, float* pw, float* pb, const int layer, const int dt) {
+KILN_INLINE void backward_rows_staged(const NormBackwardArgs* a, size_t r0, size_t r1, float* pw, float* pb, float* px, const int layer,
+                                      const int dt) {
   float df[STAGE_MAX] __attribute__((aligned(16)));
   float xf[STAGE_MAX] __attribute__((aligned(16)));
   float wf[STAGE_MAX] __attribute__((aligned(16)));
@@ -266,7 +271,7 @@ KILN_INLINE void backward_rows_staged(const NormBackwardArgs* a, size_t r0, size
     const size_t o = r * dim * 2;
     widen(df, (const char*)a->dout + o, dim, dt);
     widen(xf, (const char*)a->x + o, dim, dt);
-    backward_row(df, xf, wf, (char*)a->dx + o, a->dres ? (const char*)a->dres + o : NULL, pw, pb, dim, layer ? a->mean[r] : 0.0f, a->rstd[r],
+    backward_row(df, xf, wf, (char*)a->dx + o, a->dres ? (const char*)a->dres + o : NULL, pw, pb, px, dim, layer ? a->mean[r] : 0.0f, a->rstd[r],
                  layer, KILN_DT_F32, dt);
   }
 }
@@ -275,22 +280,24 @@ KILN_INLINE void backward(const NormBackwardArgs* a, int thread, int nthreads, c
   const size_t dim4 = ((size_t)a->dim + 3) & ~(size_t)3;
   float* pw = a->scratch + (size_t)thread * a->scratch_stride;
   float* pb = layer && a->dbias ? pw + dim4 : NULL;
+  float* px = a->dxsums ? pw + 2 * dim4 : NULL;
   for (size_t k = 0; k < dim4; k += 4) {
     wasm_v128_store(pw + k, wasm_f32x4_splat(0.0f));
     if (pb) wasm_v128_store(pb + k, wasm_f32x4_splat(0.0f));
+    if (px) wasm_v128_store(px + k, wasm_f32x4_splat(0.0f));
   }
   size_t r0, r1;
   kiln_split((size_t)a->rows, 1, thread, nthreads, &r0, &r1);
   const int staged = a->dim <= STAGE_MAX;
   switch (a->dtype) {
-    case KILN_DT_F32: backward_rows(a, r0, r1, pw, pb, layer, KILN_DT_F32); break;
+    case KILN_DT_F32: backward_rows(a, r0, r1, pw, pb, px, layer, KILN_DT_F32); break;
     case KILN_DT_BF16:
-      if (staged) backward_rows_staged(a, r0, r1, pw, pb, layer, KILN_DT_BF16);
-      else backward_rows(a, r0, r1, pw, pb, layer, KILN_DT_BF16);
+      if (staged) backward_rows_staged(a, r0, r1, pw, pb, px, layer, KILN_DT_BF16);
+      else backward_rows(a, r0, r1, pw, pb, px, layer, KILN_DT_BF16);
       break;
     case KILN_DT_F16:
-      if (staged) backward_rows_staged(a, r0, r1, pw, pb, layer, KILN_DT_F16);
-      else backward_rows(a, r0, r1, pw, pb, layer, KILN_DT_F16);
+      if (staged) backward_rows_staged(a, r0, r1, pw, pb, px, layer, KILN_DT_F16);
+      else backward_rows(a, r0, r1, pw, pb, px, layer, KILN_DT_F16);
       break;
   }
 }
@@ -316,6 +323,7 @@ KILN_INLINE void reduce(const NormBackwardArgs* a, size_t c0, size_t c1, const i
   const size_t dim4 = ((size_t)a->dim + 3) & ~(size_t)3;
   reduce_columns(a, a->dweight, 0, c0, c1, dt);
   if (a->dbias) reduce_columns(a, a->dbias, dim4, c0, c1, dt);
+  if (a->dxsums) reduce_columns(a, a->dxsums, 2 * dim4, c0, c1, dt);
 }
 
 KILN_EXPORT(kiln_norm_param_grad_reduce)

@@ -20,7 +20,7 @@ const FWD = { rows: 0, dim: 1, dtype: 2, eps: 3, x: 4, weight: 5, bias: 6, out: 
 /** Word index of each field of NormBackwardArgs in csrc/norm.c. */
 const BWD = {
   rows: 0, dim: 1, dtype: 2, partials: 3, dOut: 4, x: 5, weight: 6, mean: 7, rstd: 8,
-  dX: 9, dWeight: 10, dBias: 11, scratch: 12, scratchStride: 13, gradDtype: 14, dResidual: 15,
+  dX: 9, dWeight: 10, dBias: 11, scratch: 12, scratchStride: 13, gradDtype: 14, dResidual: 15, dXColSums: 16,
 } as const;
 
 /** Rough cost of one element in flops, to decide how many threads to wake. */
@@ -71,7 +71,8 @@ function runNormBackward(ctx: WasmKernelContext, args: RmsNormBackwardArgs, dtyp
   const { rt } = ctx;
   const threads = threadsForWork(rt, args.rows, args.dim * BACKWARD_COST);
   const dim4 = Math.ceil(args.dim / 4) * 4;
-  const strideFloats = Math.ceil((2 * dim4) / 16) * 16; // dWeight and dBias partials, whole cache lines
+  // dWeight, dBias and dX's column-sum partials, whole cache lines
+  const strideFloats = Math.ceil(((args.dXColSums ? 3 : 2) * dim4) / 16) * 16;
   const scratch = callScratch(rt, threads * strideFloats * 4);
   const { u32 } = rt.argsViews();
   u32[BWD.rows] = args.rows;
@@ -90,6 +91,7 @@ function runNormBackward(ctx: WasmKernelContext, args: RmsNormBackwardArgs, dtyp
   u32[BWD.scratchStride] = strideFloats;
   u32[BWD.gradDtype] = gradDtype;
   u32[BWD.dResidual] = at.dResidual?.ptr ?? 0;
+  u32[BWD.dXColSums] = at.dXColSums?.ptr ?? 0;
   rt.run(layer ? "kiln_layer_norm_backward" : "kiln_rms_norm_backward", threads);
   rt.run("kiln_norm_param_grad_reduce", threadsForWork(rt, Math.ceil(args.dim / 4), 8 * threads));
 }

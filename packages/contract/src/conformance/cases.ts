@@ -46,13 +46,17 @@ const residualForwardShapes: Def[] = [
 ];
 
 /**
- * Norm backward cases that add the residual stream's gradient into dX: rows of one
- * block, rows longer than a block's registers, and rows of whole 16-byte vectors in place.
+ * Norm backward cases that add the residual stream's gradient into dX and sum dX's
+ * columns: rows of one block, rows longer than a block's registers, and rows of whole
+ * 16-byte vectors (in place, and enough of them for several chunks of partial sums).
  */
 const residualGradientShapes: Def[] = [
   d("options", { rows: 9, dim: 17 }, { present: ["dResidual"], label: "plus dResidual" }),
-  d("long", { rows: 3, dim: 4099 }, { present: ["dResidual"], label: "plus dResidual" }),
-  d("in-place", { rows: 37, dim: 264 }, { present: ["dResidual"], inPlace: ["dX", "dResidual"], label: "whole 16-byte rows, into dResidual" }),
+  d("options", { rows: 33, dim: 65 }, { present: ["dResidual", "dXColSums"], label: "plus dResidual, dX's column sums" }),
+  d("long", { rows: 3, dim: 4099 }, { present: ["dResidual", "dXColSums"], label: "plus dResidual, dX's column sums" }),
+  d("in-place", { rows: 37, dim: 264 }, { present: ["dResidual", "dXColSums"], inPlace: ["dX", "dResidual"], label: "whole 16-byte rows, into dResidual, dX's column sums" }),
+  d("large", { rows: 300, dim: 264 }, { present: ["dXColSums"], label: "whole 16-byte rows, dX's column sums over chunks" }),
+  d("large", { rows: 20, dim: 1000 }, { present: ["dXColSums"], label: "whole 16-byte rows of 1000, dX's column sums" }),
 ];
 
 /** Saved statistics for a backward case, computed by the oracle's forward from the case's inputs. */

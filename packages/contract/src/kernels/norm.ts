@@ -67,7 +67,9 @@ export const layerNormForwardSpec: KernelSpec<LayerNormForwardArgs> = {
  *   dBias[j]   += sum_r dOut[r,j]
  * dX is overwritten (dResidual, when given, is the gradient x already has from its other
  * consumer, the residual stream: the sum is rounded once); dX may alias dResidual.
- * dWeight and dBias accumulate, in `gradDtype` (`dtype` or f32).
+ * dWeight and dBias accumulate, in `gradDtype` (`dtype` or f32), and so does dXColSums:
+ *   dXColSums[j] += sum_r dX[r,j]      (dX as stored: the bias gradient of a linear layer
+ *                                       whose output's gradient dX is, in one pass with it)
  */
 export interface LayerNormBackwardArgs {
   dOut: Operand;
@@ -80,6 +82,8 @@ export interface LayerNormBackwardArgs {
   dBias?: Operand;
   /** Added to dX (the sum of x's gradients); absent: 0. */
   dResidual?: Operand;
+  /** Accumulates dX's column sums (dim), in gradDtype. */
+  dXColSums?: Operand;
   rows: number;
   dim: number;
   dtype: FloatDType;
@@ -99,6 +103,7 @@ export const layerNormBackwardSpec: KernelSpec<LayerNormBackwardArgs> = {
     operand("dWeight", "inout", wideDtype(a.dtype, a.gradDtype), a.dim),
     operand("dBias", "inout", wideDtype(a.dtype, a.gradDtype), a.dim, { optional: true }),
     operand("dResidual", "in", a.dtype, a.rows * a.dim, { optional: true }),
+    operand("dXColSums", "inout", wideDtype(a.dtype, a.gradDtype), a.dim, { optional: true }),
   ],
   check: (a) => {
     positiveInts("layerNormBackward", { rows: a.rows, dim: a.dim });
@@ -148,7 +153,7 @@ export const rmsNormForwardSpec: KernelSpec<RmsNormForwardArgs> = {
  *   dX[r,j]     = dResidual[r,j] + rstd[r] * (g[r,j] - xhat[r,j] * mean_j(g[r,:] * xhat[r,:]))
  *   dWeight[j] += sum_r dOut[r,j] * xhat[r,j]
  * dX is overwritten (dResidual as in layerNormBackward; dX may alias it); dWeight
- * accumulates, in `gradDtype` (`dtype` or f32).
+ * accumulates, in `gradDtype` (`dtype` or f32), and dXColSums as in layerNormBackward.
  */
 export interface RmsNormBackwardArgs {
   dOut: Operand;
@@ -159,6 +164,8 @@ export interface RmsNormBackwardArgs {
   dWeight: Operand;
   /** Added to dX (the sum of x's gradients); absent: 0. */
   dResidual?: Operand;
+  /** Accumulates dX's column sums (dim), in gradDtype. */
+  dXColSums?: Operand;
   rows: number;
   dim: number;
   dtype: FloatDType;
@@ -176,6 +183,7 @@ export const rmsNormBackwardSpec: KernelSpec<RmsNormBackwardArgs> = {
     operand("dX", "out", a.dtype, a.rows * a.dim),
     operand("dWeight", "inout", wideDtype(a.dtype, a.gradDtype), a.dim),
     operand("dResidual", "in", a.dtype, a.rows * a.dim, { optional: true }),
+    operand("dXColSums", "inout", wideDtype(a.dtype, a.gradDtype), a.dim, { optional: true }),
   ],
   check: (a) => {
     positiveInts("rmsNormBackward", { rows: a.rows, dim: a.dim });

@@ -49,6 +49,7 @@ export const layerNormBackwardOracle: OracleKernel<LayerNormBackwardArgs> = (a, 
       const xhat = (v.x[o + j] - mean) * rstd;
       const g = v.dOut[o + j] * v.weight[j];
       v.dX[o + j] = (v.dResidual ? v.dResidual[o + j] : 0) + rstd * (g - gMean - xhat * gxMean);
+      if (v.dXColSums) v.dXColSums[j] += v.dX[o + j];
       v.dWeight[j] += v.dOut[o + j] * xhat;
       if (v.dBias) v.dBias[j] += v.dOut[o + j];
     }
@@ -79,6 +80,7 @@ export const rmsNormBackwardOracle: OracleKernel<RmsNormBackwardArgs> = (a, v) =
     for (let j = 0; j < dim; j++) {
       const xhat = v.x[o + j] * rstd;
       v.dX[o + j] = (v.dResidual ? v.dResidual[o + j] : 0) + rstd * (v.dOut[o + j] * v.weight[j] - xhat * gxMean);
+      if (v.dXColSums) v.dXColSums[j] += v.dX[o + j];
       v.dWeight[j] += v.dOut[o + j] * xhat;
     }
   }

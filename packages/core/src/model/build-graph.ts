@@ -4,6 +4,7 @@ import { appendBackward } from "../autodiff/append-backward.js";
 import { type RecomputePolicy, rematerialize } from "../autodiff/rematerialize.js";
 import { addKernelNode } from "../graph/kernel-node.js";
 import { fuseResidualNorms } from "../graph/fuse-residual-norms.js";
+import { fuseBiasGradients } from "../graph/fuse-bias-gradients.js";
 import { chunkedClassifierLoss, logitsChunkBytes, lossVocabMultiple } from "../ops/classifier-loss.js";
 import { crossEntropyLoss, linear } from "../ops/index.js";
 import type { ModelConfig } from "./config.js";
@@ -66,7 +67,8 @@ export function buildEvalGraph(config: ModelConfig, layout: ParamLayout, batch: 
  * its gradient come a chunk of rows at a time (chunkedClassifierLoss), so the logits are
  * never whole (chunks sized for the kind of device that runs the step, the vocabulary
  * padded for aligned products on a GPU); the backward pass starts from the final hidden
- * states' gradient. Residual sums are folded into the norms that read them (fuseResidualNorms).
+ * states' gradient. Residual sums are folded into the norms that read them (fuseResidualNorms),
+ * and bias gradients into the norm backwards that wrote their rows (fuseBiasGradients).
  */
 export function buildTrainingGraph(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number, recompute: RecomputePolicy = "cheap", device: DeviceKind = "cpu"): ModelGraph {
   const { t, ids, positions, hidden, head } = forward(config, layout, batch, seqLen);
@@ -77,6 +79,7 @@ export function buildTrainingGraph(config: ModelConfig, layout: ParamLayout, bat
   const { paramGrads } = appendBackward(t.g, { before, grads: new Map([[hidden, dHidden]]), paramGrads: new Map([[head, headGrad]]) });
   rematerialize(t.g, recompute, archOf(config).blockPrefix);
   fuseResidualNorms(t.g);
+  fuseBiasGradients(t.g);
   const training = { targets, lossSum, paramGrads, ...(auxLoss === undefined ? {} : { auxLoss, expertOffsets: t.expertOffsets }) };
   return { graph: t.g, batch, seqLen, ids, ...(positions === undefined ? {} : { positions }), training };
 }

@@ -99,3 +99,29 @@ describe("a norm forward with a residual gives the bits of an add and then the n
     }
   }
 });
+
+describe("bias gradients summed by the norm backwards that write their rows", () => {
+  for (const recompute of ["none", "cheap", "blocks"] as const) {
+    it(`gpt2, recompute ${recompute}: each block's two output projections' bias gradients; the wider biases keep their sumRows`, () => {
+      const model = models.gpt2;
+      const { graph } = planTraining(model, 2, 8, "bf16", recompute);
+      const g = graph.graph;
+      const backward = g.nodes.filter((n) => n.backward && n.op === "kernel");
+      const summing = backward.filter((n) => attrsOf(n).operands.dXColSums !== undefined);
+      expect(summing).toHaveLength(2 * model.numLayers);
+      const names = summing.map((n) => g.info(attrsOf(n).operands.dXColSums.id).name);
+      for (let l = 0; l < model.numLayers; l++) {
+        expect(names).toContain(`grad(transformer.h.${l}.attn.c_proj.bias)`);
+        expect(names).toContain(`grad(transformer.h.${l}.mlp.c_proj.bias)`);
+      }
+      for (const n of summing) expect(n.outputs).toContain(attrsOf(n).operands.dXColSums.id);
+      // c_attn's and c_fc's biases: their rows come from attention's and GELU's backwards.
+      expect(backward.filter((n) => attrsOf(n).kernel === "sumRows")).toHaveLength(2 * model.numLayers);
+    });
+  }
+
+  it("llama has no biases: nothing to fold", () => {
+    const { graph } = planTraining(models.llama, 2, 8, "bf16", "none");
+    expect(graph.graph.nodes.filter((n) => attrsOf(n).operands?.dXColSums !== undefined)).toEqual([]);
+  });
+});
