@@ -1,16 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { Graph } from "../src/graph/graph.js";
-import { addKernelNode, type KernelNodeAttrs } from "../src/graph/kernel-node.js";
+import { addKernelNode, kernelNodeAttrs } from "../src/graph/kernel-node.js";
 import { foldGradientSum } from "../src/autodiff/fold-gradient-sum.js";
-import { resolveModelConfig } from "../src/model/architectures.js";
+import { tinyModels } from "./support/tiny-models.js";
 import { planTraining } from "../src/train/plan-training.js";
 
-const models = {
-  gpt2: resolveModelConfig({ arch: "gpt2", vocabSize: 24, hiddenSize: 16, numLayers: 3, numHeads: 4, maxSeqLen: 8 }),
-  llama: resolveModelConfig({ arch: "llama", vocabSize: 24, hiddenSize: 24, numLayers: 3, numHeads: 4, kvHeads: 2, intermediateSize: 32, maxSeqLen: 8 }),
-};
-
-const attrsOf = (n: { attrs: unknown }) => n.attrs as KernelNodeAttrs;
+const models = tinyModels;
+const attrsOf = kernelNodeAttrs;
 
 describe("a tensor's gradients summed by the kernels that make them", () => {
   for (const [arch, model] of Object.entries(models)) {

@@ -2,18 +2,14 @@ import { describe, expect, it } from "vitest";
 import { type Backend, type FloatDType, createReferenceBackend, encodeToBytes } from "@kiln/contract";
 import { createWasmBackend } from "@kiln/kernels-wasm";
 import { createCudaSimBackend, cudaStatus } from "@kiln/kernels-cuda";
-import type { KernelNodeAttrs } from "../src/graph/kernel-node.js";
+import { kernelNodeAttrs } from "../src/graph/kernel-node.js";
 import { buildEvalGraph } from "../src/model/build-graph.js";
-import { resolveModelConfig } from "../src/model/architectures.js";
+import { tinyModels } from "./support/tiny-models.js";
 import { paramLayout } from "../src/model/param-layout.js";
 import { planTraining } from "../src/train/plan-training.js";
 
-const models = {
-  gpt2: resolveModelConfig({ arch: "gpt2", vocabSize: 24, hiddenSize: 16, numLayers: 3, numHeads: 4, maxSeqLen: 8 }),
-  llama: resolveModelConfig({ arch: "llama", vocabSize: 24, hiddenSize: 24, numLayers: 3, numHeads: 4, kvHeads: 2, intermediateSize: 32, maxSeqLen: 8 }),
-};
-
-const attrsOf = (n: { attrs: unknown }) => n.attrs as KernelNodeAttrs;
+const models = tinyModels;
+const attrsOf = kernelNodeAttrs;
 
 describe("residual sums written by the norms that read them", () => {
   for (const [arch, model] of Object.entries(models)) {

@@ -1,12 +1,10 @@
 import { type FloatDType, wideDtype } from "@kiln/contract";
 import type { Graph, GraphNode } from "./graph.js";
-import type { BoundOperand, KernelNodeAttrs } from "./kernel-node.js";
+import { boundWhole, kernelNodeAttrs } from "./kernel-node.js";
 
 /** Norm backwards that can sum the columns of the dX they write (their optional `dXColSums`). */
 const NORM_BACKWARDS = new Set(["layerNormBackward", "rmsNormBackward"]);
 
-const attrsOf = (n: GraphNode) => n.attrs as unknown as KernelNodeAttrs;
-const whole = (b: BoundOperand | undefined) => b !== undefined && (b.offset ?? 0) === 0;
 
 /**
  * Drops each backward `sumRows` that sums the rows of a dX a norm backward wrote (the
@@ -17,19 +15,18 @@ const whole = (b: BoundOperand | undefined) => b !== undefined && (b.offset ?? 0
  * touches the bias gradient. Run it on a finished graph (nodes are renumbered).
  */
 export function fuseBiasGradients(g: Graph): void {
-  const writers = new Map<number, number[]>();
-  for (const n of g.nodes) for (const t of n.outputs) writers.set(t, [...(writers.get(t) ?? []), n.index]);
+  const writers = g.writers();
   const dropped = new Set<number>();
   const replaced = new Map<number, Omit<GraphNode, "index">>();
   for (const sum of g.nodes) {
-    const s = attrsOf(sum);
+    const s = kernelNodeAttrs(sum);
     if (!sum.backward || sum.op !== "kernel" || s.kernel !== "sumRows" || !s.args.accumulate) continue;
     const { x, out } = s.operands;
     const w = writers.get(x.id);
-    if (!whole(x) || !whole(out) || w?.length !== 1) continue;
+    if (!boundWhole(x) || !boundWhole(out) || w?.length !== 1) continue;
     const norm = replaced.has(w[0]) ? undefined : g.nodes[w[0]];
-    const n = norm && attrsOf(norm);
-    if (!norm || !n || norm.op !== "kernel" || !NORM_BACKWARDS.has(n.kernel) || n.operands.dXColSums || !whole(n.operands.dX) || n.operands.dX.id !== x.id) continue;
+    const n = norm && kernelNodeAttrs(norm);
+    if (!norm || !n || norm.op !== "kernel" || norm.index > sum.index || !NORM_BACKWARDS.has(n.kernel) || n.operands.dXColSums || !boundWhole(n.operands.dX) || n.operands.dX.id !== x.id) continue;
     const sa = s.args as { rows: number; cols: number; dtype: FloatDType; gradDtype?: FloatDType };
     const na = n.args as { rows: number; dim: number; dtype: FloatDType; gradDtype?: FloatDType };
     if (sa.cols !== na.dim || sa.rows !== na.rows || sa.dtype !== na.dtype || wideDtype(sa.dtype, sa.gradDtype) !== wideDtype(na.dtype, na.gradDtype)) continue;

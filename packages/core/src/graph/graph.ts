@@ -55,6 +55,13 @@ export class Graph {
     return n;
   }
 
+  /** Tensor id -> the indices of the nodes that write it, in order. */
+  writers(): Map<number, number[]> {
+    const out = new Map<number, number[]>();
+    for (const n of this.nodes) for (const t of n.outputs) out.set(t, [...(out.get(t) ?? []), n.index]);
+    return out;
+  }
+
   /** Replaces a node's tensors and attributes in place (a rewrite that keeps the order). */
   replaceNode(index: number, changes: Pick<GraphNode, "inputs" | "outputs" | "attrs">): void {
     this.nodes[index] = { ...this.nodes[index], ...changes };

@@ -19,6 +19,16 @@ export interface KernelNodeAttrs {
   grad?: string;
 }
 
+/** A kernel node's attributes. */
+export function kernelNodeAttrs(node: GraphNode): KernelNodeAttrs {
+  return node.attrs as unknown as KernelNodeAttrs;
+}
+
+/** The operand is bound, at the start of its tensor. */
+export function boundWhole(b: BoundOperand | undefined): b is BoundOperand {
+  return b !== undefined && (b.offset ?? 0) === 0;
+}
+
 type OperandsOf<K extends KernelName> = Partial<Record<keyof KernelArgsMap[K] & string, number | BoundOperand>>;
 type ArgsOf<K extends KernelName> = Omit<KernelArgsMap[K], "dtype"> | Record<string, unknown>;
 
