@@ -1,5 +1,5 @@
 import type { Graph, GraphNode } from "../graph/graph.js";
-import type { KernelNodeAttrs } from "../graph/kernel-node.js";
+import { type KernelNodeAttrs, boundWhole, kernelNodeAttrs } from "../graph/kernel-node.js";
 
 /** Norm backward kernels that add a gradient into the dX they write (their optional `dResidual`). */
 const TAKES_RESIDUAL = new Set(["layerNormBackward", "rmsNormBackward"]);
@@ -26,7 +26,7 @@ export function foldGradientSum(g: Graph, sum: number, grad: number): number | u
   }
   const node = g.nodes[at];
   if (node.op !== "kernel") return undefined;
-  const attrs = node.attrs as unknown as KernelNodeAttrs;
+  const attrs = kernelNodeAttrs(node);
   if (TAKES_RESIDUAL.has(attrs.kernel)) return foldIntoNorm(g, node, attrs, sum, grad);
   if (attrs.kernel === "matmul") return foldIntoMatmul(g, node, attrs, sum, grad);
   return undefined;
@@ -34,7 +34,7 @@ export function foldGradientSum(g: Graph, sum: number, grad: number): number | u
 
 function foldIntoNorm(g: Graph, node: GraphNode, attrs: KernelNodeAttrs, sum: number, grad: number): number | undefined {
   const { dX, dResidual } = attrs.operands;
-  if (dResidual || dX.id !== grad || (dX.offset ?? 0) !== 0) return undefined;
+  if (dResidual || !boundWhole(dX) || dX.id !== grad) return undefined;
   g.replaceNode(node.index, { inputs: [...node.inputs, sum], outputs: node.outputs, attrs: { ...attrs, operands: { ...attrs.operands, dResidual: { id: sum } } } });
   return grad;
 }
@@ -43,7 +43,7 @@ function foldIntoNorm(g: Graph, node: GraphNode, attrs: KernelNodeAttrs, sum: nu
 function foldIntoMatmul(g: Graph, node: GraphNode, attrs: KernelNodeAttrs, sum: number, grad: number): number | undefined {
   const { c, bias } = attrs.operands;
   const args = attrs.args as { accumulate?: boolean; cDtype?: string };
-  if (args.accumulate || args.cDtype !== undefined || bias || c.id !== grad || (c.offset ?? 0) !== 0) return undefined;
+  if (args.accumulate || args.cDtype !== undefined || bias || !boundWhole(c) || c.id !== grad) return undefined;
   g.replaceNode(node.index, {
     inputs: [...node.inputs, sum],
     outputs: node.outputs.map((t) => (t === grad ? sum : t)),

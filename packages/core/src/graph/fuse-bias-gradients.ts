@@ -5,7 +5,6 @@ import { boundWhole, kernelNodeAttrs } from "./kernel-node.js";
 /** Norm backwards that can sum the columns of the dX they write (their optional `dXColSums`). */
 const NORM_BACKWARDS = new Set(["layerNormBackward", "rmsNormBackward"]);
 
-
 /**
  * Drops each backward `sumRows` that sums the rows of a dX a norm backward wrote (the
  * bias gradient of a linear layer whose output gradient that dX is: GPT-2's attention
