@@ -19,9 +19,16 @@
 // bf16/f16), the last n % vec elements element by element; otherwise element by
 // element throughout. out may alias x (dX may alias dOut): each element is read
 // before it is written, by the same thread.
+//
+// gelu/silu backward with dXColSums (a linear layer's bias gradient): the rows of `cols`
+// are walked as sumRows walks them (chunk_partials.h's grid: 32 column groups x 8 row
+// lanes a block, a chunk of rows down), each thread writing its dX and adding the
+// values as stored into its columns' sums; lanes, then chunks, are added in a fixed order.
 #include <type_traits>
 
+#include "chunk_partials.h"
 #include "kiln_cuda.h"
+#include "vector_io.h"
 
 namespace kiln {
 namespace {
@@ -129,6 +136,86 @@ __global__ void activation_kernel(const T* in0, const T* in1, const T* in2, T* o
   }
 }
 
+/**
+ * The unary backward kOp over rows of `cols`, adding dX's column sums: block (x, y) takes
+ * column groups [x * 32, (x + 1) * 32) (a group: kW adjacent columns, one 16-byte vector
+ * of every operand when kW > 1) of the rows of chunk y, row lane ty every 8th of them.
+ * The lane sums go, in lane order, into the chunk's partial row, or with one chunk
+ * (partial null) onto out.
+ */
+template <typename T, typename TO, int kOp, int kW>
+__global__ void __launch_bounds__(kSumCols * kSumLanes) backward_col_sums_kernel(const T* x, const T* dout, T* dx, TO* out, float* partial, int64_t rows,
+                                                                                 int cols, int64_t rows_per_chunk) {
+  constexpr bool kFast = !std::is_same<T, float>::value;
+  __shared__ float lanes[kSumLanes][kSumCols * kW + 1];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int j0 = (blockIdx.x * kSumCols + tx) * kW;
+  const int64_t r0 = int64_t{blockIdx.y} * rows_per_chunk;
+  const int64_t r1 = r0 + rows_per_chunk < rows ? r0 + rows_per_chunk : rows;
+  float s[kW];
+#pragma unroll
+  for (int e = 0; e < kW; e++) s[e] = 0.f;
+  if (j0 < cols) {
+    for (int64_t r = r0 + ty; r < r1; r += kSumLanes) {
+      const int64_t o = r * cols + j0;
+      float a[kW], b[kW], y[kW];
+      if constexpr (kW == 1) {
+        a[0] = to_f32(x[o]);
+        b[0] = to_f32(dout[o]);
+      } else {
+        load_group(x + o, true, a);
+        load_group(dout + o, true, b);
+      }
+#pragma unroll
+      for (int e = 0; e < kW; e++) {
+        float unused = 0.f;
+        apply<kOp, kFast>(a[e], b[e], 0.f, y[e], unused);
+        y[e] = to_f32(from_f32<T>(y[e]));  // as stored
+        s[e] += y[e];
+      }
+      if constexpr (kW == 1) dx[o] = from_f32<T>(y[0]);
+      else store_group(dx + o, true, y);
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < kW; e++) lanes[ty][tx * kW + e] = s[e];
+  __syncthreads();
+  for (int cj = ty * kSumCols + tx; cj < kSumCols * kW; cj += kSumCols * kSumLanes) {
+    const int j = blockIdx.x * kSumCols * kW + cj;
+    if (j >= cols) continue;
+    float t = lanes[0][cj];
+#pragma unroll
+    for (int q = 1; q < kSumLanes; q++) t += lanes[q][cj];
+    if (partial != nullptr) partial[int64_t{blockIdx.y} * cols + j] = t;
+    else out[j] = from_f32<TO>(to_f32(out[j]) + t);
+  }
+}
+
+/** gelu/silu backward with dX's column sums added to sums (cols of them, in grad_dtype). */
+template <int kOp>
+void run_col_sums(const char* name, const KernelCall& c, const void* x, const void* dout, void* dx, void* sums, int64_t n, int cols, int dtype,
+                  int grad_dtype) {
+  const int64_t rows = n / cols;
+  dispatch_float_grad(dtype, grad_dtype, name, [&](auto tag, auto grad_tag) {
+    using T = decltype(tag);
+    using TO = decltype(grad_tag);
+    constexpr int kVec = Group<T>::N;
+    const bool vec = cols % kVec == 0 && is_aligned16(x) && is_aligned16(dout) && is_aligned16(dx);
+    const RowChunks plan = plan_row_chunks(rows, cols, vec ? kVec : 1);
+    float* partial = plan.chunks == 1 ? nullptr : static_cast<float*>(c.scratch(static_cast<size_t>(plan.chunks) * cols * sizeof(float)));
+    const dim3 grid(static_cast<unsigned>(plan.col_tiles), static_cast<unsigned>(plan.chunks));
+    auto go = [&](auto kernel) {
+      launch(name, kernel, grid, dim3(kSumCols, kSumLanes), 0, c.stream, static_cast<const T*>(x), static_cast<const T*>(dout), static_cast<T*>(dx),
+             static_cast<TO*>(sums), partial, rows, cols, plan.rows_per_chunk);
+    };
+    if (vec) go(backward_col_sums_kernel<T, TO, kOp, kVec>);
+    else go(backward_col_sums_kernel<T, TO, kOp, 1>);
+    if (partial) {
+      launch_sum_chunk_partials<TO>(name, c.stream, partial, static_cast<TO*>(sums), static_cast<const float*>(nullptr), static_cast<TO*>(nullptr),
+                                    static_cast<int>(plan.chunks), cols, true);
+    }
+  });
+}
 
 template <int kOp>
 void run(const char* name, const KernelCall& c, const void* in0, const void* in1, const void* in2, void* out0, void* out1, int64_t n, int dtype) {
@@ -151,18 +238,19 @@ void run(const char* name, const KernelCall& c, const void* in0, const void* in1
 // geluForward: x, out | n, dtype
 void launch_gelu_forward(const KernelCall& c) { run<kGeluFwd>("geluForward", c, c.ptr<void>(0), nullptr, nullptr, c.ptr<void>(1), nullptr, c.i64(2), c.i32(3)); }
 
-// geluBackward: x, dOut, dX | n, dtype
-void launch_gelu_backward(const KernelCall& c) {
-  run<kGeluBwd>("geluBackward", c, c.ptr<void>(0), c.ptr<void>(1), nullptr, c.ptr<void>(2), nullptr, c.i64(3), c.i32(4));
+/** gelu/silu backward: x, dOut, dX, dXColSums | n, cols, dtype, gradDtype (dXColSums'). */
+template <int kOp>
+void run_backward(const char* name, const KernelCall& c) {
+  if (void* sums = c.ptr<void>(3)) return run_col_sums<kOp>(name, c, c.ptr<void>(0), c.ptr<void>(1), c.ptr<void>(2), sums, c.i64(4), c.i32(5), c.i32(6), c.i32(7));
+  run<kOp>(name, c, c.ptr<void>(0), c.ptr<void>(1), nullptr, c.ptr<void>(2), nullptr, c.i64(4), c.i32(6));
 }
+
+void launch_gelu_backward(const KernelCall& c) { run_backward<kGeluBwd>("geluBackward", c); }
 
 // siluForward: x, out | n, dtype
 void launch_silu_forward(const KernelCall& c) { run<kSiluFwd>("siluForward", c, c.ptr<void>(0), nullptr, nullptr, c.ptr<void>(1), nullptr, c.i64(2), c.i32(3)); }
 
-// siluBackward: x, dOut, dX | n, dtype
-void launch_silu_backward(const KernelCall& c) {
-  run<kSiluBwd>("siluBackward", c, c.ptr<void>(0), c.ptr<void>(1), nullptr, c.ptr<void>(2), nullptr, c.i64(3), c.i32(4));
-}
+void launch_silu_backward(const KernelCall& c) { run_backward<kSiluBwd>("siluBackward", c); }
 
 // swiGluForward: gate, up, out | n, dtype
 void launch_swiglu_forward(const KernelCall& c) {

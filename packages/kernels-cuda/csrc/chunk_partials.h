@@ -47,6 +47,34 @@ __global__ void __launch_bounds__(kPartialCols * kPartialLanes) sum_chunk_partia
   }
 }
 
+/** The grid of a column-sum pass over (rows, cols): blocks of 32 column groups x 8 row lanes. */
+constexpr int kSumCols = 32;   // column groups per block (threadIdx.x)
+constexpr int kSumLanes = 8;   // row lanes per block (threadIdx.y)
+
+struct RowChunks {
+  int64_t col_tiles;       // blocks across the columns (grid x)
+  int64_t chunks;          // blocks down the rows (grid y): partial rows to add
+  int64_t rows_per_chunk;
+};
+
+/**
+ * Chunks of at least 64 rows, enough for ~1024 blocks in all (at most 65535 down), for
+ * columns in groups of `group` (1, or one 16-byte vector): a function of the shape only,
+ * so every run splits alike.
+ */
+inline RowChunks plan_row_chunks(int64_t rows, int cols, int group) {
+  RowChunks p;
+  p.col_tiles = ceil_div(cols, kSumCols * group);
+  int64_t chunks = (rows + 63) / 64;
+  const int64_t want = (1024 + p.col_tiles - 1) / p.col_tiles;
+  if (chunks > want) chunks = want;
+  if (chunks > 65535) chunks = 65535;
+  if (chunks < 1) chunks = 1;
+  p.rows_per_chunk = (rows + chunks - 1) / chunks;
+  p.chunks = (rows + p.rows_per_chunk - 1) / p.rows_per_chunk;
+  return p;
+}
+
 /** Launches sum_chunk_partials_kernel over `cols` columns on `stream`, as kernel `name`. */
 template <typename TO>
 void launch_sum_chunk_partials(const char* name, cudaStream_t stream, const float* partial, TO* out, const float* partial2, TO* out2, int chunks, int cols,

@@ -254,9 +254,6 @@ void launch_matmul(const KernelCall& c) {
 // sumRows
 // ---------------------------------------------------------------------------------
 
-constexpr int kSumCols = 32;   // columns per block (threadIdx.x)
-constexpr int kSumLanes = 8;   // row lanes per block (threadIdx.y)
-
 /**
  * Block (x, y) sums rows [y * rows_per_chunk, ...) of columns [x * 32 kW, (x + 1) * 32 kW):
  * thread tx owns kW adjacent columns (kW = 1, or one 16-byte vector of x per row when
@@ -314,15 +311,8 @@ void launch_sum_rows(const KernelCall& c) {
     TO* out = c.ptr<TO>(1);
     constexpr int kVec = Group<T>::N;
     const bool vec = cols % kVec == 0 && is_aligned16(x);
-    // Enough chunks of at least 64 rows for ~1024 blocks in all (at most 65535).
-    const int64_t col_tiles = ceil_div(cols, kSumCols * (vec ? kVec : 1));
-    int64_t chunks = (rows + 63) / 64;
-    const int64_t want = (1024 + col_tiles - 1) / col_tiles;
-    if (chunks > want) chunks = want;
-    if (chunks > 65535) chunks = 65535;
-    if (chunks < 1) chunks = 1;
-    const int64_t rows_per_chunk = (rows + chunks - 1) / chunks;
-    chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
+    const RowChunks plan = plan_row_chunks(rows, cols, vec ? kVec : 1);
+    const int64_t col_tiles = plan.col_tiles, chunks = plan.chunks, rows_per_chunk = plan.rows_per_chunk;
     float* partial = chunks == 1 ? nullptr : static_cast<float*>(c.scratch(static_cast<size_t>(chunks) * cols * sizeof(float)));
     const dim3 grid(static_cast<unsigned>(col_tiles), static_cast<unsigned>(chunks));
     const dim3 block(kSumCols, kSumLanes);

@@ -15,6 +15,7 @@ import {
 import type { KernelName } from "./kernel-names.js";
 import type { WasmKernelContext, WasmKernelTable } from "./kernel-table.js";
 import { operandAddresses } from "./operand-addresses.js";
+import { runSumRows } from "./backend-reduce.js";
 import { storageDtypeCode } from "./storage-dtype.js";
 import { threadsForWork } from "./work-threads.js";
 
@@ -56,12 +57,27 @@ function activation<A extends { n: number; dtype: string }>(spec: KernelSpec<A>,
 const FORWARD: Slots = { in0: "x", out0: "out" };
 const BACKWARD: Slots = { in0: "x", in1: "dOut", out0: "dX" };
 
+/**
+ * A unary backward; with dXColSums, dX's column sums are then added by the sumRows
+ * kernel in a second pass over the rows just written (on the CPU the last of them are
+ * still in cache; the CUDA backend sums them in the same pass).
+ */
+function unaryBackward(spec: KernelSpec<UnaryBackwardArgs>, entry: KernelName) {
+  const elementwise = activation<UnaryBackwardArgs>(spec, entry, BACKWARD);
+  return (ctx: WasmKernelContext, args: UnaryBackwardArgs): void => {
+    elementwise(ctx, args);
+    if (!args.dXColSums) return;
+    const cols = args.cols!;
+    runSumRows(ctx, { x: args.dX, out: args.dXColSums, rows: args.n / cols, cols, accumulate: true, dtype: args.dtype, gradDtype: args.gradDtype });
+  };
+}
+
 /** GELU (tanh approximation), SiLU and SwiGLU (csrc/activation.c), forward and backward, in f32, bf16 and f16. */
 export const ACTIVATION_KERNELS = {
   geluForward: { dtypes: FLOAT_DTYPES, run: activation<UnaryForwardArgs>(geluForwardSpec, "kiln_gelu_forward", FORWARD) },
-  geluBackward: { dtypes: FLOAT_DTYPES, run: activation<UnaryBackwardArgs>(geluBackwardSpec, "kiln_gelu_backward", BACKWARD) },
+  geluBackward: { dtypes: FLOAT_DTYPES, run: unaryBackward(geluBackwardSpec, "kiln_gelu_backward") },
   siluForward: { dtypes: FLOAT_DTYPES, run: activation<UnaryForwardArgs>(siluForwardSpec, "kiln_silu_forward", FORWARD) },
-  siluBackward: { dtypes: FLOAT_DTYPES, run: activation<UnaryBackwardArgs>(siluBackwardSpec, "kiln_silu_backward", BACKWARD) },
+  siluBackward: { dtypes: FLOAT_DTYPES, run: unaryBackward(siluBackwardSpec, "kiln_silu_backward") },
   swiGluForward: {
     dtypes: FLOAT_DTYPES,
     run: activation<SwiGluForwardArgs>(swiGluForwardSpec, "kiln_swiglu_forward", { in0: "gate", in1: "up", out0: "out" }),

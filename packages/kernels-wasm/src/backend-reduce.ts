@@ -46,7 +46,7 @@ function runReduce(ctx: WasmKernelContext, spec: typeof sumSpec, entry: KernelNa
   }
 }
 
-function runSumRows(ctx: WasmKernelContext, args: SumRowsArgs): void {
+export function runSumRows(ctx: WasmKernelContext, args: SumRowsArgs): void {
   sumRowsSpec.check(args);
   const dtype = storageDtypeCode("sumRows", args.dtype);
   const at = operandAddresses(sumRowsSpec, ctx.memory, args);

@@ -34,6 +34,16 @@ const normShapes: Def[] = [
 ];
 
 /**
+ * Unary backward cases that also sum dX's columns (a bias gradient): rows of odd width,
+ * rows of whole 16-byte vectors over several chunks of partial sums, and dX over dOut.
+ */
+const columnSumShapes: Def[] = [
+  d("options", { n: 33 * 65, cols: 65 }, { present: ["dXColSums"], label: "dX's column sums" }),
+  d("large", { n: 300 * 264, cols: 264 }, { present: ["dXColSums"], label: "whole 16-byte rows, dX's column sums" }),
+  d("in-place", { n: 37 * 264, cols: 264 }, { present: ["dXColSums"], inPlace: ["dX", "dOut"], label: "dX's column sums" }),
+];
+
+/**
  * Norm forward cases that normalize x + residual and write the sum: rows of one block,
  * rows past a block's registers, and rows of whole 16-byte vectors with the sum written
  * over residual or x.
@@ -338,9 +348,9 @@ const CASES: Record<KernelName, Defs> = {
   rmsNormBackward: withF32Grads(() =>
     [...normShapes, ...residualGradientShapes].map((s) => ({ ...s, args: { ...s.args, eps: 1e-6 }, derive: deriveFrom("rmsNormForward", { rstd: "rstd" }) })), "gradDtype", ["prime", "odd", "large"]),
   geluForward: () => unarySizes("geluForward"),
-  geluBackward: () => unarySizes("geluBackward"),
+  geluBackward: withF32Grads(() => [...unarySizes("geluBackward"), ...columnSumShapes], "gradDtype", [], columnSumShapes.slice(0, 2)),
   siluForward: () => unarySizes("siluForward"),
-  siluBackward: () => unarySizes("siluBackward"),
+  siluBackward: withF32Grads(() => [...unarySizes("siluBackward"), ...columnSumShapes], "gradDtype", [], columnSumShapes.slice(0, 2)),
   swiGluForward: () => unarySizes("swiGluForward").filter((s) => s.shape !== "in-place"),
   swiGluBackward: () => unarySizes("swiGluBackward").filter((s) => s.shape !== "in-place"),
   ropeForward: () => ropeShapes,

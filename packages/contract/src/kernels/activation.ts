@@ -1,6 +1,6 @@
 import type { Operand } from "../backend.js";
 import type { FloatDType } from "../dtype.js";
-import { type KernelSpec, operand, positiveInts } from "./spec.js";
+import { type KernelSpec, checkWideDtype, operand, positiveInts, require, wideDtype } from "./spec.js";
 
 /** Element-wise unary op over n elements: out = f(x). out may alias x. */
 export interface UnaryForwardArgs {
@@ -10,13 +10,24 @@ export interface UnaryForwardArgs {
   dtype: FloatDType;
 }
 
-/** Element-wise unary gradient: dX = f'(x) * dOut. dX may alias dOut. */
+/**
+ * Element-wise unary gradient: dX = f'(x) * dOut. dX may alias dOut.
+ * With `cols` and `dXColSums`, the n elements are rows of `cols` and dXColSums (cols,
+ * in `gradDtype`: `dtype` or f32) accumulates dX's column sums, dX as stored:
+ *   dXColSums[j] += sum_r dX[r, j]
+ * (the bias gradient of the linear layer whose output went through f, in one pass).
+ */
 export interface UnaryBackwardArgs {
   x: Operand;
   dOut: Operand;
   dX: Operand;
+  dXColSums?: Operand;
   n: number;
+  /** Row length of dX for dXColSums (n a multiple of it). */
+  cols?: number;
   dtype: FloatDType;
+  /** dXColSums' dtype: `dtype` (default) or f32. */
+  gradDtype?: FloatDType;
 }
 
 function unaryForwardSpec(name: string): KernelSpec<UnaryForwardArgs> {
@@ -35,8 +46,13 @@ function unaryBackwardSpec(name: string): KernelSpec<UnaryBackwardArgs> {
       operand("x", "in", a.dtype, a.n, { init: { kind: "uniform", lo: -4, hi: 4 } }),
       operand("dOut", "in", a.dtype, a.n),
       operand("dX", "out", a.dtype, a.n),
+      operand("dXColSums", "inout", wideDtype(a.dtype, a.gradDtype), a.cols ?? 0, { optional: true }),
     ],
-    check: (a) => positiveInts(name, { n: a.n }),
+    check: (a) => {
+      positiveInts(name, { n: a.n, cols: a.cols });
+      checkWideDtype(name, "gradDtype", a.dtype, a.gradDtype);
+      require(name, a.dXColSums === undefined || (a.cols !== undefined && a.n % a.cols === 0), `dXColSums needs cols dividing n (${a.n}), got ${String(a.cols)}`);
+    },
     aliases: [["dX", "dOut"]],
   };
 }

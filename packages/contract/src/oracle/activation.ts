@@ -34,6 +34,7 @@ function unaryForward(f: (x: number) => number): OracleKernel<UnaryForwardArgs> 
 function unaryBackward(df: (x: number) => number): OracleKernel<UnaryBackwardArgs> {
   return (a, v) => {
     for (let i = 0; i < a.n; i++) v.dX[i] = df(v.x[i]) * v.dOut[i];
+    if (v.dXColSums) for (let i = 0; i < a.n; i++) v.dXColSums[i % a.cols!] += v.dX[i];
   };
 }
 

@@ -96,23 +96,28 @@ describe("a norm forward with a residual gives the bits of an add and then the n
   }
 });
 
-describe("bias gradients summed by the norm backwards that write their rows", () => {
+describe("bias gradients summed by the backwards that write their rows", () => {
   for (const recompute of ["none", "cheap", "blocks"] as const) {
-    it(`gpt2, recompute ${recompute}: each block's two output projections' bias gradients; the wider biases keep their sumRows`, () => {
+    it(`gpt2, recompute ${recompute}: the output projections' by the norm backwards, c_fc's by GELU's; only c_attn's keep their sumRows`, () => {
       const model = models.gpt2;
       const { graph } = planTraining(model, 2, 8, "bf16", recompute);
       const g = graph.graph;
       const backward = g.nodes.filter((n) => n.backward && n.op === "kernel");
       const summing = backward.filter((n) => attrsOf(n).operands.dXColSums !== undefined);
-      expect(summing).toHaveLength(2 * model.numLayers);
-      const names = summing.map((n) => g.info(attrsOf(n).operands.dXColSums.id).name);
+      expect(summing).toHaveLength(3 * model.numLayers);
+      const by = (kernel: string) => summing.filter((n) => attrsOf(n).kernel === kernel).map((n) => g.info(attrsOf(n).operands.dXColSums.id).name);
       for (let l = 0; l < model.numLayers; l++) {
-        expect(names).toContain(`grad(transformer.h.${l}.attn.c_proj.bias)`);
-        expect(names).toContain(`grad(transformer.h.${l}.mlp.c_proj.bias)`);
+        expect(by("layerNormBackward")).toContain(`grad(transformer.h.${l}.attn.c_proj.bias)`);
+        expect(by("layerNormBackward")).toContain(`grad(transformer.h.${l}.mlp.c_proj.bias)`);
+        expect(by("geluBackward")).toContain(`grad(transformer.h.${l}.mlp.c_fc.bias)`);
       }
       for (const n of summing) expect(n.outputs).toContain(attrsOf(n).operands.dXColSums.id);
-      // c_attn's and c_fc's biases: their rows come from attention's and GELU's backwards.
-      expect(backward.filter((n) => attrsOf(n).kernel === "sumRows")).toHaveLength(2 * model.numLayers);
+      for (const n of summing.filter((m) => attrsOf(m).kernel === "geluBackward")) {
+        expect(attrsOf(n).args).toMatchObject({ cols: 4 * model.hiddenSize, gradDtype: "f32" });
+      }
+      // c_attn's bias: its rows come from attention's backward.
+      const left = backward.filter((n) => attrsOf(n).kernel === "sumRows").map((n) => g.info(attrsOf(n).operands.out.id).name);
+      expect(left).toEqual(Array.from({ length: model.numLayers }, (_, l) => `grad(transformer.h.${model.numLayers - 1 - l}.attn.c_attn.bias)`));
     });
   }
 
