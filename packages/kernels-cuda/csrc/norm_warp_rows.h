@@ -11,9 +11,11 @@
 //
 // Backward parameter gradients, deterministic: chunk c (block c) covers rows_per_chunk
 // rows (a multiple of 8, a function of rows only); warp w takes the chunk's rows
-// w, w + 8, ... in order, adding dOut xhat and dOut into registers; the 8 warps' sums
-// go through shared memory and are added in warp order into the chunk's f32 partial
-// rows, which chunk_partials.h's kernel sums over chunks.
+// w, w + 8, ... in order, adding dOut xhat and dOut (and dX as stored, for dXColSums)
+// into registers; the 8 warps' sums go through shared memory and are added in warp order
+// into the chunk's f32 partial rows, which chunk_partials.h's kernel sums over chunks.
+// With a residual, the forward writes x + residual (rounded to T) as it loads the row
+// and normalizes that; the backward adds dResidual into dX as it writes it.
 #pragma once
 #include <type_traits>
 
@@ -212,7 +214,7 @@ __global__ void __launch_bounds__(kThreads, 2) backward_kernel(const T* dout, co
       }
     }
   }
-  // The chunk's partial rows: the warps' sums added in warp order (dWeight, then dBias).
+  // The chunk's partial rows: the warps' sums added in warp order (dWeight, dBias, dX's column sums).
   flush_partial<kV, W>(aw, part, pw + chunk * dim, nvec, dim);
   if constexpr (kBias) flush_partial<kV, W>(ab, part, pb + chunk * dim, nvec, dim);
   if constexpr (kSums) flush_partial<kV, W>(ax, part, px + chunk * dim, nvec, dim);
