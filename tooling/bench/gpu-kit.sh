@@ -120,6 +120,10 @@ if command -v compute-sanitizer >/dev/null; then
   stage "memcheck: matmul on kiln's own kernels"
   KILN_MATMUL_PATH=kiln timeout $(left 60) compute-sanitizer --tool memcheck --print-limit 10 "$node" "$kit/cuda-conformance.mjs" --passes 1 --kernel matmul >>"$out/sanitizer.log" 2>&1; echo "exit $?"
   grep -E "ERROR SUMMARY|FAIL" "$out/sanitizer.log" | tail -3
+  stage "memcheck: the norms (residual sums, dResidual, dX's column sums) and GELU/SiLU backwards (column sums)"
+  timeout $(left 60) compute-sanitizer --tool memcheck --print-limit 10 "$node" "$kit/cuda-conformance.mjs" --passes 1 \
+    --kernel layerNormForward,layerNormBackward,rmsNormForward,rmsNormBackward,geluBackward,siluBackward >>"$out/sanitizer.log" 2>&1; echo "exit $?"
+  grep -E "ERROR SUMMARY|FAIL" "$out/sanitizer.log" | tail -3
 fi
 if [ -n "${KIT_FULL:-}" ]; then
   KILN_MATMUL_PATH=kiln KILN_TORCH_PYTHON=false bench own-kernels --only train --models gpt2-small:bf16
