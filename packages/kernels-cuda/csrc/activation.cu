@@ -177,18 +177,7 @@ __global__ void __launch_bounds__(kSumCols * kSumLanes) backward_col_sums_kernel
       else store_group(dx + o, true, y);
     }
   }
-#pragma unroll
-  for (int e = 0; e < kW; e++) lanes[ty][tx * kW + e] = s[e];
-  __syncthreads();
-  for (int cj = ty * kSumCols + tx; cj < kSumCols * kW; cj += kSumCols * kSumLanes) {
-    const int j = blockIdx.x * kSumCols * kW + cj;
-    if (j >= cols) continue;
-    float t = lanes[0][cj];
-#pragma unroll
-    for (int q = 1; q < kSumLanes; q++) t += lanes[q][cj];
-    if (partial != nullptr) partial[int64_t{blockIdx.y} * cols + j] = t;
-    else out[j] = from_f32<TO>(to_f32(out[j]) + t);
-  }
+  finish_column_sums<TO, kW>(lanes, s, out, partial, cols, true);
 }
 
 /** gelu/silu backward with dX's column sums added to sums (cols of them, in grad_dtype). */

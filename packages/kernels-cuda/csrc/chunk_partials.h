@@ -75,6 +75,31 @@ inline RowChunks plan_row_chunks(int64_t rows, int cols, int group) {
   return p;
 }
 
+/**
+ * The end of a column-sum block of plan_row_chunks' grid (kSumCols groups of kW columns x
+ * kSumLanes row lanes): each thread's kW column sums `s` go through `lanes` (shared), the
+ * row lanes are added in lane order, and each column's block sum is written to the
+ * chunk's partial row (partial[blockIdx.y * cols + j]), or with partial null onto out
+ * (added to it when `accumulate`).
+ */
+template <typename TO, int kW>
+__device__ __forceinline__ void finish_column_sums(float (&lanes)[kSumLanes][kSumCols * kW + 1], const float (&s)[kW], TO* out, float* partial,
+                                                   int cols, bool accumulate) {
+  const int tx = threadIdx.x, ty = threadIdx.y;
+#pragma unroll
+  for (int e = 0; e < kW; e++) lanes[ty][tx * kW + e] = s[e];
+  __syncthreads();
+  for (int cj = ty * kSumCols + tx; cj < kSumCols * kW; cj += kSumCols * kSumLanes) {
+    const int j = blockIdx.x * kSumCols * kW + cj;
+    if (j >= cols) continue;
+    float t = lanes[0][cj];
+#pragma unroll
+    for (int q = 1; q < kSumLanes; q++) t += lanes[q][cj];
+    if (partial != nullptr) partial[int64_t{blockIdx.y} * cols + j] = t;
+    else out[j] = from_f32<TO>((accumulate ? to_f32(out[j]) : 0.f) + t);
+  }
+}
+
 /** Launches sum_chunk_partials_kernel over `cols` columns on `stream`, as kernel `name`. */
 template <typename TO>
 void launch_sum_chunk_partials(const char* name, cudaStream_t stream, const float* partial, TO* out, const float* partial2, TO* out2, int chunks, int cols,

@@ -285,18 +285,7 @@ __global__ void __launch_bounds__(kSumCols * kSumLanes) sum_rows_kernel(const T*
       }
     }
   }
-#pragma unroll
-  for (int e = 0; e < kW; e++) lanes[ty][tx * kW + e] = s[e];
-  __syncthreads();
-  for (int cj = ty * kSumCols + tx; cj < kSumCols * kW; cj += kSumCols * kSumLanes) {
-    const int j = blockIdx.x * kSumCols * kW + cj;
-    if (j >= cols) continue;
-    float t = lanes[0][cj];
-#pragma unroll
-    for (int q = 1; q < kSumLanes; q++) t += lanes[q][cj];
-    if (partial != nullptr) partial[int64_t{blockIdx.y} * cols + j] = t;
-    else out[j] = from_f32<TO>((accumulate ? to_f32(out[j]) : 0.f) + t);
-  }
+  finish_column_sums<TO, kW>(lanes, s, out, partial, cols, accumulate);
 }
 
 // sumRows: x, out | rows, cols, accumulate, dtype, gradDtype (out's)
