@@ -12,7 +12,8 @@
 // and passes them as f32.
 // Layout: param holds n elements of the storage dtype, grad n of the gradient dtype
 // (the storage dtype, or f32 beside f32 masters: mixed precision's update, the 16-bit
-// parameters rounded from the masters in the same pass); m, v, master are f32; all contiguous. Each element is read and written by one thread only.
+// parameters rounded from the masters in the same pass); m, v, master are f32; all
+// contiguous. Each element is read and written by one thread only.
 // When every pointer is 16-byte aligned, a thread handles 4 consecutive elements with
 // vector loads/stores; otherwise one element at a time (same per-element math).
 #include <cmath>

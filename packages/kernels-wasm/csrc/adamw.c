@@ -13,7 +13,8 @@
  * The host computes decay, step_size, inv_sqrt_bc2 and the (1 - beta)
  * factors in f64 and passes them rounded to f32; the per-element math is f32.
  * param holds n elements of the storage dtype, grad of grad_dtype (the storage
- * dtype, or f32 beside f32 masters); m, v and master are f32. Threads take contiguous chunks of whole 64-byte lines.
+ * dtype, or f32 beside f32 masters); m, v and master are f32. Threads take
+ * contiguous chunks of whole 64-byte lines.
  */
 #include "kiln_storage.h"
 
