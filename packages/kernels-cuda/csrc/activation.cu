@@ -148,15 +148,12 @@ __global__ void __launch_bounds__(kSumCols * kSumLanes) backward_col_sums_kernel
                                                                                  int cols, int64_t rows_per_chunk) {
   constexpr bool kFast = !std::is_same<T, float>::value;
   __shared__ float lanes[kSumLanes][kSumCols * kW + 1];
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  const int j0 = (blockIdx.x * kSumCols + tx) * kW;
-  const int64_t r0 = int64_t{blockIdx.y} * rows_per_chunk;
-  const int64_t r1 = r0 + rows_per_chunk < rows ? r0 + rows_per_chunk : rows;
+  const auto [j0, r0, r1] = column_sum_place<kW>(rows, rows_per_chunk);
   float s[kW];
 #pragma unroll
   for (int e = 0; e < kW; e++) s[e] = 0.f;
   if (j0 < cols) {
-    for (int64_t r = r0 + ty; r < r1; r += kSumLanes) {
+    for (int64_t r = r0 + threadIdx.y; r < r1; r += kSumLanes) {
       const int64_t o = r * cols + j0;
       float a[kW], b[kW], y[kW];
       if constexpr (kW == 1) {

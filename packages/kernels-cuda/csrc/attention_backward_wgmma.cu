@@ -54,6 +54,21 @@ __device__ __forceinline__ void store_fragment_row(T* dst, const float (&acc)[DP
   }
 }
 
+/**
+ * The descriptors a pass reads through: this warpgroup's 64 rows of its two own tiles
+ * (K and V, or Q and dO), and the two tiles of loop buffer 0 (buffer 1's are these
+ * plus a fixed offset). The same descriptor serves K-major and MN-major reads.
+ */
+struct PassDescriptors {
+  uint64_t own1, own2, loop1, loop2;
+};
+
+template <typename OwnTile, typename LoopTile, typename T>
+__device__ __forceinline__ PassDescriptors pass_descriptors(const T* own1, const T* own2, const T* loop, int wg) {
+  return {tile_descriptor<OwnTile>(own1 + wg * 64 * 64), tile_descriptor<OwnTile>(own2 + wg * 64 * 64), tile_descriptor<LoopTile>(loop),
+          tile_descriptor<LoopTile>(loop + LoopTile::kElems)};
+}
+
 template <typename T, int DP, int NWG>
 __global__ void __launch_bounds__(128 * NWG, 1)
     attention_dkdv_wgmma_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
@@ -96,11 +111,8 @@ __global__ void __launch_bounds__(128 * NWG, 1)
   copy_step(0);
   ptx::cp_async_commit();
 
-  // This warpgroup's 64 keys of K and V; Q and dO of buffer 0 (the same descriptor serves K-major and MN-major reads).
-  const uint64_t desc_k = tile_descriptor<OwnTile>(ks + wg * 64 * 64);
-  const uint64_t desc_v = tile_descriptor<OwnTile>(vs + wg * 64 * 64);
-  const uint64_t desc_q0 = tile_descriptor<LoopTile>(tiles);
-  const uint64_t desc_do0 = tile_descriptor<LoopTile>(tiles + LoopTile::kElems);
+  // This warpgroup's 64 keys of K and V; Q and dO of buffer 0.
+  const auto [desc_k, desc_v, desc_q0, desc_do0] = pass_descriptors<OwnTile, LoopTile>(ks, vs, tiles, wg);
 
   float adk[DP / 2], adv[DP / 2];
 #pragma unroll
@@ -135,23 +147,12 @@ __global__ void __launch_bounds__(128 * NWG, 1)
       // dV_g += P^T dO, then dK_g += dS^T Q: P^T's fragments are made (and S^T's registers
       // freed) before dS^T's, which keeps the widest tiles (DP 128) within the registers.
       uint32_t pa[TILE / 16][4], da[TILE / 16][4];
-#pragma unroll
-      for (int kc = 0; kc < TILE / 16; kc++) accumulator_as_a<T>(pa[kc], st, kc);
-      ptx::accumulator_fence(adv);
-      ptx::wgmma_fence();
-#pragma unroll
-      for (int kc = 0; kc < TILE / 16; kc++) ptx::wgmma_m64k16_ra<T, DP, true>(adv, pa[kc], desc_do0 + buf + mn_major_step(kc));
-#pragma unroll
-      for (int kc = 0; kc < TILE / 16; kc++) accumulator_as_a<T>(da[kc], dpt, kc);
-      ptx::accumulator_fence(adk);
-      ptx::wgmma_fence();  // da was written since the last fence
-#pragma unroll
-      for (int kc = 0; kc < TILE / 16; kc++) ptx::wgmma_m64k16_ra<T, DP, true>(adk, da[kc], desc_q0 + buf + mn_major_step(kc));
-#pragma unroll
-      for (int kc = 0; kc < TILE / 16; kc++) {
-        ptx::operand_fence(pa[kc]);
-        ptx::operand_fence(da[kc]);
-      }
+      accumulator_tile_as_a<T>(pa, st);
+      register_a_products<T>(adv, pa, desc_do0 + buf);
+      accumulator_tile_as_a<T>(da, dpt);
+      register_a_products<T>(adk, da, desc_q0 + buf);  // fenced again: da was written since
+      release_operands(pa);
+      release_operands(da);
       ptx::accumulator_fence(adv);
       wgmma_commit_and_wait(adk);
       ptx::accumulator_fence(adv);
@@ -211,10 +212,8 @@ __global__ void __launch_bounds__(128 * NWG, 1)
   copy_keys(0);
   ptx::cp_async_commit();
 
-  const uint64_t desc_q = tile_descriptor<OwnTile>(qs + wg * 64 * 64);
-  const uint64_t desc_do = tile_descriptor<OwnTile>(dos + wg * 64 * 64);
-  const uint64_t desc_k0 = tile_descriptor<LoopTile>(tiles);
-  const uint64_t desc_v0 = tile_descriptor<LoopTile>(tiles + LoopTile::kElems);
+  // This warpgroup's 64 queries of Q and dO; K and V of buffer 0.
+  const auto [desc_q, desc_do, desc_k0, desc_v0] = pass_descriptors<OwnTile, LoopTile>(qs, dos, tiles, wg);
 
   float adq[DP / 2];
 #pragma unroll
@@ -246,14 +245,9 @@ __global__ void __launch_bounds__(128 * NWG, 1)
 
       // dQ_g += dS K
       uint32_t da[TILE / 16][4];
-#pragma unroll
-      for (int kc = 0; kc < TILE / 16; kc++) accumulator_as_a<T>(da[kc], dp, kc);
-      ptx::accumulator_fence(adq);
-      ptx::wgmma_fence();
-#pragma unroll
-      for (int kc = 0; kc < TILE / 16; kc++) ptx::wgmma_m64k16_ra<T, DP, true>(adq, da[kc], desc_k0 + buf + mn_major_step(kc));
-#pragma unroll
-      for (int kc = 0; kc < TILE / 16; kc++) ptx::operand_fence(da[kc]);
+      accumulator_tile_as_a<T>(da, dp);
+      register_a_products<T>(adq, da, desc_k0 + buf);
+      release_operands(da);
       wgmma_commit_and_wait(adq);
     }
     __syncthreads();  // this buffer is free for tile kt + 2

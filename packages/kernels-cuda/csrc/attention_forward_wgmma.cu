@@ -109,14 +109,9 @@ __global__ void __launch_bounds__(128 * NWG, 1)
 
       // O_g += P_g V
       uint32_t p[KEYS / 16][4];
-#pragma unroll
-      for (int kc = 0; kc < KEYS / 16; kc++) accumulator_as_a<T>(p[kc], s, kc);
-      ptx::accumulator_fence(o);
-      ptx::wgmma_fence();
-#pragma unroll
-      for (int kc = 0; kc < KEYS / 16; kc++) ptx::wgmma_m64k16_ra<T, DP, true>(o, p[kc], desc_v0 + buf + mn_major_step(kc));
-#pragma unroll
-      for (int kc = 0; kc < KEYS / 16; kc++) ptx::operand_fence(p[kc]);
+      accumulator_tile_as_a<T>(p, s);
+      register_a_products<T>(o, p, desc_v0 + buf);
+      release_operands(p);
       wgmma_commit_and_wait(o);
     }
     __syncthreads();  // tile kt's buffer is free for tile kt + 2

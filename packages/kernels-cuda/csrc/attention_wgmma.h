@@ -134,5 +134,32 @@ __device__ __forceinline__ void score_products(float (&s)[R], float (&dp)[R], ui
   ptx::accumulator_fence(s);
 }
 
+/** The register A fragments (accumulator_as_a) of all KC 16-column blocks of an accumulator tile. */
+template <typename T, int KC, int R>
+__device__ __forceinline__ void accumulator_tile_as_a(uint32_t (&a)[KC][4], const float (&acc)[R]) {
+#pragma unroll
+  for (int kc = 0; kc < KC; kc++) accumulator_as_a<T>(a[kc], acc, kc);
+}
+
+/**
+ * acc (64 x N) += A B over KC steps of 16: A from registers (a, this thread's fragments),
+ * B MN-major in shared memory at descriptor b. Fences first (acc was touched and a written
+ * since the last fence); issued, not committed: release_operands(a) once it is waited for.
+ */
+template <typename T, int KC, int R>
+__device__ __forceinline__ void register_a_products(float (&acc)[R], const uint32_t (&a)[KC][4], uint64_t b) {
+  ptx::accumulator_fence(acc);
+  ptx::wgmma_fence();
+#pragma unroll
+  for (int kc = 0; kc < KC; kc++) ptx::wgmma_m64k16_ra<T, 2 * R, true>(acc, a[kc], b + mn_major_step(kc));
+}
+
+/** Keeps register A fragments alive up to here (after the wait for the wgmma that read them). */
+template <int KC>
+__device__ __forceinline__ void release_operands(uint32_t (&a)[KC][4]) {
+#pragma unroll
+  for (int kc = 0; kc < KC; kc++) ptx::operand_fence(a[kc]);
+}
+
 }  // namespace
 }  // namespace kiln

@@ -75,6 +75,18 @@ inline RowChunks plan_row_chunks(int64_t rows, int cols, int group) {
   return p;
 }
 
+/** Where a column-sum block's thread works in plan_row_chunks' grid: its first column j0 (kW from there) and its chunk's rows [r0, r1). */
+struct ColumnSumPlace {
+  int j0;
+  int64_t r0, r1;
+};
+
+template <int kW>
+__device__ __forceinline__ ColumnSumPlace column_sum_place(int64_t rows, int64_t rows_per_chunk) {
+  const int64_t r0 = int64_t{blockIdx.y} * rows_per_chunk;
+  return {static_cast<int>((blockIdx.x * kSumCols + threadIdx.x) * kW), r0, r0 + rows_per_chunk < rows ? r0 + rows_per_chunk : rows};
+}
+
 /**
  * The end of a column-sum block of plan_row_chunks' grid (kSumCols groups of kW columns x
  * kSumLanes row lanes): each thread's kW column sums `s` go through `lanes` (shared), the

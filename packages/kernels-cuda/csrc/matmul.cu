@@ -264,17 +264,14 @@ void launch_matmul(const KernelCall& c) {
 template <typename T, typename TO, int kW>
 __global__ void __launch_bounds__(kSumCols * kSumLanes) sum_rows_kernel(const T* x, TO* out, float* partial, int64_t rows, int cols, int64_t rows_per_chunk, bool accumulate) {
   __shared__ float lanes[kSumLanes][kSumCols * kW + 1];
-  const int tx = threadIdx.x, ty = threadIdx.y;
-  const int j0 = (blockIdx.x * kSumCols + tx) * kW;
-  const int64_t r0 = int64_t{blockIdx.y} * rows_per_chunk;
-  const int64_t r1 = r0 + rows_per_chunk < rows ? r0 + rows_per_chunk : rows;
+  const auto [j0, r0, r1] = column_sum_place<kW>(rows, rows_per_chunk);
   float s[kW];
 #pragma unroll
   for (int e = 0; e < kW; e++) s[e] = 0.f;
   if (j0 < cols) {
     const T* col = x + j0;
 #pragma unroll 4
-    for (int64_t r = r0 + ty; r < r1; r += kSumLanes) {
+    for (int64_t r = r0 + threadIdx.y; r < r1; r += kSumLanes) {
       if constexpr (kW == 1) {
         s[0] += to_f32(col[r * cols]);
       } else {
