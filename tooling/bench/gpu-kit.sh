@@ -120,9 +120,9 @@ if command -v compute-sanitizer >/dev/null; then
   stage "memcheck: matmul on kiln's own kernels"
   KILN_MATMUL_PATH=kiln timeout $(left 60) compute-sanitizer --tool memcheck --print-limit 10 "$node" "$kit/cuda-conformance.mjs" --passes 1 --kernel matmul >>"$out/sanitizer.log" 2>&1; echo "exit $?"
   grep -E "ERROR SUMMARY|FAIL" "$out/sanitizer.log" | tail -3
-  stage "memcheck: the norms (residual sums, dResidual, dX's column sums) and GELU/SiLU backwards (column sums)"
+  stage "memcheck: the norms (residual sums, dResidual, dX's column sums), GELU/SiLU backwards (column sums), cross-entropy (dLogits in the forward)"
   timeout $(left 60) compute-sanitizer --tool memcheck --print-limit 10 "$node" "$kit/cuda-conformance.mjs" --passes 1 \
-    --kernel layerNormForward,layerNormBackward,rmsNormForward,rmsNormBackward,geluBackward,siluBackward >>"$out/sanitizer.log" 2>&1; echo "exit $?"
+    --kernel layerNormForward,layerNormBackward,rmsNormForward,rmsNormBackward,geluBackward,siluBackward,crossEntropyForward >>"$out/sanitizer.log" 2>&1; echo "exit $?"
   grep -E "ERROR SUMMARY|FAIL" "$out/sanitizer.log" | tail -3
 fi
 if [ -n "${KIT_FULL:-}" ]; then

@@ -10,7 +10,9 @@
 //   crossEntropy  forward (lse + losses) and backward (dLogits into its own buffer) of a
 //                 rows x vocab logits matrix: milliseconds, G logits/s, and GB/s of memory
 //                 traffic (forward reads the logits twice: max pass, then exp-sum pass;
-//                 backward reads them once and writes dLogits)
+//                 backward reads them once and writes dLogits), and the training loss's one
+//                 call (crossEntropyForward writing dLogits too: each row's second read from
+//                 the cache) beside the two
 //   adamW         one step over `params` parameters: ms, G params/s, GB/s (f32: param, grad,
 //                 m, v = 28 bytes a parameter; bf16 with f32 master weights: 30)
 //   add           out = a + b over `elements`: GB/s of a + b + out
@@ -74,6 +76,8 @@ function makeCalls(backend, s) {
       backend.kernels.crossEntropyForward({ logits, targets, losses, lse, rows, vocab, dtype });
     calls[`crossEntropyBackward ${dtype}`] = () =>
       backend.kernels.crossEntropyBackward({ logits, targets, lse, dLogits, rows, vocab, lossScale: 1 / rows, dtype });
+    calls[`crossEntropyForward+dLogits ${dtype}`] = () =>
+      backend.kernels.crossEntropyForward({ logits, targets, losses, lse, dLogits, rows, vocab, lossScale: 1 / rows, dtype });
 
     const n = s.params;
     const param = keep(upload(backend, n, dtype, -0.1, 0.1, 2));
@@ -131,6 +135,7 @@ export async function benchLossOptimizer(createWasmBackend, options = {}) {
         const logits = size.rows * size.vocab;
         const fwd = seconds[`crossEntropyForward ${dtype}`];
         const bwd = seconds[`crossEntropyBackward ${dtype}`];
+        const fused = seconds[`crossEntropyForward+dLogits ${dtype}`];
         const adam = seconds[`adamW ${dtype}`];
         const adamBytes = dtype === "f32" ? 28 : 3 * w + 24;
         r[dtype] = {
@@ -138,6 +143,7 @@ export async function benchLossOptimizer(createWasmBackend, options = {}) {
             forwardMs: round(fwd * 1e3, 3),
             backwardMs: round(bwd * 1e3, 3),
             forwardBackwardMs: round((fwd + bwd) * 1e3, 3),
+            oneCallMs: round(fused * 1e3, 3),
             glogitsPerSecond: round(logits / (fwd + bwd) / 1e9, 3),
             forwardGBps: round((2 * logits * w) / fwd / 1e9, 2),
             backwardGBps: round((2 * logits * w) / bwd / 1e9, 2),

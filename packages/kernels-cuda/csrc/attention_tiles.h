@@ -250,17 +250,6 @@ Args read_args(const KernelCall& c, int first) {
 
 size_t row_floats(int d) { return static_cast<size_t>((d + 31) / 32 * 32 + 4); }
 
-/** Opts a kernel into more than 48 KiB of dynamic shared memory (real device only). */
-template <typename K>
-void allow_shared(K* kernel, size_t bytes) {
-#if !defined(KILN_CUDA_SIM)
-  if (bytes > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-#else
-  (void)kernel;
-  (void)bytes;
-#endif
-}
-
 /**
  * Calls f(std::integral_constant<int, DMAX>) for the bucket holding both head sizes
  * (the register accumulators and the tile sizes follow the wider one).

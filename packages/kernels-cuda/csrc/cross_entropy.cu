@@ -3,6 +3,9 @@
 //                         losses[r] = lse[r] - logits[r, targets[r]]     (0 when targets[r] < 0)
 //   crossEntropyBackward  dLogits[r,j] = lossScale * (exp(logits[r,j] - lse[r]) - [j == targets[r]])
 //                         (a zero row when targets[r] < 0); dLogits may alias logits
+//   crossEntropyForward with dLogits: both in one block per row (the training loss), the
+//                         lse the forward stores feeding the backward's pass: the bits of
+//                         the two kernels one after the other
 //   softmaxForward        out[r,j] = exp(x[r,j]/T - m) / sum_j exp(x[r,j]/T - m), m = max_j x[r,j]/T;
 //                         out may alias x
 // Layout: logits / dLogits / x / out are (rows, vocab) row-major in the storage dtype,
@@ -21,9 +24,15 @@
 // In-place: softmax reads the whole row (pass 1) before the block barrier of the
 // reduction and each element of pass 2 is read and written by the same thread; the
 // backward pass reads and writes each element in the same thread.
+// Forward with dLogits: where the row is 16-byte aligned and small enough for two blocks'
+// shared memory on an SM (GPT-2's padded 50304 bf16 logits on an H100), each thread
+// copies its groups into shared memory by cp.async (the whole row in flight at once) and
+// both passes read them there: the logits leave device memory once. Otherwise the second
+// pass reads the row again (from L2 when it is still there).
 #include <cmath>
 
 #include "kiln_cuda.h"
+#include "mma_ptx.h"
 #include "vector_io.h"
 
 namespace kiln {
@@ -161,6 +170,68 @@ __global__ void __launch_bounds__(kThreads) ce_backward_kernel(const T* logits, 
     drow[j] = from_f32<T>(ignored ? 0.f : loss_scale * (__expf(to_f32(row[j]) - l) - (j == t ? 1.f : 0.f)));
 }
 
+/**
+ * crossEntropyForward with dLogits: ce_forward_kernel's (max, sum) and ce_backward_kernel's
+ * write over one row, thread t taking the same groups in both (CACHED: read from the copy
+ * thread t made of them in shared memory; each thread reads only its own copies).
+ */
+template <typename T, bool CACHED>
+__global__ void __launch_bounds__(kThreads) ce_forward_backward_kernel(const T* logits, const int32_t* targets, float* losses, float* lse, T* dlogits,
+                                                                       int64_t vocab, float loss_scale) {
+  constexpr int N = Group<T>::N;
+  KILN_DYNAMIC_SHARED(T, cached);
+  const int64_t r = blockIdx.x;
+  const T* row = logits + r * vocab;
+  T* drow = dlogits + r * vocab;
+  const int32_t t = targets[r];
+  const bool ignored = t < 0;
+  const int64_t full = vocab / N;
+  // The target's logit, read before the block's first barrier: no thread writes the row before it (dLogits may alias logits).
+  const float xt = threadIdx.x == 0 && !ignored && t < vocab ? to_f32(row[t]) : 0.f;
+  if constexpr (CACHED) {
+    for (int64_t g = threadIdx.x; g < full; g += kThreads) ptx::cp_async_16(cached + g * N, row + g * N, 16u);
+    ptx::cp_async_commit();
+    ptx::cp_async_wait<0>();
+  }
+  auto load = [&](int64_t g, float(&v)[N]) {
+    if constexpr (CACHED) load_group(cached + g * N, true, v);
+    else load_group_anywhere(row + g * N, v);
+  };
+  MaxSum a{neg_inf(), 0.f};
+  for (int64_t g = threadIdx.x; g < full; g += kThreads) {
+    float v[N];
+    load(g, v);
+    accumulate_group(a, v);
+  }
+  const int64_t j = full * N + threadIdx.x;
+  const bool tail = threadIdx.x < N && j < vocab;
+  const float xj = tail ? to_f32(row[j]) : 0.f;
+  if (tail) {
+    float v[1] = {xj};
+    accumulate_group(a, v);
+  }
+  a = block_combine(a);
+  const float l = a.m + logf(a.s);
+  if (threadIdx.x == 0) {
+    lse[r] = l;
+    losses[r] = ignored ? 0.f : (t < vocab ? l - xt : __int_as_float(0x7fc00000));
+  }
+  const bool store_aligned = is_aligned16(drow);
+  for (int64_t g = threadIdx.x; g < full; g += kThreads) {
+    float v[N];
+    if (ignored) {
+#pragma unroll
+      for (int k = 0; k < N; k++) v[k] = 0.f;
+    } else {
+      load(g, v);
+#pragma unroll
+      for (int k = 0; k < N; k++) v[k] = loss_scale * (__expf(v[k] - l) - (g * N + k == t ? 1.f : 0.f));
+    }
+    store_group(drow + g * N, store_aligned, v);
+  }
+  if (tail) drow[j] = from_f32<T>(ignored ? 0.f : loss_scale * (__expf(xj - l) - (j == t ? 1.f : 0.f)));
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kThreads) softmax_kernel(const T* x, T* out, int64_t dim, float inv_t) {
   constexpr int N = Group<T>::N;
@@ -183,13 +254,37 @@ __global__ void __launch_bounds__(kThreads) softmax_kernel(const T* x, T* out, i
   if (threadIdx.x < N && j < dim) orow[j] = from_f32<T>(__expf(to_f32(row[j]) * inv_t - a.m) * inv_s);
 }
 
-// crossEntropyForward: logits, targets, losses, lse | rows, vocab, dtype
+/**
+ * Whether the forward with dLogits keeps a row in shared memory: rows 16-byte aligned (so
+ * every group of every row), and the row's copy small enough that two blocks fit on an SM
+ * (one block's load then overlaps the other's arithmetic); the opt-in limit stands for an
+ * SM's shared memory less the 1 KiB each block reserves.
+ */
+template <typename T>
+bool cache_rows(const KernelCall& c, const void* logits, int64_t vocab) {
+  const size_t bytes = static_cast<size_t>(vocab) * sizeof(T);
+  return reinterpret_cast<uintptr_t>(logits) % 16 == 0 && bytes % 16 == 0 && 2 * (bytes + 1024) <= c.shared_per_block + 1024;
+}
+
+// crossEntropyForward: logits, targets, losses, lse, dLogits | rows, vocab, dtype, lossScale
 void launch_ce_forward(const KernelCall& c) {
-  const int64_t rows = c.i64(4), vocab = c.i64(5);
-  dispatch_float(c.i32(6), "crossEntropyForward", [&](auto tag) {
+  const int64_t rows = c.i64(5), vocab = c.i64(6);
+  const float loss_scale = c.f32(8);
+  dispatch_float(c.i32(7), "crossEntropyForward", [&](auto tag) {
     using T = decltype(tag);
-    launch("crossEntropyForward", ce_forward_kernel<T>, static_cast<unsigned>(rows), kThreads, 0, c.stream, c.ptr<const T>(0), c.ptr<const int32_t>(1), c.ptr<float>(2),
-           c.ptr<float>(3), vocab);
+    T* dlogits = c.ptr<T>(4);
+    if (!dlogits) {
+      launch("crossEntropyForward", ce_forward_kernel<T>, static_cast<unsigned>(rows), kThreads, 0, c.stream, c.ptr<const T>(0), c.ptr<const int32_t>(1),
+             c.ptr<float>(2), c.ptr<float>(3), vocab);
+    } else if (cache_rows<T>(c, c.ptr<const void>(0), vocab)) {
+      const size_t smem = static_cast<size_t>(vocab) * sizeof(T);
+      allow_shared(ce_forward_backward_kernel<T, true>, smem);
+      launch("crossEntropyForward", ce_forward_backward_kernel<T, true>, static_cast<unsigned>(rows), kThreads, smem, c.stream, c.ptr<const T>(0),
+             c.ptr<const int32_t>(1), c.ptr<float>(2), c.ptr<float>(3), dlogits, vocab, loss_scale);
+    } else {
+      launch("crossEntropyForward", ce_forward_backward_kernel<T, false>, static_cast<unsigned>(rows), kThreads, 0, c.stream, c.ptr<const T>(0),
+             c.ptr<const int32_t>(1), c.ptr<float>(2), c.ptr<float>(3), dlogits, vocab, loss_scale);
+    }
   });
 }
 

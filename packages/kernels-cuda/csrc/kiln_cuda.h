@@ -41,6 +41,17 @@ template <> __host__ __device__ __forceinline__ __half from_f32<__half>(float x)
   T* name = reinterpret_cast<T*>(kiln_dynamic_smem)
 #endif
 
+/** Opts a kernel into more than 48 KiB of dynamic shared memory (real device only). */
+template <typename K>
+void allow_shared(K* kernel, size_t bytes) {
+#if !defined(KILN_CUDA_SIM)
+  if (bytes > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+#else
+  (void)kernel;
+  (void)bytes;
+#endif
+}
+
 /** Throws KernelLaunchError after a failed launch (real device only). */
 void check_launch(const char* kernel);
 
@@ -111,6 +122,8 @@ struct KernelCall {
   bool wgmma_attention;
   /** KILN_ATTENTION_WGMMA_ROWS (64, the default, or 128): query or key rows a block of the wgmma attention owns. */
   int wgmma_attention_rows;
+  /** The most dynamic shared memory one block may opt into on this device (bytes). */
+  size_t shared_per_block;
 
   double at(int i) const;
   template <typename T> T* ptr(int i) const { return reinterpret_cast<T*>(static_cast<uintptr_t>(at(i))); }

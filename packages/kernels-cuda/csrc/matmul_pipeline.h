@@ -160,9 +160,7 @@ template <typename Cfg, typename Kernel, typename T, typename TC>
 void launch_tiles(Kernel kernel, const MatmulParams<T, TC>& p, cudaStream_t stream) {
   const int64_t mt = (p.m + Cfg::BM - 1) / Cfg::BM;
   const dim3 grid(ceil_div(p.n, Cfg::BN), static_cast<unsigned>(mt < 65535 ? mt : 65535), static_cast<unsigned>(p.batch < 65535 ? p.batch : 65535));
-#if !defined(KILN_CUDA_SIM)
-  if (Cfg::SMEM_BYTES > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Cfg::SMEM_BYTES));
-#endif
+  allow_shared(kernel, Cfg::SMEM_BYTES);
   launch("matmul", kernel, grid, dim3(Cfg::NT), Cfg::SMEM_BYTES, stream, p, pair_stores(p));
 }
 

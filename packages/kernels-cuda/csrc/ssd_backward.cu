@@ -316,17 +316,6 @@ __global__ void __launch_bounds__(kThreads) ssd_group_sum_kernel(const float* db
   }
 }
 
-/** Opts a kernel into more than 48 KiB of dynamic shared memory (real device only). */
-template <typename K>
-void allow_shared(K* kernel, size_t bytes) {
-#if !defined(KILN_CUDA_SIM)
-  if (bytes > 48 * 1024) cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-#else
-  (void)kernel;
-  (void)bytes;
-#endif
-}
-
 // ssdScanBackward: dY, x, dt, dtBias, aLog, B, C, D, states, dX, dDt, dB, dC, dDtBias, dALog, dD | batch, seqLen, heads,
 //                  headDim, groups, stateSize, chunkSize, xRowStride, dtRowStride, bcRowStride, dtype, gradDtype
 void launch_ssd_backward(const KernelCall& c) {

@@ -62,7 +62,7 @@ const SCALARS: { [K in KernelName]: (a: KernelArgsMap[K]) => number[] } = {
     const l = attentionLayout(a);
     return [a.batch, a.seqLen, a.heads, a.kvHeads, a.headDim, l.vHeadDim, l.qRowStride, l.kvRowStride, l.vRowStride, l.outRowStride, l.scale, code(a.dtype)];
   },
-  crossEntropyForward: (a) => [a.rows, a.vocab, code(a.dtype)],
+  crossEntropyForward: (a) => [a.rows, a.vocab, code(a.dtype), a.lossScale ?? 1],
   crossEntropyBackward: (a) => [a.rows, a.vocab, a.lossScale, code(a.dtype)],
   softmaxForward: (a) => [a.rows, a.dim, a.temperature ?? 1, code(a.dtype)],
   add: (a) => [a.n, code(a.dtype)],

@@ -5,6 +5,7 @@
  *             losses[r] = lse[r] - logits[r, targets[r]]   (0 when targets[r] < 0)
  *   backward  dlogits[r,j] = scale * (exp(logits[r,j] - lse[r]) - [j == targets[r]])
  *             (a zero row when targets[r] < 0); dlogits may be logits itself
+ *   forward_backward  both, a row at a time (the row's second read from the cache)
  *   softmax   out[r,j] = exp(x[r,j] * scale - m) / sum_j exp(x[r,j] * scale - m),
  *             m = max_j x[r,j] * scale, scale = 1 / temperature; out may be x itself
  *
@@ -120,37 +121,49 @@ KILN_INLINE size_t row_bytes(const CrossEntropyArgs* g) {
   return (size_t)g->vocab * (g->dtype == KILN_DT_F32 ? 4 : 2);
 }
 
-KILN_INLINE void forward_rows(const CrossEntropyArgs* g, size_t r0, size_t r1, int dt) {
+
+KILN_INLINE void forward_row(const CrossEntropyArgs* g, size_t r, int dt) {
+  const size_t n = (size_t)g->vocab;
+  const char* x = (const char*)g->logits + r * row_bytes(g);
+  const float m = row_max(x, n, dt);
+  const double lse = (double)m + kiln_log(row_sum_exp(x, n, 1.0f, m, dt));
+  const int32_t t = g->targets[r];
+  g->lse[r] = (float)lse;
+  /* The host rejects targets >= vocab; never read past the row if one slips through. */
+  g->losses[r] = t < 0 ? 0.0f : t < g->vocab ? (float)(lse - (double)kiln_load1(x, (size_t)t, dt)) : __builtin_nanf("");
+}
+
+KILN_INLINE void backward_row(const CrossEntropyArgs* g, size_t r, int dt) {
   const size_t n = (size_t)g->vocab;
   const size_t stride = row_bytes(g);
-  for (size_t r = r0; r < r1; r++) {
-    const char* x = (const char*)g->logits + r * stride;
-    const float m = row_max(x, n, dt);
-    const double lse = (double)m + kiln_log(row_sum_exp(x, n, 1.0f, m, dt));
-    const int32_t t = g->targets[r];
-    g->lse[r] = (float)lse;
-    /* The host rejects targets >= vocab; never read past the row if one slips through. */
-    g->losses[r] = t < 0 ? 0.0f : t < g->vocab ? (float)(lse - (double)kiln_load1(x, (size_t)t, dt)) : __builtin_nanf("");
+  const char* x = (const char*)g->logits + r * stride;
+  char* dx = (char*)g->dlogits + r * stride;
+  const int32_t t = g->targets[r];
+  if (t < 0 || t >= g->vocab) {
+    row_zero(dx, n, dt);
+    return;
   }
+  const float lse = g->lse[r];
+  /* Read the target's logit before the row is overwritten (dlogits may be logits). */
+  const float xt = kiln_load1(x, (size_t)t, dt);
+  row_write_exp(x, dx, n, 1.0f, lse, g->scale, dt);
+  const float pt = wasm_f32x4_extract_lane(kiln_exp_f32x4(wasm_f32x4_splat(xt - lse)), 0);
+  kiln_store1(dx, (size_t)t, g->scale * (pt - 1.0f), dt);
+}
+
+KILN_INLINE void forward_rows(const CrossEntropyArgs* g, size_t r0, size_t r1, int dt) {
+  for (size_t r = r0; r < r1; r++) forward_row(g, r, dt);
 }
 
 KILN_INLINE void backward_rows(const CrossEntropyArgs* g, size_t r0, size_t r1, int dt) {
-  const size_t n = (size_t)g->vocab;
-  const size_t stride = row_bytes(g);
+  for (size_t r = r0; r < r1; r++) backward_row(g, r, dt);
+}
+
+/* Forward then backward row by row: the row is still in the cache for its second read. */
+KILN_INLINE void forward_backward_rows(const CrossEntropyArgs* g, size_t r0, size_t r1, int dt) {
   for (size_t r = r0; r < r1; r++) {
-    const char* x = (const char*)g->logits + r * stride;
-    char* dx = (char*)g->dlogits + r * stride;
-    const int32_t t = g->targets[r];
-    if (t < 0 || t >= g->vocab) {
-      row_zero(dx, n, dt);
-      continue;
-    }
-    const float lse = g->lse[r];
-    /* Read the target's logit before the row is overwritten (dlogits may be logits). */
-    const float xt = kiln_load1(x, (size_t)t, dt);
-    row_write_exp(x, dx, n, 1.0f, lse, g->scale, dt);
-    const float pt = wasm_f32x4_extract_lane(kiln_exp_f32x4(wasm_f32x4_splat(xt - lse)), 0);
-    kiln_store1(dx, (size_t)t, g->scale * (pt - 1.0f), dt);
+    forward_row(g, r, dt);
+    backward_row(g, r, dt);
   }
 }
 
@@ -184,6 +197,13 @@ void kiln_cross_entropy_forward(const CrossEntropyArgs* g, int thread, int nthre
   size_t r0, r1;
   thread_rows(g, thread, nthreads, &r0, &r1);
   DISPATCH_DTYPE(forward_rows, g, r0, r1)
+}
+
+KILN_EXPORT(kiln_cross_entropy_forward_backward)
+void kiln_cross_entropy_forward_backward(const CrossEntropyArgs* g, int thread, int nthreads) {
+  size_t r0, r1;
+  thread_rows(g, thread, nthreads, &r0, &r1);
+  DISPATCH_DTYPE(forward_backward_rows, g, r0, r1)
 }
 
 KILN_EXPORT(kiln_cross_entropy_backward)

@@ -46,8 +46,10 @@ function runForward(ctx: WasmKernelContext, args: CrossEntropyForwardArgs): void
   const at = operandAddresses(crossEntropyForwardSpec, ctx.memory, args);
   checkTargets(ctx, "crossEntropyForward", at.targets.ptr, args.rows, args.vocab);
   const { rows, vocab } = args;
-  writeArgs(ctx, { logits: at.logits.ptr, targets: at.targets.ptr, losses: at.losses.ptr, lse: at.lse.ptr, rows, vocab, dtype }, 1);
-  ctx.rt.run("kiln_cross_entropy_forward", threadsForWork(ctx.rt, rows, vocab * FORWARD_COST));
+  const dLogits = at.dLogits?.ptr;
+  writeArgs(ctx, { logits: at.logits.ptr, targets: at.targets.ptr, losses: at.losses.ptr, lse: at.lse.ptr, dLogits, rows, vocab, dtype }, args.lossScale ?? 1);
+  if (dLogits === undefined) ctx.rt.run("kiln_cross_entropy_forward", threadsForWork(ctx.rt, rows, vocab * FORWARD_COST));
+  else ctx.rt.run("kiln_cross_entropy_forward_backward", threadsForWork(ctx.rt, rows, vocab * (FORWARD_COST + BACKWARD_COST)));
 }
 
 function runBackward(ctx: WasmKernelContext, args: CrossEntropyBackwardArgs): void {
@@ -69,7 +71,7 @@ function runSoftmax(ctx: WasmKernelContext, args: SoftmaxForwardArgs): void {
   ctx.rt.run("kiln_softmax_forward", threadsForWork(ctx.rt, rows, dim * SOFTMAX_COST));
 }
 
-/** Fused softmax + cross-entropy forward and backward, and row softmax (csrc/cross_entropy.c). */
+/** Fused softmax + cross-entropy forward and backward (the forward optionally writing the backward's dLogits too), and row softmax (csrc/cross_entropy.c). */
 export const CROSS_ENTROPY_KERNELS = {
   crossEntropyForward: { dtypes: FLOAT_DTYPES, run: runForward },
   crossEntropyBackward: { dtypes: FLOAT_DTYPES, run: runBackward },

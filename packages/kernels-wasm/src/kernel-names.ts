@@ -8,6 +8,7 @@ export const KERNEL_NAMES = [
   "kiln_ceiling_madd",
   "kiln_cross_entropy_forward",
   "kiln_cross_entropy_backward",
+  "kiln_cross_entropy_forward_backward",
   "kiln_softmax_forward",
   "kiln_add",
   "kiln_scale",

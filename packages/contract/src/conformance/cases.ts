@@ -135,9 +135,23 @@ const ceShapes = (backward: boolean): Def[] => {
     d("odd", s(33, 65), { derive }),
     d("long", s(5, 4099), { derive }),
     d("large", s(64, 2048), { derive }),
-    ...(backward ? [d("in-place", s(9, 31), { derive, inPlace: ["dLogits", "logits"] as const })] : []),
+    ...(backward ? [d("in-place", s(9, 31), { derive, inPlace: ["dLogits", "logits"] as const })] : forwardWithGradientShapes),
   ];
 };
+
+/**
+ * crossEntropyForward cases that also write dLogits: rows that are not 16-byte aligned,
+ * aligned rows (kernels that keep a row on chip between the two passes), GPT-2's padded
+ * vocabulary, rows too long for one block's shared memory, and dLogits over logits.
+ */
+const forwardWithGradientShapes: Def[] = [
+  d("options", { rows: 7, vocab: 13, lossScale: 1 / 7 }, { present: ["dLogits"], label: "plus dLogits" }),
+  d("options", { rows: 37, vocab: 264, lossScale: 0.25 }, { present: ["dLogits"], label: "whole 16-byte rows, plus dLogits" }),
+  d("long", { rows: 3, vocab: 50304, lossScale: 1 / 3 }, { present: ["dLogits"], label: "GPT-2's padded vocabulary, plus dLogits" }),
+  d("long", { rows: 2, vocab: 70000, lossScale: 0.5 }, { present: ["dLogits"], label: "rows past a block's shared memory, plus dLogits" }),
+  d("in-place", { rows: 9, vocab: 31, lossScale: 1 / 9 }, { present: ["dLogits"], inPlace: ["dLogits", "logits"], label: "plus dLogits over logits" }),
+  d("in-place", { rows: 37, vocab: 264, lossScale: 1 }, { present: ["dLogits"], inPlace: ["dLogits", "logits"], label: "whole 16-byte rows, plus dLogits over logits" }),
+];
 
 /** Consistent routing for moeRouteBackward: the forward's outputs for logits drawn like the probs operand. */
 const deriveRouting = (args: Record<string, unknown>, v: Record<string, Float64Array>) => {

@@ -6,14 +6,22 @@ import { type KernelSpec, operand, positiveInts, require } from "./spec.js";
  * Fused softmax + cross-entropy over rows of logits (rows, vocab):
  *   lse[r] = log sum_j exp(logits[r,j]);  losses[r] = lse[r] - logits[r, targets[r]]
  * targets: i32, in [0, vocab) or negative = ignored (loss 0). losses, lse: f32 (rows).
+ * With `dLogits` (and `lossScale`), the call also writes crossEntropyBackward's dLogits
+ * from the lse it has just computed, so a training loss reads its logits once: the
+ * result is that of this kernel followed by crossEntropyBackward (the WebAssembly and
+ * CUDA kernels feed the backward the f32 lse they store: the same bits as the two
+ * calls). dLogits may alias logits.
  */
 export interface CrossEntropyForwardArgs {
   logits: Operand;
   targets: Operand;
   losses: Operand;
   lse: Operand;
+  dLogits?: Operand;
   rows: number;
   vocab: number;
+  /** dLogits' scale (crossEntropyBackward's lossScale); 1 when left out. */
+  lossScale?: number;
   dtype: FloatDType;
 }
 
@@ -24,8 +32,14 @@ export const crossEntropyForwardSpec: KernelSpec<CrossEntropyForwardArgs> = {
     operand("targets", "in", "i32", a.rows, { init: { kind: "target", max: a.vocab } }),
     operand("losses", "out", "f32", a.rows),
     operand("lse", "out", "f32", a.rows),
+    operand("dLogits", "out", a.dtype, a.rows * a.vocab, { optional: true }),
   ],
-  check: (a) => positiveInts("crossEntropyForward", { rows: a.rows, vocab: a.vocab }),
+  check: (a) => {
+    positiveInts("crossEntropyForward", { rows: a.rows, vocab: a.vocab });
+    require("crossEntropyForward", a.lossScale === undefined || Number.isFinite(a.lossScale), "lossScale must be finite");
+    require("crossEntropyForward", a.lossScale === undefined || a.dLogits !== undefined, "lossScale scales dLogits: pass dLogits with it, or leave both out");
+  },
+  aliases: [["dLogits", "logits"]],
 };
 
 /**

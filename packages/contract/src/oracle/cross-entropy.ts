@@ -18,6 +18,7 @@ export const crossEntropyForwardOracle: OracleKernel<CrossEntropyForwardArgs> = 
     v.lse[r] = lse;
     v.losses[r] = t < 0 ? 0 : lse - v.logits[o + checkIndex("crossEntropyForward", t, a.vocab, r)];
   }
+  if (v.dLogits) crossEntropyBackwardOracle({ ...a, lossScale: a.lossScale ?? 1 } as CrossEntropyBackwardArgs, v);
 };
 
 export const crossEntropyBackwardOracle: OracleKernel<CrossEntropyBackwardArgs> = (a, v) => {

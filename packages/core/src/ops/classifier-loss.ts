@@ -66,8 +66,8 @@ export interface ClassifierLoss {
 /**
  * The training loss from the final hidden states without the whole logits matrix: rows go
  * through the output weight (vocab, hidden) a chunk at a time, and each chunk's logits are
- * turned into their loss and gradient at once (cross-entropy forward and backward, the
- * gradient over the logits in place), which then yield the chunk's rows of d(hidden) and
+ * turned into their loss and gradient at once (crossEntropyForward writing dLogits too,
+ * over the logits in place: one read of them), which then yield the chunk's rows of d(hidden) and
  * add into the head weight's gradient. Only one chunk's logits are ever live, so the
  * training arena holds rows/chunk times fewer logits; the arithmetic is the same kernels'.
  * d(row loss) is the run-time lossScale, as for crossEntropyLoss's backward.
@@ -102,10 +102,10 @@ export function chunkedClassifierLoss(
     const logits = g.tensor([n, padded], dtype, "activation", `${name}.logits.${i}`);
     const lse = g.tensor([n], "f32", "activation", `${name}.lse.${i}`);
     addKernelNode(g, "matmul", { a: x, b: weight, c: logits, ...(pad ? { bias: pad.bias } : {}) }, { m: n, n: padded, k: width, transB: true, dtype });
+    // The chunk's losses and their gradient over the logits in one pass over the logits (in place).
     const t = { id: targets, offset: r0 };
-    addKernelNode(g, "crossEntropyForward", { logits, targets: t, losses: { id: losses, offset: r0 }, lse }, { rows: n, vocab: padded, dtype });
     const dLogits = g.tensor([n, padded], dtype, "activation", `d(${name}.logits.${i})`);
-    addKernelNode(g, "crossEntropyBackward", { logits, targets: t, lse, dLogits }, { rows: n, vocab: padded, lossScale: 1, dtype }, { runtimeArgs: { lossScale: "lossScale" } });
+    addKernelNode(g, "crossEntropyForward", { logits, targets: t, losses: { id: losses, offset: r0 }, lse, dLogits }, { rows: n, vocab: padded, lossScale: 1, dtype }, { runtimeArgs: { lossScale: "lossScale" } });
     // d(hidden) rows = dLogits · W;  dW += dLogits^T · hidden rows
     addKernelNode(g, "matmul", { a: dLogits, b: weight, c: { id: dHidden, offset: r0 * width } }, { m: n, n: width, k: padded, dtype });
     const grad = pad?.grad ?? headGrad;

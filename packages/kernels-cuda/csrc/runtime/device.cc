@@ -198,7 +198,7 @@ std::string Device::use_cublaslt(const std::string& path, bool tf32) {
 void Device::launch(const std::string& kernel, const double* values, int count) {
   Launcher fn = find_kernel(kernel);
   if (!fn) throw DeviceFailure("this build of the CUDA kernels has no kernel named " + kernel);
-  KernelCall call{values, count, static_cast<cudaStream_t>(stream_), &Device::scratch_for, this, blas_.get(), simt_matmul_, simt_attention_, wmma_matmul_, wmma_attention_, wgmma_matmul_, wgmma_attention_, wgmma_attention_rows_};
+  KernelCall call{values, count, static_cast<cudaStream_t>(stream_), &Device::scratch_for, this, blas_.get(), simt_matmul_, simt_attention_, wmma_matmul_, wmma_attention_, wgmma_matmul_, wgmma_attention_, wgmma_attention_rows_, props_.shared_memory_per_block_optin};
   fn(call);
 }
 
