@@ -301,6 +301,10 @@ if (runs("attention")) {
   const wmmaAttention = backendWithPath("KILN_ATTENTION_PATH", "wmma");
   attentionsWmma.push(await attention("bf16", undefined, wmmaAttention, "wmma"));
   wmmaAttention.dispose();
+  // The mma.sync forward with key tiles of 64 (KILN_ATTENTION_MMA_KEYS=64) beside the default 32.
+  const keys64 = backendWithPath("KILN_ATTENTION_MMA_KEYS", "64");
+  attentionsWmma.push(await attention("bf16", undefined, keys64, "mma-keys-64"));
+  keys64.dispose();
   // Hopper's wgmma kernels (opt-in until measured here) beside the default mma.sync ones:
   // blocks of one warpgroup (64 rows, the default) and of two (KILN_ATTENTION_WGMMA_ROWS=128).
   if (caps.device.computeCapability === "9.0") {

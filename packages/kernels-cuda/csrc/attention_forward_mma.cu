@@ -11,7 +11,9 @@
 // product; MI = 1 for DP 128, where two tiles' registers would not fit). With MI = 1,
 // Q's fragments are loaded once (ldmatrix from shared memory) and stay in registers;
 // with MI = 2 they are read again per key tile (the registers go to the second tile's
-// scores and output), and the key tiles are 32 keys (64 with MI = 1). For each key
+// scores and output), and the key tiles are 32 keys (64 with KILN_ATTENTION_MMA_KEYS=64:
+// half the tiles, so half the per-tile softmax rescales, shuffles and barriers, for
+// about 45 more registers and twice the K/V shared memory; 64 with MI = 1). For each key
 // tile, for each of the warp's row tiles:
 //   S_w = Q_w K^T     KEYS / 8 accumulator tiles of 16 x 8 (f32), K's fragments by ldmatrix
 //   online softmax    lane (g, q) holds rows g and g + 8, columns 2q, 2q + 1 of every
@@ -36,26 +38,26 @@ namespace {
 
 /**
  * The tiles: MI 16-row tiles per warp, two for heads up to 64 wide (each K and V fragment
- * serves both) with key tiles of 32 (the registers of two tiles' scores and outputs), one
- * with key tiles of 64 for heads up to 128.
+ * serves both) with key tiles of 32 (the registers of two tiles' scores and outputs) or,
+ * WIDE, 64; one with key tiles of 64 for heads up to 128.
  */
-template <int DP>
+template <int DP, bool WIDE = false>
 struct MmaLayout {
   static constexpr int MI = DP <= 64 ? 2 : 1;
-  static constexpr int KEYS = MI == 2 ? 32 : 64;    // keys of a loop tile
+  static constexpr int KEYS = MI == 2 && !WIDE ? 32 : 64;  // keys of a loop tile
   static constexpr int ROWS = kMmaWarps * 16 * MI;  // query rows of a block
   static constexpr int LD = DP + 8;                 // elements per shared row
   static constexpr size_t q_bytes = size_t{ROWS} * LD * 2, kv_bytes = size_t{KEYS} * LD * 2;
   static constexpr size_t total = q_bytes + 4 * kv_bytes;  // Q, then K and V per buffer
 };
 
-template <typename T, int DP, bool VOWN, bool VEC>
+template <typename T, int DP, bool WIDE, bool VOWN, bool VEC>
 __global__ void __launch_bounds__(kMmaWarps * 32, 1)
     attention_forward_mma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ out,
                                  float* __restrict__ lse, int batch, int seq, int heads, int kv_heads, int d, int dv,
                                  int64_t q_stride, int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale) {
 #if defined(KILN_ATTENTION_TC)
-  using L = MmaLayout<DP>;
+  using L = MmaLayout<DP, WIDE>;
   constexpr int MI = L::MI, KEYS = L::KEYS;
   constexpr int NS = KEYS / 8;       // 16 x 8 score tiles per key tile
   constexpr int NO = DP / 8;         // 16 x 8 output tiles
@@ -143,18 +145,19 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
 #endif
 }
 
-template <typename T, int DP, bool VOWN>
+template <typename T, int DP, bool WIDE, bool VOWN>
 auto pick_kernel(bool vec) {
-  return vec ? attention_forward_mma_kernel<T, DP, VOWN, true> : attention_forward_mma_kernel<T, DP, VOWN, false>;
+  return vec ? attention_forward_mma_kernel<T, DP, WIDE, VOWN, true> : attention_forward_mma_kernel<T, DP, WIDE, VOWN, false>;
 }
 
-template <typename T, int DP>
+template <typename T, int DP, bool WIDE = false>
 void launch_mma(const KernelCall& c, const Args& a) {
+  using L = MmaLayout<DP, WIDE>;
   const bool v_own = a.dv != a.d || a.v_stride != a.kv_stride, vec = allows_16_byte_copies(c, {0, 1, 2}, {a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride});  // q, k, v
-  auto kernel = v_own ? pick_kernel<T, DP, true>(vec) : pick_kernel<T, DP, false>(vec);
-  allow_shared(kernel, MmaLayout<DP>::total);
-  const unsigned grid = ceil_div(a.seq, MmaLayout<DP>::ROWS) * static_cast<unsigned>(a.heads * a.batch);
-  launch("attentionForward", kernel, dim3(grid), dim3(kMmaWarps * 32), MmaLayout<DP>::total, c.stream, c.ptr<const T>(0),
+  auto kernel = v_own ? pick_kernel<T, DP, WIDE, true>(vec) : pick_kernel<T, DP, WIDE, false>(vec);
+  allow_shared(kernel, L::total);
+  const unsigned grid = ceil_div(a.seq, L::ROWS) * static_cast<unsigned>(a.heads * a.batch);
+  launch("attentionForward", kernel, dim3(grid), dim3(kMmaWarps * 32), L::total, c.stream, c.ptr<const T>(0),
          c.ptr<const T>(1), c.ptr<const T>(2), c.ptr<T>(3), c.ptr<float>(4), a.batch, a.seq, a.heads, a.kv_heads, a.d, a.dv,
          a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale);
 }
@@ -164,12 +167,15 @@ void launch_mma(const KernelCall& c, const Args& a) {
 bool launch_attention_forward_mma(const KernelCall& c) {
   const Args a = read_args(c, 5);
   if (c.wmma_attention || !attention_tc_allowed(c, a.dtype, a.d_max())) return false;
+  const bool wide = c.mma_attention_keys == 64;
   if (a.dtype == kBF16) {
-    if (a.d_max() <= 64) launch_mma<__nv_bfloat16, 64>(c, a);
-    else launch_mma<__nv_bfloat16, 128>(c, a);
+    if (a.d_max() > 64) launch_mma<__nv_bfloat16, 128>(c, a);
+    else if (wide) launch_mma<__nv_bfloat16, 64, true>(c, a);
+    else launch_mma<__nv_bfloat16, 64>(c, a);
   } else {
-    if (a.d_max() <= 64) launch_mma<__half, 64>(c, a);
-    else launch_mma<__half, 128>(c, a);
+    if (a.d_max() > 64) launch_mma<__half, 128>(c, a);
+    else if (wide) launch_mma<__half, 64, true>(c, a);
+    else launch_mma<__half, 64>(c, a);
   }
   return true;
 }

@@ -142,14 +142,14 @@ __global__ void __launch_bounds__(kThreads) ce_forward_kernel(const T* logits, c
   }
 }
 
-template <typename T>
-__global__ void __launch_bounds__(kThreads) ce_backward_kernel(const T* logits, const int32_t* targets, const float* lse, T* dlogits, int64_t vocab, float loss_scale) {
+/**
+ * Thread t's share of a row's dLogits from its lse l: its groups (read by load(g, v)) and its
+ * element of the last partial group (read from `row`); a zero row for an ignored target.
+ * Each element is read and written by one thread, so drow may be row.
+ */
+template <typename T, typename Load>
+__device__ __forceinline__ void write_row_gradient(const T* row, T* drow, int64_t vocab, int32_t t, float l, float loss_scale, Load&& load) {
   constexpr int N = Group<T>::N;
-  const int64_t r = blockIdx.x;
-  const T* row = logits + r * vocab;
-  T* drow = dlogits + r * vocab;
-  const int32_t t = targets[r];
-  const float l = lse[r];
   const bool ignored = t < 0;
   const bool store_aligned = is_aligned16(drow);
   const int64_t full = vocab / N;
@@ -159,7 +159,7 @@ __global__ void __launch_bounds__(kThreads) ce_backward_kernel(const T* logits, 
 #pragma unroll
       for (int k = 0; k < N; k++) v[k] = 0.f;
     } else {
-      load_group_anywhere(row + g * N, v);
+      load(g, v);
 #pragma unroll
       for (int k = 0; k < N; k++) v[k] = loss_scale * (__expf(v[k] - l) - (g * N + k == t ? 1.f : 0.f));
     }
@@ -168,6 +168,14 @@ __global__ void __launch_bounds__(kThreads) ce_backward_kernel(const T* logits, 
   const int64_t j = full * N + threadIdx.x;
   if (threadIdx.x < N && j < vocab)
     drow[j] = from_f32<T>(ignored ? 0.f : loss_scale * (__expf(to_f32(row[j]) - l) - (j == t ? 1.f : 0.f)));
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads) ce_backward_kernel(const T* logits, const int32_t* targets, const float* lse, T* dlogits, int64_t vocab, float loss_scale) {
+  constexpr int N = Group<T>::N;
+  const int64_t r = blockIdx.x;
+  const T* row = logits + r * vocab;
+  write_row_gradient(row, dlogits + r * vocab, vocab, targets[r], lse[r], loss_scale, [&](int64_t g, float(&v)[N]) { load_group_anywhere(row + g * N, v); });
 }
 
 /**
@@ -182,7 +190,6 @@ __global__ void __launch_bounds__(kThreads) ce_forward_backward_kernel(const T* 
   KILN_DYNAMIC_SHARED(T, cached);
   const int64_t r = blockIdx.x;
   const T* row = logits + r * vocab;
-  T* drow = dlogits + r * vocab;
   const int32_t t = targets[r];
   const bool ignored = t < 0;
   const int64_t full = vocab / N;
@@ -204,10 +211,8 @@ __global__ void __launch_bounds__(kThreads) ce_forward_backward_kernel(const T* 
     accumulate_group(a, v);
   }
   const int64_t j = full * N + threadIdx.x;
-  const bool tail = threadIdx.x < N && j < vocab;
-  const float xj = tail ? to_f32(row[j]) : 0.f;
-  if (tail) {
-    float v[1] = {xj};
+  if (threadIdx.x < N && j < vocab) {
+    float v[1] = {to_f32(row[j])};
     accumulate_group(a, v);
   }
   a = block_combine(a);
@@ -216,20 +221,7 @@ __global__ void __launch_bounds__(kThreads) ce_forward_backward_kernel(const T* 
     lse[r] = l;
     losses[r] = ignored ? 0.f : (t < vocab ? l - xt : __int_as_float(0x7fc00000));
   }
-  const bool store_aligned = is_aligned16(drow);
-  for (int64_t g = threadIdx.x; g < full; g += kThreads) {
-    float v[N];
-    if (ignored) {
-#pragma unroll
-      for (int k = 0; k < N; k++) v[k] = 0.f;
-    } else {
-      load(g, v);
-#pragma unroll
-      for (int k = 0; k < N; k++) v[k] = loss_scale * (__expf(v[k] - l) - (g * N + k == t ? 1.f : 0.f));
-    }
-    store_group(drow + g * N, store_aligned, v);
-  }
-  if (tail) drow[j] = from_f32<T>(ignored ? 0.f : loss_scale * (__expf(xj - l) - (j == t ? 1.f : 0.f)));
+  write_row_gradient(row, dlogits + r * vocab, vocab, t, l, loss_scale, load);
 }
 
 template <typename T>

@@ -122,6 +122,8 @@ struct KernelCall {
   bool wgmma_attention;
   /** KILN_ATTENTION_WGMMA_ROWS (64, the default, or 128): query or key rows a block of the wgmma attention owns. */
   int wgmma_attention_rows;
+  /** KILN_ATTENTION_MMA_KEYS (32, the default, or 64): keys a loop tile of the mma.sync attention forward holds for heads up to 64. */
+  int mma_attention_keys;
   /** The most dynamic shared memory one block may opt into on this device (bytes). */
   size_t shared_per_block;
 

@@ -47,14 +47,23 @@ function cmake(dir, defines) {
   return { ok: r.status === 0, log: `${r.stdout ?? ""}\n${r.stderr ?? ""}` };
 }
 
-/** ptxas -v lines -> one record per kernel and arch. */
+/**
+ * ptxas -v lines -> one record per kernel and arch, with the .cu file it was compiled
+ * from (the build tool prints each compile's output under its "Building CUDA object" line).
+ */
 function ptxasReport(log) {
   const out = [];
   let current = null;
+  let source = null;
   for (const line of log.split("\n")) {
-    let m = /Compiling entry function '(\S+)' for '(sm_\d+a?)'/.exec(line);
+    let m = /Building CUDA object \S*?\/csrc\/(\S+\.cu)\.o/.exec(line);
     if (m) {
-      current = { kernel: m[1], arch: m[2], registers: 0, sharedBytes: 0, stackBytes: 0, spillStoreBytes: 0, spillLoadBytes: 0 };
+      source = m[1];
+      continue;
+    }
+    m = /Compiling entry function '(\S+)' for '(sm_\d+a?)'/.exec(line);
+    if (m) {
+      current = { kernel: m[1], arch: m[2], source, registers: 0, sharedBytes: 0, stackBytes: 0, spillStoreBytes: 0, spillLoadBytes: 0 };
       out.push(current);
       continue;
     }
@@ -87,13 +96,13 @@ function buildCuda() {
   // An incremental build reports only the files it recompiled: merge into the last report.
   const reportFile = path.join(root, "build", "ptxas-report.json");
   const previous = fs.existsSync(reportFile) ? JSON.parse(fs.readFileSync(reportFile, "utf8")) : [];
-  // A kernel in an anonymous namespace is mangled with a hash of its file's contents
-  // ("_GLOBAL__N__<hash>_10_convert_cu_..."): drop the last report's entries of every
-  // file recompiled now, so an edited file's old names do not linger.
+  // Drop the last report's entries of every file recompiled now, so the old names of an
+  // edited file's kernels do not linger (a kernel in an anonymous namespace is mangled with
+  // a hash of its file's contents; a renamed or removed template instance is gone). A report
+  // from before entries named their file is not merged.
   const fresh = ptxasReport(r.log);
-  const sourceOf = (kernel) => /_GLOBAL__N__[0-9a-f]+_\d+_(\w+?)_cu_/.exec(kernel)?.[1];
-  const recompiled = new Set(fresh.map((k) => sourceOf(k.kernel)).filter(Boolean));
-  const merged = new Map(previous.filter((k) => !recompiled.has(sourceOf(k.kernel))).map((k) => [`${k.kernel} ${k.arch}`, k]));
+  const recompiled = new Set(fresh.map((k) => k.source));
+  const merged = new Map(previous.filter((k) => k.source && !recompiled.has(k.source)).map((k) => [`${k.kernel} ${k.arch}`, k]));
   for (const k of fresh) merged.set(`${k.kernel} ${k.arch}`, k);
   const report = [...merged.values()];
   if (report.length) fs.writeFileSync(reportFile, JSON.stringify(report, null, 1) + "\n");

@@ -55,6 +55,11 @@ function checkAttentionPath(): void {
   if (!["", "64", "128"].includes(rows)) {
     throw new DeviceError(`KILN_ATTENTION_WGMMA_ROWS=${rows} is not a block size of the wgmma attention`, { where: "KILN_ATTENTION_WGMMA_ROWS", hint: "use 64 or 128, or unset it" });
   }
+  // The mma.sync forward's keys a loop tile for heads up to 64: 32 (the default) or 64.
+  const keys = process.env.KILN_ATTENTION_MMA_KEYS ?? "";
+  if (!["", "32", "64"].includes(keys)) {
+    throw new DeviceError(`KILN_ATTENTION_MMA_KEYS=${keys} is not a key tile of the mma.sync attention forward`, { where: "KILN_ATTENTION_MMA_KEYS", hint: "use 32 or 64, or unset it" });
+  }
 }
 
 /**

@@ -6,3 +6,10 @@ import { attentionCases } from "./support/attention-cases.js";
 // tiles double buffered) on the shapes of support/attention-cases.ts.
 
 describeCasesOnSchedules("mma.sync attention on cuda-sim", attentionCases);
+// The forward's key tiles of 64 for heads up to 64 (KILN_ATTENTION_MMA_KEYS=64): its cases only.
+describeCasesOnSchedules(
+  "mma.sync attention forward on cuda-sim, key tiles of 64",
+  attentionCases.filter((c) => c.kernel === "attentionForward"),
+  () => 2,
+  { KILN_ATTENTION_MMA_KEYS: "64" },
+);

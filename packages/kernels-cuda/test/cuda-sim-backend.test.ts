@@ -62,6 +62,16 @@ describe.skipIf(skip)(`cuda-sim backend${skip ? ` (skipped: ${skip})` : ""}`, ()
     }
   });
 
+  it("refuses a KILN_ATTENTION_MMA_KEYS other than 32 or 64, naming it", () => {
+    process.env.KILN_ATTENTION_MMA_KEYS = "128";
+    try {
+      expect(() => createCudaSimBackend()).toThrow(/KILN_ATTENTION_MMA_KEYS=128 is not a key tile of the mma.sync attention forward/);
+      expect(() => createCudaSimBackend()).toThrow(expect.objectContaining({ hint: "use 32 or 64, or unset it" }));
+    } finally {
+      delete process.env.KILN_ATTENTION_MMA_KEYS;
+    }
+  });
+
   it("times its work with device marks: each mark's time after the first, in order, a new list after each read", async () => {
     const timer = backend.timer!;
     const [m, n, k] = [192, 160, 128];
