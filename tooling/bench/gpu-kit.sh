@@ -35,9 +35,9 @@ cat >"$dir/run.sh" <<'RUN'
 #!/usr/bin/env bash
 # Runs the packed GPU checks (see gpu-kit.sh), most telling first, each stage cut to the
 # time left of KIT_BUDGET seconds (default 420): conformance (attention on the wgmma
-# kernels too), nano-start trained with and without --cuda-graphs (the same losses),
+# kernels too, and the mma.sync forward with key tiles of 64), nano-start trained with and without --cuda-graphs (the same losses),
 # kiln's launch cost, GEMMs, the gpt2-small bf16 step beside PyTorch and on the wgmma
-# attention, attention (mma.sync, WMMA, wgmma, PyTorch), the small models with and
+# attention, attention (mma.sync with key tiles of 32 and 64, WMMA, wgmma, PyTorch), the small models with and
 # without CUDA graphs, a device-timed profile of gpt2-small bf16, racecheck, memcheck
 # of the wgmma attention and of kiln's own matmul. KIT_FULL=1 adds a second conformance pass, gpt2-small bf16 on
 # kiln's own matmuls, the other matmul paths and memcheck throughout.
@@ -68,6 +68,9 @@ KILN_MATMUL_PATH=kiln timeout $(left 45) "$node" "$kit/cuda-conformance.mjs" --i
 tail -1 "$out/conformance.log" | grep -o '"totals":{[^}]*}'
 stage "conformance of attention on the wgmma kernels (KILN_ATTENTION_PATH=wgmma, sm_90), 2 passes"
 KILN_ATTENTION_PATH=wgmma timeout $(left 45) "$node" "$kit/cuda-conformance.mjs" --isolate --kernel attentionForward,attentionBackward --passes 2 >>"$out/conformance.log" 2>&1; echo "exit $?"
+tail -1 "$out/conformance.log" | grep -o '"totals":{[^}]*}\|"crashed":\[[^]]*\]'
+stage "conformance of the attention forward with key tiles of 64 (KILN_ATTENTION_MMA_KEYS=64), 1 pass"
+KILN_ATTENTION_MMA_KEYS=64 timeout $(left 30) "$node" "$kit/cuda-conformance.mjs" --isolate --kernel attentionForward --passes 1 >>"$out/conformance.log" 2>&1; echo "exit $?"
 tail -1 "$out/conformance.log" | grep -o '"totals":{[^}]*}\|"crashed":\[[^]]*\]'
 stage "kiln train nano-start bf16 on the GPU, with and without --cuda-graphs: the same losses"
 mkdir -p /tmp/kiln-kit/run && cd /tmp/kiln-kit/run
