@@ -1,7 +1,8 @@
 // GPU benchmark of @kiln/kernels-cuda: GEMM TFLOP/s per dtype (4096^3), the grouped
 // GEMMs of a mixture-of-experts layer beside one dense GEMM of the same size, causal
 // attention forward/backward, and training steps of bench-small and gpt2-small
-// (f32 and bf16) with MFU and the step's roofline (each of its kernel calls at the card's
+// (f32 and bf16; gpt2-small-accum8: bf16 with models/gpt2-small.yaml's 8 micro-batches
+// a step, kiln only) with MFU and the step's roofline (each of its kernel calls at the card's
 // peak FLOP/s or memory bandwidth, whichever binds), each beside the same work through PyTorch on the same
 // GPU (cuda_kernels_torch.py, train_step_torch.py) as a ratio kiln / PyTorch; Mamba2's
 // selective scan (ssdScanForward / ssdScanBackward) on its own, with no PyTorch figure.
@@ -346,6 +347,8 @@ const report = {
         await trainStep("bench-small", { vocabSize: 8192, hiddenSize: 384, numLayers: 6, numHeads: 6 }, 8, 256, "bf16"),
         await trainStep("gpt2-small", { vocabSize: 50257, hiddenSize: 768, numLayers: 12, numHeads: 12 }, 8, 1024, "f32"),
         await trainStep("gpt2-small", { vocabSize: 50257, hiddenSize: 768, numLayers: 12, numHeads: 12 }, 8, 1024, "bf16"),
+        // models/gpt2-small.yaml as configured: 8 x 1024 tokens x 8 micro-batches a step (the optimizer's calls once per 8).
+        await trainStep("gpt2-small-accum8", { vocabSize: 50257, hiddenSize: 768, numLayers: 12, numHeads: 12 }, 8, 1024, "bf16", 8),
         // models/nano.yaml: Llama, 8 x 256 tokens x 4 micro-batches per step.
         ...(await (async () => {
           const nano = { arch: "llama", vocabSize: 50257, hiddenSize: 512, numLayers: 10, numHeads: 8, kvHeads: 4, intermediateSize: 1536 };

@@ -36,8 +36,8 @@ cat >"$dir/run.sh" <<'RUN'
 # Runs the packed GPU checks (see gpu-kit.sh), most telling first, each stage cut to the
 # time left of KIT_BUDGET seconds (default 420): conformance (attention on the wgmma
 # kernels too, and the mma.sync forward with key tiles of 64), nano-start trained with and without --cuda-graphs (the same losses),
-# kiln's launch cost, GEMMs, the gpt2-small bf16 step beside PyTorch and on the wgmma
-# attention, attention (mma.sync with key tiles of 32 and 64, WMMA, wgmma, PyTorch), the small models with and
+# kiln's launch cost, GEMMs, the gpt2-small bf16 step beside PyTorch, with its config's 8
+# micro-batches a step, and on the wgmma attention, attention (mma.sync with key tiles of 32 and 64, WMMA, wgmma, PyTorch), the small models with and
 # without CUDA graphs, a device-timed profile of gpt2-small bf16, racecheck, memcheck
 # of the wgmma attention and of kiln's own matmul. KIT_FULL=1 adds a second conformance pass, gpt2-small bf16 on
 # kiln's own matmuls, the other matmul paths and memcheck throughout.
@@ -99,7 +99,7 @@ bench() {  # bench NAME ARGS...: one part of cuda.mjs in its own process, figure
   rm -f "$out/bench-part.log"
 }
 bench gemm --only gemm
-bench train --only train --models gpt2-small:bf16
+bench train --only train --models gpt2-small:bf16,gpt2-small-accum8:bf16
 KILN_ATTENTION_PATH=wgmma KILN_TORCH_PYTHON=false bench train-wgmma-attention --only train --models gpt2-small:bf16
 bench attention --only attention
 KILN_TORCH_PYTHON=false bench graphs --only train --models nano:bf16,bench-small:bf16 --graphs
