@@ -98,11 +98,13 @@ function buildCuda() {
   const previous = fs.existsSync(reportFile) ? JSON.parse(fs.readFileSync(reportFile, "utf8")) : [];
   // Drop the last report's entries of every file recompiled now, so the old names of an
   // edited file's kernels do not linger (a kernel in an anonymous namespace is mangled with
-  // a hash of its file's contents; a renamed or removed template instance is gone). A report
-  // from before entries named their file is not merged.
+  // a hash of its file's contents; a renamed or removed template instance is gone). Entries
+  // of a report from before entries named their file: the file from an anonymous
+  // namespace's mangled name ("_GLOBAL__N__<hash>_10_convert_cu_...") where it has one.
   const fresh = ptxasReport(r.log);
+  const sourceOf = (k) => k.source ?? /_GLOBAL__N__[0-9a-f]+_\d+_(\w+?)_cu_/.exec(k.kernel)?.[1]?.concat(".cu");
   const recompiled = new Set(fresh.map((k) => k.source));
-  const merged = new Map(previous.filter((k) => k.source && !recompiled.has(k.source)).map((k) => [`${k.kernel} ${k.arch}`, k]));
+  const merged = new Map(previous.filter((k) => !recompiled.has(sourceOf(k))).map((k) => [`${k.kernel} ${k.arch}`, k]));
   for (const k of fresh) merged.set(`${k.kernel} ${k.arch}`, k);
   const report = [...merged.values()];
   if (report.length) fs.writeFileSync(reportFile, JSON.stringify(report, null, 1) + "\n");

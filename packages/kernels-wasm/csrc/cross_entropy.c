@@ -121,7 +121,6 @@ KILN_INLINE size_t row_bytes(const CrossEntropyArgs* g) {
   return (size_t)g->vocab * (g->dtype == KILN_DT_F32 ? 4 : 2);
 }
 
-
 KILN_INLINE void forward_row(const CrossEntropyArgs* g, size_t r, int dt) {
   const size_t n = (size_t)g->vocab;
   const char* x = (const char*)g->logits + r * row_bytes(g);
