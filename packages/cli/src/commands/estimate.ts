@@ -10,6 +10,7 @@ import { HEADROOM, estimateTraining } from "../estimate/estimate.js";
 import { formatBytes, formatCount, formatFlops, formatSeconds } from "../estimate/format-bytes.js";
 import { formatProcessPeak } from "../estimate/process-peak.js";
 import { dtypeChoice } from "./parse-flags.js";
+import { formatKernelRooflines } from "../estimate/kernel-roofline-table.js";
 
 interface EstimateFlags {
   file: string;
@@ -19,6 +20,7 @@ interface EstimateFlags {
   device?: string;
   deviceMemory?: number;
   json?: boolean;
+  kernels?: boolean;
 }
 
 export function registerEstimate(program: Command): void {
@@ -34,6 +36,7 @@ export function registerEstimate(program: Command): void {
     .option("--device <name>", `device to plan for: ${KNOWN_DEVICES.join(", ")} (default: cpu)`)
     .option("--device-memory <size>", "memory of the device to plan for, e.g. 24GiB or 80GB: any other device, or a part of one", parseByteSize)
     .option("--json", "print the estimate as JSON")
+    .option("--kernels", "also print the roofline step kernel by kernel: calls, bytes, FLOPs, least time and what bounds it (devices with a bandwidth figure)")
     .action((flags: EstimateFlags) => {
       const asked = dtypeFromFlags(flags);
       const settings = resolveSettings(loadConfigFile(flags.file), { ...flags, ...(asked ? { dtype: asked.dtype } : {}) });
@@ -71,6 +74,7 @@ export function registerEstimate(program: Command): void {
       ];
       const width = Math.max(...rows.map(([k]) => k.length));
       process.stdout.write(`kiln estimate ${flags.file}\n${rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`).join("\n")}\n`);
+      if (flags.kernels) process.stdout.write(e.roofline ? `\n${formatKernelRooflines(e.roofline.kernels, e.roofline.stepSeconds)}` : `\nno roofline by kernel: no memory bandwidth figure for ${device.name}\n`);
       if (device.unsupported) process.stdout.write(`\nnote: ${device.name} is ${device.unsupported}: kiln can plan for it, but cannot train on it\n`);
       if (!e.fits) {
         process.stdout.write(`\ndoes not fit: lower --batch-size (largest: ${e.largestBatch}) or --seq-len, use --grad-accum for the same tokens per step, or --dtype bf16\n`);

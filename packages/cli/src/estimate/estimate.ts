@@ -41,9 +41,22 @@ export interface Estimate {
   /**
    * A tighter lower bound where the device's memory bandwidth is known: every kernel call
    * of the planned step at the longer of its FLOPs at peak and its operand bytes at the
-   * bandwidth (rooflineSeconds); with the bytes the step moves. Absent otherwise.
+   * bandwidth (rooflineSeconds); with the bytes the step moves, and the same by kernel.
+   * Absent otherwise.
    */
-  roofline?: { stepSeconds: number; bytesPerStep: number; mfu: number };
+  roofline?: { stepSeconds: number; bytesPerStep: number; mfu: number; kernels: KernelRoofline[] };
+}
+
+/** One kernel's calls in a step at the roofline: what they move and compute, and their least time. */
+export interface KernelRoofline {
+  kernel: string;
+  /** Calls a step (micro-batch calls times the micro-batches). */
+  calls: number;
+  bytes: number;
+  flops: number;
+  seconds: number;
+  /** Whether most of that time is the calls' FLOPs at peak rather than their bytes at the bandwidth. */
+  bound: "compute" | "memory";
 }
 
 export const HEADROOM = 0.9;
@@ -104,5 +117,26 @@ export function estimateTraining(
 /** The step's roofline (each planned kernel call at the longer of its FLOPs at peak and its bytes at the bandwidth) and the MFU it allows. */
 function rooflineOf(calls: TrainingStepCosts, gradAccum: number, peak: number, bandwidth: number, modelFlopsPerStep: number): NonNullable<Estimate["roofline"]> {
   const { seconds, bytes } = stepRoofline(calls, gradAccum, peak, bandwidth);
-  return { stepSeconds: seconds, bytesPerStep: bytes, mfu: modelFlopsPerStep / peak / seconds };
+  return { stepSeconds: seconds, bytesPerStep: bytes, mfu: modelFlopsPerStep / peak / seconds, kernels: kernelRooflines(calls, gradAccum, peak, bandwidth) };
+}
+
+/** The step's calls at the roofline by kernel, most time first. */
+function kernelRooflines(calls: TrainingStepCosts, gradAccum: number, peak: number, bandwidth: number): KernelRoofline[] {
+  const byKernel = new Map<string, KernelRoofline & { computeSeconds: number }>();
+  const parts = [[calls.before, 1], [calls.microBatch, gradAccum], [calls.after, 1]] as const;
+  for (const [list, times] of parts) {
+    for (const c of list) {
+      const row = byKernel.get(c.kernel) ?? { kernel: c.kernel, calls: 0, bytes: 0, flops: 0, seconds: 0, bound: "memory", computeSeconds: 0 };
+      const [compute, memory] = [c.flops / peak, c.bytes / bandwidth];
+      row.calls += times;
+      row.bytes += times * c.bytes;
+      row.flops += times * c.flops;
+      row.seconds += times * Math.max(compute, memory);
+      if (compute >= memory) row.computeSeconds += times * compute;
+      byKernel.set(c.kernel, row);
+    }
+  }
+  return [...byKernel.values()]
+    .map(({ computeSeconds, ...row }) => ({ ...row, bound: computeSeconds > row.seconds / 2 ? ("compute" as const) : ("memory" as const) }))
+    .sort((a, b) => b.seconds - a.seconds);
 }

@@ -54,6 +54,30 @@ describe("kiln estimate", () => {
     }
   });
 
+  it("--kernels: the roofline step kernel by kernel, whose least times add up to it", async () => {
+    const r = await ws.run(["estimate", "-f", NANO, "--dtype", "bf16", "--device", "h100", "--kernels"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^\s+kernel\s+calls\s+GB\s+GFLOP\s+least time\s+share\s+bound$/m);
+    // Four micro-batches of 8 x 256 tokens: matmul first, bound by its FLOPs; AdamW once a step, bound by its bytes.
+    expect(r.stdout).toMatch(/^\s+matmul\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+ (ms|µs)\s+[\d.]+%\s+compute$/m);
+    const adamw = /^\s+adamW\s+(\d+)\s+[\d.]+\s+0\.0\s+.*\smemory$/m.exec(r.stdout);
+    expect(adamw, r.stdout).not.toBeNull();
+    const json = await ws.run(["estimate", "-f", NANO, "--dtype", "bf16", "--device", "h100", "--json"]);
+    const e = JSON.parse(json.stdout) as { roofline: { stepSeconds: number; bytesPerStep: number; kernels: { kernel: string; calls: number; bytes: number; seconds: number }[] } };
+    const sum = (key: "seconds" | "bytes") => e.roofline.kernels.reduce((t, k) => t + k[key], 0);
+    expect(sum("seconds")).toBeCloseTo(e.roofline.stepSeconds, 12);
+    expect(sum("bytes")).toBeCloseTo(e.roofline.bytesPerStep, 0);
+    expect(e.roofline.kernels[0].kernel).toBe("matmul");
+    expect(e.roofline.kernels.find((k) => k.kernel === "adamW")!.calls).toBe(Number(adamw![1]));
+    // A micro-batch's kernels count four times: the loss's cross-entropy once per chunk of each.
+    const ce = e.roofline.kernels.find((k) => k.kernel === "crossEntropyForward")!;
+    expect(ce.calls % 4).toBe(0);
+    expect(e.roofline.kernels.find((k) => k.kernel === "crossEntropyBackward")).toBeUndefined();
+    const cpu = await ws.run(["estimate", "-f", NANO, "--dtype", "bf16", "--device", "cpu", "--kernels"]);
+    expect(cpu.code, cpu.stderr).toBe(0);
+    expect(cpu.stdout).toMatch(/no roofline by kernel: no memory bandwidth figure for /);
+  });
+
   it("resolves --recompute auto for the device: everything kept on a GPU it fits, GELU and norms recomputed on a smaller one and on the CPU", async () => {
     const activations = async (...args: string[]) => {
       const r = await ws.run(["estimate", "-f", NANO, "--dtype", "bf16", ...args, "--json"]);
