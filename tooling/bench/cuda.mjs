@@ -306,6 +306,10 @@ if (runs("attention")) {
   const keys64 = backendWithPath("KILN_ATTENTION_MMA_KEYS", "64");
   attentionsWmma.push(await attention("bf16", undefined, keys64, "mma-keys-64"));
   keys64.dispose();
+  // The mma.sync backward with dQ from the dS its dK/dV pass stored (KILN_ATTENTION_DQ=stored-ds) beside the default.
+  const storedDs = backendWithPath("KILN_ATTENTION_DQ", "stored-ds");
+  attentionsWmma.push(await attention("bf16", undefined, storedDs, "mma-stored-ds"));
+  storedDs.dispose();
   // Hopper's wgmma kernels (opt-in until measured here) beside the default mma.sync ones:
   // blocks of one warpgroup (64 rows, the default) and of two (KILN_ATTENTION_WGMMA_ROWS=128).
   if (caps.device.computeCapability === "9.0") {

@@ -35,9 +35,11 @@ cat >"$dir/run.sh" <<'RUN'
 #!/usr/bin/env bash
 # Runs the packed GPU checks (see gpu-kit.sh), most telling first, each stage cut to the
 # time left of KIT_BUDGET seconds (default 420): conformance (attention on the wgmma
-# kernels too, and the mma.sync forward with key tiles of 64), nano-start trained with and without --cuda-graphs (the same losses),
+# kernels too, the mma.sync forward with key tiles of 64 and the backward's dQ from the
+# stored dS), nano-start trained with and without --cuda-graphs (the same losses),
 # kiln's launch cost, GEMMs, the gpt2-small bf16 step beside PyTorch, with its config's 8
-# micro-batches a step, and on the wgmma attention, attention (mma.sync with key tiles of 32 and 64, WMMA, wgmma, PyTorch), the small models with and
+# micro-batches a step, on the wgmma attention and with the stored dS, attention (mma.sync
+# with key tiles of 32 and 64 and with the stored dS, WMMA, wgmma, PyTorch), the small models with and
 # without CUDA graphs, a device-timed profile of gpt2-small bf16, racecheck, memcheck
 # of the wgmma attention and of kiln's own matmul. KIT_FULL=1 adds a second conformance pass, gpt2-small bf16 on
 # kiln's own matmuls, the other matmul paths and memcheck throughout.
@@ -72,6 +74,9 @@ tail -1 "$out/conformance.log" | grep -o '"totals":{[^}]*}\|"crashed":\[[^]]*\]'
 stage "conformance of the attention forward with key tiles of 64 (KILN_ATTENTION_MMA_KEYS=64), 1 pass"
 KILN_ATTENTION_MMA_KEYS=64 timeout $(left 30) "$node" "$kit/cuda-conformance.mjs" --isolate --kernel attentionForward --passes 1 >>"$out/conformance.log" 2>&1; echo "exit $?"
 tail -1 "$out/conformance.log" | grep -o '"totals":{[^}]*}\|"crashed":\[[^]]*\]'
+stage "conformance of the attention backward with dQ from the stored dS (KILN_ATTENTION_DQ=stored-ds), 1 pass"
+KILN_ATTENTION_DQ=stored-ds timeout $(left 30) "$node" "$kit/cuda-conformance.mjs" --isolate --kernel attentionBackward --passes 1 >>"$out/conformance.log" 2>&1; echo "exit $?"
+tail -1 "$out/conformance.log" | grep -o '"totals":{[^}]*}\|"crashed":\[[^]]*\]'
 stage "kiln train nano-start bf16 on the GPU, with and without --cuda-graphs: the same losses"
 mkdir -p /tmp/kiln-kit/run && cd /tmp/kiln-kit/run
 for graphs in "" --cuda-graphs; do
@@ -101,6 +106,7 @@ bench() {  # bench NAME ARGS...: one part of cuda.mjs in its own process, figure
 bench gemm --only gemm
 bench train --only train --models gpt2-small:bf16,gpt2-small-accum8:bf16
 KILN_ATTENTION_PATH=wgmma KILN_TORCH_PYTHON=false bench train-wgmma-attention --only train --models gpt2-small:bf16
+KILN_ATTENTION_DQ=stored-ds KILN_TORCH_PYTHON=false bench train-stored-ds --only train --models gpt2-small:bf16
 bench attention --only attention
 KILN_TORCH_PYTHON=false bench graphs --only train --models nano:bf16,bench-small:bf16 --graphs
 KILN_TORCH_PYTHON=false bench small --only train --models nano:bf16,bench-small:bf16

@@ -63,12 +63,12 @@ struct OwnRows<T, DP, false> {
   __device__ void nt(float (&acc)[N][4], const T* b, int lane) const { warp_mma_nt<T, DP, N>(acc, rows, b, lane); }
 };
 
-template <typename T, int DP, bool VEC>
+template <typename T, int DP, bool VEC, bool STORE_DS = false>
 __global__ void __launch_bounds__(kMmaWarps * 32, 1)
     attention_dkdv_mma_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                               const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dk, T* __restrict__ dv_out,
-                              int batch, int seq, int heads, int kv_heads, int d, int dv, int64_t q_stride, int64_t kv_stride,
-                              int64_t v_stride, int64_t out_stride, float scale) {
+                              T* __restrict__ ds_out, int batch, int seq, int heads, int kv_heads, int d, int dv, int64_t q_stride,
+                              int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale) {
 #if defined(KILN_ATTENTION_TC)
   using C = BmConfig<DP>;
   constexpr int kTile = C::kTile, NS = kTile / 8, LD = C::LD, TILE = kTile * LD;
@@ -139,6 +139,17 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
           }
         }
       }
+      if constexpr (STORE_DS) {
+        static_assert(!STORE_DS || (kTile == kStoredDsTile && kBmRows == kStoredDsTile), "stored dS tiles are the loop tiles");
+        // dS of the tile (rows: queries, columns: keys) for the dQ pass, rounded as the product below rounds it.
+        const int h = gh * group + step / per_head;
+        T* tile_ds = ds_out + stored_ds_offset(b, h, heads, seq, q0 / kStoredDsTile, kv0 / kStoredDsTile);
+#pragma unroll
+        for (int j = 0; j < NS; j++) {
+#pragma unroll
+          for (int e = 0; e < 4; e++) tile_ds[(j * 8 + 2 * qd + (e & 1)) * kStoredDsTile + wrow + g + (e < 2 ? 0 : 8)] = from_f32<T>(dpt[j][e]);
+        }
+      }
       warp_mma_nn<T, DP, NS>(av, st, dot, lane);
       warp_mma_nn<T, DP, NS>(ak, dpt, qt, lane);
     }
@@ -153,7 +164,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
     store_accumulator_row<T, DP>(dv_out + (tok0 + key) * v_stride + int64_t{gh} * dv, av, upper, qd, dv, 1.0f);
   }
 #else
-  (void)dout; (void)q; (void)k; (void)v; (void)lse; (void)dvec; (void)dk; (void)dv_out; (void)batch; (void)seq; (void)heads;
+  (void)dout; (void)q; (void)k; (void)v; (void)lse; (void)dvec; (void)dk; (void)dv_out; (void)ds_out; (void)batch; (void)seq; (void)heads;
   (void)kv_heads; (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
 #endif
 }
@@ -242,15 +253,103 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
 #endif
 }
 
+/**
+ * dQ from the stored dS (KILN_ATTENTION_DQ=stored-ds, heads up to 64): a block owns 64
+ * queries of one (head, batch) as the dQ kernel above does; for every key tile at or before
+ * them, K's tile by double-buffered copies, each warp's 16 x 64 rows of dS straight from the
+ * stored tile into accumulator-layout registers (two keys a 4-byte load), masked as the dQ
+ * kernel masks, and dQ_w += dS K. One product a tile instead of three, and no exponentials.
+ */
+template <typename T, bool VEC>
+__global__ void __launch_bounds__(kMmaWarps * 32)
+    attention_dq_from_ds_mma_kernel(const T* __restrict__ k, const T* __restrict__ ds, T* __restrict__ dq, int batch, int seq, int heads,
+                                    int kv_heads, int d, int64_t q_stride, int64_t kv_stride, float scale) {
+#if defined(KILN_ATTENTION_TC)
+  constexpr int DP = 64, kTile = kStoredDsTile, NS = kTile / 8, LD = DP + 8, TILE = kTile * LD;
+  KILN_DYNAMIC_SHARED(T, kbuf);  // two K tiles
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, qd = lane & 3, wrow = warp * 16;
+  const QueryTile tile = query_tile(seq, batch, heads, kv_heads, kBmRows);
+  const int h = tile.head, b = tile.batch, q0 = tile.row0, nq = tile.rows;
+  const int64_t tok0 = tile.tok0;
+  const int t_lo = q0 + wrow + g, t_hi = t_lo + 8;  // this lane's two query rows
+  const T* kb = k + tok0 * kv_stride + int64_t{tile.kv_head} * d;
+  const int n_kt = (q0 + nq - 1) / kTile + 1;
+  auto copy_keys = [&](int kt) {
+    const int kv0 = kt * kTile;
+    copy_tile<T, DP, VEC>(kbuf + (kt & 1) * TILE, kb + int64_t{kv0} * kv_stride, kv_stride, kTile, min(kTile, seq - kv0), d);
+  };
+  copy_keys(0);
+  tile_copies_visible<VEC, 0>();
+  float aq[DP / 8][4];
+#pragma unroll
+  for (int j = 0; j < DP / 8; j++) aq[j][0] = aq[j][1] = aq[j][2] = aq[j][3] = 0.0f;
+
+  for (int kt = 0; kt < n_kt; kt++) {
+    const int kv0 = kt * kTile;
+    if (kt + 1 < n_kt) copy_keys(kt + 1);  // into the buffer last read in iteration kt - 1
+    tile_copies_visible<VEC, 1>();
+    if (kv0 <= q0 + wrow + 15) {  // else every key of the tile is after every query of this warp
+      const T* tile_ds = ds + stored_ds_offset(b, h, heads, seq, q0 / kTile, kt);
+      // Key 8 j + 2 qd + e of rows t_lo (dp[j][e]) and t_hi (dp[j][2 + e]), as the dQ kernel holds dS.
+      float dp[NS][4];
+#pragma unroll
+      for (int j = 0; j < NS; j++) {
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+          unpack2(tile_ds + (wrow + g + 8 * half) * kTile + j * 8 + 2 * qd, dp[j][2 * half], dp[j][2 * half + 1]);
+        }
+      }
+      if (kv0 + kTile - 1 > q0 + wrow || kv0 + kTile > seq || q0 + wrow + 16 > seq) {
+#pragma unroll
+        for (int j = 0; j < NS; j++) {
+#pragma unroll
+          for (int e = 0; e < 4; e++) {
+            const int key = kv0 + j * 8 + 2 * qd + (e & 1), t = e < 2 ? t_lo : t_hi;
+            if (!(key <= t && t < seq && key < seq)) dp[j][e] = 0.0f;
+          }
+        }
+      }
+      warp_mma_nn<T, DP, NS>(aq, dp, kbuf + (kt & 1) * TILE, lane);
+    }
+    __syncthreads();  // this buffer is free for tile kt + 2
+  }
+
+#pragma unroll
+  for (int upper = 0; upper < 2; upper++) {
+    const int t = upper ? t_hi : t_lo;
+    if (t < seq) store_accumulator_row<T, DP>(dq + (tok0 + t) * q_stride + int64_t{h} * d, aq, upper, qd, d, scale);
+  }
+#else
+  (void)k; (void)ds; (void)dq; (void)batch; (void)seq; (void)heads; (void)kv_heads; (void)d; (void)q_stride; (void)kv_stride; (void)scale;
+#endif
+}
+
 template <typename T, int DP, bool VEC>
 void launch_backward_mma(const KernelCall& c, const Args& a, const float* dvec) {
   constexpr size_t smem = BmConfig<DP>::total;
+  if constexpr (DP == kStoredDsTile) {
+    if (stored_ds_wanted(c, a)) {
+      // The dK/dV pass stores dS after D in the backward's scratch; the dQ pass multiplies it by K.
+      T* ds = reinterpret_cast<T*>(reinterpret_cast<char*>(const_cast<float*>(dvec)) + stored_ds_offset_bytes(int64_t{a.batch} * a.seq * a.heads));
+      const unsigned kv_grid = ceil_div(a.seq, kBmRows) * static_cast<unsigned>(a.kv_heads * a.batch);
+      auto dkdv = attention_dkdv_mma_kernel<T, DP, VEC, true>;
+      allow_shared(dkdv, smem);
+      launch("attentionBackward", dkdv, dim3(kv_grid), dim3(kMmaWarps * 32), smem, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
+             c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(7), c.ptr<T>(8), ds, a.batch, a.seq, a.heads,
+             a.kv_heads, a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale);
+      constexpr size_t dq_smem = size_t{2} * kStoredDsTile * (DP + 8) * sizeof(T);
+      const unsigned q_grid = ceil_div(a.seq, kBmRows) * static_cast<unsigned>(a.heads * a.batch);
+      launch("attentionBackward", attention_dq_from_ds_mma_kernel<T, VEC>, dim3(q_grid), dim3(kMmaWarps * 32), dq_smem, c.stream, c.ptr<const T>(2),
+             static_cast<const T*>(ds), c.ptr<T>(6), a.batch, a.seq, a.heads, a.kv_heads, a.d, a.q_stride, a.kv_stride, a.scale);
+      return;
+    }
+  }
   const unsigned kv_grid = ceil_div(a.seq, kBmRows) * static_cast<unsigned>(a.kv_heads * a.batch);
   auto dkdv = attention_dkdv_mma_kernel<T, DP, VEC>;
   allow_shared(dkdv, smem);
   launch("attentionBackward", dkdv, dim3(kv_grid), dim3(kMmaWarps * 32), smem, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
-         c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(7), c.ptr<T>(8), a.batch, a.seq, a.heads,
-         a.kv_heads, a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale);
+         c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(7), c.ptr<T>(8), static_cast<T*>(nullptr), a.batch,
+         a.seq, a.heads, a.kv_heads, a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale);
   const unsigned q_grid = ceil_div(a.seq, kBmRows) * static_cast<unsigned>(a.heads * a.batch);
   auto dqk = attention_dq_mma_kernel<T, DP, VEC>;
   allow_shared(dqk, smem);

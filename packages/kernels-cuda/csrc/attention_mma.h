@@ -55,6 +55,18 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
   return static_cast<uint32_t>(ua) | (static_cast<uint32_t>(ub) << 16);
 }
 
+/** The two T at `p` (4-byte aligned) as floats, from one 4-byte load: `lo` from the lower address. */
+template <typename T>
+__device__ __forceinline__ void unpack2(const T* p, float& lo, float& hi) {
+  const uint32_t w = *reinterpret_cast<const uint32_t*>(p);
+  const uint16_t ua = static_cast<uint16_t>(w & 0xffffu), ub = static_cast<uint16_t>(w >> 16);
+  T a, b;
+  memcpy(&a, &ua, 2);
+  memcpy(&b, &ub, 2);
+  lo = to_f32(a);
+  hi = to_f32(b);
+}
+
 /**
  * rows x DP tile from `src` (rows `stride` apart) into `dst` (rows DP + 8 apart): rows
  * past `valid` and columns past `d` are zero. VEC: by cp.async, d a multiple of 8 and

@@ -248,6 +248,42 @@ Args read_args(const KernelCall& c, int first) {
   return a;
 }
 
+/**
+ * The stored dS of the mma.sync backward (KILN_ATTENTION_DQ=stored-ds): for each (batch,
+ * head) the 64 x 64 tiles of (query tile i, key tile j), j <= i, query-major, T. The tiles
+ * of a (batch, head) lie row by row of the lower triangle: (0,0), (1,0), (1,1), (2,0), ...
+ */
+constexpr int kStoredDsTile = 64;
+constexpr size_t kStoredDsMostBytes = size_t{512} << 20;  // past this the dQ pass recomputes dS instead
+
+__host__ __device__ inline int64_t stored_ds_tiles(int seq) {
+  const int64_t n = (seq + kStoredDsTile - 1) / kStoredDsTile;
+  return n * (n + 1) / 2;
+}
+
+/** Bytes of the stored dS of a call (16-bit elements). */
+inline size_t stored_ds_bytes(int batch, int heads, int seq) {
+  return static_cast<size_t>(int64_t{batch} * heads * stored_ds_tiles(seq)) * kStoredDsTile * kStoredDsTile * 2;
+}
+
+/** The stored dS's byte offset in the backward's scratch: after D (`items` floats), 256-byte aligned. */
+inline size_t stored_ds_offset_bytes(int64_t items) { return (static_cast<size_t>(items) * sizeof(float) + 255) / 256 * 256; }
+
+/**
+ * Whether this backward call takes the stored dS: KILN_ATTENTION_DQ=stored-ds, the
+ * mma.sync kernels (bf16/f16, heads up to 64, no other attention path asked for), and
+ * at most kStoredDsMostBytes of it.
+ */
+inline bool stored_ds_wanted(const KernelCall& c, const Args& a) {
+  return c.dq_from_stored_ds && !c.simt_attention && !c.wmma_attention && !c.wgmma_attention && (a.dtype == kBF16 || a.dtype == kF16) &&
+         a.d_max() <= kStoredDsTile && stored_ds_bytes(a.batch, a.heads, a.seq) <= kStoredDsMostBytes;
+}
+
+/** Element offset of tile (i, j) of (batch b, head h). */
+__device__ __forceinline__ int64_t stored_ds_offset(int b, int h, int heads, int seq, int i, int j) {
+  return ((int64_t{b} * heads + h) * stored_ds_tiles(seq) + int64_t{i} * (i + 1) / 2 + j) * (kStoredDsTile * kStoredDsTile);
+}
+
 size_t row_floats(int d) { return static_cast<size_t>((d + 31) / 32 * 32 + 4); }
 
 /**

@@ -124,6 +124,8 @@ struct KernelCall {
   int wgmma_attention_rows;
   /** KILN_ATTENTION_MMA_KEYS (32, the default, or 64): keys a loop tile of the mma.sync attention forward holds for heads up to 64. */
   int mma_attention_keys;
+  /** KILN_ATTENTION_DQ=stored-ds: the mma.sync backward's dK/dV pass stores dS and the dQ pass multiplies it by K (heads up to 64). */
+  bool dq_from_stored_ds;
   /** The most dynamic shared memory one block may opt into on this device (bytes). */
   size_t shared_per_block;
 

@@ -55,6 +55,11 @@ function checkAttentionPath(): void {
   if (!["", "64", "128"].includes(rows)) {
     throw new DeviceError(`KILN_ATTENTION_WGMMA_ROWS=${rows} is not a block size of the wgmma attention`, { where: "KILN_ATTENTION_WGMMA_ROWS", hint: "use 64 or 128, or unset it" });
   }
+  // The mma.sync backward's dQ: recomputed (the default) or from the dS its dK/dV pass stored.
+  const dq = process.env.KILN_ATTENTION_DQ ?? "";
+  if (!["", "recompute", "stored-ds"].includes(dq)) {
+    throw new DeviceError(`KILN_ATTENTION_DQ=${dq} is not a way of the attention backward's dQ`, { where: "KILN_ATTENTION_DQ", hint: "use recompute or stored-ds, or unset it" });
+  }
   // The mma.sync forward's keys a loop tile for heads up to 64: 32 (the default) or 64.
   const keys = process.env.KILN_ATTENTION_MMA_KEYS ?? "";
   if (!["", "32", "64"].includes(keys)) {

@@ -13,3 +13,10 @@ describeCasesOnSchedules(
   () => 2,
   { KILN_ATTENTION_MMA_KEYS: "64" },
 );
+// The backward's dQ from the dS its dK/dV pass stored (KILN_ATTENTION_DQ=stored-ds; heads up to 64, the others recompute).
+describeCasesOnSchedules(
+  "mma.sync attention backward on cuda-sim, dQ from the stored dS",
+  attentionCases.filter((c) => c.kernel === "attentionBackward"),
+  () => 2,
+  { KILN_ATTENTION_DQ: "stored-ds" },
+);

@@ -62,6 +62,16 @@ describe.skipIf(skip)(`cuda-sim backend${skip ? ` (skipped: ${skip})` : ""}`, ()
     }
   });
 
+  it("refuses a KILN_ATTENTION_DQ other than recompute or stored-ds, naming it", () => {
+    process.env.KILN_ATTENTION_DQ = "atomic";
+    try {
+      expect(() => createCudaSimBackend()).toThrow(/KILN_ATTENTION_DQ=atomic is not a way of the attention backward's dQ/);
+      expect(() => createCudaSimBackend()).toThrow(expect.objectContaining({ hint: "use recompute or stored-ds, or unset it" }));
+    } finally {
+      delete process.env.KILN_ATTENTION_DQ;
+    }
+  });
+
   it("refuses a KILN_ATTENTION_MMA_KEYS other than 32 or 64, naming it", () => {
     process.env.KILN_ATTENTION_MMA_KEYS = "128";
     try {

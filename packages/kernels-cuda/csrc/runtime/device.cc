@@ -35,7 +35,8 @@ Device::Device(int ordinal)
       wgmma_matmul_(env_is("KILN_MATMUL_PATH", "wgmma")),
       wgmma_attention_(env_is("KILN_ATTENTION_PATH", "wgmma")),
       wgmma_attention_rows_(env_is("KILN_ATTENTION_WGMMA_ROWS", "128") ? 128 : 64),
-      mma_attention_keys_(env_is("KILN_ATTENTION_MMA_KEYS", "64") ? 64 : 32) {
+      mma_attention_keys_(env_is("KILN_ATTENTION_MMA_KEYS", "64") ? 64 : 32),
+      dq_from_stored_ds_(env_is("KILN_ATTENTION_DQ", "stored-ds")) {
 #if !defined(KILN_CUDA_SIM)
   const bool sm90 = sm90a_built() && props_.major == 9 && props_.minor == 0;
   if (wgmma_matmul_ && !sm90) {
@@ -199,7 +200,7 @@ std::string Device::use_cublaslt(const std::string& path, bool tf32) {
 void Device::launch(const std::string& kernel, const double* values, int count) {
   Launcher fn = find_kernel(kernel);
   if (!fn) throw DeviceFailure("this build of the CUDA kernels has no kernel named " + kernel);
-  KernelCall call{values, count, static_cast<cudaStream_t>(stream_), &Device::scratch_for, this, blas_.get(), simt_matmul_, simt_attention_, wmma_matmul_, wmma_attention_, wgmma_matmul_, wgmma_attention_, wgmma_attention_rows_, mma_attention_keys_, props_.shared_memory_per_block_optin};
+  KernelCall call{values, count, static_cast<cudaStream_t>(stream_), &Device::scratch_for, this, blas_.get(), simt_matmul_, simt_attention_, wmma_matmul_, wmma_attention_, wgmma_matmul_, wgmma_attention_, wgmma_attention_rows_, mma_attention_keys_, dq_from_stored_ds_, props_.shared_memory_per_block_optin};
   fn(call);
 }
 

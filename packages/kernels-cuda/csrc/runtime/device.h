@@ -98,6 +98,7 @@ class Device {
   bool wgmma_attention_;  // KILN_ATTENTION_PATH=wgmma: an sm_90 device with this build's sm_90a code, or the simulator
   int wgmma_attention_rows_;  // KILN_ATTENTION_WGMMA_ROWS: 64 (one warpgroup a block) or 128 (two)
   int mma_attention_keys_;  // KILN_ATTENTION_MMA_KEYS: 32 or 64 keys a loop tile of the mma.sync forward (heads up to 64)
+  bool dq_from_stored_ds_;  // KILN_ATTENTION_DQ=stored-ds: the mma.sync backward's dQ from the dS its dK/dV pass stored
 };
 
 }  // namespace kiln
