@@ -63,6 +63,33 @@ struct OwnRows<T, DP, false> {
   __device__ void nt(float (&acc)[N][4], const T* b, int lane) const { warp_mma_nt<T, DP, N>(acc, rows, b, lane); }
 };
 
+/**
+ * Zeroes dS of a dQ tile where the key is after the row's query or either is past the
+ * sequence: this lane's rows t_lo (x[j][0], x[j][1]) and t_hi (x[j][2], x[j][3]), keys
+ * kv0 + 8 j + 2 qd and the one after. Only tiles that reach such pairs need it.
+ */
+template <int NS>
+__device__ __forceinline__ void zero_dead_dq_pairs(float (&x)[NS][4], int kv0, int qd, int t_lo, int t_hi, int seq) {
+#pragma unroll
+  for (int j = 0; j < NS; j++) {
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int key = kv0 + j * 8 + 2 * qd + (e & 1), t = e < 2 ? t_lo : t_hi;
+      if (!(key <= t && t < seq && key < seq)) x[j][e] = 0.0f;
+    }
+  }
+}
+
+/** Writes this lane's share of a warp's dQ rows t_lo and t_hi (those inside the sequence), times `scale`; row t at dq_head + t q_stride. */
+template <typename T, int DP>
+__device__ __forceinline__ void store_dq_rows(T* dq_head, int64_t q_stride, const float (&aq)[DP / 8][4], int t_lo, int t_hi, int qd, int seq, int d, float scale) {
+#pragma unroll
+  for (int upper = 0; upper < 2; upper++) {
+    const int t = upper ? t_hi : t_lo;
+    if (t < seq) store_accumulator_row<T, DP>(dq_head + t * q_stride, aq, upper, qd, d, scale);
+  }
+}
+
 template <typename T, int DP, bool VEC, bool STORE_DS = false>
 __global__ void __launch_bounds__(kMmaWarps * 32, 1)
     attention_dkdv_mma_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
@@ -226,27 +253,13 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
 #pragma unroll
         for (int e = 0; e < 4; e++) p_and_ds(s[j][e], dp[j][e], s_mul, e < 2 ? ls_lo : ls_hi, e < 2 ? dl_lo : dl_hi);
       }
-      // Pairs with the key after the query or either past the sequence: only in tiles that reach them.
-      if (kv0 + kTile - 1 > q0 + wrow || kv0 + kTile > seq || q0 + wrow + 16 > seq) {
-#pragma unroll
-        for (int j = 0; j < NS; j++) {
-#pragma unroll
-          for (int e = 0; e < 4; e++) {
-            const int key = kv0 + j * 8 + 2 * qd + (e & 1), t = e < 2 ? t_lo : t_hi;
-            if (!(key <= t && t < seq && key < seq)) s[j][e] = dp[j][e] = 0.0f;
-          }
-        }
-      }
+      // Pairs with the key after the query or either past the sequence: only in tiles that reach them (P is not read again).
+      if (kv0 + kTile - 1 > q0 + wrow || kv0 + kTile > seq || q0 + wrow + 16 > seq) zero_dead_dq_pairs(dp, kv0, qd, t_lo, t_hi, seq);
       warp_mma_nn<T, DP, NS>(aq, dp, ks, lane);
     }
     __syncthreads();  // this buffer is free for tile kt + 2
   }
-
-#pragma unroll
-  for (int upper = 0; upper < 2; upper++) {
-    const int t = upper ? t_hi : t_lo;
-    if (t < seq) store_accumulator_row<T, DP>(dq + (tok0 + t) * q_stride + int64_t{h} * d, aq, upper, qd, d, scale);
-  }
+  store_dq_rows<T, DP>(dq + tok0 * q_stride + int64_t{h} * d, q_stride, aq, t_lo, t_hi, qd, seq, d, scale);
 #else
   (void)dout; (void)q; (void)k; (void)v; (void)lse; (void)dvec; (void)dq; (void)batch; (void)seq; (void)heads; (void)kv_heads;
   (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
@@ -299,26 +312,12 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
           unpack2(tile_ds + (wrow + g + 8 * half) * kTile + j * 8 + 2 * qd, dp[j][2 * half], dp[j][2 * half + 1]);
         }
       }
-      if (kv0 + kTile - 1 > q0 + wrow || kv0 + kTile > seq || q0 + wrow + 16 > seq) {
-#pragma unroll
-        for (int j = 0; j < NS; j++) {
-#pragma unroll
-          for (int e = 0; e < 4; e++) {
-            const int key = kv0 + j * 8 + 2 * qd + (e & 1), t = e < 2 ? t_lo : t_hi;
-            if (!(key <= t && t < seq && key < seq)) dp[j][e] = 0.0f;
-          }
-        }
-      }
+      if (kv0 + kTile - 1 > q0 + wrow || kv0 + kTile > seq || q0 + wrow + 16 > seq) zero_dead_dq_pairs(dp, kv0, qd, t_lo, t_hi, seq);
       warp_mma_nn<T, DP, NS>(aq, dp, kbuf + (kt & 1) * TILE, lane);
     }
     __syncthreads();  // this buffer is free for tile kt + 2
   }
-
-#pragma unroll
-  for (int upper = 0; upper < 2; upper++) {
-    const int t = upper ? t_hi : t_lo;
-    if (t < seq) store_accumulator_row<T, DP>(dq + (tok0 + t) * q_stride + int64_t{h} * d, aq, upper, qd, d, scale);
-  }
+  store_dq_rows<T, DP>(dq + tok0 * q_stride + int64_t{h} * d, q_stride, aq, t_lo, t_hi, qd, seq, d, scale);
 #else
   (void)k; (void)ds; (void)dq; (void)batch; (void)seq; (void)heads; (void)kv_heads; (void)d; (void)q_stride; (void)kv_stride; (void)scale;
 #endif
