@@ -218,8 +218,7 @@ void launch_attention_backward(const KernelCall& c) {
   const Args a = read_args(c, 9);
   const int64_t items = int64_t{a.batch} * a.seq * a.heads;
   // D, then (KILN_ATTENTION_DQ=stored-ds, where the mma.sync kernels take it) the dS the dK/dV pass stores for the dQ pass.
-  const size_t ds_bytes = stored_ds_wanted(c, a) ? stored_ds_bytes(a.batch, a.heads, a.seq) : 0;
-  float* dvec = static_cast<float*>(c.scratch(ds_bytes ? stored_ds_offset_bytes(items) + ds_bytes : static_cast<size_t>(items) * sizeof(float)));
+  float* dvec = static_cast<float*>(c.scratch(backward_scratch_bytes(c, a)));
   dispatch_float(a.dtype, "attentionBackward", [&](auto tag) {
     using T = decltype(tag);
     const T* dout = c.ptr<const T>(0);

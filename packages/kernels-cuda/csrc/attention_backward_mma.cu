@@ -167,7 +167,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
         }
       }
       if constexpr (STORE_DS) {
-        static_assert(!STORE_DS || (kTile == kStoredDsTile && kBmRows == kStoredDsTile), "stored dS tiles are the loop tiles");
+        static_assert(kTile == kStoredDsTile && kBmRows == kStoredDsTile, "stored dS tiles are the loop tiles");
         // dS of the tile (rows: queries, columns: keys) for the dQ pass, rounded as the product below rounds it.
         const int h = gh * group + step / per_head;
         T* tile_ds = ds_out + stored_ds_offset(b, h, heads, seq, q0 / kStoredDsTile, kv0 / kStoredDsTile);
@@ -326,30 +326,28 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
 template <typename T, int DP, bool VEC>
 void launch_backward_mma(const KernelCall& c, const Args& a, const float* dvec) {
   constexpr size_t smem = BmConfig<DP>::total;
+  // KILN_ATTENTION_DQ=stored-ds: the dK/dV pass also stores dS (after D in the backward's scratch) and the dQ pass multiplies it by K.
+  bool stored = false;
+  auto dkdv = attention_dkdv_mma_kernel<T, DP, VEC>;
   if constexpr (DP == kStoredDsTile) {
-    if (stored_ds_wanted(c, a)) {
-      // The dK/dV pass stores dS after D in the backward's scratch; the dQ pass multiplies it by K.
-      T* ds = reinterpret_cast<T*>(reinterpret_cast<char*>(const_cast<float*>(dvec)) + stored_ds_offset_bytes(int64_t{a.batch} * a.seq * a.heads));
-      const unsigned kv_grid = ceil_div(a.seq, kBmRows) * static_cast<unsigned>(a.kv_heads * a.batch);
-      auto dkdv = attention_dkdv_mma_kernel<T, DP, VEC, true>;
-      allow_shared(dkdv, smem);
-      launch("attentionBackward", dkdv, dim3(kv_grid), dim3(kMmaWarps * 32), smem, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
-             c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(7), c.ptr<T>(8), ds, a.batch, a.seq, a.heads,
-             a.kv_heads, a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale);
-      constexpr size_t dq_smem = size_t{2} * kStoredDsTile * (DP + 8) * sizeof(T);
-      const unsigned q_grid = ceil_div(a.seq, kBmRows) * static_cast<unsigned>(a.heads * a.batch);
-      launch("attentionBackward", attention_dq_from_ds_mma_kernel<T, VEC>, dim3(q_grid), dim3(kMmaWarps * 32), dq_smem, c.stream, c.ptr<const T>(2),
-             static_cast<const T*>(ds), c.ptr<T>(6), a.batch, a.seq, a.heads, a.kv_heads, a.d, a.q_stride, a.kv_stride, a.scale);
+    stored = stored_ds_wanted(c, a);
+    if (stored) dkdv = attention_dkdv_mma_kernel<T, DP, VEC, true>;
+  }
+  T* ds = stored ? stored_ds_of<T>(dvec, a) : nullptr;
+  const unsigned kv_grid = ceil_div(a.seq, kBmRows) * static_cast<unsigned>(a.kv_heads * a.batch);
+  allow_shared(dkdv, smem);
+  launch("attentionBackward", dkdv, dim3(kv_grid), dim3(kMmaWarps * 32), smem, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
+         c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(7), c.ptr<T>(8), ds, a.batch, a.seq, a.heads,
+         a.kv_heads, a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale);
+  const unsigned q_grid = ceil_div(a.seq, kBmRows) * static_cast<unsigned>(a.heads * a.batch);
+  if constexpr (DP == kStoredDsTile) {
+    if (stored) {
+      constexpr size_t dq_smem = size_t{2} * kStoredDsTile * (DP + 8) * sizeof(T);  // two K tiles
+      launch("attentionBackward", attention_dq_from_ds_mma_kernel<T, VEC>, dim3(q_grid), dim3(kMmaWarps * 32), dq_smem, c.stream,
+             c.ptr<const T>(2), static_cast<const T*>(ds), c.ptr<T>(6), a.batch, a.seq, a.heads, a.kv_heads, a.d, a.q_stride, a.kv_stride, a.scale);
       return;
     }
   }
-  const unsigned kv_grid = ceil_div(a.seq, kBmRows) * static_cast<unsigned>(a.kv_heads * a.batch);
-  auto dkdv = attention_dkdv_mma_kernel<T, DP, VEC>;
-  allow_shared(dkdv, smem);
-  launch("attentionBackward", dkdv, dim3(kv_grid), dim3(kMmaWarps * 32), smem, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
-         c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(7), c.ptr<T>(8), static_cast<T*>(nullptr), a.batch,
-         a.seq, a.heads, a.kv_heads, a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale);
-  const unsigned q_grid = ceil_div(a.seq, kBmRows) * static_cast<unsigned>(a.heads * a.batch);
   auto dqk = attention_dq_mma_kernel<T, DP, VEC>;
   allow_shared(dqk, smem);
   launch("attentionBackward", dqk, dim3(q_grid), dim3(kMmaWarps * 32), smem, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),

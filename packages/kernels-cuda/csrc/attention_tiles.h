@@ -266,9 +266,6 @@ inline size_t stored_ds_bytes(int batch, int heads, int seq) {
   return static_cast<size_t>(int64_t{batch} * heads * stored_ds_tiles(seq)) * kStoredDsTile * kStoredDsTile * 2;
 }
 
-/** The stored dS's byte offset in the backward's scratch: after D (`items` floats), 256-byte aligned. */
-inline size_t stored_ds_offset_bytes(int64_t items) { return (static_cast<size_t>(items) * sizeof(float) + 255) / 256 * 256; }
-
 /**
  * Whether this backward call takes the stored dS: KILN_ATTENTION_DQ=stored-ds, the
  * mma.sync kernels (bf16/f16, heads up to 64, no other attention path asked for), and
@@ -277,6 +274,21 @@ inline size_t stored_ds_offset_bytes(int64_t items) { return (static_cast<size_t
 inline bool stored_ds_wanted(const KernelCall& c, const Args& a) {
   return c.dq_from_stored_ds && !c.simt_attention && !c.wmma_attention && !c.wgmma_attention && (a.dtype == kBF16 || a.dtype == kF16) &&
          a.d_max() <= kStoredDsTile && stored_ds_bytes(a.batch, a.heads, a.seq) <= kStoredDsMostBytes;
+}
+
+/**
+ * The backward's scratch: D (one float a query row of every head), then, where the call
+ * takes it, the stored dS from the next 256-byte boundary.
+ */
+inline size_t stored_ds_offset_bytes(const Args& a) { return (static_cast<size_t>(int64_t{a.batch} * a.seq * a.heads) * sizeof(float) + 255) / 256 * 256; }
+inline size_t backward_scratch_bytes(const KernelCall& c, const Args& a) {
+  return stored_ds_wanted(c, a) ? stored_ds_offset_bytes(a) + stored_ds_bytes(a.batch, a.heads, a.seq)
+                                : static_cast<size_t>(int64_t{a.batch} * a.seq * a.heads) * sizeof(float);
+}
+/** The stored dS in the backward's scratch that starts with D at `dvec`. */
+template <typename T>
+T* stored_ds_of(const float* dvec, const Args& a) {
+  return reinterpret_cast<T*>(reinterpret_cast<char*>(const_cast<float*>(dvec)) + stored_ds_offset_bytes(a));
 }
 
 /** Element offset of tile (i, j) of (batch b, head h). */

@@ -108,15 +108,18 @@ __device__ __forceinline__ MaxSum block_combine(MaxSum a) {
   return {res_m, res_s};
 }
 
-/** (max, sum exp) of scale * row[0..n), n elements, over the whole block. */
-template <typename T>
-__device__ __forceinline__ MaxSum row_max_sum(const T* row, int64_t n, float scale) {
+/**
+ * (max, sum exp) of scale * row[0..n), n elements, over the whole block: thread t's groups
+ * read by load(g, v), its element of the last partial group from `row`.
+ */
+template <typename T, typename Load>
+__device__ __forceinline__ MaxSum row_max_sum(const T* row, int64_t n, float scale, Load&& load) {
   constexpr int N = Group<T>::N;
   const int64_t full = n / N;
   MaxSum a{neg_inf(), 0.f};
   for (int64_t g = threadIdx.x; g < full; g += kThreads) {
     float v[N];
-    load_group_anywhere(row + g * N, v);
+    load(g, v);
 #pragma unroll
     for (int k = 0; k < N; k++) v[k] *= scale;
     accumulate_group(a, v);
@@ -127,6 +130,12 @@ __device__ __forceinline__ MaxSum row_max_sum(const T* row, int64_t n, float sca
     accumulate_group(a, v);
   }
   return block_combine(a);
+}
+
+/** row_max_sum with the groups read from the row itself, wherever it lies. */
+template <typename T>
+__device__ __forceinline__ MaxSum row_max_sum(const T* row, int64_t n, float scale) {
+  return row_max_sum(row, n, scale, [&](int64_t g, float(&v)[Group<T>::N]) { load_group_anywhere(row + g * Group<T>::N, v); });
 }
 
 template <typename T>
@@ -204,18 +213,8 @@ __global__ void __launch_bounds__(kThreads) ce_forward_backward_kernel(const T* 
     if constexpr (CACHED) load_group(cached + g * N, true, v);
     else load_group_anywhere(row + g * N, v);
   };
-  MaxSum a{neg_inf(), 0.f};
-  for (int64_t g = threadIdx.x; g < full; g += kThreads) {
-    float v[N];
-    load(g, v);
-    accumulate_group(a, v);
-  }
-  const int64_t j = full * N + threadIdx.x;
-  if (threadIdx.x < N && j < vocab) {
-    float v[1] = {to_f32(row[j])};
-    accumulate_group(a, v);
-  }
-  a = block_combine(a);
+  // ce_forward_kernel's (max, sum): the same reduction, its groups read where they were copied.
+  const MaxSum a = row_max_sum(row, vocab, 1.f, load);
   const float l = a.m + logf(a.s);
   if (threadIdx.x == 0) {
     lse[r] = l;
@@ -255,7 +254,7 @@ __global__ void __launch_bounds__(kThreads) softmax_kernel(const T* x, T* out, i
 template <typename T>
 bool cache_rows(const KernelCall& c, const void* logits, int64_t vocab) {
   const size_t bytes = static_cast<size_t>(vocab) * sizeof(T);
-  return reinterpret_cast<uintptr_t>(logits) % 16 == 0 && bytes % 16 == 0 && 2 * (bytes + 1024) <= c.shared_per_block + 1024;
+  return is_aligned16(logits) && bytes % 16 == 0 && 2 * (bytes + 1024) <= c.shared_per_block + 1024;
 }
 
 // crossEntropyForward: logits, targets, losses, lse, dLogits | rows, vocab, dtype, lossScale

@@ -40,30 +40,29 @@ function cublasLtChoice(found: string | null, tf32: boolean): OpenDeviceOptions[
 }
 
 /**
- * Which bf16/f16 attention kernels run: KILN_ATTENTION_PATH=mma (the default: mma.sync,
- * scores and probabilities in registers), wgmma (Hopper's warpgroup instruction, sm_90
- * only; the addon refuses it on other devices), wmma (the WMMA kernels), simt (CUDA cores).
- * The addon reads the value when a device opens; this refuses any other before it does.
+ * The attention settings the addon reads from the environment when a device opens, each
+ * with the values it takes ("" = unset) and what it is: which bf16/f16 kernels run
+ * (KILN_ATTENTION_PATH: mma, the default, with scores and probabilities in registers;
+ * wgmma, Hopper's warpgroup instruction, sm_90 only, which the addon refuses on other
+ * devices; wmma; simt on CUDA cores), the wgmma attention's rows a block (64, one
+ * warpgroup, or 128, two sharing each loop tile), the mma.sync backward's dQ (recomputed,
+ * or from the dS its dK/dV pass stored) and the mma.sync forward's keys a loop tile at
+ * heads up to 64.
  */
+const ATTENTION_SETTINGS = [
+  { variable: "KILN_ATTENTION_PATH", values: ["mma", "wgmma", "wmma", "simt"], what: "an attention path", use: "mma, wgmma (sm_90), wmma or simt" },
+  { variable: "KILN_ATTENTION_WGMMA_ROWS", values: ["64", "128"], what: "a block size of the wgmma attention", use: "64 or 128" },
+  { variable: "KILN_ATTENTION_DQ", values: ["recompute", "stored-ds"], what: "a way of the attention backward's dQ", use: "recompute or stored-ds" },
+  { variable: "KILN_ATTENTION_MMA_KEYS", values: ["32", "64"], what: "a key tile of the mma.sync attention forward", use: "32 or 64" },
+] as const;
+
+/** Refuses, before the addon reads them, attention settings it does not take, naming the variable and its values. */
 function checkAttentionPath(): void {
-  const wanted = process.env.KILN_ATTENTION_PATH ?? "";
-  if (!["", "mma", "wgmma", "wmma", "simt"].includes(wanted)) {
-    throw new DeviceError(`KILN_ATTENTION_PATH=${wanted} is not an attention path`, { where: "KILN_ATTENTION_PATH", hint: "use mma, wgmma (sm_90), wmma or simt, or unset it" });
-  }
-  // The wgmma attention's rows a block: 64 (one warpgroup, the default) or 128 (two sharing each loop tile).
-  const rows = process.env.KILN_ATTENTION_WGMMA_ROWS ?? "";
-  if (!["", "64", "128"].includes(rows)) {
-    throw new DeviceError(`KILN_ATTENTION_WGMMA_ROWS=${rows} is not a block size of the wgmma attention`, { where: "KILN_ATTENTION_WGMMA_ROWS", hint: "use 64 or 128, or unset it" });
-  }
-  // The mma.sync backward's dQ: recomputed (the default) or from the dS its dK/dV pass stored.
-  const dq = process.env.KILN_ATTENTION_DQ ?? "";
-  if (!["", "recompute", "stored-ds"].includes(dq)) {
-    throw new DeviceError(`KILN_ATTENTION_DQ=${dq} is not a way of the attention backward's dQ`, { where: "KILN_ATTENTION_DQ", hint: "use recompute or stored-ds, or unset it" });
-  }
-  // The mma.sync forward's keys a loop tile for heads up to 64: 32 (the default) or 64.
-  const keys = process.env.KILN_ATTENTION_MMA_KEYS ?? "";
-  if (!["", "32", "64"].includes(keys)) {
-    throw new DeviceError(`KILN_ATTENTION_MMA_KEYS=${keys} is not a key tile of the mma.sync attention forward`, { where: "KILN_ATTENTION_MMA_KEYS", hint: "use 32 or 64, or unset it" });
+  for (const { variable, values, what, use } of ATTENTION_SETTINGS) {
+    const wanted = process.env[variable] ?? "";
+    if (wanted !== "" && !(values as readonly string[]).includes(wanted)) {
+      throw new DeviceError(`${variable}=${wanted} is not ${what}`, { where: variable, hint: `use ${use}, or unset it` });
+    }
   }
 }
 

@@ -42,45 +42,24 @@ describe.skipIf(skip)(`cuda-sim backend${skip ? ` (skipped: ${skip})` : ""}`, ()
     expect(backend.memoryStats().inUseBytes).toBe(0);
   });
 
-  it("refuses a KILN_ATTENTION_PATH it does not know, naming it and the values it takes", () => {
-    process.env.KILN_ATTENTION_PATH = "flash";
-    try {
-      expect(() => createCudaSimBackend()).toThrow(/KILN_ATTENTION_PATH=flash is not an attention path/);
-      expect(() => createCudaSimBackend()).toThrow(expect.objectContaining({ hint: "use mma, wgmma (sm_90), wmma or simt, or unset it" }));
-    } finally {
-      delete process.env.KILN_ATTENTION_PATH;
-    }
-  });
-
-  it("refuses a KILN_ATTENTION_WGMMA_ROWS other than 64 or 128, naming it", () => {
-    process.env.KILN_ATTENTION_WGMMA_ROWS = "96";
-    try {
-      expect(() => createCudaSimBackend()).toThrow(/KILN_ATTENTION_WGMMA_ROWS=96 is not a block size of the wgmma attention/);
-      expect(() => createCudaSimBackend()).toThrow(expect.objectContaining({ hint: "use 64 or 128, or unset it" }));
-    } finally {
-      delete process.env.KILN_ATTENTION_WGMMA_ROWS;
-    }
-  });
-
-  it("refuses a KILN_ATTENTION_DQ other than recompute or stored-ds, naming it", () => {
-    process.env.KILN_ATTENTION_DQ = "atomic";
-    try {
-      expect(() => createCudaSimBackend()).toThrow(/KILN_ATTENTION_DQ=atomic is not a way of the attention backward's dQ/);
-      expect(() => createCudaSimBackend()).toThrow(expect.objectContaining({ hint: "use recompute or stored-ds, or unset it" }));
-    } finally {
-      delete process.env.KILN_ATTENTION_DQ;
-    }
-  });
-
-  it("refuses a KILN_ATTENTION_MMA_KEYS other than 32 or 64, naming it", () => {
-    process.env.KILN_ATTENTION_MMA_KEYS = "128";
-    try {
-      expect(() => createCudaSimBackend()).toThrow(/KILN_ATTENTION_MMA_KEYS=128 is not a key tile of the mma.sync attention forward/);
-      expect(() => createCudaSimBackend()).toThrow(expect.objectContaining({ hint: "use 32 or 64, or unset it" }));
-    } finally {
-      delete process.env.KILN_ATTENTION_MMA_KEYS;
-    }
-  });
+  // Each attention setting the addon reads: a value it does not take, the message naming it, the hint with the values it takes.
+  const refusals = [
+    ["KILN_ATTENTION_PATH", "flash", /KILN_ATTENTION_PATH=flash is not an attention path/, "use mma, wgmma (sm_90), wmma or simt, or unset it"],
+    ["KILN_ATTENTION_WGMMA_ROWS", "96", /KILN_ATTENTION_WGMMA_ROWS=96 is not a block size of the wgmma attention/, "use 64 or 128, or unset it"],
+    ["KILN_ATTENTION_DQ", "atomic", /KILN_ATTENTION_DQ=atomic is not a way of the attention backward's dQ/, "use recompute or stored-ds, or unset it"],
+    ["KILN_ATTENTION_MMA_KEYS", "128", /KILN_ATTENTION_MMA_KEYS=128 is not a key tile of the mma.sync attention forward/, "use 32 or 64, or unset it"],
+  ] as const;
+  for (const [variable, value, message, hint] of refusals) {
+    it(`refuses ${variable}=${value}, naming it and the values it takes`, () => {
+      process.env[variable] = value;
+      try {
+        expect(() => createCudaSimBackend()).toThrow(message);
+        expect(() => createCudaSimBackend()).toThrow(expect.objectContaining({ hint }));
+      } finally {
+        delete process.env[variable];
+      }
+    });
+  }
 
   it("times its work with device marks: each mark's time after the first, in order, a new list after each read", async () => {
     const timer = backend.timer!;

@@ -9,6 +9,7 @@ import {
   type TrainingStepCosts,
   planTrainingMemory,
   resolveRecompute,
+  rooflineSeconds,
   stepRoofline,
   trainingFlopsPerToken,
   trainingStepCosts,
@@ -127,12 +128,12 @@ function kernelRooflines(calls: TrainingStepCosts, gradAccum: number, peak: numb
   for (const [list, times] of parts) {
     for (const c of list) {
       const row = byKernel.get(c.kernel) ?? { kernel: c.kernel, calls: 0, bytes: 0, flops: 0, seconds: 0, bound: "memory", computeSeconds: 0 };
-      const [compute, memory] = [c.flops / peak, c.bytes / bandwidth];
+      const least = rooflineSeconds([c], peak, bandwidth);
       row.calls += times;
       row.bytes += times * c.bytes;
       row.flops += times * c.flops;
-      row.seconds += times * Math.max(compute, memory);
-      if (compute >= memory) row.computeSeconds += times * compute;
+      row.seconds += times * least;
+      if (c.flops / peak >= least) row.computeSeconds += times * least;
       byKernel.set(c.kernel, row);
     }
   }
