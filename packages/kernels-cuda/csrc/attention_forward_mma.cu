@@ -17,7 +17,9 @@
 // tile, for each of the warp's row tiles:
 //   S_w = Q_w K^T     KEYS / 8 accumulator tiles of 16 x 8 (f32), K's fragments by ldmatrix
 //   online softmax    lane (g, q) holds rows g and g + 8, columns 2q, 2q + 1 of every
-//                     tile: row max and sum over the 4 lanes of a row through shuffles
+//                     tile: the row max over the 4 lanes of a row through shuffles (the
+//                     sums stay per lane until the end); the reference max, l and O
+//                     move only when a row's max passes it by 2^8 (attention_mma.h)
 //   O_w = alpha O_w + P_w V
 //                     P is rounded to T straight from S's accumulators: two adjacent
 //                     16 x 8 accumulator tiles are one 16 x 16 A fragment (same rows,
@@ -97,7 +99,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
   for (int i = 0; i < MI; i++)
 #pragma unroll
     for (int j = 0; j < NO; j++) o[i][j][0] = o[i][j][1] = o[i][j][2] = o[i][j][3] = 0.0f;
-  // Per row tile i and half (rows g, g + 8): the running max (base-2 scaled scores) and sum.
+  // Per row tile i and half (rows g, g + 8): the reference max (base-2 scaled scores) and this lane's share of the sum.
   float m[MI][2], l[MI][2];
 #pragma unroll
   for (int i = 0; i < MI; i++) m[i][0] = m[i][1] = neg_inf(), l[i][0] = l[i][1] = 0.0f;
@@ -129,6 +131,8 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
   }
 
   // Lane (g, q) writes columns 8 j + 2 q and 8 j + 2 q + 1 of rows g and g + 8 of each row tile.
+#pragma unroll
+  for (int i = 0; i < MI; i++) row_sums(l[i]);
 #pragma unroll
   for (int i = 0; i < MI; i++)
 #pragma unroll

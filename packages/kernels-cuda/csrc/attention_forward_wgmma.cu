@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(128 * NWG, 1)
   float o[DP / 2];
 #pragma unroll
   for (int i = 0; i < DP / 2; i++) o[i] = 0.0f;
-  // Per half (rows row_lo, row_hi): the running max (base-2 scaled scores) and sum.
+  // Per half (rows row_lo, row_hi): the reference max (base-2 scaled scores) and this lane's share of the sum.
   float m[2] = {neg_inf(), neg_inf()}, l[2] = {0.0f, 0.0f};
 
   for (int kt = 0; kt < n_kt; kt++) {
@@ -119,6 +119,7 @@ __global__ void __launch_bounds__(128 * NWG, 1)
   ptx::cp_async_wait<0>();  // only empty groups are left
 
   // Register 4 j + 2 hf + e: column 8 j + 2 qd + e of row hf ? row_hi : row_lo.
+  row_sums(l);
 #pragma unroll
   for (int hf = 0; hf < 2; hf++) {
     const int t = hf ? row_hi : row_lo;

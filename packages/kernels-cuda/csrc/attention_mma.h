@@ -257,6 +257,9 @@ __device__ __forceinline__ void store_accumulator_row(T* dst, const float (&acc)
   }
 }
 
+/** How far (log2) a row's max may pass its reference max before the reference moves: p <= 2^8. */
+constexpr float kRescaleLog2 = 8.0f;
+
 /** Row max (or sum) over the 4 lanes that hold one accumulator row. */
 __device__ __forceinline__ float quad_max(float x) {
   x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
@@ -270,12 +273,17 @@ __device__ __forceinline__ float quad_sum(float x) {
 /**
  * One key tile of the forward's online softmax for a thread's two query rows, t_lo and
  * t_lo + 8, in accumulator layout (register 4 j + 2 hf + e of s: row hf, key
- * kv0 + 8 j + 2 qd + e). The raw scores s become p = 2^(s s_mul - m), the rows' running
- * max m (scaled, base 2) and sum l move on, and o (the rows' output accumulators) is
- * rescaled. `masked`: the tile reaches keys after a row or past the sequence (the same
- * for every lane of the warp); such tiles mask first and scale each score. A tile with
- * every key live under a positive scale takes the max of the raw scores, scales it
- * once, and makes each p with one FFMA and one EX2.
+ * kv0 + 8 j + 2 qd + e). The raw scores s become p = 2^(s s_mul - m) and l, this lane's
+ * share of the rows' sums, moves on (the caller sums a row's four lanes once, at the
+ * end: row_sums). m is the rows' reference max (scaled, base 2), not always their
+ * running max: it moves, rescaling l and o (the rows' output accumulators), only when
+ * some row of the warp would otherwise see a p above 2^kRescaleLog2, so after the first
+ * tiles most tiles skip the rescale's multiplies and exponentials (p <= 256 is exact in
+ * f32 and bf16/f16's range; lse = m + log2 l holds for any reference m). Must be called
+ * by the whole warp (the vote). `masked`: the tile reaches keys after a row or past the
+ * sequence (the same for every lane of the warp); such tiles mask first and scale each
+ * score. A tile with every key live under a positive scale takes the max of the raw
+ * scores, scales it once, and makes each p with one FFMA and one EX2.
  */
 template <int R, int RO>
 __device__ __forceinline__ void online_softmax_tile(float (&s)[R], float (&o)[RO], float (&m)[2], float (&l)[2], int kv0, int t_lo, int qd, int seq,
@@ -299,26 +307,36 @@ __device__ __forceinline__ void online_softmax_tile(float (&s)[R], float (&o)[RO
     mx[1] = quad_max(mx[1]);
   }
   const float mul = fast ? s_mul : 1.0f;  // what s still needs
-  float base[2], alpha[2], rs[2] = {0.0f, 0.0f};
+  // A row's first live key (m = -inf, mx finite) always moves m: -inf + 8 is -inf.
+  const bool moves = mx[0] > m[0] + kRescaleLog2 || mx[1] > m[1] + kRescaleLog2;
+  if (__any_sync(0xffffffffu, moves)) {
+    float alpha[2];
 #pragma unroll
-  for (int hf = 0; hf < 2; hf++) {
-    const float mn = fmaxf(m[hf], mx[hf]);
-    // A row with every key so far masked (or past the sequence) keeps m = -inf; its base
-    // stays 0 so that exp2 gives 0, never NaN.
-    base[hf] = mn == neg_inf() ? 0.0f : mn;
-    alpha[hf] = exp2_ftz(m[hf] - base[hf]);
-    m[hf] = mn;
+    for (int hf = 0; hf < 2; hf++) {
+      const float mn = fmaxf(m[hf], mx[hf]);
+      // A row with every key so far masked (or past the sequence) keeps m = -inf: alpha
+      // = 2^(-inf - 0) = 0 there, never NaN (its l and o are 0 anyway).
+      alpha[hf] = exp2_ftz(m[hf] - (mn == neg_inf() ? 0.0f : mn));
+      m[hf] = mn;
+      l[hf] *= alpha[hf];
+    }
+#pragma unroll
+    for (int i = 0; i < RO; i++) o[i] *= alpha[(i >> 1) & 1];
   }
+  // The base of the exponentials: m, or 0 for a row with no live key yet (exp2 gives 0, never NaN).
+  const float base[2] = {m[0] == neg_inf() ? 0.0f : m[0], m[1] == neg_inf() ? 0.0f : m[1]};
 #pragma unroll
   for (int i = 0; i < R; i++) {
     const int hf = (i >> 1) & 1;
     s[i] = exp2_ftz(fmaf(s[i], mul, -base[hf]));
-    rs[hf] += s[i];
+    l[hf] += s[i];
   }
-#pragma unroll
-  for (int hf = 0; hf < 2; hf++) l[hf] = l[hf] * alpha[hf] + quad_sum(rs[hf]);
-#pragma unroll
-  for (int i = 0; i < RO; i++) o[i] *= alpha[(i >> 1) & 1];
+}
+
+/** The rows' sums from each lane's share (online_softmax_tile): whole-warp shuffles, before any lane leaves. */
+__device__ __forceinline__ void row_sums(float (&l)[2]) {
+  l[0] = quad_sum(l[0]);
+  l[1] = quad_sum(l[1]);
 }
 
 /** A 16-row tile's accumulator tiles float[N][4] as one fragment of 4 N registers (the same layout). */

@@ -91,6 +91,18 @@ const attentionShapes: Def[] = [
 ];
 
 /**
+ * Scores spread over tens of units (scale 4, head size 64: a standard deviation of about
+ * 11): along a row of 130 keys the max climbs between key tiles by more than a factor of
+ * 2^8 as well as by less, so kernels that move their softmax's reference max only on
+ * large climbs take both ways. A negative scale: unmasked tiles whose scores must be
+ * scaled before their max is taken.
+ */
+const peakedAttentionShapes: Def[] = [
+  d("options", { batch: 1, seqLen: 130, heads: 2, kvHeads: 1, headDim: 64, scale: 4 }, { label: "scale=4: peaked rows, maxima that climb" }),
+  d("options", { batch: 2, seqLen: 40, heads: 2, kvHeads: 2, headDim: 16, scale: -3 }, { label: "scale=-3" }),
+];
+
+/**
  * A value head size apart from the query/key one (Multi-head Latent Attention): smaller
  * and larger than headDim, sizes off every SIMD width and tile, head sizes in different
  * tile buckets, GQA, row strides of their own for k and v, seqLen off the tile sizes.
@@ -369,7 +381,7 @@ const CASES: Record<KernelName, Defs> = {
   swiGluBackward: () => unarySizes("swiGluBackward").filter((s) => s.shape !== "in-place"),
   ropeForward: () => ropeShapes,
   ropeBackward: () => ropeShapes,
-  attentionForward: () => [...attentionShapes, packedQkv(false), ...vHeadShapes, packedKv(false)],
+  attentionForward: () => [...attentionShapes, packedQkv(false), ...vHeadShapes, packedKv(false), ...peakedAttentionShapes],
   attentionBackward: () => [...attentionShapes, packedQkv(true), ...vHeadShapes, packedKv(true)].map((s) => ({ ...s, derive: deriveFrom("attentionForward", { out: "out", lse: "lse" }) })),
   crossEntropyForward: () => ceShapes(false),
   crossEntropyBackward: () => ceShapes(true),
