@@ -38,7 +38,8 @@ cat >"$dir/run.sh" <<'RUN'
 # kernels too, the mma.sync forward with key tiles of 64 and the backward's dQ from the
 # stored dS), nano-start trained with and without --cuda-graphs (the same losses),
 # kiln's launch cost, GEMMs, the gpt2-small bf16 step beside PyTorch, with its config's 8
-# micro-batches a step, on the wgmma attention and with the stored dS, attention (mma.sync
+# micro-batches a step, on the wgmma attention, with the stored dS, with key tiles of 64 and
+# with both, attention (mma.sync
 # with key tiles of 32 and 64 and with the stored dS, WMMA, wgmma, PyTorch), the small models with and
 # without CUDA graphs, a device-timed profile of gpt2-small bf16, racecheck, memcheck
 # of the wgmma attention and of kiln's own matmul. KIT_FULL=1 adds a second conformance pass, gpt2-small bf16 on
@@ -107,6 +108,8 @@ bench gemm --only gemm
 bench train --only train --models gpt2-small:bf16,gpt2-small-accum8:bf16
 KILN_ATTENTION_PATH=wgmma KILN_TORCH_PYTHON=false bench train-wgmma-attention --only train --models gpt2-small:bf16
 KILN_ATTENTION_DQ=stored-ds KILN_TORCH_PYTHON=false bench train-stored-ds --only train --models gpt2-small:bf16
+KILN_ATTENTION_MMA_KEYS=64 KILN_TORCH_PYTHON=false bench train-keys-64 --only train --models gpt2-small:bf16
+KILN_ATTENTION_MMA_KEYS=64 KILN_ATTENTION_DQ=stored-ds KILN_TORCH_PYTHON=false bench train-keys-64-stored-ds --only train --models gpt2-small:bf16
 bench attention --only attention
 KILN_TORCH_PYTHON=false bench graphs --only train --models nano:bf16,bench-small:bf16 --graphs
 KILN_TORCH_PYTHON=false bench small --only train --models nano:bf16,bench-small:bf16
