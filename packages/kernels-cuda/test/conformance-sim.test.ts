@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, it } from "vitest";
 import { runConformance } from "@kiln/contract/conformance/vitest";
 import { createCudaSimBackend } from "../src/index.js";
-import { simulatorSkipReason } from "./support/simulator.js";
+import { H100_SHARED_PER_BLOCK, simulatorSkipReason } from "./support/simulator.js";
 
 // Every kernel x dtype x shape class of the contract, run by the CUDA sources
 // compiled for the host, against the reference oracle, blocks and threads in order
@@ -14,7 +14,9 @@ import { simulatorSkipReason } from "./support/simulator.js";
 // (KILN_MATMUL_PATH=wgmma: the simulator presents an sm_80 device, so the default pass
 // runs the mma.sync kernel), a fifth bf16/f16 attention forward and backward on the
 // WMMA kernels instead of the mma.sync ones (KILN_ATTENTION_PATH=wmma), and a sixth on
-// the sm_90 wgmma kernels (KILN_ATTENTION_PATH=wgmma).
+// the sm_90 wgmma kernels (KILN_ATTENTION_PATH=wgmma). A seventh runs the cross-entropy
+// forward on a simulator with an H100's shared memory a block (KILN_SIM_SHARED_PER_BLOCK):
+// GPT-2's padded bf16 rows then take the kernel's shared-memory copy, as on an H100.
 type Case = { kernel: string; dtype: string };
 const sixteenBit = (kernels: string[]) => (c: Case) => kernels.includes(c.kernel) && c.dtype !== "f32";
 
@@ -42,4 +44,5 @@ if (skip) {
   conformanceWith({ KILN_MATMUL_PATH: "wgmma" }, "cuda-sim, wgmma matmul", sixteenBit(["matmul"]));
   conformanceWith({ KILN_ATTENTION_PATH: "wmma" }, "cuda-sim, WMMA attention", sixteenBit(attention));
   conformanceWith({ KILN_ATTENTION_PATH: "wgmma" }, "cuda-sim, wgmma attention", sixteenBit(attention));
+  conformanceWith({ KILN_SIM_SHARED_PER_BLOCK: String(H100_SHARED_PER_BLOCK) }, "cuda-sim, an H100's shared memory", (c) => c.kernel === "crossEntropyForward");
 }

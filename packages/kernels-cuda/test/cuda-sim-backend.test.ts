@@ -3,7 +3,8 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Backend } from "@kiln/contract";
 import { createCudaSimBackend } from "../src/index.js";
-import { simulatorSkipReason } from "./support/simulator.js";
+import { nativeBackendParts } from "../src/cuda-backend.js";
+import { H100_SHARED_PER_BLOCK, simulatorSkipReason } from "./support/simulator.js";
 import { PACKAGE_ROOT } from "./support/sim-toolchain.js";
 
 // The backend's memory and copy paths (shared by the GPU and the simulator): the
@@ -169,6 +170,24 @@ describe.skipIf(skip)(`cuda-sim backend${skip ? ` (skipped: ${skip})` : ""}`, ()
     const a = backend.alloc(16);
     expect(() => backend.kernels.fill({ out: a, n: 5, value: 1, dtype: "f32" })).toThrow(/needs bytes \[0, 20\) of a 16-byte buffer/);
     backend.free(a);
+  });
+
+  it("offers an A100's shared memory a block, or KILN_SIM_SHARED_PER_BLOCK's when the device opens", () => {
+    const perBlock = () => {
+      const b = createCudaSimBackend();
+      try {
+        return nativeBackendParts(b)!.device.properties().sharedMemoryPerBlock;
+      } finally {
+        b.dispose();
+      }
+    };
+    expect(perBlock()).toBe(163 * 1024);
+    process.env.KILN_SIM_SHARED_PER_BLOCK = String(H100_SHARED_PER_BLOCK);
+    try {
+      expect(perBlock()).toBe(H100_SHARED_PER_BLOCK);
+    } finally {
+      delete process.env.KILN_SIM_SHARED_PER_BLOCK;
+    }
   });
 
   it("reports running out of device memory with the sizes and what to do, after releasing its cache", () => {

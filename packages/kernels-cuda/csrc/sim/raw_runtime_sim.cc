@@ -1,7 +1,9 @@
 // raw_runtime_sim.cc: raw_runtime.h on host memory. Launches run when they are
 // issued (sim_scheduler.cc), so copies are plain memcpy and events are always done.
 // The "device" holds KILN_SIM_MEMORY_BYTES (default 4 GiB) so that out-of-memory
-// handling can be exercised.
+// handling can be exercised, and offers KILN_SIM_SHARED_PER_BLOCK bytes of shared memory
+// a block (default an A100's 163 KiB; 232448, an H100's, takes the paths that only an
+// H100's shared memory allows), read when the device is opened.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -50,7 +52,8 @@ DeviceProperties raw_open_device(int ordinal) {
   p.major = 8;
   p.minor = 0;
   p.multiprocessors = 1;
-  p.shared_memory_per_block_optin = 163 * 1024;
+  const char* shared = std::getenv("KILN_SIM_SHARED_PER_BLOCK");
+  p.shared_memory_per_block_optin = shared ? static_cast<size_t>(std::strtoull(shared, nullptr, 10)) : size_t{163} * 1024;
   return p;
 }
 

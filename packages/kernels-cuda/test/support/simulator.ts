@@ -3,6 +3,9 @@ import { type Backend, createReferenceBackend } from "@kiln/contract";
 import { type ConformanceCase, caseName, checkCase } from "@kiln/contract/conformance";
 import { createCudaSimBackend, cudaStatus } from "../../src/index.js";
 
+/** An H100's shared memory a block (opt-in), for KILN_SIM_SHARED_PER_BLOCK: kernels then take the paths they take there. */
+export const H100_SHARED_PER_BLOCK = 232448;
+
 /** Why the simulator tests cannot run here (not built: no clang++ or no CUDA headers), or undefined. */
 export function simulatorSkipReason(): string | undefined {
   const sim = cudaStatus().simulator;
