@@ -168,13 +168,16 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
       }
       if constexpr (STORE_DS) {
         static_assert(kTile == kStoredDsTile && kBmRows == kStoredDsTile, "stored dS tiles are the loop tiles");
-        // dS of the tile (rows: queries, columns: keys) for the dQ pass, rounded as the product below rounds it.
+        // dS^T of the tile for the dQ pass, rounded as the product below rounds it: for each 16
+        // queries (j, j + 1), the 8 x 8 blocks (queries 8 j.., keys g) (j + 1, g) (j, g + 8)
+        // (j + 1, g + 8) as one 16-byte store a lane (stored_ds_piece).
         const int h = gh * group + step / per_head;
         T* tile_ds = ds_out + stored_ds_offset(b, h, heads, seq, q0 / kStoredDsTile, kv0 / kStoredDsTile);
 #pragma unroll
-        for (int j = 0; j < NS; j++) {
-#pragma unroll
-          for (int e = 0; e < 4; e++) tile_ds[(j * 8 + 2 * qd + (e & 1)) * kStoredDsTile + wrow + g + (e < 2 ? 0 : 8)] = from_f32<T>(dpt[j][e]);
+        for (int j = 0; j < NS; j += 2) {
+          const uint4 piece = {pack2<T>(dpt[j][0], dpt[j][1]), pack2<T>(dpt[j + 1][0], dpt[j + 1][1]), pack2<T>(dpt[j][2], dpt[j][3]),
+                               pack2<T>(dpt[j + 1][2], dpt[j + 1][3])};
+          *reinterpret_cast<uint4*>(tile_ds + stored_ds_piece(j / 2, warp, lane)) = piece;
         }
       }
       warp_mma_nn<T, DP, NS>(av, st, dot, lane);
@@ -269,9 +272,10 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
 /**
  * dQ from the stored dS (KILN_ATTENTION_DQ=stored-ds, heads up to 64): a block owns 64
  * queries of one (head, batch) as the dQ kernel above does; for every key tile at or before
- * them, K's tile by double-buffered copies, each warp's 16 x 64 rows of dS straight from the
- * stored tile into accumulator-layout registers (two keys a 4-byte load), masked as the dQ
- * kernel masks, and dQ_w += dS K. One product a tile instead of three, and no exponentials.
+ * them, K's tile by double-buffered copies, each warp's 16 x 64 rows of dS from the stored
+ * tile into accumulator-layout registers (a 16-byte load a lane for 16 keys, transposed by
+ * movmatrix), masked as the dQ kernel masks, and dQ_w += dS K. One product a tile instead
+ * of three, and no exponentials.
  */
 template <typename T, bool VEC>
 __global__ void __launch_bounds__(kMmaWarps * 32)
@@ -303,14 +307,16 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
     tile_copies_visible<VEC, 1>();
     if (kv0 <= q0 + wrow + 15) {  // else every key of the tile is after every query of this warp
       const T* tile_ds = ds + stored_ds_offset(b, h, heads, seq, q0 / kTile, kt);
-      // Key 8 j + 2 qd + e of rows t_lo (dp[j][e]) and t_hi (dp[j][2 + e]), as the dQ kernel holds dS.
+      // Key 8 j + 2 qd + e of rows t_lo (dp[j][e]) and t_hi (dp[j][2 + e]), as the dQ kernel holds dS:
+      // each 16 keys' piece, one 16-byte load a lane, its four 8 x 8 blocks of dS^T transposed.
       float dp[NS][4];
 #pragma unroll
-      for (int j = 0; j < NS; j++) {
-#pragma unroll
-        for (int half = 0; half < 2; half++) {
-          unpack2(tile_ds + (wrow + g + 8 * half) * kTile + j * 8 + 2 * qd, dp[j][2 * half], dp[j][2 * half + 1]);
-        }
+      for (int kk = 0; kk < NS / 2; kk++) {
+        const uint4 piece = *reinterpret_cast<const uint4*>(tile_ds + stored_ds_piece(warp, kk, lane));
+        unpack2<T>(ptx::movmatrix_trans(piece.x), dp[2 * kk][0], dp[2 * kk][1]);      // row g, keys 16 kk + 2 qd..
+        unpack2<T>(ptx::movmatrix_trans(piece.y), dp[2 * kk][2], dp[2 * kk][3]);      // row g + 8
+        unpack2<T>(ptx::movmatrix_trans(piece.z), dp[2 * kk + 1][0], dp[2 * kk + 1][1]);  // row g, keys 16 kk + 8 + 2 qd..
+        unpack2<T>(ptx::movmatrix_trans(piece.w), dp[2 * kk + 1][2], dp[2 * kk + 1][3]);  // row g + 8
       }
       if (kv0 + kTile - 1 > q0 + wrow || kv0 + kTile > seq || q0 + wrow + 16 > seq) zero_dead_dq_pairs(dp, kv0, qd, t_lo, t_hi, seq);
       warp_mma_nn<T, DP, NS>(aq, dp, kbuf + (kt & 1) * TILE, lane);

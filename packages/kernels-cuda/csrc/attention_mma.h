@@ -55,10 +55,9 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
   return static_cast<uint32_t>(ua) | (static_cast<uint32_t>(ub) << 16);
 }
 
-/** The two T at `p` (4-byte aligned) as floats, from one 4-byte load: `lo` from the lower address. */
+/** The two T packed in `w` (pack2's layout) as floats. */
 template <typename T>
-__device__ __forceinline__ void unpack2(const T* p, float& lo, float& hi) {
-  const uint32_t w = *reinterpret_cast<const uint32_t*>(p);
+__device__ __forceinline__ void unpack2(uint32_t w, float& lo, float& hi) {
   const uint16_t ua = static_cast<uint16_t>(w & 0xffffu), ub = static_cast<uint16_t>(w >> 16);
   T a, b;
   memcpy(&a, &ua, 2);

@@ -250,8 +250,13 @@ Args read_args(const KernelCall& c, int first) {
 
 /**
  * The stored dS of the mma.sync backward (KILN_ATTENTION_DQ=stored-ds): for each (batch,
- * head) the 64 x 64 tiles of (query tile i, key tile j), j <= i, query-major, T. The tiles
- * of a (batch, head) lie row by row of the lower triangle: (0,0), (1,0), (1,1), (2,0), ...
+ * head) the 64 x 64 tiles of (query tile i, key tile j), j <= i, T, lying row by row of
+ * the lower triangle: (0,0), (1,0), (1,1), (2,0), ... Inside a tile, 16 pieces of 512
+ * bytes (stored_ds_piece): piece (w, kk) holds dS of queries 16 w.. 16 w + 15 and keys
+ * 16 kk.. 16 kk + 15, lane by lane 16 bytes each, in the order the dK/dV pass's warp kk
+ * holds them (8 x 8 blocks of dS^T in mma accumulator layout; the dQ pass's warp w
+ * transposes each block by movmatrix into its A fragments). Both passes move a piece
+ * as one 16-byte access a lane.
  */
 constexpr int kStoredDsTile = 64;
 constexpr size_t kStoredDsMostBytes = size_t{512} << 20;  // past this the dQ pass recomputes dS instead
@@ -290,6 +295,9 @@ template <typename T>
 T* stored_ds_of(const float* dvec, const Args& a) {
   return reinterpret_cast<T*>(reinterpret_cast<char*>(const_cast<float*>(dvec)) + stored_ds_offset_bytes(a));
 }
+
+/** Element offset, inside a tile, of lane `lane`'s 16 bytes of piece (queries 16 w.., keys 16 kk..). */
+__device__ __forceinline__ int stored_ds_piece(int w, int kk, int lane) { return ((w * (kStoredDsTile / 16) + kk) * 32 + lane) * 8; }
 
 /** Element offset of tile (i, j) of (batch b, head h). */
 __device__ __forceinline__ int64_t stored_ds_offset(int b, int h, int heads, int seq, int i, int j) {

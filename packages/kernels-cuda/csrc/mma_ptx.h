@@ -6,6 +6,8 @@
 //                              (T: __nv_bfloat16 or __half; a: 4 regs, b: 2 regs, d: 4 f32)
 //   ldmatrix_x{2,4}[_trans](r, row)  ldmatrix.sync.aligned.m8n8.x{2,4}[.trans].shared.b16;
 //                              `row`: this lane's row address (generic pointer to shared memory)
+//   movmatrix_trans(x)         movmatrix.sync.aligned.m8n8.trans.b16: x holds row g, elements
+//                              2q, 2q+1 of an 8 x 8 matrix; returns the same of its transpose
 //   cp_async_16(dst, src, n)   cp.async.cg.shared.global 16 bytes, of which the first n
 //                              (0..16) come from src and the rest are zero
 //   cp_async_commit()          cp.async.commit_group
@@ -89,6 +91,16 @@ __device__ __forceinline__ void ldmatrix_x2_trans(uint32_t (&r)[2], const void* 
 }
 
 /** 16 bytes global -> shared, asynchronously; bytes [src_bytes, 16) of dst are zero. Both 16-byte aligned. */
+__device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x KILN_PTX_SITE) {
+#if defined(KILN_CUDA_SIM)
+  return ::kiln_sim::movmatrix_trans(x, site_file, site_line);
+#else
+  uint32_t r;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(r) : "r"(x));
+  return r;
+#endif
+}
+
 __device__ __forceinline__ void cp_async_16(void* dst, const void* src, unsigned src_bytes KILN_PTX_SITE) {
 #if defined(KILN_CUDA_SIM)
   ::kiln_sim::cp_async(dst, src, src_bytes, site_file, site_line);

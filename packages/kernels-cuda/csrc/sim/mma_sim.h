@@ -15,6 +15,9 @@
 // bytes, 16-byte aligned, in shared memory; lanes 8N..31 give none); register j of
 // each lane receives row g, elements 2q, 2q+1 of matrix j, or with .trans elements
 // (2q, g) and (2q+1, g). Rows are read when the whole warp has arrived.
+// movmatrix .m8n8.trans.b16: each lane gives register x, row g, elements 2q, 2q+1 of an
+// 8 x 8 matrix, and receives row g, elements 2q, 2q+1 of its transpose: source elements
+// (2q, g) and (2q+1, g).
 // cp.async: see kiln_sim::cp_async (cuda_sim.h): copies land at the retiring wait,
 // visible to the waiting thread only until a __syncthreads (ldmatrix checks).
 #pragma once
@@ -90,6 +93,21 @@ inline void ldmatrix(uint32_t* r, const void* row, const char* file, int line) {
   }
   sync_warp(file, line);
   for (int j = 0; j < N; j++) r[j] = out[j];
+}
+
+/** movmatrix.sync.aligned.m8n8.trans.b16: this lane's two elements of the transpose. */
+inline uint32_t movmatrix_trans(uint32_t x, const char* file, int line) {
+  std::memcpy(warp_wide_slot(), &x, sizeof x);
+  warp_collective("movmatrix", file, line);
+  const unsigned lane = lane_id(), g = lane / 4, q = lane % 4;
+  uint32_t out = 0;
+  for (unsigned h = 0; h < 2; h++) {
+    // Source element (2q + h, g): lane 4 (2q + h) + g / 2, half g % 2.
+    const uint32_t src = mma_detail::lane_regs(4 * (2 * q + h) + g / 2)[0];
+    out |= ((src >> (16 * (g % 2))) & 0xffffu) << (16 * h);
+  }
+  sync_warp(file, line);
+  return out;
 }
 
 }  // namespace kiln_sim
