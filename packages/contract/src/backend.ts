@@ -45,6 +45,11 @@ export interface MemoryStats {
   liveAllocations: number;
   /** Number of alloc() calls since creation (a steady-state step must not raise it). */
   allocCalls: number;
+  /**
+   * Device memory the backend holds for its kernels' own scratch, beside the buffers
+   * (a GPU's library workspace, partial sums): absent where kernels take none.
+   */
+  kernelScratchBytes?: number;
 }
 
 export type DeviceKind = "cpu" | "gpu" | "reference";
@@ -142,6 +147,13 @@ export interface Backend {
    * is allocated, and `args` must not change afterwards.
    */
   prepare?<K extends KernelName>(kernel: K, args: KernelArgsMap[K]): () => void;
+  /**
+   * Makes room now for the scratch that calls of `kernel` with these arguments take
+   * beside their operands (optional: backends whose kernels take such scratch), so that
+   * running them later allocates nothing; `prepare` does it for the calls it prepares.
+   * memoryStats().kernelScratchBytes then counts it.
+   */
+  reserveScratch?<K extends KernelName>(kernel: K, args: KernelArgsMap[K]): void;
 
   synchronize(): Promise<void>;
   /** Device-side timestamps (optional: backends whose calls return before they run). */

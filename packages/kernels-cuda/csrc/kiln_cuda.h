@@ -15,6 +15,7 @@
 #else
 #include "sim/sim_options.h"
 #endif
+#include "runtime/sizing_call.h"
 
 namespace kiln {
 
@@ -59,6 +60,7 @@ void check_launch(const char* kernel);
 /** Enqueues `kernel` on `stream`; under the simulator it runs at once on the host. */
 template <typename... KArgs, typename... Args>
 inline void launch(const char* name, void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, Args... args) {
+  if (sizing_call()) return;
 #if defined(KILN_CUDA_SIM)
   (void)name;
   (void)stream;

@@ -145,6 +145,7 @@ export function openNativeBackend(addon: NativeAddon, options: OpenDeviceOptions
     kernels,
     prepare(name, args) {
       const values = checkedValues(name, args as KernelArgsMap[KernelName]);
+      memory.reserveScratchFor(name, values);
       const before = options.beforeLaunch;
       return before
         ? () => {
@@ -152,6 +153,9 @@ export function openNativeBackend(addon: NativeAddon, options: OpenDeviceOptions
             device.launch(name, values);
           }
         : () => device.launch(name, values);
+    },
+    reserveScratch(name, args) {
+      memory.reserveScratchFor(name, checkedValues(name, args as KernelArgsMap[KernelName]));
     },
     synchronize: () => device.synchronize(),
     timer: {

@@ -12,6 +12,12 @@ export interface NativeDevice {
   download(address: number, out: ArrayBufferView): Promise<void>;
   copy(dst: number, src: number, bytes: number): void;
   launch(kernel: string, values: Float64Array): void;
+  /** The scratch bytes a launch with these values would ask for (its launcher runs with nothing launched). */
+  scratchBytes(kernel: string, values: Float64Array): number;
+  /** Grows the kernels' scratch block to at least `bytes` now. */
+  reserveScratch(bytes: number): void;
+  /** Bytes of the kernels' scratch block. */
+  scratchReserved(): number;
   synchronize(): Promise<void>;
   /** Enqueues a timing mark (the device takes the time as it reaches it). */
   mark(): void;

@@ -19,7 +19,9 @@ export function formatBanner(
 ): string {
   const dev = backend.capabilities().device;
   const available = dev.memoryBytes;
-  const total = plan.total + plan.evaluation;
+  // What the backend's kernels reserved beside the plan once the steps were compiled (a GPU's library workspace, partial sums).
+  const scratch = backend.memoryStats().kernelScratchBytes ?? 0;
+  const total = plan.total + plan.evaluation + scratch;
   const pct = (b: number) => `${((100 * b) / available).toFixed(1)}%`;
   // The CPU backend's device memory is the process's own; a GPU's is not.
   const peak = processPeak({ planned: total, planOnHost: dev.kind !== "gpu", threads: dev.parallelism, batchSize: s.batchSize, seqLen: s.seqLen, prefetch: s.prefetch });
@@ -33,7 +35,7 @@ export function formatBanner(
       "memory",
       `${formatBytes(total)} of ${formatBytes(available)} (${pct(total)}): parameters ${formatBytes(plan.parameters)}, gradients ${formatBytes(plan.gradients)}, ` +
         `AdamW ${formatBytes(plan.optimizerState)}, activations ${formatBytes(plan.activations)} (recompute: ${plan.recompute}${s.recompute === "auto" ? ", auto" : ""}), ` +
-        `evaluation ${formatBytes(plan.evaluation)}`,
+        `evaluation ${formatBytes(plan.evaluation)}${scratch > 0 ? `, kernel scratch ${formatBytes(scratch)}` : ""}`,
     ],
     ["peak", formatProcessPeak(peak, dev.parallelism)],
     ["output", s.outputDir],

@@ -50,6 +50,9 @@ describe.skipIf(!sim.built)(`kiln train on the CUDA kernels (cuda-sim)${sim.buil
     const sim = await losses("cuda-sim");
     const wasm = await losses("cpu");
     expect(sim.stderr).toMatch(/device\s+cuda-sim/);
+    // The banner's memory counts what the CUDA kernels reserved beside the plan; the wasm kernels take none.
+    expect(sim.stderr).toMatch(/memory\s+.*, evaluation [^,]+, kernel scratch \d+(\.\d+)? (B|KiB|MiB)/);
+    expect(wasm.stderr).not.toMatch(/kernel scratch/);
     expect(sim.losses.map((l) => l.step)).toEqual(Array.from({ length: STEPS }, (_, i) => i + 1));
     expect(wasm.losses.length).toBe(STEPS);
     const worst = Math.max(...sim.losses.map((l, i) => Math.abs(l.loss! - wasm.losses[i].loss!)));

@@ -59,6 +59,7 @@ export class CompiledStep {
       graph,
       kernels: backend.kernels,
       ...(backend.prepare ? { prepare: backend.prepare.bind(backend) } : {}),
+      ...(backend.reserveScratch ? { reserveScratch: backend.reserveScratch.bind(backend) } : {}),
       runtime: this.runtime,
       operand: (id, elementOffset = 0) => this.operand(id, elementOffset),
     };

@@ -72,6 +72,9 @@ export const kernelOp: OpDef = {
     const runtime = a.runtimeArgs ? Object.entries(a.runtimeArgs) : [];
     // Fixed arguments: checked and resolved once where the backend prepares calls.
     if (runtime.length === 0) return [ctx.prepare ? ctx.prepare(a.kernel, args as never) : () => call(args)];
+    // Runtime scalars are read at each call: their scratch (which no scalar sizes) is reserved now.
+    for (const [key, name] of runtime) args[key] = ctx.runtime[name];
+    ctx.reserveScratch?.(a.kernel, args as never);
     return [
       () => {
         for (const [key, name] of runtime) args[key] = ctx.runtime[name];

@@ -17,6 +17,8 @@ export interface CompileContext {
   readonly kernels: Kernels;
   /** The backend's prepared calls, where it has them (Backend.prepare). */
   readonly prepare?: Backend["prepare"];
+  /** The backend's reservation of kernel scratch, where it has one (Backend.reserveScratch). */
+  readonly reserveScratch?: Backend["reserveScratch"];
   readonly runtime: RuntimeScalars;
   /** The operand holding tensor `id`, `elementOffset` elements in. */
   operand(id: number, elementOffset?: number): Operand;

@@ -95,6 +95,8 @@ class DeviceHandle : public Napi::ObjectWrap<DeviceHandle> {
                         InstanceMethod("free", &DeviceHandle::Free), InstanceMethod("upload", &DeviceHandle::Upload),
                         InstanceMethod("download", &DeviceHandle::Download), InstanceMethod("copy", &DeviceHandle::Copy),
                         InstanceMethod("launch", &DeviceHandle::Launch), InstanceMethod("synchronize", &DeviceHandle::Synchronize),
+                        InstanceMethod("scratchBytes", &DeviceHandle::ScratchBytes), InstanceMethod("reserveScratch", &DeviceHandle::ReserveScratch),
+                        InstanceMethod("scratchReserved", &DeviceHandle::ScratchReserved),
                         InstanceMethod("allocatorStats", &DeviceHandle::AllocatorStats), InstanceMethod("emptyCache", &DeviceHandle::EmptyCache),
                         InstanceMethod("freeBytes", &DeviceHandle::FreeBytes), InstanceMethod("close", &DeviceHandle::Close),
                         InstanceMethod("useCublasLt", &DeviceHandle::UseCublasLt), InstanceMethod("openNccl", &DeviceHandle::OpenNccl),
@@ -187,6 +189,26 @@ class DeviceHandle : public Napi::ObjectWrap<DeviceHandle> {
     guarded(info, [&] {
       dev(info).launch(name, values.Data(), static_cast<int>(values.ElementLength()));
     });
+  }
+
+  /** scratchBytes(name, values): the scratch a launch with these values would ask for (nothing runs). */
+  Napi::Value ScratchBytes(const Napi::CallbackInfo& info) {
+    std::string name = info[0].As<Napi::String>().Utf8Value();
+    auto values = info[1].As<Napi::Float64Array>();
+    return guarded(info, [&] {
+      return Napi::Number::New(info.Env(), static_cast<double>(dev(info).scratch_bytes(name, values.Data(), static_cast<int>(values.ElementLength()))));
+    });
+  }
+
+  void ReserveScratch(const Napi::CallbackInfo& info) {
+    auto bytes = static_cast<size_t>(info[0].As<Napi::Number>().DoubleValue());
+    guarded(info, [&] {
+      dev(info).reserve_scratch(bytes);
+    });
+  }
+
+  Napi::Value ScratchReserved(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(dev(info).scratch_reserved()));
   }
 
   void BeginGraph(const Napi::CallbackInfo& info) {

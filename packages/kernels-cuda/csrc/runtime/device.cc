@@ -197,11 +197,41 @@ std::string Device::use_cublaslt(const std::string& path, bool tf32) {
   return blas_->version();
 }
 
-void Device::launch(const std::string& kernel, const double* values, int count) {
+KernelCall Device::call_with(const double* values, int count, void* (*scratch_fn)(void*, size_t), void* owner) {
+  return KernelCall{values, count, static_cast<cudaStream_t>(stream_), scratch_fn, owner, blas_.get(), simt_matmul_, simt_attention_, wmma_matmul_, wmma_attention_, wgmma_matmul_, wgmma_attention_, wgmma_attention_rows_, mma_attention_keys_, dq_from_stored_ds_, props_.shared_memory_per_block_optin};
+}
+
+namespace {
+Launcher launcher_named(const std::string& kernel) {
   Launcher fn = find_kernel(kernel);
   if (!fn) throw DeviceFailure("this build of the CUDA kernels has no kernel named " + kernel);
-  KernelCall call{values, count, static_cast<cudaStream_t>(stream_), &Device::scratch_for, this, blas_.get(), simt_matmul_, simt_attention_, wmma_matmul_, wmma_attention_, wgmma_matmul_, wgmma_attention_, wgmma_attention_rows_, mma_attention_keys_, dq_from_stored_ds_, props_.shared_memory_per_block_optin};
-  fn(call);
+  return fn;
+}
+}  // namespace
+
+void Device::launch(const std::string& kernel, const double* values, int count) {
+  launcher_named(kernel)(call_with(values, count, &Device::scratch_for, this));
+}
+
+size_t Device::scratch_bytes(const std::string& kernel, const double* values, int count) {
+  Launcher fn = launcher_named(kernel);
+  size_t most = 0;
+  // The launcher gets a stand-in block (never dereferenced: nothing launches), 2^40-aligned like any real one is 256-aligned.
+  auto record = [](void* owner, size_t bytes) -> void* {
+    size_t& m = *static_cast<size_t*>(owner);
+    if (bytes > m) m = bytes;
+    return reinterpret_cast<void*>(uintptr_t{1} << 40);
+  };
+  struct Sizing {
+    Sizing() { sizing_call() = true; }
+    ~Sizing() { sizing_call() = false; }
+  } sizing;
+  fn(call_with(values, count, record, &most));
+  return most;
+}
+
+void Device::reserve_scratch(size_t bytes) {
+  if (bytes > 0) scratch_for(this, bytes);  // while recording, as a launch would: the graph is then stale
 }
 
 }  // namespace kiln

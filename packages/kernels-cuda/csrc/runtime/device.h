@@ -16,6 +16,8 @@
 
 namespace kiln {
 
+struct KernelCall;  // kiln_cuda.h
+
 /** A device-to-host copy in flight: wait() (any thread) then take the bytes. */
 struct PendingDownload {
   PinnedBuffer staging;
@@ -43,6 +45,15 @@ class Device {
   /** An event after everything issued so far; the caller waits on it and destroys it. */
   RawEvent fence();
   void launch(const std::string& kernel, const double* values, int count);
+  /**
+   * The scratch bytes a launch of `kernel` with these values would ask for, found by
+   * running its launcher with nothing launched (sizing_call()); 0 for none.
+   */
+  size_t scratch_bytes(const std::string& kernel, const double* values, int count);
+  /** Grows the kernels' scratch block to at least `bytes` now (a later launch that needs no more allocates nothing). */
+  void reserve_scratch(size_t bytes);
+  /** Bytes of the kernels' scratch block (0 before any kernel asked for scratch). */
+  size_t scratch_reserved() const { return scratch_bytes_; }
   /** Enqueues a timing mark after everything issued so far (the device takes the time as it reaches it). */
   void mark();
   /** Hands over the marks enqueued since the last call, oldest first. */
@@ -70,6 +81,8 @@ class Device {
 
  private:
   static void* scratch_for(void* self, size_t bytes);
+  /** The call `fn` gets: these values, this device's settings, scratch from `scratch_fn`. */
+  KernelCall call_with(const double* values, int count, void* (*scratch_fn)(void*, size_t), void* owner);
   int ordinal_;
   DeviceProperties props_;
   RawStream stream_ = nullptr;
