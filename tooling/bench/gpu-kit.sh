@@ -39,7 +39,7 @@ cat >"$dir/run.sh" <<'RUN'
 # stored dS), nano-start trained with and without --cuda-graphs (the same losses),
 # kiln's launch cost, GEMMs, the gpt2-small bf16 step beside PyTorch, with its config's 8
 # micro-batches a step, on the wgmma attention, with the stored dS, with key tiles of 64 and
-# with both, attention (mma.sync
+# with both (a table of the gpt2-small steps by setting follows), attention (mma.sync
 # with key tiles of 32 and 64 and with the stored dS, WMMA, wgmma, PyTorch), the small models with and
 # without CUDA graphs, a device-timed profile of gpt2-small bf16, racecheck, memcheck
 # of the wgmma attention and of kiln's own matmul. KIT_FULL=1 adds a second conformance pass, gpt2-small bf16 on
@@ -113,6 +113,17 @@ KILN_ATTENTION_MMA_KEYS=64 KILN_ATTENTION_DQ=stored-ds KILN_TORCH_PYTHON=false b
 bench attention --only attention
 KILN_TORCH_PYTHON=false bench graphs --only train --models nano:bf16,bench-small:bf16 --graphs
 KILN_TORCH_PYTHON=false bench small --only train --models nano:bf16,bench-small:bf16
+stage "summary: the gpt2-small bf16 steps above, by setting (median ms a step, MFU)"
+"$node" -e '
+  let stage = "";
+  for (const line of require("fs").readFileSync(process.argv[1], "utf8").split("\n")) {
+    if (line.startsWith("== ")) stage = line.slice(3).split(":")[0];
+    else if (line.startsWith("{") && line.includes("\"model\":\"gpt2-small")) {
+      let r = {};
+      try { r = JSON.parse(line); } catch {}
+      if (r.ms_per_step_median) console.log(`${stage.padEnd(26)} ${r.model.padEnd(18)} ${r.ms_per_step_median.toFixed(2).padStart(7)} ms  MFU ${(100 * r.mfu).toFixed(1)}%`);
+    }
+  }' "$out/bench.log"
 stage "kiln train --profile: gpt2-small bf16 (device timestamps)"
 mkdir -p /tmp/kiln-kit/run && cd /tmp/kiln-kit/run
 timeout $(left 100) "$node" "$kit/cli/bin/kiln.js" train -f "$kit/cli/models/gpt2-small.yaml" --target-device gpu --dtype bf16 --grad-accum 1 \
