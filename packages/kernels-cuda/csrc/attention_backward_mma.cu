@@ -146,14 +146,13 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
       float st[NS][4], dpt[NS][4];
       kw.nt(st, qt, lane);
       vw.nt(dpt, dot, lane);
-      // Column (query) 8 j + 2 qd + e of rows key_lo (st[j][e]) and key_hi (st[j][2 + e]).
+      // Column (query) 8 j + 2 qd + e of rows key_lo (st[j][e]) and key_hi (st[j][2 + e]): both rows
+      // read the same two queries' statistics, one 8-byte load each of lse and D.
 #pragma unroll
       for (int j = 0; j < NS; j++) {
+        const float2 lse_pair = *reinterpret_cast<const float2*>(ls + j * 8 + 2 * qd), d_pair = *reinterpret_cast<const float2*>(dl + j * 8 + 2 * qd);
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-          const int c = j * 8 + 2 * qd + (e & 1);
-          p_and_ds(st[j][e], dpt[j][e], s_mul, ls[c], dl[c]);
-        }
+        for (int e = 0; e < 4; e++) p_and_ds(st[j][e], dpt[j][e], s_mul, e & 1 ? lse_pair.y : lse_pair.x, e & 1 ? d_pair.y : d_pair.x);
       }
       // Pairs with the query before the key or either past the sequence: only in tiles that reach them.
       if (q0 < kv0 + wrow + 15 || q0 + kTile > seq || kv0 + wrow + 16 > seq) {
