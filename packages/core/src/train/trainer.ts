@@ -159,7 +159,7 @@ export class Trainer {
   /** Whether every rank holds rank 0's weights and optimizer state (done by the first step). */
   private stateShared = false;
   private readonly profiler: StepProfiler | undefined;
-  /** Micro-batches run so far by this trainer (kernel graphs start after the first: the kernels' scratch is sized by then). */
+  /** Micro-batches run so far by this trainer (kernel graphs start after the first, so that whatever a kernel sets up at its first call happens outside a recording). */
   private microBatchesRun = 0;
   /** The kernels the trainer calls outside the compiled step (timed as "optimizer" calls when profiling). */
   private readonly kernels: Kernels;
