@@ -130,10 +130,12 @@ __global__ void __launch_bounds__(128 * NWG, 1)
       // Register 4 j + 2 hf + e: key row hf ? key_hi : key_lo, query column c = 8 j + 2 qd + e of the tile.
       const float* ls = stats + (step & 1) * 2 * TILE;
       const float* dl = ls + TILE;
+      // Both key rows of a lane take the same two queries' lse and D: one 8-byte load each per 8 queries.
 #pragma unroll
-      for (int i = 0; i < TILE / 2; i++) {
-        const int c = 8 * (i >> 2) + 2 * qd + (i & 1);
-        p_and_ds(st[i], dpt[i], s_mul, ls[c], dl[c]);
+      for (int j = 0; j < TILE / 8; j++) {
+        const float2 lse_pair = *reinterpret_cast<const float2*>(ls + 8 * j + 2 * qd), d_pair = *reinterpret_cast<const float2*>(dl + 8 * j + 2 * qd);
+#pragma unroll
+        for (int e = 0; e < 4; e++) p_and_ds(st[4 * j + e], dpt[4 * j + e], s_mul, e & 1 ? lse_pair.y : lse_pair.x, e & 1 ? d_pair.y : d_pair.x);
       }
       // Pairs with the query before the key or either past the sequence: only in tiles that reach them.
       if (q0 < wg_first + 63 || q0 + TILE > seq || wg_first + 64 > seq) {
