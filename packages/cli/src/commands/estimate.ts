@@ -60,6 +60,10 @@ export function registerEstimate(program: Command): void {
         ["io", formatBytes(m.io)],
         ["total", `${formatBytes(m.total)} of ${formatBytes(device.memoryBytes)} on ${device.name} (${pct(m.total)})`],
         ["evaluation", `${formatBytes(e.evaluation)} more (between steps, in the training arena where it fits)`],
+        // The CUDA kernels' own scratch is sized from the compiled calls: kiln train shows it, a plan cannot.
+        ...(device.threads === undefined
+          ? ([["kernel scratch", "not counted: the GPU kernels' own (cuBLASLt's 32 MiB workspace, partial sums), which kiln train reserves when it compiles the step and shows in its banner"]] as [string, string][])
+          : []),
         ["peak", formatProcessPeak(e.process, device.threads ?? 1)],
         ["largest batch", e.largestBatch > 0 ? `${e.largestBatch} (within ${HEADROOM * 100}% of device memory)` : "none: even batch 1 does not fit"],
         ["ideal step", Number.isFinite(e.idealStepSeconds) ? `${formatSeconds(e.idealStepSeconds)} at 100% of peak` : `unknown: no ${dtype} peak FLOP/s figure for ${device.name}`],

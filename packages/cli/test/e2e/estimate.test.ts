@@ -19,6 +19,7 @@ describe("kiln estimate", () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^\s+step\s+batch 8 x seq 256 x accum 4 = 8192 tokens, bf16$/m);
     expect(r.stdout).toMatch(/^\s+total\s+\d+(\.\d+)? [KMG]iB of 80\.0 GiB on NVIDIA H100 SXM 80GB \(\d+(\.\d+)?%\)$/m);
+    expect(r.stdout).toMatch(/^\s+kernel scratch\s+not counted: the GPU kernels' own .* kiln train reserves when it compiles the step and shows in its banner$/m);
     const largest = /^\s+largest batch\s+(\d+) \(within 90% of device memory\)$/m.exec(r.stdout);
     expect(largest, r.stdout).not.toBeNull();
     expect(Number(largest![1])).toBeGreaterThan(8);
@@ -51,6 +52,8 @@ describe("kiln estimate", () => {
     for (const args of [["--device", "cpu"], ["--device-memory", "24GiB"]]) {
       const other = await ws.run(["estimate", "-f", NANO, "--dtype", "bf16", ...args]);
       expect(other.stdout).not.toMatch(/roofline/);
+      // The CPU kernels take no scratch of their own beside the plan.
+      if (args[1] === "cpu") expect(other.stdout).not.toMatch(/kernel scratch/);
     }
   });
 
