@@ -6,7 +6,9 @@
 // Prints each failure, then one JSON summary line; exits 1 when a case failed or a
 // kernel crashed, 0 when all passed, 2 when there is no usable GPU.
 // --sim runs the same on the CUDA simulator (cuda-sim), on a machine without a GPU.
-// Usage: node tooling/bench/cuda-conformance.mjs [--device 0] [--kernel matmul[,attentionForward...]] [--filter "bf16 prime"] [--passes 2] [--isolate] [--sim]
+// --prepared makes every call through the backend's prepare, as compiled steps do, and
+// fails a call that takes more kernel scratch when issued than preparing it reserved.
+// Usage: node tooling/bench/cuda-conformance.mjs [--device 0] [--kernel matmul[,attentionForward...]] [--filter "bf16 prime"] [--passes 2] [--isolate] [--sim] [--prepared]
 // Needs the workspace built (pnpm turbo run build) with nvcc present.
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -17,7 +19,7 @@ import { KERNEL_NAMES } from "../../packages/contract/dist/kernels/index.js";
 import { createCudaBackend, createCudaSimBackend, cudaStatus } from "../../packages/kernels-cuda/dist/index.js";
 
 const { values } = parseArgs({
-  options: { device: { type: "string" }, kernel: { type: "string" }, filter: { type: "string" }, passes: { type: "string" }, isolate: { type: "boolean" }, sim: { type: "boolean" }, "timeout-s": { type: "string" } },
+  options: { device: { type: "string" }, kernel: { type: "string" }, filter: { type: "string" }, passes: { type: "string" }, isolate: { type: "boolean" }, sim: { type: "boolean" }, prepared: { type: "boolean" }, "timeout-s": { type: "string" } },
 });
 const status = cudaStatus();
 if (values.sim ? !status.simulator.built : !status.addon.built || status.runtime.deviceCount === 0) {
@@ -30,7 +32,7 @@ if (values.isolate) {
   const self = fileURLToPath(import.meta.url);
   const summary = { archs: status.addon.archs, passes, kernels: {}, crashed: [], totals: { passed: 0, failed: 0, skipped: 0 } };
   for (const kernel of values.kernel ? values.kernel.split(",") : KERNEL_NAMES) {
-    const args = [self, "--kernel", kernel, "--passes", String(passes), ...(values.device ? ["--device", values.device] : []), ...(values.filter ? ["--filter", values.filter] : []), ...(values.sim ? ["--sim"] : [])];
+    const args = [self, "--kernel", kernel, "--passes", String(passes), ...(values.device ? ["--device", values.device] : []), ...(values.filter ? ["--filter", values.filter] : []), ...(values.sim ? ["--sim"] : []), ...(values.prepared ? ["--prepared"] : [])];
     const r = spawnSync(process.execPath, args, { encoding: "utf8", timeout: Number(values["timeout-s"] ?? 180) * 1000 });
     const lines = (r.stdout ?? "").trim().split("\n");
     for (const line of lines.slice(0, -1)) console.log(line);
@@ -60,7 +62,7 @@ const summary = { device: caps.device.name, computeCapability: caps.device.compu
 let failed = 0;
 for (let pass = 0; pass < passes; pass++) {
   const t0 = performance.now();
-  const outcomes = await checkConformance(backend, { filter });
+  const outcomes = await checkConformance(backend, { filter, prepared: values.prepared === true });
   const counts = { passed: 0, failed: 0, skipped: 0 };
   for (const o of outcomes) {
     counts[o.status]++;

@@ -36,7 +36,7 @@ cat >"$dir/run.sh" <<'RUN'
 # Runs the packed GPU checks (see gpu-kit.sh), most telling first, each stage cut to the
 # time left of KIT_BUDGET seconds (default 420): conformance (attention on the wgmma
 # kernels too, the mma.sync forward with key tiles of 64 and the backward's dQ from the
-# stored dS), nano-start trained with and without --cuda-graphs (the same losses),
+# stored dS, the kernels that take scratch with every call prepared), nano-start trained with and without --cuda-graphs (the same losses),
 # kiln's launch cost, GEMMs, the gpt2-small bf16 step beside PyTorch, with its config's 8
 # micro-batches a step, on the wgmma attention, with the stored dS, with key tiles of 64 and
 # with both (a table of the gpt2-small steps by setting follows), attention (mma.sync
@@ -77,6 +77,9 @@ KILN_ATTENTION_MMA_KEYS=64 timeout $(left 30) "$node" "$kit/cuda-conformance.mjs
 tail -1 "$out/conformance.log" | grep -o '"totals":{[^}]*}\|"crashed":\[[^]]*\]'
 stage "conformance of the attention backward with dQ from the stored dS (KILN_ATTENTION_DQ=stored-ds), 1 pass"
 KILN_ATTENTION_DQ=stored-ds timeout $(left 30) "$node" "$kit/cuda-conformance.mjs" --isolate --kernel attentionBackward --passes 1 >>"$out/conformance.log" 2>&1; echo "exit $?"
+tail -1 "$out/conformance.log" | grep -o '"totals":{[^}]*}\|"crashed":\[[^]]*\]'
+stage "conformance through prepare (each call's kernel scratch reserved when prepared, cuBLASLt's included), 1 pass"
+timeout $(left 60) "$node" "$kit/cuda-conformance.mjs" --isolate --prepared --kernel matmul,sumRows,layerNormBackward,geluBackward,attentionBackward,embeddingBackward --passes 1 >>"$out/conformance.log" 2>&1; echo "exit $?"
 tail -1 "$out/conformance.log" | grep -o '"totals":{[^}]*}\|"crashed":\[[^]]*\]'
 stage "kiln train nano-start bf16 on the GPU, with and without --cuda-graphs: the same losses"
 mkdir -p /tmp/kiln-kit/run && cd /tmp/kiln-kit/run

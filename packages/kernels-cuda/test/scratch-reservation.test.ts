@@ -1,30 +1,13 @@
 import { describe, expect, it } from "vitest";
-import type { Backend, KernelArgsMap, KernelName, Kernels } from "@kiln/contract";
 import { runConformance } from "@kiln/contract/conformance/vitest";
 import { createCudaSimBackend } from "../src/index.js";
 import { simulatorSkipReason } from "./support/simulator.js";
 
 // A prepared call reserves the scratch its kernel will ask for (the launcher run with
 // nothing launched), so that steps allocate nothing and graphs recorded later never go
-// stale. Every f32 and bf16 conformance case runs here through prepare(), and a run that
-// grows the scratch beyond what its preparation reserved fails the case.
-
-/** `inner`, with every kernel call prepared first and checked not to grow the kernels' scratch when it runs. */
-function preparingEveryCall(inner: Backend): Backend {
-  const scratch = () => inner.memoryStats().kernelScratchBytes ?? 0;
-  const kernels = new Proxy(inner.kernels, {
-    get: (target, name) =>
-      name in target
-        ? (args: KernelArgsMap[KernelName]) => {
-            const run = inner.prepare!(name as KernelName, args);
-            const reserved = scratch();
-            run();
-            if (scratch() !== reserved) throw new Error(`${String(name)} asked for ${scratch()} bytes of scratch when it ran; its preparation reserved ${reserved}`);
-          }
-        : undefined,
-  }) as Kernels;
-  return { ...inner, kernels, memoryStats: () => inner.memoryStats(), dispose: () => inner.dispose() };
-}
+// stale. Every f32 and bf16 conformance case runs here through prepare() (the suite's
+// `prepared` option), and a run that grows the scratch beyond what its preparation
+// reserved fails the case.
 
 const skip = simulatorSkipReason();
 if (skip) {
@@ -69,7 +52,7 @@ if (skip) {
   });
 
   // f16 takes bf16's launchers and scratch sizes (both 2-byte types): left to the other conformance passes.
-  runConformance(() => preparingEveryCall(createCudaSimBackend()), { name: "cuda-sim, every call prepared", filter: (c) => c.dtype !== "f16" });
+  runConformance(() => createCudaSimBackend(), { name: "cuda-sim, every call prepared", prepared: true, filter: (c) => c.dtype !== "f16" });
 
   describe("KILN_ATTENTION_DQ=stored-ds", () => {
     // The stored dS lives in the backward's scratch: the largest scratch of any kernel.
@@ -77,12 +60,12 @@ if (skip) {
       () => {
         process.env.KILN_ATTENTION_DQ = "stored-ds";
         try {
-          return preparingEveryCall(createCudaSimBackend());
+          return createCudaSimBackend();
         } finally {
           delete process.env.KILN_ATTENTION_DQ;
         }
       },
-      { name: "cuda-sim, stored dS, every call prepared", filter: (c) => c.kernel === "attentionBackward" && c.dtype === "bf16" },
+      { name: "cuda-sim, stored dS, every call prepared", prepared: true, filter: (c) => c.kernel === "attentionBackward" && c.dtype === "bf16" },
     );
   });
 }

@@ -3,6 +3,7 @@ import type { FloatDType } from "../dtype.js";
 import { createReferenceBackend } from "../reference/reference-backend.js";
 import { type ConformanceCase, caseName } from "./case.js";
 import { conformanceCases } from "./cases.js";
+import { throughPrepare } from "./prepared-calls.js";
 import { checkCase, unsupportedReason } from "./run-case.js";
 
 export interface ConformanceOptions {
@@ -12,6 +13,8 @@ export interface ConformanceOptions {
   filter?: (c: ConformanceCase) => boolean;
   /** A reason to skip a case the backend declares but cannot run here; undefined runs it. */
   skip?: (c: ConformanceCase) => string | undefined;
+  /** Every call through the backend's `prepare`, checked not to take more kernel scratch than that reserved (throughPrepare). */
+  prepared?: boolean;
 }
 
 export interface CaseOutcome {
@@ -28,7 +31,8 @@ export function selectCases(options: ConformanceOptions = {}): ConformanceCase[]
 }
 
 /** Runs the suite without a test runner and returns each case's outcome. */
-export async function checkConformance(backend: Backend, options: ConformanceOptions = {}): Promise<CaseOutcome[]> {
+export async function checkConformance(tested: Backend, options: ConformanceOptions = {}): Promise<CaseOutcome[]> {
+  const backend = options.prepared ? throughPrepare(tested) : tested;
   const reference = createReferenceBackend();
   const out: CaseOutcome[] = [];
   try {

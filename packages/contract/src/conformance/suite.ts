@@ -3,6 +3,7 @@ import type { Backend } from "../backend.js";
 import { createReferenceBackend } from "../reference/reference-backend.js";
 import { caseName } from "./case.js";
 import { type ConformanceOptions, selectCases } from "./check.js";
+import { throughPrepare } from "./prepared-calls.js";
 import { checkCase, unsupportedReason } from "./run-case.js";
 
 /**
@@ -17,7 +18,8 @@ export function runConformance(makeBackend: () => Backend | Promise<Backend>, op
   const reference = createReferenceBackend();
   describe(`conformance${options.name ? `: ${options.name}` : ""}`, () => {
     beforeAll(async () => {
-      backend = await makeBackend();
+      const made = await makeBackend();
+      backend = options.prepared ? throughPrepare(made) : made;
     });
     afterAll(() => {
       backend?.dispose();
