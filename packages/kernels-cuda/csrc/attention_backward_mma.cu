@@ -165,22 +165,24 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
           }
         }
       }
+      warp_mma_nn<T, DP, NS>(av, st, dot, lane);
       if constexpr (STORE_DS) {
         static_assert(kTile == kStoredDsTile && kBmRows == kStoredDsTile, "stored dS tiles are the loop tiles");
-        // dS^T of the tile for the dQ pass, rounded as the product below rounds it: for each 16
-        // queries (j, j + 1), the 8 x 8 blocks (queries 8 j.., keys g) (j + 1, g) (j, g + 8)
-        // (j + 1, g + 8) as one 16-byte store a lane (stored_ds_piece).
+        // dS^T rounded once into the A fragments of dK's product, which also go to the dQ pass: for
+        // each 16 queries (2 kc, 2 kc + 1), the 8 x 8 blocks (queries 16 kc.., keys g) (16 kc + 8.., g)
+        // (16 kc.., g + 8) (16 kc + 8.., g + 8) as one 16-byte store a lane (stored_ds_piece).
         const int h = gh * group + step / per_head;
         T* tile_ds = ds_out + stored_ds_offset(b, h, heads, seq, q0 / kStoredDsTile, kv0 / kStoredDsTile);
+        uint32_t dsf[NS / 2][4];
 #pragma unroll
-        for (int j = 0; j < NS; j += 2) {
-          const uint4 piece = {pack2<T>(dpt[j][0], dpt[j][1]), pack2<T>(dpt[j + 1][0], dpt[j + 1][1]), pack2<T>(dpt[j][2], dpt[j][3]),
-                               pack2<T>(dpt[j + 1][2], dpt[j + 1][3])};
-          *reinterpret_cast<uint4*>(tile_ds + stored_ds_piece(j / 2, warp, lane)) = piece;
+        for (int kc = 0; kc < NS / 2; kc++) {
+          a_fragment<T>(dsf[kc], dpt, kc);
+          *reinterpret_cast<uint4*>(tile_ds + stored_ds_piece(kc, warp, lane)) = make_uint4(dsf[kc][0], dsf[kc][2], dsf[kc][1], dsf[kc][3]);
         }
+        warp_mma_nn_fragments<T, DP>(ak, dsf, qt, lane);
+      } else {
+        warp_mma_nn<T, DP, NS>(ak, dpt, qt, lane);
       }
-      warp_mma_nn<T, DP, NS>(av, st, dot, lane);
-      warp_mma_nn<T, DP, NS>(ak, dpt, qt, lane);
     }
     __syncthreads();  // this buffer is free for step + 2
   }
@@ -272,12 +274,12 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
  * dQ from the stored dS (KILN_ATTENTION_DQ=stored-ds, heads up to 64): a block owns 64
  * queries of one (head, batch) as the dQ kernel above does; for every key tile at or before
  * them, K's tile by double-buffered copies, each warp's 16 x 64 rows of dS from the stored
- * tile into accumulator-layout registers (a 16-byte load a lane for 16 keys, transposed by
- * movmatrix), masked as the dQ kernel masks, and dQ_w += dS K. One product a tile instead
- * of three, and no exponentials.
+ * tile straight into A fragments (a 16-byte load a lane for 16 keys, transposed by
+ * movmatrix; dead pairs are zeros there already), and dQ_w += dS K. One product a tile
+ * instead of three, and no exponentials.
  */
 template <typename T, bool VEC>
-__global__ void __launch_bounds__(kMmaWarps * 32)
+__global__ void __launch_bounds__(kMmaWarps * 32, 1)
     attention_dq_from_ds_mma_kernel(const T* __restrict__ k, const T* __restrict__ ds, T* __restrict__ dq, int batch, int seq, int heads,
                                     int kv_heads, int d, int64_t q_stride, int64_t kv_stride, float scale) {
 #if defined(KILN_ATTENTION_TC)
@@ -306,19 +308,19 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
     tile_copies_visible<VEC, 1>();
     if (kv0 <= q0 + wrow + 15) {  // else every key of the tile is after every query of this warp
       const T* tile_ds = ds + stored_ds_offset(b, h, heads, seq, q0 / kTile, kt);
-      // Key 8 j + 2 qd + e of rows t_lo (dp[j][e]) and t_hi (dp[j][2 + e]), as the dQ kernel holds dS:
-      // each 16 keys' piece, one 16-byte load a lane, its four 8 x 8 blocks of dS^T transposed.
-      float dp[NS][4];
+      // Each 16 keys' piece, one 16-byte load a lane, its four 8 x 8 blocks of dS^T transposed: the
+      // A fragment of dS for those keys (rows g, g + 8; keys 2 qd.., 8 + 2 qd..). Dead pairs (a key
+      // after its query, either past the sequence) hold zeros, as the dK/dV pass wrote them.
+      uint32_t dsf[NS / 2][4];
 #pragma unroll
       for (int kk = 0; kk < NS / 2; kk++) {
         const uint4 piece = *reinterpret_cast<const uint4*>(tile_ds + stored_ds_piece(warp, kk, lane));
-        unpack2<T>(ptx::movmatrix_trans(piece.x), dp[2 * kk][0], dp[2 * kk][1]);      // row g, keys 16 kk + 2 qd..
-        unpack2<T>(ptx::movmatrix_trans(piece.y), dp[2 * kk][2], dp[2 * kk][3]);      // row g + 8
-        unpack2<T>(ptx::movmatrix_trans(piece.z), dp[2 * kk + 1][0], dp[2 * kk + 1][1]);  // row g, keys 16 kk + 8 + 2 qd..
-        unpack2<T>(ptx::movmatrix_trans(piece.w), dp[2 * kk + 1][2], dp[2 * kk + 1][3]);  // row g + 8
+        dsf[kk][0] = ptx::movmatrix_trans(piece.x);
+        dsf[kk][1] = ptx::movmatrix_trans(piece.y);
+        dsf[kk][2] = ptx::movmatrix_trans(piece.z);
+        dsf[kk][3] = ptx::movmatrix_trans(piece.w);
       }
-      if (kv0 + kTile - 1 > q0 + wrow || kv0 + kTile > seq || q0 + wrow + 16 > seq) zero_dead_dq_pairs(dp, kv0, qd, t_lo, t_hi, seq);
-      warp_mma_nn<T, DP, NS>(aq, dp, kbuf + (kt & 1) * TILE, lane);
+      warp_mma_nn_fragments<T, DP>(aq, dsf, kbuf + (kt & 1) * TILE, lane);
     }
     __syncthreads();  // this buffer is free for tile kt + 2
   }

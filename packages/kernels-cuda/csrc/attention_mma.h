@@ -55,17 +55,6 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
   return static_cast<uint32_t>(ua) | (static_cast<uint32_t>(ub) << 16);
 }
 
-/** The two T packed in `w` (pack2's layout) as floats. */
-template <typename T>
-__device__ __forceinline__ void unpack2(uint32_t w, float& lo, float& hi) {
-  const uint16_t ua = static_cast<uint16_t>(w & 0xffffu), ub = static_cast<uint16_t>(w >> 16);
-  T a, b;
-  memcpy(&a, &ua, 2);
-  memcpy(&b, &ub, 2);
-  lo = to_f32(a);
-  hi = to_f32(b);
-}
-
 /**
  * rows x DP tile from `src` (rows `stride` apart) into `dst` (rows DP + 8 apart): rows
  * past `valid` and columns past `d` are zero. VEC: by cp.async, d a multiple of 8 and
@@ -210,33 +199,56 @@ __device__ __forceinline__ void warp_mma_nt(float (&acc)[N][4], const T* a_rows1
  * each B fragment loaded once for the MI tiles: O += P V, dV += P^T dO, dK += dS^T Q,
  * dQ += dS K.
  */
+/** This lane's ldmatrix .trans row in B for mma_nn_k16: row 8 ((i / 8) % 2) + i % 8 of a k16 step, columns 8 (i / 16) of a tile pair. */
+template <int DP>
+__device__ __forceinline__ int nn_lane_offset(int lane) {
+  return (((lane >> 3) & 1) * 8 + (lane & 7)) * (DP + 8) + (lane >> 4) * 8;
+}
+
+/** One k16 step of acc_i += P_i B: pf[i], the A fragment of 16 columns of P_i; lane_b, this lane's row of the step's 16 rows of B. */
+template <typename T, int DP, int MI>
+__device__ __forceinline__ void mma_nn_k16(float (&acc)[MI][DP / 8][4], const uint32_t (&pf)[MI][4], const T* lane_b) {
+#pragma unroll
+  for (int j = 0; j < DP / 8; j += 2) {
+    uint32_t r[4];
+    ptx::ldmatrix_x4_trans(r, lane_b + j * 8);
+    const uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
+#pragma unroll
+    for (int i = 0; i < MI; i++) {
+      ptx::mma_m16n8k16<T>(acc[i][j], pf[i], b0);
+      ptx::mma_m16n8k16<T>(acc[i][j + 1], pf[i], b1);
+    }
+  }
+}
+
+/** 16 columns of a 16-row accumulator-layout tile (tiles 2 kc and 2 kc + 1), rounded to T, as an A fragment. */
+template <typename T, int N>
+__device__ __forceinline__ void a_fragment(uint32_t (&f)[4], const float (&p)[N][4], int kc) {
+  f[0] = pack2<T>(p[2 * kc][0], p[2 * kc][1]);
+  f[1] = pack2<T>(p[2 * kc][2], p[2 * kc][3]);
+  f[2] = pack2<T>(p[2 * kc + 1][0], p[2 * kc + 1][1]);
+  f[3] = pack2<T>(p[2 * kc + 1][2], p[2 * kc + 1][3]);
+}
+
 template <typename T, int DP, int N, int MI>
 __device__ __forceinline__ void warp_mma_nn(float (&acc)[MI][DP / 8][4], const float (&p)[MI][N][4], const T* b, int lane) {
   static_assert(N % 2 == 0, "16 columns of P per product step");
-  // lane i (.trans): row 8 ((i / 8) % 2) + i % 8 of the k16 step, columns 8 (i / 16) of the tile pair
-  const T* lane_b = b + (((lane >> 3) & 1) * 8 + (lane & 7)) * (DP + 8) + (lane >> 4) * 8;
+  const T* lane_b = b + nn_lane_offset<DP>(lane);
 #pragma unroll
   for (int kc = 0; kc < N / 2; kc++) {
     uint32_t pf[MI][4];
 #pragma unroll
-    for (int i = 0; i < MI; i++) {
-      pf[i][0] = pack2<T>(p[i][2 * kc][0], p[i][2 * kc][1]);
-      pf[i][1] = pack2<T>(p[i][2 * kc][2], p[i][2 * kc][3]);
-      pf[i][2] = pack2<T>(p[i][2 * kc + 1][0], p[i][2 * kc + 1][1]);
-      pf[i][3] = pack2<T>(p[i][2 * kc + 1][2], p[i][2 * kc + 1][3]);
-    }
-#pragma unroll
-    for (int j = 0; j < DP / 8; j += 2) {
-      uint32_t r[4];
-      ptx::ldmatrix_x4_trans(r, lane_b + kc * 16 * (DP + 8) + j * 8);
-      const uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
-#pragma unroll
-      for (int i = 0; i < MI; i++) {
-        ptx::mma_m16n8k16<T>(acc[i][j], pf[i], b0);
-        ptx::mma_m16n8k16<T>(acc[i][j + 1], pf[i], b1);
-      }
-    }
+    for (int i = 0; i < MI; i++) a_fragment<T>(pf[i], p[i], kc);
+    mma_nn_k16<T, DP, MI>(acc, pf, lane_b + kc * 16 * (DP + 8));
   }
+}
+
+/** acc (16 x DP) += P B for one row tile whose A fragments are already rounded: pf[kc] holds columns 16 kc.. of P. */
+template <typename T, int DP, int K16>
+__device__ __forceinline__ void warp_mma_nn_fragments(float (&acc)[DP / 8][4], const uint32_t (&pf)[K16][4], const T* b, int lane) {
+  const T* lane_b = b + nn_lane_offset<DP>(lane);
+#pragma unroll
+  for (int kc = 0; kc < K16; kc++) mma_nn_k16<T, DP, 1>(one_tile(acc), reinterpret_cast<const uint32_t(&)[1][4]>(pf[kc]), lane_b + kc * 16 * (DP + 8));
 }
 
 /** The same for one row tile. */
