@@ -302,22 +302,25 @@ if (runs("attention")) {
   const wmmaAttention = backendWithPath("KILN_ATTENTION_PATH", "wmma");
   attentionsWmma.push(await attention("bf16", undefined, wmmaAttention, "wmma"));
   wmmaAttention.dispose();
-  // The mma.sync forward with key tiles of 64 (KILN_ATTENTION_MMA_KEYS=64) beside the default 32.
-  const keys64 = backendWithPath("KILN_ATTENTION_MMA_KEYS", "64");
-  attentionsWmma.push(await attention("bf16", undefined, keys64, "mma-keys-64"));
-  keys64.dispose();
-  // The mma.sync backward with dQ from the dS its dK/dV pass stored (KILN_ATTENTION_DQ=stored-ds) beside the default.
-  const storedDs = backendWithPath("KILN_ATTENTION_DQ", "stored-ds");
-  attentionsWmma.push(await attention("bf16", undefined, storedDs, "mma-stored-ds"));
-  storedDs.dispose();
-  // Hopper's wgmma kernels (opt-in until measured here) beside the default mma.sync ones:
-  // blocks of one warpgroup (64 rows, the default) and of two (KILN_ATTENTION_WGMMA_ROWS=128).
-  if (caps.device.computeCapability === "9.0") {
-    const wgmmaAttention = backendWithPath("KILN_ATTENTION_PATH", "wgmma");
-    attentionsWmma.push(await attention("bf16", undefined, wgmmaAttention, "wgmma"), await attention("f16", undefined, wgmmaAttention, "wgmma"));
-    wgmmaAttention.dispose();
-    const wgmma128 = backendWithPath("KILN_ATTENTION_PATH", "wgmma", { KILN_ATTENTION_WGMMA_ROWS: "128" });
-    attentionsWmma.push(await attention("bf16", undefined, wgmma128, "wgmma-128"));
+  // The mma.sync kernels (the default off sm_90) beside their earlier settings: the
+  // forward's key tiles of 32 (KILN_ATTENTION_MMA_KEYS=32, 64 by default) and the
+  // backward's dQ recomputed (KILN_ATTENTION_DQ=recompute, from the stored dS by default).
+  const sm90 = caps.device.computeCapability === "9.0";
+  for (const [path, more] of [
+    ...(sm90 ? [["mma", {}]] : []),
+    ["mma-keys-32", { KILN_ATTENTION_MMA_KEYS: "32" }],
+    ["mma-recompute", { KILN_ATTENTION_DQ: "recompute" }],
+  ]) {
+    const b = backendWithPath("KILN_ATTENTION_PATH", "mma", more);
+    attentionsWmma.push(await attention("bf16", undefined, b, path));
+    b.dispose();
+  }
+  // On sm_90 the default is Hopper's wgmma kernels (blocks of one warpgroup, 64 rows): f16
+  // too, and blocks of two warpgroups sharing each loop tile (KILN_ATTENTION_WGMMA_ROWS=128).
+  if (sm90) {
+    const wgmmaF16 = await attention("f16", undefined, backend, "wgmma");
+    const wgmma128 = backendWithPath("KILN_ATTENTION_WGMMA_ROWS", "128");
+    attentionsWmma.push(wgmmaF16, await attention("bf16", undefined, wgmma128, "wgmma-128"));
     wgmma128.dispose();
   }
 }
@@ -338,8 +341,8 @@ const report = {
   gemm_ratio_vs_torch: ratios(gemms, torchKernels?.gemm, ["tflops_median", "tflops_pipelined"]),
   own_gemm_ratio_vs_torch: ownGemms.length ? ratios(ownGemms.slice(0, 3), torchKernels?.gemm, ["tflops_median", "tflops_pipelined"]) : undefined,
   attention_ratio_vs_torch: ratios(attentions, torchKernels?.attention, ["forward_tflops_median", "backward_tflops_median", "forward_tflops_pipelined", "backward_tflops_pipelined"]),
-  attention_wgmma_ratio_vs_torch: ratios(
-    attentionsWmma.filter((a) => a.path === "wgmma"),
+  attention_mma_ratio_vs_torch: ratios(
+    attentionsWmma.filter((a) => a.path === "mma"),
     torchKernels?.attention,
     ["forward_tflops_median", "backward_tflops_median", "forward_tflops_pipelined", "backward_tflops_pipelined"],
   ),

@@ -34,15 +34,16 @@ xz -T0 -6 -c "$(readlink -f "$(command -v node)")" >"$dir/node.xz"
 cat >"$dir/run.sh" <<'RUN'
 #!/usr/bin/env bash
 # Runs the packed GPU checks (see gpu-kit.sh), most telling first, each stage cut to the
-# time left of KIT_BUDGET seconds (default 420): conformance (attention on the wgmma
-# kernels too, the mma.sync forward with key tiles of 64 and the backward's dQ from the
-# stored dS, the kernels that take scratch with every call prepared), nano-start trained with and without --cuda-graphs (the same losses),
-# kiln's launch cost, GEMMs, the gpt2-small bf16 step beside PyTorch, with its config's 8
-# micro-batches a step, on the wgmma attention, with the stored dS, with key tiles of 64 and
-# with both (a table of the gpt2-small steps by setting follows), attention (mma.sync
-# with key tiles of 32 and 64 and with the stored dS, WMMA, wgmma, PyTorch), the small models with and
-# without CUDA graphs, a device-timed profile of gpt2-small bf16, racecheck, memcheck
-# of the wgmma attention and of kiln's own matmul. KIT_FULL=1 adds a second conformance pass, gpt2-small bf16 on
+# time left of KIT_BUDGET seconds (default 420): conformance (attention on the mma.sync
+# kernels too, with their forward's key tiles of 32 and their backward's dQ recomputed,
+# the kernels that take scratch with every call prepared), nano-start trained with and
+# without --cuda-graphs (the same losses), kiln's launch cost, GEMMs, the gpt2-small bf16
+# step beside PyTorch and with its config's 8 micro-batches a step, both again as CUDA
+# graphs, and on the mma.sync attention with its defaults and with its earlier settings
+# (a table of the gpt2-small steps by setting follows), attention (wgmma, mma.sync with
+# each setting, WMMA, PyTorch), the small models with and without CUDA graphs, a
+# device-timed profile of gpt2-small bf16, racecheck of both attentions, memcheck of the
+# wgmma attention and of kiln's own matmul. KIT_FULL=1 adds a second conformance pass, gpt2-small bf16 on
 # kiln's own matmuls, the other matmul paths and memcheck throughout.
 # Logs and JSON land in OUTDIR (default: out, in the folder), seven files in all.
 set -uo pipefail
@@ -69,14 +70,14 @@ grep -E "^(FAIL|CRASH)" "$out/conformance.log" | head -20; tail -1 "$out/conform
 stage "conformance of matmul on kiln's own kernels (KILN_MATMUL_PATH=kiln: wgmma on sm_90), 2 passes"
 KILN_MATMUL_PATH=kiln timeout $(left 45) "$node" "$kit/cuda-conformance.mjs" --isolate --kernel matmul --passes 2 >>"$out/conformance.log" 2>&1; echo "exit $?"
 tail -1 "$out/conformance.log" | grep -o '"totals":{[^}]*}'
-stage "conformance of attention on the wgmma kernels (KILN_ATTENTION_PATH=wgmma, sm_90), 2 passes"
-KILN_ATTENTION_PATH=wgmma timeout $(left 45) "$node" "$kit/cuda-conformance.mjs" --isolate --kernel attentionForward,attentionBackward --passes 2 >>"$out/conformance.log" 2>&1; echo "exit $?"
+stage "conformance of attention on the mma.sync kernels (KILN_ATTENTION_PATH=mma: the default off sm_90), 2 passes"
+KILN_ATTENTION_PATH=mma timeout $(left 45) "$node" "$kit/cuda-conformance.mjs" --isolate --kernel attentionForward,attentionBackward --passes 2 >>"$out/conformance.log" 2>&1; echo "exit $?"
 tail -1 "$out/conformance.log" | grep -o '"totals":{[^}]*}\|"crashed":\[[^]]*\]'
-stage "conformance of the attention forward with key tiles of 64 (KILN_ATTENTION_MMA_KEYS=64), 1 pass"
-KILN_ATTENTION_MMA_KEYS=64 timeout $(left 30) "$node" "$kit/cuda-conformance.mjs" --isolate --kernel attentionForward --passes 1 >>"$out/conformance.log" 2>&1; echo "exit $?"
+stage "conformance of the mma.sync attention forward with key tiles of 32 (KILN_ATTENTION_MMA_KEYS=32), 1 pass"
+KILN_ATTENTION_PATH=mma KILN_ATTENTION_MMA_KEYS=32 timeout $(left 30) "$node" "$kit/cuda-conformance.mjs" --isolate --kernel attentionForward --passes 1 >>"$out/conformance.log" 2>&1; echo "exit $?"
 tail -1 "$out/conformance.log" | grep -o '"totals":{[^}]*}\|"crashed":\[[^]]*\]'
-stage "conformance of the attention backward with dQ from the stored dS (KILN_ATTENTION_DQ=stored-ds), 1 pass"
-KILN_ATTENTION_DQ=stored-ds timeout $(left 30) "$node" "$kit/cuda-conformance.mjs" --isolate --kernel attentionBackward --passes 1 >>"$out/conformance.log" 2>&1; echo "exit $?"
+stage "conformance of the mma.sync attention backward with dQ recomputed (KILN_ATTENTION_DQ=recompute), 1 pass"
+KILN_ATTENTION_PATH=mma KILN_ATTENTION_DQ=recompute timeout $(left 30) "$node" "$kit/cuda-conformance.mjs" --isolate --kernel attentionBackward --passes 1 >>"$out/conformance.log" 2>&1; echo "exit $?"
 tail -1 "$out/conformance.log" | grep -o '"totals":{[^}]*}\|"crashed":\[[^]]*\]'
 stage "conformance through prepare (each call's kernel scratch reserved when prepared, cuBLASLt's included), 1 pass"
 timeout $(left 60) "$node" "$kit/cuda-conformance.mjs" --isolate --prepared --kernel matmul,sumRows,layerNormBackward,geluBackward,attentionBackward,embeddingBackward --passes 1 >>"$out/conformance.log" 2>&1; echo "exit $?"
@@ -109,10 +110,9 @@ bench() {  # bench NAME ARGS...: one part of cuda.mjs in its own process, figure
 }
 bench gemm --only gemm
 bench train --only train --models gpt2-small:bf16,gpt2-small-accum8:bf16
-KILN_ATTENTION_PATH=wgmma KILN_TORCH_PYTHON=false bench train-wgmma-attention --only train --models gpt2-small:bf16
-KILN_ATTENTION_DQ=stored-ds KILN_TORCH_PYTHON=false bench train-stored-ds --only train --models gpt2-small:bf16
-KILN_ATTENTION_MMA_KEYS=64 KILN_TORCH_PYTHON=false bench train-keys-64 --only train --models gpt2-small:bf16
-KILN_ATTENTION_MMA_KEYS=64 KILN_ATTENTION_DQ=stored-ds KILN_TORCH_PYTHON=false bench train-keys-64-stored-ds --only train --models gpt2-small:bf16
+KILN_TORCH_PYTHON=false bench train-graphs --only train --models gpt2-small:bf16,gpt2-small-accum8:bf16 --graphs
+KILN_ATTENTION_PATH=mma KILN_TORCH_PYTHON=false bench train-mma-attention --only train --models gpt2-small:bf16
+KILN_ATTENTION_PATH=mma KILN_ATTENTION_MMA_KEYS=32 KILN_ATTENTION_DQ=recompute KILN_TORCH_PYTHON=false bench train-mma-keys-32-recompute --only train --models gpt2-small:bf16
 bench attention --only attention
 KILN_TORCH_PYTHON=false bench graphs --only train --models nano:bf16,bench-small:bf16 --graphs
 KILN_TORCH_PYTHON=false bench small --only train --models nano:bf16,bench-small:bf16
@@ -136,9 +136,9 @@ cp profile/profile.json "$out/profile.json" 2>/dev/null
 cd "$kit"
 if command -v compute-sanitizer >/dev/null; then
   stage "racecheck: attention backward (bf16, mma.sync)"
-  timeout $(left 90) compute-sanitizer --tool racecheck --print-limit 10 "$node" "$kit/cuda-conformance.mjs" --passes 1 --kernel attentionBackward --filter bf16 >"$out/sanitizer.log" 2>&1; echo "exit $?"
+  KILN_ATTENTION_PATH=mma timeout $(left 90) compute-sanitizer --tool racecheck --print-limit 10 "$node" "$kit/cuda-conformance.mjs" --passes 1 --kernel attentionBackward --filter bf16 >"$out/sanitizer.log" 2>&1; echo "exit $?"
   grep -E "SUMMARY|FAIL" "$out/sanitizer.log" | head -5
-  stage "memcheck and racecheck: attention on the wgmma kernels (bf16)"
+  stage "memcheck and racecheck: attention on the wgmma kernels (bf16; the default on sm_90)"
   KILN_ATTENTION_PATH=wgmma timeout $(left 60) compute-sanitizer --tool memcheck --print-limit 10 "$node" "$kit/cuda-conformance.mjs" --passes 1 --kernel attentionForward,attentionBackward --filter bf16 >>"$out/sanitizer.log" 2>&1; echo "exit $?"
   grep -E "ERROR SUMMARY|FAIL" "$out/sanitizer.log" | tail -3
   KILN_ATTENTION_PATH=wgmma timeout $(left 90) compute-sanitizer --tool racecheck --print-limit 10 "$node" "$kit/cuda-conformance.mjs" --passes 1 --kernel attentionBackward --filter bf16 >>"$out/sanitizer.log" 2>&1; echo "exit $?"

@@ -120,13 +120,13 @@ struct KernelCall {
   bool wmma_attention;
   /** bf16/f16 dense matmuls on the wgmma kernel (matmul_wgmma.cu): an sm_90 device with this build's sm_90a code unless KILN_MATMUL_PATH=mma/wmma/simt; the simulator with KILN_MATMUL_PATH=wgmma. */
   bool wgmma_matmul;
-  /** KILN_ATTENTION_PATH=wgmma (an sm_90 device, or the simulator): bf16/f16 attention on the wgmma kernels where they apply. */
+  /** bf16/f16 attention on the wgmma kernels where they apply: an sm_90 device with this build's sm_90a code unless KILN_ATTENTION_PATH=mma/wmma/simt; the simulator with KILN_ATTENTION_PATH=wgmma. */
   bool wgmma_attention;
   /** KILN_ATTENTION_WGMMA_ROWS (64, the default, or 128): query or key rows a block of the wgmma attention owns. */
   int wgmma_attention_rows;
-  /** KILN_ATTENTION_MMA_KEYS (32, the default, or 64): keys a loop tile of the mma.sync attention forward holds for heads up to 64. */
+  /** KILN_ATTENTION_MMA_KEYS (64, the default, or 32): keys a loop tile of the mma.sync attention forward holds for heads up to 64. */
   int mma_attention_keys;
-  /** KILN_ATTENTION_DQ=stored-ds: the mma.sync backward's dK/dV pass stores dS and the dQ pass multiplies it by K (heads up to 64). */
+  /** Unless KILN_ATTENTION_DQ=recompute: the mma.sync backward's dK/dV pass stores dS and the dQ pass multiplies it by K (heads up to 64). */
   bool dq_from_stored_ds;
   /** The most dynamic shared memory one block may opt into on this device (bytes). */
   size_t shared_per_block;

@@ -42,12 +42,12 @@ function cublasLtChoice(found: string | null, tf32: boolean): OpenDeviceOptions[
 /**
  * The attention settings the addon reads from the environment when a device opens, each
  * with the values it takes ("" = unset) and what it is: which bf16/f16 kernels run
- * (KILN_ATTENTION_PATH: mma, the default, with scores and probabilities in registers;
- * wgmma, Hopper's warpgroup instruction, sm_90 only, which the addon refuses on other
- * devices; wmma; simt on CUDA cores), the wgmma attention's rows a block (64, one
- * warpgroup, or 128, two sharing each loop tile), the mma.sync backward's dQ (recomputed,
- * or from the dS its dK/dV pass stored) and the mma.sync forward's keys a loop tile at
- * heads up to 64.
+ * (KILN_ATTENTION_PATH: wgmma, Hopper's warpgroup instruction, the default on sm_90 and
+ * refused by the addon on other devices; mma, the default elsewhere, with scores and
+ * probabilities in registers; wmma; simt on CUDA cores), the wgmma attention's rows a
+ * block (64, one warpgroup, or 128, two sharing each loop tile), the mma.sync backward's
+ * dQ (from the dS its dK/dV pass stored, the default, or recomputed) and the mma.sync
+ * forward's keys a loop tile at heads up to 64 (64, the default, or 32).
  */
 const ATTENTION_SETTINGS = [
   { variable: "KILN_ATTENTION_PATH", values: ["mma", "wgmma", "wmma", "simt"], what: "an attention path", use: "mma, wgmma (sm_90), wmma or simt" },

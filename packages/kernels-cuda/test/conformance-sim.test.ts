@@ -12,7 +12,8 @@ import { H100_SHARED_PER_BLOCK, simulatorSkipReason } from "./support/simulator.
 // KILN_ATTENTION_PATH=simt, read when a backend opens), a third the bf16/f16 matmuls
 // on the WMMA kernel alone (KILN_MATMUL_PATH=wmma), a fourth on the sm_90 wgmma kernel
 // (KILN_MATMUL_PATH=wgmma: the simulator presents an sm_80 device, so the default pass
-// runs the mma.sync kernel), a fifth bf16/f16 attention forward and backward on the
+// runs the mma.sync kernel, and the mma.sync attention with its defaults: key tiles of 64,
+// dQ from the stored dS; test/attention-mma-sim.test.ts runs the others), a fifth bf16/f16 attention forward and backward on the
 // WMMA kernels instead of the mma.sync ones (KILN_ATTENTION_PATH=wmma), and a sixth on
 // the sm_90 wgmma kernels (KILN_ATTENTION_PATH=wgmma). A seventh runs the cross-entropy
 // forward on a simulator with an H100's shared memory a block (KILN_SIM_SHARED_PER_BLOCK):

@@ -54,18 +54,19 @@ if (skip) {
   // f16 takes bf16's launchers and scratch sizes (both 2-byte types): left to the other conformance passes.
   runConformance(() => createCudaSimBackend(), { name: "cuda-sim, every call prepared", prepared: true, filter: (c) => c.dtype !== "f16" });
 
-  describe("KILN_ATTENTION_DQ=stored-ds", () => {
-    // The stored dS lives in the backward's scratch: the largest scratch of any kernel.
+  describe("KILN_ATTENTION_DQ=recompute", () => {
+    // The default backward's scratch holds the stored dS (the largest of any kernel); the
+    // recomputing one's holds D alone, sized by its own branch of the launcher.
     runConformance(
       () => {
-        process.env.KILN_ATTENTION_DQ = "stored-ds";
+        process.env.KILN_ATTENTION_DQ = "recompute";
         try {
           return createCudaSimBackend();
         } finally {
           delete process.env.KILN_ATTENTION_DQ;
         }
       },
-      { name: "cuda-sim, stored dS, every call prepared", prepared: true, filter: (c) => c.kernel === "attentionBackward" && c.dtype === "bf16" },
+      { name: "cuda-sim, dQ recomputed, every call prepared", prepared: true, filter: (c) => c.kernel === "attentionBackward" && c.dtype === "bf16" },
     );
   });
 }
