@@ -34,23 +34,24 @@ xz -T0 -6 -c "$(readlink -f "$(command -v node)")" >"$dir/node.xz"
 cat >"$dir/run.sh" <<'RUN'
 #!/usr/bin/env bash
 # Runs the packed GPU checks (see gpu-kit.sh), most telling first, each stage cut to the
-# time left of KIT_BUDGET seconds (default 420): conformance (attention on the mma.sync
-# kernels too, with their forward's key tiles of 32 and their backward's dQ recomputed,
-# the kernels that take scratch with every call prepared), nano-start trained with and
-# without --cuda-graphs (the same losses), kiln's launch cost, GEMMs, the gpt2-small bf16
-# step beside PyTorch and with its config's 8 micro-batches a step, both again as CUDA
-# graphs, and on the mma.sync attention with its defaults and with its earlier settings
-# (a table of the gpt2-small steps by setting follows), attention (wgmma, mma.sync with
-# each setting, WMMA, PyTorch), the small models with and without CUDA graphs, a
-# device-timed profile of gpt2-small bf16, racecheck of both attentions, memcheck of the
-# wgmma attention and of kiln's own matmul. KIT_FULL=1 adds a second conformance pass, gpt2-small bf16 on
-# kiln's own matmuls, the other matmul paths and memcheck throughout.
+# time left of KIT_BUDGET seconds (default 540): conformance of every kernel on its
+# default path; the gpt2-small bf16 step beside PyTorch and with its config's 8
+# micro-batches a step, both again as CUDA graphs, and on the mma.sync attention with its
+# defaults and its earlier settings (a table of the gpt2-small steps by setting follows);
+# a device-timed profile of gpt2-small bf16; conformance of the other attention and
+# matmul settings and of the kernels that take scratch with every call prepared;
+# nano-start trained with and without --cuda-graphs (the same losses); attention (wgmma,
+# mma.sync with each setting, WMMA, PyTorch); GEMMs; kiln's launch cost; the small
+# models with and without CUDA graphs; racecheck of both attentions, memcheck of the
+# wgmma attention, kiln's own matmul and the row kernels. KIT_FULL=1 adds a second
+# conformance pass, gpt2-small bf16 on kiln's own matmuls, the other matmul paths and
+# memcheck throughout.
 # Logs and JSON land in OUTDIR (default: out, in the folder), seven files in all.
 set -uo pipefail
 kit="$(cd "$(dirname "$0")" && pwd)"
 out="${1:-$kit/out}"
 mkdir -p "$out" /tmp/kiln-kit
-end=$((SECONDS + ${KIT_BUDGET:-420}))
+end=$((SECONDS + ${KIT_BUDGET:-540}))
 left() { local l=$((end - SECONDS)); [ $l -gt $1 ] && echo $1 || echo $((l > 5 ? l : 5)); }
 stage() { echo "== [$SECONDS s] $1"; }
 [ -x /tmp/kiln-kit/node ] || { xz -dc "$kit/node.xz" >/tmp/kiln-kit/node && chmod +x /tmp/kiln-kit/node; }
@@ -67,6 +68,37 @@ passes=1; [ -n "${KIT_FULL:-}" ] && passes=2
 stage "conformance, every kernel on its default path ($passes pass)"
 timeout $(left 150) "$node" "$kit/cuda-conformance.mjs" --isolate --passes $passes --timeout-s 40 >"$out/conformance.log" 2>&1; echo "exit $?"
 grep -E "^(FAIL|CRASH)" "$out/conformance.log" | head -20; tail -1 "$out/conformance.log" | grep -o '"totals":{[^}]*}\|"crashed":\[[^]]*\]'
+bench() {  # bench NAME ARGS...: one part of cuda.mjs in its own process, figures as they come
+  local name=$1; shift
+  stage "cuda.mjs $*"
+  echo "== $name: cuda.mjs $*" | tee -a "$out/bench.json" >>"$out/bench.log"
+  timeout $(left 150) "$node" "$kit/cuda.mjs" --calls 10 --steps 5 "$@" >>"$out/bench.json" 2>"$out/bench-part.log"; echo "exit $?"
+  cat "$out/bench-part.log" >>"$out/bench.log"
+  grep '^{' "$out/bench-part.log" | grep -v '"cold_step_ms"' | cut -c1-400 | tail -12
+  rm -f "$out/bench-part.log"
+}
+bench train --only train --models gpt2-small:bf16,gpt2-small-accum8:bf16
+KILN_TORCH_PYTHON=false bench train-graphs --only train --models gpt2-small:bf16,gpt2-small-accum8:bf16 --graphs
+KILN_ATTENTION_PATH=mma KILN_TORCH_PYTHON=false bench train-mma-attention --only train --models gpt2-small:bf16
+KILN_ATTENTION_PATH=mma KILN_ATTENTION_MMA_KEYS=32 KILN_ATTENTION_DQ=recompute KILN_TORCH_PYTHON=false bench train-mma-keys-32-recompute --only train --models gpt2-small:bf16
+stage "summary: the gpt2-small bf16 steps above, by setting (median ms a step, MFU)"
+"$node" -e '
+  let stage = "";
+  for (const line of require("fs").readFileSync(process.argv[1], "utf8").split("\n")) {
+    if (line.startsWith("== ")) stage = line.slice(3).split(":")[0];
+    else if (line.startsWith("{") && line.includes("\"model\":\"gpt2-small")) {
+      let r = {};
+      try { r = JSON.parse(line); } catch {}
+      if (r.ms_per_step_median && r.mfu !== undefined) console.log(`${stage.padEnd(26)} ${r.model.padEnd(18)} ${r.ms_per_step_median.toFixed(2).padStart(7)} ms  MFU ${(100 * r.mfu).toFixed(1)}%`);
+    }
+  }' "$out/bench.log"
+stage "kiln train --profile: gpt2-small bf16 (device timestamps)"
+mkdir -p /tmp/kiln-kit/run && cd /tmp/kiln-kit/run
+timeout $(left 100) "$node" "$kit/cli/bin/kiln.js" train -f "$kit/cli/models/gpt2-small.yaml" --target-device gpu --dtype bf16 --grad-accum 1 \
+  --max-steps 6 --profile 3 --eval-interval 1000 --save-interval 1000 --headless --output-dir profile >"$out/profile.log" 2>&1; echo "exit $?"
+grep -v '^{"step"' "$out/profile.log" | tail -45
+cp profile/profile.json "$out/profile.json" 2>/dev/null
+cd "$kit"
 stage "conformance of matmul on kiln's own kernels (KILN_MATMUL_PATH=kiln: wgmma on sm_90), 2 passes"
 KILN_MATMUL_PATH=kiln timeout $(left 45) "$node" "$kit/cuda-conformance.mjs" --isolate --kernel matmul --passes 2 >>"$out/conformance.log" 2>&1; echo "exit $?"
 tail -1 "$out/conformance.log" | grep -o '"totals":{[^}]*}'
@@ -96,44 +128,13 @@ elif cmp -s /tmp/kiln-kit/a /tmp/kiln-kit/b; then echo "losses equal ($(wc -l </
 else echo "LOSSES DIFFER"; diff /tmp/kiln-kit/a /tmp/kiln-kit/b | head -6; fi
 grep -h "device " /tmp/kiln-kit/nano-graphs.log | head -1; grep -h '"it/s"' /tmp/kiln-kit/nano.log /tmp/kiln-kit/nano-graphs.log | tail -2 | grep -o '"it/s":[0-9.]*'
 cd "$kit"
+bench attention --only attention
+bench gemm --only gemm
 stage "the host's cost of a kernel call"
 timeout $(left 40) "$node" "$kit/cuda-launch.mjs" >"$out/launch.json" 2>&1; echo "exit $?"
 grep -A1 '"fill"\|"native fill"\|"matmul bf16 64^3"' "$out/launch.json" | grep -o '"[a-z 0-9^]*": {\|"host_us": [0-9.]*' | paste - - | head -4
-bench() {  # bench NAME ARGS...: one part of cuda.mjs in its own process, figures as they come
-  local name=$1; shift
-  stage "cuda.mjs $*"
-  echo "== $name: cuda.mjs $*" | tee -a "$out/bench.json" >>"$out/bench.log"
-  timeout $(left 150) "$node" "$kit/cuda.mjs" --calls 10 --steps 5 "$@" >>"$out/bench.json" 2>"$out/bench-part.log"; echo "exit $?"
-  cat "$out/bench-part.log" >>"$out/bench.log"
-  grep '^{' "$out/bench-part.log" | grep -v '"cold_step_ms"' | cut -c1-400 | tail -12
-  rm -f "$out/bench-part.log"
-}
-bench gemm --only gemm
-bench train --only train --models gpt2-small:bf16,gpt2-small-accum8:bf16
-KILN_TORCH_PYTHON=false bench train-graphs --only train --models gpt2-small:bf16,gpt2-small-accum8:bf16 --graphs
-KILN_ATTENTION_PATH=mma KILN_TORCH_PYTHON=false bench train-mma-attention --only train --models gpt2-small:bf16
-KILN_ATTENTION_PATH=mma KILN_ATTENTION_MMA_KEYS=32 KILN_ATTENTION_DQ=recompute KILN_TORCH_PYTHON=false bench train-mma-keys-32-recompute --only train --models gpt2-small:bf16
-bench attention --only attention
 KILN_TORCH_PYTHON=false bench graphs --only train --models nano:bf16,bench-small:bf16 --graphs
 KILN_TORCH_PYTHON=false bench small --only train --models nano:bf16,bench-small:bf16
-stage "summary: the gpt2-small bf16 steps above, by setting (median ms a step, MFU)"
-"$node" -e '
-  let stage = "";
-  for (const line of require("fs").readFileSync(process.argv[1], "utf8").split("\n")) {
-    if (line.startsWith("== ")) stage = line.slice(3).split(":")[0];
-    else if (line.startsWith("{") && line.includes("\"model\":\"gpt2-small")) {
-      let r = {};
-      try { r = JSON.parse(line); } catch {}
-      if (r.ms_per_step_median) console.log(`${stage.padEnd(26)} ${r.model.padEnd(18)} ${r.ms_per_step_median.toFixed(2).padStart(7)} ms  MFU ${(100 * r.mfu).toFixed(1)}%`);
-    }
-  }' "$out/bench.log"
-stage "kiln train --profile: gpt2-small bf16 (device timestamps)"
-mkdir -p /tmp/kiln-kit/run && cd /tmp/kiln-kit/run
-timeout $(left 100) "$node" "$kit/cli/bin/kiln.js" train -f "$kit/cli/models/gpt2-small.yaml" --target-device gpu --dtype bf16 --grad-accum 1 \
-  --max-steps 6 --profile 3 --eval-interval 1000 --save-interval 1000 --headless --output-dir profile >"$out/profile.log" 2>&1; echo "exit $?"
-grep -v '^{"step"' "$out/profile.log" | tail -45
-cp profile/profile.json "$out/profile.json" 2>/dev/null
-cd "$kit"
 if command -v compute-sanitizer >/dev/null; then
   stage "racecheck: attention backward (bf16, mma.sync)"
   KILN_ATTENTION_PATH=mma timeout $(left 90) compute-sanitizer --tool racecheck --print-limit 10 "$node" "$kit/cuda-conformance.mjs" --passes 1 --kernel attentionBackward --filter bf16 >"$out/sanitizer.log" 2>&1; echo "exit $?"

@@ -197,8 +197,7 @@ void run_col_sums(const char* name, const KernelCall& c, const void* x, const vo
     if (vec) go(backward_col_sums_kernel<T, TO, kOp, kVec>);
     else go(backward_col_sums_kernel<T, TO, kOp, 1>);
     if (partial) {
-      launch_sum_chunk_partials<TO>(name, c.stream, partial, static_cast<TO*>(sums), static_cast<const float*>(nullptr), static_cast<TO*>(nullptr),
-                                    static_cast<int>(plan.chunks), cols, true);
+      launch_sum_chunk_partials<TO>(name, c.stream, partial, static_cast<TO*>(sums), static_cast<int>(plan.chunks), cols, true);
     }
   });
 }

@@ -168,6 +168,11 @@ void launch_mma(const KernelCall& c, const Args& a) {
 
 }  // namespace
 
+int default_mma_attention_keys(size_t shared_memory_per_sm) {
+  constexpr size_t kReservedPerBlock = 1024;  // the shared memory the runtime keeps a block
+  return 2 * (MmaLayout<64, true>::total + kReservedPerBlock) <= shared_memory_per_sm ? 64 : 32;
+}
+
 bool launch_attention_forward_mma(const KernelCall& c) {
   const Args a = read_args(c, 5);
   if (c.wmma_attention || !attention_tc_allowed(c, a.dtype, a.d_max())) return false;

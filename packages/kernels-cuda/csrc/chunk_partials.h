@@ -1,8 +1,11 @@
 // chunk_partials.h: the second pass of the kernels that sum rows by chunks (sumRows, the
-// norm backwards' parameter gradients). The first pass wrote one f32 partial row per
-// chunk (partial[c * cols + j]); this one adds them in a fixed order, so the result does
-// not depend on the schedule: row lane ty of a block of 32 columns adds its contiguous
-// range of chunks in order, then the 8 range sums are added in lane order.
+// norm backwards' parameter gradients, the activation backwards' column sums). The first
+// pass wrote one f32 partial row per chunk (partial[c * cols + j]); this one adds them in
+// a fixed order, so the result does not depend on the schedule: row lane ty of a block
+// of 32 columns adds its contiguous range of at most 8 chunks in order (independent
+// loads, one memory latency), then the lanes' sums are added by a fixed pairwise tree.
+// One launch sums up to three sets of partials (dWeight, dBias and dX's column sums of a
+// norm backward), one set per grid row.
 #pragma once
 #include "kiln_cuda.h"
 
@@ -10,40 +13,57 @@ namespace kiln {
 // Internal linkage: each kernel file that includes this has its own copy.
 namespace {
 
-constexpr int kPartialCols = 32;   // columns per block (threadIdx.x)
-constexpr int kPartialLanes = 8;   // chunk ranges per column (threadIdx.y)
+constexpr int kPartialCols = 32;      // columns per block (threadIdx.x)
+constexpr int kPartialMaxLanes = 32;  // chunk ranges per column at most (threadIdx.y)
+constexpr int kPartialPerLane = 8;    // chunks a lane adds, where the lanes allow
+constexpr int kPartialMaxSets = 3;
+
+/** The partial rows and outputs of one launch: sets [0, count) of the arrays. */
+template <typename TO>
+struct PartialSets {
+  const float* partial[kPartialMaxSets];
+  TO* out[kPartialMaxSets];
+};
 
 /**
- * out[j] = (accumulate ? out[j] : 0) + sum over chunks of partial[c * cols + j]; the same
- * for partial2 into out2 when they are given (dWeight and dBias in one launch).
+ * Lanes a column's chunks are split across: a power of two, enough for 8 chunks a lane,
+ * at most 32; a function of the chunk count alone, so every run of a shape adds alike.
+ */
+inline int partial_lanes(int chunks) {
+  int lanes = 1;
+  while (lanes < kPartialMaxLanes && lanes * kPartialPerLane < chunks) lanes *= 2;
+  return lanes;
+}
+
+/**
+ * For set s = blockIdx.y: out_s[j] = (accumulate ? out_s[j] : 0) + sum over chunks of
+ * partial_s[c * cols + j]. blockDim.y (a power of two) lanes split the chunks.
  */
 template <typename TO>
-__global__ void __launch_bounds__(kPartialCols * kPartialLanes) sum_chunk_partials_kernel(const float* partial, TO* out, const float* partial2, TO* out2,
-                                                                                          int chunks, int cols, bool accumulate) {
-  __shared__ float lanes[2][kPartialLanes][kPartialCols];
-  const int tx = threadIdx.x, ty = threadIdx.y;
+__global__ void __launch_bounds__(kPartialCols * kPartialMaxLanes) sum_chunk_partials_kernel(PartialSets<TO> sets, int chunks, int cols, bool accumulate) {
+  __shared__ float lanes[kPartialMaxLanes][kPartialCols];
+  const int tx = threadIdx.x, ty = threadIdx.y, nl = static_cast<int>(blockDim.y);
   const int j = blockIdx.x * kPartialCols + tx;
-  const int per = (chunks + kPartialLanes - 1) / kPartialLanes;
-  const int q1 = (ty + 1) * per < chunks ? (ty + 1) * per : chunks;
-  float t = 0.f, t2 = 0.f;
+  // Chosen by comparisons: an array of kernel parameters indexed at run time goes to the stack.
+  const int set = blockIdx.y;
+  const float* partial = set == 0 ? sets.partial[0] : set == 1 ? sets.partial[1] : sets.partial[2];
+  const int per = (chunks + nl - 1) / nl;
+  const int q0 = ty * per;
+  const int q1 = q0 + per < chunks ? q0 + per : chunks;
+  float t = 0.f;
   if (j < cols) {
-    for (int q = ty * per; q < q1; q++) {
-      t += partial[int64_t{q} * cols + j];
-      if (partial2) t2 += partial2[int64_t{q} * cols + j];
-    }
+#pragma unroll 8
+    for (int q = q0; q < q1; q++) t += partial[int64_t{q} * cols + j];
   }
-  lanes[0][ty][tx] = t;
-  lanes[1][ty][tx] = t2;
-  __syncthreads();
+  lanes[ty][tx] = t;
+  // Pairwise: lane ty takes lane ty + s's sum, s = nl / 2, ..., 1 (the same tree every run).
+  for (int s = nl / 2; s > 0; s >>= 1) {
+    __syncthreads();
+    if (ty < s) lanes[ty][tx] += lanes[ty + s][tx];
+  }
   if (ty == 0 && j < cols) {
-    float sum = lanes[0][0][tx], sum2 = lanes[1][0][tx];
-#pragma unroll
-    for (int q = 1; q < kPartialLanes; q++) {
-      sum += lanes[0][q][tx];
-      sum2 += lanes[1][q][tx];
-    }
-    out[j] = from_f32<TO>((accumulate ? to_f32(out[j]) : 0.f) + sum);
-    if (out2) out2[j] = from_f32<TO>((accumulate ? to_f32(out2[j]) : 0.f) + sum2);
+    TO* out = set == 0 ? sets.out[0] : set == 1 ? sets.out[1] : sets.out[2];
+    out[j] = from_f32<TO>((accumulate ? to_f32(out[j]) : 0.f) + lanes[0][tx]);
   }
 }
 
@@ -112,12 +132,17 @@ __device__ __forceinline__ void finish_column_sums(float (&lanes)[kSumLanes][kSu
   }
 }
 
-/** Launches sum_chunk_partials_kernel over `cols` columns on `stream`, as kernel `name`. */
+/** Launches sum_chunk_partials_kernel over `cols` columns for sets [0, count) on `stream`, as kernel `name`. */
 template <typename TO>
-void launch_sum_chunk_partials(const char* name, cudaStream_t stream, const float* partial, TO* out, const float* partial2, TO* out2, int chunks, int cols,
-                               bool accumulate) {
-  launch(name, sum_chunk_partials_kernel<TO>, ceil_div(static_cast<size_t>(cols), kPartialCols), dim3(kPartialCols, kPartialLanes), 0, stream, partial, out,
-         partial2, out2, chunks, cols, accumulate);
+void launch_sum_chunk_partials(const char* name, cudaStream_t stream, const PartialSets<TO>& sets, int count, int chunks, int cols, bool accumulate) {
+  launch(name, sum_chunk_partials_kernel<TO>, dim3(static_cast<unsigned>(ceil_div(static_cast<size_t>(cols), kPartialCols)), static_cast<unsigned>(count)),
+         dim3(kPartialCols, static_cast<unsigned>(partial_lanes(chunks))), 0, stream, sets, chunks, cols, accumulate);
+}
+
+/** The same for one set: out = (accumulate ? out : 0) + the column sums of `partial`'s chunk rows. */
+template <typename TO>
+void launch_sum_chunk_partials(const char* name, cudaStream_t stream, const float* partial, TO* out, int chunks, int cols, bool accumulate) {
+  launch_sum_chunk_partials<TO>(name, stream, PartialSets<TO>{{partial, nullptr, nullptr}, {out, nullptr, nullptr}}, 1, chunks, cols, accumulate);
 }
 
 }  // namespace

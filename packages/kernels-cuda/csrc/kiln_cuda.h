@@ -124,7 +124,7 @@ struct KernelCall {
   bool wgmma_attention;
   /** KILN_ATTENTION_WGMMA_ROWS (64, the default, or 128): query or key rows a block of the wgmma attention owns. */
   int wgmma_attention_rows;
-  /** KILN_ATTENTION_MMA_KEYS (64, the default, or 32): keys a loop tile of the mma.sync attention forward holds for heads up to 64. */
+  /** KILN_ATTENTION_MMA_KEYS (32 or 64; default_mma_attention_keys when unset): keys a loop tile of the mma.sync attention forward holds for heads up to 64. */
   int mma_attention_keys;
   /** Unless KILN_ATTENTION_DQ=recompute: the mma.sync backward's dK/dV pass stores dS and the dQ pass multiplies it by K (heads up to 64). */
   bool dq_from_stored_ds;
@@ -150,6 +150,13 @@ Launcher find_kernel(const std::string& name);
 std::vector<std::string> kernel_names();
 
 [[noreturn]] void throw_bad_dtype(const char* kernel, int dtype);
+
+/**
+ * The mma.sync attention forward's key tile at heads up to 64 when KILN_ATTENTION_MMA_KEYS
+ * is unset: 64 where an SM's shared memory holds two blocks of it, as on an A100 or H100;
+ * 32 otherwise (the consumer GPUs' 100 KiB, where tiles of 32 keep two blocks an SM).
+ */
+int default_mma_attention_keys(size_t shared_memory_per_sm);
 
 /** Calls f(T{}) with T the C++ storage type of a float dtype code. */
 template <typename F>

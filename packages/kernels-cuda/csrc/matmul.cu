@@ -42,8 +42,8 @@
 // chunk of rows each (a group is one column, or one 16-byte vector of columns when the
 // rows are whole vectors at an aligned address); with one chunk the
 // block writes out directly, otherwise it writes an f32 partial per (chunk, column)
-// to scratch and a second kernel (chunk_partials.h) adds the partials in a fixed order (8 contiguous
-// ranges of chunks, then the ranges in order: deterministic).
+// to scratch and a second kernel (chunk_partials.h) adds the partials in a fixed order (contiguous
+// ranges of at most 8 chunks, then the ranges by a fixed pairwise tree: deterministic).
 #include <type_traits>
 
 #include "blas/cublaslt_matmul.h"
@@ -305,8 +305,7 @@ void launch_sum_rows(const KernelCall& c) {
     if (vec) launch("sumRows", sum_rows_kernel<T, TO, kVec>, grid, block, 0, c.stream, x, out, partial, rows, cols, rows_per_chunk, accumulate);
     else launch("sumRows", sum_rows_kernel<T, TO, 1>, grid, block, 0, c.stream, x, out, partial, rows, cols, rows_per_chunk, accumulate);
     if (partial) {
-      launch_sum_chunk_partials<TO>("sumRows", c.stream, partial, out, static_cast<const float*>(nullptr), static_cast<TO*>(nullptr), static_cast<int>(chunks), cols,
-                                    accumulate);
+      launch_sum_chunk_partials<TO>("sumRows", c.stream, partial, out, static_cast<int>(chunks), cols, accumulate);
     }
   });
 }

@@ -32,8 +32,9 @@
 // walks chunk c's rows in order, each thread adding dOut xhat (and dOut) of its
 // columns into registers; the row slots of a block are then added in slot order
 // into one f32 partial row per chunk in scratch (partials for dWeight, then for
-// dBias, then for dX's column sums). A second kernel (chunk_partials.h) sums the partials of each column over chunks in a fixed
-// order (8 contiguous ranges of chunks, then the 8 range sums in order) and adds the
+// dBias, then for dX's column sums). A second kernel (chunk_partials.h), one launch for
+// all three, sums the partials of each column over chunks in a fixed order (contiguous
+// ranges of at most 8 chunks, then the range sums by a fixed pairwise tree) and adds the
 // result to dWeight / dBias (read-modify-write in their dtype: the inputs' dtype, or
 // f32 with 16-bit inputs, gradDtype).
 //
@@ -390,7 +391,8 @@ void run_backward(const char* name, const KernelCall& c, const void* dout, const
     const Layout l = layout_for(dim);
     const int64_t group_rows = warp_rows ? wr::kRowsPerBlock : l.rpb;
     const int64_t groups = (rows + group_rows - 1) / group_rows;
-    const int64_t by_bytes = static_cast<int64_t>(kMaxPartialBytes / (sizeof(float) * 2 * static_cast<size_t>(dim)));
+    const size_t partial_rows = 1 + (db ? 1 : 0) + (dxs ? 1 : 0);  // dWeight, dBias, dX's column sums
+    const int64_t by_bytes = static_cast<int64_t>(kMaxPartialBytes / (sizeof(float) * partial_rows * static_cast<size_t>(dim)));
     const int64_t max_chunks = warp_rows ? wr::kTargetChunks : kMaxChunks;
     int64_t target = groups < max_chunks ? groups : max_chunks;
     if (target > by_bytes) target = by_bytes;
@@ -398,7 +400,7 @@ void run_backward(const char* name, const KernelCall& c, const void* dout, const
     const int64_t rows_per_chunk = (groups + target - 1) / target * group_rows;
     const int chunks = static_cast<int>((rows + rows_per_chunk - 1) / rows_per_chunk);
     const size_t per = static_cast<size_t>(chunks) * static_cast<size_t>(dim);
-    float* pw = static_cast<float*>(c.scratch(sizeof(float) * per * (1 + (db ? 1 : 0) + (dxs ? 1 : 0))));
+    float* pw = static_cast<float*>(c.scratch(sizeof(float) * per * partial_rows));
     float* pb = db ? pw + per : nullptr;
     float* px = dxs ? pw + per * (db ? 2 : 1) : nullptr;
     auto pick = [&](auto bias) {
@@ -434,8 +436,12 @@ void run_backward(const char* name, const KernelCall& c, const void* dout, const
     } else {
       pick(std::false_type{});  // rmsNorm has no bias
     }
-    launch_sum_chunk_partials<G>(name, c.stream, pw, static_cast<G*>(dw), pb, static_cast<G*>(db), chunks, dim, true);
-    if (px) launch_sum_chunk_partials<G>(name, c.stream, px, static_cast<G*>(dxs), nullptr, static_cast<G*>(nullptr), chunks, dim, true);
+    // dWeight, then dBias and dX's column sums where asked for, in one launch.
+    PartialSets<G> sets{{pw, nullptr, nullptr}, {static_cast<G*>(dw), nullptr, nullptr}};
+    int count = 1;
+    if (pb) sets.partial[count] = pb, sets.out[count++] = static_cast<G*>(db);
+    if (px) sets.partial[count] = px, sets.out[count++] = static_cast<G*>(dxs);
+    launch_sum_chunk_partials<G>(name, c.stream, sets, count, chunks, dim, true);
   });
 }
 

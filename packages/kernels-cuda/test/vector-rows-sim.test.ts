@@ -9,6 +9,9 @@ import { describeCasesOnSchedules } from "./support/simulator.js";
 // short (100 rows: 13 chunks of 8; 2100 rows: 132 chunks of 16, two rows a warp).
 // sumRows with a vector of columns a thread (matmul.cu): one chunk written straight to
 // the output, several chunks through the partial rows, the last column tile partly empty.
+// The pass that adds the partial rows (chunk_partials.h) on 1 to 32 lanes of up to 8
+// chunks, lanes left empty, more than 8 chunks a lane, and one to three sets a launch.
+const hasColSums = (c: ConformanceCase) => (c.present ?? []).includes("dXColSums");
 const suite = conformanceCases();
 /** The suite's case for `kernel` of `shape` and `dtype` (its derive and present kept), with other arguments. */
 function like(kernel: string, shape: string, dtype: string, args: Record<string, unknown>, label: string, pick: (c: ConformanceCase) => boolean = () => true): ConformanceCase {
@@ -33,6 +36,10 @@ const cases: ConformanceCase[] = [
   like("sumRows", "large", "bf16", { rows: 50, cols: 776, accumulate: false }, "vectors: one chunk, 97 vectors a row", (c) => !f32Grads(c)),
   like("sumRows", "large", "f16", { rows: 700, cols: 136, accumulate: true }, "vectors: 11 chunks, f32 out", f32Grads),
   like("sumRows", "large", "f32", { rows: 257, cols: 520 }, "vectors: 5 chunks, 130 vectors a row"),
+  like("sumRows", "large", "f32", { rows: 19200, cols: 8, accumulate: true }, "vectors: 300 chunks, 10 a lane"),
+  like("layerNormBackward", "large", "bf16", { rows: 2048, dim: 64 }, "warp rows: 256 chunks on 32 lanes, dWeight, dBias and dX's column sums", (c) => hasColSums(c) && f32Grads(c)),
+  like("rmsNormBackward", "large", "f16", { rows: 1000, dim: 24 }, "warp rows: 125 chunks, dWeight and dX's column sums", hasColSums),
+  like("geluBackward", "large", "bf16", { n: 2600 * 16, cols: 16 }, "column sums: 41 chunks", hasColSums),
 ];
 
 describeCasesOnSchedules("row kernels on 16-byte vectors, cuda-sim", cases, (i) => (i % 3 === 0 ? 3 : 1));

@@ -36,8 +36,11 @@ Device::Device(int ordinal)
       wgmma_attention_(env_is("KILN_ATTENTION_PATH", "wgmma")),
       wgmma_attention_rows_(env_is("KILN_ATTENTION_WGMMA_ROWS", "128") ? 128 : 64),
       // The mma.sync attention's defaults, from an H100's gpt2-small step (2026-11-28): key
-      // tiles of 64 and dQ from the stored dS, each about 0.25 ms a step faster.
-      mma_attention_keys_(env_is("KILN_ATTENTION_MMA_KEYS", "32") ? 32 : 64),
+      // tiles of 64 where two blocks fit an SM and dQ from the stored dS, each about 0.25 ms
+      // a step faster there.
+      mma_attention_keys_(env_is("KILN_ATTENTION_MMA_KEYS", "32")   ? 32
+                          : env_is("KILN_ATTENTION_MMA_KEYS", "64") ? 64
+                                                                    : default_mma_attention_keys(props_.shared_memory_per_sm)),
       dq_from_stored_ds_(!env_is("KILN_ATTENTION_DQ", "recompute")) {
 #if !defined(KILN_CUDA_SIM)
   const bool sm90 = sm90a_built() && props_.major == 9 && props_.minor == 0;

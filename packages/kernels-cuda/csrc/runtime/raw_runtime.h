@@ -21,6 +21,7 @@ struct DeviceProperties {
   int minor = 0;
   int multiprocessors = 0;
   size_t shared_memory_per_block_optin = 0;
+  size_t shared_memory_per_sm = 0;
 };
 
 struct RuntimeStatus {

@@ -50,6 +50,7 @@ DeviceProperties raw_open_device(int ordinal) {
   p.minor = prop.minor;
   p.multiprocessors = prop.multiProcessorCount;
   p.shared_memory_per_block_optin = prop.sharedMemPerBlockOptin;
+  p.shared_memory_per_sm = prop.sharedMemPerMultiprocessor;
   check(cudaMemGetInfo(&p.free_bytes, &p.total_bytes), "reading device memory");
   return p;
 }

@@ -54,6 +54,7 @@ DeviceProperties raw_open_device(int ordinal) {
   p.multiprocessors = 1;
   const char* shared = std::getenv("KILN_SIM_SHARED_PER_BLOCK");
   p.shared_memory_per_block_optin = shared ? static_cast<size_t>(std::strtoull(shared, nullptr, 10)) : size_t{163} * 1024;
+  p.shared_memory_per_sm = p.shared_memory_per_block_optin + 1024;  // as on GPUs: 1 KiB a block reserved
   return p;
 }
 
