@@ -89,7 +89,8 @@ stage "summary: the gpt2-small bf16 steps above, by setting (median ms a step, M
     else if (line.startsWith("{") && line.includes("\"model\":\"gpt2-small")) {
       let r = {};
       try { r = JSON.parse(line); } catch {}
-      if (r.ms_per_step_median && r.mfu !== undefined) console.log(`${stage.padEnd(26)} ${r.model.padEnd(18)} ${r.ms_per_step_median.toFixed(2).padStart(7)} ms  MFU ${(100 * r.mfu).toFixed(1)}%`);
+      const perMicroBatch = r.accum > 1 ? `  (${(r.ms_per_step_median / r.accum).toFixed(2)} ms a micro-batch)` : "";
+      if (r.ms_per_step_median && r.mfu !== undefined) console.log(`${stage.padEnd(26)} ${r.model.padEnd(18)} ${r.ms_per_step_median.toFixed(2).padStart(7)} ms  MFU ${(100 * r.mfu).toFixed(1)}%${perMicroBatch}`);
     }
   }' "$out/bench.log"
 stage "kiln train --profile: gpt2-small bf16 (device timestamps)"
