@@ -208,7 +208,12 @@ describe("safetensors parser under malformed input", () => {
 
   it("large and deeply nested headers are handled within the time bound", () => {
     const deep = rawSafetensors(`{"a":${"[".repeat(1_000_000)}${"]".repeat(1_000_000)}}`);
-    expect(checkParse(deep)).toBeInstanceOf(CheckpointError);
+    const refused = checkParse(deep);
+    expect(refused).toBeInstanceOf(CheckpointError);
+    expect((refused as CheckpointError).message).toMatch(/nests objects or arrays deeper than 16 levels/);
+    // Brackets and escaped quotes inside names are not nesting.
+    const bracketed = [{ name: `${"[".repeat(40)}\\"{${"{".repeat(40)}`, dtype: "U8" as const, shape: [1], data: new Uint8Array([7]) }];
+    expect(checkParse(encodeSafetensors(bracketed))).not.toBeInstanceOf(CheckpointError);
 
     const count = 50_000;
     const many = Array.from({ length: count }, (_, i) => ({ name: `t${i}`, dtype: "U8" as const, shape: [1], data: new Uint8Array([i & 0xff]) }));

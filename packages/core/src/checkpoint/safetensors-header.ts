@@ -128,6 +128,29 @@ export function parseSafetensorsHeader(bytes: Uint8Array, source: SafetensorsSou
 
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
+/** Deeper than any safetensors header nests, far below what would make JSON.parse build millions of nested values. */
+const MAX_HEADER_DEPTH = 16;
+
+/** Whether JSON text nests objects and arrays deeper than `limit` (string contents skipped): a linear scan, before JSON.parse builds anything. */
+function nestsDeeperThan(text: string, limit: number): boolean {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 /* " */) {
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c /* \ */) i++;
+        else if (d === 0x22) break;
+      }
+    } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      if (++depth > limit) return true;
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
+      depth--;
+    }
+  }
+  return false;
+}
+
 function parseHeaderJson(header: Uint8Array, fileName: string): Record<string, unknown> {
   if (header[0] !== 0x7b /* { */) {
     throw new CheckpointError(
@@ -140,6 +163,12 @@ function parseHeaderJson(header: Uint8Array, fileName: string): Record<string, u
     text = utf8.decode(header);
   } catch {
     throw new CheckpointError("header is not valid UTF-8", { where: fileName, hint: NOT_SAFETENSORS });
+  }
+  if (nestsDeeperThan(text, MAX_HEADER_DEPTH)) {
+    throw new CheckpointError(
+      `header JSON nests objects or arrays deeper than ${MAX_HEADER_DEPTH} levels (a safetensors header nests 3: the entries, their fields, a shape)`,
+      { where: fileName, hint: NOT_SAFETENSORS },
+    );
   }
   let root: unknown;
   try {
