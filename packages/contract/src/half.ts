@@ -8,7 +8,16 @@
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
 const f64 = new Float64Array(1);
-const u64 = new BigUint64Array(f64.buffer);
+const f64Words = new Uint32Array(f64.buffer); // [low, high] on every little-endian host
+
+/** 2^k for k in [-1074, 1023] at POW2[k + 1074]: exact, and no Math.pow in the loops below. */
+const POW2 = Float64Array.from({ length: 2098 }, (_, i) => 2 ** (i - 1074));
+
+/** floor(log2(ax)) for a positive finite normal f64 from its exponent bits; -1023 for a subnormal. */
+function exponentOf(ax: number): number {
+  f64[0] = ax;
+  return ((f64Words[1] >>> 20) & 0x7ff) - 1023;
+}
 
 /** f32 bits -> bf16 bits, round to nearest even (what CUDA's __float2bfloat16_rn does). */
 export function f32BitsToBf16Bits(bits: number): number {
@@ -37,18 +46,13 @@ export function f64ToBf16(x: number): number {
   if (Number.isNaN(x)) return 0x7fc0;
   // Round the f64 mantissa directly to 8 significant bits.
   f64[0] = x;
-  const bits = u64[0];
-  const sign = Number(bits >> 63n) << 15;
+  const sign = (f64Words[1] >>> 31) << 15;
   const ax = Math.abs(x);
   if (ax === 0) return sign;
   if (ax === Infinity) return sign | 0x7f80;
   // bf16 has f32's exponent range; subnormals below 2^-126 have step 2^-133.
-  const exp = Math.max(Math.floor(Math.log2(ax)), -126);
-  let e = exp;
-  if (2 ** e > ax) e -= 1; // guard log2 rounding
-  if (2 ** (e + 1) <= ax) e += 1;
-  e = Math.max(e, -126);
-  const step = 2 ** (e - 7);
+  const e = Math.max(exponentOf(ax), -126);
+  const step = POW2[e - 7 + 1074];
   const q = roundHalfEven(ax / step) * step;
   return sign | f32ToBf16(q); // q is exactly representable in bf16 (or overflows to inf)
 }
@@ -83,8 +87,16 @@ export function f32ToF16(x: number): number {
   return f32BitsToF16Bits(u32[0]);
 }
 
+/** Every f16 value by its bits (exact in f32), filled on first use. */
+let f16Values: Float32Array | undefined;
+
 /** f16 bits -> number. Exact. */
 export function f16ToF32(h: number): number {
+  if (!f16Values) f16Values = Float32Array.from({ length: 65536 }, (_, bits) => f16BitsToNumber(bits));
+  return f16Values[h & 0xffff];
+}
+
+function f16BitsToNumber(h: number): number {
   const sign = h & 0x8000 ? -1 : 1;
   const exp = (h >>> 10) & 0x1f;
   const mant = h & 0x3ff;
@@ -100,11 +112,8 @@ export function f64ToF16(x: number): number {
   const ax = Math.abs(x);
   if (ax === 0) return sign;
   if (ax >= 65520) return sign | 0x7c00; // 65504 + half ulp rounds to inf
-  let e = Math.floor(Math.log2(ax));
-  if (2 ** e > ax) e -= 1;
-  if (2 ** (e + 1) <= ax) e += 1;
-  e = Math.max(e, -14);
-  const step = 2 ** (e - 10);
+  const e = Math.max(exponentOf(ax), -14);
+  const step = POW2[e - 10 + 1074];
   const q = roundHalfEven(ax / step) * step; // exactly representable in f16
   return sign | f32ToF16(q);
 }

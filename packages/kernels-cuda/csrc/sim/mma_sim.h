@@ -54,17 +54,29 @@ inline void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (
   mine[5] = b[1];
   warp_collective("mma.sync", file, line);
   const unsigned lane = lane_id(), g = lane / 4, q = lane % 4;
+  // This lane's rows g, g + 8 of A and columns 2q, 2q + 1 of B, all 16 k, gathered once.
+  // A(row, kk): lane 4 (row % 8) + (kk % 8) / 2, register (row >= 8) + 2 (kk >= 8), half kk % 2.
+  // B(kk, col): lane 4 col + (kk % 8) / 2, register 4 + (kk >= 8), half kk % 2.
+  float a_rows[2][16], b_cols[2][16];
+  for (unsigned j = 0; j < 4; j++) {
+    const uint32_t* ra = mma_detail::lane_regs(4 * g + j);
+    const uint32_t* rb0 = mma_detail::lane_regs(4 * (2 * q) + j);
+    const uint32_t* rb1 = mma_detail::lane_regs(4 * (2 * q + 1) + j);
+    for (unsigned hi = 0; hi < 2; hi++) {    // kk >= 8
+      for (unsigned half = 0; half < 2; half++) {
+        const unsigned kk = 8 * hi + 2 * j + half;
+        for (unsigned r = 0; r < 2; r++) a_rows[r][kk] = mma_detail::element(ra[r + 2 * hi], half, static_cast<T*>(nullptr));
+        b_cols[0][kk] = mma_detail::element(rb0[4 + hi], half, static_cast<T*>(nullptr));
+        b_cols[1][kk] = mma_detail::element(rb1[4 + hi], half, static_cast<T*>(nullptr));
+      }
+    }
+  }
   float out[4];
   for (int e = 0; e < 4; e++) {
-    const unsigned row = g + (e >= 2 ? 8 : 0), col = 2 * q + (e & 1);
+    const float* ar = a_rows[e >= 2 ? 1 : 0];
+    const float* bc = b_cols[e & 1];
     float acc = d[e];
-    for (unsigned kk = 0; kk < 16; kk++) {
-      // A(row, kk): lane 4 (row % 8) + (kk % 8) / 2, register (row >= 8) + 2 (kk >= 8), half kk % 2.
-      const uint32_t ra = mma_detail::lane_regs(4 * (row % 8) + (kk % 8) / 2)[(row >= 8 ? 1 : 0) + (kk >= 8 ? 2 : 0)];
-      // B(kk, col): lane 4 col + (kk % 8) / 2, register 4 + (kk >= 8), half kk % 2.
-      const uint32_t rb = mma_detail::lane_regs(4 * col + (kk % 8) / 2)[4 + (kk >= 8 ? 1 : 0)];
-      acc += mma_detail::element(ra, kk % 2, static_cast<T*>(nullptr)) * mma_detail::element(rb, kk % 2, static_cast<T*>(nullptr));
-    }
+    for (unsigned kk = 0; kk < 16; kk++) acc += ar[kk] * bc[kk];
     out[e] = acc;
   }
   sync_warp(file, line);

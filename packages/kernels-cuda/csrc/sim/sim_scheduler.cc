@@ -142,7 +142,7 @@ bool release_barriers() {
     if (t.state != State::AtBlockBarrier) return false;
     if (!first) {
       first = &t;
-    } else if (t.line != first->line || std::strcmp(t.file, first->file) != 0) {
+    } else if (t.line != first->line || (t.file != first->file && std::strcmp(t.file, first->file) != 0)) {
       char msg[1024];
       std::snprintf(msg, sizeof msg, "divergent __syncthreads: thread %u waits at %s:%d, thread %u at %s:%d", static_cast<unsigned>(first - g_run.threads.data()),
                     first->file, first->line, i, t.file, t.line);
@@ -287,8 +287,11 @@ void warp_collective(const char* what, const char* file, int line) {
   sync_warp(file, line);
   // Released: every live lane of the warp waits at a warp exchange. All 32 lanes must
   // be live and at this one (a lane past it waits at its exit, the same file:line).
+  // Each lane checks the next one (lane 31 lane 0): a lane here whose successor is
+  // not reports it, so when none reports, the whole warp is here.
   const unsigned base = thread_index() - lane_id();
-  for (unsigned l = 0; l < 32; l++) {
+  {
+    const unsigned l = (lane_id() + 1) % 32;
     char msg[1024];
     if (base + l >= g_run.count || g_run.threads[base + l].state == State::Done) {
       std::snprintf(msg, sizeof msg, "%s at %s:%d needs all 32 lanes of the warp: lane %u of warp %u is %s", what, file, line, l, base / 32,
@@ -296,7 +299,7 @@ void warp_collective(const char* what, const char* file, int line) {
       fail(msg);
     }
     const SimThread& t = g_run.threads[base + l];
-    if (t.line != line || std::strcmp(t.file, file) != 0) {
+    if (t.line != line || (t.file != file && std::strcmp(t.file, file) != 0)) {
       std::snprintf(msg, sizeof msg, "divergent %s: lane %u of warp %u is at %s:%d, lane %u at %s:%d", what, lane_id(), base / 32, file, line, l, t.file, t.line);
       fail(msg);
     }
@@ -366,14 +369,16 @@ void warpgroup_collective(const char* what, size_t uniform_bytes, const char* fi
   warpgroup_barrier(file, line);
   const unsigned me = thread_index(), base = me - me % 128;
   char msg[1024];
-  for (unsigned i = base; i < base + 128; i++) {
+  // Each thread checks the next one of its warpgroup (the last the first): together all 128.
+  {
+    const unsigned i = base + (me - base + 1) % 128;
     if (i >= g_run.count || g_run.threads[i].state == State::Done) {
       std::snprintf(msg, sizeof msg, "%s at %s:%d needs all 128 threads of the warpgroup: thread %u of warpgroup %u is %s", what, file, line, i, base / 128,
                     i >= g_run.count ? "not in the block" : "finished");
       fail(msg);
     }
     const SimThread& t = g_run.threads[i];
-    if (t.line != line || std::strcmp(t.file, file) != 0) {
+    if (t.line != line || (t.file != file && std::strcmp(t.file, file) != 0)) {
       std::snprintf(msg, sizeof msg, "divergent %s: thread %u of warpgroup %u is at %s:%d, thread %u at %s:%d", what, me, base / 128, file, line, i, t.file, t.line);
       fail(msg);
     }
