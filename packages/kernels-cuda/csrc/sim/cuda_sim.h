@@ -71,6 +71,8 @@ void sync_warp(const char* file, int line);
 /** This thread's 8-byte exchange slot and the slot of `lane` in the same warp. */
 uint64_t* warp_slot();
 uint64_t* warp_slot_of_lane(unsigned lane);
+/** Shuffles use each thread's two slots in turn (every live lane of a warp takes part in each). */
+void next_warp_slot();
 unsigned lane_id();
 /** Bit i set when lane i of the current warp is a live thread. */
 unsigned live_lane_mask();
@@ -83,7 +85,9 @@ inline T warp_exchange(T value, unsigned src_lane, const char* file, int line) {
   *warp_slot() = bits;
   sync_warp(file, line);
   uint64_t got = *warp_slot_of_lane(src_lane);
-  sync_warp(file, line);
+  // One wait, not two: the next shuffle writes the thread's other slot, and this one is
+  // written again only two shuffles on, past a wait no lane passes before all have read here.
+  next_warp_slot();
   T out;
   std::memcpy(&out, &got, sizeof(T));
   return out;

@@ -45,7 +45,8 @@ struct SimThread {
   const char* file = nullptr;
   int line = 0;
   uint3 idx{};
-  uint64_t slot = 0;
+  uint64_t slot[2] = {0, 0};  // shuffles' exchange slots, used in turn (slot_turn)
+  unsigned slot_turn = 0;
   alignas(16) unsigned char wide[kWideSlotBytes];  // warp-collective matrix operations
   std::vector<AsyncCopy> open_copies;               // cp.async issued since the last commit
   std::deque<std::vector<AsyncCopy>> groups;        // committed, not yet retired, oldest first
@@ -175,6 +176,7 @@ void run_block(unsigned threads) {
   for (unsigned i = 0; i < threads; i++) {
     SimThread& t = g_run.threads[i];
     t.state = State::Runnable;
+    t.slot_turn = 0;
     t.idx = uint3{i % g_block_dim.x, (i / g_block_dim.x) % g_block_dim.y, i / (g_block_dim.x * g_block_dim.y)};
     // Copies a thread left outstanding when it exited never land (nothing could read them).
     t.open_copies.clear();
@@ -252,11 +254,12 @@ void sync_block(const char* file, int line) { yield_as(State::AtBlockBarrier, fi
 void sync_warp(const char* file, int line) { yield_as(State::AtWarpBarrier, file, line); }
 
 unsigned lane_id() { return thread_index() % 32; }
-uint64_t* warp_slot() { return &g_run.current->slot; }
+uint64_t* warp_slot() { return &g_run.current->slot[g_run.current->slot_turn]; }
 uint64_t* warp_slot_of_lane(unsigned lane) {
   unsigned i = thread_index() - lane_id() + lane;
-  return i < g_run.count ? &g_run.threads[i].slot : warp_slot();
+  return i < g_run.count ? &g_run.threads[i].slot[g_run.current->slot_turn] : warp_slot();
 }
+void next_warp_slot() { g_run.current->slot_turn ^= 1; }
 
 unsigned live_lane_mask() {
   unsigned base = thread_index() - lane_id(), mask = 0;
@@ -271,7 +274,7 @@ unsigned ballot(bool pred, const char* file, int line) {
   unsigned base = thread_index() - lane_id(), mask = 0;
   for (unsigned l = 0; l < 32 && base + l < g_run.count; l++) {
     const SimThread& t = g_run.threads[base + l];
-    if (t.state != State::Done && t.slot) mask |= 1u << l;
+    if (t.state != State::Done && t.slot[t.slot_turn]) mask |= 1u << l;
   }
   sync_warp(file, line);
   return mask;
