@@ -274,7 +274,7 @@ unsigned ballot(bool pred, const char* file, int line) {
   unsigned base = thread_index() - lane_id(), mask = 0;
   for (unsigned l = 0; l < 32 && base + l < g_run.count; l++) {
     const SimThread& t = g_run.threads[base + l];
-    if (t.state != State::Done && t.slot[t.slot_turn]) mask |= 1u << l;
+    if (t.state != State::Done && t.slot[g_run.current->slot_turn]) mask |= 1u << l;
   }
   sync_warp(file, line);
   return mask;
@@ -292,20 +292,17 @@ void warp_collective(const char* what, const char* file, int line) {
   // be live and at this one (a lane past it waits at its exit, the same file:line).
   // Each lane checks the next one (lane 31 lane 0): a lane here whose successor is
   // not reports it, so when none reports, the whole warp is here.
-  const unsigned base = thread_index() - lane_id();
-  {
-    const unsigned l = (lane_id() + 1) % 32;
-    char msg[1024];
-    if (base + l >= g_run.count || g_run.threads[base + l].state == State::Done) {
-      std::snprintf(msg, sizeof msg, "%s at %s:%d needs all 32 lanes of the warp: lane %u of warp %u is %s", what, file, line, l, base / 32,
-                    base + l >= g_run.count ? "not in the block" : "finished");
-      fail(msg);
-    }
-    const SimThread& t = g_run.threads[base + l];
-    if (t.line != line || (t.file != file && std::strcmp(t.file, file) != 0)) {
-      std::snprintf(msg, sizeof msg, "divergent %s: lane %u of warp %u is at %s:%d, lane %u at %s:%d", what, lane_id(), base / 32, file, line, l, t.file, t.line);
-      fail(msg);
-    }
+  const unsigned base = thread_index() - lane_id(), l = (lane_id() + 1) % 32;
+  char msg[1024];
+  if (base + l >= g_run.count || g_run.threads[base + l].state == State::Done) {
+    std::snprintf(msg, sizeof msg, "%s at %s:%d needs all 32 lanes of the warp: lane %u of warp %u is %s", what, file, line, l, base / 32,
+                  base + l >= g_run.count ? "not in the block" : "finished");
+    fail(msg);
+  }
+  const SimThread& t = g_run.threads[base + l];
+  if (t.line != line || (t.file != file && std::strcmp(t.file, file) != 0)) {
+    std::snprintf(msg, sizeof msg, "divergent %s: lane %u of warp %u is at %s:%d, lane %u at %s:%d", what, lane_id(), base / 32, file, line, l, t.file, t.line);
+    fail(msg);
   }
 }
 
@@ -373,23 +370,21 @@ void warpgroup_collective(const char* what, size_t uniform_bytes, const char* fi
   const unsigned me = thread_index(), base = me - me % 128;
   char msg[1024];
   // Each thread checks the next one of its warpgroup (the last the first): together all 128.
-  {
-    const unsigned i = base + (me - base + 1) % 128;
-    if (i >= g_run.count || g_run.threads[i].state == State::Done) {
-      std::snprintf(msg, sizeof msg, "%s at %s:%d needs all 128 threads of the warpgroup: thread %u of warpgroup %u is %s", what, file, line, i, base / 128,
-                    i >= g_run.count ? "not in the block" : "finished");
-      fail(msg);
-    }
-    const SimThread& t = g_run.threads[i];
-    if (t.line != line || (t.file != file && std::strcmp(t.file, file) != 0)) {
-      std::snprintf(msg, sizeof msg, "divergent %s: thread %u of warpgroup %u is at %s:%d, thread %u at %s:%d", what, me, base / 128, file, line, i, t.file, t.line);
-      fail(msg);
-    }
-    if (std::memcmp(t.wide, g_run.current->wide, uniform_bytes) != 0) {
-      std::snprintf(msg, sizeof msg, "%s at %s:%d: threads %u and %u of warpgroup %u give different operands that must be the same across the warpgroup", what, file,
-                    line, me, i, base / 128);
-      fail(msg);
-    }
+  const unsigned i = base + (me - base + 1) % 128;
+  if (i >= g_run.count || g_run.threads[i].state == State::Done) {
+    std::snprintf(msg, sizeof msg, "%s at %s:%d needs all 128 threads of the warpgroup: thread %u of warpgroup %u is %s", what, file, line, i, base / 128,
+                  i >= g_run.count ? "not in the block" : "finished");
+    fail(msg);
+  }
+  const SimThread& t = g_run.threads[i];
+  if (t.line != line || (t.file != file && std::strcmp(t.file, file) != 0)) {
+    std::snprintf(msg, sizeof msg, "divergent %s: thread %u of warpgroup %u is at %s:%d, thread %u at %s:%d", what, me, base / 128, file, line, i, t.file, t.line);
+    fail(msg);
+  }
+  if (std::memcmp(t.wide, g_run.current->wide, uniform_bytes) != 0) {
+    std::snprintf(msg, sizeof msg, "%s at %s:%d: threads %u and %u of warpgroup %u give different operands that must be the same across the warpgroup", what, file,
+                  line, me, i, base / 128);
+    fail(msg);
   }
 }
 
