@@ -147,8 +147,9 @@ function buildSim(asan) {
   const defines = { KILN_SIM: "ON", KILN_CUDA_INCLUDE: include, CMAKE_CXX_COMPILER: cxx, CMAKE_BUILD_TYPE: asan ? "Debug" : "Release" };
   if (asan) defines.KILN_SIM_ASAN = "ON";
   defines.KILN_SIM_FMA = hostHasFma() ? "ON" : "OFF";
-  // Always given (empty: every file), so a folder once built for some files builds all again.
-  defines.KILN_KERNEL_FILES = process.env.KILN_KERNEL_FILES ?? "";
+  // Always given (OFF, false to CMake: every file; cmake-js drops an empty define), so a
+  // folder once built for some files builds all again.
+  defines.KILN_KERNEL_FILES = process.env.KILN_KERNEL_FILES || "OFF";
   const r = cmake(dir, defines);
   fs.writeFileSync(path.resolve(root, dir, "build.log"), r.log);
   if (!r.ok) {
