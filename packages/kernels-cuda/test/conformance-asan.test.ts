@@ -4,11 +4,12 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { PACKAGE_ROOT, simToolchain } from "./support/sim-toolchain.js";
 
-// The conformance run with every kernel path (test/conformance-sim.test.ts: blocks
-// and threads in order) on the simulator built with AddressSanitizer: any
-// out-of-bounds access, use-after-free or misuse of shared memory in a kernel stops
-// the run with a report. The reversed schedule is left to the plain simulator: it
-// changes the order of a kernel's accesses, not their addresses. Slow (minutes).
+// The conformance run with every kernel path (test/conformance-sim.test.ts) on the
+// simulator built with AddressSanitizer: any out-of-bounds access, use-after-free or
+// misuse of shared memory in a kernel stops the run with a report. It runs the blocks
+// and threads in reverse order with warps in turn (KILN_TEST_SIM_REVERSED=1), the
+// plain simulator runs them in order: both orders, each pass once. The order changes
+// when a kernel touches an address, not which addresses it touches. Slow (minutes).
 const tc = simToolchain();
 const skip = "missing" in tc ? tc.missing : undefined;
 
@@ -26,6 +27,7 @@ describe.skipIf(skip)(`conformance under AddressSanitizer${skip ? ` (skipped: ${
       // and a small quarantine so a conformance run stays within memory.
       ASAN_OPTIONS: "detect_leaks=0:detect_stack_use_after_return=0:quarantine_size_mb=16:halt_on_error=1",
       KILN_TEST_RESULTS: undefined,
+      KILN_TEST_SIM_REVERSED: "1",
     };
     const vitest = path.join(path.dirname(createRequire(import.meta.url).resolve("vitest/package.json")), "vitest.mjs");
     const r = spawnSync(process.execPath, [vitest, "run", "test/conformance-sim.test.ts"], { cwd: PACKAGE_ROOT, encoding: "utf8", env, maxBuffer: 64 * 2 ** 20 });

@@ -4,8 +4,13 @@ import { createCudaSimBackend } from "../src/index.js";
 import { H100_SHARED_PER_BLOCK, simulatorSkipReason } from "./support/simulator.js";
 
 // Every kernel x dtype x shape class of the contract, run by the CUDA sources
-// compiled for the host, against the reference oracle, blocks and threads in order
-// (conformance-sim-reversed.test.ts runs them in reverse). bf16/f16
+// compiled for the host, against the reference oracle, blocks and threads in order.
+// With KILN_TEST_SIM_REVERSED=1 (conformance-asan.test.ts runs this file so, on the
+// simulator built with AddressSanitizer) every pass runs the grid's blocks and each
+// block's threads in reverse order, with warps let past warp exchanges one at a time,
+// each running ahead alone to the next __syncthreads: a kernel whose result depends on
+// the order of blocks or threads fails one of the two runs, and a barrier missing
+// between warps that share shared memory shows. bf16/f16
 // matmuls (the pipelined mma kernel, or WMMA where an operand's layout rules out
 // 16-byte copies), grouped matmuls and attention take the tensor-core kernels by
 // default, as on a GPU; a second pass runs them on the CUDA-core kernels (KILN_MATMUL_PATH=simt,
@@ -19,6 +24,9 @@ import { H100_SHARED_PER_BLOCK, simulatorSkipReason } from "./support/simulator.
 // forward on a simulator with an H100's shared memory a block (KILN_SIM_SHARED_PER_BLOCK):
 // GPT-2's padded bf16 rows then take the kernel's shared-memory copy, as on an H100.
 type Case = { kernel: string; dtype: string };
+const reversed = process.env.KILN_TEST_SIM_REVERSED === "1";
+const schedule = reversed ? { reverseBlocks: true, reverseThreads: true, warpsInTurn: true } : {};
+const scheduleName = reversed ? ", blocks and threads reversed, warps in turn" : "";
 const sixteenBit = (kernels: string[]) => (c: Case) => kernels.includes(c.kernel) && c.dtype !== "f32";
 
 /** The suite's cases that `filter` keeps, on a simulator opened with `env` set (the addon reads it at open). */
@@ -30,7 +38,7 @@ function conformanceWith(env: Record<string, string>, name: string, filter: (c: 
     afterAll(() => {
       for (const k of Object.keys(env)) delete process.env[k];
     });
-    runConformance(() => createCudaSimBackend(), { name, filter });
+    runConformance(() => createCudaSimBackend(schedule), { name: `${name}${scheduleName}`, filter });
   });
 }
 
@@ -38,7 +46,7 @@ const skip = simulatorSkipReason();
 if (skip) {
   it.skip(`cuda-sim conformance: ${skip}`, () => {});
 } else {
-  runConformance(() => createCudaSimBackend(), { name: "cuda-sim" });
+  runConformance(() => createCudaSimBackend(schedule), { name: `cuda-sim${scheduleName}` });
   const matmuls = ["matmul", "groupedMatmul", "groupedMatmulWeightGrad"], attention = ["attentionForward", "attentionBackward"];
   conformanceWith({ KILN_MATMUL_PATH: "simt", KILN_ATTENTION_PATH: "simt" }, "cuda-sim, CUDA-core matmul and attention", sixteenBit([...matmuls, ...attention]));
   conformanceWith({ KILN_MATMUL_PATH: "wmma" }, "cuda-sim, WMMA matmul", sixteenBit(["matmul"]));

@@ -131,8 +131,22 @@ const unsigned char* warp_wide_slot_of_lane(unsigned lane);
  * sync_warp(file, line) once the other lanes' slots are read.
  */
 void warp_collective(const char* what, const char* file, int line);
+/** The current block's shared memory: the static section and the dynamic buffer. */
+struct SharedBounds {
+  const unsigned char *static_begin, *static_end, *dynamic_begin, *dynamic_end;
+};
+extern SharedBounds g_shared_bounds;
+inline bool is_shared(const void* p, size_t bytes) {
+  const auto* c = static_cast<const unsigned char*>(p);
+  const SharedBounds& b = g_shared_bounds;
+  return (c >= b.static_begin && c + bytes <= b.static_end) || (c >= b.dynamic_begin && c + bytes <= b.dynamic_end);
+}
+/** Reports a misaligned or (when `shared`) non-shared address of a checked access, then aborts. */
+[[noreturn]] void access_fault(const char* what, const void* p, size_t align, bool shared, const char* file, int line);
 /** Aborts unless p is `align`-byte aligned and, when `shared`, inside the block's shared memory. */
-void check_access(const char* what, const void* p, size_t align, bool shared, const char* file, int line);
+inline void check_access(const char* what, const void* p, size_t align, bool shared, const char* file, int line) {
+  if (reinterpret_cast<uintptr_t>(p) % align != 0 || (shared && !is_shared(p, align))) access_fault(what, p, align, shared, file, line);
+}
 /**
  * cp.async of 16 bytes: reads src_bytes (<= 16) from src now, zero for the rest, and
  * poisons dst (0xFF); the bytes land in dst only at the cp_async_wait that retires
@@ -142,7 +156,12 @@ void check_access(const char* what, const void* p, size_t align, bool shared, co
  * when another thread reads them before (ldmatrix checks every row it reads).
  */
 void cp_async(void* dst, const void* src, unsigned src_bytes, const char* file, int line);
-void check_landed_visible(const char* what, const void* p, const char* file, int line);
+/** Whether any cp.async landed since the block's last __syncthreads (else nothing to check). */
+extern bool g_any_landed;
+void check_landed_owner(const char* what, const void* p, const char* file, int line);
+inline void check_landed_visible(const char* what, const void* p, const char* file, int line) {
+  if (g_any_landed) check_landed_owner(what, p, file, line);
+}
 /** cp.async.commit_group: this thread's copies issued since the last commit form a group. */
 void cp_async_commit();
 /** cp.async.wait_group: lands this thread's oldest groups until at most `pending` remain. */

@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <unordered_map>
 #include <vector>
 
 #include "cuda_sim.h"
@@ -28,6 +27,8 @@ thread_local uint3 g_thread_idx;
 thread_local uint3 g_block_idx;
 thread_local dim3 g_block_dim;
 thread_local dim3 g_grid_dim;
+SharedBounds g_shared_bounds{};
+bool g_any_landed = false;
 
 namespace {
 
@@ -62,13 +63,47 @@ struct BlockRun {
   Fiber scheduler;
   const std::function<void()>* body = nullptr;
   std::vector<unsigned char> dynamic_smem;
-  // 16-byte shared granules a cp.async landed in at its thread's wait_group, with that
-  // thread: only it may read them until the next __syncthreads (checked by ldmatrix).
-  std::unordered_map<const unsigned char*, unsigned> landed_private;
+  // For each 16-byte shared granule (the static section's, then the dynamic buffer's),
+  // 1 + the thread whose cp.async landed in it at that thread's wait_group, 0 for none:
+  // only that thread may read it until the next __syncthreads (checked by ldmatrix and
+  // wgmma). `landed` lists the entries set since they were last cleared.
+  std::vector<uint32_t> landed_owner;
+  std::vector<size_t> landed;
 };
 
 BlockRun g_run;
 SimOptions g_options;
+
+// landed_owner's layout for the current launch: the static section's granules from
+// its 16-aligned start, then the dynamic buffer's.
+const unsigned char* g_landed_static_base = nullptr;
+const unsigned char* g_landed_dynamic_base = nullptr;
+size_t g_landed_static_granules = 0;
+
+/** Sizes landed_owner for this launch's shared memory (entries of earlier launches were cleared at their blocks' ends). */
+void layout_landed() {
+  const auto align_down = [](const void* p) { return reinterpret_cast<const unsigned char*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{15}); };
+  g_landed_static_base = align_down(__start_kiln_sim_shared);
+  g_landed_static_granules = static_cast<size_t>(reinterpret_cast<const unsigned char*>(__stop_kiln_sim_shared) - g_landed_static_base + 15) / 16;
+  g_landed_dynamic_base = align_down(g_run.dynamic_smem.data());
+  const size_t dynamic_granules = static_cast<size_t>(g_run.dynamic_smem.data() + g_run.dynamic_smem.size() - g_landed_dynamic_base + 15) / 16;
+  if (g_run.landed_owner.size() < g_landed_static_granules + dynamic_granules) g_run.landed_owner.resize(g_landed_static_granules + dynamic_granules, 0);
+}
+
+/** The landed_owner entry of the granule holding p, or nullptr when p is not in shared memory. */
+uint32_t* landed_entry(const void* p) {
+  const auto* c = static_cast<const unsigned char*>(p);
+  const SharedBounds& b = g_shared_bounds;
+  if (c >= b.static_begin && c < b.static_end) return &g_run.landed_owner[static_cast<size_t>(c - g_landed_static_base) / 16];
+  if (c >= b.dynamic_begin && c < b.dynamic_end) return &g_run.landed_owner[g_landed_static_granules + static_cast<size_t>(c - g_landed_dynamic_base) / 16];
+  return nullptr;
+}
+
+void clear_landed() {
+  for (size_t i : g_run.landed) g_run.landed_owner[i] = 0;
+  g_run.landed.clear();
+  g_any_landed = false;
+}
 
 /** Issued operations since the last commit become the newest group. */
 template <typename Op>
@@ -153,7 +188,7 @@ bool release_barriers() {
   if (!first) return false;
   for (unsigned i = 0; i < n; i++)
     if (g_run.threads[i].state == State::AtBlockBarrier) g_run.threads[i].state = State::Runnable;
-  g_run.landed_private.clear();  // the barrier makes every landed copy visible to the block
+  clear_landed();  // the barrier makes every landed copy visible to the block
   return true;
 }
 
@@ -172,7 +207,7 @@ void report_deadlock() {
 void run_block(unsigned threads) {
   std::memset(__start_kiln_sim_shared, 0xFF, static_cast<size_t>(__stop_kiln_sim_shared - __start_kiln_sim_shared));
   std::memset(g_run.dynamic_smem.data(), 0xFF, g_run.dynamic_smem.size());
-  g_run.landed_private.clear();
+  clear_landed();
   for (unsigned i = 0; i < threads; i++) {
     SimThread& t = g_run.threads[i];
     t.state = State::Runnable;
@@ -236,6 +271,9 @@ void launch(dim3 grid, dim3 block, size_t dynamic_smem_bytes, const std::functio
   g_run.count = threads;
   g_run.body = &body;
   g_run.dynamic_smem.assign(dynamic_smem_bytes, 0xFF);
+  g_shared_bounds = SharedBounds{reinterpret_cast<const unsigned char*>(__start_kiln_sim_shared), reinterpret_cast<const unsigned char*>(__stop_kiln_sim_shared),
+                                 g_run.dynamic_smem.data(), g_run.dynamic_smem.data() + g_run.dynamic_smem.size()};
+  layout_landed();
   g_grid_dim = grid;
   g_block_dim = block;
   const size_t blocks = static_cast<size_t>(grid.x) * grid.y * grid.z;
@@ -306,25 +344,15 @@ void warp_collective(const char* what, const char* file, int line) {
   }
 }
 
-bool is_shared(const void* p, size_t bytes) {
-  auto* c = static_cast<const unsigned char*>(p);
-  const auto* s0 = reinterpret_cast<const unsigned char*>(__start_kiln_sim_shared);
-  const auto* s1 = reinterpret_cast<const unsigned char*>(__stop_kiln_sim_shared);
-  const unsigned char* d0 = g_run.dynamic_smem.data();
-  const unsigned char* d1 = d0 + g_run.dynamic_smem.size();
-  return (c >= s0 && c + bytes <= s1) || (c >= d0 && c + bytes <= d1);
-}
-
-void check_access(const char* what, const void* p, size_t align, bool shared, const char* file, int line) {
+void access_fault(const char* what, const void* p, size_t align, bool shared, const char* file, int line) {
   char msg[1024];
-  if (reinterpret_cast<uintptr_t>(p) % align != 0) {
+  if (reinterpret_cast<uintptr_t>(p) % align != 0)
     std::snprintf(msg, sizeof msg, "%s at %s:%d: address %p is not %zu-byte aligned (thread %u)", what, file, line, p, align, thread_index());
-    fail(msg);
-  }
-  if (shared && !is_shared(p, align)) {
+  else if (shared && !is_shared(p, align))
     std::snprintf(msg, sizeof msg, "%s at %s:%d: address %p is not in the block's shared memory (thread %u)", what, file, line, p, thread_index());
-    fail(msg);
-  }
+  else
+    std::snprintf(msg, sizeof msg, "%s at %s:%d: address %p reported as a bad access (thread %u)", what, file, line, p, thread_index());
+  fail(msg);
 }
 
 void cp_async(void* dst, const void* src, unsigned src_bytes, const char* file, int line) {
@@ -335,7 +363,7 @@ void cp_async(void* dst, const void* src, unsigned src_bytes, const char* file, 
   std::memcpy(c.data, src, src_bytes);
   // Until the wait that retires it, the destination holds nothing a thread may read.
   std::memset(dst, 0xFF, 16);
-  g_run.landed_private.erase(c.dst);
+  *landed_entry(c.dst) = 0;
   g_run.current->open_copies.push_back(c);
 }
 
@@ -345,21 +373,22 @@ void cp_async_wait(unsigned pending) {
   SimThread* t = g_run.current;
   retire_groups(t->groups, pending, [t](const AsyncCopy& c) {
     std::memcpy(c.dst, c.data, 16);
-    g_run.landed_private[c.dst] = thread_index();
+    uint32_t* owner = landed_entry(c.dst);
+    *owner = thread_index() + 1;
+    g_run.landed.push_back(static_cast<size_t>(owner - g_run.landed_owner.data()));
+    g_any_landed = true;
     t->unfenced = true;
   });
 }
 
-void check_landed_visible(const char* what, const void* p, const char* file, int line) {
-  if (g_run.landed_private.empty()) return;
-  const auto* granule = reinterpret_cast<const unsigned char*>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t{15});
-  const auto it = g_run.landed_private.find(granule);
-  if (it == g_run.landed_private.end() || it->second == thread_index()) return;
+void check_landed_owner(const char* what, const void* p, const char* file, int line) {
+  const uint32_t* owner = landed_entry(p);
+  if (!owner || *owner == 0 || *owner - 1 == thread_index()) return;
   char msg[1024];
   std::snprintf(msg, sizeof msg,
                 "%s at %s:%d: thread %u reads shared bytes at %p that thread %u's cp.async landed at its cp.async.wait_group, with no __syncthreads since "
                 "(the wait makes them visible to that thread only)",
-                what, file, line, thread_index(), p, it->second);
+                what, file, line, thread_index(), p, *owner - 1);
   fail(msg);
 }
 

@@ -50,14 +50,18 @@ inline SharedMatrix decode(uint64_t desc, const WgmmaOp& op) {
   return SharedMatrix{base + ((desc & 0x3FFF) << 4), ((desc >> 16) & 0x3FFF) << 4, ((desc >> 32) & 0x3FFF) << 4};
 }
 
+/** `checked`: the last 16-byte granule this op's loads checked (the next load in it needs no check). */
 template <typename T>
-inline float load_element(const SharedMatrix& x, unsigned r, unsigned k, bool mn_major, const WgmmaOp& op) {
+inline float load_element(const SharedMatrix& x, unsigned r, unsigned k, bool mn_major, const WgmmaOp& op, uintptr_t& checked) {
   uintptr_t a = reinterpret_cast<uintptr_t>(x.start) +
                 (mn_major ? (r / 64) * x.lbo + ((r % 64) / 8) * 16 + (r % 8) * 2 + (k / 8) * x.sbo + (k % 8) * 128 : (r / 8) * x.sbo + (r % 8) * 128 + (k / 8) * 16 + (k % 8) * 2);
   a ^= ((a >> 7) & 7) << 4;
   const void* p = reinterpret_cast<const void*>(a);
-  check_access("wgmma operand", p, 2, true, op.file, op.line);
-  check_landed_visible("wgmma", p, op.file, op.line);
+  if ((a | 15) != checked) {
+    check_access("wgmma operand", p, 2, true, op.file, op.line);
+    check_landed_visible("wgmma", p, op.file, op.line);
+    checked = a | 15;
+  }
   T v;
   std::memcpy(&v, p, 2);
   return static_cast<float>(v);
@@ -75,8 +79,9 @@ inline void wgmma_rows_times_b(const WgmmaOp& op, const float (&arow)[2][16]) {
   const wgmma_detail::SharedMatrix b = wgmma_detail::decode(op.desc_b, op);
   const unsigned l = op.warpgroup_thread % 32;
   float bcol[N / 4][16];  // this thread's N / 4 columns of B
+  uintptr_t checked = 0;
   for (unsigned c = 0; c < N / 4; c++)
-    for (unsigned k = 0; k < 16; k++) bcol[c][k] = wgmma_detail::load_element<T>(b, 8 * (c / 2) + 2 * (l % 4) + c % 2, k, MN_MAJOR_B, op);
+    for (unsigned k = 0; k < 16; k++) bcol[c][k] = wgmma_detail::load_element<T>(b, 8 * (c / 2) + 2 * (l % 4) + c % 2, k, MN_MAJOR_B, op, checked);
   for (unsigned i = 0; i < N / 2; i++) {
     const unsigned h = (i / 2) % 2, c = 2 * (i / 4) + i % 2;  // row 16 w + l / 4 + 8 h, column 8 (c / 2) + 2 (l % 4) + c % 2
     float acc = op.scale_d ? op.d[i] : 0.f;
@@ -91,8 +96,9 @@ inline void run_wgmma(const WgmmaOp& op) {
   const wgmma_detail::SharedMatrix a = wgmma_detail::decode(op.desc_a, op);
   const unsigned w = op.warpgroup_thread / 32, l = op.warpgroup_thread % 32;
   float arow[2][16];  // this thread's two rows of A
+  uintptr_t checked = 0;
   for (unsigned h = 0; h < 2; h++)
-    for (unsigned k = 0; k < 16; k++) arow[h][k] = wgmma_detail::load_element<T>(a, 16 * w + l / 4 + 8 * h, k, MN_MAJOR_A, op);
+    for (unsigned k = 0; k < 16; k++) arow[h][k] = wgmma_detail::load_element<T>(a, 16 * w + l / 4 + 8 * h, k, MN_MAJOR_A, op, checked);
   wgmma_rows_times_b<T, N, MN_MAJOR_B>(op, arow);
 }
 
