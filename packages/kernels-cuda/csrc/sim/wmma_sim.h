@@ -3,11 +3,15 @@
 // warp in an unspecified order, so code may only touch x[] element-wise, which
 // holds here too). Every operation is warp-collective: it waits for all live lanes
 // of the warp on entry, so a divergent call or a lane that skips one aborts like a
-// divergent __syncwarp. Loads and mma compute the whole tile in each lane; a store
-// writes only this lane's share (the elements an sm_80 lane holds) and does not
-// wait afterwards, so reading another lane's part before a __syncwarp sees poison.
+// divergent __syncwarp. Loads fill the whole tile in each lane; mma_sync computes
+// only this lane's share of the accumulator (the elements an sm_80 lane holds: rows
+// g and g + 8, columns 2q, 2q + 1, 2q + 8, 2q + 9, g = lane / 4, q = lane % 4) and
+// sets the rest to NaN, which element-wise code may touch but no store writes out; a
+// store writes only this lane's share and does not wait afterwards, so reading
+// another lane's part before a __syncwarp sees poison.
 // mma_sync accumulates in f32 in k order.
 #pragma once
+#include <limits>
 #include <type_traits>
 
 namespace nvcuda {
@@ -30,6 +34,12 @@ struct fragment {
 
 namespace detail {
 inline void enter(const char* what) { ::kiln_sim::sync_warp(what, 0); }
+/** The 8 accumulator elements (r * 16 + c) this lane holds on sm_80+ (two m16n8 accumulators). */
+inline void lane_share(int (&e)[8]) {
+  const int lane = static_cast<int>(::kiln_sim::lane_id()), g = lane / 4, q = lane % 4, cols[4] = {2 * q, 2 * q + 1, 2 * q + 8, 2 * q + 9};
+  for (int h = 0; h < 2; h++)
+    for (int j = 0; j < 4; j++) e[4 * h + j] = (g + 8 * h) * 16 + cols[j];
+}
 inline float f32(float v) { return v; }
 inline float f32(__half v) { return __half2float(v); }
 inline float f32(__nv_bfloat16 v) { return __bfloat162float(v); }
@@ -54,11 +64,12 @@ inline void load_matrix_sync(fragment<accumulator, 16, 16, 16, T>& f, const T* p
 template <typename T>
 inline void store_matrix_sync(T* p, const fragment<accumulator, 16, 16, 16, T>& f, unsigned ldm, layout_t layout) {
   detail::enter("wmma::store_matrix_sync");
-  // This lane's share as on sm_80+ (two m16n8 accumulators): rows g and g + 8,
-  // columns 2q, 2q + 1, 2q + 8, 2q + 9, with g = lane / 4, q = lane % 4.
-  const int lane = static_cast<int>(::kiln_sim::lane_id()), g = lane / 4, q = lane % 4;
-  for (int r : {g, g + 8})
-    for (int c : {2 * q, 2 * q + 1, 2 * q + 8, 2 * q + 9}) (layout == mem_row_major ? p[r * ldm + c] : p[c * ldm + r]) = f.x[r * 16 + c];
+  int share[8];
+  detail::lane_share(share);
+  for (int e : share) {
+    const int r = e / 16, c = e % 16;
+    (layout == mem_row_major ? p[r * ldm + c] : p[c * ldm + r]) = f.x[e];
+  }
 }
 
 template <typename Use, typename T, typename Layout, typename V>
@@ -70,14 +81,17 @@ template <typename T, typename LA, typename LB>
 inline void mma_sync(fragment<accumulator, 16, 16, 16, float>& d, const fragment<matrix_a, 16, 16, 16, T, LA>& a, const fragment<matrix_b, 16, 16, 16, T, LB>& b,
                      const fragment<accumulator, 16, 16, 16, float>& c) {
   detail::enter("wmma::mma_sync");
-  float out[256];
-  for (int i = 0; i < 16; i++)
-    for (int j = 0; j < 16; j++) {
-      float acc = c.x[i * 16 + j];
-      for (int q = 0; q < 16; q++) acc += detail::f32(a.x[i * 16 + q]) * detail::f32(b.x[q * 16 + j]);
-      out[i * 16 + j] = acc;
-    }
-  for (int e = 0; e < 256; e++) d.x[e] = out[e];
+  int share[8];
+  detail::lane_share(share);
+  float out[8];
+  for (int s = 0; s < 8; s++) {
+    const int i = share[s] / 16, j = share[s] % 16;
+    float acc = c.x[share[s]];
+    for (int q = 0; q < 16; q++) acc += detail::f32(a.x[i * 16 + q]) * detail::f32(b.x[q * 16 + j]);
+    out[s] = acc;
+  }
+  for (int e = 0; e < 256; e++) d.x[e] = std::numeric_limits<float>::quiet_NaN();
+  for (int s = 0; s < 8; s++) d.x[share[s]] = out[s];
 }
 
 }  // namespace wmma
