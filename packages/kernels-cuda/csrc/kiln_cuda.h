@@ -65,7 +65,7 @@ inline void launch(const char* name, void (*kernel)(KArgs...), dim3 grid, dim3 b
   (void)name;
   (void)stream;
   // By value: a recorded launch (a graph) runs after this call has returned.
-  ::kiln_sim::launch(grid, block, smem, [=]() { kernel(static_cast<KArgs>(args)...); });
+  ::kiln_sim::launch(reinterpret_cast<const void*>(kernel), grid, block, smem, [=]() { kernel(static_cast<KArgs>(args)...); });
 #else
   kernel<<<grid, block, smem, stream>>>(static_cast<KArgs>(args)...);
   check_launch(name);

@@ -3,8 +3,9 @@
 // CPU: every block runs alone, its threads as fibers on one OS thread; __syncthreads
 // and warp exchanges are points where a fiber yields until every live thread of the
 // block (or warp) has arrived. Static __shared__ arrays live in one linker section
-// that is poisoned (0xFF: NaN for floats) before each block, as is dynamic shared
-// memory, so a read that a missing barrier leaves unordered sees garbage.
+// whose bytes a kernel writes are poisoned (0xFF: NaN for floats) before each of its
+// blocks, as is dynamic shared memory, so a read that a missing barrier leaves
+// unordered sees garbage.
 // nvcuda::wmma fragments: sim/wmma_sim.h (included by the .cu files that use them).
 // mma.sync m16n8k16, ldmatrix and cp.async: sim/mma_sim.h, behind the wrappers of
 // mma_ptx.h (warp-collective, PTX fragment layouts; cp.async lands at its wait_group).
@@ -55,8 +56,9 @@ extern thread_local dim3 g_grid_dim;
 /**
  * Runs `body` once per thread of every block of the grid (see sim_scheduler.cc), or,
  * while launches are being recorded, checks the launch and appends it to the recording.
+ * `kernel` names the kernel function (the static shared bytes it writes are learnt per kernel).
  */
-void launch(dim3 grid, dim3 block, size_t dynamic_smem_bytes, const std::function<void()>& body);
+void launch(const void* kernel, dim3 grid, dim3 block, size_t dynamic_smem_bytes, const std::function<void()>& body);
 /** Launches from now on go to `into` instead of running (a CUDA graph); nullptr runs them again. */
 void record_launches(std::vector<std::function<void()>>* into);
 /** The current block's dynamic shared memory (poisoned at block start). */

@@ -6,10 +6,12 @@
 // else every warpgroup whose live threads all wait at a warpgroup-collective
 // instruction, else the block when all its live threads wait at the same __syncthreads; anything
 // else is a divergent barrier or a deadlock, reported with file and line, then abort.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <unordered_map>
 #include <vector>
 
 #include "cuda_sim.h"
@@ -204,8 +206,67 @@ void report_deadlock() {
   fail(msg);
 }
 
+// Poisoning the static shared section. It holds every kernel's arrays (2+ MB, one copy
+// per template instance) while a kernel writes a few KB of it, so instead of the whole
+// section before every block: between launches every byte of the section is 0xFF; a
+// kernel's span is the range of it the kernel was seen to write; before each block
+// but a launch's first the span is poisoned again. A kernel's first launch learns the
+// span by scanning the section after every block (whose bytes outside the span are
+// still 0xFF: what is not poison was written by that block); each later launch scans
+// the section outside the span once at its end and widens the span to what it finds
+// (a block that wrote outside the span was followed, in that launch only, by blocks
+// that saw its bytes there unpoisoned). At a launch's end the span is poisoned again.
+struct PoisonSpan {
+  size_t begin = 0, end = 0;  // byte offsets into the section, 16-aligned; empty when equal
+  bool learnt = false;
+};
+std::unordered_map<const void*, PoisonSpan> g_spans;
+bool g_section_poisoned = false;
+
+unsigned char* section() { return reinterpret_cast<unsigned char*>(__start_kiln_sim_shared); }
+size_t section_bytes() { return static_cast<size_t>(__stop_kiln_sim_shared - __start_kiln_sim_shared); }
+/** The section in 16-byte granules from its start (16-aligned, as its arrays are); the last may be short. */
+size_t section_granule_bytes() { return (section_bytes() + 15) & ~size_t{15}; }
+
+/** Whether the granule (16 bytes, fewer at the section's end) at offset `off` is all 0xFF. */
+bool granule_is_poison(size_t off) {
+  const unsigned char* p = section() + off;
+  const size_t n = std::min<size_t>(16, section_bytes() - off);
+  if (n < 16) return std::all_of(p, p + n, [](unsigned char c) { return c == 0xFF; });
+  uint64_t a, b;
+  std::memcpy(&a, p, 8);
+  std::memcpy(&b, p + 8, 8);
+  return (a & b) == ~uint64_t{0};
+}
+
+/** Widens `span` to cover every granule of [from, to) (16-aligned offsets) holding a non-0xFF byte. */
+void widen_to_written(PoisonSpan& span, size_t from, size_t to) {
+  size_t lo = from;
+  while (lo < to && granule_is_poison(lo)) lo += 16;
+  if (lo >= to) return;
+  size_t hi = to;
+  while (granule_is_poison(hi - 16)) hi -= 16;
+  if (span.begin == span.end) {
+    span.begin = lo;
+    span.end = hi;
+  } else {
+    span.begin = std::min(span.begin, lo);
+    span.end = std::max(span.end, hi);
+  }
+}
+
+/** Widens `span` to what was written outside it. */
+void widen_outside(PoisonSpan& span) {
+  const size_t all = section_granule_bytes();
+  if (span.begin == span.end) return widen_to_written(span, 0, all);
+  const size_t begin = span.begin, end = span.end;
+  widen_to_written(span, 0, begin);
+  widen_to_written(span, end, all);
+}
+
+void poison(const PoisonSpan& span) { std::memset(section() + span.begin, 0xFF, std::min(span.end, section_bytes()) - span.begin); }
+
 void run_block(unsigned threads) {
-  std::memset(__start_kiln_sim_shared, 0xFF, static_cast<size_t>(__stop_kiln_sim_shared - __start_kiln_sim_shared));
   std::memset(g_run.dynamic_smem.data(), 0xFF, g_run.dynamic_smem.size());
   clear_landed();
   for (unsigned i = 0; i < threads; i++) {
@@ -257,14 +318,14 @@ std::vector<std::function<void()>>* g_recording = nullptr;
 
 void record_launches(std::vector<std::function<void()>>* into) { g_recording = into; }
 
-void launch(dim3 grid, dim3 block, size_t dynamic_smem_bytes, const std::function<void()>& body) {
+void launch(const void* kernel, dim3 grid, dim3 block, size_t dynamic_smem_bytes, const std::function<void()>& body) {
   const unsigned threads = block.x * block.y * block.z;
   if (threads == 0 || threads > 1024) fail("a block must have between 1 and 1024 threads");
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) fail("a grid must have at least one block");
   if (grid.y > 65535 || grid.z > 65535) fail("gridDim.y and gridDim.z must be <= 65535");
   if (grid.y > g_options.max_grid_y) fail("gridDim.y is above the limit the simulator was given (maxGridY): a launch that should split did not");
   if (g_recording) {
-    g_recording->push_back([grid, block, dynamic_smem_bytes, body]() { launch(grid, block, dynamic_smem_bytes, body); });
+    g_recording->push_back([kernel, grid, block, dynamic_smem_bytes, body]() { launch(kernel, grid, block, dynamic_smem_bytes, body); });
     return;
   }
   if (g_run.threads.size() < threads) g_run.threads.resize(threads);
@@ -276,12 +337,22 @@ void launch(dim3 grid, dim3 block, size_t dynamic_smem_bytes, const std::functio
   layout_landed();
   g_grid_dim = grid;
   g_block_dim = block;
+  if (!g_section_poisoned) {
+    std::memset(section(), 0xFF, section_bytes());
+    g_section_poisoned = true;
+  }
+  PoisonSpan& span = g_spans[kernel];
   const size_t blocks = static_cast<size_t>(grid.x) * grid.y * grid.z;
   for (size_t j = 0; j < blocks; j++) {
     size_t b = g_options.reverse_blocks ? blocks - 1 - j : j;
     g_block_idx = uint3{static_cast<unsigned>(b % grid.x), static_cast<unsigned>((b / grid.x) % grid.y), static_cast<unsigned>(b / (static_cast<size_t>(grid.x) * grid.y))};
+    if (j > 0) poison(span);
     run_block(threads);
+    if (!span.learnt) widen_outside(span);
   }
+  if (span.learnt) widen_outside(span);
+  span.learnt = true;
+  poison(span);
   g_run.current = nullptr;
   g_run.body = nullptr;
 }
