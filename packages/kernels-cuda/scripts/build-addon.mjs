@@ -35,14 +35,12 @@ function findSimCompiler() {
   return process.env.KILN_SIM_CXX || which("clang++-16") || which("clang++");
 }
 
-/** x86-64 hosts whose CPU has FMA (every one since 2013): the simulator's fmaf become instructions. */
-function hostHasFma() {
-  if (process.arch !== "x64") return false;
-  try {
-    return /^flags\s*:.*\bfma\b/m.test(fs.readFileSync("/proc/cpuinfo", "utf8"));
-  } catch {
-    return false;
-  }
+/**
+ * x86-64 hosts: the simulator is built for this CPU (-march=native: FMA, AVX2 or AVX-512),
+ * as it runs where it is built; an fmaf is then one instruction.
+ */
+function buildForHostCpu() {
+  return process.arch === "x64";
 }
 
 function writeInfo(dir, info) {
@@ -146,7 +144,7 @@ function buildSim(asan) {
   console.log(`kernels-cuda: building the simulator${asan ? " with AddressSanitizer" : ""} (${cxx})`);
   const defines = { KILN_SIM: "ON", KILN_CUDA_INCLUDE: include, CMAKE_CXX_COMPILER: cxx, CMAKE_BUILD_TYPE: asan ? "Debug" : "Release" };
   if (asan) defines.KILN_SIM_ASAN = "ON";
-  defines.KILN_SIM_FMA = hostHasFma() ? "ON" : "OFF";
+  defines.KILN_SIM_NATIVE = buildForHostCpu() ? "ON" : "OFF";
   // Always given (OFF, false to CMake: every file; cmake-js drops an empty define), so a
   // folder once built for some files builds all again.
   defines.KILN_KERNEL_FILES = process.env.KILN_KERNEL_FILES || "OFF";
