@@ -415,14 +415,13 @@ void warp_collective(const char* what, const char* file, int line) {
   }
 }
 
-void access_fault(const char* what, const void* p, size_t align, bool shared, const char* file, int line) {
+// Reached only from check_access: the address is misaligned, or else not in shared memory.
+void access_fault(const char* what, const void* p, size_t align, bool, const char* file, int line) {
   char msg[1024];
   if (reinterpret_cast<uintptr_t>(p) % align != 0)
     std::snprintf(msg, sizeof msg, "%s at %s:%d: address %p is not %zu-byte aligned (thread %u)", what, file, line, p, align, thread_index());
-  else if (shared && !is_shared(p, align))
-    std::snprintf(msg, sizeof msg, "%s at %s:%d: address %p is not in the block's shared memory (thread %u)", what, file, line, p, thread_index());
   else
-    std::snprintf(msg, sizeof msg, "%s at %s:%d: address %p reported as a bad access (thread %u)", what, file, line, p, thread_index());
+    std::snprintf(msg, sizeof msg, "%s at %s:%d: address %p is not in the block's shared memory (thread %u)", what, file, line, p, thread_index());
   fail(msg);
 }
 
