@@ -26,8 +26,8 @@
 //     under the same 16-byte copy condition; kiln's own kernel on sm_90 (the mma.sync
 //     one with KILN_MATMUL_PATH=mma); on the simulator with KILN_MATMUL_PATH=wgmma.
 //   - WMMA path (bf16/f16 otherwise; the simulator emulates it, sim/wmma_sim.h): nvcuda::wmma
-//     16x16x16 fragments with f32 accumulators; each warp owns FM x FN fragments of
-//     the block tile; operand tiles (k step 32) are copied to shared memory in their
+//     16x16x16 fragments with f32 accumulators; 64x64 block tiles, each of the 4 warps
+//     owning 2 x 2 fragments; operand tiles (k step 32) are copied to shared memory in their
 //     stored layout, zero padded at the edges, and read as row- or column-major
 //     fragments (matmul_tiles_tc.h, shared with the grouped matmuls); the epilogue
 //     goes through a per-warp f32 staging tile.
@@ -175,11 +175,13 @@ void launch_wmma_cfg(const MatmulParams<T, TC>& p, cudaStream_t stream) {
   launch("matmul", matmul_wmma_kernel<T, TC, TA, TB, WARPS_M, WARPS_N, FM, FN>, grid, dim3(WARPS_M * WARPS_N * 32), 0, stream, p, vec_a, vec_b);
 }
 
+// One tile size, 64 x 64 on 4 warps of 32 x 32: this kernel runs only the operands the
+// pipelined kernels cannot copy 16 bytes at a time (or KILN_MATMUL_PATH=wmma), and a
+// second, 128 x 128 instance of its 16 (dtype, transpose) variants would double the
+// file's device compile for that rare path.
 template <typename T, typename TC, bool TA, bool TB>
 void launch_wmma_t(const MatmulParams<T, TC>& p, cudaStream_t stream) {
-  const int64_t tiles128 = int64_t{ceil_div(p.m, 128)} * ceil_div(p.n, 128) * p.batch;
-  if (tiles128 >= 128) launch_wmma_cfg<T, TC, TA, TB, 2, 4, 4, 2>(p, stream);  // 128 x 128, 8 warps of 64 x 32
-  else launch_wmma_cfg<T, TC, TA, TB, 2, 2, 2, 2>(p, stream);                  // 64 x 64, 4 warps of 32 x 32
+  launch_wmma_cfg<T, TC, TA, TB, 2, 2, 2, 2>(p, stream);
 }
 
 template <typename T, typename TC>

@@ -61,7 +61,11 @@ struct SimThread {
 struct BlockRun {
   std::vector<SimThread> threads;
   unsigned count = 0;
+  unsigned done = 0;  // threads that finished
   SimThread* current = nullptr;
+  // The scheduler's pass over the threads (in thread order, or reversed) has resumed the
+  // thread at this position of the order last; -1 before the pass's first.
+  int pass_position = -1;
   Fiber scheduler;
   const std::function<void()>* body = nullptr;
   std::vector<unsigned char> dynamic_smem;
@@ -123,6 +127,32 @@ void retire_groups(std::deque<std::vector<Op>>& groups, unsigned pending, F&& ea
   }
 }
 
+/** The next runnable thread of the pass, made current; nullptr at the pass's end. */
+SimThread* advance_pass() {
+  const int n = static_cast<int>(g_run.count);
+  for (int j = g_run.pass_position + 1; j < n; j++) {
+    SimThread& t = g_run.threads[g_options.reverse_threads ? n - 1 - j : j];
+    if (t.state != State::Runnable) continue;
+    g_run.pass_position = j;
+    g_run.current = &t;
+    g_thread_idx = t.idx;
+    return &t;
+  }
+  g_run.pass_position = n;
+  return nullptr;
+}
+
+/**
+ * Suspends the running thread and resumes the next runnable one of the pass, straight
+ * from fiber to fiber (one stack switch, not two through the scheduler), or the
+ * scheduler at the pass's end. Only a thread changes its own state, so the runnable
+ * threads ahead in the pass are the ones the scheduler would have resumed.
+ */
+void switch_to_next(SimThread* from) {
+  SimThread* next = advance_pass();
+  fiber_switch(from->fiber, next ? next->fiber : g_run.scheduler);
+}
+
 void thread_entry() {
   fiber_started();
   (*g_run.body)();
@@ -134,7 +164,8 @@ void thread_entry() {
     fail(msg);
   }
   g_run.current->state = State::Done;
-  fiber_switch(g_run.current->fiber, g_run.scheduler);
+  g_run.done++;
+  switch_to_next(g_run.current);
   fail("a finished thread was resumed");
 }
 
@@ -143,7 +174,7 @@ void yield_as(State s, const char* file, int line) {
   t->state = s;
   t->file = file;
   t->line = line;
-  fiber_switch(t->fiber, g_run.scheduler);
+  switch_to_next(t);
 }
 
 unsigned thread_index() { return static_cast<unsigned>(g_run.current - g_run.threads.data()); }
@@ -282,21 +313,12 @@ void run_block(unsigned threads) {
     t.wgmma_groups.clear();
     fiber_init(t.fiber, thread_entry);
   }
+  g_run.done = 0;
   for (;;) {
-    bool any_live = false;
-    for (unsigned j = 0; j < threads; j++) {
-      unsigned i = g_options.reverse_threads ? threads - 1 - j : j;
-      SimThread& t = g_run.threads[i];
-      if (t.state != State::Runnable) {
-        any_live |= t.state != State::Done;
-        continue;
-      }
-      g_run.current = &t;
-      g_thread_idx = t.idx;
-      fiber_switch(g_run.scheduler, t.fiber);
-      any_live |= t.state != State::Done;
-    }
-    if (!any_live) return;
+    // A pass: every runnable thread in order, each handing over to the next when it waits or finishes.
+    g_run.pass_position = -1;
+    if (SimThread* first = advance_pass()) fiber_switch(g_run.scheduler, first->fiber);
+    if (g_run.done == threads) return;
     if (!release_barriers()) report_deadlock();
   }
 }
