@@ -10,14 +10,18 @@ import {
   encodeSafetensors,
   parseSafetensorsHeader,
   safetensorsDTypeSize,
+  type SafetensorsHeader,
   type SafetensorsTensorInput,
 } from "../src/index.js";
 import { concat, expectConsistentHeader, parsesOrThrowsCheckpointError, rawSafetensors, u64le } from "./safetensors-fixtures.js";
 
 const RUNS = 400;
-const MAX_MS_PER_PARSE = 1000;
+const MAX_MS_PER_PARSE = 5000;
 
-/** Parses within the time bound; returns the header, or the CheckpointError. */
+/**
+ * Parses within the time bound (a generous one: it catches a parser that goes
+ * quadratic or hangs, not a slow machine); returns the header, or the CheckpointError.
+ */
 function checkParse(bytes: Uint8Array) {
   const start = performance.now();
   const result = parsesOrThrowsCheckpointError(() => parseSafetensorsHeader(bytes, { fileName: "fuzz.safetensors" }));
@@ -217,9 +221,8 @@ describe("safetensors parser under malformed input", () => {
 
     const count = 50_000;
     const many = Array.from({ length: count }, (_, i) => ({ name: `t${i}`, dtype: "U8" as const, shape: [1], data: new Uint8Array([i & 0xff]) }));
-    const start = performance.now();
     const parsed = checkParse(encodeSafetensors(many));
     expect(parsed).not.toBeInstanceOf(CheckpointError);
-    expect(performance.now() - start).toBeLessThan(5000);
+    expect((parsed as SafetensorsHeader).tensors.size).toBe(count);
   });
 });
