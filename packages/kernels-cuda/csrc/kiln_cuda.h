@@ -102,6 +102,13 @@ __host__ __device__ __forceinline__ bool is_aligned16(const void* p) { return (r
  * the contract's kernel spec (0 for an absent optional operand), then the kernel's
  * scalars in the order src/kernel-call.ts writes them, all as doubles.
  */
+/**
+ * The block tile of the pipelined bf16/f16 matmuls (mma.sync: 128x128 or 64x64; wgmma:
+ * 128x256 or 128x128): by default the larger where it makes at least 128 tiles, else the
+ * smaller; KILN_MATMUL_TILES=large or small picks one for every call (to compare them).
+ */
+enum class MatmulTiles { ByCount, Large, Small };
+
 struct KernelCall {
   const double* values;
   int count;
@@ -120,6 +127,8 @@ struct KernelCall {
   bool wmma_attention;
   /** bf16/f16 dense matmuls on the wgmma kernel (matmul_wgmma.cu): an sm_90 device with this build's sm_90a code unless KILN_MATMUL_PATH=mma/wmma/simt; the simulator with KILN_MATMUL_PATH=wgmma. */
   bool wgmma_matmul;
+  /** KILN_MATMUL_TILES: the block tile of the pipelined bf16/f16 matmuls (matmul_params.h). */
+  MatmulTiles matmul_tiles;
   /** bf16/f16 attention on the wgmma kernels where they apply: an sm_90 device with this build's sm_90a code unless KILN_ATTENTION_PATH=mma/wmma/simt; the simulator with KILN_ATTENTION_PATH=wgmma. */
   bool wgmma_attention;
   /** KILN_ATTENTION_WGMMA_ROWS (64, the default, or 128): query or key rows a block of the wgmma attention owns. */

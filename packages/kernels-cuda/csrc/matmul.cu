@@ -244,7 +244,7 @@ void launch_matmul(const KernelCall& c) {
     if constexpr (!std::is_same<T, float>::value) {
       if (!c.simt_matmul) {
         if (c.wmma_matmul) launch_wmma(p, c.stream);
-        else if (!(c.wgmma_matmul && launch_matmul_wgmma(p, c.stream)) && !launch_matmul_mma(p, c.stream)) launch_wmma(p, c.stream);
+        else if (!(c.wgmma_matmul && launch_matmul_wgmma(p, c.matmul_tiles, c.stream)) && !launch_matmul_mma(p, c.matmul_tiles, c.stream)) launch_wmma(p, c.stream);
         return;
       }
     }

@@ -192,17 +192,17 @@ void launch_mma_cfg(const MatmulParams<T, TC>& p, cudaStream_t stream) {
 }
 
 template <typename T, typename TC, bool TA, bool TB>
-void launch_mma_t(const MatmulParams<T, TC>& p, cudaStream_t stream) {
+void launch_mma_t(const MatmulParams<T, TC>& p, MatmulTiles tiles, cudaStream_t stream) {
   const int64_t tiles128 = int64_t{ceil_div(p.m, 128)} * ceil_div(p.n, 128) * p.batch;
-  if (tiles128 >= 128) launch_mma_cfg<T, TC, TA, TB, 2, 2, 4, 8>(p, stream);  // 128 x 128, 4 warps of 64 x 64
+  if (tiles == MatmulTiles::Large || (tiles == MatmulTiles::ByCount && tiles128 >= 128)) launch_mma_cfg<T, TC, TA, TB, 2, 2, 4, 8>(p, stream);  // 128 x 128, 4 warps of 64 x 64
   else launch_mma_cfg<T, TC, TA, TB, 2, 2, 2, 4>(p, stream);                  // 64 x 64, 4 warps of 32 x 32
 }
 
 }  // namespace
 
 template <typename T, typename TC>
-bool launch_matmul_mma(const MatmulParams<T, TC>& p, cudaStream_t stream) {
-  return matmul_pipeline::launch_if_copies16(p, [&](auto ta, auto tb) { launch_mma_t<T, TC, decltype(ta)::value, decltype(tb)::value>(p, stream); });
+bool launch_matmul_mma(const MatmulParams<T, TC>& p, MatmulTiles tiles, cudaStream_t stream) {
+  return matmul_pipeline::launch_if_copies16(p, [&](auto ta, auto tb) { launch_mma_t<T, TC, decltype(ta)::value, decltype(tb)::value>(p, tiles, stream); });
 }
 
 KILN_PIPELINED_MATMUL_INSTANCES(launch_matmul_mma);

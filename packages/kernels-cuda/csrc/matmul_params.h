@@ -28,13 +28,13 @@ struct MatmulParams {
  * leading dimension or batch stride not a multiple of 8 elements).
  */
 template <typename T, typename TC>
-bool launch_matmul_mma(const MatmulParams<T, TC>& p, cudaStream_t stream);
+bool launch_matmul_mma(const MatmulParams<T, TC>& p, MatmulTiles tiles, cudaStream_t stream);
 
 /**
  * The same on matmul_wgmma.cu's kernel (wgmma, sm_90a only: the caller checks the
  * device), with the same refusal.
  */
 template <typename T, typename TC>
-bool launch_matmul_wgmma(const MatmulParams<T, TC>& p, cudaStream_t stream);
+bool launch_matmul_wgmma(const MatmulParams<T, TC>& p, MatmulTiles tiles, cudaStream_t stream);
 
 }  // namespace kiln

@@ -191,8 +191,8 @@ inline bool launch_if_copies16(const MatmulParams<T, TC>& p, F&& launch) {
 }  // namespace kiln
 
 /** The four (operand dtype, C dtype) instances of a pipelined kernel's entry `fn`. */
-#define KILN_PIPELINED_MATMUL_INSTANCES(fn)                                                  \
-  template bool fn(const MatmulParams<__nv_bfloat16, __nv_bfloat16>&, cudaStream_t); \
-  template bool fn(const MatmulParams<__nv_bfloat16, float>&, cudaStream_t);         \
-  template bool fn(const MatmulParams<__half, __half>&, cudaStream_t);               \
-  template bool fn(const MatmulParams<__half, float>&, cudaStream_t)
+#define KILN_PIPELINED_MATMUL_INSTANCES(fn)                                                               \
+  template bool fn(const MatmulParams<__nv_bfloat16, __nv_bfloat16>&, MatmulTiles, cudaStream_t); \
+  template bool fn(const MatmulParams<__nv_bfloat16, float>&, MatmulTiles, cudaStream_t);         \
+  template bool fn(const MatmulParams<__half, __half>&, MatmulTiles, cudaStream_t);               \
+  template bool fn(const MatmulParams<__half, float>&, MatmulTiles, cudaStream_t)

@@ -160,17 +160,17 @@ void launch_wgmma_cfg(const MatmulParams<T, TC>& p, cudaStream_t stream) {
 }
 
 template <typename T, typename TC, bool TA, bool TB>
-void launch_wgmma_t(const MatmulParams<T, TC>& p, cudaStream_t stream) {
+void launch_wgmma_t(const MatmulParams<T, TC>& p, MatmulTiles tiles, cudaStream_t stream) {
   const int64_t tiles256 = int64_t{ceil_div(p.m, 128)} * ceil_div(p.n, 256) * p.batch;
-  if (tiles256 >= 128) launch_wgmma_cfg<T, TC, TA, TB, 256>(p, stream);
+  if (tiles == MatmulTiles::Large || (tiles == MatmulTiles::ByCount && tiles256 >= 128)) launch_wgmma_cfg<T, TC, TA, TB, 256>(p, stream);
   else launch_wgmma_cfg<T, TC, TA, TB, 128>(p, stream);
 }
 
 }  // namespace
 
 template <typename T, typename TC>
-bool launch_matmul_wgmma(const MatmulParams<T, TC>& p, cudaStream_t stream) {
-  return matmul_pipeline::launch_if_copies16(p, [&](auto ta, auto tb) { launch_wgmma_t<T, TC, decltype(ta)::value, decltype(tb)::value>(p, stream); });
+bool launch_matmul_wgmma(const MatmulParams<T, TC>& p, MatmulTiles tiles, cudaStream_t stream) {
+  return matmul_pipeline::launch_if_copies16(p, [&](auto ta, auto tb) { launch_wgmma_t<T, TC, decltype(ta)::value, decltype(tb)::value>(p, tiles, stream); });
 }
 
 KILN_PIPELINED_MATMUL_INSTANCES(launch_matmul_wgmma);

@@ -40,25 +40,28 @@ function cublasLtChoice(found: string | null, tf32: boolean): OpenDeviceOptions[
 }
 
 /**
- * The attention settings the addon reads from the environment when a device opens, each
- * with the values it takes ("" = unset) and what it is: which bf16/f16 kernels run
- * (KILN_ATTENTION_PATH: wgmma, Hopper's warpgroup instruction, the default on sm_90 and
- * refused by the addon on other devices; mma, the default elsewhere, with scores and
- * probabilities in registers; wmma; simt on CUDA cores), the wgmma attention's rows a
- * block (64, one warpgroup, or 128, two sharing each loop tile), the mma.sync backward's
- * dQ (from the dS its dK/dV pass stored, the default, or recomputed) and the mma.sync
- * forward's keys a loop tile at heads up to 64 (64, the default, or 32).
+ * The kernel settings the addon reads from the environment when a device opens, each
+ * with the values it takes ("" = unset) and what it is: the pipelined bf16/f16 matmuls'
+ * block tile (KILN_MATMUL_TILES: large or small for every call; unset, the larger where
+ * it makes at least 128 tiles), which bf16/f16 attention kernels run (KILN_ATTENTION_PATH:
+ * wgmma, Hopper's warpgroup instruction, the default on sm_90 and refused by the addon on
+ * other devices; mma, the default elsewhere, with scores and probabilities in registers;
+ * wmma; simt on CUDA cores), the wgmma attention's rows a block (64, one warpgroup, or
+ * 128, two sharing each loop tile), the mma.sync backward's dQ (from the dS its dK/dV
+ * pass stored, the default, or recomputed) and the mma.sync forward's keys a loop tile
+ * at heads up to 64 (64, the default, or 32).
  */
-const ATTENTION_SETTINGS = [
+const KERNEL_SETTINGS = [
+  { variable: "KILN_MATMUL_TILES", values: ["large", "small"], what: "a block tile of the pipelined matmuls", use: "large or small" },
   { variable: "KILN_ATTENTION_PATH", values: ["mma", "wgmma", "wmma", "simt"], what: "an attention path", use: "mma, wgmma (sm_90), wmma or simt" },
   { variable: "KILN_ATTENTION_WGMMA_ROWS", values: ["64", "128"], what: "a block size of the wgmma attention", use: "64 or 128" },
   { variable: "KILN_ATTENTION_DQ", values: ["recompute", "stored-ds"], what: "a way of the attention backward's dQ", use: "recompute or stored-ds" },
   { variable: "KILN_ATTENTION_MMA_KEYS", values: ["32", "64"], what: "a key tile of the mma.sync attention forward", use: "32 or 64" },
 ] as const;
 
-/** Refuses, before the addon reads them, attention settings it does not take, naming the variable and its values. */
-function checkAttentionPath(): void {
-  for (const { variable, values, what, use } of ATTENTION_SETTINGS) {
+/** Refuses, before the addon reads them, kernel settings it does not take, naming the variable and its values. */
+function checkKernelSettings(): void {
+  for (const { variable, values, what, use } of KERNEL_SETTINGS) {
     const wanted = process.env[variable] ?? "";
     if (wanted !== "" && !(values as readonly string[]).includes(wanted)) {
       throw new DeviceError(`${variable}=${wanted} is not ${what}`, { where: variable, hint: `use ${use}, or unset it` });
@@ -93,7 +96,7 @@ export function createCudaBackend(options: CudaBackendOptions = {}): Backend {
       hint: `pick a device between 0 and ${status.runtime.deviceCount - 1} (CUDA_VISIBLE_DEVICES narrows what is visible)`,
     });
   }
-  checkAttentionPath();
+  checkKernelSettings();
   const cublasLt = cublasLtChoice(status.libraries.cublasLt, options.tf32 ?? false);
   const { addon } = loadAddon("cuda");
   return openNativeBackend(addon!, { device, name: "cuda", kind: "cuda", ...(cublasLt ? { cublasLt } : {}) });
@@ -111,7 +114,7 @@ export function createCudaSimBackend(options: CudaSimOptions = {}): Backend {
       hint: "build it with 'pnpm --filter @kiln/kernels-cuda build' on a machine with clang++-16 and the CUDA headers",
     });
   }
-  checkAttentionPath();
+  checkKernelSettings();
   const sim: Required<CudaSimOptions> = {
     reverseBlocks: options.reverseBlocks ?? false,
     reverseThreads: options.reverseThreads ?? false,

@@ -43,8 +43,9 @@ describe.skipIf(skip)(`cuda-sim backend${skip ? ` (skipped: ${skip})` : ""}`, ()
     expect(backend.memoryStats().inUseBytes).toBe(0);
   });
 
-  // Each attention setting the addon reads: a value it does not take, the message naming it, the hint with the values it takes.
+  // Each kernel setting the addon reads: a value it does not take, the message naming it, the hint with the values it takes.
   const refusals = [
+    ["KILN_MATMUL_TILES", "128", /KILN_MATMUL_TILES=128 is not a block tile of the pipelined matmuls/, "use large or small, or unset it"],
     ["KILN_ATTENTION_PATH", "flash", /KILN_ATTENTION_PATH=flash is not an attention path/, "use mma, wgmma (sm_90), wmma or simt, or unset it"],
     ["KILN_ATTENTION_WGMMA_ROWS", "96", /KILN_ATTENTION_WGMMA_ROWS=96 is not a block size of the wgmma attention/, "use 64 or 128, or unset it"],
     ["KILN_ATTENTION_DQ", "atomic", /KILN_ATTENTION_DQ=atomic is not a way of the attention backward's dQ/, "use recompute or stored-ds, or unset it"],

@@ -33,6 +33,9 @@ Device::Device(int ordinal)
       wmma_matmul_(env_is("KILN_MATMUL_PATH", "wmma")),
       wmma_attention_(env_is("KILN_ATTENTION_PATH", "wmma")),
       wgmma_matmul_(env_is("KILN_MATMUL_PATH", "wgmma")),
+      matmul_tiles_(env_is("KILN_MATMUL_TILES", "large")   ? MatmulTiles::Large
+                    : env_is("KILN_MATMUL_TILES", "small") ? MatmulTiles::Small
+                                                           : MatmulTiles::ByCount),
       wgmma_attention_(env_is("KILN_ATTENTION_PATH", "wgmma")),
       wgmma_attention_rows_(env_is("KILN_ATTENTION_WGMMA_ROWS", "128") ? 128 : 64),
       // The mma.sync attention's defaults, from an H100's gpt2-small step (2026-11-28): key
@@ -206,7 +209,7 @@ std::string Device::use_cublaslt(const std::string& path, bool tf32) {
 }
 
 KernelCall Device::call_with(const double* values, int count, void* (*scratch_fn)(void*, size_t), void* owner) {
-  return KernelCall{values, count, static_cast<cudaStream_t>(stream_), scratch_fn, owner, blas_.get(), simt_matmul_, simt_attention_, wmma_matmul_, wmma_attention_, wgmma_matmul_, wgmma_attention_, wgmma_attention_rows_, mma_attention_keys_, dq_from_stored_ds_, props_.shared_memory_per_block_optin};
+  return KernelCall{values, count, static_cast<cudaStream_t>(stream_), scratch_fn, owner, blas_.get(), simt_matmul_, simt_attention_, wmma_matmul_, wmma_attention_, wgmma_matmul_, matmul_tiles_, wgmma_attention_, wgmma_attention_rows_, mma_attention_keys_, dq_from_stored_ds_, props_.shared_memory_per_block_optin};
 }
 
 namespace {

@@ -16,7 +16,8 @@
 
 namespace kiln {
 
-struct KernelCall;  // kiln_cuda.h
+struct KernelCall;          // kiln_cuda.h
+enum class MatmulTiles;     // kiln_cuda.h
 
 /** A device-to-host copy in flight: wait() (any thread) then take the bytes. */
 struct PendingDownload {
@@ -108,6 +109,7 @@ class Device {
   void recycle_marks(std::vector<RawEvent>& marks);
   bool simt_matmul_, simt_attention_, wmma_matmul_, wmma_attention_;  // read from the environment at open
   bool wgmma_matmul_;  // the wgmma kernel: on an sm_90 device with this build's sm_90a code unless KILN_MATMUL_PATH names another kernel; the simulator with =wgmma
+  MatmulTiles matmul_tiles_;  // KILN_MATMUL_TILES=large / small, else by the tile count
   bool wgmma_attention_;  // KILN_ATTENTION_PATH=wgmma: an sm_90 device with this build's sm_90a code, or the simulator
   int wgmma_attention_rows_;  // KILN_ATTENTION_WGMMA_ROWS: 64 (one warpgroup a block) or 128 (two)
   int mma_attention_keys_;  // KILN_ATTENTION_MMA_KEYS: 32 or 64 keys a loop tile of the mma.sync forward (heads up to 64)
