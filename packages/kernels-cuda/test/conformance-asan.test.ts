@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -9,13 +9,12 @@ import { PACKAGE_ROOT, simToolchain } from "./support/sim-toolchain.js";
 // misuse of shared memory in a kernel stops the run with a report. It runs the blocks
 // and threads in reverse order with warps in turn (KILN_TEST_SIM_REVERSED=1), the
 // plain simulator runs them in order: both orders, each pass once. The order changes
-// when a kernel touches an address, not which addresses it touches. The cases run as two
-// processes side by side (KILN_TEST_CONFORMANCE_SHARD), each half of them. Slow (minutes).
+// when a kernel touches an address, not which addresses it touches. Slow (minutes).
 const tc = simToolchain();
 const skip = "missing" in tc ? tc.missing : undefined;
 
 describe.skipIf(skip)(`conformance under AddressSanitizer${skip ? ` (skipped: ${skip})` : ""}`, () => {
-  it("passes every case with no AddressSanitizer report", async () => {
+  it("passes every case with no AddressSanitizer report", () => {
     if ("missing" in tc) return;
     const build = spawnSync(process.execPath, [path.join(PACKAGE_ROOT, "scripts", "build-addon.mjs"), "asan"], { cwd: PACKAGE_ROOT, encoding: "utf8", env: { ...process.env, KILN_KERNEL_FILES: "" } });
     expect(build.status, `${build.stdout}\n${build.stderr}`).toBe(0);
@@ -31,19 +30,10 @@ describe.skipIf(skip)(`conformance under AddressSanitizer${skip ? ` (skipped: ${
       KILN_TEST_SIM_REVERSED: "1",
     };
     const vitest = path.join(path.dirname(createRequire(import.meta.url).resolve("vitest/package.json")), "vitest.mjs");
-    const shard = (i: number) =>
-      new Promise<{ status: number | null; out: string }>((resolve, reject) => {
-        const child = spawn(process.execPath, [vitest, "run", "test/conformance-sim.test.ts"], { cwd: PACKAGE_ROOT, env: { ...env, KILN_TEST_CONFORMANCE_SHARD: `${i}/2` } });
-        let out = "";
-        child.stdout.on("data", (d: Buffer) => (out += d.toString()));
-        child.stderr.on("data", (d: Buffer) => (out += d.toString()));
-        child.on("error", reject);
-        child.on("close", (status) => resolve({ status, out }));
-      });
-    for (const { status, out } of await Promise.all([shard(0), shard(1)])) {
-      expect(out).not.toMatch(/ERROR: AddressSanitizer/);
-      expect(status, out.slice(-4000)).toBe(0);
-      expect(out).toMatch(/kernels-cuda: [1-9]\d* passed, 0 failed, 0 skipped/);
-    }
+    const r = spawnSync(process.execPath, [vitest, "run", "test/conformance-sim.test.ts"], { cwd: PACKAGE_ROOT, encoding: "utf8", env, maxBuffer: 64 * 2 ** 20 });
+    const out = `${r.stdout}\n${r.stderr}`;
+    expect(out).not.toMatch(/ERROR: AddressSanitizer/);
+    expect(r.status, out.slice(-4000)).toBe(0);
+    expect(out).toMatch(/kernels-cuda: [1-9]\d* passed, 0 failed, 0 skipped/);
   }, 1_200_000);
 });

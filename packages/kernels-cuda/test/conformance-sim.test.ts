@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, it } from "vitest";
-import type { ConformanceCase } from "@kiln/contract/conformance";
 import { runConformance } from "@kiln/contract/conformance/vitest";
 import { createCudaSimBackend } from "../src/index.js";
 import { H100_SHARED_PER_BLOCK, simulatorSkipReason } from "./support/simulator.js";
@@ -24,15 +23,7 @@ import { H100_SHARED_PER_BLOCK, simulatorSkipReason } from "./support/simulator.
 // the sm_90 wgmma kernels (KILN_ATTENTION_PATH=wgmma). A seventh runs the cross-entropy
 // forward on a simulator with an H100's shared memory a block (KILN_SIM_SHARED_PER_BLOCK):
 // GPT-2's padded bf16 rows then take the kernel's shared-memory copy, as on an H100.
-// KILN_TEST_CONFORMANCE_SHARD=i/n keeps the cases of shard i of n (by a hash of the
-// case's name), so that conformance-asan.test.ts can run the file as n processes side by side.
 type Case = { kernel: string; dtype: string };
-const [shard, shards] = (process.env.KILN_TEST_CONFORMANCE_SHARD ?? "0/1").split("/").map(Number);
-function inShard(c: ConformanceCase): boolean {
-  let h = 2166136261;  // FNV-1a
-  for (const ch of `${c.kernel} ${c.dtype} ${c.shape} ${c.label}`) h = Math.imul(h ^ ch.charCodeAt(0), 16777619) >>> 0;
-  return h % shards === shard;
-}
 const reversed = process.env.KILN_TEST_SIM_REVERSED === "1";
 const schedule = reversed ? { reverseBlocks: true, reverseThreads: true, warpsInTurn: true } : {};
 const scheduleName = reversed ? ", blocks and threads reversed, warps in turn" : "";
@@ -40,7 +31,6 @@ const sixteenBit = (kernels: string[]) => (c: Case) => kernels.includes(c.kernel
 
 /** The suite's cases that `filter` keeps, on a simulator opened with `env` set (the addon reads it at open). */
 function conformanceWith(env: Record<string, string>, name: string, filter: (c: Case) => boolean): void {
-  const kept = (c: ConformanceCase) => filter(c) && inShard(c);
   describe(Object.entries(env).map(([k, v]) => `${k}=${v}`).join(" "), () => {
     beforeAll(() => {
       Object.assign(process.env, env);
@@ -48,7 +38,7 @@ function conformanceWith(env: Record<string, string>, name: string, filter: (c: 
     afterAll(() => {
       for (const k of Object.keys(env)) delete process.env[k];
     });
-    runConformance(() => createCudaSimBackend(schedule), { name: `${name}${scheduleName}`, filter: kept });
+    runConformance(() => createCudaSimBackend(schedule), { name: `${name}${scheduleName}`, filter });
   });
 }
 
@@ -56,7 +46,7 @@ const skip = simulatorSkipReason();
 if (skip) {
   it.skip(`cuda-sim conformance: ${skip}`, () => {});
 } else {
-  runConformance(() => createCudaSimBackend(schedule), { name: `cuda-sim${scheduleName}`, filter: inShard });
+  runConformance(() => createCudaSimBackend(schedule), { name: `cuda-sim${scheduleName}` });
   const matmuls = ["matmul", "groupedMatmul", "groupedMatmulWeightGrad"], attention = ["attentionForward", "attentionBackward"];
   conformanceWith({ KILN_MATMUL_PATH: "simt", KILN_ATTENTION_PATH: "simt" }, "cuda-sim, CUDA-core matmul and attention", sixteenBit([...matmuls, ...attention]));
   conformanceWith({ KILN_MATMUL_PATH: "wmma" }, "cuda-sim, WMMA matmul", sixteenBit(["matmul"]));
