@@ -24,12 +24,9 @@ function sequencerRunningFirst(first) {
     async sort(files) {
       const root = this.ctx.config.root;
       for (const f of first) if (!existsSync(path.join(root, f))) throw new Error(`vitest config: runFirst names ${f}, which is not a file of ${root}`);
-      const rank = (f) => {
-        const i = first.indexOf(path.relative(f.project.config.root, f.moduleId));
-        return i < 0 ? first.length : i;
-      };
-      const size = (f) => statSync(f.moduleId).size;
-      return [...files].sort((a, b) => rank(a) - rank(b) || size(b) - size(a));
+      const key = new Map(files.map((f) => [f, { rank: first.indexOf(path.relative(root, f.moduleId)), size: statSync(f.moduleId).size }]));
+      const rank = (f) => (key.get(f).rank < 0 ? first.length : key.get(f).rank);
+      return [...files].sort((a, b) => rank(a) - rank(b) || key.get(b).size - key.get(a).size);
     }
   };
 }

@@ -98,17 +98,17 @@ inline unsigned grid_stride_blocks(int64_t work, int threads) {
 __host__ __device__ __forceinline__ bool is_aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 /**
- * One kernel call from JavaScript: the operands' device addresses in the order of
- * the contract's kernel spec (0 for an absent optional operand), then the kernel's
- * scalars in the order src/kernel-call.ts writes them, all as doubles.
- */
-/**
  * The block tile of the pipelined bf16/f16 matmuls (mma.sync: 128x128 or 64x64; wgmma:
  * 128x256 or 128x128): by default the larger where it makes at least 128 tiles, else the
  * smaller; KILN_MATMUL_TILES=large or small picks one for every call (to compare them).
  */
 enum class MatmulTiles { ByCount, Large, Small };
 
+/**
+ * One kernel call from JavaScript: the operands' device addresses in the order of
+ * the contract's kernel spec (0 for an absent optional operand), then the kernel's
+ * scalars in the order src/kernel-call.ts writes them, all as doubles.
+ */
 struct KernelCall {
   const double* values;
   int count;
