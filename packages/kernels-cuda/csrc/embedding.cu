@@ -14,7 +14,7 @@
 // order. Six launches, scratch: hist[vocab], cursor[vocab], keys[count] (u64),
 // rank[count], perm[count]:
 //   1. zero hist                          2. hist[ids[i]] += 1 (integer atomics: order-free)
-//   3. cursor = exclusive scan of hist (one block, tiles of 4096 in order)
+//   3. cursor = exclusive scan of hist (one block, tiles of 16384 in order)
 //   4. per tile of 1024 positions (one block each): bitonic sort of the keys
 //      (id << 32 | local position) in shared memory; rank = position - first position of
 //      the same id in the sorted tile (binary search), top bit set on a run's last element
@@ -23,7 +23,8 @@
 //      (id, i) and afterwards cursor[id] is the end of id's segment.
 //   6. grid (sorted position, 128-column chunk): the warp at the first position of a
 //      segment sums dOut[perm[k], cols] for k over the segment, in order, in f32
-//      registers (4 columns per lane), then dTable[id, cols] += sum. One writer per row.
+//      registers (4 columns per lane; the segment's rows 8 at a time, loaded before they
+//      are added), then dTable[id, cols] += sum. One writer per row.
 #include "kiln_cuda.h"
 
 namespace kiln {
@@ -67,8 +68,9 @@ void launch_embedding_forward(const KernelCall& c) {
 constexpr int kTile = 1024;           // positions per sorted tile
 constexpr int kSortThreads = kTile / 2;
 constexpr int kScanThreads = 1024;
-constexpr int kScanPer = 4;           // hist entries per scan thread per step
+constexpr int kScanPer = 16;          // hist entries per scan thread per step (a vocabulary of 50257 in 4 steps)
 constexpr int kColsPerLane = 4;
+constexpr int kRowsInFlight = 8;      // rows of a segment loaded before any is added (a divisor of 32)
 constexpr int kColsPerWarp = 32 * kColsPerLane;
 constexpr int kAccWarps = kThreads / 32;
 constexpr uint32_t kLastBit = 0x80000000u;
@@ -196,7 +198,14 @@ __global__ void __launch_bounds__(kTile) place_kernel(const uint64_t* keys, cons
   }
 }
 
-/** Block: kAccWarps sorted positions x one chunk of kColsPerWarp columns; the warp at a segment start sums it. */
+/**
+ * Block: kAccWarps sorted positions x one chunk of kColsPerWarp columns; the warp at a
+ * segment start sums it. The segment's positions come 32 at a time (one coalesced load,
+ * lane l holding the l-th), and its rows kRowsInFlight at a time: all of a group's loads
+ * are issued before any is added, so a long segment (a frequent token's hundreds of rows)
+ * waits on one memory latency per group instead of two per row. The adds keep the order
+ * of the positions.
+ */
 template <typename T, typename G>
 __global__ void __launch_bounds__(kThreads) accumulate_kernel(const int32_t* ids, const int32_t* perm, const int32_t* cursor, const T* dout, G* dtable, int64_t count,
                                                              int64_t dim) {
@@ -210,12 +219,29 @@ __global__ void __launch_bounds__(kThreads) accumulate_kernel(const int32_t* ids
   float acc[kColsPerLane];
 #pragma unroll
   for (int j = 0; j < kColsPerLane; j++) acc[j] = 0.f;
-  for (int64_t k = p; k < end; k++) {
-    const T* src = dout + static_cast<int64_t>(perm[k]) * dim;
+  // Every lane of the warp runs these loops alike (p and end are the warp's): the shuffles see all 32.
+  for (int64_t k0 = p; k0 < end; k0 += 32) {
+    const int n = end - k0 < 32 ? static_cast<int>(end - k0) : 32;
+    const int32_t mine = lane < n ? perm[k0 + lane] : 0;
+    for (int r0 = 0; r0 < n; r0 += kRowsInFlight) {
+      float v[kRowsInFlight][kColsPerLane];
 #pragma unroll
-    for (int j = 0; j < kColsPerLane; j++) {
-      const int64_t col = c0 + 32 * j;
-      if (col < dim) acc[j] += to_f32(src[col]);
+      for (int r = 0; r < kRowsInFlight; r++) {
+        const int32_t pos = __shfl_sync(0xffffffffu, mine, r0 + r);
+        const T* src = dout + static_cast<int64_t>(pos) * dim;
+#pragma unroll
+        for (int j = 0; j < kColsPerLane; j++) {
+          const int64_t col = c0 + 32 * j;
+          v[r][j] = r0 + r < n && col < dim ? to_f32(src[col]) : 0.f;
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < kRowsInFlight; r++) {
+        if (r0 + r < n) {
+#pragma unroll
+          for (int j = 0; j < kColsPerLane; j++) acc[j] += v[r][j];
+        }
+      }
     }
   }
   G* dst = dtable + static_cast<int64_t>(id) * dim;

@@ -352,7 +352,9 @@ const CASES: Record<KernelName, Defs> = {
     d("prime", { count: 7, vocab: 13, dim: 37 }),
     d("odd", { count: 65, vocab: 50, dim: 33 }, { label: "repeated ids" }),
     d("large", { count: 512, vocab: 300, dim: 96 }),
-  ], "gradDtype", ["prime", "odd", "large"]),
+    d("long", { count: 300, vocab: 3, dim: 37 }, { label: "long runs of one id" }),
+    d("large", { count: 64, vocab: 40_000, dim: 3 }, { label: "a large vocabulary" }),
+  ], "gradDtype", ["prime", "odd", "large", "long"]),
   layerNormForward: () => [
     ...normShapes.map((s) => ({ ...s, args: { ...s.args, eps: 1e-5 }, present: ["bias"] })),
     d("options", { rows: 9, dim: 17, eps: 1e-3 }, { label: "no bias" }),

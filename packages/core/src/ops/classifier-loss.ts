@@ -14,7 +14,7 @@ export const LOGITS_CHUNK_BYTES = 16 * 2 ** 20;
  * turn that product into memory traffic: 32 chunks of gpt2-small's 8192 rows move 9.9 GB
  * a step, 4 chunks 1.2 GB. A GPU has the memory for the larger chunks.
  */
-export const GPU_LOGITS_CHUNK_BYTES = 256 * 2 ** 20;
+export const GPU_LOGITS_CHUNK_BYTES = 1024 * 2 ** 20;
 /** ...unless that leaves fewer rows than this, which keeps the chunks' matmuls large enough to run at speed. */
 export const LOGITS_CHUNK_MIN_ROWS = 256;
 
