@@ -12,6 +12,7 @@
 // Usage: node tooling/bench/cuda.mjs [--calls 20] [--steps 10] [--device 0] [--skip-train] [--only gemm,grouped,attention,ssd,train]
 //   [--models gpt2-small:bf16,nano]   (training steps of these models, or model:dtype pairs, alone)
 //   [--graphs]   (training steps with each micro-batch one CUDA graph: kiln train --cuda-graphs)
+//   [--loss-chunk-mib N]   (training steps whose loss takes its logits in chunks of at most N MiB, not the GPU default)
 // --only runs the named parts alone (one process a part keeps a kernel that breaks the device from costing the others).
 // Figures: the first (cold) call, then the median and best of --calls timed calls,
 // each synchronised, so a figure is what one call costs a user. Inputs are random.
@@ -24,12 +25,13 @@ import { StepProfiler, Trainer, resolveModelConfig, stepRoofline, trainingFlopsP
 import { createCudaBackend, cudaStatus, gpuProfileForName } from "../../packages/kernels-cuda/dist/index.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const { values } = parseArgs({ options: { calls: { type: "string" }, steps: { type: "string" }, device: { type: "string" }, "skip-train": { type: "boolean" }, only: { type: "string" }, models: { type: "string" }, graphs: { type: "boolean" } } });
+const { values } = parseArgs({ options: { calls: { type: "string" }, steps: { type: "string" }, device: { type: "string" }, "skip-train": { type: "boolean" }, only: { type: "string" }, models: { type: "string" }, graphs: { type: "boolean" }, "loss-chunk-mib": { type: "string" } } });
 const PARTS = ["gemm", "grouped", "attention", "ssd", "train"];
 const only = values.only ? values.only.split(",").map((p) => p.trim()) : PARTS.filter((p) => p !== "train" || !values["skip-train"]);
 for (const part of only) if (!PARTS.includes(part)) throw new Error(`cuda.mjs: --only ${part}: not a part; the parts are ${PARTS.join(", ")}`);
 const runs = (part) => only.includes(part);
 const wantedModels = values.models?.split(",").map((m) => m.trim());
+const lossChunkBytes = values["loss-chunk-mib"] === undefined ? undefined : Number(values["loss-chunk-mib"]) * 2 ** 20;
 const trainWanted = (name, dtype) => !wantedModels || wantedModels.includes(name) || wantedModels.includes(`${name}:${dtype}`);
 const CALLS = Number(values.calls ?? 20);
 const STEPS = Number(values.steps ?? 10);
@@ -184,6 +186,7 @@ async function trainStep(name, dims, batch, seq, dtype, accum = 1) {
     dtype,
     profiler: issue,
     ...(values.graphs ? { kernelGraphs: true } : {}),
+    ...(lossChunkBytes === undefined ? {} : { lossChunkBytes }),
   });
   let s = 1;
   const rand = () => ((s = (Math.imul(s, 1103515245) + 12345) >>> 0) % dims.vocabSize);
@@ -221,13 +224,14 @@ async function trainStep(name, dims, batch, seq, dtype, accum = 1) {
   const peak = caps.peakFlops[dtype];
   // The step's roofline on this card (each kernel call at the longer of its FLOPs at peak and its bytes at the memory bandwidth).
   const bandwidth = gpuProfileForName(caps.device.name)?.memoryBandwidth;
-  const calls = trainingStepCosts(model, batch, seq, dtype, recompute, "gpu");
+  const calls = trainingStepCosts(model, batch, seq, dtype, recompute, "gpu", lossChunkBytes);
   const rooflineSec = peak && bandwidth ? stepRoofline(calls, accum, peak, bandwidth).seconds : null;
   const torch = model.arch !== "gpt2" || accum !== 1 ? { skipped: "the PyTorch reference is GPT-2 with one micro-batch" } : torchReference("train_step_torch.py", ["--device", "cuda", "--dtype", dtype, "--layers", String(dims.numLayers), "--heads", String(dims.numHeads), "--hidden", String(dims.hiddenSize), "--vocab", String(dims.vocabSize), "--seq", String(seq), "--batch", String(batch), "--steps", String(STEPS)]);
   return progress({
     model: name,
     dtype,
     cuda_graphs: values.graphs === true,
+    loss_chunk_mib: lossChunkBytes === undefined ? "default" : lossChunkBytes / 2 ** 20,
     batch,
     seq,
     accum,

@@ -89,17 +89,20 @@ describe("the training loss by row chunks", () => {
     }
   });
 
-  it("takes larger chunks on a GPU: gpt2-small's 8192 rows in 4 chunks of bf16 logits, not 32", () => {
+  it("takes larger chunks on a GPU: gpt2-small's 8192 rows in one chunk of bf16 logits, not 32", () => {
     expect(logitsChunkRows(8192, 50257, 2)).toBe(256);
-    expect(logitsChunkRows(8192, 50257, 2, GPU_LOGITS_CHUNK_BYTES)).toBe(2048);
-    expect(logitsChunkRows(8192, 50257, 4, GPU_LOGITS_CHUNK_BYTES)).toBe(1171);
+    expect(logitsChunkRows(8192, 50257, 2, GPU_LOGITS_CHUNK_BYTES)).toBe(8192);
+    expect(logitsChunkRows(8192, 50257, 4, GPU_LOGITS_CHUNK_BYTES)).toBe(4096);
     const c = resolveModelConfig({ arch: "gpt2", vocabSize: 50257, hiddenSize: 64, numLayers: 1, numHeads: 2, maxSeqLen: 1024 });
-    const chunkShapes = (device: "cpu" | "gpu") => {
-      const { graph } = buildTrainingGraph(c, paramLayout(c, "bf16"), 8, 1024, "cheap", device);
+    const chunkShapes = (device: "cpu" | "gpu", lossChunkBytes?: number) => {
+      const { graph } = buildTrainingGraph(c, paramLayout(c, "bf16"), 8, 1024, "cheap", device, lossChunkBytes);
       return graph.tensors.filter((t) => t.shape.length === 2 && t.name.startsWith("loss.logits")).map((t) => t.shape.join("x"));
     };
     expect(chunkShapes("cpu")).toEqual(Array(32).fill("256x50257"));
     // A GPU pads the vocabulary to 50304 (a multiple of 128: aligned rows for the products).
-    expect(chunkShapes("gpu")).toEqual(Array(4).fill("2048x50304"));
+    expect(chunkShapes("gpu")).toEqual(["8192x50304"]);
+    // A chosen chunk size replaces the device's: 256 MiB, 4 chunks of 2048 rows.
+    expect(chunkShapes("gpu", 256 * 2 ** 20)).toEqual(Array(4).fill("2048x50304"));
+    for (const bad of [0, -1, 1.5, Number.NaN]) expect(() => chunkShapes("gpu", bad), String(bad)).toThrow(/lossChunkBytes .* is not a positive whole number of bytes/);
   });
 });

@@ -7,7 +7,7 @@ import { Trainer } from "../src/train/trainer.js";
 import { planTrainingMemory } from "../src/train/plan-training.js";
 import { constantLrConfig } from "./support/trainer-config.js";
 
-// 8 x 256 rows of 4096 f32 logits: 2 chunks of 1024 rows on a CPU (16 MiB each), 1 on a GPU (up to 256 MiB).
+// 8 x 256 rows of 4096 f32 logits: 2 chunks of 1024 rows on a CPU (16 MiB each), 1 on a GPU (up to 1 GiB).
 const model = resolveModelConfig({ arch: "gpt2", vocabSize: 4096, hiddenSize: 64, numLayers: 1, numHeads: 2, maxSeqLen: 256 });
 const ROWS = 8 * 256;
 
@@ -17,9 +17,9 @@ function presentedAs(backend: Backend, kind: DeviceKind): Backend {
   return { ...backend, capabilities: () => ({ ...caps, device: { ...caps.device, kind } }) };
 }
 
-async function firstSteps(kind: DeviceKind, config: ModelConfig = model, dtype: FloatDType = "f32") {
+async function firstSteps(kind: DeviceKind, config: ModelConfig = model, dtype: FloatDType = "f32", lossChunkBytes?: number) {
   const wasm = await createWasmBackend({ threads: 2, measurePeak: false });
-  const trainer = new Trainer(presentedAs(wasm, kind), { ...constantLrConfig(config, 8, 256, 3), dtype });
+  const trainer = new Trainer(presentedAs(wasm, kind), { ...constantLrConfig(config, 8, 256, 3), dtype, ...(lossChunkBytes === undefined ? {} : { lossChunkBytes }) });
   const vocab = config.vocabSize;
   const batch = { ids: Int32Array.from({ length: ROWS }, (_, i) => (i * 31) % vocab), targets: Int32Array.from({ length: ROWS }, (_, i) => (i * 17 + 3) % vocab) };
   const losses = [];
@@ -43,6 +43,13 @@ describe("a trainer plans for the kind of device it runs on", () => {
     expect(gpu.peak).toBe(gpu.plan.total);
     // The same sums in another grouping: the head's gradient is added in one product instead of two.
     gpu.losses.forEach((l, i) => expect(Math.abs(l - cpu.losses[i]) / cpu.losses[i]).toBeLessThan(1e-5));
+    // lossChunkBytes replaces the device's chunk size: the GPU's trainer told 8 MiB takes the CPU's two chunks.
+    const chosen = await firstSteps("gpu", model, "f32", 8 * 2 ** 20);
+    expect(chosen.plan).toEqual(planTrainingMemory(model, 8, 256, "f32", "none", "gpu", 8 * 2 ** 20));
+    expect(chosen.plan.activations).toBeLessThan(gpu.plan.activations);
+    expect(chosen.peak).toBe(chosen.plan.total);
+    // The same chunks as the CPU's and the same kernels (a recomputed output has the same bits as a kept one): the same losses.
+    expect(chosen.losses).toEqual(cpu.losses);
   }, 60_000);
 
   it("a GPU pads an odd vocabulary to a multiple of 128 for the loss's products; the losses are the CPU's, the peak the plan", async () => {

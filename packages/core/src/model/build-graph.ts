@@ -69,12 +69,21 @@ export function buildEvalGraph(config: ModelConfig, layout: ParamLayout, batch: 
  * padded for aligned products on a GPU); the backward pass starts from the final hidden
  * states' gradient. Residual sums are folded into the norms that read them (fuseResidualNorms),
  * and bias gradients into the norm backwards that wrote their rows (fuseBiasGradients).
+ * lossChunkBytes overrides the device kind's logits bytes a loss chunk may hold.
  */
-export function buildTrainingGraph(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number, recompute: RecomputePolicy = "cheap", device: DeviceKind = "cpu"): ModelGraph {
+export function buildTrainingGraph(
+  config: ModelConfig,
+  layout: ParamLayout,
+  batch: number,
+  seqLen: number,
+  recompute: RecomputePolicy = "cheap",
+  device: DeviceKind = "cpu",
+  lossChunkBytes?: number,
+): ModelGraph {
   const { t, ids, positions, hidden, head } = forward(config, layout, batch, seqLen);
   const targets = t.g.tensor([batch * seqLen], "i32", "input", "labels");
   const before = t.g.nodes.length;
-  const { lossSum, dHidden, headGrad } = t.g.withScope("loss", () => chunkedClassifierLoss(t.g, hidden, head, targets, "loss", undefined, logitsChunkBytes(device), lossVocabMultiple(device)));
+  const { lossSum, dHidden, headGrad } = t.g.withScope("loss", () => chunkedClassifierLoss(t.g, hidden, head, targets, "loss", undefined, logitsChunkBytes(device, lossChunkBytes), lossVocabMultiple(device)));
   const auxLoss = t.auxLosses.length > 0 ? sumOfScalars(t.g, t.auxLosses, "aux_loss") : undefined;
   const { paramGrads } = appendBackward(t.g, { before, grads: new Map([[hidden, dHidden]]), paramGrads: new Map([[head, headGrad]]) });
   rematerialize(t.g, recompute, archOf(config).blockPrefix);

@@ -1,4 +1,4 @@
-import { type DeviceKind, type FloatDType, bytesPerElement } from "@kiln/contract";
+import { type DeviceKind, type FloatDType, KilnError, bytesPerElement } from "@kiln/contract";
 import type { Graph } from "../graph/graph.js";
 import { addKernelNode } from "../graph/kernel-node.js";
 import { gradDtypeArg, paramGradTensor } from "./grad-rule.js";
@@ -12,14 +12,24 @@ export const LOGITS_CHUNK_BYTES = 16 * 2 ** 20;
  * ...and on a GPU. Every chunk adds its share into the head weight's f32 gradient,
  * which the matmul reads and writes whole (GPT-2's: 154 MB each time), so small chunks
  * turn that product into memory traffic: 32 chunks of gpt2-small's 8192 rows move 9.9 GB
- * a step, 4 chunks 1.2 GB. A GPU has the memory for the larger chunks.
+ * a step, 4 chunks 1.2 GB, one chunk (824 MB of padded bf16 logits) none beyond writing
+ * it once. Fewer chunks also make the head's products larger: d(hidden) of a chunk is
+ * (rows x hidden), 48 output tiles of 128 x 256 for 2048 rows of GPT-2, too few to fill
+ * a GPU without splitting the long (vocabulary) sum. A GPU has the memory for the larger
+ * chunks (gpt2-small bf16: 0.5 GiB more activations than with 256 MiB chunks).
  */
 export const GPU_LOGITS_CHUNK_BYTES = 1024 * 2 ** 20;
 /** ...unless that leaves fewer rows than this, which keeps the chunks' matmuls large enough to run at speed. */
 export const LOGITS_CHUNK_MIN_ROWS = 256;
 
-/** The logits bytes a chunk of the training loss may hold on a device of this kind. */
-export function logitsChunkBytes(kind: DeviceKind = "cpu"): number {
+/** The logits bytes a chunk of the training loss may hold on a device of this kind (or `chosen`, when given). */
+export function logitsChunkBytes(kind: DeviceKind = "cpu", chosen?: number): number {
+  if (chosen !== undefined) {
+    if (!Number.isSafeInteger(chosen) || chosen < 1) {
+      throw new KilnError(`lossChunkBytes ${chosen} is not a positive whole number of bytes`, { where: "lossChunkBytes", hint: "give the logits bytes a chunk of the training loss may hold, e.g. 268435456 (256 MiB), or leave it out for the device's default" });
+    }
+    return chosen;
+  }
   return kind === "gpu" ? GPU_LOGITS_CHUNK_BYTES : LOGITS_CHUNK_BYTES;
 }
 

@@ -16,17 +16,34 @@ export const TRAINER_SCALAR_BYTES = 64;
  * the planned training graph, without allocating anything. Gradients are f32 in every
  * dtype; with a 16-bit dtype the parameters and activations are 16-bit, and f32
  * master weights are added. `device` is the kind of device the step runs on (the
- * training loss's logits come in larger chunks on a GPU).
+ * training loss's logits come in larger chunks on a GPU); lossChunkBytes, when given,
+ * is the logits bytes a chunk of the loss may hold instead of the device kind's.
  */
-export function planTrainingMemory(model: ModelConfig, batchSize: number, seqLen: number, dtype: FloatDType = "f32", recompute: RecomputePolicy = "cheap", device: DeviceKind = "cpu"): MemoryPlan {
-  return planTraining(model, batchSize, seqLen, dtype, recompute, device).memory;
+export function planTrainingMemory(
+  model: ModelConfig,
+  batchSize: number,
+  seqLen: number,
+  dtype: FloatDType = "f32",
+  recompute: RecomputePolicy = "cheap",
+  device: DeviceKind = "cpu",
+  lossChunkBytes?: number,
+): MemoryPlan {
+  return planTraining(model, batchSize, seqLen, dtype, recompute, device, lossChunkBytes).memory;
 }
 
 /** The training graph of (model, batch, seqLen) on a kind of device, its step plan and its memory plan. */
-export function planTraining(model: ModelConfig, batchSize: number, seqLen: number, dtype: FloatDType = "f32", recompute: RecomputePolicy = "cheap", device: DeviceKind = "cpu") {
+export function planTraining(
+  model: ModelConfig,
+  batchSize: number,
+  seqLen: number,
+  dtype: FloatDType = "f32",
+  recompute: RecomputePolicy = "cheap",
+  device: DeviceKind = "cpu",
+  lossChunkBytes?: number,
+) {
   const layout = paramLayout(model, dtype);
   const state = paramLayout(model, "f32");
-  const graph = buildTrainingGraph(model, layout, batchSize, seqLen, recompute, device);
+  const graph = buildTrainingGraph(model, layout, batchSize, seqLen, recompute, device, lossChunkBytes);
   const step = planStep(graph.graph);
   const mixed = dtype !== "f32";
   const memory = totalOf({

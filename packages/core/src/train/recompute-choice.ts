@@ -23,10 +23,11 @@ export function resolveRecompute(
   seqLen: number,
   dtype: FloatDType,
   device: Pick<DeviceDescription, "kind" | "memoryBytes">,
+  lossChunkBytes?: number,
 ): RecomputePolicy {
   if (setting !== "auto") return setting;
   if (device.kind !== "gpu") return "cheap";
-  const keepAll = planTrainingMemory(model, batchSize, seqLen, dtype, "none", "gpu");
+  const keepAll = planTrainingMemory(model, batchSize, seqLen, dtype, "none", "gpu", lossChunkBytes);
   const evaluation = planForwardMemory(model, batchSize, seqLen, dtype, keepAll.activations);
   return keepAll.total + evaluation <= KEEP_ALL_SHARE * device.memoryBytes ? "none" : "cheap";
 }

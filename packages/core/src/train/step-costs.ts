@@ -34,10 +34,19 @@ function costRecorder(calls: KernelCallCost[]): Backend {
  * The kernel calls of one training step of (model, batch, seqLen) as a Trainer on a
  * device of `device`'s kind issues them, with their FLOPs and operand bytes, without
  * a backend: the planned graph's nodes and the optimizer's calls (AdamW and the master
- * weights made by the Trainer's own classes, over stand-in buffers).
+ * weights made by the Trainer's own classes, over stand-in buffers). lossChunkBytes as
+ * planTraining's.
  */
-export function trainingStepCosts(model: ModelConfig, batchSize: number, seqLen: number, dtype: FloatDType = "f32", recompute: RecomputePolicy = "cheap", device: DeviceKind = "cpu"): TrainingStepCosts {
-  const { layout, stateLayout, graph } = planTraining(model, batchSize, seqLen, dtype, recompute, device);
+export function trainingStepCosts(
+  model: ModelConfig,
+  batchSize: number,
+  seqLen: number,
+  dtype: FloatDType = "f32",
+  recompute: RecomputePolicy = "cheap",
+  device: DeviceKind = "cpu",
+  lossChunkBytes?: number,
+): TrainingStepCosts {
+  const { layout, stateLayout, graph } = planTraining(model, batchSize, seqLen, dtype, recompute, device, lossChunkBytes);
   const microBatch = graph.graph.nodes.map((node) => {
     const attrs = node.attrs as unknown as KernelNodeAttrs;
     return { kernel: attrs.kernel, ...kernelNodeCost(attrs) };

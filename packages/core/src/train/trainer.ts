@@ -41,6 +41,12 @@ export interface TrainerConfig {
   /** Activations recomputed in the backward pass instead of kept (default "auto": see resolveRecompute). */
   recompute?: RecomputeSetting;
   /**
+   * The logits bytes one chunk of the training loss may hold (default 16 MiB on a CPU,
+   * 1 GiB on a GPU: GPU_LOGITS_CHUNK_BYTES): less memory for the loss's logits, against
+   * more passes over the head weight's gradient.
+   */
+  lossChunkBytes?: number;
+  /**
    * Storage dtype of parameters and activations (default f32). Parameter gradients
    * are f32 in every dtype; with bf16 or f16, AdamW updates f32 master weights from
    * them, and its state stays f32; f16 adds dynamic loss scaling.
@@ -177,8 +183,8 @@ export class Trainer {
     }
     this.dtype = config.dtype ?? "f32";
     const device = backend.capabilities().device;
-    this.recompute = resolveRecompute(config.recompute ?? "auto", model, batchSize, seqLen, this.dtype, device);
-    const planned = planTraining(model, batchSize, seqLen, this.dtype, this.recompute, device.kind);
+    this.recompute = resolveRecompute(config.recompute ?? "auto", model, batchSize, seqLen, this.dtype, device, config.lossChunkBytes);
+    const planned = planTraining(model, batchSize, seqLen, this.dtype, this.recompute, device.kind, config.lossChunkBytes);
     assertBackendTrains(backend, this.dtype, planned.graph.graph);
     this.layout = planned.layout;
     this.stateLayout = planned.stateLayout;
