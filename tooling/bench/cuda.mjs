@@ -5,11 +5,12 @@
 // a step, kiln only) with MFU and the step's roofline (each of its kernel calls at the card's
 // peak FLOP/s or memory bandwidth, whichever binds), each beside the same work through PyTorch on the same
 // GPU (cuda_kernels_torch.py, train_step_torch.py) as a ratio kiln / PyTorch; Mamba2's
-// selective scan (ssdScanForward / ssdScanBackward) on its own, with no PyTorch figure.
+// selective scan (ssdScanForward / ssdScanBackward) and the token embedding's backward
+// (ids uniform, and ids as frequent as the words of text) on their own, with no PyTorch figure.
 // Prints one JSON object. On a machine without a usable GPU it says so and exits 0.
 // Needs the workspace built (pnpm turbo run build) with nvcc present; the PyTorch
 // side runs when `$KILN_TORCH_PYTHON` (default python3) imports a CUDA torch.
-// Usage: node tooling/bench/cuda.mjs [--calls 20] [--steps 10] [--device 0] [--skip-train] [--only gemm,grouped,attention,ssd,train]
+// Usage: node tooling/bench/cuda.mjs [--calls 20] [--steps 10] [--device 0] [--skip-train] [--only gemm,grouped,attention,ssd,embedding,train]
 //   [--models gpt2-small:bf16,nano]   (training steps of these models, or model:dtype pairs, alone)
 //   [--graphs]   (training steps with each micro-batch one CUDA graph: kiln train --cuda-graphs)
 //   [--loss-chunk-mib N]   (training steps whose loss takes its logits in chunks of at most N MiB, not the GPU default)
@@ -26,7 +27,7 @@ import { createCudaBackend, cudaStatus, gpuProfileForName } from "../../packages
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const { values } = parseArgs({ options: { calls: { type: "string" }, steps: { type: "string" }, device: { type: "string" }, "skip-train": { type: "boolean" }, only: { type: "string" }, models: { type: "string" }, graphs: { type: "boolean" }, "loss-chunk-mib": { type: "string" } } });
-const PARTS = ["gemm", "grouped", "attention", "ssd", "train"];
+const PARTS = ["gemm", "grouped", "attention", "ssd", "embedding", "train"];
 const only = values.only ? values.only.split(",").map((p) => p.trim()) : PARTS.filter((p) => p !== "train" || !values["skip-train"]);
 for (const part of only) if (!PARTS.includes(part)) throw new Error(`cuda.mjs: --only ${part}: not a part; the parts are ${PARTS.join(", ")}`);
 const runs = (part) => only.includes(part);
@@ -166,6 +167,52 @@ async function ssdScan(dtype, shape = { batch: 4, seqLen: 1024, heads: 16, headD
     backward_tflops_median: (2 * flops) / bwd.median / 1e12,
     forward_cold_ms: fwd.cold * 1e3,
     backward_cold_ms: bwd.cold * 1e3,
+  });
+}
+
+/**
+ * The token embedding's backward over one gpt2-small micro-batch (8192 tokens, GPT-2's
+ * vocabulary, 768 wide, bf16 into an f32 gradient), its ids drawn `uniform` over the
+ * vocabulary or `zipf` as words of text are (id r - 1 with weight 1 / r: the commonest
+ * about 720 times, a long run of rows for one id). GB/s over the bytes the call must move:
+ * dOut once, each id, the touched rows of the table read and written.
+ */
+async function embeddingBackward(distribution, shape = { count: 8192, vocab: 50257, dim: 768 }) {
+  const { count, vocab, dim } = shape;
+  let s = 7;
+  const uniform01 = () => (s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 2 ** 32;
+  const cdf = new Float64Array(vocab);
+  for (let r = 0, total = 0; r < vocab; r++) cdf[r] = total += 1 / (r + 1);
+  const draw = () => {
+    if (distribution === "uniform") return Math.floor(uniform01() * vocab);
+    const u = uniform01() * cdf[vocab - 1];
+    let lo = 0, hi = vocab - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (cdf[mid] < u) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  const host = Int32Array.from({ length: count }, draw);
+  const counts = new Map();
+  for (const id of host) counts.set(id, (counts.get(id) ?? 0) + 1);
+  const ids = backend.alloc(count * 4);
+  backend.upload(ids, host);
+  const dOut = filled("bf16", count * dim), dTable = filled("f32", vocab * dim);
+  const t = await time(() => backend.kernels.embeddingBackward({ ids, dOut, dTable, count, vocab, dim, dtype: "bf16", gradDtype: "f32" }));
+  [ids, dOut, dTable].forEach((b) => backend.free(b));
+  const bytes = count * 4 + count * dim * 2 + 2 * counts.size * dim * 4;
+  return progress({
+    kernel: "embeddingBackward",
+    distribution,
+    ...shape,
+    distinct_ids: counts.size,
+    most_rows_of_one_id: Math.max(...counts.values()),
+    us_median: t.median * 1e6,
+    us_pipelined: t.pipelined * 1e6,
+    cold_us: t.cold * 1e6,
+    gb_per_s_median: bytes / t.median / 1e9,
   });
 }
 
@@ -329,6 +376,7 @@ if (runs("attention")) {
   }
 }
 const ssdScans = runs("ssd") ? [await ssdScan("bf16"), await ssdScan("f32")] : [];
+const embeddings = runs("embedding") ? [await embeddingBackward("uniform"), await embeddingBackward("zipf")] : [];
 const torchKernels = runs("gemm") || runs("attention") ? torchReference("cuda_kernels_torch.py", ["--calls", String(CALLS)]) : undefined;
 const report = {
   gpu: true,
@@ -341,6 +389,7 @@ const report = {
   grouped_gemm: groupedGemms,
   attention: [...attentions, ...attentionsWmma],
   ssd_scan: ssdScans,
+  embedding_backward: embeddings,
   torch_kernels: torchKernels,
   gemm_ratio_vs_torch: ratios(gemms, torchKernels?.gemm, ["tflops_median", "tflops_pipelined"]),
   own_gemm_ratio_vs_torch: ownGemms.length ? ratios(ownGemms.slice(0, 3), torchKernels?.gemm, ["tflops_median", "tflops_pipelined"]) : undefined,

@@ -37,8 +37,9 @@ cat >"$dir/run.sh" <<'RUN'
 # time left of KIT_BUDGET seconds (default 540): conformance of every kernel on its
 # default path; the gpt2-small bf16 step beside PyTorch and with its config's 8
 # micro-batches a step, both again as CUDA graphs, the 8 micro-batches with the loss's
-# logits in 256 MiB chunks (the earlier default), and on the mma.sync attention with its
-# defaults and its earlier settings (a table of the gpt2-small steps by setting follows);
+# logits in 256 MiB chunks (the earlier default), the embedding backward (ids uniform and
+# as in text), and on the mma.sync attention with its defaults and its earlier settings
+# (a table of the gpt2-small steps by setting follows);
 # a device-timed profile of gpt2-small bf16; conformance of the other attention and
 # matmul settings and of the kernels that take scratch with every call prepared;
 # nano-start trained with and without --cuda-graphs (the same losses); attention (wgmma,
@@ -82,6 +83,7 @@ bench train --only train --models gpt2-small:bf16,gpt2-small-accum8:bf16
 KILN_TORCH_PYTHON=false bench train-graphs --only train --models gpt2-small:bf16,gpt2-small-accum8:bf16 --graphs
 # The loss's logits in the chunks of before (256 MiB: 4 of 2048 rows), against the default's one of 8192 rows.
 KILN_TORCH_PYTHON=false bench train-loss-chunks-256 --only train --models gpt2-small-accum8:bf16 --loss-chunk-mib 256
+bench embedding --only embedding
 KILN_ATTENTION_PATH=mma KILN_TORCH_PYTHON=false bench train-mma-attention --only train --models gpt2-small:bf16
 KILN_ATTENTION_PATH=mma KILN_ATTENTION_MMA_KEYS=32 KILN_ATTENTION_DQ=recompute KILN_TORCH_PYTHON=false bench train-mma-keys-32-recompute --only train --models gpt2-small:bf16
 stage "summary: the gpt2-small bf16 steps above, by setting (median ms a step, MFU)"
