@@ -55,16 +55,20 @@ describe("the training loss by row chunks", () => {
     padded.grads.forEach((grad, i) => grad.forEach((v, j) => expect(v, `padded ${["w", "head"][i]}[${j}]`).toBeCloseTo(whole.grads[i][j], 12)));
   });
 
-  it("pads the products' vocabulary with zero weight rows and a lowest-value bias, and adds the head's gradient once", () => {
+  it("pads the forward product's vocabulary with zero weight rows and a lowest-value bias; the backward products read the padded gradient's real columns", () => {
     const { g } = lossGraph(3, 8);
     const calls = g.nodes.map((n) => n.attrs as unknown as { kernel: string; args: Record<string, number | boolean> });
     const matmuls = calls.filter((c) => c.kernel === "matmul" && c.args.m !== ROWS);
-    // Per chunk: logits (n = 16), d(hidden) (k = 16), the head's gradient (m = 16), first chunk not accumulating.
-    expect(matmuls.map((c) => [c.args.n, c.args.k, c.args.m === 16 ? "grad" : ""].join(" ")).slice(0, 3)).toEqual(["16 5 ", "5 16 ", "5 3 grad"]);
-    expect(matmuls.filter((c) => c.args.m === 16).map((c) => c.args.accumulate)).toEqual([false, true, true]);
+    // Per chunk: logits (n = 16, the padded copy of the head), d(hidden) (k = 11 from the head itself, dLogits rows 16 apart),
+    // the head's gradient (m = 11, dLogits rows 16 apart) added straight into the parameter's.
+    const shape = (c: (typeof calls)[number]) => [c.args.n, c.args.k, c.args.lda ?? "-", c.args.m === VOCAB ? "grad" : ""].join(" ");
+    expect(matmuls.slice(0, 3).map(shape)).toEqual(["16 5 - ", "5 11 16 ", "5 3 16 grad"]);
+    expect(matmuls.filter((c) => c.args.m === VOCAB).map((c) => c.args.accumulate)).toEqual([true, true, true]);
     expect(calls.filter((c) => c.kernel === "crossEntropyForward").map((c) => c.args.vocab)).toEqual([16, 16, 16]);
     expect(calls.filter((c) => c.kernel === "fill").map((c) => [c.args.n, c.args.value])).toEqual([[5 * 5, 0], [11, 0], [5, -3.4028234663852886e38]]);
-    expect(calls.filter((c) => c.kernel === "add").map((c) => c.args.n)).toContain(VOCAB * WIDTH);
+    // No padded gradient block, and so no add of it into the head's gradient.
+    expect(calls.filter((c) => c.kernel === "add")).toEqual([]);
+    expect(g.tensors.filter((t) => t.name.includes("head_padded")).map((t) => t.name)).toEqual(["loss.head_padded"]);
   });
 
   it("never holds the whole logits in a training graph, and keeps chunks of at least 256 rows", () => {

@@ -29,7 +29,7 @@ __device__ __forceinline__ void tc_tile(const T* A, bool vec_a, const T* B, bool
                                         bool accumulate, T* sA, T* sB, float* sC) {
   const Tile tile;
   WmmaAccumulator acc[Tile::FRAGS_M][Tile::FRAGS_N];
-  tile.product(A, vec_a, B, vec_b, m, n, depth, m0, n0, sA, sB, acc);
+  tile.product(A, Tile::kTransA ? m : depth, vec_a, B, vec_b, m, n, depth, m0, n0, sA, sB, acc);
 
   // Epilogue: each fragment through this warp's f32 staging tile.
   using namespace nvcuda;

@@ -3,7 +3,8 @@
 //
 // matmul: for each batch item i
 //   C_i = (accumulate ? C_i : 0) + alpha * op(A_i) @ op(B_i) + bias
-// Row-major. op(A) is (m, k): A stored (m, k) (lda = k), or (k, m) when transA (lda = m).
+// Row-major. op(A) is (m, k): A stored (m, k), or (k, m) when transA, its rows lda apart
+// (k, or m when transA, by default; more for a matrix inside a wider one).
 // op(B) is (k, n): B stored (k, n) (ldb = n), or (n, k) when transB (ldb = k).
 // C is (m, n), ldc = n, in the dtype of A and B or, for bf16/f16 operands, in f32
 // (cDtype: a parameter gradient kept in f32; the f32 sum is stored, or added to the
@@ -71,7 +72,9 @@ __device__ __forceinline__ void store_out(const MatmulParams<T, TC>& p, TC* crow
 
 // Block tile BM x BN = (64 GM) x (64 GN), the product of matmul_tiles.h; the epilogue
 // adds alpha, the bias and the old C.
-template <typename T, typename TC, int GM, int GN>
+// Operands: DenseOperands (A's rows k, or m when transposed, apart: the layout the kernel
+// was tuned with) or StridedOperands (A's rows lda apart).
+template <typename T, typename TC, int GM, int GN, typename Operands>
 __global__ void __launch_bounds__(kSimtThreads) matmul_simt_kernel(MatmulParams<T, TC> p) {
   using Tile = SimtTile<T, GM, GN>;
   constexpr int BM = Tile::BM, BN = Tile::BN;
@@ -90,7 +93,8 @@ __global__ void __launch_bounds__(kSimtThreads) matmul_simt_kernel(MatmulParams<
     for (int64_t my = blockIdx.y; my * BM < m; my += gridDim.y) {
       const int m0 = static_cast<int>(my * BM);
       float acc[Tile::TM][Tile::TN];
-      tile.product(A, B, DenseOperands{}, m, n, k, m0, n0, sA, sB, acc);
+      if constexpr (std::is_same<Operands, DenseOperands>::value) tile.product(A, B, DenseOperands{}, m, n, k, m0, n0, sA, sB, acc);
+      else tile.product(A, B, StridedOperands{p.lda, p.trans_b ? k : n}, m, n, k, m0, n0, sA, sB, acc);
 
 #pragma unroll
       for (int h = 0; h < GN; h++)
@@ -138,7 +142,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32) matmul_wmma_kernel(Mat
     for (int64_t my = blockIdx.y; my * Tile::BM < m; my += gridDim.y) {
       const int m0 = static_cast<int>(my * Tile::BM);
       WmmaAccumulator acc[FM][FN];
-      tile.product(A, vec_a, B, vec_b, m, n, k, m0, n0, sA, sB, acc);
+      tile.product(A, p.lda, vec_a, B, vec_b, m, n, k, m0, n0, sA, sB, acc);
 
       // Epilogue: each fragment goes through this warp's f32 staging tile.
       float* stage = sC[tile.warp];
@@ -167,8 +171,8 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32) matmul_wmma_kernel(Mat
 template <typename T, typename TC, bool TA, bool TB, int WARPS_M, int WARPS_N, int FM, int FN>
 void launch_wmma_cfg(const MatmulParams<T, TC>& p, cudaStream_t stream) {
   constexpr int BM = WARPS_M * FM * 16, BN = WARPS_N * FN * 16;
-  const int lda = TA ? p.m : p.k, ldb = TB ? p.k : p.n;
-  const bool vec_a = is_aligned16(p.a) && lda % 8 == 0 && p.stride_a % 8 == 0;
+  const int ldb = TB ? p.k : p.n;
+  const bool vec_a = is_aligned16(p.a) && p.lda % 8 == 0 && p.stride_a % 8 == 0;
   const bool vec_b = is_aligned16(p.b) && ldb % 8 == 0 && p.stride_b % 8 == 0;
   const int64_t mt = (p.m + BM - 1) / BM;
   dim3 grid(ceil_div(p.n, BN), static_cast<unsigned>(mt < 65535 ? mt : 65535), static_cast<unsigned>(p.batch < 65535 ? p.batch : 65535));
@@ -196,22 +200,26 @@ void launch_wmma(const MatmulParams<T, TC>& p, cudaStream_t stream) {
 }
 
 
-template <typename T, typename TC, int GM, int GN>
+template <typename T, typename TC, int GM, int GN, typename Operands>
 void launch_simt_cfg(const MatmulParams<T, TC>& p, cudaStream_t stream) {
   const int64_t mt = (p.m + 64 * GM - 1) / (64 * GM);
   dim3 grid(ceil_div(p.n, 64 * GN), static_cast<unsigned>(mt < 65535 ? mt : 65535), static_cast<unsigned>(p.batch < 65535 ? p.batch : 65535));
-  launch("matmul", matmul_simt_kernel<T, TC, GM, GN>, grid, dim3(kSimtThreads), 0, stream, p);
+  launch("matmul", matmul_simt_kernel<T, TC, GM, GN, Operands>, grid, dim3(kSimtThreads), 0, stream, p);
 }
 
 template <typename T, typename TC>
 void launch_simt(const MatmulParams<T, TC>& p, cudaStream_t stream) {
+  // An A inside a wider one (lda past its rows) on 64 x 64 tiles alone: a second layout
+  // of the 128 x 128 instances would add their compile for a call only the padded
+  // training loss makes, where cuBLASLt or the tensor-core kernels run it on a GPU.
+  if (p.lda != (p.trans_a ? p.m : p.k)) return launch_simt_cfg<T, TC, 1, 1, StridedOperands>(p, stream);
   // 128 x 128 tiles once there are enough of them to fill the GPU, else 64 x 64.
   const int64_t tiles128 = int64_t{ceil_div(p.m, 128)} * ceil_div(p.n, 128) * p.batch;
-  if (tiles128 >= 128) launch_simt_cfg<T, TC, 2, 2>(p, stream);
-  else launch_simt_cfg<T, TC, 1, 1>(p, stream);
+  if (tiles128 >= 128) launch_simt_cfg<T, TC, 2, 2, DenseOperands>(p, stream);
+  else launch_simt_cfg<T, TC, 1, 1, DenseOperands>(p, stream);
 }
 
-// matmul: a, b, bias, c | m, n, k, batch, transA, transB, strideA, strideB, strideC, alpha, accumulate, dtype, cDtype
+// matmul: a, b, bias, c | m, n, k, batch, transA, transB, strideA, strideB, strideC, alpha, accumulate, dtype, cDtype, lda
 void launch_matmul(const KernelCall& c) {
   dispatch_float_grad(c.i32(15), c.i32(16), "matmul", [&](auto tag, auto c_tag) {
     using T = decltype(tag);
@@ -232,9 +240,10 @@ void launch_matmul(const KernelCall& c) {
     p.stride_c = c.i64(12);
     p.alpha = c.f32(13);
     p.accumulate = c.flag(14);
+    p.lda = c.i64(17);
 #if !defined(KILN_CUDA_SIM)
     if (c.blas) {
-      const BlasMatmul b{p.a, p.b, p.bias, p.c, p.m, p.n, p.k, p.batch, p.trans_a, p.trans_b, p.stride_a, p.stride_b, p.stride_c, p.alpha, p.accumulate, c.i32(15), c.i32(16)};
+      const BlasMatmul b{p.a, p.b, p.bias, p.c, p.m, p.n, p.k, p.batch, p.trans_a, p.trans_b, p.lda, p.stride_a, p.stride_b, p.stride_c, p.alpha, p.accumulate, c.i32(15), c.i32(16)};
       if (static_cast<CublasLt*>(c.blas)->matmul(b, c.stream, c.scratch(CublasLt::kWorkspaceBytes), CublasLt::kWorkspaceBytes)) return;
     }
 #endif

@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, 1) matmul_mma_kernel(M
       const int m0 = static_cast<int>(my * BM);
 
       // A stored (k, m) or (m, k), B stored (n, k) or (k, n): this thread's copies.
-      const StageLoader<T, Cfg, TA, TB> loader(A, B, m, n, k, m0, n0, tid);
+      const StageLoader<T, Cfg, TA, TB> loader(A, p.lda, B, m, n, k, m0, n0, tid);
       auto load_step = [&](int kt, int s) { loader.issue(smem + s * Cfg::STAGE_ELEMS, kt); };
 
       float acc[MI][NI][4];

@@ -16,6 +16,7 @@ struct MatmulParams {
   TC* c;
   int m, n, k;
   int64_t batch;
+  int64_t lda;  // elements between A's stored rows: k, or m when trans_a, or more
   int64_t stride_a, stride_b, stride_c;
   float alpha;
   bool trans_a, trans_b, accumulate;
@@ -25,7 +26,7 @@ struct MatmulParams {
  * Runs a bf16 / f16 matmul on matmul_mma.cu's pipelined tensor-core kernel (T
  * __nv_bfloat16 or __half; TC T or float). False, with nothing launched, when an
  * operand does not allow its 16-byte copies (a base not 16-byte aligned, or a
- * leading dimension or batch stride not a multiple of 8 elements).
+ * leading dimension (A's lda) or batch stride not a multiple of 8 elements).
  */
 template <typename T, typename TC>
 bool launch_matmul_mma(const MatmulParams<T, TC>& p, MatmulTiles tiles, cudaStream_t stream);

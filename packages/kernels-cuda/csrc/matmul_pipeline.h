@@ -49,8 +49,9 @@ struct Sw128Tile {
 
 /**
  * One thread's share of the cp.async copies of a stored tile (layout Tile, ROWS x
- * CHUNKS chunks) of the row-major R x C matrix at `base` (leading dimension C, a
- * multiple of 8: a chunk is all inside or all outside). Chunk l of the thread is chunk
+ * CHUNKS chunks) of the row-major R x C matrix at `base` (leading dimension ld >= C, a
+ * multiple of 8, so a chunk never straddles two rows; a chunk that runs past column C,
+ * where ld > C, copies its columns inside and zero fills the rest). Chunk l of the thread is chunk
  * tid % CHUNKS of tile row tid / CHUNKS + l ROW_STEP. Set up once per output tile at
  * step 0 (tile rows from r0, columns from c0); K_ROWS: the k axis runs along the rows
  * (a step moves the tile BK rows down), else along the columns (BK columns right). A
@@ -66,7 +67,7 @@ struct TileLoader {
   int64_t ld;
   int row, col, R, C, dst;  // chunk 0's matrix coordinates at step 0; its element offset in a stage
 
-  __device__ __forceinline__ TileLoader(const T* base_, int R_, int C_, int r0, int c0, int tid) : base(base_), ld(C_), R(R_), C(C_) {
+  __device__ __forceinline__ TileLoader(const T* base_, int R_, int C_, int64_t ld_, int r0, int c0, int tid) : base(base_), ld(ld_), R(R_), C(C_) {
     const int r = tid / CHUNKS, c = tid % CHUNKS;
     row = r0 + r;
     col = c0 + c * 8;
@@ -78,11 +79,12 @@ struct TileLoader {
   __device__ __forceinline__ void issue(T* stage, int kt) const {
     const int dr = K_ROWS ? kt * BK : 0, dc = K_ROWS ? 0 : kt * BK;
     const T* p = src + (K_ROWS ? int64_t{dr} * ld : int64_t{dc});
-    const bool col_in = col + dc < C;
+    const int cols_in = C - (col + dc);  // of the chunk's 8 columns, those inside the matrix
+    const unsigned bytes = cols_in >= 8 ? 16u : cols_in > 0 ? static_cast<unsigned>(cols_in * sizeof(T)) : 0u;
 #pragma unroll
     for (int l = 0; l < PER; l++) {
-      const bool inside = col_in && row + dr + l * ROW_STEP < R;
-      ptx::cp_async_16(stage + dst + l * ROW_STEP * Tile::kRowElems, inside ? p : base, inside ? 16u : 0u);
+      const bool inside = bytes > 0 && row + dr + l * ROW_STEP < R;
+      ptx::cp_async_16(stage + dst + l * ROW_STEP * Tile::kRowElems, inside ? p : base, inside ? bytes : 0u);
       p += ROW_STEP * ld;
     }
   }
@@ -91,16 +93,16 @@ struct TileLoader {
 /**
  * One thread's copies of a k step's A tile then B tile into a stage of the ring (Cfg: the
  * kernel's tile configuration, TileA/TileB, their rows and chunks, NT threads, BK), for
- * the output tile at (m0, n0): A stored (k, m) when TA else (m, k), B stored (n, k) when
- * TB else (k, n).
+ * the output tile at (m0, n0): A stored (k, m) when TA else (m, k), its rows lda apart,
+ * B stored (n, k) when TB else (k, n), densely.
  */
 template <typename T, typename Cfg, bool TA, bool TB>
 struct StageLoader {
   TileLoader<T, typename Cfg::TileA, Cfg::A_ROWS, Cfg::A_CHUNKS, Cfg::NT, Cfg::BK, TA> a;
   TileLoader<T, typename Cfg::TileB, Cfg::B_ROWS, Cfg::B_CHUNKS, Cfg::NT, Cfg::BK, !TB> b;
 
-  __device__ __forceinline__ StageLoader(const T* A, const T* B, int m, int n, int k, int m0, int n0, int tid)
-      : a(A, TA ? k : m, TA ? m : k, TA ? 0 : m0, TA ? m0 : 0, tid), b(B, TB ? n : k, TB ? k : n, TB ? n0 : 0, TB ? 0 : n0, tid) {}
+  __device__ __forceinline__ StageLoader(const T* A, int64_t lda, const T* B, int m, int n, int k, int m0, int n0, int tid)
+      : a(A, TA ? k : m, TA ? m : k, lda, TA ? 0 : m0, TA ? m0 : 0, tid), b(B, TB ? n : k, TB ? k : n, TB ? k : n, TB ? n0 : 0, TB ? 0 : n0, tid) {}
 
   /** Copies step kt's tiles into `stage` (A first, B after A's kElems). */
   __device__ __forceinline__ void issue(T* stage, int kt) const {
@@ -176,7 +178,7 @@ inline bool copies16(const T* base, int64_t ld, int64_t stride) {
  */
 template <typename T, typename TC, typename F>
 inline bool launch_if_copies16(const MatmulParams<T, TC>& p, F&& launch) {
-  if (!copies16(p.a, p.trans_a ? p.m : p.k, p.stride_a) || !copies16(p.b, p.trans_b ? p.k : p.n, p.stride_b)) return false;
+  if (!copies16(p.a, p.lda, p.stride_a) || !copies16(p.b, p.trans_b ? p.k : p.n, p.stride_b)) return false;
   if (p.trans_a) {
     if (p.trans_b) launch(std::true_type{}, std::true_type{});
     else launch(std::true_type{}, std::false_type{});

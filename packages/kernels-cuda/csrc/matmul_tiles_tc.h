@@ -57,8 +57,8 @@ using WmmaAccumulator = nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16
 
 /**
  * One thread's part of a block's tensor-core tile product: op(A) (m, depth) @ op(B)
- * (depth, n), both stored densely (row-major, rows one after another):
- *   op(A)(i, d) = TA ? A[d * m + i] : A[i * depth + d]      op(B)(d, j) = TB ? B[j * depth + d] : B[d * n + j]
+ * (depth, n), row-major, B stored densely (rows one after another), A's rows lda apart:
+ *   op(A)(i, d) = TA ? A[d * lda + i] : A[i * lda + d]      op(B)(d, j) = TB ? B[j * depth + d] : B[d * n + j]
  * Shared memory: T sA[A_ROWS * A_LD], T sB[B_ROWS * B_LD] (`__align__(128)`). Holds the
  * thread's index, warp and lane and the warp's place in the block tile (wm, wn);
  * construct it once per thread, before the kernel's loops. Tid, the thread index's
@@ -71,6 +71,7 @@ struct WmmaTile {
   static constexpr int NT = WARPS_M * WARPS_N * 32, NW = WARPS_M * WARPS_N, BK = kWmmaBK;
   static constexpr int BM = WARPS_M * FM * 16, BN = WARPS_N * FN * 16;
   static constexpr int FRAGS_M = FM, FRAGS_N = FN;  // this warp's fragments
+  static constexpr bool kTransA = TA;
   static constexpr int A_ROWS = TA ? BK : BM, A_COLS = TA ? BM : BK, A_LD = A_COLS + kWmmaPad;
   static constexpr int B_ROWS = TB ? BN : BK, B_COLS = TB ? BK : BN, B_LD = B_COLS + kWmmaPad;
   using LayoutA = typename std::conditional<TA, nvcuda::wmma::col_major, nvcuda::wmma::row_major>::type;
@@ -83,12 +84,13 @@ struct WmmaTile {
       : tid(static_cast<Tid>(threadIdx.x)), warp(tid / 32), lane(tid % 32), wm(warp / WARPS_N), wn(warp % WARPS_N) {}
 
   /**
-   * acc = op(A)[m0 : m0 + BM, :] @ op(B)[:, n0 : n0 + BN] for this warp's fragments.
+   * acc = op(A)[m0 : m0 + BM, :] @ op(B)[:, n0 : n0 + BN] for this warp's fragments,
+   * A's stored rows lda apart (m when TA, depth otherwise, for a dense A).
    * vec_a / vec_b: 16-byte loads allowed (see load_tile16). Every thread of the block
    * calls it; the next call's first barrier protects sA / sB.
    */
-  __device__ __forceinline__ void product(const T* A, bool vec_a, const T* B, bool vec_b, int m, int n, int depth, int m0, int n0, T* sA, T* sB,
-                                          WmmaAccumulator (&acc)[FM][FN]) const {
+  __device__ __forceinline__ void product(const T* A, int64_t lda, bool vec_a, const T* B, bool vec_b, int m, int n, int depth, int m0, int n0, T* sA,
+                                          T* sB, WmmaAccumulator (&acc)[FM][FN]) const {
     using namespace nvcuda;
 #pragma unroll
     for (int i = 0; i < FM; i++)
@@ -97,8 +99,8 @@ struct WmmaTile {
 
     for (int d0 = 0; d0 < depth; d0 += BK) {
       __syncthreads();  // every warp is done with the previous tiles
-      if (TA) load_tile16<T, A_ROWS, A_COLS, A_LD, NT>(sA, A, m, d0, depth, m0, m, vec_a, tid);
-      else load_tile16<T, A_ROWS, A_COLS, A_LD, NT>(sA, A, depth, m0, m, d0, depth, vec_a, tid);
+      if (TA) load_tile16<T, A_ROWS, A_COLS, A_LD, NT>(sA, A, lda, d0, depth, m0, m, vec_a, tid);
+      else load_tile16<T, A_ROWS, A_COLS, A_LD, NT>(sA, A, lda, m0, m, d0, depth, vec_a, tid);
       if (TB) load_tile16<T, B_ROWS, B_COLS, B_LD, NT>(sB, B, depth, n0, n, d0, depth, vec_b, tid);
       else load_tile16<T, B_ROWS, B_COLS, B_LD, NT>(sB, B, n, d0, depth, n0, n, vec_b, tid);
       __syncthreads();

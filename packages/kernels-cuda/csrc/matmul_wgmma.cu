@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(256, 1) matmul_wgmma_kernel(MatmulParams<T, TC
     TC* C = p.c + bz * p.stride_c;
     for (int64_t my = blockIdx.y; my * BM < m; my += gridDim.y) {
       const int m0 = static_cast<int>(my * BM);
-      const StageLoader<T, Cfg, TA, TB> loader(A, B, m, n, k, m0, n0, tid);
+      const StageLoader<T, Cfg, TA, TB> loader(A, p.lda, B, m, n, k, m0, n0, tid);
       auto load_step = [&](int kt, int s) { loader.issue(smem + s * Cfg::STAGE_ELEMS, kt); };
 
       float acc[BN / 2];

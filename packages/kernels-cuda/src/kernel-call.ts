@@ -37,7 +37,7 @@ const ssdScalars = (a: SsdScanDims & { dtype: DType }) => {
 const SCALARS: { [K in KernelName]: (a: KernelArgsMap[K]) => number[] } = {
   matmul: (a) => {
     const s = matmulStrides(a);
-    return [a.m, a.n, a.k, s.batch, bit(a.transA), bit(a.transB), s.strideA, s.strideB, s.strideC, a.alpha ?? 1, bit(a.accumulate), code(a.dtype), gradCode(a, a.cDtype)];
+    return [a.m, a.n, a.k, s.batch, bit(a.transA), bit(a.transB), s.strideA, s.strideB, s.strideC, a.alpha ?? 1, bit(a.accumulate), code(a.dtype), gradCode(a, a.cDtype), s.lda];
   },
   sumRows: (a) => [a.rows, a.cols, bit(a.accumulate), code(a.dtype), gradCode(a, a.gradDtype)],
   embeddingForward: (a) => [a.count, a.vocab, a.dim, code(a.dtype)],

@@ -73,6 +73,7 @@ KILN_INLINE void grouped_forward(const GroupedArgs* a, int thread, int nthreads,
   MatmulArgs g = one_matrix(a, 0, a->trans_b, a->accumulate);
   g.n = n;
   g.k = k;
+  g.lda = k;
   for (int grp = 0; grp < a->groups; grp++) {
     const int r0 = a->offsets[grp], r1 = a->offsets[grp + 1];
     const int lo = kiln_max(r0, m0), hi = kiln_min(r1, m1);
@@ -96,6 +97,7 @@ KILN_INLINE void grouped_weight_grad(const GroupedArgs* a, int thread, int nthre
   MatmulArgs g = one_matrix(a, 1, 0, 1);
   g.m = n;
   g.n = k;
+  g.lda = n;
   for (int grp = 0; grp < a->groups; grp++) {
     const int r0 = a->offsets[grp], r1 = a->offsets[grp + 1];
     if (r1 <= r0) continue; /* an empty group leaves dB_g untouched */

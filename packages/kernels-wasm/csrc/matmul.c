@@ -3,8 +3,9 @@
  *
  *   for each batch item i:  C_i = (accumulate ? C_i : 0) + alpha * op(A_i) @ op(B_i) + bias
  *
- * Row-major throughout. op(A) is (m, k): A stored (m, k) with lda = k, or
- * (k, m) with lda = m when trans_a. op(B) is (k, n): B stored (k, n) with
+ * Row-major throughout. op(A) is (m, k): A stored (m, k), or (k, m) when
+ * trans_a, its rows lda apart (k, or m when trans_a, or more: a matrix inside a
+ * wider one). op(B) is (k, n): B stored (k, n) with
  * ldb = n, or (n, k) with ldb = k when trans_b. C is (m, n), ldc = n.
  * Batch item i starts at i * stride_{a,b,c} elements (a stride of 0
  * broadcasts one matrix). bias (length n, optional) is added to every row.
@@ -128,7 +129,7 @@ KILN_INLINE void panel_block(const MatmulArgs* g, const Scratch* s, const float*
 __attribute__((noinline)) static void gemm_rect(const MatmulArgs* g, const float* a, const float* b, float* c, int m0, int m1, int n0, int n1,
                       const Scratch* s) {
   const int k = g->k, ldc = g->n;
-  const int lda = g->trans_a ? g->m : g->k;
+  const int lda = g->lda;
   const int ldb = g->trans_b ? g->k : g->n;
   const float* g_bias = (const float*)g->bias;
   if (m1 <= m0 || n1 <= n0) return;
@@ -252,7 +253,7 @@ KILN_INLINE int block_columns(int mblocks, int nc, int nthreads) {
 __attribute__((noinline)) static void gemm_shared(const MatmulArgs* g, const float* a, const float* b, float* c, const Scratch* s,
                                                   int nthreads, SharedProgress* p) {
   const int m = g->m, n = g->n, k = g->k;
-  const int lda = g->trans_a ? g->m : g->k;
+  const int lda = g->lda;
   const int ldb = g->trans_b ? g->k : g->n;
   const float* g_bias = (const float*)g->bias;
   uint32_t* tickets = (uint32_t*)&g->tickets;
@@ -342,10 +343,10 @@ KILN_INLINE void matvec_part(const MatmulArgs* g, const void* a, const void* b, 
     const MatvecOut out = {c, g->alpha, g->accumulate, g->bias, 0};
     if (!g->trans_a) {
       split_range(g->m, 4, part, parts, &lo, &hi);
-      kiln_rows_dot_vector(a, g->k, b, g->k, &out, lo, hi, work, dt, ct);
+      kiln_rows_dot_vector(a, g->lda, b, g->k, &out, lo, hi, work, dt, ct);
     } else {
       split_range(g->m, 16, part, parts, &lo, &hi);
-      kiln_vector_times_rows(a, g->m, b, g->k, &out, lo, hi, work, dt, ct);
+      kiln_vector_times_rows(a, g->lda, b, g->k, &out, lo, hi, work, dt, ct);
     }
   }
 }
@@ -356,8 +357,8 @@ KILN_INLINE void matmul_item_part(const MatmulArgs* g, int i, int part, int part
   const void* a = mm_at(g->a, (size_t)i * g->stride_a, dt);
   const void* b = mm_at(g->b, (size_t)i * g->stride_b, dt);
   void* c = mm_at_mut(g->c, (size_t)i * g->stride_c, ct);
-  /* A 16-bit vector operand is converted into Bp first, so it must fit there. */
-  if ((g->m == 1 || g->n == 1) && g->k > 0 && (dt == MM_F32 || g->k <= BP_FLOATS)) {
+  /* A 16-bit vector operand is converted into Bp first, so it must fit there; a one-row op(A) read down a column of a wider A takes the GEMM. */
+  if ((g->m == 1 || g->n == 1) && g->k > 0 && (dt == MM_F32 || g->k <= BP_FLOATS) && !(g->m == 1 && g->trans_a && g->lda != 1)) {
     matvec_part(g, a, b, c, part, parts, s->bp, dt, ct);
     return;
   }
@@ -383,7 +384,7 @@ void kiln_gemm_row(const MatmulArgs* g, int row, int n0, int n1, int thread, int
     return;
   }
   const int ct = c_dtype(g, dt);
-  const void* a = mm_at(g->a, (size_t)row * g->k, dt);
+  const void* a = mm_at(g->a, (size_t)row * g->lda, dt);
   const MatvecOut out = {mm_at_mut(g->c, (size_t)row * g->n, ct), g->alpha, g->accumulate, NULL, 1};
   if (g->trans_b) kiln_rows_dot_vector(g->b, g->k, a, g->k, &out, n0, n1, s.bp, dt, ct);
   else kiln_vector_times_rows(g->b, g->n, a, g->k, &out, n0, n1, s.bp, dt, ct);

@@ -23,6 +23,7 @@ typedef struct {
   uint32_t tickets;        /* zeroed by the host: blocks handed out so far (shared-panel path, matmul.c) */
   uint32_t arrivals;       /* zeroed by the host: arrivals at the shared-panel path's barriers */
   uint32_t pack_tickets;   /* zeroed by the host: pieces of B panels handed out so far (shared-panel path) */
+  int32_t lda;             /* elements between A's stored rows: k, or m when trans_a, or more */
 } MatmulArgs;
 
 /*

@@ -107,7 +107,7 @@ KILN_INLINE void half_block(const MatmulArgs* g, void* c, int ldc, int ic, int i
 KILN_INLINE void gemm_rect_half(const MatmulArgs* g, const uint16_t* a, const uint16_t* b, void* c, int m0,
                                 int m1, int n0, int n1, const Scratch* s, int dt, int ct) {
   const int k = g->k, ldc = g->n;
-  const int lda = g->trans_a ? g->m : g->k;
+  const int lda = g->lda;
   const int ldb = g->trans_b ? g->k : g->n;
   const uint16_t* bias = (const uint16_t*)g->bias;
   if (m1 <= m0 || n1 <= n0) return;

@@ -46,6 +46,7 @@ export function backendMatmul(rt: KernelRuntime, memory: BackendMemory, args: Ma
     strideA: s.strideA,
     strideB: s.strideB,
     strideC: s.strideC,
+    lda: s.lda,
     transA: args.transA ?? false,
     transB: args.transB ?? false,
     accumulate: args.accumulate ?? false,

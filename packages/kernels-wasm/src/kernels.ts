@@ -106,6 +106,7 @@ export class Kernels extends ArrayKernels {
         strideA: shape.strideA,
         strideB: shape.strideB,
         strideC: shape.strideC,
+        lda: shape.lda,
         a: buffers.a.ptr,
         b: buffers.b.ptr,
         c: buffers.c.ptr,

@@ -10,8 +10,9 @@ const ENTRY: Record<MatmulDType, KernelName> = { f32: "kiln_matmul_f32", bf16: "
  * One matmul on buffers already in linear memory (byte offsets), mirroring
  * MatmulArgs in csrc/matmul_gemm.h:
  *   C_i = (accumulate ? C_i : 0) + alpha * op(A_i) @ op(B_i) + bias,  i < batch
- * op(A) is (m, k): A stored (m, k), or (k, m) when transA; op(B) is (k, n): B
- * stored (k, n), or (n, k) when transB; C is (m, n). Strides are in elements.
+ * op(A) is (m, k): A stored (m, k), or (k, m) when transA, its rows lda apart
+ * (default k, or m when transA); op(B) is (k, n): B stored (k, n), or (n, k)
+ * when transB; C is (m, n). Strides are in elements.
  * A, B and bias are in `dtype` (default f32); C is in `cDtype`: `dtype` (the
  * default) or, for a 16-bit `dtype`, f32. A 16-bit C is rounded once; an f32 C
  * is read and written without rounding.
@@ -29,6 +30,8 @@ export interface MatmulCall {
   strideA: number;
   strideB: number;
   strideC: number;
+  /** Elements between A's stored rows (default: k, or m when transA). */
+  lda?: number;
   transA: boolean;
   transB: boolean;
   accumulate: boolean;
@@ -41,7 +44,7 @@ export interface MatmulCall {
 const FIELD = {
   m: 0, n: 1, k: 2, batch: 3, a: 4, b: 5, c: 6, bias: 7,
   strideA: 8, strideB: 9, strideC: 10, transA: 11, transB: 12, accumulate: 13,
-  alpha: 14, scratch: 15, scratchStride: 16, cF32: 17, tickets: 18, arrivals: 19, packTickets: 20,
+  alpha: 14, scratch: 15, scratchStride: 16, cF32: 17, tickets: 18, arrivals: 19, packTickets: 20, lda: 21,
 } as const;
 
 const INT32_MAX = 0x7fffffff;
@@ -58,6 +61,8 @@ export function writeMatmulArgs(rt: KernelRuntime, call: MatmulCall): void {
   checkDim("strideA", call.strideA);
   checkDim("strideB", call.strideB);
   checkDim("strideC", call.strideC);
+  const lda = call.lda ?? (call.transA ? call.m : call.k);
+  checkDim("lda", lda);
   const dtype = call.dtype ?? "f32";
   const cDtype = call.cDtype ?? dtype;
   if (cDtype !== dtype && cDtype !== "f32") throw new RangeError(`matmul: cDtype must be f32 or the dtype (${dtype}), got ${cDtype}`);
@@ -73,6 +78,7 @@ export function writeMatmulArgs(rt: KernelRuntime, call: MatmulCall): void {
   u32[FIELD.strideA] = call.strideA;
   u32[FIELD.strideB] = call.strideB;
   u32[FIELD.strideC] = call.strideC;
+  u32[FIELD.lda] = lda;
   u32[FIELD.transA] = call.transA ? 1 : 0;
   u32[FIELD.transB] = call.transB ? 1 : 0;
   u32[FIELD.accumulate] = call.accumulate ? 1 : 0;

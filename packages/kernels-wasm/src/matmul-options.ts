@@ -18,6 +18,10 @@ export interface ResolvedMatmulShape {
   strideA: number;
   strideB: number;
   strideC: number;
+  /** Elements between A's stored rows, and A's stored rows and columns. */
+  lda: number;
+  aRows: number;
+  aCols: number;
 }
 
 /** Fills defaults and checks dims; throws RangeError naming the bad field. */
@@ -30,11 +34,12 @@ export function resolveMatmulShape(o: MatmulOptions): ResolvedMatmulShape {
     if (!Number.isInteger(shape[key]) || shape[key] < 0) throw new RangeError(`matmul: ${key} must be a non-negative integer, got ${shape[key]}`);
   }
   if (shape.batch > 1 && shape.strideC < shape.m * shape.n) throw new RangeError("matmul: strideC must be >= m*n so batch items do not overlap");
+  if (!Number.isInteger(shape.lda) || shape.lda < shape.aCols) throw new RangeError(`matmul: lda must be an integer >= A's stored row length ${shape.aCols} (${o.transA ? "m" : "k"}), got ${shape.lda}`);
   return shape;
 }
 
 /** Elements each operand spans, strides included. */
 export function matmulExtents(s: ResolvedMatmulShape): { a: number; b: number; c: number; bias: number } {
   const ext = (stride: number, size: number) => (s.batch - 1) * stride + size;
-  return { a: ext(s.strideA, s.m * s.k), b: ext(s.strideB, s.k * s.n), c: ext(s.strideC, s.m * s.n), bias: s.n };
+  return { a: ext(s.strideA, (s.aRows - 1) * s.lda + s.aCols), b: ext(s.strideB, s.k * s.n), c: ext(s.strideC, s.m * s.n), bias: s.n };
 }

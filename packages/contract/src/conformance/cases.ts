@@ -316,6 +316,15 @@ function withF32Grads(base: Defs, key: string, shapes: readonly ShapeClass[], mo
   };
 }
 
+/**
+ * A matmul's A with NaN between its stored rows (the columns past A's row length, before
+ * lda): a kernel that reads them into a product shows it (NaN times even a zero is NaN).
+ */
+const nanBetweenRowsOfA = (a: Record<string, unknown>, v: Record<string, Float64Array>) => {
+  const rows = a.transA ? (a.k as number) : (a.m as number), cols = a.transA ? (a.m as number) : (a.k as number), lda = a.lda as number;
+  for (let r = 0; r + 1 < rows; r++) v.a.fill(Number.NaN, r * lda + cols, (r + 1) * lda);
+};
+
 /** Every element of the named operands set to one value: sums far past f16's largest finite value, 65504. */
 const constants = (values: Record<string, number>) => (_a: Record<string, unknown>, v: Record<string, Float64Array>) => {
   for (const [key, value] of Object.entries(values)) v[key].fill(value);
@@ -331,8 +340,14 @@ const CASES: Record<KernelName, Defs> = {
     d("options", { m: 17, n: 31, k: 9, transA: true, transB: true, alpha: 0.5, accumulate: true }, { present: ["bias"], label: "transA transB alpha accumulate bias" }),
     d("batch", { m: 5, n: 9, k: 11, batch: 3 }),
     d("batch", { m: 6, n: 10, k: 7, batch: 4, strideB: 0, transB: true }, { label: "broadcast B" }),
+    d("options", { m: 19, n: 23, k: 29, lda: 37 }, { label: "lda", derive: nanBetweenRowsOfA }),
+    d("options", { m: 17, n: 31, k: 9, transA: true, lda: 24, accumulate: true }, { label: "transA lda accumulate", derive: nanBetweenRowsOfA }),
+    d("batch", { m: 5, n: 9, k: 11, batch: 3, lda: 13 }, { label: "lda" }),
     d("long", { m: 3, n: 5, k: 4099 }),
     d("large", { m: 128, n: 192, k: 160 }, { present: ["bias"] }),
+    // A's rows 16-byte aligned around an odd count (a padded vocabulary's first columns): a head's weight gradient and d(hidden).
+    d("large", { m: 129, n: 40, k: 72, transA: true, lda: 136, accumulate: true }, { label: "transA lda accumulate, whole 16-byte rows", derive: nanBetweenRowsOfA }),
+    d("large", { m: 40, n: 64, k: 153, lda: 160 }, { label: "lda, whole 16-byte rows", derive: nanBetweenRowsOfA }),
   ], "cDtype", ["prime", "options", "batch", "large"], [d("special", { m: 3, n: 5, k: 300, accumulate: true }, { derive: constants({ a: 16, b: 16 }), label: "sums past 65504" })]),
   sumRows: withF32Grads(() => [
     d("one", { rows: 1, cols: 1 }),

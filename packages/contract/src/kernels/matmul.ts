@@ -5,10 +5,13 @@ import { type KernelSpec, checkWideDtype, operand, positiveInts, require, wideDt
 /**
  * matmul: for each batch item i,
  *   C_i = (accumulate ? C_i : 0) + alpha * op(A_i) @ op(B_i) + bias
- * Row-major. op(A) is (m, k): A is stored (m, k), or (k, m) when transA.
+ * Row-major. op(A) is (m, k): A is stored (m, k), or (k, m) when transA, its
+ * stored rows lda elements apart (default: k, or m when transA; at least that:
+ * a matrix inside a wider one, such as the first columns of each row).
  * op(B) is (k, n): B is stored (k, n), or (n, k) when transB. C is (m, n).
  * Batch item i starts at i*strideA / i*strideB / i*strideC elements
- * (defaults: m*k, k*n, m*n; strideA or strideB 0 broadcasts one matrix).
+ * (defaults: A's stored rows times lda, k*n, m*n; strideA or strideB 0
+ * broadcasts one matrix).
  * bias (length n) is added to every row of every batch item.
  * A, B and bias are in `dtype`; products accumulate in f32. C is in `cDtype`: `dtype`
  * (the default) or f32 (16-bit operands summed into f32, as parameter gradients in
@@ -29,6 +32,8 @@ export interface MatmulArgs {
   strideA?: number;
   strideB?: number;
   strideC?: number;
+  /** Elements between A's stored rows (default: k, or m when transA). */
+  lda?: number;
   alpha?: number;
   accumulate?: boolean;
   dtype: FloatDType;
@@ -36,12 +41,20 @@ export interface MatmulArgs {
   cDtype?: FloatDType;
 }
 
-/** Effective strides of a matmul call, defaults filled in. */
-export function matmulStrides(args: Pick<MatmulArgs, "m" | "n" | "k" | "batch" | "strideA" | "strideB" | "strideC">) {
+/**
+ * Effective strides of a matmul call, defaults filled in: lda, A's stored rows (aRows:
+ * k when transA, else m) and columns (aCols), and the batch strides.
+ */
+export function matmulStrides(args: Pick<MatmulArgs, "m" | "n" | "k" | "batch" | "strideA" | "strideB" | "strideC" | "lda" | "transA">) {
   const { m, n, k } = args;
+  const aRows = args.transA ? k : m, aCols = args.transA ? m : k;
+  const lda = args.lda ?? aCols;
   return {
     batch: args.batch ?? 1,
-    strideA: args.strideA ?? m * k,
+    lda,
+    aRows,
+    aCols,
+    strideA: args.strideA ?? aRows * lda,
     strideB: args.strideB ?? k * n,
     strideC: args.strideC ?? m * n,
   };
@@ -54,7 +67,7 @@ export const matmulSpec: KernelSpec<MatmulArgs> = {
     const s = matmulStrides(args);
     const ext = (stride: number, size: number) => (s.batch - 1) * stride + size;
     return [
-      operand("a", "in", dtype, ext(s.strideA, m * k)),
+      operand("a", "in", dtype, ext(s.strideA, (s.aRows - 1) * s.lda + s.aCols)),
       operand("b", "in", dtype, ext(s.strideB, k * n)),
       operand("bias", "in", dtype, n, { optional: true }),
       operand("c", args.accumulate ? "inout" : "out", wideDtype(dtype, args.cDtype), ext(s.strideC, m * n)),
@@ -65,6 +78,7 @@ export const matmulSpec: KernelSpec<MatmulArgs> = {
     positiveInts("matmul", { m: args.m, n: args.n, k: args.k, batch: s.batch });
     require("matmul", s.strideC >= args.m * args.n || s.batch === 1, "strideC must be >= m*n so batch items do not overlap");
     require("matmul", s.strideA >= 0 && s.strideB >= 0, "strideA and strideB must be >= 0");
+    require("matmul", Number.isSafeInteger(s.lda) && s.lda >= s.aCols, `lda must be a whole number >= A's stored row length (${s.aCols}: ${args.transA ? "m, A being transposed" : "k"})`);
     checkWideDtype("matmul", "cDtype", args.dtype, args.cDtype);
   },
   flops: (args) => 2 * args.m * args.n * args.k * (args.batch ?? 1),

@@ -3,12 +3,12 @@ import type { OracleKernel } from "./types.js";
 
 export const matmulOracle: OracleKernel<MatmulArgs> = (args, v) => {
   const { m, n, k } = args;
-  const { batch, strideA, strideB, strideC } = matmulStrides(args);
+  const { batch, strideA, strideB, strideC, lda } = matmulStrides(args);
   const alpha = args.alpha ?? 1;
   const accumulate = Boolean(args.accumulate);
   const a = v.a, b = v.b, c = v.c, bias = v.bias;
   // op(A)[i][p] = a[oa + i * aRow + p * aStep], op(B)[p][j] = b[ob + p * bStep + j * bCol]
-  const aRow = args.transA ? 1 : k, aStep = args.transA ? m : 1;
+  const aRow = args.transA ? 1 : lda, aStep = args.transA ? lda : 1;
   const bStep = args.transB ? 1 : n, bCol = args.transB ? k : 1;
   for (let bi = 0; bi < batch; bi++) {
     const oa = bi * strideA, ob = bi * strideB, oc = bi * strideC;

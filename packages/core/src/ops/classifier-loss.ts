@@ -12,11 +12,11 @@ export const LOGITS_CHUNK_BYTES = 16 * 2 ** 20;
  * ...and on a GPU. Every chunk adds its share into the head weight's f32 gradient,
  * which the matmul reads and writes whole (GPT-2's: 154 MB each time), so small chunks
  * turn that product into memory traffic: 32 chunks of gpt2-small's 8192 rows move 9.9 GB
- * a step, 4 chunks 1.2 GB, one chunk (824 MB of padded bf16 logits) none beyond writing
- * it once. Fewer chunks also make the head's products larger: d(hidden) of a chunk is
- * (rows x hidden), 48 output tiles of 128 x 256 for 2048 rows of GPT-2, too few to fill
- * a GPU without splitting the long (vocabulary) sum. A GPU has the memory for the larger
- * chunks (gpt2-small bf16: 0.5 GiB more activations than with 256 MiB chunks).
+ * a step, 4 chunks 1.2 GB, one chunk (824 MB of padded bf16 logits) 0.3 GB. Fewer chunks
+ * also make the head's products larger: d(hidden) of a chunk is (rows x hidden), 48
+ * output tiles of 128 x 256 for 2048 rows of GPT-2, too few to fill a GPU without
+ * splitting the long (vocabulary) sum. A GPU has the memory for the larger chunks
+ * (gpt2-small bf16: 0.6 GiB more activations than with 256 MiB chunks).
  */
 export const GPU_LOGITS_CHUNK_BYTES = 1024 * 2 ** 20;
 /** ...unless that leaves fewer rows than this, which keeps the chunks' matmuls large enough to run at speed. */
@@ -34,13 +34,13 @@ export function logitsChunkBytes(kind: DeviceKind = "cpu", chosen?: number): num
 }
 
 /**
- * On a GPU the loss's products run with the vocabulary padded to a multiple of this
- * (GPT-2's 50257 to 50304): a logits row of 50257 16-bit elements is not 16-byte aligned,
- * which rules out the fast tensor-core GEMMs (cuBLASLt's and kiln's) for all three of the
- * head's products, a third of a gpt2-small step's FLOPs. The padded columns come out of
- * the forward product at the dtype's lowest value (zero weight rows, that bias), so the
- * softmax gives them 0 and their gradient is 0: the loss and gradients are the unpadded
- * ones. A CPU pads nothing.
+ * On a GPU the loss's logits have their rows padded to a multiple of this (GPT-2's 50257
+ * to 50304): a logits row of 50257 16-bit elements is not 16-byte aligned, which rules out
+ * the fast tensor-core GEMMs (cuBLASLt's and kiln's) for all three of the head's products,
+ * a third of a gpt2-small step's FLOPs. The padded columns come out of the forward product
+ * at the dtype's lowest value (zero weight rows, that bias), so the softmax gives them 0
+ * and their gradient is 0: the loss and gradients are the unpadded ones; the backward
+ * products read only the real columns (lda). A CPU pads nothing.
  */
 export const GPU_VOCAB_MULTIPLE = 128;
 
@@ -81,10 +81,11 @@ export interface ClassifierLoss {
  * add into the head weight's gradient. Only one chunk's logits are ever live, so the
  * training arena holds rows/chunk times fewer logits; the arithmetic is the same kernels'.
  * d(row loss) is the run-time lossScale, as for crossEntropyLoss's backward.
- * vocabMultiple > 1 pads the products' vocabulary to a multiple of it (GPU_VOCAB_MULTIPLE):
- * a copy of the head weight with zero rows after it, a bias of the dtype's lowest value on
- * the padded columns, the head's gradient summed over the chunks in a padded f32 block and
- * added to the parameter's gradient once.
+ * vocabMultiple > 1 pads the forward product's vocabulary to a multiple of it
+ * (GPU_VOCAB_MULTIPLE): a copy of the head weight with zero rows after it and a bias of
+ * the dtype's lowest value on the padded columns. The backward products read the logits'
+ * gradient's real columns in place (matmul's lda: rows of the padded width): d(hidden)
+ * from the head weight itself, and the head's gradient added straight into the parameter's.
  */
 export function chunkedClassifierLoss(
   g: Graph,
@@ -104,8 +105,10 @@ export function chunkedClassifierLoss(
   const losses = g.tensor([rows], "f32", "activation", `${name}.rows`);
   const dHidden = g.tensor([rows, width], dtype, "activation", `d(${g.info(hidden).name})`);
   const headGrad = paramGradTensor(g, head);
-  const pad = padded === vocab ? undefined : paddedHead(g, head, headGrad, padded, name);
+  const pad = padded === vocab ? undefined : paddedHead(g, head, padded, name);
   const weight = pad?.weight ?? head;
+  // The padded gradient's rows are read padded wide, only their real columns used.
+  const dLogitsRows = pad ? { lda: padded } : {};
   for (let r0 = 0, i = 0; r0 < rows; r0 += chunk, i++) {
     const n = Math.min(chunk, rows - r0);
     const x = { id: hidden, offset: r0 * width };
@@ -116,14 +119,9 @@ export function chunkedClassifierLoss(
     const t = { id: targets, offset: r0 };
     const dLogits = g.tensor([n, padded], dtype, "activation", `d(${name}.logits.${i})`);
     addKernelNode(g, "crossEntropyForward", { logits, targets: t, losses: { id: losses, offset: r0 }, lse, dLogits }, { rows: n, vocab: padded, lossScale: 1, dtype }, { runtimeArgs: { lossScale: "lossScale" } });
-    // d(hidden) rows = dLogits · W;  dW += dLogits^T · hidden rows
-    addKernelNode(g, "matmul", { a: dLogits, b: weight, c: { id: dHidden, offset: r0 * width } }, { m: n, n: width, k: padded, dtype });
-    const grad = pad?.grad ?? headGrad;
-    addKernelNode(g, "matmul", { a: dLogits, b: x, c: grad }, { m: padded, n: width, k: n, transA: true, accumulate: pad === undefined || i > 0, dtype, ...gradDtypeArg(g, grad, dtype, "cDtype") });
-  }
-  if (pad) {
-    const gradDtype = g.info(headGrad).dtype as FloatDType;
-    addKernelNode(g, "add", { a: headGrad, b: pad.grad, out: headGrad }, { n: vocab * width, dtype: gradDtype });
+    // d(hidden) rows = dLogits · W;  dW += dLogits^T · hidden rows (the real vocabulary's columns of dLogits)
+    addKernelNode(g, "matmul", { a: dLogits, b: head, c: { id: dHidden, offset: r0 * width } }, { m: n, n: width, k: vocab, ...dLogitsRows, dtype });
+    addKernelNode(g, "matmul", { a: dLogits, b: x, c: headGrad }, { m: vocab, n: width, k: n, transA: true, ...dLogitsRows, accumulate: true, dtype, ...gradDtypeArg(g, headGrad, dtype, "cDtype") });
   }
   const lossSum = g.tensor([1], "f32", "output", name);
   addKernelNode(g, "sum", { x: losses, out: lossSum }, { n: rows, dtype: "f32" });
@@ -131,11 +129,11 @@ export function chunkedClassifierLoss(
 }
 
 /**
- * The padded operands of chunkedClassifierLoss: the head weight's rows then zero rows up to
- * `padded`, a bias of 0 on the real columns and the dtype's lowest value on the padded
- * ones, and the padded gradient block (the head gradient's dtype).
+ * The padded operands of chunkedClassifierLoss's forward product: the head weight's rows
+ * then zero rows up to `padded`, and a bias of 0 on the real columns and the dtype's lowest
+ * value on the padded ones.
  */
-function paddedHead(g: Graph, head: number, headGrad: number, padded: number, name: string) {
+function paddedHead(g: Graph, head: number, padded: number, name: string) {
   const [vocab, width] = g.info(head).shape;
   const dtype = g.info(head).dtype as FloatDType;
   const weight = g.tensor([padded, width], dtype, "activation", `${name}.head_padded`);
@@ -144,6 +142,5 @@ function paddedHead(g: Graph, head: number, headGrad: number, padded: number, na
   const bias = g.tensor([padded], dtype, "activation", `${name}.pad_bias`);
   addKernelNode(g, "fill", { out: bias }, { n: vocab, value: 0, dtype });
   addKernelNode(g, "fill", { out: { id: bias, offset: vocab } }, { n: padded - vocab, value: lowestFinite(dtype), dtype });
-  const grad = g.tensor([padded, width], g.info(headGrad).dtype, "activation", `d(${name}.head_padded)`);
-  return { weight, bias, grad };
+  return { weight, bias };
 }

@@ -88,7 +88,7 @@ CublasLt::Plan& CublasLt::plan_for(const BlasMatmul& p, void* workspace, size_t 
   const uint32_t align_a = alignment(p.a, p.stride_a, p.batch, elem), align_b = alignment(p.b, p.stride_b, p.batch, elem);
   const uint32_t align_c = alignment(p.c, p.stride_c, p.batch, element_bytes(p.c_dtype));
   const uint32_t align_bias = p.bias ? alignment(p.bias, 0, 1, elem) : 256;
-  const PlanKey key{p.m, p.n, p.k, p.batch, p.trans_a, p.trans_b, p.stride_a, p.stride_b, p.stride_c, p.accumulate, p.dtype, p.c_dtype, p.bias != nullptr, align_a, align_b, align_c, align_bias};
+  const PlanKey key{p.m, p.n, p.k, p.batch, p.trans_a, p.trans_b, p.lda, p.stride_a, p.stride_b, p.stride_c, p.accumulate, p.dtype, p.c_dtype, p.bias != nullptr, align_a, align_b, align_c, align_bias};
   auto found = plans_.find(key);
   if (found != plans_.end()) return found->second;
   Plan& plan = plans_[key];
@@ -108,11 +108,11 @@ CublasLt::Plan& CublasLt::plan_for(const BlasMatmul& p, void* workspace, size_t 
   ok = ok && step(desc_set_(plan.desc, lt::kDescTransB, &op_second, sizeof op_second), "desc_set_");
   ok = ok && step(desc_set_(plan.desc, lt::kDescEpilogue, &epilogue, sizeof epilogue), "desc_set_");
   if (p.bias) ok = ok && step(desc_set_(plan.desc, lt::kDescBiasPointer, &p.bias, sizeof p.bias), "desc_set_");
-  // Stored shapes, column-major: B is (n, k) with ld n, or (k, n) with ld k when transB; A likewise with m.
+  // Stored shapes, column-major: B is (n, k) with ld n, or (k, n) with ld k when transB; A likewise with m, its ld lda.
   const uint64_t b_rows = p.trans_b ? p.k : p.n, b_cols = p.trans_b ? p.n : p.k;
   const uint64_t a_rows = p.trans_a ? p.m : p.k, a_cols = p.trans_a ? p.k : p.m;
   ok = ok && step(layout_create_(&plan.a, type, b_rows, b_cols, static_cast<int64_t>(b_rows)), "layout_create_");
-  ok = ok && step(layout_create_(&plan.b, type, a_rows, a_cols, static_cast<int64_t>(a_rows)), "layout_create_");
+  ok = ok && step(layout_create_(&plan.b, type, a_rows, a_cols, p.lda), "layout_create_");
   ok = ok && step(layout_create_(&plan.c, data_type(p.c_dtype), p.n, p.m, p.n), "layout_create_");
   if (ok && p.batch > 1) {
     const int32_t count = static_cast<int32_t>(p.batch);

@@ -19,6 +19,7 @@ struct BlasMatmul {
   int m, n, k;
   int64_t batch;
   bool trans_a, trans_b;
+  int64_t lda;  // elements between A's stored rows (k, or m when trans_a, or more)
   int64_t stride_a, stride_b, stride_c;
   float alpha;
   bool accumulate;
@@ -52,7 +53,7 @@ class CublasLt {
 
  private:
   /** Shape, flags, strides, dtypes, bias and the four pointer alignments: what picks an algorithm. */
-  using PlanKey = std::array<int64_t, 17>;
+  using PlanKey = std::array<int64_t, 18>;
   struct PlanKeyHash {
     size_t operator()(const PlanKey& k) const;
   };
