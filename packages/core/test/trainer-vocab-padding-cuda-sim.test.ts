@@ -7,7 +7,8 @@ import { constantLrConfig } from "./support/trainer-config.js";
 
 // The CUDA kernels (on the simulator) running the training loss as a GPU plans it: the
 // vocabulary of 40 padded to 128 (a zero-padded copy of the head weight, the dtype's
-// lowest value as the padded columns' bias, the head gradient added once), against the
+// lowest value as the padded columns' bias, the backward products reading the logits'
+// gradient's real columns through matmul's lda), against the
 // same kernels planned as a CPU plans (no padding).
 const sim = cudaStatus().simulator;
 const model = resolveModelConfig({ arch: "gpt2", vocabSize: 40, hiddenSize: 32, numLayers: 2, numHeads: 4, maxSeqLen: 16 });

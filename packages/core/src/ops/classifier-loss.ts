@@ -107,7 +107,7 @@ export function chunkedClassifierLoss(
   const headGrad = paramGradTensor(g, head);
   const pad = padded === vocab ? undefined : paddedHead(g, head, padded, name);
   const weight = pad?.weight ?? head;
-  // The padded gradient's rows are read padded wide, only their real columns used.
+  // The backward products read the logits' gradient's rows padded wide (lda), their real columns alone.
   const dLogitsRows = pad ? { lda: padded } : {};
   for (let r0 = 0, i = 0; r0 < rows; r0 += chunk, i++) {
     const n = Math.min(chunk, rows - r0);
