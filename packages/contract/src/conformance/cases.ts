@@ -343,6 +343,9 @@ const CASES: Record<KernelName, Defs> = {
     d("options", { m: 19, n: 23, k: 29, lda: 37 }, { label: "lda", derive: nanBetweenRowsOfA }),
     d("options", { m: 17, n: 31, k: 9, transA: true, lda: 24, accumulate: true }, { label: "transA lda accumulate", derive: nanBetweenRowsOfA }),
     d("batch", { m: 5, n: 9, k: 11, batch: 3, lda: 13 }, { label: "lda" }),
+    // One column or one row of C: the matrix-vector paths, A read down its column when transposed.
+    d("options", { m: 9, n: 1, k: 7, transA: true, lda: 12 }, { label: "one column, transA lda", derive: nanBetweenRowsOfA }),
+    d("options", { m: 1, n: 5, k: 7, transA: true, lda: 3 }, { label: "one row, transA lda", derive: nanBetweenRowsOfA }),
     d("long", { m: 3, n: 5, k: 4099 }),
     d("large", { m: 128, n: 192, k: 160 }, { present: ["bias"] }),
     // A's rows 16-byte aligned around an odd count (a padded vocabulary's first columns): a head's weight gradient and d(hidden).
