@@ -61,8 +61,9 @@ describe("kiln estimate", () => {
     const r = await ws.run(["estimate", "-f", NANO, "--dtype", "bf16", "--device", "h100", "--kernels"]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^\s+kernel\s+calls\s+GB\s+GFLOP\s+least time\s+share\s+bound$/m);
-    // Four micro-batches of 8 x 256 tokens: matmul first, bound by its FLOPs; AdamW once a step, bound by its bytes.
-    expect(r.stdout).toMatch(/^\s+matmul\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+ (ms|µs)\s+[\d.]+%\s+compute$/m);
+    // Four micro-batches of 8 x 256 tokens: matmul first (nano's 512-wide products and the head's gradient added into
+    // f32 move more bytes than the tensor cores need time: bound by memory); AdamW once a step, bound by its bytes.
+    expect(r.stdout).toMatch(/^\s+matmul\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+ (ms|µs)\s+[\d.]+%\s+memory$/m);
     const adamw = /^\s+adamW\s+(\d+)\s+[\d.]+\s+0\.0\s+.*\smemory$/m.exec(r.stdout);
     expect(adamw, r.stdout).not.toBeNull();
     const json = await ws.run(["estimate", "-f", NANO, "--dtype", "bf16", "--device", "h100", "--json"]);
