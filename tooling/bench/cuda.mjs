@@ -83,6 +83,12 @@ function filled(dtype, elements, on = backend) {
   return buf;
 }
 
+/** Deterministic 32-bit integers (a linear congruential generator) from `seed`: the token ids of the benchmarks. */
+function lcg(seed) {
+  let s = seed;
+  return () => (s = (Math.imul(s, 1103515245) + 12345) >>> 0);
+}
+
 /** The last JSON line of a PyTorch reference script, or why it could not run. */
 function torchReference(script, args) {
   const python = process.env.KILN_TORCH_PYTHON || "python3";
@@ -179,8 +185,8 @@ async function ssdScan(dtype, shape = { batch: 4, seqLen: 1024, heads: 16, headD
  */
 async function embeddingBackward(distribution, shape = { count: 8192, vocab: 50257, dim: 768 }) {
   const { count, vocab, dim } = shape;
-  let s = 7;
-  const uniform01 = () => (s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 2 ** 32;
+  const next = lcg(7);
+  const uniform01 = () => next() / 2 ** 32;
   const cdf = new Float64Array(vocab);
   for (let r = 0, total = 0; r < vocab; r++) cdf[r] = total += 1 / (r + 1);
   const draw = () => {
@@ -235,8 +241,8 @@ async function trainStep(name, dims, batch, seq, dtype, accum = 1) {
     ...(values.graphs ? { kernelGraphs: true } : {}),
     ...(lossChunkBytes === undefined ? {} : { lossChunkBytes }),
   });
-  let s = 1;
-  const rand = () => ((s = (Math.imul(s, 1103515245) + 12345) >>> 0) % dims.vocabSize);
+  const next = lcg(1);
+  const rand = () => next() % dims.vocabSize;
   const data = Array.from({ length: accum }, () => ({ ids: Int32Array.from({ length: batch * seq }, rand), targets: Int32Array.from({ length: batch * seq }, rand) }));
   let t = performance.now();
   await trainer.step(data);

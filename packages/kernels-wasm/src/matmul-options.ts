@@ -18,10 +18,10 @@ export interface ResolvedMatmulShape {
   strideA: number;
   strideB: number;
   strideC: number;
-  /** Elements between A's stored rows, and A's stored rows and columns. */
+  /** Elements between A's stored rows, A's stored row length, and the elements one batch item of A spans. */
   lda: number;
-  aRows: number;
   aCols: number;
+  aSpan: number;
 }
 
 /** Fills defaults and checks dims; throws RangeError naming the bad field. */
@@ -41,5 +41,5 @@ export function resolveMatmulShape(o: MatmulOptions): ResolvedMatmulShape {
 /** Elements each operand spans, strides included. */
 export function matmulExtents(s: ResolvedMatmulShape): { a: number; b: number; c: number; bias: number } {
   const ext = (stride: number, size: number) => (s.batch - 1) * stride + size;
-  return { a: ext(s.strideA, (s.aRows - 1) * s.lda + s.aCols), b: ext(s.strideB, s.k * s.n), c: ext(s.strideC, s.m * s.n), bias: s.n };
+  return { a: ext(s.strideA, s.aSpan), b: ext(s.strideB, s.k * s.n), c: ext(s.strideC, s.m * s.n), bias: s.n };
 }

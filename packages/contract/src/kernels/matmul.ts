@@ -43,7 +43,8 @@ export interface MatmulArgs {
 
 /**
  * Effective strides of a matmul call, defaults filled in: lda, A's stored rows (aRows:
- * k when transA, else m) and columns (aCols), and the batch strides.
+ * k when transA, else m) and columns (aCols), the elements one batch item of A spans
+ * (aSpan), and the batch strides.
  */
 export function matmulStrides(args: Pick<MatmulArgs, "m" | "n" | "k" | "batch" | "strideA" | "strideB" | "strideC" | "lda" | "transA">) {
   const { m, n, k } = args;
@@ -54,6 +55,7 @@ export function matmulStrides(args: Pick<MatmulArgs, "m" | "n" | "k" | "batch" |
     lda,
     aRows,
     aCols,
+    aSpan: (aRows - 1) * lda + aCols,
     strideA: args.strideA ?? aRows * lda,
     strideB: args.strideB ?? k * n,
     strideC: args.strideC ?? m * n,
@@ -67,7 +69,7 @@ export const matmulSpec: KernelSpec<MatmulArgs> = {
     const s = matmulStrides(args);
     const ext = (stride: number, size: number) => (s.batch - 1) * stride + size;
     return [
-      operand("a", "in", dtype, ext(s.strideA, (s.aRows - 1) * s.lda + s.aCols)),
+      operand("a", "in", dtype, ext(s.strideA, s.aSpan)),
       operand("b", "in", dtype, ext(s.strideB, k * n)),
       operand("bias", "in", dtype, n, { optional: true }),
       operand("c", args.accumulate ? "inout" : "out", wideDtype(dtype, args.cDtype), ext(s.strideC, m * n)),

@@ -19,16 +19,8 @@ export const TRAINER_SCALAR_BYTES = 64;
  * training loss's logits come in larger chunks on a GPU); lossChunkBytes, when given,
  * is the logits bytes a chunk of the loss may hold instead of the device kind's.
  */
-export function planTrainingMemory(
-  model: ModelConfig,
-  batchSize: number,
-  seqLen: number,
-  dtype: FloatDType = "f32",
-  recompute: RecomputePolicy = "cheap",
-  device: DeviceKind = "cpu",
-  lossChunkBytes?: number,
-): MemoryPlan {
-  return planTraining(model, batchSize, seqLen, dtype, recompute, device, lossChunkBytes).memory;
+export function planTrainingMemory(...args: Parameters<typeof planTraining>): MemoryPlan {
+  return planTraining(...args).memory;
 }
 
 /** The training graph of (model, batch, seqLen) on a kind of device, its step plan and its memory plan. */

@@ -1,8 +1,6 @@
-import { type Backend, type BufferHandle, type DeviceKind, type FloatDType, KERNEL_NAMES, type KernelName, type Kernels } from "@kiln/contract";
-import type { RecomputePolicy } from "../autodiff/rematerialize.js";
+import { type Backend, type BufferHandle, KERNEL_NAMES, type KernelName, type Kernels } from "@kiln/contract";
 import type { KernelNodeAttrs } from "../graph/kernel-node.js";
 import { type KernelCost, kernelCost, kernelNodeCost } from "../exec/step-profiler.js";
-import type { ModelConfig } from "../model/config.js";
 import { AdamW } from "../optim/adamw.js";
 import { measureGradients, zeroGradients } from "./gradient-kernels.js";
 import { MasterWeights } from "./master-weights.js";
@@ -34,19 +32,12 @@ function costRecorder(calls: KernelCallCost[]): Backend {
  * The kernel calls of one training step of (model, batch, seqLen) as a Trainer on a
  * device of `device`'s kind issues them, with their FLOPs and operand bytes, without
  * a backend: the planned graph's nodes and the optimizer's calls (AdamW and the master
- * weights made by the Trainer's own classes, over stand-in buffers). lossChunkBytes as
+ * weights made by the Trainer's own classes, over stand-in buffers). The arguments are
  * planTraining's.
  */
-export function trainingStepCosts(
-  model: ModelConfig,
-  batchSize: number,
-  seqLen: number,
-  dtype: FloatDType = "f32",
-  recompute: RecomputePolicy = "cheap",
-  device: DeviceKind = "cpu",
-  lossChunkBytes?: number,
-): TrainingStepCosts {
-  const { layout, stateLayout, graph } = planTraining(model, batchSize, seqLen, dtype, recompute, device, lossChunkBytes);
+export function trainingStepCosts(...args: Parameters<typeof planTraining>): TrainingStepCosts {
+  const { layout, stateLayout, graph } = planTraining(...args);
+  const dtype = layout.dtype;
   const microBatch = graph.graph.nodes.map((node) => {
     const attrs = node.attrs as unknown as KernelNodeAttrs;
     return { kernel: attrs.kernel, ...kernelNodeCost(attrs) };
