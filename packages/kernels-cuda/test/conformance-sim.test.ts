@@ -23,10 +23,19 @@ import { H100_SHARED_PER_BLOCK, simulatorSkipReason } from "./support/simulator.
 // the sm_90 wgmma kernels (KILN_ATTENTION_PATH=wgmma). A seventh runs the cross-entropy
 // forward on a simulator with an H100's shared memory a block (KILN_SIM_SHARED_PER_BLOCK):
 // GPT-2's padded bf16 rows then take the kernel's shared-memory copy, as on an H100.
+// In order, the first pass makes every call through prepare(): issuing a prepared call
+// must take no kernel scratch beyond what preparing it reserved (the path compiled
+// training steps take). Reversed, it calls the kernels directly.
+// KILN_TEST_SIM_PART=i/n runs the i-th of n interleaved parts of the cases (every n-th
+// case of every pass), so that n processes can share the run.
 type Case = { kernel: string; dtype: string };
 const reversed = process.env.KILN_TEST_SIM_REVERSED === "1";
 const schedule = reversed ? { reverseBlocks: true, reverseThreads: true, warpsInTurn: true } : {};
 const scheduleName = reversed ? ", blocks and threads reversed, warps in turn" : "";
+const part = /^(\d+)\/(\d+)$/.exec(process.env.KILN_TEST_SIM_PART ?? "");
+let kept = 0;
+/** `keep`, narrowed to this process's part of the cases (cases are selected in a fixed order). */
+const inPart = (keep: (c: Case) => boolean) => (c: Case) => keep(c) && (!part || kept++ % Number(part[2]) === Number(part[1]) - 1);
 const sixteenBit = (kernels: string[]) => (c: Case) => kernels.includes(c.kernel) && c.dtype !== "f32";
 
 /** The suite's cases that `filter` keeps, on a simulator opened with `env` set (the addon reads it at open). */
@@ -38,7 +47,7 @@ function conformanceWith(env: Record<string, string>, name: string, filter: (c: 
     afterAll(() => {
       for (const k of Object.keys(env)) delete process.env[k];
     });
-    runConformance(() => createCudaSimBackend(schedule), { name: `${name}${scheduleName}`, filter });
+    runConformance(() => createCudaSimBackend(schedule), { name: `${name}${scheduleName}`, filter: inPart(filter) });
   });
 }
 
@@ -46,7 +55,7 @@ const skip = simulatorSkipReason();
 if (skip) {
   it.skip(`cuda-sim conformance: ${skip}`, () => {});
 } else {
-  runConformance(() => createCudaSimBackend(schedule), { name: `cuda-sim${scheduleName}` });
+  runConformance(() => createCudaSimBackend(schedule), { name: `cuda-sim${reversed ? scheduleName : ", every call prepared"}`, prepared: !reversed, filter: inPart(() => true) });
   const matmuls = ["matmul", "groupedMatmul", "groupedMatmulWeightGrad"], attention = ["attentionForward", "attentionBackward"];
   conformanceWith({ KILN_MATMUL_PATH: "simt", KILN_ATTENTION_PATH: "simt" }, "cuda-sim, CUDA-core matmul and attention", sixteenBit([...matmuls, ...attention]));
   conformanceWith({ KILN_MATMUL_PATH: "wmma" }, "cuda-sim, WMMA matmul", sixteenBit(["matmul"]));

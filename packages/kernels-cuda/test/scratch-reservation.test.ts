@@ -5,9 +5,10 @@ import { simulatorSkipReason } from "./support/simulator.js";
 
 // A prepared call reserves the scratch its kernel will ask for (the launcher run with
 // nothing launched), so that steps allocate nothing and graphs recorded later never go
-// stale. Every f32 and bf16 conformance case runs here through prepare() (the suite's
-// `prepared` option), and a run that grows the scratch beyond what its preparation
-// reserved fails the case.
+// stale. Every conformance case runs through prepare() (the suite's `prepared` option)
+// in test/conformance-sim.test.ts's first pass, where a run that grows the scratch
+// beyond what its preparation reserved fails the case; here, the other branch of the
+// attention backward's launcher.
 
 const skip = simulatorSkipReason();
 if (skip) {
@@ -50,9 +51,6 @@ if (skip) {
       }
     });
   });
-
-  // f16 takes bf16's launchers and scratch sizes (both 2-byte types): left to the other conformance passes.
-  runConformance(() => createCudaSimBackend(), { name: "cuda-sim, every call prepared", prepared: true, filter: (c) => c.dtype !== "f16" });
 
   describe("KILN_ATTENTION_DQ=recompute", () => {
     // The default backward's scratch holds the stored dS (the largest of any kernel); the
