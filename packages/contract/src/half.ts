@@ -41,8 +41,30 @@ export function bf16ToF32(h: number): number {
   return f32[0];
 }
 
+/**
+ * A normal f64 -> the 16-bit format's bits (1 sign, `expBits` exponent, `mantBits` mantissa)
+ * when the result is normal too: the f64's top mantissa bits, rounded to nearest even on the
+ * bits below them; a carry out of the mantissa moves to the next exponent, or to infinity.
+ * -1 outside that range (zero, subnormal results, overflow, infinities, NaN).
+ */
+function f64ToHalfNormal(x: number, expBits: number, mantBits: number): number {
+  f64[0] = x;
+  const hi = f64Words[1], lo = f64Words[0];
+  const bias = (1 << (expBits - 1)) - 1;
+  const e = ((hi >>> 20) & 0x7ff) - 1023 + bias; // the result's biased exponent
+  if (e < 1 || e > 2 * bias) return -1;
+  const drop = 20 - mantBits; // mantissa bits of the high word below the kept ones
+  let h = (e << mantBits) | ((hi >>> drop) & ((1 << mantBits) - 1));
+  const round = (hi >>> (drop - 1)) & 1;
+  const sticky = (hi & ((1 << (drop - 1)) - 1)) !== 0 || lo !== 0;
+  if (round && (sticky || (h & 1) !== 0)) h += 1;
+  return ((hi >>> 16) & 0x8000) | h;
+}
+
 /** A number (f64) -> bf16 bits with a single correct rounding (no f32 step). */
 export function f64ToBf16(x: number): number {
+  const fast = f64ToHalfNormal(x, 8, 7);
+  if (fast >= 0) return fast;
   if (Number.isNaN(x)) return 0x7fc0;
   // Round the f64 mantissa directly to 8 significant bits.
   f64[0] = x;
@@ -107,6 +129,8 @@ function f16BitsToNumber(h: number): number {
 
 /** A number (f64) -> f16 bits with a single correct rounding. */
 export function f64ToF16(x: number): number {
+  const fast = f64ToHalfNormal(x, 5, 10);
+  if (fast >= 0) return fast;
   if (Number.isNaN(x)) return 0x7e00;
   const sign = x < 0 || Object.is(x, -0) ? 0x8000 : 0;
   const ax = Math.abs(x);

@@ -223,6 +223,33 @@ function nearTieBits(lowBits: number): fc.Arbitrary<number> {
 
 const RUNS = { numRuns: 20_000 };
 
+const f64Box = new Float64Array(1);
+const f64WordsBox = new Uint32Array(f64Box.buffer);
+
+/**
+ * Doubles whose mantissa sits on or next to a rounding tie of a 16-bit format keeping
+ * `keptBits` mantissa bits, with the exponent anywhere in `exp` (unbiased): the high word's
+ * bits below the kept ones are a tie, and the low word 0 (an exact tie), 1 or any value
+ * (above it); or the tie minus one unit in the last place (below it).
+ */
+function nearTieDoubles(keptBits: number, exp: { min: number; max: number }): fc.Arbitrary<number> {
+  const drop = 20 - keptBits;
+  return fc
+    .record({
+      sign: fc.integer({ min: 0, max: 1 }),
+      exp: fc.integer(exp),
+      kept: fc.integer({ min: 0, max: (1 << keptBits) - 1 }),
+      low: fc.oneof(fc.constant(0), fc.constant(1), fc.integer({ min: 0, max: 0xffffffff })),
+      below: fc.boolean(),
+    })
+    .map(({ sign, exp, kept, low, below }) => {
+      f64WordsBox[1] = ((sign << 31) | ((exp + 1023) << 20) | (kept << drop) | (1 << (drop - 1))) >>> 0;
+      f64WordsBox[0] = low;
+      const x = f64Box[0];
+      return below && low === 0 ? x - Math.sign(x) * 2 ** (exp - 52) : x;
+    });
+}
+
 /**
  * Checks that `bits` (a 16-bit encoding of x) is the nearest value to x, ties to even:
  * the encoded magnitude is no farther from |x| than either neighbour, and on a tie it is even.
@@ -297,6 +324,15 @@ describe("bf16: properties over random f32 bit patterns", () => {
       RUNS,
     );
   });
+
+  it("f64ToBf16 rounds doubles on and beside a tie (bits below f32's too) to the nearest, ties to even", () => {
+    fc.assert(
+      fc.property(nearTieDoubles(7, { min: -140, max: 127 }), (x) => {
+        expectNearest(x, f64ToBf16(x), 0x7f80, bf16Mag);
+      }),
+      RUNS,
+    );
+  });
 });
 
 describe("f16: properties over random f32 bit patterns", () => {
@@ -335,6 +371,15 @@ describe("f16: properties over random f32 bit patterns", () => {
   it("f64ToF16 picks the nearest f16 for arbitrary doubles in and around its range", () => {
     fc.assert(
       fc.property(fc.double({ noNaN: true, noDefaultInfinity: true, min: -70000, max: 70000 }), (x) => {
+        expectNearest(x, f64ToF16(x), 0x7c00, f16Mag);
+      }),
+      RUNS,
+    );
+  });
+
+  it("f64ToF16 rounds doubles on and beside a tie (bits below f32's too) to the nearest, ties to even", () => {
+    fc.assert(
+      fc.property(nearTieDoubles(10, { min: -27, max: 15 }), (x) => {
         expectNearest(x, f64ToF16(x), 0x7c00, f16Mag);
       }),
       RUNS,

@@ -1,7 +1,7 @@
 import { type Backend, CONTRACT_VERSION, type Capabilities, type Operand, resolveOperand } from "../backend.js";
 import { type DType, FLOAT_DTYPES, bytesPerElement } from "../dtype.js";
 import { KernelArgumentError } from "../errors.js";
-import { decodeElements, encodeElements } from "../host-codec.js";
+import { decodeElements, encodeToBytes } from "../host-codec.js";
 import { KERNEL_NAMES, type KernelArgsMap, type KernelName, type Kernels, kernelSpecs } from "../kernels/index.js";
 import type { OperandSpec } from "../kernels/spec.js";
 import { oracle } from "../oracle/index.js";
@@ -85,8 +85,10 @@ function runOracle<K extends KernelName>(memory: HostMemory, name: K, args: Kern
   for (const { spec: s } of operands) {
     if (s.role === "in") continue;
     const v = values[s.key], old = before[s.key], width = bytesPerElement(s.dtype);
+    const encoded = encodeToBytes(v, s.dtype), view = views[s.key];
     for (let i = 0; i < v.length; i++) {
-      if (!Object.is(v[i], old[i])) encodeElements([v[i]], s.dtype, views[s.key].subarray(i * width, (i + 1) * width));
+      if (Object.is(v[i], old[i])) continue;
+      for (let b = i * width; b < (i + 1) * width; b++) view[b] = encoded[b];
     }
   }
 }
