@@ -22,9 +22,11 @@ done
 cp "$root/tooling/bench/cuda_kernels_torch.py" "$root/tooling/bench/train_step_torch.py" "$dir/"
 # The kiln CLI as one bundle (chunks for what loads lazily; plots' ECharts and resvg
 # stay out), with the wasm kernels and their worker where the bundle looks for them.
+# From src/: dist/bin/kiln.js is a bundle already, one that leaves the wasm and CUDA
+# packages to node_modules.
 cli="$dir/cli"
 rm -rf "$cli" && mkdir -p "$cli/bin" "$cli/models"
-bundle "$root/packages/cli/dist/bin/kiln.js" --splitting --external:@resvg/resvg-js --external:echarts --outdir="$cli/bin"
+bundle "$root/packages/cli/src/bin/kiln.ts" --splitting --external:@resvg/resvg-js --external:echarts --outdir="$cli/bin"
 cp "$root/packages/kernels-wasm/dist/thread-worker-node.js" "$cli/bin/"
 mkdir -p "$cli/bin/assets" && cp "$root"/packages/kernels-wasm/dist/assets/*.wasm "$cli/bin/assets/"
 cp "$root/packages/cli/package.json" "$cli/"
