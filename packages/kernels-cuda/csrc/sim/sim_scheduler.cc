@@ -270,12 +270,26 @@ bool granule_is_poison(size_t off) {
   return (a & b) == ~uint64_t{0};
 }
 
+/** Whether the 64 bytes at `off` (4 whole granules inside the section) are all 0xFF. */
+bool block_is_poison(size_t off) {
+  uint64_t w[8];
+  std::memcpy(w, section() + off, 64);
+  uint64_t all = ~uint64_t{0};
+  for (uint64_t x : w) all &= x;  // one AND over 64 bytes: the scan runs at memory speed
+  return all == ~uint64_t{0};
+}
+
 /** Widens `span` to cover every granule of [from, to) (16-aligned offsets) holding a non-0xFF byte. */
 void widen_to_written(PoisonSpan& span, size_t from, size_t to) {
+  // Whole 64-byte blocks first, then granule by granule; only the section's last granule may be short.
+  const size_t whole = section_bytes() & ~size_t{15};
   size_t lo = from;
+  while (lo + 64 <= std::min(to, whole) && block_is_poison(lo)) lo += 64;
   while (lo < to && granule_is_poison(lo)) lo += 16;
   if (lo >= to) return;
   size_t hi = to;
+  while (hi > whole && granule_is_poison(hi - 16)) hi -= 16;  // the short last granule
+  while (hi <= whole && hi > lo + 64 && block_is_poison(hi - 64)) hi -= 64;
   while (granule_is_poison(hi - 16)) hi -= 16;
   if (span.begin == span.end) {
     span.begin = lo;
