@@ -2,13 +2,14 @@
 // After tsc: replaces dist/bin/kiln.js with an ES module bundle of the CLI, the workspace
 // packages it runs on (@kiln/core, @kiln/contract, @kiln/distributed) and their pure-JS
 // dependencies, so that `kiln` starts by reading a few files instead of some 550. What
-// the CLI imports lazily (plots, push, the Hugging Face tokenizers) goes to chunks beside
-// it (dist/bin/kiln-chunk-*.js), loaded when a command needs them.
+// the CLI imports lazily (plots, push) goes to chunks beside it (dist/bin/kiln-chunk-*.js),
+// loaded when a command needs them, with the code they share with the entry.
 // Left as imports, loaded from node_modules as before:
 //   - the kernel packages, each one bundle already that finds its .wasm, worker or native
 //     addon beside it (@kiln/kernels-wasm, @kiln/kernels-cuda), and @resvg/resvg-js (native);
 //   - large ones that only some commands load: @huggingface/hub (push), gpt-tokenizer's
-//     encodings and ranks, @huggingface/tokenizers, echarts (served as a file by the dashboard).
+//     encodings and ranks (megabytes each), echarts (served as a file by the dashboard);
+//   - @huggingface/tokenizers, one file of its own.
 // The CLI is bundled from src/ (esbuild strips the types); the rest of dist/ stays as tsc
 // wrote it: the package's library entry, and the files the dashboard serves. Where a
 // bundled module reads import.meta.url, it is given the URL of its own built file (for a
