@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
   float* pw = ps + warp * RW * PS + rg * RM * PS;
 
   const QueryTile tile = query_tile(seq, batch, heads, kv_heads, BQ);
-  const int qt = tile.tile, h = tile.head, b = tile.batch, g = tile.kv_head, q0 = tile.row0, nq = tile.rows;
+  const int h = tile.head, b = tile.batch, g = tile.kv_head, q0 = tile.row0, nq = tile.rows;
   const int64_t tok0 = tile.tok0;
 
   load_tile<T, NW>(qs, ds, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, BQ, nq, d, gw.dw, scale * kLog2e);

@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
   float* dsw = dsm + warp * RW * PS + rg * RM * PS;
 
   const QueryTile tile = query_tile(seq, batch, heads, kv_heads, BQ);
-  const int qt = tile.tile, h = tile.head, b = tile.batch, g = tile.kv_head, q0 = tile.row0, nq = tile.rows;
+  const int h = tile.head, b = tile.batch, g = tile.kv_head, q0 = tile.row0, nq = tile.rows;
   const int64_t tok0 = tile.tok0;
   const int64_t lrow = (int64_t{b} * heads + h) * seq;
 
