@@ -70,14 +70,11 @@ __global__ void __launch_bounds__(kThreads) ssd_y_kernel(const T* x, const T* Bm
 #pragma unroll
       for (int j = 0; j < kYTile; j++) a[j] = fmaf(cs[j][n], bv, a[j]);
     }
-#pragma unroll
-    for (int j = 0; j < kYTile; j++) a[j] = warp_sum(a[j]);
-    if (lane == 0) {
-#pragma unroll
-      for (int j = 0; j < kYTile; j++) {
-        const int64_t t = tl.ta + j;
-        if (j < nt) coef[j][s - tl.t0] = s <= t ? expf(lr[t] - lr[s]) * a[j] * dr[s] : 0.0f;
-      }
+    warp_sum_many(a);
+    const int j = warp_sum_index<kYTile>(lane);
+    if (warp_sum_writer<kYTile>(lane) && j < nt) {
+      const int64_t t = tl.ta + j;
+      coef[j][s - tl.t0] = s <= t ? expf(lr[t] - lr[s]) * a[0] * dr[s] : 0.0f;
     }
   }
   // S C_t: a warp per row p of the entry state.
@@ -91,14 +88,9 @@ __global__ void __launch_bounds__(kThreads) ssd_y_kernel(const T* x, const T* Bm
 #pragma unroll
       for (int j = 0; j < kYTile; j++) a[j] = fmaf(sv, cs[j][n], a[j]);
     }
-#pragma unroll
-    for (int j = 0; j < kYTile; j++) a[j] = warp_sum(a[j]);
-    if (lane == 0) {
-#pragma unroll
-      for (int j = 0; j < kYTile; j++) {
-        if (j < nt) sc[j][p] = a[j];
-      }
-    }
+    warp_sum_many(a);
+    const int j = warp_sum_index<kYTile>(lane);
+    if (warp_sum_writer<kYTile>(lane) && j < nt) sc[j][p] = a[0];
   }
   __syncthreads();
   // A thread per (token, p).

@@ -81,62 +81,54 @@ __global__ void __launch_bounds__(kThreads) ssd_token_backward_kernel(const T* d
     if (k >= ta) {  // k ≥ s_j for some j: C_k·B_s, dy_k·x_s
       const T* crow = Cm + rk * d.bcs + bc0;
       const T* dyrow = dy + (rk * d.H + h) * P;
-      float cb[kTile], dyx[kTile];
+      float sums[2 * kTile];  // C_k·B_s for the tile's tokens, then dy_k·x_s
 #pragma unroll
-      for (int j = 0; j < kTile; j++) cb[j] = dyx[j] = 0.0f;
+      for (int j = 0; j < 2 * kTile; j++) sums[j] = 0.0f;
       for (int64_t n = lane; n < N; n += 32) {
         const float v = to_f32(crow[n]);
 #pragma unroll
-        for (int j = 0; j < kTile; j++) cb[j] = fmaf(v, bs[j * N + n], cb[j]);
+        for (int j = 0; j < kTile; j++) sums[j] = fmaf(v, bs[j * N + n], sums[j]);
       }
       for (int64_t p = lane; p < P; p += 32) {
         const float v = to_f32(dyrow[p]);
 #pragma unroll
-        for (int j = 0; j < kTile; j++) dyx[j] = fmaf(v, xs[j * P + p], dyx[j]);
+        for (int j = 0; j < kTile; j++) sums[kTile + j] = fmaf(v, xs[j * P + p], sums[kTile + j]);
       }
-#pragma unroll
-      for (int j = 0; j < kTile; j++) {
-        cb[j] = warp_sum(cb[j]);
-        dyx[j] = warp_sum(dyx[j]);
-      }
-      if (lane == 0) {
-#pragma unroll
-        for (int j = 0; j < kTile; j++) {
-          if (j >= nt || ta + j > k) continue;
-          col_cb[j * Q + (k - t0)] = cb[j];
-          col_dyx[j * Q + (k - t0)] = dyx[j];
+      warp_sum_many(sums);
+      const int w = warp_sum_index<2 * kTile>(lane), j = w % kTile;
+      if (warp_sum_writer<2 * kTile>(lane) && j < nt && ta + j <= k) {
+        if (w < kTile) {
+          col_cb[j * Q + (k - t0)] = sums[0];
           col_e[j * Q + (k - t0)] = expf(lr[k] - lr[ta + j]);
+        } else {
+          col_dyx[j * Q + (k - t0)] = sums[0];
         }
       }
     }
     if (k < tl.tb) {  // k ≤ s_j for some j: C_s·B_k, dy_s·x_k
       const T* brow = Bm + rk * d.bcs + bc0;
       const T* xrow = x + rk * d.xs + x0;
-      float cb[kTile], dyx[kTile];
+      float sums[2 * kTile];  // C_s·B_k for the tile's tokens, then dy_s·x_k
 #pragma unroll
-      for (int j = 0; j < kTile; j++) cb[j] = dyx[j] = 0.0f;
+      for (int j = 0; j < 2 * kTile; j++) sums[j] = 0.0f;
       for (int64_t n = lane; n < N; n += 32) {
         const float v = to_f32(brow[n]);
 #pragma unroll
-        for (int j = 0; j < kTile; j++) cb[j] = fmaf(cs[j * N + n], v, cb[j]);
+        for (int j = 0; j < kTile; j++) sums[j] = fmaf(cs[j * N + n], v, sums[j]);
       }
       for (int64_t p = lane; p < P; p += 32) {
         const float v = to_f32(xrow[p]);
 #pragma unroll
-        for (int j = 0; j < kTile; j++) dyx[j] = fmaf(dys[j * P + p], v, dyx[j]);
+        for (int j = 0; j < kTile; j++) sums[kTile + j] = fmaf(dys[j * P + p], v, sums[kTile + j]);
       }
-#pragma unroll
-      for (int j = 0; j < kTile; j++) {
-        cb[j] = warp_sum(cb[j]);
-        dyx[j] = warp_sum(dyx[j]);
-      }
-      if (lane == 0) {
-#pragma unroll
-        for (int j = 0; j < kTile; j++) {
-          if (j >= nt || k > ta + j) continue;
-          row_cb[j * Q + (k - t0)] = cb[j];
-          row_dyx[j * Q + (k - t0)] = dyx[j];
+      warp_sum_many(sums);
+      const int w = warp_sum_index<2 * kTile>(lane), j = w % kTile;
+      if (warp_sum_writer<2 * kTile>(lane) && j < nt && k <= ta + j) {
+        if (w < kTile) {
+          row_cb[j * Q + (k - t0)] = sums[0];
           row_e[j * Q + (k - t0)] = expf(lr[ta + j] - lr[k]);
+        } else {
+          row_dyx[j * Q + (k - t0)] = sums[0];
         }
       }
     }
@@ -153,14 +145,9 @@ __global__ void __launch_bounds__(kThreads) ssd_token_backward_kernel(const T* d
 #pragma unroll
       for (int j = 0; j < kTile; j++) a[j] = fmaf(v, bs[j * N + n], a[j]);
     }
-#pragma unroll
-    for (int j = 0; j < kTile; j++) a[j] = warp_sum(a[j]);
-    if (lane == 0) {
-#pragma unroll
-      for (int j = 0; j < kTile; j++) {
-        if (j < nt) gx[j * P + p] = a[j];
-      }
-    }
+    warp_sum_many(a);
+    const int j = warp_sum_index<kTile>(lane);
+    if (warp_sum_writer<kTile>(lane) && j < nt) gx[j * P + p] = a[0];
   }
   // dSᵀ x_s and Sᵀ dy_s: a thread per column n.
   for (int64_t n = tid; n < N; n += kThreads) {
