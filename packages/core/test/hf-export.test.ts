@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CheckpointError, bf16ToF32, f32ToBf16 } from "@kiln/contract";
-import { writeDirectoryAtomically } from "../src/checkpoint/atomic-directory.js";
+import { writeDirectoryAtomically } from "../src/fs/write-atomically.js";
 import { readSafetensors } from "../src/checkpoint/safetensors-file.js";
 import { exportHfFolder } from "../src/hf/export-hf-folder.js";
 import { modelConfigFromHf } from "../src/hf/hf-config.js";

@@ -21,5 +21,3 @@ export { deviceTensorSource } from "./device-tensor-source.js";
 export { encodeSafetensors, encodeStreamedSafetensors, decodeSafetensors, type SafetensorsTensor, type DecodedSafetensors } from "./safetensors-codec.js";
 export { writeSafetensors, readSafetensors } from "./safetensors-file.js";
 export { openSafetensors, SafetensorsReader } from "./safetensors-reader.js";
-export { writeFileAtomically } from "./atomic-file.js";
-export { writeDirectoryAtomically } from "./atomic-directory.js";

@@ -1,6 +1,8 @@
 import { readFile } from "node:fs/promises";
-import { CheckpointError } from "@kiln/contract";
-import { writeFileAtomically, errorCode, messageOf } from "./atomic-file.js";
+import { CheckpointError, type KilnError } from "@kiln/contract";
+import { errorCode } from "../fs/errno-table.js";
+import { fileReadError } from "../fs/file-errors.js";
+import { writeFileAtomically } from "../fs/write-atomically.js";
 import { SequentialFileWriter, WRITE_BUFFER_BYTES } from "./file-io.js";
 import { decodeSafetensors, type DecodedSafetensors } from "./safetensors-codec.js";
 import { bytesOf, planSafetensorsLayout, type StreamedTensorInput } from "./safetensors-layout.js";
@@ -20,15 +22,19 @@ export async function writeSafetensors(
   options: { bufferBytes?: number } = {},
 ): Promise<void> {
   const layout = planSafetensorsLayout(tensors, metadata, path);
-  await writeFileAtomically(path, async (file) => {
-    const out = new SequentialFileWriter(file, options.bufferBytes ?? WRITE_BUFFER_BYTES);
-    await out.append(layout.head);
-    for (const { input } of layout.tensors) {
-      if (isTensorByteSource(input.data)) await out.appendFrom(input.data);
-      else await out.append(bytesOf(input.data));
-    }
-    await out.flush();
-  });
+  await writeFileAtomically(
+    path,
+    async (file) => {
+      const out = new SequentialFileWriter(file, options.bufferBytes ?? WRITE_BUFFER_BYTES);
+      await out.append(layout.head);
+      for (const { input } of layout.tensors) {
+        if (isTensorByteSource(input.data)) await out.appendFrom(input.data);
+        else await out.append(bytesOf(input.data));
+      }
+      await out.flush();
+    },
+    { what: "checkpoint file", error: CheckpointError },
+  );
 }
 
 /**
@@ -45,18 +51,17 @@ export async function readSafetensors(path: string): Promise<DecodedSafetensors>
   return decodeSafetensors(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), path);
 }
 
-/** A CheckpointError for a checkpoint file that cannot be opened or read. */
-export function openError(err: unknown, path: string): CheckpointError {
-  const code = errorCode(err);
-  const [what, hint] =
-    code === "ENOENT"
-      ? ["checkpoint file does not exist", "Check the path; list the checkpoint directory to see what was saved."]
-      : code === "EISDIR"
-        ? ["path is a directory, not a safetensors file", "Name the .safetensors file inside it."]
-        : code === "EACCES" || code === "EPERM"
-          ? ["checkpoint file is not readable", "Fix the file's permissions."]
-          : code === "ERR_FS_FILE_TOO_LARGE" || err instanceof RangeError
-            ? ["file is too large to read into memory at once", "Use openSafetensors, which reads one tensor at a time."]
-            : [`cannot read the checkpoint file (${messageOf(err)})`, "Check the path and the disk, then try again."];
-  return new CheckpointError(what, { where: path, hint, cause: err });
+/** A CheckpointError for a checkpoint file that cannot be opened or read (a KilnError passes through). */
+export function openError(err: unknown, path: string): KilnError {
+  // A buffer too large to allocate is a RangeError without a code: the same fault as Node's ERR_FS_FILE_TOO_LARGE.
+  const tooLarge = err instanceof RangeError && errorCode(err) === undefined;
+  return fileReadError(tooLarge ? Object.assign(new RangeError(err.message, { cause: err }), { code: "ERR_FS_FILE_TOO_LARGE" }) : err, path, {
+    what: "checkpoint file",
+    error: CheckpointError,
+    hints: {
+      ENOENT: "Check the path; list the checkpoint directory to see what was saved.",
+      EISDIR: "Name the .safetensors file inside it.",
+      ERR_FS_FILE_TOO_LARGE: "Use openSafetensors, which reads one tensor at a time.",
+    },
+  });
 }

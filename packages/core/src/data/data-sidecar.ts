@@ -1,7 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { DataError } from "@kiln/contract";
-import { AtomicOutputFile } from "./atomic-output-file.js";
-import { errorCode, readError } from "./file-errors.js";
+import { errorCode } from "../fs/errno-table.js";
+import { fileReadError } from "../fs/file-errors.js";
+import { writeFileAtomically } from "../fs/write-atomically.js";
 import type { TokenFileFormat } from "./token-file-format.js";
 
 /**
@@ -22,6 +23,7 @@ export interface DataSidecar {
   format: TokenFileFormat;
 }
 
+const SIDECAR = { what: "token file sidecar", error: DataError };
 const FORMATS: readonly TokenFileFormat[] = ["u32", "llmc-u16", "llmc-u32"];
 
 /** `data/my.bin` -> `data/my.bin.json`. */
@@ -37,7 +39,7 @@ export async function readDataSidecar(binPath: string): Promise<DataSidecar | un
     text = await readFile(file, "utf8");
   } catch (err) {
     if (errorCode(err) === "ENOENT") return undefined;
-    throw readError(err, file, "token file sidecar");
+    throw fileReadError(err, file, SIDECAR);
   }
   let value: unknown;
   try {
@@ -52,9 +54,7 @@ export async function readDataSidecar(binPath: string): Promise<DataSidecar | un
 }
 
 export async function writeDataSidecar(binPath: string, sidecar: DataSidecar): Promise<void> {
-  const output = await AtomicOutputFile.create(dataSidecarPath(binPath), "token file sidecar");
-  await output.append(new TextEncoder().encode(`${JSON.stringify(sidecar, null, 2)}\n`));
-  await output.commit();
+  await writeFileAtomically(dataSidecarPath(binPath), `${JSON.stringify(sidecar, null, 2)}\n`, SIDECAR);
 }
 
 function checkSidecar(value: unknown, file: string): DataSidecar {

@@ -1,11 +1,13 @@
 import { open, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { ConfigError, DataError } from "@kiln/contract";
+import { type FileErrorContext, fileReadError } from "../fs/file-errors.js";
 import { readDataSidecar, type DataSidecar } from "./data-sidecar.js";
-import { readError } from "./file-errors.js";
 import { findTokenAtOrAbove } from "./token-id-scan.js";
 import { LLMC_HEADER_BYTES, detectTokenFileLayout, type TokenFileFormat, type TokenFileLayout } from "./token-file-format.js";
 import { readTokensInto } from "./token-reader.js";
+
+const TOKEN_FILE: FileErrorContext = { what: "token file", error: DataError, hints: { ENOENT: "Check the path, or create the file with `kiln prepare`." } };
 
 /** A token file opened for reading windows of ids; never loaded whole. */
 export interface TokenDataset {
@@ -40,11 +42,11 @@ export async function openTokenDataset(filePath: string, options: OpenTokenDatas
   try {
     file = await open(filePath, "r");
   } catch (err) {
-    throw readError(err, filePath);
+    throw fileReadError(err, filePath, TOKEN_FILE);
   }
   try {
     const stat = await file.stat();
-    if (stat.isDirectory()) throw readError(Object.assign(new Error("is a directory"), { code: "EISDIR" }), filePath);
+    if (stat.isDirectory()) throw fileReadError(Object.assign(new Error("is a directory"), { code: "EISDIR" }), filePath, TOKEN_FILE);
     const head = new Uint8Array(Math.min(stat.size, LLMC_HEADER_BYTES));
     if (head.byteLength > 0) await file.read(head, 0, head.byteLength, 0);
     const layout = detectTokenFileLayout(head, stat.size, filePath);
@@ -59,7 +61,7 @@ export async function openTokenDataset(filePath: string, options: OpenTokenDatas
     return new FileTokenDataset(filePath, layout, sidecar, file);
   } catch (err) {
     await file.close().catch(() => undefined);
-    throw readError(err, filePath);
+    throw fileReadError(err, filePath, TOKEN_FILE);
   }
 }
 

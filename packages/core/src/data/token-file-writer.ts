@@ -1,5 +1,6 @@
 import { endianness } from "node:os";
-import { AtomicOutputFile } from "./atomic-output-file.js";
+import { DataError } from "@kiln/contract";
+import { AtomicOutputFile } from "../fs/write-atomically.js";
 
 const HOST_IS_LITTLE_ENDIAN = endianness() === "LE";
 const DEFAULT_STAGING_TOKENS = 1 << 20;
@@ -22,7 +23,7 @@ export class TokenFileWriter {
   }
 
   static async create(target: string, stagingTokens = DEFAULT_STAGING_TOKENS): Promise<TokenFileWriter> {
-    return new TokenFileWriter(await AtomicOutputFile.create(target, "token file"), stagingTokens);
+    return new TokenFileWriter(await AtomicOutputFile.create(target, { what: "token file", error: DataError }), stagingTokens);
   }
 
   get target(): string {

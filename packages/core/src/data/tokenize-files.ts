@@ -1,8 +1,8 @@
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { DataError } from "@kiln/contract";
+import { type FileErrorContext, fileReadError } from "../fs/file-errors.js";
 import type { DataSidecar } from "./data-sidecar.js";
-import { readError } from "./file-errors.js";
 import { TextTokenWriter } from "./text-token-writer.js";
 import type { Tokenizer } from "./tokenizer.js";
 import { DEFAULT_VAL_FRACTION } from "./token-split.js";
@@ -29,6 +29,7 @@ export interface TokenizeFilesOptions {
 }
 
 const READ_CHUNK_BYTES = 1 << 20;
+const INPUT_FILE: FileErrorContext = { what: "input file", error: DataError };
 
 /**
  * Tokenizes UTF-8 text files into a u32 token file with its sidecar, streaming:
@@ -60,7 +61,7 @@ export async function tokenizeFiles(options: TokenizeFilesOptions): Promise<Data
         }
       } catch (err) {
         stream.destroy();
-        throw signal?.aborted ? err : readError(err, file, "input file");
+        throw signal?.aborted ? err : fileReadError(err, file, INPUT_FILE);
       }
       await writer.write(decoder.decode());
       await writer.endDocument();
@@ -80,6 +81,6 @@ async function inputSize(file: string): Promise<number> {
     if (s.isDirectory()) throw Object.assign(new Error("is a directory"), { code: "EISDIR" });
     return s.size;
   } catch (err) {
-    throw readError(err, file, "input file");
+    throw fileReadError(err, file, INPUT_FILE);
   }
 }

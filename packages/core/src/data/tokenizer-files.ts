@@ -2,7 +2,8 @@ import { createHash } from "node:crypto";
 import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { DataError } from "@kiln/contract";
-import { errorCode, readError } from "./file-errors.js";
+import { errorCode } from "../fs/errno-table.js";
+import { fileReadError } from "../fs/file-errors.js";
 
 /** The file that defines a Hugging Face tokenizer (vocabulary, merges, normalizer, pre-tokenizer, decoder). */
 export const TOKENIZER_JSON = "tokenizer.json";
@@ -47,7 +48,7 @@ export async function readTokenizerFiles(location: string, required = true): Pro
   const isDir = await stat(location).then(
     (s) => s.isDirectory(),
     (err) => {
-      throw readError(err, location, "tokenizer");
+      throw fileReadError(err, location, { what: "tokenizer", error: DataError });
     },
   );
   const dir = isDir ? location : path.dirname(location);
@@ -57,7 +58,7 @@ export async function readTokenizerFiles(location: string, required = true): Pro
     try {
       files[name] = await readFile(file, "utf8");
     } catch (err) {
-      if (errorCode(err) !== "ENOENT") throw readError(err, file, "tokenizer file");
+      if (errorCode(err) !== "ENOENT") throw fileReadError(err, file, { what: "tokenizer file", error: DataError });
       if (name !== TOKENIZER_JSON) continue;
       if (!required) return undefined;
       throw new DataError(`the folder has no ${TOKENIZER_JSON}`, {

@@ -1,13 +1,12 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { CheckpointError, type FloatDType, encodeToBytes } from "@kiln/contract";
-import { writeDirectoryAtomically } from "../checkpoint/atomic-directory.js";
-import { writeFileAtomically } from "../checkpoint/atomic-file.js";
 import { toSafetensorsDType } from "../checkpoint/safetensors-dtype.js";
 import { writeSafetensors } from "../checkpoint/safetensors-file.js";
 import { gpt2TokenizerFiles } from "../data/gpt2-tokenizer-files.js";
 import { HfTokenizer } from "../data/hf-tokenizer.js";
 import type { Tokenizer } from "../data/tokenizer.js";
+import { writeDirectoryAtomically, writeFileAtomically } from "../fs/write-atomically.js";
 import { paramLayout } from "../model/param-layout.js";
 import { META_DATA, META_STEP } from "../train/checkpoint-state.js";
 import { HF_CONFIG_FILE, HF_WEIGHTS_FILE } from "./hf-shards.js";
@@ -56,27 +55,31 @@ export async function exportHfFolder(checkpoint: string, out: string, dtype: Flo
       [HF_CONFIG_FILE]: hfConfigOf(source.model, TORCH_DTYPES[dtype], tokens),
       "generation_config.json": hfGenerationConfigOf(tokens),
     };
-    await writeDirectoryAtomically(out, async (dir) => {
-      const weights = await source.read();
-      for (const [name, json] of Object.entries(files)) await writeText(path.join(dir, name), `${JSON.stringify(json, null, 2)}\n`);
-      await writeSafetensors(
-        path.join(dir, HF_WEIGHTS_FILE),
-        layout.specs.map((s) => {
-          const values = weights.get(s.name)!;
-          return { name: s.name, dtype: toSafetensorsDType(dtype), shape: s.shape, data: dtype === "f32" ? values : encodeToBytes(values, dtype) };
-        }),
-        { format: "pt" },
-      );
-      for (const [name, text] of tokenizerFiles) await writeText(path.join(dir, name), text);
-      await writeText(path.join(dir, "README.md"), modelCard(facts));
-    });
+    await writeDirectoryAtomically(
+      out,
+      async (dir) => {
+        const weights = await source.read();
+        for (const [name, json] of Object.entries(files)) await writeText(path.join(dir, name), `${JSON.stringify(json, null, 2)}\n`);
+        await writeSafetensors(
+          path.join(dir, HF_WEIGHTS_FILE),
+          layout.specs.map((s) => {
+            const values = weights.get(s.name)!;
+            return { name: s.name, dtype: toSafetensorsDType(dtype), shape: s.shape, data: dtype === "f32" ? values : encodeToBytes(values, dtype) };
+          }),
+          { format: "pt" },
+        );
+        for (const [name, text] of tokenizerFiles) await writeText(path.join(dir, name), text);
+        await writeText(path.join(dir, "README.md"), modelCard(facts));
+      },
+      { error: CheckpointError },
+    );
     return [...Object.keys(files), HF_WEIGHTS_FILE, ...tokenizerFiles.map(([name]) => name), "README.md"];
   } finally {
     await source.close();
   }
 }
 function writeText(file: string, text: string): Promise<void> {
-  return writeFileAtomically(file, (f) => f.writeFile(text));
+  return writeFileAtomically(file, text, { what: "model file", error: CheckpointError });
 }
 
 /** A folder tokenizer's BOS and EOS; a built-in one's <|endoftext|> as both (GPT-2's convention). */

@@ -1,7 +1,8 @@
 import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { CheckpointError } from "@kiln/contract";
-import { errorCode, messageOf } from "../fs/durable-write.js";
+import { messageOf } from "../fs/errno-table.js";
+import { fileReadError } from "../fs/file-errors.js";
 import { type SafetensorsReader, openSafetensors } from "../checkpoint/safetensors-reader.js";
 
 export const HF_CONFIG_FILE = "config.json";
@@ -21,8 +22,7 @@ export async function readJsonFile(file: string, hint: string): Promise<unknown>
   try {
     text = await readFile(file, "utf8");
   } catch (err) {
-    const missing = errorCode(err) === "ENOENT";
-    throw new CheckpointError(missing ? "file is missing" : `cannot read the file (${messageOf(err)})`, { where: file, hint });
+    throw fileReadError(err, file, { what: path.basename(file), error: CheckpointError, hints: { ENOENT: hint } });
   }
   try {
     return JSON.parse(text) as unknown;
