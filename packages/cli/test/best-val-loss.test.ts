@@ -1,9 +1,8 @@
 import { Command } from "commander";
 import { describe, expect, it } from "vitest";
 import { trainOptions } from "../src/commands/train.js";
-import { parseConfigText } from "../src/config/load-config.js";
-import { resolveSettings } from "../src/config/settings.js";
-import { BestValLoss } from "../src/train/best-val-loss.js";
+import { BestValLoss, parseConfigText, resolveSettings } from "@kiln/core";
+import { settingOverrides } from "../src/config/setting-flags.js";
 
 describe("BestValLoss", () => {
   it("marks each lower val_loss and stops after `patience` evaluations without one", () => {
@@ -35,7 +34,7 @@ describe("--save-best and --early-stop", () => {
   const settingsFor = (args: string[], text = config) => {
     const cmd = trainOptions(new Command("train")).exitOverride().configureOutput({ writeErr: () => {} });
     cmd.parse(["-f", "tiny.yaml", ...args], { from: "user" });
-    return resolveSettings({ path: "tiny.yaml", text, config: parseConfigText(text, "tiny.yaml"), ignoredKeys: [] }, cmd.opts());
+    return resolveSettings(parseConfigText(text, "tiny.yaml"), settingOverrides("train", cmd.opts()));
   };
 
   it("set trainer.save_best and trainer.early_stop, as the YAML keys do", () => {

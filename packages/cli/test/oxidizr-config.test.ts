@@ -1,8 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "@kiln/contract";
-import { parseConfigText } from "../src/config/load-config.js";
-import { ignoredKeysWarning } from "../src/config/oxidizr-keys.js";
-import { resolveSettings } from "../src/config/settings.js";
+import { ignoredKeysWarning, parseConfigText, resolveSettings } from "@kiln/core";
 
 // Oxidizr's MoE example, with the keys kiln reads and the ones it leaves aside.
 const OXIDIZR_MOE = `
@@ -29,10 +27,7 @@ trainer:
   beta_kl: 0.04
 `;
 
-const load = (text: string) => {
-  const ignoredKeys: string[] = [];
-  return { path: "oxidizr.yaml", text, config: parseConfigText(text, "oxidizr.yaml", ignoredKeys), ignoredKeys };
-};
+const load = (text: string) => parseConfigText(text, "oxidizr.yaml");
 
 describe("a config written for Oxidizr", () => {
   it("trains a mixture-of-experts Llama, naming the settings kiln ignores in one warning", () => {

@@ -103,7 +103,7 @@ describe("kiln prepare", () => {
     await writeFile(at("a.txt"), "text");
     const underFile = await run(["prepare", "-i", at("a.txt"), "-o", at("a.txt", "o.bin")]);
     expect(underFile.code).toBe(1);
-    expect(underFile.err).toMatch(/cannot create the output directory: a parent of it is a file/);
+    expect(underFile.err).toMatch(/cannot create the output directory: a file is in the way: the output path, or a parent of it, is a file/);
 
     await mkdir(at("out-dir"));
     const isDir = await run(["prepare", "-i", at("a.txt"), "-o", at("out-dir")]);

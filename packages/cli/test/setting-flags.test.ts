@@ -1,11 +1,8 @@
 import { Command } from "commander";
 import { describe, expect, it } from "vitest";
+import { ALL_SETTINGS, dataSchema, kilnKeyFor, parseConfigText, resolveSettings, trainerSchema } from "@kiln/core";
 import { trainOptions } from "../src/commands/train.js";
-import { OTHER_NAMES } from "../src/config/other-names.js";
-import { parseConfigText } from "../src/config/load-config.js";
-import { dataSchema, trainerSchema } from "../src/config/schema.js";
-import { resolveSettings } from "../src/config/settings.js";
-import { SETTING_FLAGS, settingParser, spellingsOf } from "../src/config/setting-flags.js";
+import { settingOverrides, settingParser, spellingsOf } from "../src/config/setting-flags.js";
 import { warmupWarning } from "../src/config/schedule-warnings.js";
 
 const CONFIG = `model: { arch: gpt2, vocab_size: 256, hidden_size: 16, num_layers: 1, num_heads: 2, max_seq_len: 16 }
@@ -16,37 +13,55 @@ trainer: { max_steps: 4, learning_rate: 0.003 }
 function settingsFor(args: string[]) {
   const cmd = trainOptions(new Command("train")).exitOverride();
   cmd.parse(["-f", "tiny.yaml", ...args], { from: "user" });
-  return resolveSettings({ path: "tiny.yaml", text: CONFIG, config: parseConfigText(CONFIG, "tiny.yaml"), ignoredKeys: [] }, cmd.opts());
+  return resolveSettings(parseConfigText(CONFIG, "tiny.yaml"), settingOverrides("train", cmd.opts()));
 }
 
-describe("the setting flags table", () => {
-  it("gives every trainer and data key a flag (dtype and tf32 have their own)", () => {
-    const keys = new Set(SETTING_FLAGS.map((s) => s.key));
-    const ownFlags = new Set(["trainer.dtype", "trainer.tf32"]);
+const FLAGGED = ALL_SETTINGS.filter((s) => s.flag !== undefined);
+
+describe("the settings table's flags", () => {
+  it("gives every trainer and data key a flag", () => {
+    const keys = new Set(FLAGGED.map((s) => s.key));
     const expected = [...Object.keys(trainerSchema.shape).map((k) => `trainer.${k}`), ...Object.keys(dataSchema.shape).map((k) => `data.${k}`)];
-    expect(expected.filter((k) => !keys.has(k as never) && !ownFlags.has(k))).toEqual([]);
+    expect(expected.filter((k) => !keys.has(k as never))).toEqual([]);
   });
 
-  it("names only keys the schema has, each once, with no spelling used twice", () => {
-    for (const s of SETTING_FLAGS) expect(() => settingParser(s.key)).not.toThrow();
-    expect(new Set(SETTING_FLAGS.map((s) => s.key)).size).toBe(SETTING_FLAGS.length);
-    const spellings = SETTING_FLAGS.flatMap(spellingsOf);
-    expect(new Set(spellings).size).toBe(spellings.length);
+  it("uses no spelling twice, switches included", () => {
+    for (const s of FLAGGED) expect(() => settingParser(s.key)).not.toThrow();
+    const spellings = FLAGGED.flatMap((s) => [...spellingsOf(s), ...Object.keys(s.switches ?? {})]);
+    expect(spellings.filter((x, i) => spellings.indexOf(x) !== i)).toEqual([]);
   });
 
-  it("answers other trainers' names with keys kiln has, none of them a kiln spelling itself", () => {
-    const kilnKeys = new Set([...Object.keys(trainerSchema.shape), ...Object.keys(dataSchema.shape)]);
-    for (const [name, key] of Object.entries(OTHER_NAMES)) {
-      expect(kilnKeys.has(name), name).toBe(false);
-      expect(key, name).toMatch(/^(model|trainer|data)\.\w+$/);
-    }
-    // A name that is also a kiln flag (--lr, --output-dir) is that flag's key.
-    for (const s of SETTING_FLAGS) {
-      for (const spelling of spellingsOf(s)) {
-        const name = spelling.replace(/^--/, "").replace(/-/g, "_");
-        if (name in OTHER_NAMES) expect(OTHER_NAMES[name], spelling).toBe(s.key);
+  it("answers other trainers' names with keys kiln has, none of them a kiln key itself", () => {
+    const kilnKeys = new Set(ALL_SETTINGS.map((s) => s.name));
+    for (const s of ALL_SETTINGS) {
+      for (const name of s.otherNames ?? []) {
+        expect(kilnKeys.has(name), name).toBe(false);
+        expect(kilnKeyFor(name), name).toBe(s.key);
+        expect(kilnKeyFor(`--${name.replace(/_/g, "-")}`), name).toBe(s.key);
       }
     }
+    expect(kilnKeyFor("lr")).toBe("trainer.learning_rate");
+    expect(kilnKeyFor("eval_steps")).toBe("trainer.eval_interval");
+  });
+});
+
+describe("spellings from other trainers on the command line", () => {
+  it("takes Hugging Face's names and underscores as the hyphenated flags", () => {
+    const hf = settingsFor(["--batch_size", "4", "--num_epochs", "1", "--learning_rate", "1e-3", "--max_length", "16", "--output_dir", "x"]);
+    const kiln = settingsFor(["--batch-size", "4", "--num-epochs", "1", "--learning-rate", "1e-3", "--seq-len", "16", "--output-dir", "x"]);
+    const { overridden: a, ...hfValues } = hf;
+    const { overridden: b, ...kilnValues } = kiln;
+    expect(hfValues).toEqual(kilnValues);
+    expect(hf).toMatchObject({ batchSize: 4, numEpochs: 1, lr: 1e-3, seqLen: 16, outputDir: "x" });
+    expect([...a.keys()].sort()).toEqual([...b.keys()].sort());
+    expect(settingsFor(["--per-device-train-batch-size", "2", "--eval_steps", "7"])).toMatchObject({ batchSize: 2, evalInterval: 7 });
+  });
+
+  it("refuses two spellings of one setting that disagree, and takes them when they agree", () => {
+    expect(() => settingsFor(["--dtype", "bf16", "--fp16"])).toThrow("--dtype bf16 and --fp16 set trainer.dtype to different values");
+    expect(() => settingsFor(["--seq-len", "8", "--max_length", "16"])).toThrow("--seq-len 8 and --max_length 16 set trainer.seq_len to different values");
+    expect(settingsFor(["--dtype", "bfloat16", "--bf16"]).dtype).toBe("bf16");
+    expect(settingsFor(["--tf32"]).tf32).toBe(true);
   });
 });
 
@@ -63,6 +78,7 @@ describe("settingParser", () => {
     expect(() => settingParser("trainer.batch_size")("2.5")).toThrow('expected an integer > 0 (as trainer.batch_size takes), got "2.5"');
     expect(() => settingParser("trainer.beta2")("1")).toThrow('expected a number >= 0 and < 1 (as trainer.beta2 takes), got "1"');
     expect(() => settingParser("trainer.lr_schedule")("cosin")).toThrow('expected one of cosine, linear, constant (as trainer.lr_schedule takes), got "cosin"');
+    expect(() => settingParser("trainer.recompute")("some")).toThrow('expected one of auto, none, cheap, blocks (as trainer.recompute takes), got "some"');
   });
 });
 
@@ -93,7 +109,7 @@ describe("flags over the config file", () => {
 
   it("reads trainer.max_checkpoints from the file", () => {
     const text = CONFIG.replace("max_steps: 4", "max_steps: 4, max_checkpoints: 1");
-    expect(resolveSettings({ path: "t.yaml", text, config: parseConfigText(text, "t.yaml"), ignoredKeys: [] }).maxCheckpoints).toBe(1);
+    expect(resolveSettings(parseConfigText(text, "t.yaml")).maxCheckpoints).toBe(1);
   });
 });
 

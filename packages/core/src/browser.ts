@@ -3,7 +3,8 @@
 // reading and writing files stays in the main entry.
 export type { ModelConfig, ModelConfigInput } from "./model/config.js";
 export { resolveModelConfig } from "./model/architectures.js";
-export { MODEL_YAML_KEYS } from "./model/model-keys.js";
+export * from "./settings/index.js";
+export * from "./run/index.js";
 export { paramLayout, type ParamLayout, type ParamSpec } from "./model/param-layout.js";
 export { learningRateAt, type LrScheduleConfig } from "./optim/lr-schedule.js";
 export type { AdamWConfig } from "./optim/adamw.js";
@@ -13,7 +14,7 @@ export { Trainer, DEFAULT_LOAD_BALANCE_ALPHA, type TrainerConfig, type Batch, ty
 export { ForwardRunner } from "./train/forward-runner.js";
 export type { MemoryPlan } from "./train/memory-plan.js";
 export { planTrainingMemory, planForwardMemory, trainingFlopsPerToken } from "./train/plan-training.js";
-export * from "./train/checkpoint-keys.js";
+export * from "./checkpoint/checkpoint-keys.js";
 export {
   encodeTrainerCheckpoint,
   restoreTrainerState,

@@ -4,7 +4,7 @@ export { Graph, type GraphNode } from "./graph/graph.js";
 export type { TensorInfo, TensorKind } from "./graph/tensor.js";
 export { appendBackward } from "./autodiff/append-backward.js";
 export { rematerialize, type RecomputePolicy } from "./autodiff/rematerialize.js";
-export { KEEP_ALL_SHARE, type RecomputeSetting, resolveRecompute } from "./train/recompute-choice.js";
+export { RECOMPUTE_SETTINGS, type RecomputeSetting, resolveRecompute } from "./train/recompute-choice.js";
 export { planStep, type StepPlan } from "./plan/plan-step.js";
 export { packArena, type ArenaPacking } from "./plan/pack-arena.js";
 export { tensorLifetimes, type Lifetime } from "./plan/liveness.js";
@@ -14,7 +14,8 @@ export { summarizeProfile, type ProfileSummary, type ProfileRow } from "./exec/p
 export { trainingStepCosts, rooflineSeconds, stepRoofline, type TrainingStepCosts, type KernelCallCost } from "./train/step-costs.js";
 export { mambaOf, moeOf, type ModelConfig, type ModelConfigInput } from "./model/config.js";
 export { mlaOf } from "./model/mla.js";
-export { MODEL_YAML_KEYS } from "./model/model-keys.js";
+export * from "./settings/index.js";
+export * from "./run/index.js";
 export { ARCHITECTURES, ARCH_NAMES, archOf, modelConfigProblem, resolveModelConfig, type Arch } from "./model/architectures.js";
 export type { ArchDef, ConfigProblem } from "./model/arch-def.js";
 export { paramLayout, type ParamLayout, type ParamSpec } from "./model/param-layout.js";
@@ -27,25 +28,7 @@ export { ForwardRunner } from "./train/forward-runner.js";
 export type { MemoryPlan } from "./train/memory-plan.js";
 export { philox4x32, fillNormal, streamOf } from "./rng/philox.js";
 export { planTrainingMemory, planForwardMemory, trainingFlopsPerToken } from "./train/plan-training.js";
-export {
-  saveTrainerCheckpoint,
-  loadTrainerCheckpoint,
-  saveTrainedWeights,
-  META_STEP,
-  META_MODEL,
-  META_DTYPE,
-  META_SKIPPED_STEPS,
-  META_LOSS_SCALE,
-  META_LOSS_SCALE_GOOD_STEPS,
-  META_TOKENIZER,
-  META_TOKENIZER_FILES,
-  META_DATA,
-  META_WORLD_SIZE,
-  META_DATA_CURSOR,
-  META_DATA_CURSORS,
-  META_BEST_VAL_LOSS,
-  META_EVALS_SINCE_BEST,
-} from "./train/checkpoint-state.js";
+export { saveTrainerCheckpoint, loadTrainerCheckpoint, saveTrainedWeights } from "./train/checkpoint-state.js";
 export type { GradientSync, ReduceOp } from "./train/gradient-sync.js";
 export { planGradientBuckets, DEFAULT_BUCKET_BYTES, type GradientBucket } from "./train/gradient-buckets.js";
 export { PretrainedWeights, type ParameterPiece } from "./hf/pretrained-weights.js";

@@ -6,7 +6,7 @@ import { CheckpointError, ConfigError, DataError } from "@kiln/contract";
 import { openTokenizer, tokenizerOfCheckpoint } from "../src/data/open-tokenizer.js";
 import { sameTokenizer } from "../src/data/tokenizer-files.js";
 import { tokenizeFiles } from "../src/data/tokenize-files.js";
-import { META_TOKENIZER, META_TOKENIZER_FILES } from "../src/train/checkpoint-state.js";
+import { META_TOKENIZER, META_TOKENIZER_FILES } from "../src/checkpoint/checkpoint-keys.js";
 import { TINY_GPT2, randomWeights, writeKilnCheckpoint } from "./support/hf-folders.js";
 import { TINY_TOKENIZER_DIR } from "./support/tiny-tokenizer.js";
 

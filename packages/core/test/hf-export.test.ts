@@ -12,7 +12,7 @@ import { openTokenizer } from "../src/data/open-tokenizer.js";
 import { gpt2TokenizerFiles } from "../src/data/gpt2-tokenizer-files.js";
 import { getTokenizer } from "../src/data/tokenizer.js";
 import { BUILTIN_TOKENIZER_JSON_HASHES, sameTokenizer, tokenizerIdentity } from "../src/data/tokenizer-files.js";
-import { META_TOKENIZER, META_TOKENIZER_FILES } from "../src/train/checkpoint-state.js";
+import { META_TOKENIZER, META_TOKENIZER_FILES } from "../src/checkpoint/checkpoint-keys.js";
 import { TINY_TOKENIZER_DIR } from "./support/tiny-tokenizer.js";
 import { TINY_GPT2, TINY_LLAMA, randomWeights, writeHfFolder, writeKilnCheckpoint } from "./support/hf-folders.js";
 

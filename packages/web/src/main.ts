@@ -34,7 +34,7 @@ function showPreset(): void {
   const text = PRESETS[preset.value];
   if (text === undefined) return;
   configBox.value = text;
-  stepsBox.value = String(parseRunConfig(text).maxSteps);
+  stepsBox.value = String(parseRunConfig(text).config.maxSteps ?? "");
 }
 preset.value = DEFAULT_PRESET;
 showPreset();

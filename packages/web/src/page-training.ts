@@ -2,17 +2,15 @@ import {
   BatchSampler,
   DEFAULT_BUILTIN_CORPUS_CHARS,
   EXP_AVG,
-  type ForwardRunner,
+  META_CONFIG,
   META_DATA,
-  META_DATA_CURSOR,
-  META_DATA_CURSORS,
   META_STEP,
   META_TOKENIZER,
-  Prefetcher,
-  type SamplerCursor,
   TokenGenerator,
   type Tokenizer,
-  Trainer,
+  type Trainer,
+  TrainingRun,
+  formatBytes,
   decodeSafetensors,
   encodeTrainerCheckpoint,
   generateStories,
@@ -22,27 +20,21 @@ import {
   tensorSourceOfBytes,
 } from "@kiln/core/browser";
 import type { DataChoice, FromWorker, RunState, SampleRequest } from "./messages.js";
-import { checkMemory } from "./memory-check.js";
 import { memoryDataset, tokenizeDocuments } from "./page-dataset.js";
-import { PageConfigError, type RunConfig, parseRunConfig } from "./run-config.js";
+import { ConfigError } from "@kiln/contract";
+import { type RunConfig, parseRunConfig } from "./run-config.js";
 
 type Backend = Trainer["backend"];
 
-/** The checkpoint metadata key holding the run's YAML config (as kiln train writes it). */
-const META_CONFIG = "kiln.config";
 /** The seed of the built-in corpus's stories (the CLI's default). */
 const BUILTIN_SEED = 1;
 
-/** A run in progress: its trainer, data and evaluation runner. */
+/** A run in progress: core's training run and what the page shows of it. */
 interface Run {
   config: RunConfig;
-  configText: string;
-  dataName: string;
   tokenizer: Tokenizer;
+  training: TrainingRun;
   trainer: Trainer;
-  prefetcher: Prefetcher;
-  val: BatchSampler;
-  runner: ForwardRunner;
 }
 
 /**
@@ -76,18 +68,15 @@ export class PageTraining {
         throw err;
       }
     });
-    this.setState(this.run!.trainer.stepCount >= this.run!.config.maxSteps ? "done" : paused ? "paused" : "training");
+    this.setState(this.run!.training.done ? "done" : paused ? "paused" : "training");
     this.train();
   }
 
   private async open(configText: string, data: DataChoice, steps: number | undefined, checkpoint: { name: string; bytes: Uint8Array } | undefined): Promise<void> {
-    const config = parseRunConfig(configText);
-    if (steps !== undefined) config.maxSteps = steps;
-    const device = this.backend.capabilities().device;
-    const memory = checkMemory(config, device.name, device.memoryBytes);
-    const tokenizer = await getTokenizer(config.tokenizer);
+    const { config, ignored } = parseRunConfig(configText, steps);
+    const tokenizer = await getTokenizer(config.tokenizer ?? "bytes");
     if (tokenizer.vocabSize > config.model.vocabSize) {
-      throw new PageConfigError(`the ${tokenizer.name} tokenizer has ${tokenizer.vocabSize} ids but model.vocab_size is ${config.model.vocabSize}`, "model.vocab_size", `raise model.vocab_size to ${tokenizer.vocabSize} or more, or use another data.tokenizer`);
+      throw configError(`the ${tokenizer.name} tokenizer has ${tokenizer.vocabSize} ids but model.vocab_size is ${config.model.vocabSize}`, "model.vocab_size", `raise model.vocab_size to ${tokenizer.vocabSize} or more, or use another data.tokenizer`);
     }
     const started = performance.now();
     const { name: dataName, tokens } = this.tokensOf(data, tokenizer);
@@ -95,32 +84,26 @@ export class PageTraining {
     const common = { batchSize: config.batchSize, seqLen: config.seqLen, seed: config.seed, valFraction: config.valFraction };
     const train = new BatchSampler(dataset, { ...common, split: "train" });
     const val = new BatchSampler(dataset, { ...common, split: "val", shuffle: false });
-    const trainer = new Trainer(this.backend, {
-      model: config.model,
-      batchSize: config.batchSize,
-      seqLen: config.seqLen,
-      optimizer: { beta1: config.beta1, beta2: config.beta2, eps: config.eps, weightDecay: config.weightDecay, gradClip: config.gradClip },
-      schedule: { kind: config.schedule, peak: config.lr, min: config.minLr, warmupSteps: config.warmupSteps, maxSteps: config.maxSteps },
-      seed: config.seed,
-      recompute: config.recompute,
-      loadBalanceAlpha: config.loadBalanceAlpha,
-    });
+    // Planned once, refused with advice before anything is allocated when the tab's memory cannot hold it.
+    const training = new TrainingRun({ settings: config, backend: this.backend, dtype: "f32", data: { train, val }, logFirstStep: true, describeData: { [META_DATA]: dataName, [META_TOKENIZER]: tokenizer.name } });
+    const trainer = training.trainer;
     if (checkpoint) {
       try {
-        const meta = await restoreTrainerState(trainer, tensorSourceOfBytes(checkpoint.bytes, checkpoint.name), checkpoint.name);
-        if (meta[META_DATA_CURSOR]) train.setCursor(JSON.parse(meta[META_DATA_CURSOR]) as SamplerCursor);
+        await training.resumed(await restoreTrainerState(trainer, tensorSourceOfBytes(checkpoint.bytes, checkpoint.name), checkpoint.name));
       } catch (err) {
-        trainer.dispose();
+        await training.dispose();
         throw err;
       }
     }
-    const runner = trainer.forwardRunner(config.batchSize, config.seqLen);
-    this.run = { config, configText, dataName, tokenizer, trainer, prefetcher: new Prefetcher(train, 2), val, runner };
+    this.run = { config, tokenizer, training, trainer };
     const m = config.model;
+    const { plan } = training;
+    const parts = [`parameters ${formatBytes(plan.memory.parameters)}`, `gradients ${formatBytes(plan.memory.gradients)}`, `AdamW ${formatBytes(plan.memory.optimizerState)}`, `activations ${formatBytes(plan.memory.activations)} (recompute: ${plan.recompute}${config.recompute === "auto" ? ", auto" : ""})`, `evaluation ${formatBytes(plan.memory.evaluation)}`];
     this.log(`model   ${m.arch}, ${(trainer.layout.count / 1e6).toFixed(2)}M parameters, ${m.numLayers} layers, hidden ${m.hiddenSize}`);
     this.log(`step    ${config.batchSize} x ${config.seqLen} tokens x ${config.gradAccum} accumulation = ${config.batchSize * config.seqLen * config.gradAccum} tokens`);
     this.log(`data    ${dataName}, ${tokenizer.name} tokens: ${tokens.length.toLocaleString("en-US")} tokens, ${train.windowCount} training windows (ready in ${((performance.now() - started) / 1000).toFixed(1)} s)`);
-    this.log(`memory  ${memory.description}`);
+    this.log(`memory  ${formatBytes(plan.need)} of ${formatBytes(plan.available)} (${((100 * plan.need) / plan.available).toFixed(1)}%): ${parts.join(", ")}`);
+    if (ignored.length > 0) this.log(`note    the page leaves aside ${ignored.join(", ")} (kiln train reads them)`);
     if (checkpoint) this.log(`resumed from ${checkpoint.name} at step ${trainer.stepCount}`);
   }
 
@@ -167,7 +150,7 @@ export class PageTraining {
 
   private async generate(generator: TokenGenerator, tokenizer: Tokenizer, request: SampleRequest): Promise<void> {
     const prompt = tokenizer.encode(request.prompt);
-    if (prompt.length === 0) throw new PageConfigError("the prompt is empty", "prompt", "type some text to continue (a line break works)");
+    if (prompt.length === 0) throw configError("the prompt is empty", "prompt", "type some text to continue (a line break works)");
     const tokens = await generator.generate(prompt, request.maxTokens, { temperature: request.temperature, topK: request.topK, seed: request.seed }, () => true);
     this.post({ type: "sample", text: request.prompt + tokenizer.decode(tokens), tokens });
   }
@@ -176,14 +159,7 @@ export class PageTraining {
   async checkpoint(): Promise<void> {
     await this.exclusive(async () => {
       const run = this.requireRun("download a checkpoint");
-      const cursor = JSON.stringify(run.prefetcher.getCursor());
-      const bytes = await encodeTrainerCheckpoint(run.trainer, {
-        [META_DATA_CURSOR]: cursor,
-        [META_DATA_CURSORS]: `[${cursor}]`,
-        [META_CONFIG]: run.configText,
-        [META_DATA]: run.dataName,
-        [META_TOKENIZER]: run.tokenizer.name,
-      });
+      const bytes = await encodeTrainerCheckpoint(run.trainer, run.training.metadata());
       this.post({ type: "checkpoint", name: `step_${run.trainer.stepCount}.safetensors`, bytes }, [bytes.buffer as ArrayBuffer]);
     });
   }
@@ -204,7 +180,7 @@ export class PageTraining {
     await this.exclusive(async () => {
       const recorded = source.metadata[META_TOKENIZER];
       if (recorded === undefined || !isTokenizerName(recorded)) {
-        throw new PageConfigError(
+        throw configError(
           recorded === undefined ? `${name} does not say which tokenizer its data used` : `${name} was trained with the tokenizer ${recorded}, which the page does not have`,
           name,
           "the page samples checkpoints of data tokenized by bytes, gpt2, cl100k or o200k",
@@ -230,58 +206,32 @@ export class PageTraining {
     if (this.looping) return;
     this.looping = true;
     try {
-      let windowStart = performance.now();
-      let windowTokens = 0;
+      this.run?.training.restartWindow();
       while (this.state === "training" && this.run) {
         const run = this.run;
         const done = await this.exclusive(async () => {
           if (this.run !== run || this.state !== "training") return false;
-          const { trainer, config } = run;
-          const r = await trainer.step({ count: config.gradAccum, next: () => run.prefetcher.next() });
-          windowTokens += r.tokens;
-          const step = trainer.stepCount;
-          if (r.nonFinite) {
-            // As kiln train stops (trainer.on_nonfinite: stop); the weights are those of the step before.
-            throw new TrainingFailure(`the loss or the gradients became NaN or infinite at step ${step}`, `step ${step}`, `lower the learning rate (now ${config.lr}) or keep gradient clipping on (trainer.grad_clip, now ${config.gradClip}); the weights are those of step ${step - 1}`);
-          }
+          // A NaN or infinite step stops the run as kiln train does (TrainingError); trainer.on_nonfinite: skip skips it.
+          const report = await run.training.step();
+          const { step, result: r, window } = report;
           // The first step is logged too: the chart starts from the untrained loss.
-          if (step === 1 || step % config.logInterval === 0 || step === config.maxSteps) {
-            const seconds = (performance.now() - windowStart) / 1000;
-            this.post({ type: "metrics", line: { step, loss: r.loss, grad_norm: r.gradNorm, learning_rate: r.lr, "tokens/s": windowTokens / seconds } });
-            windowStart = performance.now();
-            windowTokens = 0;
-          }
-          if (step % config.evalInterval === 0 || step === config.maxSteps) this.post({ type: "val", step, val_loss: await this.evaluate(run) });
-          return step >= config.maxSteps;
+          if (window) this.post({ type: "metrics", line: { step, loss: r.loss, grad_norm: r.gradNorm, learning_rate: r.lr, "tokens/s": window.tokens / window.seconds } });
+          if (report.eval) this.post({ type: "val", step, val_loss: report.eval.valLoss });
+          if (report.earlyStop) this.log(report.earlyStop);
+          return run.training.done;
         });
         if (done) this.setState("done");
-        // Let the worker read its messages (pause, sample, checkpoint) between steps.
+        // Let the worker read its messages (pause, sample, checkpoint) between steps; waiting does not count in tokens/s.
         await new Promise((resolve) => setTimeout(resolve, 0));
-        if (this.state === "training") continue;
-        windowStart = performance.now();
-        windowTokens = 0;
+        if (this.state !== "training") run.training.restartWindow();
       }
     } finally {
       this.looping = false;
     }
   }
 
-  /** Mean loss over the first eval_iters validation batches (the CLI's evaluation). */
-  private async evaluate(run: Run): Promise<number> {
-    run.val.setCursor({ epoch: 0, index: 0 });
-    const batch = run.val.allocateBatch();
-    let loss = 0;
-    let rows = 0;
-    for (let i = 0; i < run.config.evalIters; i++) {
-      await run.val.next(batch);
-      loss += await run.runner.run(batch.ids, batch.targets);
-      for (const t of batch.targets) if (t >= 0) rows++;
-    }
-    return rows > 0 ? loss / rows : 0;
-  }
-
   private requireRun(what: string): Run {
-    if (!this.run) throw new PageConfigError(`there are no weights to ${what} yet`, what, "start training, or load a checkpoint");
+    if (!this.run) throw configError(`there are no weights to ${what} yet`, what, "start training, or load a checkpoint");
     return this.run;
   }
 
@@ -289,15 +239,13 @@ export class PageTraining {
     this.weights?.generator.dispose();
     this.weights = undefined;
     if (!this.run) return;
-    void this.run.prefetcher.close();
-    this.run.runner.dispose();
-    this.run.trainer.dispose();
+    void this.run.training.dispose();
     this.run = undefined;
   }
 
   private setState(state: RunState): void {
     this.state = state;
-    this.post({ type: "state", state, step: this.run?.trainer.stepCount ?? 0, maxSteps: this.run?.config.maxSteps ?? 0 });
+    this.post({ type: "state", state, step: this.run?.trainer.stepCount ?? 0, maxSteps: this.run?.training.totalSteps ?? 0 });
   }
 
   private log(text: string): void {
@@ -318,14 +266,7 @@ export function errorMessage(err: unknown): FromWorker {
   return { type: "error", name: e?.name ?? "Error", message: e?.message ?? String(err), ...(e?.where ? { where: e.where } : {}), ...(e?.hint ? { hint: e.hint } : {}) };
 }
 
-/** Training that cannot go on (kiln train's TrainingError). */
-class TrainingFailure extends Error {
-  constructor(
-    message: string,
-    readonly where: string,
-    readonly hint: string,
-  ) {
-    super(message);
-    this.name = "TrainingError";
-  }
+/** A ConfigError naming what is at fault on the page. */
+function configError(message: string, where: string, hint: string): ConfigError {
+  return new ConfigError(message, { where, hint });
 }

@@ -1,23 +1,17 @@
 import { type Command, Option } from "commander";
 import { loadConfigFile } from "../config/load-config.js";
-import { resolveSettings } from "../config/settings.js";
-import type { TrainingDTypeChoice } from "@kiln/core";
-import { dtypeFromFlags } from "../config/dtype-choice.js";
+import { resolveSettings } from "@kiln/core";
 import { KNOWN_DEVICES, autoDTypeFor, plannedDevice } from "../estimate/devices.js";
 import { parseByteSize } from "../estimate/parse-size.js";
-import { addSettingFlags } from "../config/setting-flags.js";
+import { addSettingFlags, settingOverrides } from "../config/setting-flags.js";
 import { HEADROOM, estimateTraining } from "../estimate/estimate.js";
 import { formatBytes, formatCount, formatFlops, formatSeconds } from "../estimate/format-bytes.js";
 import { formatProcessPeak } from "../estimate/process-peak.js";
-import { dtypeChoice } from "./parse-flags.js";
 import { formatKernelRooflines } from "../estimate/kernel-roofline-table.js";
 
 interface EstimateFlags {
+  [flag: string]: unknown;
   file: string;
-  dtype?: TrainingDTypeChoice;
-  bf16?: boolean;
-  fp16?: boolean;
-  device?: string;
   deviceMemory?: number;
   json?: boolean;
   kernels?: boolean;
@@ -28,19 +22,20 @@ export function registerEstimate(program: Command): void {
     .command("estimate")
     .description("memory and FLOPs of training a config, exactly as planned, and the largest batch that fits a device")
     .requiredOption("-f, --file <config.yaml>", "model and trainer config");
-  // Flags that set a config key come from one table (config/setting-flags.ts).
-  addSettingFlags(estimate, "estimate")
-    .addOption(new Option("--dtype <dtype>", "training dtype: f32, bf16, f16 or auto (bf16 where the device runs it, else f16, else f32)").argParser(dtypeChoice))
-    .option("--bf16", "same as --dtype bf16")
-    .option("--fp16", "same as --dtype f16")
-    .option("--device <name>", `device to plan for: ${KNOWN_DEVICES.join(", ")} (default: cpu)`)
+  // Flags that set a config key come from core's settings table (config/setting-flags.ts);
+  // --target-device (--device) also takes a device of the GPU table here, checked by plannedDevice.
+  addSettingFlags(estimate, "estimate", { "trainer.target_device": (name) => name.toLowerCase() })
     .option("--device-memory <size>", "memory of the device to plan for, e.g. 24GiB or 80GB: any other device, or a part of one", parseByteSize)
     .option("--json", "print the estimate as JSON")
     .option("--kernels", "also print the roofline step kernel by kernel: calls, bytes, FLOPs, least time and what bounds it (devices with a bandwidth figure)")
-    .action((flags: EstimateFlags) => {
-      const asked = dtypeFromFlags(flags);
-      const settings = resolveSettings(loadConfigFile(flags.file), { ...flags, ...(asked ? { dtype: asked.dtype } : {}) });
-      const device = plannedDevice(flags.device, flags.deviceMemory);
+    .action(async (flags: EstimateFlags) => {
+      const overrides = settingOverrides("estimate", flags);
+      const asked = overrides.get("trainer.target_device");
+      // A device of the table is planned for as itself, and as a GPU run (or a CPU one) otherwise.
+      const named = asked && !["auto", "cpu", "gpu"].includes(asked.value as string) ? { name: asked.value as string, flag: asked.from } : undefined;
+      if (named) overrides.set("trainer.target_device", { ...asked!, value: "gpu" });
+      const settings = resolveSettings(loadConfigFile(flags.file), overrides);
+      const device = await plannedDevice(named?.name ?? settings.targetDevice, flags.deviceMemory, asked?.from ?? "--target-device", asked !== undefined);
       const dtype = settings.dtype === "auto" ? autoDTypeFor(device) : settings.dtype;
       const e = estimateTraining(settings.model, settings.batchSize, settings.seqLen, settings.gradAccum, dtype, device, settings.recompute, settings.prefetch);
       if (flags.json) {
@@ -79,6 +74,7 @@ export function registerEstimate(program: Command): void {
       const width = Math.max(...rows.map(([k]) => k.length));
       process.stdout.write(`kiln estimate ${flags.file}\n${rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`).join("\n")}\n`);
       if (flags.kernels) process.stdout.write(e.roofline ? `\n${formatKernelRooflines(e.roofline.kernels, e.roofline.stepSeconds)}` : `\nno roofline by kernel: no memory bandwidth figure for ${device.name}\n`);
+      if (device.note) process.stdout.write(`\nnote: ${device.note}\n`);
       if (device.unsupported) process.stdout.write(`\nnote: ${device.name} is ${device.unsupported}: kiln can plan for it, but cannot train on it\n`);
       if (!e.fits) {
         process.stdout.write(`\ndoes not fit: lower --batch-size (largest: ${e.largestBatch}) or --seq-len, use --grad-accum for the same tokens per step, or --dtype bf16\n`);

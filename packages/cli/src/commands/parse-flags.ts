@@ -1,6 +1,4 @@
 import { InvalidArgumentError } from "commander";
-import type { TrainingDTypeChoice } from "@kiln/core";
-import { DTYPE_SPELLINGS, trainingDTypeOf } from "../config/dtype-choice.js";
 
 /** commander parser for a positive integer flag. */
 export function positiveInt(value: string): number {
@@ -20,13 +18,6 @@ export function oneOf<T extends string>(choices: readonly T[]) {
     if (!choices.includes(value as T)) throw new InvalidArgumentError(`expected one of ${choices.join(", ")}, got "${value}"`);
     return value as T;
   };
-}
-
-/** commander parser for --dtype: f32, bf16, f16, auto, or another spelling of one (bfloat16, fp16, ...). */
-export function dtypeChoice(value: string): TrainingDTypeChoice {
-  const dtype = trainingDTypeOf(value);
-  if (!dtype) throw new InvalidArgumentError(`expected one of ${DTYPE_SPELLINGS.join(", ")}, got "${value}"`);
-  return dtype;
 }
 
 /** commander parser for --gpus: GPU ordinals, comma-separated and distinct ("0,1"). */

@@ -2,20 +2,16 @@ import { type Command, Option } from "commander";
 import { addSettingFlags } from "../config/setting-flags.js";
 import { runTrain, type TrainFlags } from "../train/run-train.js";
 import { FLOAT_DTYPES } from "@kiln/contract";
-import { dtypeChoice, gpuList, nonNegativeInt, oneOf, positiveInt } from "./parse-flags.js";
+import { gpuList, nonNegativeInt, oneOf, positiveInt } from "./parse-flags.js";
 import { SYNC_BACKENDS } from "../train/data-parallel-run.js";
 import { PROFILE_DEFAULT_STEPS, PROFILE_WARMUP_STEPS } from "../train/step-profiling.js";
 
 /** Adds the training flags to a command (train, and the bare `kiln -f cfg.yaml`). */
 export function trainOptions(cmd: Command): Command {
-  // Flags that set a config key come from one table (config/setting-flags.ts); the rest describe this run only.
+  // Flags that set a config key come from core's settings table (config/setting-flags.ts); the rest describe this run only.
   return addSettingFlags(cmd.option("-f, --file <config.yaml>", "model and trainer config (see models/); optional with --init-from, which brings the model"), "train")
     .option("--resume <auto|path>", "continue from a checkpoint: auto = newest in the output folder")
     .option("--init-from <path>", "start from trained weights (optimizer fresh): a Hugging Face model folder or a kiln checkpoint; the model comes from it")
-    .addOption(new Option("--dtype <dtype>", "training dtype: f32, bf16, f16 (with loss scaling) or auto (bf16 where the device runs it, else f16, else f32)").argParser(dtypeChoice))
-    .option("--bf16", "same as --dtype bf16")
-    .option("--fp16", "same as --dtype f16")
-    .option("--tf32", "allow TF32 for f32 matmuls (the GPU's cuBLASLt path; no effect elsewhere) (trainer.tf32)")
     .addOption(new Option("--export-dtype <dtype>", "dtype of final.safetensors (default: the training dtype)").argParser(oneOf(FLOAT_DTYPES)))
     .option("--ranks <n>", "data-parallel training on the CPU: start N ranks on this machine, each with its slice of every batch (torchrun's WORLD_SIZE, RANK, MASTER_ADDR, MASTER_PORT are read too)", positiveInt)
     .option("--nnodes <n>", "data parallel across machines: run the same command on N machines, each starting its --ranks (default 1)", positiveInt)

@@ -1,8 +1,7 @@
 import type { Command, CommanderError } from "commander";
 import { ConfigError } from "@kiln/contract";
-import { didYouMean } from "../config/did-you-mean.js";
-import { kilnKeyFor } from "../config/other-names.js";
-import { SETTING_FLAGS, spellingsOf } from "../config/setting-flags.js";
+import { didYouMean, kilnKeyFor, settingOf } from "@kiln/core";
+import { spellingsOf } from "../config/setting-flags.js";
 
 /** commander's codes for help and version output: not errors. */
 const NOT_ERRORS = new Set(["commander.helpDisplayed", "commander.help", "commander.version"]);
@@ -24,11 +23,11 @@ function unknownFlagAdvice(cmd: Command, flag: string): string | undefined {
   const name = flag.split("=")[0];
   const key = kilnKeyFor(name);
   if (key !== undefined) {
-    const setting = SETTING_FLAGS.find((s) => s.key === key);
-    const taken = setting && longFlags(cmd).includes(spellingsOf(setting)[0]);
+    const setting = settingOf(key)!;
+    const taken = setting.flag !== undefined && longFlags(cmd).includes(spellingsOf(setting)[0]);
     return taken ? `kiln calls it ${spellingsOf(setting)[0]} (${key})` : `kiln sets it in the config file as ${key}`;
   }
-  const known = longFlags(cmd);
+  const known = cmd.options.filter((o) => !o.hidden && o.long !== undefined).map((o) => o.long!);
   const dashed = name.replace(/_/g, "-");
   if (known.includes(dashed)) return `did you mean ${dashed}?`;
   const near = didYouMean(name, known);

@@ -1,3 +1,4 @@
+import { KilnError } from "@kiln/contract";
 import type { CeilingResult, PeakFlopsSource } from "@kiln/kernels-wasm";
 import { type CachedPeak, cpuModel, peakCacheFile, peakKey, readCachedPeak, writeCachedPeak } from "./peak-cache.js";
 import { measureStablePeak } from "./stable-peak.js";
@@ -11,6 +12,7 @@ export interface CpuPeak extends CachedPeak {
 }
 
 function errorText(err: unknown): string {
+  if (err instanceof KilnError) return err.message;
   return (err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.message : String(err));
 }
 

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { fileWriteError, writeFileAtomicallySync } from "@kiln/core";
 import type { SimdVariant } from "@kiln/kernels-wasm";
 import { kilnCacheDir } from "../cache-dir.js";
 
@@ -54,22 +55,22 @@ export function readCachedPeak(file: string, key: string): CachedPeak | undefine
 }
 
 /**
- * Stores (or with `undefined`, forgets) the peak under `key`, keeping the others; temp file
- * then rename, so a reader never sees half a file. Two processes writing at once may drop
- * each other's new entry: that peak is then measured again, nothing worse.
+ * Stores (or with `undefined`, forgets) the peak under `key`, keeping the others; written
+ * atomically, so a reader never sees half a file. Two processes writing at once may drop
+ * each other's new entry: that peak is then measured again, nothing worse. Failures are
+ * KilnErrors saying why.
  */
 export function writeCachedPeak(file: string, key: string, entry: CachedPeak | undefined): void {
   const cache = readCache(file);
   if (entry) cache.peaks[key] = entry;
   else delete cache.peaks[key];
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  const temp = `${file}.${process.pid}.tmp`;
+  const what = "the CPU peak cache";
   try {
-    fs.writeFileSync(temp, `${JSON.stringify(cache, null, 2)}\n`);
-    fs.renameSync(temp, file);
-  } finally {
-    fs.rmSync(temp, { force: true });
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+  } catch (err) {
+    throw fileWriteError(err, path.dirname(file), { what, doing: "create the cache folder" });
   }
+  writeFileAtomicallySync(file, `${JSON.stringify(cache, null, 2)}\n`, { what });
 }
 
 /** The fastest peak cached for this machine, CPU and V8 at `threads` threads, whichever SIMD variant. */

@@ -1,6 +1,7 @@
 import os from "node:os";
 import { ConfigError, type FloatDType } from "@kiln/contract";
 import { bestCachedPeak } from "../cpu-peak/peak-cache.js";
+import { gpuUnavailableReason } from "../train/open-backend.js";
 
 /** A device kiln can plan for: usable memory and dense peak FLOP/s per dtype (0: unknown, or no such path). */
 export interface DeviceProfile {
@@ -74,18 +75,39 @@ export function deviceProfile(name: string): DeviceProfile | undefined {
   return name === "cpu" ? cpuProfile() : GPUS[name.toLowerCase()];
 }
 
+/** The GPU kiln plans for when a run targets a GPU and this machine has none. */
+export const DEFAULT_GPU = "h100";
+
+/** The GPU this machine's CUDA backend opens, as kiln's table knows it (else by what the driver reports), or undefined. */
+async function localGpu(): Promise<DeviceProfile | undefined> {
+  if (!cuda || (await gpuUnavailableReason()) !== undefined) return undefined;
+  const backend = await cuda.createCudaBackend();
+  try {
+    const caps = backend.capabilities();
+    const known = cuda.gpuProfileForName(caps.device.name);
+    const key = Object.keys(GPUS).find((k) => GPUS[k].name === known?.name);
+    return key ? GPUS[key] : { ...customDevice(caps.device.name, caps.device.memoryBytes), peakFlops: { f32: caps.peakFlops.f32 ?? 0, bf16: caps.peakFlops.bf16 ?? 0, f16: caps.peakFlops.f16 ?? 0 } };
+  } finally {
+    backend.dispose();
+  }
+}
+
 /**
- * The device `kiln estimate` plans for: `--device` from the table (default: this CPU),
- * with `--device-memory` in place of its memory; a name kiln does not know needs
- * `--device-memory` and is planned for by memory alone.
+ * The device `kiln estimate` plans for, from the run's target device: cpu is this CPU; gpu
+ * the GPU here, else DEFAULT_GPU (with a note saying so); auto the GPU here, else this CPU;
+ * any other name a device of the GPU table. `--device-memory` replaces its memory; without a
+ * device named (`named` false) it plans for a device known by its memory alone.
  */
-export function plannedDevice(name: string | undefined, memoryBytes: number | undefined): DeviceProfile {
-  if (name === undefined && memoryBytes !== undefined) return customDevice("a device", memoryBytes);
-  const known = deviceProfile(name ?? "cpu");
-  if (known) return memoryBytes === undefined ? known : { ...known, name: `${known.name} (--device-memory)`, memoryBytes };
-  if (memoryBytes !== undefined) return customDevice(name!, memoryBytes);
-  throw new ConfigError(`unknown device "${name}"`, {
-    where: "--device",
-    hint: `use one of ${KNOWN_DEVICES.join(", ")}, or give any other device's memory with --device-memory (e.g. --device-memory 24GiB)`,
+export async function plannedDevice(target: string, memoryBytes: number | undefined, flag: string, named = true): Promise<DeviceProfile & { note?: string }> {
+  if (!named && memoryBytes !== undefined) return customDevice("a device", memoryBytes);
+  let device: (DeviceProfile & { note?: string }) | undefined;
+  if (target === "auto") device = (await localGpu()) ?? cpuProfile();
+  else if (target === "gpu") device = (await localGpu()) ?? { ...GPUS[DEFAULT_GPU], note: `no usable GPU here, so this plans for the ${GPUS[DEFAULT_GPU].name}; name another with ${flag} (${Object.keys(GPUS).join(", ")})` };
+  else device = deviceProfile(target);
+  if (device) return memoryBytes === undefined ? device : { ...device, name: `${device.name} (--device-memory)`, memoryBytes };
+  if (memoryBytes !== undefined) return customDevice(target, memoryBytes);
+  throw new ConfigError(`unknown device "${target}"`, {
+    where: flag,
+    hint: `use one of ${KNOWN_DEVICES.join(", ")}, gpu (the GPU here) or auto, or give any other device's memory with --device-memory (e.g. --device-memory 24GiB)`,
   });
 }

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { DataError } from "@kiln/contract";
+import { fileReadError } from "@kiln/core";
 import type { MetricsLine } from "../train/metrics-log.js";
 
 /** A run's metrics: its name on charts and the lines of its metrics.jsonl. */
@@ -49,10 +50,10 @@ export function readRunMetrics(run: string, name: string): RunMetrics {
   try {
     text = fs.readFileSync(file, "utf8");
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    throw new DataError(code === "ENOENT" ? "no metrics.jsonl here" : `cannot read the metrics (${code ?? String(err)})`, {
-      where: file,
-      hint: "pass the output folder of a kiln train run (--output-dir, or trainer.checkpoint_dir of its config)",
+    throw fileReadError(err, file, {
+      what: path.basename(file),
+      error: DataError,
+      hints: { ENOENT: "pass the output folder of a kiln train run (--output-dir, or trainer.checkpoint_dir of its config)" },
     });
   }
   const lines = parseMetricsText(text, file);

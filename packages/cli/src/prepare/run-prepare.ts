@@ -1,7 +1,7 @@
 import { mkdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { DataError, KilnError } from "@kiln/contract";
-import { openTokenizer, tokenizeFiles, type DataSidecar } from "@kiln/core";
+import { fileWriteError, openTokenizer, tokenizeFiles, type DataSidecar } from "@kiln/core";
 import { expandInputs } from "./expand-inputs.js";
 import { prepareProgress } from "./prepare-progress.js";
 
@@ -55,9 +55,7 @@ async function checkOutput(output: string, inputs: string[]): Promise<void> {
   try {
     await mkdir(path.dirname(target), { recursive: true });
   } catch (err) {
-    const code = typeof err === "object" && err !== null && "code" in err ? String(err.code) : "";
-    const why = code === "EACCES" || code === "EPERM" ? "permission denied" : code === "ENOTDIR" || code === "EEXIST" ? "a parent of it is a file" : String(err);
-    throw new DataError(`cannot create the output directory: ${why}`, { where: path.dirname(output), hint: "Choose an output path in a directory you can write to." });
+    throw fileWriteError(err, path.dirname(output), { what: "the output directory", doing: "create the output directory", error: DataError });
   }
 }
 

@@ -2,6 +2,7 @@ import { openAsBlob } from "node:fs";
 import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { ConfigError } from "@kiln/contract";
+import { fileReadError } from "@kiln/core";
 import { HubApiError, createRepo, uploadFiles } from "@huggingface/hub";
 import { HubError } from "./hub-error.js";
 
@@ -66,10 +67,11 @@ function repoUrl(r: PushRequest): string {
 
 /** The folder's files (not its dotfiles or subfolders), checked to be a model folder. */
 async function folderFiles(folder: string): Promise<{ name: string; file: string; size: number }[]> {
-  const entries = await readdir(folder, { withFileTypes: true }).catch((err: NodeJS.ErrnoException) => {
-    throw new ConfigError(err.code === "ENOENT" ? "no such folder" : err.code === "ENOTDIR" ? "not a folder" : `cannot read the folder (${err.code ?? err.message})`, {
-      where: folder,
-      hint: "pass a folder written by kiln export (--folder), or a checkpoint to export and push (--checkpoint)",
+  const entries = await readdir(folder, { withFileTypes: true }).catch((err: unknown) => {
+    throw fileReadError(err, folder, {
+      what: "model folder",
+      error: ConfigError,
+      after: "Pass a folder written by kiln export (--folder), or a checkpoint to export and push (--checkpoint).",
     });
   });
   const names = entries.filter((e) => e.isFile() && !e.name.startsWith(".")).map((e) => e.name).sort();

@@ -1,10 +1,12 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { RecordLogFile, writeFileAtomicallySync } from "@kiln/core";
 import { FILE_VERSION, type ScalarEvent, decodeEvent, encodeEvent } from "./event-proto.js";
 import { frameRecord, scanRecords } from "./record-framing.js";
 
 const EVENT_FILE = /^events\.out\.tfevents\./;
+const WHAT = "the TensorBoard event file";
 
 /** The TensorBoard event files in `dir`, sorted by name (none when the folder does not exist). */
 export function listEventFiles(dir: string): string[] {
@@ -27,23 +29,23 @@ export function readEventFile(file: string): ScalarEvent[] {
 
 /**
  * A new event file in `dir`, named as TensorFlow names them
- * (events.out.tfevents.<seconds>.<host>.<pid>.<n>), that events are appended to as they come.
+ * (events.out.tfevents.<seconds>.<host>.<pid>.<n>), that events are appended to as they
+ * come, each record whole or not at all (RecordLogFile).
  */
 export class EventFileWriter {
   readonly file: string;
-  private readonly fd: number;
+  private readonly out: RecordLogFile;
 
   constructor(dir: string) {
     fs.mkdirSync(dir, { recursive: true });
     const stem = `events.out.tfevents.${nameSeconds(dir)}.${os.hostname()}.${process.pid}`;
     for (let n = 0; ; n++) {
       const file = path.join(dir, `${stem}.${n}`);
-      try {
-        this.fd = fs.openSync(file, "wx");
+      const out = RecordLogFile.createNew(file, { what: WHAT });
+      if (out) {
+        this.out = out;
         this.file = file;
         break;
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
       }
     }
     this.append({ wallTime: Date.now() / 1000, step: 0, fileVersion: FILE_VERSION });
@@ -55,11 +57,11 @@ export class EventFileWriter {
   }
 
   close(): void {
-    fs.closeSync(this.fd);
+    this.out.close();
   }
 
   private append(event: ScalarEvent): void {
-    fs.writeSync(this.fd, frameRecord(encodeEvent(event)));
+    this.out.append(frameRecord(encodeEvent(event)));
   }
 }
 
@@ -79,10 +81,11 @@ function nameSeconds(dir: string): number {
 
 /**
  * Rewrites the event files in `dir` without the scalars of steps after `lastStep`
- * (written by a run that stopped before its next checkpoint), each through a temp file and a rename.
+ * (written by a run that stopped before its next checkpoint) and without a damaged tail,
+ * each atomically.
  */
 export function dropEventsAfter(dir: string, lastStep: number): void {
-  for (const [n, file] of listEventFiles(dir).entries()) {
+  for (const file of listEventFiles(dir)) {
     const bytes = fs.readFileSync(file);
     const scan = scanRecords(bytes);
     const kept = scan.records.filter((r) => {
@@ -90,9 +93,7 @@ export function dropEventsAfter(dir: string, lastStep: number): void {
       return e.scalars === undefined || e.step <= lastStep;
     });
     if (kept.length === scan.records.length && scan.damagedAt === undefined) continue;
-    // Named without "tfevents": TensorBoard reads every file whose name holds it.
-    const temp = path.join(dir, `.trim.${process.pid}.${n.toString(16)}.tmp`);
-    fs.writeFileSync(temp, Buffer.concat(kept.map(frameRecord)));
-    fs.renameSync(temp, file);
+    // The temp file is named without "tfevents": TensorBoard reads every file whose name holds it.
+    writeFileAtomicallySync(file, Buffer.concat(kept.map(frameRecord)), { what: WHAT, tempStem: "trim" });
   }
 }

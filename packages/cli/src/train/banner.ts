@@ -1,6 +1,6 @@
 import type { Backend } from "@kiln/contract";
 import { type MemoryPlan, type ModelConfig, type RecomputePolicy, mambaOf, mlaOf, moeOf } from "@kiln/core";
-import type { RunSettings } from "../config/settings.js";
+import type { RunSettings } from "@kiln/core";
 import { formatBytes, formatCount } from "../estimate/format-bytes.js";
 import { formatProcessPeak, processPeak } from "../estimate/process-peak.js";
 

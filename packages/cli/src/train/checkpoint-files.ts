@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { CheckpointError } from "@kiln/contract";
+import { fileWriteError } from "@kiln/core";
 import { isProcessRunning } from "./process-running.js";
 
 const STEP_FILE = /^step_(\d+)\.safetensors$/;
@@ -56,9 +57,11 @@ export function ensureWritableDir(dir: string): string | undefined {
     fs.rmSync(probe);
     return created;
   } catch (err) {
-    throw new CheckpointError(`cannot write checkpoints to this folder (${(err as NodeJS.ErrnoException).code ?? String(err)})`, {
-      where: dir,
-      hint: "choose another --output-dir (or trainer.checkpoint_dir) that you can write to",
+    throw fileWriteError(err, dir, {
+      what: "checkpoints",
+      doing: "write checkpoints to this folder",
+      error: CheckpointError,
+      after: "Else choose another --output-dir (or trainer.checkpoint_dir) that you can write to.",
     });
   }
 }

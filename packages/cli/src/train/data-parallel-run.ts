@@ -14,8 +14,8 @@ import {
   glooStatus,
   launchRanks,
 } from "@kiln/distributed";
-import type { RunSettings } from "../config/settings.js";
-import { type TargetDevice, gpuUnavailableReason, importCuda, trainsOnCuda } from "./open-backend.js";
+import type { RunSettings, TargetDevice } from "@kiln/core";
+import { gpuUnavailableReason, importCuda, trainsOnCuda } from "./open-backend.js";
 
 /** The flags of a data-parallel run. */
 export interface DataParallelFlags {
@@ -97,7 +97,7 @@ export async function launchThisCommand(flags: DataParallelFlags, s: RunSettings
     // Across machines every node must know the port beforehand; on one machine any free one does.
     masterPort: flags.masterPort ?? (nnodes > 1 ? DEFAULT_MASTER_PORT : await freePort()),
     // A failed rank's peers notice within their timeout and stop, naming it; after that they are terminated.
-    graceMs: 1.5 * s.syncTimeoutMs + 5000,
+    graceMs: 1.5 * s.syncTimeout * 1000 + 5000,
   });
 }
 
@@ -168,7 +168,7 @@ export async function joinRanks(env: RankEnvironment, flags: DataParallelFlags, 
     worldSize: env.worldSize,
     host: flags.masterAddr ?? env.masterAddr,
     port: flags.masterPort ?? env.masterPort,
-    timeoutMs: s.syncTimeoutMs,
+    timeoutMs: s.syncTimeout * 1000,
   };
   if (sync.kind === "nccl") {
     const cuda = await importCuda("--sync-backend nccl");
@@ -183,7 +183,7 @@ export async function joinRanks(env: RankEnvironment, flags: DataParallelFlags, 
 export async function joinDevice(comm: Communicator, backend: Backend, s: RunSettings): Promise<void> {
   if (comm.kind !== "nccl") return;
   const cuda = await importCuda("--sync-backend nccl");
-  await (comm as NcclCommunicator).joinDevice((uniqueId) => cuda.openNcclCollectives(backend, { uniqueId, rank: comm.rank, worldSize: comm.worldSize, timeoutMs: s.syncTimeoutMs }));
+  await (comm as NcclCommunicator).joinDevice((uniqueId) => cuda.openNcclCollectives(backend, { uniqueId, rank: comm.rank, worldSize: comm.worldSize, timeoutMs: s.syncTimeout * 1000 }));
 }
 
 /** CPU threads for this rank when --threads is not given: the machine's cores shared out between its ranks. */

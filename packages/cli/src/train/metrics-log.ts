@@ -1,6 +1,9 @@
 import fs from "node:fs";
 import path from "node:path";
+import { RecordLogFile, writeFileAtomicallySync } from "@kiln/core";
 import { TensorBoardLog } from "./tensorboard-log.js";
+
+const WHAT = "the metrics log";
 
 /** One training log line (the headless JSON format), or an evaluation line with val_loss. */
 export interface MetricsLine {
@@ -29,9 +32,12 @@ export interface MetricsLine {
   loss_scale?: number;
 }
 
-/** Appends JSON lines to <output>/metrics.jsonl (and to stdout when headless), and their scalars to <output>/tensorboard. */
+/**
+ * Appends JSON lines to <output>/metrics.jsonl (and to stdout when headless), and their
+ * scalars to <output>/tensorboard. Each line is written whole or not at all (RecordLogFile).
+ */
 export class MetricsLog {
-  private readonly fd: number;
+  private readonly file: RecordLogFile;
   private readonly tensorboard: TensorBoardLog;
 
   /** `resumedAt`: drop lines of steps after it (logged by a run that stopped before its next checkpoint). */
@@ -41,28 +47,44 @@ export class MetricsLog {
     resumedAt?: number,
   ) {
     const file = path.join(outputDir, "metrics.jsonl");
-    if (resumedAt !== undefined && fs.existsSync(file)) {
-      const kept = fs
-        .readFileSync(file, "utf8")
-        .split("\n")
-        .filter((line) => line.trim() !== "" && !((JSON.parse(line) as MetricsLine).step > resumedAt));
-      const temp = `${file}.${process.pid}.tmp`;
-      fs.writeFileSync(temp, kept.map((l) => `${l}\n`).join(""));
-      fs.renameSync(temp, file);
-    }
-    this.fd = fs.openSync(file, "a");
+    if (fs.existsSync(file)) keepWholeLines(file, resumedAt);
+    this.file = RecordLogFile.openToAppend(file, { what: WHAT });
     this.tensorboard = new TensorBoardLog(outputDir, resumedAt);
   }
 
   write(line: MetricsLine): void {
     const text = `${JSON.stringify(line, (_k, v: unknown) => (typeof v === "number" && !Number.isInteger(v) ? Number(v.toPrecision(6)) : v))}\n`;
-    fs.writeSync(this.fd, text);
+    this.file.append(text);
     if (this.toStdout) process.stdout.write(text);
     this.tensorboard.write(line);
   }
 
   close(): void {
-    fs.closeSync(this.fd);
+    this.file.close();
     this.tensorboard.close();
+  }
+}
+
+/**
+ * Rewrites an earlier run's metrics.jsonl (atomically) without what must not be appended
+ * to: a last line cut short (the run was killed while writing it) and, when resuming, the
+ * lines of steps after `resumedAt`. A line that is not JSON is kept as it is (readers skip it).
+ */
+function keepWholeLines(file: string, resumedAt: number | undefined): void {
+  const text = fs.readFileSync(file, "utf8");
+  const whole = text.slice(0, text.lastIndexOf("\n") + 1);
+  const lines = whole.split("\n").filter((line) => line.trim() !== "");
+  const kept = resumedAt === undefined ? lines : lines.filter((line) => !(stepOf(line) > resumedAt));
+  const rewritten = kept.map((l) => `${l}\n`).join("");
+  if (rewritten !== text) writeFileAtomicallySync(file, rewritten, { what: WHAT });
+}
+
+/** The step of a metrics line; NaN for a line that is not one. */
+function stepOf(line: string): number {
+  try {
+    const step = (JSON.parse(line) as Partial<MetricsLine>).step;
+    return typeof step === "number" ? step : Number.NaN;
+  } catch {
+    return Number.NaN;
   }
 }

@@ -1,9 +1,6 @@
 import { type Backend, DeviceError, createReferenceBackend } from "@kiln/contract";
 import type { PeakFlopsSource } from "@kiln/kernels-wasm";
-
-/** Where `--target-device` may point; "auto" takes the GPU when one is usable. */
-export type TargetDevice = "auto" | "cpu" | "gpu";
-export const TARGET_DEVICES: readonly TargetDevice[] = ["auto", "cpu", "gpu"];
+import type { TargetDevice } from "@kiln/core";
 
 export interface BackendOptions {
   /** CPU threads for the wasm kernels (default: every core). */

@@ -5,22 +5,21 @@ import {
   META_DATA_CURSORS,
   PretrainedWeights,
   Prefetcher,
-  Trainer,
+  type RunSettings,
+  ignoredKeysWarning,
+  parseConfigText,
+  resolveSettings,
+  TrainingRun,
   loadTrainerCheckpoint,
-  planForwardMemory,
-  planTrainingMemory,
-  resolveRecompute,
-  type SamplerCursor,
   type StepResult,
   saveTrainedWeights,
   saveTrainerCheckpoint,
   trainingFlopsPerToken,
 } from "@kiln/core";
 import type { FloatDType } from "@kiln/contract";
-import { dtypeFromFlags } from "../config/dtype-choice.js";
 import { trainingPrecision } from "./training-precision.js";
-import { type ConfigOverrides, type RunSettings, resolveSettings } from "../config/settings.js";
-import { type LoadedConfig, loadConfigFile, parseConfigText } from "../config/load-config.js";
+import { type LoadedConfig, loadConfigFile } from "../config/load-config.js";
+import { settingOverrides } from "../config/setting-flags.js";
 import { memoryBandwidthForName } from "../estimate/devices.js";
 import { formatBytes } from "../estimate/format-bytes.js";
 import { formatBanner } from "./banner.js";
@@ -29,12 +28,9 @@ import { type CpuPeak, cachedCpuPeakSource, forgetCpuPeak } from "../cpu-peak/cp
 import { modelFlopsUtilization, peakForDtype } from "./mfu.js";
 import { lockOutputDir } from "./output-lock.js";
 import { warmupWarning } from "../config/schedule-warnings.js";
-import { ignoredKeysWarning } from "../config/oxidizr-keys.js";
 import { MetricsLog, type MetricsLine } from "./metrics-log.js";
 import { openBackend, trainsOnCuda } from "./open-backend.js";
 import { ProgressDisplay } from "./progress-display.js";
-import { BestValLoss, bestCheckpointPath } from "./best-val-loss.js";
-import { evaluate } from "./evaluate.js";
 import { type TrainingData, openTrainingData } from "./training-data.js";
 import { PROFILE_DEFAULT_STEPS, StepProfiling } from "./step-profiling.js";
 import { type ModelTokenizer, runTokenizer } from "./run-tokenizer.js";
@@ -57,14 +53,14 @@ import {
 } from "./data-parallel-run.js";
 import path from "node:path";
 
-export interface TrainFlags extends ConfigOverrides, DataParallelFlags {
+/** commander's parsed options of kiln train: the setting flags of core's table by their property names, plus these. */
+export interface TrainFlags extends DataParallelFlags {
+  [flag: string]: unknown;
   file?: string;
   resume?: string;
   initFrom?: string;
   headless?: boolean;
   threads?: number;
-  bf16?: boolean;
-  fp16?: boolean;
   exportDtype?: FloatDType;
   /** --profile [steps]: true without a count. */
   profile?: number | true;
@@ -78,12 +74,11 @@ export interface TrainFlags extends ConfigOverrides, DataParallelFlags {
 export async function runTrain(flags: TrainFlags): Promise<number> {
   const env = rankEnvironment();
   if (env) checkRanksAgree(flags, env);
-  const asked = dtypeFromFlags(flags);
   const config = flags.file !== undefined ? loadConfigFile(flags.file) : weightsOnlyConfig(flags.initFrom);
   // Weights to start from are opened and checked (model, every tensor) before anything is written.
   const init = flags.initFrom === undefined ? undefined : await PretrainedWeights.open(flags.initFrom);
   try {
-    const s = resolveSettings(config, { ...flags, ...(asked ? { dtype: asked.dtype } : {}) }, init && { model: init.model, source: init.modelSource });
+    const s = resolveSettings(config, settingOverrides("train", flags), init && { model: init.model, source: init.modelSource });
     checkDataParallelFlags(flags, s.targetDevice);
     if (flags.gpus) s.targetDevice = "gpu";
     if (!env && startsRanks(flags)) {
@@ -113,7 +108,7 @@ function weightsOnlyConfig(initFrom: string | undefined): LoadedConfig {
       hint: "pass -f config.yaml (models/ has ready ones), or --init-from PATH to take the model from trained weights with default trainer settings",
     });
   }
-  return { path: initFrom, config: parseConfigText("{}", initFrom), text: "", ignoredKeys: [] };
+  return { ...parseConfigText("{}", initFrom), text: "" };
 }
 
 function stderrLine(text: string): void {
@@ -162,193 +157,142 @@ async function trainOn(
   const comm = ranks?.comm;
   // Rank 0 alone prints, logs and writes; every rank computes the same losses and weights.
   const lead = !comm || comm.rank === 0;
-  const precision = trainingPrecision(s, backend, dtypeFromFlags(flags)?.flag);
+  const precision = trainingPrecision(s, backend);
   const dtype = precision.dtype;
-  const recompute = resolveRecompute(s.recompute, s.model, s.batchSize, s.seqLen, dtype, backend.capabilities().device);
-  const training = planTrainingMemory(s.model, s.batchSize, s.seqLen, dtype, recompute, backend.capabilities().device.kind);
-  // Evaluation runs between steps in the training arena: it adds its I/O (and its own arena only if the training one is smaller).
-  const plan = { ...training, evaluation: planForwardMemory(s.model, s.batchSize, s.seqLen, dtype, training.activations) };
-  const available = backend.capabilities().device.memoryBytes;
-  const need = plan.total + plan.evaluation;
-  if (need > available) {
-    throw new MemoryError(`training needs ${formatBytes(need)} but ${backend.capabilities().device.name} has ${formatBytes(available)}`, {
-      where: s.configPath,
-      hint: `lower --batch-size (now ${s.batchSize}) or --seq-len (now ${s.seqLen}) and raise --grad-accum to keep tokens per step; see kiln estimate -f ${s.configPath}`,
-    });
-  }
   const resumeFrom = flags.resume ? resolveResume(flags.resume, s.outputDir) : undefined;
-  const totalSteps = s.maxSteps ?? Math.ceil(((s.numEpochs ?? 1) * data.train.batchesPerEpoch) / s.gradAccum);
   // --profile: rank 0 alone times its steps (every rank runs the same kernels).
-  const profiling =
-    lead && flags.profile !== undefined
-      ? new StepProfiling(flags.profile === true ? PROFILE_DEFAULT_STEPS : flags.profile, totalSteps, backend, s.outputDir, {
-          peakFlops: peakForDtype(backend.capabilities(), dtype),
-          memoryBandwidth: memoryBandwidthForName(backend.capabilities().device.name),
-        })
-      : undefined;
-  const trainer = new Trainer(backend, {
-    model: s.model,
-    batchSize: s.batchSize,
-    seqLen: s.seqLen,
-    optimizer: { beta1: s.beta1, beta2: s.beta2, eps: s.eps, weightDecay: s.weightDecay, gradClip: s.gradClip },
-    schedule: { kind: s.schedule, peak: s.lr, min: s.minLr, warmupSteps: s.warmupSteps, maxSteps: totalSteps },
-    seed: s.seed,
-    recompute,
+  const profiling = lead && flags.profile !== undefined ? new StepProfiling(flags.profile === true ? PROFILE_DEFAULT_STEPS : flags.profile, 0, backend, s.outputDir, {
+    peakFlops: peakForDtype(backend.capabilities(), dtype),
+    memoryBandwidth: memoryBandwidthForName(backend.capabilities().device.name),
+  }) : undefined;
+  let say = (text: string): void => {
+    if (lead) process.stderr.write(`${text}\n`);
+  };
+  // Every rank takes part in a save (its data cursor goes into the checkpoint); rank 0 writes it.
+  // The newest step checkpoints are kept; best.safetensors (--save-best) is replaced, atomically, at each lower val_loss.
+  const run: TrainingRun = new TrainingRun({
+    settings: s,
+    backend,
     dtype,
-    loadBalanceAlpha: s.loadBalanceAlpha,
-    ...(comm ? { gradientSync: comm, bucketBytes: s.bucketBytes } : {}),
+    data,
+    ...(comm ? { ranks: { sync: comm, bucketBytes: Math.max(4, Math.round(s.bucketMb * 2 ** 20)), sumOverRanks: (values) => comm.allReduceScalars(values, "sum") } } : {}),
     ...(profiling ? { profiler: profiling.profiler } : {}),
     ...(s.cudaGraphs && backend.graphs ? { kernelGraphs: true } : {}),
+    save: async (kind, metadata) => {
+      const cursors = comm ? await gatherCursors(comm, run.prefetcher.getCursor()) : undefined;
+      if (!lead) return;
+      const file = kind === "best" ? path.join(s.outputDir, "best.safetensors") : checkpointPath(s.outputDir, run.trainer.stepCount);
+      await saveTrainerCheckpoint(run.trainer, file, metadata(cursors));
+      if (kind === "step") pruneCheckpoints(s.outputDir, s.maxCheckpoints);
+      say(`saved ${file}`);
+    },
   });
+  const trainer = run.trainer;
+  const { plan } = run;
+  profiling?.setTotalSteps(run.totalSteps);
   let startedFrom: ModelTokenizer | undefined = init && { metadata: init.metadata, source: init.path };
-  let bestVal = new BestValLoss(s.earlyStop);
-  if (resumeFrom) {
-    const meta = await loadTrainerCheckpoint(trainer, resumeFrom);
-    startedFrom = { metadata: meta, source: resumeFrom };
-    bestVal = new BestValLoss(s.earlyStop, meta);
-    const cursors = meta[META_DATA_CURSORS] ? (JSON.parse(meta[META_DATA_CURSORS]) as SamplerCursor[]) : undefined;
-    const cursor = cursors?.[comm?.rank ?? 0] ?? (meta[META_DATA_CURSOR] ? (JSON.parse(meta[META_DATA_CURSOR]) as SamplerCursor) : undefined);
-    if (cursor) data.train.setCursor(cursor);
-  } else if (init) {
-    await trainer.loadParametersFrom(init.pieces());
-  }
-  // The data must be in the tokens of the model it trains; checkpoints record that tokenizer.
-  const tokenizer = await runTokenizer(data, startedFrom, (text) => lead && process.stderr.write(`${text}\n`));
-  if (lead) removeStaleTempFiles(s.outputDir);
-  const runner = trainer.forwardRunner(s.batchSize, s.seqLen);
-  const interactive = !flags.headless && process.stdout.isTTY === true;
-  const log = lead ? new MetricsLog(s.outputDir, !interactive, resumeFrom ? trainer.stepCount : undefined) : undefined;
-  if (lead) {
-    const banner = formatBanner(s, backend, trainer.layout.count, { ...plan, recompute }, data.description, deviceNote, precision.description);
-    // Headless stdout carries only JSON lines: the banner goes to stderr there.
-    (interactive ? process.stdout : process.stderr).write(`kiln train ${s.configPath}\n${banner}\n${ranks ? `${ranks.row}\n` : ""}`);
-    if (need > 0.9 * available) process.stderr.write(`warning: the plan uses ${((100 * need) / available).toFixed(0)}% of device memory\n`);
-    if (s.cudaGraphs && !backend.graphs) process.stderr.write(`warning: trainer.cuda_graphs (--cuda-graphs) has no effect on ${backend.capabilities().device.name}: only the CUDA backend records graphs\n`);
-    const warmup = warmupWarning(s.warmupSteps, totalSteps);
-    if (warmup) process.stderr.write(`${warmup}\n`);
-    const ignored = ignoredKeysWarning(s.ignoredKeys);
-    if (ignored) process.stderr.write(`${ignored}\n`);
-    if (resumeFrom) (interactive ? process.stdout : process.stderr).write(`resumed from ${resumeFrom} at step ${trainer.stepCount}\n`);
-    else if (init) (interactive ? process.stdout : process.stderr).write(`weights from ${init.path} (optimizer state fresh)\n`);
-  }
-
-  const prefetcher = new Prefetcher(data.train, Math.max(1, s.prefetch));
-  const display = lead && interactive ? new ProgressDisplay(totalSteps, trainer.stepCount) : undefined;
-  const say = (text: string) => lead && (display ? display.log(text) : process.stderr.write(`${text}\n`));
-  const sumOverRanks = comm && ((values: Float64Array) => comm.allReduceScalars(values, "sum"));
-  const flopsPerToken = trainingFlopsPerToken(s.model, s.seqLen);
-  const peak = peakForDtype(backend.capabilities(), dtype);
-  let peakBeaten = false;
-  // What the data was, for model cards, and its tokenizer.
-  const described = () => ({ [META_DATA]: s.dataPath ? path.basename(s.dataPath) : "kiln's built-in story corpus", ...tokenizer });
-  const metadata = (cursors: SamplerCursor[]) => ({
-    [META_DATA_CURSOR]: JSON.stringify(prefetcher.getCursor()),
-    [META_DATA_CURSORS]: JSON.stringify(cursors),
-    "kiln.config": s.configText,
-    ...bestVal.metadata(),
-    ...described(),
-  });
-  // Every rank takes part (its data cursor goes into the checkpoint); rank 0 writes it.
-  // The newest step checkpoints are kept; best.safetensors (--save-best) is replaced, atomically, at each lower val_loss.
-  const save = async (file = checkpointPath(s.outputDir, trainer.stepCount)) => {
-    const cursors = comm ? await gatherCursors(comm, prefetcher.getCursor()) : [prefetcher.getCursor()];
-    if (!lead) return;
-    await saveTrainerCheckpoint(trainer, file, metadata(cursors));
-    pruneCheckpoints(s.outputDir, s.maxCheckpoints);
-    say(`saved ${file}`);
-  };
-
-  let stop = false;
-  // --early-stop: the line that ends the run's output, once it has stopped.
-  let earlyStop: string | undefined;
-  const onSigint = () => {
-    if (stop) process.exit(130);
-    stop = true;
-    say("stopping after this step (Ctrl-C again to quit at once)");
-  };
-  process.on("SIGINT", onSigint);
-  let lastSaved = trainer.stepCount;
-  let lastFinite: { step: number; loss: number } | undefined;
   try {
-    let windowStart = performance.now();
-    let windowSteps = 0;
-    let windowTokens = 0;
-    while (trainer.stepCount < totalSteps && !stop && earlyStop === undefined) {
-      profiling?.beforeStep(trainer.stepCount);
-      const r = await trainer.step({ count: s.gradAccum, next: () => prefetcher.next() });
-      const table = profiling?.afterStep();
-      if (table) say(table);
-      windowSteps++;
-      windowTokens += r.tokens * trainer.worldSize;
-      const step = trainer.stepCount;
-      if (r.nonFinite && s.onNonFinite === "stop") throw nonFiniteError(s, step, lastFinite, lastSaved);
-      if (!r.nonFinite) lastFinite = { step, loss: r.loss };
-      if (step % s.logInterval === 0 || step === totalSteps) {
-        const seconds = (performance.now() - windowStart) / 1000;
-        const tokensPerSecond = windowTokens / seconds;
-        // Each rank's share of the work against its own device's peak.
-        const utilization = modelFlopsUtilization((windowTokens / trainer.worldSize) * flopsPerToken, seconds, peak);
-        if (utilization.beatPeak && !peakBeaten) {
-          peakBeaten = true;
-          if (cpuPeak) forgetCpuPeak(cpuPeak);
-          say(`warning: training ran faster than the device's peak FLOP/s figure${cpuPeak ? ` (measured ${cpuPeak.measuredAt}, likely while the machine was busy; it is measured again next run)` : ""}; MFU is shown as at most 1`);
+    if (resumeFrom) {
+      const meta = await loadTrainerCheckpoint(trainer, resumeFrom);
+      startedFrom = { metadata: meta, source: resumeFrom };
+      await run.resumed(meta, comm?.rank ?? 0);
+    } else if (init) {
+      await trainer.loadParametersFrom(init.pieces());
+    }
+    // The data must be in the tokens of the model it trains; checkpoints record that tokenizer.
+    const tokenizer = await runTokenizer(data, startedFrom, (text) => lead && process.stderr.write(`${text}\n`));
+    // What the data was, for model cards, and its tokenizer.
+    const described = { [META_DATA]: s.dataPath ? path.basename(s.dataPath) : "kiln's built-in story corpus", ...tokenizer };
+    run.describe(described);
+    if (lead) removeStaleTempFiles(s.outputDir);
+    const interactive = !flags.headless && process.stdout.isTTY === true;
+    const log = lead ? new MetricsLog(s.outputDir, !interactive, resumeFrom ? trainer.stepCount : undefined) : undefined;
+    if (lead) {
+      const banner = formatBanner(s, backend, trainer.layout.count, { ...plan.memory, recompute: plan.recompute }, data.description, deviceNote, precision.description);
+      // Headless stdout carries only JSON lines: the banner goes to stderr there.
+      (interactive ? process.stdout : process.stderr).write(`kiln train ${s.configPath}\n${banner}\n${ranks ? `${ranks.row}\n` : ""}`);
+      if (plan.need > 0.9 * plan.available) process.stderr.write(`warning: the plan uses ${((100 * plan.need) / plan.available).toFixed(0)}% of device memory\n`);
+      if (s.cudaGraphs && !backend.graphs) process.stderr.write(`warning: trainer.cuda_graphs (--cuda-graphs) has no effect on ${backend.capabilities().device.name}: only the CUDA backend records graphs\n`);
+      const warmup = warmupWarning(s.warmupSteps, run.totalSteps);
+      if (warmup) process.stderr.write(`${warmup}\n`);
+      const ignored = ignoredKeysWarning(s.ignoredKeys);
+      if (ignored) process.stderr.write(`${ignored}\n`);
+      if (resumeFrom) (interactive ? process.stdout : process.stderr).write(`resumed from ${resumeFrom} at step ${trainer.stepCount}\n`);
+      else if (init) (interactive ? process.stdout : process.stderr).write(`weights from ${init.path} (optimizer state fresh)\n`);
+    }
+    const display = lead && interactive ? new ProgressDisplay(run.totalSteps, trainer.stepCount) : undefined;
+    if (display) say = (text: string) => display.log(text);
+    const flopsPerToken = trainingFlopsPerToken(s.model, s.seqLen);
+    const peak = peakForDtype(backend.capabilities(), dtype);
+    let peakBeaten = false;
+    let stop = false;
+    let earlyStop: string | undefined;
+    const onSigint = () => {
+      if (stop) process.exit(130);
+      stop = true;
+      say("stopping after this step (Ctrl-C again to quit at once)");
+    };
+    process.on("SIGINT", onSigint);
+    try {
+      while (!run.done && !stop) {
+        profiling?.beforeStep(trainer.stepCount);
+        const report = await run.step();
+        const table = profiling?.afterStep();
+        if (table) say(table);
+        const { step, result: r, window } = report;
+        if (window) {
+          // Each rank's share of the work against its own device's peak.
+          const utilization = modelFlopsUtilization((window.tokens / trainer.worldSize) * flopsPerToken, window.seconds, peak);
+          if (utilization.beatPeak && !peakBeaten) {
+            peakBeaten = true;
+            if (cpuPeak) forgetCpuPeak(cpuPeak);
+            say(`warning: training ran faster than the device's peak FLOP/s figure${cpuPeak ? ` (measured ${cpuPeak.measuredAt}, likely while the machine was busy; it is measured again next run)` : ""}; MFU is shown as at most 1`);
+          }
+          const line: MetricsLine = {
+            step,
+            loss: r.loss,
+            grad_norm: r.gradNorm,
+            ...(r.auxLoss === undefined ? {} : { aux_loss: r.auxLoss, expert_imbalance: r.expertImbalance }),
+            learning_rate: r.lr,
+            epoch: window.epoch,
+            "it/s": window.steps / window.seconds,
+            "tokens/s": window.tokens / window.seconds,
+            mfu: utilization.mfu,
+            mem_bytes: backend.memoryStats().inUseBytes,
+            peak_rss_bytes: process.resourceUsage().maxRSS * 1024,
+            ...precisionFields(r),
+          };
+          log?.write(line);
+          display?.update(line);
+        } else if (r.skipped) {
+          // Every skipped f16 step is logged, on a log interval or not.
+          log?.write({ step, loss: r.loss, ...precisionFields(r) });
         }
-        const line: MetricsLine = {
-          step,
-          loss: r.loss,
-          grad_norm: r.gradNorm,
-          ...(r.auxLoss === undefined ? {} : { aux_loss: r.auxLoss, expert_imbalance: r.expertImbalance }),
-          learning_rate: r.lr,
-          epoch: prefetcher.epochProgress,
-          "it/s": windowSteps / seconds,
-          "tokens/s": tokensPerSecond,
-          mfu: utilization.mfu,
-          mem_bytes: backend.memoryStats().inUseBytes,
-          peak_rss_bytes: process.resourceUsage().maxRSS * 1024,
-          ...precisionFields(r),
-        };
-        log?.write(line);
-        display?.update(line);
-        windowStart = performance.now();
-        windowSteps = 0;
-        windowTokens = 0;
-      } else if (r.skipped) {
-        // Every skipped f16 step is logged, on a log interval or not.
-        log?.write({ step, loss: r.loss, ...precisionFields(r) });
+        if (report.eval) {
+          log?.write({ step, val_loss: report.eval.valLoss });
+          if (display) display.log(`step ${step}: val_loss ${report.eval.valLoss.toFixed(4)}`);
+        }
+        earlyStop ??= report.earlyStop;
+        if (comm) stop = await anyRankStops(comm, stop);
       }
-      if (step % s.evalInterval === 0 || step === totalSteps) {
-        const valLoss = await evaluate(runner, data.val, s.evalIters, sumOverRanks);
-        log?.write({ step, val_loss: valLoss });
-        if (display) display.log(`step ${step}: val_loss ${valLoss.toFixed(4)}`);
-        // Every rank has the same val_loss, so every rank takes the same turns here.
-        const verdict = bestVal.record(step, valLoss);
-        if (verdict.improved && s.saveBest) await save(bestCheckpointPath(s.outputDir));
-        if (verdict.stop) earlyStop = bestVal.stopLine(step);
+      const table = profiling?.finish();
+      if (table) say(table);
+      await run.finish();
+      if (!stop && lead) {
+        const final = path.join(s.outputDir, "final.safetensors");
+        await saveTrainedWeights(trainer, final, described, flags.exportDtype ?? dtype);
+        say(`wrote ${final}`);
+        if (earlyStop !== undefined) say(earlyStop);
       }
-      if (step % s.saveInterval === 0) {
-        await save();
-        lastSaved = step;
-      }
-      if (comm) stop = await anyRankStops(comm, stop);
+    } finally {
+      process.off("SIGINT", onSigint);
+      display?.stop();
+      log?.close();
     }
-    const table = profiling?.finish();
-    if (table) say(table);
-    if (trainer.stepCount !== lastSaved) await save();
-    if (!stop && lead) {
-      const final = path.join(s.outputDir, "final.safetensors");
-      await saveTrainedWeights(trainer, final, described(), flags.exportDtype ?? dtype);
-      say(`wrote ${final}`);
-      if (earlyStop !== undefined) say(earlyStop);
-    }
+    return stop ? 130 : 0;
   } finally {
-    process.off("SIGINT", onSigint);
-    display?.stop();
-    log?.close();
-    await prefetcher.close();
-    runner.dispose();
-    trainer.dispose();
+    await run.dispose();
   }
-  return stop ? 130 : 0;
 }
 
 /** Skip fields: `skipped` when the update was not applied, `nonfinite` when values went NaN/inf; f16's loss scale. */
@@ -358,19 +302,4 @@ function precisionFields(r: StepResult): Pick<MetricsLine, "skipped" | "nonfinit
     ...(r.nonFinite ? { nonfinite: true } : {}),
     ...(r.lossScale !== undefined ? { loss_scale: r.lossScale } : {}),
   };
-}
-
-/**
- * The run stops at a NaN or infinite loss or gradients (before the update and before any
- * checkpoint of that step): what went wrong, the last finite loss, and what to try.
- */
-function nonFiniteError(s: RunSettings, step: number, lastFinite: { step: number; loss: number } | undefined, lastSaved: number): TrainingError {
-  const last = lastFinite ? `; the last finite loss was ${lastFinite.loss.toPrecision(5)} at step ${lastFinite.step}` : "";
-  const kept = lastSaved > 0 ? `checkpoints up to step ${lastSaved} in ${s.outputDir} are untouched (resume with --resume auto)` : "no checkpoint was written";
-  return new TrainingError(`the loss or the gradients became NaN or infinite at step ${step}${last}`, {
-    where: `${s.configPath} (step ${step})`,
-    hint:
-      `lower the learning rate (now ${s.lr}), keep gradient clipping on (trainer.grad_clip, now ${s.gradClip}), or train in f32 or bf16 rather than f16; ` +
-      `--on-nonfinite skip skips such steps instead; ${kept}`,
-  });
 }

@@ -25,7 +25,7 @@ export class StepProfiling {
 
   constructor(
     private readonly requested: number,
-    private readonly totalSteps: number,
+    private totalSteps: number,
     private readonly backend: Backend,
     private readonly outputDir: string,
     /** The device's peak FLOP/s for the training dtype and memory bandwidth, where known (the table's floor column). */
@@ -36,6 +36,11 @@ export class StepProfiling {
     const gpu = backend.capabilities().device.kind === "gpu";
     const timer = gpu ? backend.timer : undefined;
     this.profiler = new StepProfiler(undefined, gpu && !timer ? () => backend.synchronize() : undefined, timer);
+  }
+
+  /** The run's step count, once the run knows it (the window to time is fixed at the first step). */
+  setTotalSteps(totalSteps: number): void {
+    this.totalSteps = totalSteps;
   }
 
   /** Call before trainer.step() with the trainer's step count. */

@@ -1,6 +1,6 @@
 import path from "node:path";
 import { BatchSampler, type TokenDataset, builtinCorpus, openTokenDataset } from "@kiln/core";
-import type { RunSettings } from "../config/settings.js";
+import type { RunSettings } from "@kiln/core";
 import { kilnCacheDir } from "../cache-dir.js";
 
 export interface TrainingData {
@@ -33,7 +33,11 @@ export async function openTrainingData(s: RunSettings, ranks: { rank: number; wo
     description = file;
   }
   const dataset = await openTokenDataset(file, { vocabSize: s.model.vocabSize });
-  const valFraction = dataset.sidecar?.val_fraction ?? s.valFraction;
+  // The split the data's sidecar records, unless a flag asks for another (the banner then says so).
+  const recorded = dataset.sidecar?.val_fraction;
+  const flag = s.overridden.get("data.val_fraction");
+  const valFraction = flag || recorded === undefined ? s.valFraction : recorded;
+  const split = flag && recorded !== undefined && recorded !== s.valFraction ? `; validation share ${s.valFraction} from ${flag.from} over the data's recorded ${recorded}` : "";
   const common = { batchSize: s.batchSize, seqLen: s.seqLen, seed: s.seed, valFraction, ...ranks };
   const train = new BatchSampler(dataset, { ...common, split: "train" });
   const val = new BatchSampler(dataset, { ...common, split: "val", shuffle: false });
@@ -44,6 +48,6 @@ export async function openTrainingData(s: RunSettings, ranks: { rank: number; wo
     file,
     tokenizer: dataset.sidecar?.tokenizer ?? (s.dataPath === undefined ? (s.tokenizer ?? "bytes") : s.tokenizer),
     tokenizerPath: dataset.sidecar?.tokenizer_path,
-    description: `${description}: ${dataset.tokenCount.toLocaleString("en-US")} tokens (${dataset.format}), ${train.windowCount} training windows`,
+    description: `${description}: ${dataset.tokenCount.toLocaleString("en-US")} tokens (${dataset.format}), ${train.windowCount} training windows${split}`,
   };
 }

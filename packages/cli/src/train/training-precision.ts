@@ -1,6 +1,6 @@
 import type { Backend, FloatDType } from "@kiln/contract";
 import { chooseTrainingDType } from "@kiln/core";
-import type { RunSettings } from "../config/settings.js";
+import type { RunSettings } from "@kiln/core";
 
 /** The dtype a run trains in, and one line for the banner that says what that means and why. */
 export interface TrainingPrecision {
@@ -14,9 +14,9 @@ const MEANING: Record<FloatDType, string> = {
   f16: "f16 weights and activations with dynamic loss scaling, f32 master weights, gradients and AdamW state",
 };
 
-/** Resolves "auto" on the open backend; `askedBy` names the flag that set the dtype, if one did. */
-export function trainingPrecision(s: RunSettings, backend: Backend, askedBy: string | undefined): TrainingPrecision {
-  const source = askedBy ?? `trainer.dtype in ${s.configPath}`;
+/** Resolves "auto" on the open backend; the banner's line names the flag that set the dtype, if one did. */
+export function trainingPrecision(s: RunSettings, backend: Backend): TrainingPrecision {
+  const source = s.overridden.get("trainer.dtype")?.typed ?? `trainer.dtype in ${s.configPath}`;
   const tf32 = s.tf32 ? "; TF32 matmuls allowed where the backend uses them" : "";
   if (s.dtype === "auto") {
     const { dtype, reason } = chooseTrainingDType(backend, s.model);

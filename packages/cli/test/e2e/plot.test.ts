@@ -62,7 +62,7 @@ describe("kiln plot", () => {
 
   it("refuses a folder without metrics.jsonl, writing nothing", async () => {
     const r = await ws.run(["plot", "slow", "nowhere", "-o", "none"]);
-    expectRefused(r, { kind: "DataError", where: "nowhere/metrics.jsonl", message: /no metrics\.jsonl here/, hint: /output folder of a kiln train run/ });
+    expectRefused(r, { kind: "DataError", where: "nowhere/metrics.jsonl", message: /^metrics\.jsonl not found$/, hint: /output folder of a kiln train run/ });
     await expect(readFile(ws.path("none.png"))).rejects.toThrow(/ENOENT/);
   });
 

@@ -54,7 +54,7 @@ describe("kiln train refuses bad checkpoint paths and devices", () => {
     expectRefused(await refuse(["--output-dir", "notes.txt/run"]), {
       kind: "CheckpointError",
       where: "notes.txt/run",
-      message: /^cannot write checkpoints to this folder \(ENOTDIR\)/,
+      message: /^cannot write checkpoints to this folder: a parent of the output path is a file, not a directory/,
       hint: /choose another --output-dir/,
     });
     expect(await readFile(ws.path("notes.txt"), "utf8")).toBe("not a folder\n");

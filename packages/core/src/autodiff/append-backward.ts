@@ -75,7 +75,7 @@ export function appendBackward(g: Graph, start: BackwardStart): BackwardResult {
     if ("lossNode" in start) {
       const lossNode = g.nodes[start.lossNode];
       const rule = gradRules[(lossNode.attrs as unknown as KernelNodeAttrs).grad ?? ""];
-      if (!rule) throw new Error(`node ${start.lossNode} (${lossNode.op}) cannot start a backward pass`);
+      if (!rule) throw new Error(`node ${start.lossNode} (${(lossNode.attrs as unknown as KernelNodeAttrs).kernel}) cannot start a backward pass`);
       g.withScope(lossNode.scope, () => rule(lossNode, builder, []));
     }
     for (let i = end - 1; i >= 0; i--) {

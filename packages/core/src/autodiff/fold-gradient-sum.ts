@@ -25,7 +25,6 @@ export function foldGradientSum(g: Graph, sum: number, grad: number): number | u
     if (n.outputs.includes(sum) || (i > at && (n.inputs.includes(grad) || n.inputs.includes(sum)))) return undefined;
   }
   const node = g.nodes[at];
-  if (node.op !== "kernel") return undefined;
   const attrs = kernelNodeAttrs(node);
   if (TAKES_RESIDUAL.has(attrs.kernel)) return foldIntoNorm(g, node, attrs, sum, grad);
   if (attrs.kernel === "matmul") return foldIntoMatmul(g, node, attrs, sum, grad);

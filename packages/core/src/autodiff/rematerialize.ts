@@ -8,7 +8,8 @@ import type { BoundOperand, KernelNodeAttrs } from "../graph/kernel-node.js";
  * - blocks: gradient checkpointing per transformer block: keep only each block's
  *           input and output, rerun the block's forward (matmuls too) in its backward
  */
-export type RecomputePolicy = "none" | "cheap" | "blocks";
+export const RECOMPUTE_POLICIES = ["none", "cheap", "blocks"] as const;
+export type RecomputePolicy = (typeof RECOMPUTE_POLICIES)[number];
 
 /** The block a node belongs to ("model.layers.0" under the prefix "model.layers"), if any. */
 function blockOfScope(prefix: string): (n: GraphNode) => string | undefined {
@@ -45,7 +46,6 @@ export function rematerialize(g: Graph, policy: RecomputePolicy, blockPrefix: st
     }
   }
   const recomputableNode = (n: GraphNode): boolean => {
-    if (n.op !== "kernel") return false;
     if (CHEAP.has((n.attrs as unknown as KernelNodeAttrs).kernel)) return true;
     return policy === "blocks" && blockOf(n) !== undefined && n.outputs.every((t) => !leavesBlock.has(t));
   };
@@ -74,7 +74,6 @@ export function rematerialize(g: Graph, policy: RecomputePolicy, blockPrefix: st
       }
       const attrs = remap(n.attrs as unknown as KernelNodeAttrs);
       out.push({
-        op: n.op,
         inputs: n.inputs.map((i) => copies.get(i) ?? i),
         outputs: n.outputs.map((o) => copies.get(o)!),
         attrs: { ...n.attrs, ...attrs, grad: undefined },

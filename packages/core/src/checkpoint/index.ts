@@ -1,3 +1,4 @@
+export * from "./checkpoint-keys.js";
 export * from "./safetensors-dtype.js";
 export {
   parseSafetensorsHeader,

@@ -1,5 +1,5 @@
 import { ConfigError, DataError } from "@kiln/contract";
-import type { Batch } from "../train/trainer.js";
+import type { Batch } from "./batch.js";
 import type { TokenDataset } from "./token-dataset.js";
 import { DEFAULT_VAL_FRACTION, type DataSplit, splitTokens, windowsIn } from "./token-split.js";
 import { WindowPermutation } from "./window-permutation.js";

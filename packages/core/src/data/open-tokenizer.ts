@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { CheckpointError, ConfigError } from "@kiln/contract";
 import { openSafetensors } from "../checkpoint/safetensors-reader.js";
-import { META_TOKENIZER, META_TOKENIZER_FILES } from "../train/checkpoint-state.js";
+import { META_TOKENIZER, META_TOKENIZER_FILES } from "../checkpoint/checkpoint-keys.js";
 import { HfTokenizer } from "./hf-tokenizer.js";
 import { TOKENIZER_NAMES, type Tokenizer, getTokenizer, isTokenizerName } from "./tokenizer.js";
 import { type TokenizerFiles, readTokenizerFiles } from "./tokenizer-files.js";

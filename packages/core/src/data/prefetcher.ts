@@ -1,4 +1,4 @@
-import type { Batch } from "../train/trainer.js";
+import type { Batch } from "./batch.js";
 import type { BatchPlan, BatchSampler, SamplerCursor } from "./batch-sampler.js";
 
 interface PendingBatch {

@@ -5,7 +5,7 @@ import type { TokenizerFiles } from "./tokenizer-files.js";
 export interface Tokenizer {
   /**
    * What the tokenizer is, as data sidecars and checkpoints record it: a built-in
-   * name ("gpt2") or a folder's `<name>@sha256:<hash of tokenizer.json>` (tokenizer-identity.ts).
+   * name ("gpt2") or a folder's `<name>@sha256:<hash of tokenizer.json>` (tokenizerIdentity, tokenizer-files.ts).
    */
   readonly name: string;
   /** A folder tokenizer's files (tokenizer.json, ...), kept in checkpoints and exports; none for a built-in one. */

@@ -1,11 +1,10 @@
 import { type Backend, type BufferHandle, type KernelGraph, type Operand, bytesPerElement } from "@kiln/contract";
 import type { Graph } from "../graph/graph.js";
-import { type KernelNodeAttrs, kernelOp } from "../graph/kernel-node.js";
-import type { CompileContext, OpDef, RuntimeScalars } from "../graph/op.js";
+import { type KernelNodeAttrs, compileKernelNode } from "../graph/kernel-node.js";
+import type { CompileContext, RuntimeScalars } from "../graph/op.js";
 import type { StepPlan } from "../plan/plan-step.js";
 import { type StepProfiler, describeKernelArgs, kernelNodeCost } from "./step-profiler.js";
 
-const OPS: Record<string, OpDef> = { kernel: kernelOp };
 /** Graphs of a step kept at once (runAsGraph), one per set of runtime scalars. */
 const GRAPHS_KEPT = 4;
 /** Recordings in a row never launched again after which runAsGraph issues calls one by one. */
@@ -30,9 +29,8 @@ export interface ParameterBinding {
  */
 export class CompiledStep {
   readonly runtime: RuntimeScalars = { lossScale: 1, auxScale: 0, loadBalanceAlpha: 0 };
-  private readonly calls: (() => void)[] = [];
-  /** nodeCalls[i]: index in `calls` of node i's first call (and nodeCalls[nodes] = calls.length). */
-  private readonly nodeCalls: number[] = [];
+  /** calls[i]: the kernel call of node i. */
+  private readonly calls: (() => void)[];
   /** The activation arena: this step's own, or the one it shares. */
   readonly arena: BufferHandle | undefined;
   private readonly io: BufferHandle | undefined;
@@ -63,13 +61,7 @@ export class CompiledStep {
       runtime: this.runtime,
       operand: (id, elementOffset = 0) => this.operand(id, elementOffset),
     };
-    for (const node of graph.nodes) {
-      const op = OPS[node.op];
-      if (!op) throw new Error(`no op "${node.op}"`);
-      this.nodeCalls.push(this.calls.length);
-      this.calls.push(...op.compile(node, ctx));
-    }
-    this.nodeCalls.push(this.calls.length);
+    this.calls = graph.nodes.map((node) => compileKernelNode(node, ctx));
   }
 
   /** Bytes this step allocated on the backend (its own arena, if any, + inputs, constants, outputs). */
@@ -163,8 +155,8 @@ export class CompiledStep {
 
   /** Issues the kernel calls of nodes [fromNode, toNode), in order: a step run in parts (gradient buckets handed off between them). */
   runNodes(fromNode: number, toNode: number): void {
-    const end = this.nodeCalls[Math.min(toNode, this.graph.nodes.length)];
-    for (let i = this.nodeCalls[Math.max(0, fromNode)]; i < end; i++) this.calls[i]();
+    const end = Math.min(toNode, this.calls.length);
+    for (let i = Math.max(0, fromNode); i < end; i++) this.calls[i]();
   }
 
   /**
@@ -179,10 +171,8 @@ export class CompiledStep {
       const region = node.backward ? "backward" : "forward";
       const cost = kernelNodeCost(attrs);
       const args = describeKernelArgs(attrs.args);
-      for (let i = this.nodeCalls[n]; i < this.nodeCalls[n + 1]; i++) {
-        const call = this.calls[i];
-        this.calls[i] = () => profiler.time(call, kernel, region, cost, args);
-      }
+      const call = this.calls[n];
+      this.calls[n] = () => profiler.time(call, kernel, region, cost, args);
     });
   }
 

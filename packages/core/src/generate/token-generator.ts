@@ -3,7 +3,7 @@ import { fromSafetensorsDType } from "../checkpoint/safetensors-dtype.js";
 import type { TensorSource } from "../train/checkpoint-contents.js";
 import type { ModelConfig } from "../model/config.js";
 import { type ParamLayout, paramLayout } from "../model/param-layout.js";
-import { META_MODEL } from "../train/checkpoint-keys.js";
+import { META_MODEL } from "../checkpoint/checkpoint-keys.js";
 import { ForwardRunner } from "../train/forward-runner.js";
 import { type SamplingOptions, sampleToken } from "./sample-token.js";
 

@@ -45,14 +45,14 @@ export function fuseBiasGradients(g: Graph): void {
   const replaced = new Map<number, Omit<GraphNode, "index">>();
   for (const sum of g.nodes) {
     const s = kernelNodeAttrs(sum);
-    if (!sum.backward || sum.op !== "kernel" || s.kernel !== "sumRows" || !s.args.accumulate) continue;
+    if (!sum.backward || s.kernel !== "sumRows" || !s.args.accumulate) continue;
     const { x, out } = s.operands;
     const w = writers.get(x.id);
     if (!boundWhole(x) || !boundWhole(out) || w?.length !== 1) continue;
     const writer = replaced.has(w[0]) ? undefined : g.nodes[w[0]];
     const n = writer && kernelNodeAttrs(writer);
     const sums = n && SUMS_DX[n.kernel];
-    if (!writer || !n || !sums || writer.op !== "kernel" || writer.index > sum.index || n.operands.dXColSums || !boundWhole(n.operands.dX) || n.operands.dX.id !== x.id) continue;
+    if (!writer || !n || !sums || writer.index > sum.index || n.operands.dXColSums || !boundWhole(n.operands.dX) || n.operands.dX.id !== x.id) continue;
     const args = sums(n.args, s.args as SumRowsArgs);
     if (!args) continue;
     const between = g.nodes.slice(writer.index + 1, sum.index);

@@ -19,13 +19,13 @@ export function fuseResidualNorms(g: Graph): void {
   const replaced = new Map<number, Omit<GraphNode, "index">>();
   for (const norm of g.nodes) {
     const n = kernelNodeAttrs(norm);
-    if (norm.backward || norm.op !== "kernel" || !NORMS.has(n.kernel) || n.operands.residual) continue;
+    if (norm.backward || !NORMS.has(n.kernel) || n.operands.residual) continue;
     const x = n.operands.x;
     const w = writers.get(x.id);
     if (!boundWhole(x) || w?.length !== 1) continue;
     const add = g.nodes[w[0]];
     const addAttrs = kernelNodeAttrs(add);
-    if (add.backward || add.op !== "kernel" || addAttrs.kernel !== "add" || add.index > norm.index || dropped.has(add.index)) continue;
+    if (add.backward || addAttrs.kernel !== "add" || add.index > norm.index || dropped.has(add.index)) continue;
     const { a, b, out } = addAttrs.operands;
     if (!boundWhole(a) || !boundWhole(b) || !boundWhole(out) || addAttrs.args.dtype !== n.args.dtype || addAttrs.args.n !== g.elements(x.id)) continue;
     const between = g.nodes.slice(add.index + 1, norm.index);

@@ -1,10 +1,9 @@
 import { type DType, bytesPerElement } from "@kiln/contract";
 import { type TensorInfo, type TensorKind, elementCount } from "./tensor.js";
 
-/** One operation of the graph: its op name, the tensors it reads and writes, and its attributes. */
+/** One kernel call of the graph: the tensors it reads and writes, and its attributes (KernelNodeAttrs). */
 export interface GraphNode {
   readonly index: number;
-  readonly op: string;
   readonly inputs: readonly number[];
   readonly outputs: readonly number[];
   readonly attrs: Readonly<Record<string, unknown>>;
@@ -49,8 +48,9 @@ export class Graph {
     return elementCount(this.info(id).shape);
   }
 
-  node(op: string, inputs: readonly number[], outputs: readonly number[], attrs: Record<string, unknown> = {}): GraphNode {
-    const n: GraphNode = { index: this.nodes.length, op, inputs, outputs, attrs, scope: this.scopes.join("."), backward: this.inBackward };
+  /** Appends a node (addKernelNode makes them from a kernel's operands). */
+  node(inputs: readonly number[], outputs: readonly number[], attrs: Record<string, unknown> = {}): GraphNode {
+    const n: GraphNode = { index: this.nodes.length, inputs, outputs, attrs, scope: this.scopes.join("."), backward: this.inBackward };
     this.nodes.push(n);
     return n;
   }

@@ -1,6 +1,6 @@
 import { type KernelArgsMap, type KernelName, kernelSpecs } from "@kiln/contract";
 import type { Graph, GraphNode } from "./graph.js";
-import type { CompileContext, OpDef, RuntimeScalars } from "./op.js";
+import type { CompileContext, RuntimeScalars } from "./op.js";
 
 /** A kernel operand bound to a tensor, `offset` elements into it (packed qkv slices). */
 export interface BoundOperand {
@@ -58,28 +58,23 @@ export function addKernelNode<K extends KernelName>(
     if (s.role !== "in") outputs.add(b.id);
   }
   const attrs: KernelNodeAttrs = { kernel, operands: bound, args: args as Record<string, unknown>, ...extra };
-  return g.node("kernel", [...inputs], [...outputs], { ...attrs, ...(extra.extraAttrs ?? {}) });
+  return g.node([...inputs], [...outputs], { ...attrs, ...(extra.extraAttrs ?? {}) });
 }
 
-/** Runs a kernel node: one kernel call with operands resolved once. */
-export const kernelOp: OpDef = {
-  name: "kernel",
-  compile(node, ctx: CompileContext) {
-    const a = node.attrs as unknown as KernelNodeAttrs;
-    const args: Record<string, unknown> = { ...a.args };
-    for (const [key, b] of Object.entries(a.operands)) args[key] = ctx.operand(b.id, b.offset ?? 0);
-    const call = ctx.kernels[a.kernel] as (x: unknown) => void;
-    const runtime = a.runtimeArgs ? Object.entries(a.runtimeArgs) : [];
-    // Fixed arguments: checked and resolved once where the backend prepares calls.
-    if (runtime.length === 0) return [ctx.prepare ? ctx.prepare(a.kernel, args as never) : () => call(args)];
-    // Runtime scalars are read at each call: their scratch (which no scalar sizes) is reserved now.
+/** The call that runs a kernel node: its kernel with operands resolved once. */
+export function compileKernelNode(node: GraphNode, ctx: CompileContext): () => void {
+  const a = kernelNodeAttrs(node);
+  const args: Record<string, unknown> = { ...a.args };
+  for (const [key, b] of Object.entries(a.operands)) args[key] = ctx.operand(b.id, b.offset ?? 0);
+  const call = ctx.kernels[a.kernel] as (x: unknown) => void;
+  const runtime = a.runtimeArgs ? Object.entries(a.runtimeArgs) : [];
+  // Fixed arguments: checked and resolved once where the backend prepares calls.
+  if (runtime.length === 0) return ctx.prepare ? ctx.prepare(a.kernel, args as never) : () => call(args);
+  // Runtime scalars are read at each call: their scratch (which no scalar sizes) is reserved now.
+  for (const [key, name] of runtime) args[key] = ctx.runtime[name];
+  ctx.reserveScratch?.(a.kernel, args as never);
+  return () => {
     for (const [key, name] of runtime) args[key] = ctx.runtime[name];
-    ctx.reserveScratch?.(a.kernel, args as never);
-    return [
-      () => {
-        for (const [key, name] of runtime) args[key] = ctx.runtime[name];
-        call(args);
-      },
-    ];
-  },
-};
+    call(args);
+  };
+}

@@ -1,5 +1,5 @@
 import type { Backend, Kernels, Operand } from "@kiln/contract";
-import type { Graph, GraphNode } from "./graph.js";
+import type { Graph } from "./graph.js";
 
 /** Values a compiled step reads at run time (set before each run, read by kernel calls). */
 export interface RuntimeScalars {
@@ -11,7 +11,7 @@ export interface RuntimeScalars {
   loadBalanceAlpha: number;
 }
 
-/** What an op needs to turn a node into kernel calls. */
+/** What compiling a node into its kernel call needs (compileKernelNode). */
 export interface CompileContext {
   readonly graph: Graph;
   readonly kernels: Kernels;
@@ -24,7 +24,7 @@ export interface CompileContext {
   operand(id: number, elementOffset?: number): Operand;
 }
 
-/** What an op's gradient rule may do while autodiff walks the graph backwards. */
+/** What a node's gradient rule (ops/grad-rule.ts) may do while autodiff walks the graph backwards. */
 export interface BackwardBuilder {
   readonly graph: Graph;
   /** Whether a gradient must flow into tensor `id` (a parameter, or computed from one). */
@@ -35,18 +35,4 @@ export interface BackwardBuilder {
   paramGrad(id: number): number;
   /** A new activation tensor for the backward pass. */
   activation(shape: readonly number[], like: number, name: string): number;
-}
-
-/** An operation: how to run a node, and (when differentiable) how to differentiate it. */
-export interface OpDef {
-  readonly name: string;
-  /** Kernel calls that run the node, bound once to their operands. */
-  compile(node: GraphNode, ctx: CompileContext): (() => void)[];
-  /**
-   * Appends the gradient nodes of `node`. `outGrads[i]` is the gradient of output i,
-   * or undefined when nothing downstream needs it.
-   */
-  backward?(node: GraphNode, b: BackwardBuilder, outGrads: readonly (number | undefined)[]): void;
-  /** Ops whose outputs may be written over their first input (planner in-place reuse). */
-  readonly inPlace?: boolean;
 }

@@ -8,7 +8,7 @@ import { HfTokenizer } from "../data/hf-tokenizer.js";
 import type { Tokenizer } from "../data/tokenizer.js";
 import { writeDirectoryAtomically, writeFileAtomically } from "../fs/write-atomically.js";
 import { paramLayout } from "../model/param-layout.js";
-import { META_DATA, META_STEP } from "../train/checkpoint-state.js";
+import { META_DATA, META_STEP } from "../checkpoint/checkpoint-keys.js";
 import { HF_CONFIG_FILE, HF_WEIGHTS_FILE } from "./hf-shards.js";
 import { type SpecialTokens, hfConfigOf, hfGenerationConfigOf } from "./hf-config.js";
 import { type ModelCardFacts, modelCard } from "./model-card.js";

@@ -9,7 +9,7 @@ import { paramLayout } from "../model/param-layout.js";
 import { tokenizerOfCheckpoint } from "../data/open-tokenizer.js";
 import type { Tokenizer } from "../data/tokenizer.js";
 import { readTokenizerFiles, tokenizerIdentity } from "../data/tokenizer-files.js";
-import { EXP_AVG, EXP_AVG_SQ, META_MODEL, META_TOKENIZER, META_TOKENIZER_FILES } from "../train/checkpoint-state.js";
+import { EXP_AVG, EXP_AVG_SQ, META_MODEL, META_TOKENIZER, META_TOKENIZER_FILES } from "../checkpoint/checkpoint-keys.js";
 import { modelConfigFromHf } from "./hf-config.js";
 import { HF_CONFIG_FILE, openHfTensorFiles, readJsonFile } from "./hf-shards.js";
 import { fileNameOf, isSkippedHfTensor } from "./hf-tensor-names.js";

@@ -1,6 +1,10 @@
+/** The shapes of the learning rate after warmup. */
+export const LR_SCHEDULES = ["cosine", "linear", "constant"] as const;
+export type LrScheduleKind = (typeof LR_SCHEDULES)[number];
+
 /** Learning rate over steps: linear warmup, then cosine, linear or constant. */
 export interface LrScheduleConfig {
-  kind: "cosine" | "linear" | "constant";
+  kind: LrScheduleKind;
   /** Peak learning rate, reached at the end of warmup. */
   peak: number;
   /** Final learning rate of cosine / linear decay. */

@@ -19,7 +19,6 @@ export function mergeInPlace(g: Graph, lifetimes: readonly Lifetime[]): { lifeti
     return r;
   };
   for (const node of g.nodes) {
-    if (node.op !== "kernel") continue;
     const a = node.attrs as unknown as KernelNodeAttrs;
     for (const [outKey, inKey] of kernelSpecs[a.kernel].aliases ?? []) {
       const out = a.operands[outKey];

@@ -14,7 +14,7 @@ import {
   META_SKIPPED_STEPS,
   META_STEP,
   META_WORLD_SIZE,
-} from "./checkpoint-keys.js";
+} from "../checkpoint/checkpoint-keys.js";
 import type { Trainer } from "./trainer.js";
 
 // What a kiln checkpoint holds, apart from where its bytes go: files (checkpoint-state.ts)

@@ -4,25 +4,6 @@ import { writeSafetensors } from "../checkpoint/safetensors-file.js";
 import { restoreTrainerState, trainedWeightsContents, trainerCheckpointContents } from "./checkpoint-contents.js";
 import type { Trainer } from "./trainer.js";
 
-export {
-  EXP_AVG,
-  EXP_AVG_SQ,
-  META_STEP,
-  META_MODEL,
-  META_TOKENIZER,
-  META_TOKENIZER_FILES,
-  META_DATA,
-  META_DTYPE,
-  META_SKIPPED_STEPS,
-  META_LOSS_SCALE,
-  META_LOSS_SCALE_GOOD_STEPS,
-  META_WORLD_SIZE,
-  META_DATA_CURSOR,
-  META_DATA_CURSORS,
-  META_BEST_VAL_LOSS,
-  META_EVALS_SINCE_BEST,
-} from "./checkpoint-keys.js";
-
 // Checkpoint files: what they hold is checkpoint-contents.ts's (also used without a file system).
 
 /**

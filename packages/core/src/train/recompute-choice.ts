@@ -1,21 +1,14 @@
 import type { DeviceDescription, FloatDType } from "@kiln/contract";
-import type { RecomputePolicy } from "../autodiff/rematerialize.js";
+import { RECOMPUTE_POLICIES, type RecomputePolicy } from "../autodiff/rematerialize.js";
 import type { ModelConfig } from "../model/config.js";
-import { planForwardMemory, planTrainingMemory } from "./plan-training.js";
+import { chooseRunPlan } from "../run/plan-run.js";
+export { KEEP_ALL_SHARE } from "../run/plan-run.js";
 
 /** What a run may ask for: a recompute policy, or "auto" (resolveRecompute picks one). */
-export type RecomputeSetting = RecomputePolicy | "auto";
+export const RECOMPUTE_SETTINGS = ["auto", ...RECOMPUTE_POLICIES] as const;
+export type RecomputeSetting = (typeof RECOMPUTE_SETTINGS)[number];
 
-/** The share of a GPU's memory that the plan keeping every activation may fill for "auto" to keep them all. */
-export const KEEP_ALL_SHARE = 0.85;
-
-/**
- * The recompute policy a run uses. "auto" keeps every activation ("none": no forward
- * kernel runs twice) on a GPU when that plan, evaluation's extra included, fills at most
- * KEEP_ALL_SHARE of the device's memory; otherwise, and on the CPU, it recomputes the
- * element-wise outputs ("cheap": GELU, norms, SwiGLU), which a CPU's memory pays for more
- * than its time does. Any other setting is returned as it is.
- */
+/** The recompute policy a run uses: `setting`, or for "auto" the one chooseRunPlan picks (run/plan-run.ts). */
 export function resolveRecompute(
   setting: RecomputeSetting,
   model: ModelConfig,
@@ -25,9 +18,5 @@ export function resolveRecompute(
   device: Pick<DeviceDescription, "kind" | "memoryBytes">,
   lossChunkBytes?: number,
 ): RecomputePolicy {
-  if (setting !== "auto") return setting;
-  if (device.kind !== "gpu") return "cheap";
-  const keepAll = planTrainingMemory(model, batchSize, seqLen, dtype, "none", "gpu", lossChunkBytes);
-  const evaluation = planForwardMemory(model, batchSize, seqLen, dtype, keepAll.activations);
-  return keepAll.total + evaluation <= KEEP_ALL_SHARE * device.memoryBytes ? "none" : "cheap";
+  return setting === "auto" ? chooseRunPlan({ model, batchSize, seqLen, recompute: setting }, dtype, device, lossChunkBytes).recompute : setting;
 }

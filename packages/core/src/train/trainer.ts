@@ -17,6 +17,7 @@ import { assertBackendTrains } from "./training-dtype.js";
 import type { MemoryPlan } from "./memory-plan.js";
 import { TRAINER_SCALAR_BYTES, planTraining } from "./plan-training.js";
 import { type RecomputeSetting, resolveRecompute } from "./recompute-choice.js";
+import type { RunPlan } from "../run/plan-run.js";
 import { ExpertLoad } from "./expert-load.js";
 import { measureGradients, zeroGradients } from "./gradient-kernels.js";
 import { DataParallelSync } from "./data-parallel.js";
@@ -40,6 +41,11 @@ export interface TrainerConfig {
   seed: number;
   /** Activations recomputed in the backward pass instead of kept (default "auto": see resolveRecompute). */
   recompute?: RecomputeSetting;
+  /**
+   * The run's plan (planRun), made for this model, batch, sequence length, dtype and device:
+   * the trainer builds its step from it instead of planning again, and `recompute` is the plan's.
+   */
+  plan?: RunPlan;
   /**
    * The logits bytes one chunk of the training loss may hold (default 16 MiB on a CPU,
    * 1 GiB on a GPU: GPU_LOGITS_CHUNK_BYTES): less memory for the loss's logits, against
@@ -183,8 +189,8 @@ export class Trainer {
     }
     this.dtype = config.dtype ?? "f32";
     const device = backend.capabilities().device;
-    this.recompute = resolveRecompute(config.recompute ?? "auto", model, batchSize, seqLen, this.dtype, device, config.lossChunkBytes);
-    const planned = planTraining(model, batchSize, seqLen, this.dtype, this.recompute, device.kind, config.lossChunkBytes);
+    this.recompute = config.plan?.recompute ?? resolveRecompute(config.recompute ?? "auto", model, batchSize, seqLen, this.dtype, device, config.lossChunkBytes);
+    const planned = config.plan?.training ?? planTraining(model, batchSize, seqLen, this.dtype, this.recompute, device.kind, config.lossChunkBytes);
     assertBackendTrains(backend, this.dtype, planned.graph.graph);
     this.layout = planned.layout;
     this.stateLayout = planned.stateLayout;

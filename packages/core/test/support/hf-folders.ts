@@ -7,7 +7,7 @@ import type { ModelConfig } from "../../src/model/config.js";
 import { resolveModelConfig } from "../../src/model/architectures.js";
 import { paramLayout } from "../../src/model/param-layout.js";
 import { fillNormal } from "../../src/rng/philox.js";
-import { META_MODEL, META_STEP, META_TOKENIZER } from "../../src/train/checkpoint-state.js";
+import { META_MODEL, META_STEP, META_TOKENIZER } from "../../src/checkpoint/checkpoint-keys.js";
 import { hfConfigOf } from "../../src/hf/hf-config.js";
 
 export const TINY_GPT2 = resolveModelConfig({ arch: "gpt2", vocabSize: 40, hiddenSize: 16, numLayers: 2, numHeads: 2, maxSeqLen: 8 });

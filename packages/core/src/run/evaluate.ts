@@ -1,4 +1,5 @@
-import type { BatchSampler, ForwardRunner } from "@kiln/core";
+import type { BatchSampler } from "../data/batch-sampler.js";
+import type { ForwardRunner } from "../train/forward-runner.js";
 
 /**
  * Mean loss over the first `iters` validation batches (the same batches every time).

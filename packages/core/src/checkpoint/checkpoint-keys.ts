@@ -11,6 +11,8 @@ export const META_MODEL = "kiln.model";
 export const META_TOKENIZER = "kiln.tokenizer";
 /** A folder tokenizer's files (a JSON object, file name -> text): sampling and export need no other copy. */
 export const META_TOKENIZER_FILES = "kiln.tokenizer_files";
+/** The run's config file as YAML text: a run resumed from the checkpoint, or a page that loads it, reads its settings from here. */
+export const META_CONFIG = "kiln.config";
 /** What the run trained on (a file, or the built-in corpus), for model cards. */
 export const META_DATA = "kiln.data";
 /** The dtype the run trained in (its tensors here are f32 either way: master weights under bf16/f16). */

@@ -1,10 +1,4 @@
-import path from "node:path";
-import { META_BEST_VAL_LOSS, META_EVALS_SINCE_BEST } from "@kiln/core";
-
-/** The checkpoint --save-best keeps: the run's lowest val_loss so far. */
-export function bestCheckpointPath(dir: string): string {
-  return path.join(dir, "best.safetensors");
-}
+import { META_BEST_VAL_LOSS, META_EVALS_SINCE_BEST } from "../checkpoint/checkpoint-keys.js";
 
 /**
  * The run's lowest validation loss and the evaluations since it, for --save-best

@@ -1,0 +1,35 @@
+import { z } from "zod";
+import { ARCH_NAMES } from "../model/architectures.js";
+import { nonNegativeInt, positiveInt, setting } from "./setting.js";
+
+/**
+ * `model:`, Oxidizr's key names where they exist. The model's shape has no flags: the
+ * config file is the model (or --init-from brings it). Each key sets the ModelConfig field it names.
+ */
+export const MODEL_SETTINGS = {
+  arch: setting("arch", z.enum(ARCH_NAMES).optional(), { help: "architecture: gpt2 or llama (default llama)" }),
+  vocab_size: setting("vocabSize", positiveInt, { help: "token ids the model knows (at least the tokenizer's)" }),
+  hidden_size: setting("hiddenSize", positiveInt, { help: "width of the residual stream", otherNames: ["n_embd", "d_model"] }),
+  num_layers: setting("numLayers", positiveInt, { help: "transformer blocks", otherNames: ["n_layer", "num_hidden_layers"] }),
+  num_heads: setting("numHeads", positiveInt, { help: "attention heads", otherNames: ["n_head", "num_attention_heads"] }),
+  kv_heads: setting("kvHeads", positiveInt.optional(), { help: "key/value heads (grouped-query attention; default num_heads)", otherNames: ["num_key_value_heads"] }),
+  max_seq_len: setting("maxSeqLen", positiveInt, { help: "longest sequence the model takes", otherNames: ["n_positions", "max_position_embeddings"] }),
+  intermediate_size: setting("intermediateSize", positiveInt.optional(), { help: "MLP inner width (default: GPT-2 4 x hidden, Llama's SwiGLU rule)" }),
+  rope_theta: setting("ropeTheta", z.number().positive().optional(), { help: "RoPE base (Llama; default 10000)" }),
+  norm_eps: setting("normEps", z.number().positive().optional(), { help: "LayerNorm / RMSNorm epsilon", otherNames: ["rms_norm_eps", "layer_norm_epsilon"] }),
+  tie_embeddings: setting("tieEmbeddings", z.boolean().optional(), { help: "the output head shares the token embedding", otherNames: ["tie_word_embeddings"] }),
+  num_experts: setting("numExperts", nonNegativeInt.optional(), { help: "mixture of experts (Llama): experts per MLP; 0 or absent = a dense MLP", zeroIsUnset: true }),
+  experts_per_tok: setting("expertsPerToken", positiveInt.optional(), { help: "mixture of experts: experts each token is routed to (top-k; default 2)" }),
+  shared_expert_enabled: setting("sharedExpert", z.boolean().optional(), { help: "mixture of experts: an expert every token goes through besides its routed ones" }),
+  kv_latent_dim: setting("kvLatentDim", nonNegativeInt.optional(), { help: "multi-head latent attention (Llama): the key/value latent size; 0 or absent = ordinary attention", zeroIsUnset: true }),
+  q_latent_dim: setting("qLatentDim", nonNegativeInt.optional(), { help: "multi-head latent attention: the query latent size; 0 or absent = a direct query projection", zeroIsUnset: true }),
+  d_rope: setting("ropeDim", nonNegativeInt.optional(), { help: "multi-head latent attention: the RoPE slice of every query and key head", zeroIsUnset: true }),
+  mamba_layers: setting("mambaLayers", z.array(nonNegativeInt).optional(), { help: "Mamba2 (Llama): the layers (from 0) whose mixer is Mamba2 instead of attention", zeroIsUnset: true }),
+  mamba2_num_heads: setting("mamba2NumHeads", positiveInt.optional(), { help: "Mamba2 heads (default hidden x expand / head size)" }),
+  mamba2_head_dim: setting("mamba2HeadDim", positiveInt.optional(), { help: "Mamba2 head size (default 64)" }),
+  mamba2_state_size: setting("mamba2StateSize", positiveInt.optional(), { help: "Mamba2 state size per head (default 128)" }),
+  mamba2_chunk_size: setting("mamba2ChunkSize", positiveInt.optional(), { help: "tokens per chunk of the SSD scan (default 256)" }),
+  mamba2_n_groups: setting("mamba2NGroups", positiveInt.optional(), { help: "Mamba2 groups of heads sharing B and C (default 1)" }),
+  mamba2_conv_kernel: setting("mamba2ConvKernel", positiveInt.optional(), { help: "Mamba2 causal convolution taps (default 4)" }),
+  mamba2_expand: setting("mamba2Expand", positiveInt.optional(), { help: "Mamba2 inner width over hidden size (default 2)" }),
+} as const;

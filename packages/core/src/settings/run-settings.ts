@@ -1,0 +1,94 @@
+import { ConfigError } from "@kiln/contract";
+import type { ModelConfig } from "../model/config.js";
+import type { ParsedConfig } from "./config-text.js";
+import { type InitModel, checkModelAgrees, modelOfSection } from "./model-section.js";
+import type { SectionValues } from "./setting.js";
+import { type KilnConfig, SETTINGS } from "./settings-table.js";
+
+/**
+ * Values set from outside the file (a command's flags), by key, with the spelling that set
+ * each (`--seq-len`) and how it was typed (`--seq-len 32`, `--bf16`), for messages.
+ */
+export type SettingOverrides = ReadonlyMap<string, { value: unknown; from: string; typed?: string }>;
+
+type TableValues = SectionValues<typeof SETTINGS.trainer> & SectionValues<typeof SETTINGS.data>;
+
+/** Everything a training run needs, resolved from the file, the overrides and the defaults: each setting under its field name. */
+export interface RunSettings extends Omit<TableValues, "seqLen" | "minLr" | "checkpointDir"> {
+  /** Where the config came from, for messages. */
+  configPath: string;
+  /** The config's text, stored in checkpoints. */
+  configText: string;
+  model: ModelConfig;
+  /** Tokens per sequence: trainer.seq_len, else model.max_seq_len. */
+  seqLen: number;
+  /** trainer.min_learning_rate, else a tenth of the peak. */
+  minLr: number;
+  /** Where checkpoints and metrics go: trainer.checkpoint_dir, else checkpoints/<config name>. */
+  outputDir: string;
+  /** Oxidizr settings the config carries that kiln ignores (named in a warning). */
+  ignoredKeys: readonly string[];
+  /** The keys set from outside the file, with the spelling used (`--seq-len`) and as typed (`--seq-len 32`). */
+  overridden: ReadonlyMap<string, { from: string; typed: string }>;
+}
+
+/** The config with `overrides` written over the file's values. */
+export function applyOverrides(config: KilnConfig, overrides: SettingOverrides): KilnConfig {
+  const sections: Record<string, Record<string, unknown>> = { ...(config.model ? { model: { ...config.model } } : {}), trainer: { ...config.trainer }, data: { ...config.data } };
+  for (const [key, { value }] of overrides) {
+    const [section, name] = key.split(".") as [string, string];
+    sections[section] ??= {};
+    sections[section][name] = value;
+  }
+  return sections as unknown as KilnConfig;
+}
+
+/** A config file's name without folder and extension (a run's default output folder is named after it). */
+function configName(file: string): string {
+  return (file.split(/[\\/]/).pop() ?? file).replace(/\.ya?ml$/i, "");
+}
+
+/**
+ * Resolves a run's settings: `overrides` (a command's flags) over the file, the table's
+ * defaults, then the checks no single key can make (lengths, an end to training). With
+ * `init` (--init-from) the model is the one the weights come with, and the file's model
+ * section, when there is one, must agree with it.
+ */
+export function resolveSettings(parsed: ParsedConfig, overrides: SettingOverrides = new Map(), init?: InitModel): RunSettings {
+  const config = applyOverrides(parsed.config, overrides);
+  const file = parsed.path;
+  const whereOf = (key: string) => `${file} (${overrides.get(key)?.from ?? key})`;
+  if (init && config.model) checkModelAgrees(config.model, init, file);
+  if (!init && !config.model) {
+    throw new ConfigError("the config has no model section", { where: `${file} (model)`, hint: "add a model: section (kiln's models/ folder has complete configs), or start from trained weights with --init-from" });
+  }
+  const model = init?.model ?? modelOfSection(config.model!, file);
+  const values = {} as Record<string, unknown>;
+  for (const section of ["trainer", "data"] as const) {
+    const given = config[section] as Record<string, unknown>;
+    for (const [key, s] of Object.entries(SETTINGS[section])) values[s.field] = given[key];
+  }
+  const t = values as unknown as TableValues;
+  const seqLen = t.seqLen ?? model.maxSeqLen;
+  if (seqLen > model.maxSeqLen) {
+    throw new ConfigError(`seq_len ${seqLen} is longer than model.max_seq_len ${model.maxSeqLen}`, { where: whereOf("trainer.seq_len"), hint: `use --seq-len ${model.maxSeqLen} or less, or raise model.max_seq_len` });
+  }
+  if (t.maxSteps === undefined && t.numEpochs === undefined) {
+    throw new ConfigError("neither trainer.max_steps nor trainer.num_epochs is set, so training would never end", {
+      where: `${file} (trainer.max_steps)`,
+      hint: "set trainer.max_steps (or pass --max-steps), or trainer.num_epochs",
+    });
+  }
+  const { checkpointDir, ...rest } = t;
+  return {
+    ...rest,
+    configPath: file,
+    configText: parsed.text,
+    model,
+    seqLen,
+    minLr: t.minLr ?? t.lr / 10,
+    outputDir: checkpointDir ?? `checkpoints/${configName(file)}`,
+    ignoredKeys: parsed.ignoredKeys,
+    overridden: new Map([...overrides].map(([key, o]) => [key, { from: o.from, typed: o.typed ?? o.from }])),
+  };
+}
