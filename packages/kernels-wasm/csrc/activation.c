@@ -10,8 +10,8 @@
  * Using 0.5 (1 + tanh(u)) = sigmoid(2u) avoids the cancellation of 1 + tanh near
  * tanh = -1. The sigmoid is evaluated from e = exp(-|z|) <= 1, which never
  * overflows:  z >= 0: s = 1 / (1 + e), 1 - s = e s;  z < 0: s = e / (1 + e), 1 - s = 1 / (1 + e).
- * exp is a degree-6 polynomial after reduction by ln 2 (about 1 ulp); below
- * -87 it returns 0, so s saturates to exactly 0 or 1 for large |z|.
+ * exp is kiln_exp_f32x4 (kiln_math.h, within 1 ulp); it returns 0 below -87.68
+ * (subnormals from -87.34), so s saturates to exactly 0 or 1 for large |z|.
  *
  * Layout: every operand is n contiguous elements of the storage dtype
  * (f32, bf16 or f16); compute in f32 (bf16 / f16 blocks are widened to f32 on
@@ -19,6 +19,7 @@
  * group of elements is read before it is written. Threads take contiguous
  * ranges of whole 16-element blocks.
  */
+#include "kiln_math.h"
 #include "kiln_storage.h"
 
 typedef struct {
@@ -31,37 +32,13 @@ typedef struct {
   void* out1;           /* dUp (swiglu backward) */
 } ActivationArgs;
 
-/*
- * exp(x) for x <= 0; NaN stays NaN, x < -87 gives 0.
- * n = round(x / ln 2) by the 1.5 * 2^23 trick: t = x log2(e) + 1.5 * 2^23 holds n in its
- * low mantissa bits, so 2^n is (bits(t) << 23) + (127 << 23).
- */
-KILN_INLINE v128_t exp_nonpositive(v128_t x) {
-  const v128_t magic = wasm_f32x4_splat(12582912.0f);
-  const v128_t xc = wasm_f32x4_pmax(x, wasm_f32x4_splat(-87.0f)); /* pmax keeps a NaN first operand */
-  const v128_t t = KILN_MADD(magic, xc, wasm_f32x4_splat(1.44269504088896341f));
-  const v128_t n = wasm_f32x4_sub(t, magic);
-  v128_t r = KILN_MADD(xc, n, wasm_f32x4_splat(-0.693359375f));
-  r = KILN_MADD(r, n, wasm_f32x4_splat(2.12194440e-4f));
-  v128_t p = wasm_f32x4_splat(1.9875691500e-4f);
-  p = KILN_MADD(wasm_f32x4_splat(1.3981999507e-3f), p, r);
-  p = KILN_MADD(wasm_f32x4_splat(8.3334519073e-3f), p, r);
-  p = KILN_MADD(wasm_f32x4_splat(4.1665795894e-2f), p, r);
-  p = KILN_MADD(wasm_f32x4_splat(1.6666665459e-1f), p, r);
-  p = KILN_MADD(wasm_f32x4_splat(5.0000001201e-1f), p, r);
-  p = KILN_MADD(wasm_f32x4_add(r, wasm_f32x4_splat(1.0f)), wasm_f32x4_mul(p, r), r);
-  const v128_t scale = wasm_i32x4_add(wasm_i32x4_shl(t, 23), wasm_i32x4_splat(127 << 23));
-  const v128_t e = wasm_f32x4_mul(p, scale);
-  return wasm_v128_andnot(e, wasm_f32x4_lt(x, wasm_f32x4_splat(-87.0f)));
-}
-
 typedef struct {
   v128_t s;   /* sigmoid(z) */
   v128_t s1;  /* 1 - sigmoid(z) */
 } Sigmoid;
 
 KILN_INLINE Sigmoid sigmoid(v128_t z) {
-  const v128_t e = exp_nonpositive(wasm_v128_or(z, wasm_f32x4_splat(-0.0f))); /* -|z| */
+  const v128_t e = kiln_exp_f32x4(wasm_v128_or(z, wasm_f32x4_splat(-0.0f))); /* e^-|z| */
   const v128_t q = wasm_f32x4_div(wasm_f32x4_splat(1.0f), wasm_f32x4_add(wasm_f32x4_splat(1.0f), e));
   const v128_t eq = wasm_f32x4_mul(e, q);
   const v128_t negative = wasm_f32x4_lt(z, wasm_f32x4_splat(0.0f));

@@ -7,7 +7,8 @@
  * Backward, with D[t] = dOut[t]·out[t] and p recomputed as exp(s - lse):
  *   dP = dOut v^T;  dS = p (dP - D);  dQ = scale dS k;  dK = scale dS^T q;  dV = p^T dOut
  * dK and dV of kv head g sum over the query heads of its group.
- * Exponentials are taken base 2 on scores pre-multiplied by log2(e).
+ * Exponentials are taken base 2 on scores pre-multiplied by log2(e) (kiln_exp2_f32x4,
+ * kiln_math.h); lse is m ln2 + log(l) with the log in f64.
  *
  * Memory layout (elements of `dtype`: 0 f32, 1 bf16, 2 f16; row-major); D is the
  * query/key head size, DV the value/output head size (MLA: DV != D):
@@ -43,8 +44,8 @@
  * Scratch: thread t owns scratch + t * scratch_stride, at least
  * kiln_attention_scratch_bytes(T, D, DV, backward) bytes, 16-byte aligned.
  */
-#include "kiln_simd.h"
 #include "attention_io.h"
+#include "kiln_math.h"
 
 /* Register tile: MR rows x NRV f32x4 vectors (see matmul.c for the register budget). */
 #if defined(KILN_RELAXED_SIMD) && KILN_RELAXED_SIMD
@@ -177,52 +178,6 @@ static NOINLINE void gemm(int m, int n, int kc, const float* a, int lda, int tra
       }
     }
   }
-}
-
-/* ---- exp2, log ------------------------------------------------------------ */
-
-/*
- * 2^x lane-wise, relative error below 2e-7: 2^round(x) from the exponent bits
- * times a degree-5 polynomial on [-1/2, 1/2]. x is clamped to [-127, 127];
- * 2^-127 and below give 0 (and so does -inf); NaN stays NaN.
- */
-KILN_INLINE v128_t exp2_f32x4(v128_t x) {
-  /* pmin/pmax with x first keep a NaN x and are one instruction each (min/max are several). */
-  x = wasm_f32x4_pmin(wasm_f32x4_pmax(x, wasm_f32x4_splat(-127.0f)), wasm_f32x4_splat(127.0f));
-  /* Adding 1.5 * 2^23 rounds x to an integer n held in the low mantissa bits. */
-  const v128_t shifter = wasm_f32x4_splat(12582912.0f);
-  const v128_t t = wasm_f32x4_add(x, shifter);
-  const v128_t f = wasm_f32x4_sub(x, wasm_f32x4_sub(t, shifter));
-  v128_t p = wasm_f32x4_splat(1.326697993e-3f);
-  p = KILN_MADD(wasm_f32x4_splat(9.675469400e-3f), p, f);
-  p = KILN_MADD(wasm_f32x4_splat(5.550742675e-2f), p, f);
-  p = KILN_MADD(wasm_f32x4_splat(2.402212158e-1f), p, f);
-  p = KILN_MADD(wasm_f32x4_splat(6.931469491e-1f), p, f);
-  p = KILN_MADD(wasm_f32x4_splat(1.0f), p, f);
-  const v128_t pow2n = wasm_i32x4_add(wasm_i32x4_shl(t, 23), wasm_i32x4_splat(0x3f800000));
-  return wasm_f32x4_mul(p, pow2n);
-}
-
-KILN_INLINE float exp2_f32(float x) { return wasm_f32x4_extract_lane(exp2_f32x4(wasm_f32x4_splat(x)), 0); }
-
-/* Natural log of a positive finite x, in f64 (one per query row). */
-static float log_f32(float x) {
-  uint32_t bits = attn_f32_bits(x);
-  int e = 0;
-  if ((bits & 0x7f800000) == 0) { /* subnormal: renormalise */
-    x *= 0x1p32f;
-    bits = attn_f32_bits(x);
-    e = -32;
-  }
-  e += (int)((bits >> 23) & 0xff) - 127;
-  double m = (double)attn_bits_f32((bits & 0x007fffff) | 0x3f800000); /* [1, 2) */
-  if (m > 1.4142135623730951) {
-    m *= 0.5;
-    e += 1;
-  }
-  const double s = (m - 1.0) / (m + 1.0), s2 = s * s;
-  const double series = s * (2.0 + s2 * (2.0 / 3 + s2 * (2.0 / 5 + s2 * (2.0 / 7 + s2 * (2.0 / 9 + s2 * (2.0 / 11 + s2 * (2.0 / 13)))))));
-  return (float)(e * 0.69314718055994531 + series);
 }
 
 KILN_INLINE float hmax(v128_t v) {
@@ -419,12 +374,12 @@ static NOINLINE void softmax_tile_row(Work* w, const Dims* d, int i, int valid) 
   v128_t vsum = wasm_f32x4_splat(0.0f);
   const int end = round_up(valid, 4);
   for (int j = 0; j < end; j += 4) {
-    const v128_t p = exp2_f32x4(wasm_f32x4_sub(wasm_v128_load(srow + j), vm));
+    const v128_t p = kiln_exp2_f32x4(wasm_f32x4_sub(wasm_v128_load(srow + j), vm));
     vsum = wasm_f32x4_add(vsum, p);
     wasm_v128_store(srow + j, p);
   }
   zero_floats(srow + end, (size_t)(BK - end));
-  const float alpha = exp2_f32(m_old - m_new);
+  const float alpha = kiln_exp2_f32(m_old - m_new);
   w->l[i] = w->l[i] * alpha + hsum(vsum);
   w->m[i] = m_new;
   if (alpha != 1.0f) {
@@ -459,7 +414,7 @@ static void forward_block(const AttentionArgs* a, const Dims* d, Work* w, KvCach
   for (int i = 0; i < nq; i++) {
     const size_t row = (size_t)b * d->T + q0 + i;
     attn_store_row(a->out, row * d->out_stride + (size_t)h * d->DV, d->DV, a->dtype, w->o + (size_t)i * d->vpad, 1.0f / w->l[i]);
-    a->lse[((size_t)b * a->heads + h) * d->T + q0 + i] = w->m[i] * LN2 + log_f32(w->l[i]);
+    a->lse[((size_t)b * a->heads + h) * d->T + q0 + i] = w->m[i] * LN2 + (float)kiln_log(w->l[i]);
   }
 }
 
@@ -512,7 +467,7 @@ static NOINLINE void gradient_tile_row(Work* w, int i, int valid, float c) {
   const v128_t vc = wasm_f32x4_splat(c), vlse = wasm_f32x4_splat(w->l[i]), vd = wasm_f32x4_splat(w->m[i]);
   const int end = round_up(valid, 4);
   for (int j = 0; j < end; j += 4) {
-    v128_t p = exp2_f32x4(wasm_f32x4_sub(wasm_f32x4_mul(wasm_v128_load(srow + j), vc), vlse));
+    v128_t p = kiln_exp2_f32x4(wasm_f32x4_sub(wasm_f32x4_mul(wasm_v128_load(srow + j), vc), vlse));
     if (j + 4 > valid) p = wasm_v128_and(p, lanes_below(j, valid));
     wasm_v128_store(srow + j, p);
     wasm_v128_store(dprow + j, wasm_f32x4_mul(p, wasm_f32x4_sub(wasm_v128_load(dprow + j), vd)));

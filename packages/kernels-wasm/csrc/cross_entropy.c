@@ -18,6 +18,7 @@
  * elements and in f64 across blocks; lse is m + log(sum) in f64.
  * Threads take contiguous blocks of rows.
  */
+#include "kiln_math.h"
 #include "kiln_storage.h"
 
 typedef struct {

@@ -1,8 +1,7 @@
 /*
  * Storage dtypes for the elementwise, reduction, loss, optimizer and
- * conversion kernels: f32x4 loads and stores that convert on the way, a
- * vector exp and a scalar log (the build has no libm), and the split of a
- * range among threads.
+ * conversion kernels: f32x4 loads and stores that convert on the way, and the
+ * split of a range among threads (exp and log: kiln_math.h).
  *
  * Dtype codes (mirrored in src/storage-dtype.ts):
  *   0 f32   4 bytes, IEEE binary32
@@ -150,63 +149,6 @@ KILN_INLINE float kiln_hmax(v128_t v) {
   v = wasm_f32x4_pmax(v, wasm_i32x4_shuffle(v, v, 2, 3, 0, 1));
   v = wasm_f32x4_pmax(v, wasm_i32x4_shuffle(v, v, 1, 0, 3, 2));
   return wasm_f32x4_extract_lane(v, 0);
-}
-
-/* ---- math ---- */
-
-/* e^x on four lanes, within 2 ulp of the f32 result: x = n ln2 + r with
- * |r| <= ln2/2, e^r by a degree-6 polynomial, 2^n put into the exponent.
- * Inputs are clamped to [-87.3, 88]: below, the result is ~1e-38 instead of a
- * subnormal or 0; NaN stays NaN. */
-KILN_INLINE v128_t kiln_exp_f32x4(v128_t x) {
-  x = wasm_f32x4_pmax(x, wasm_f32x4_splat(-87.33654f));
-  x = wasm_f32x4_pmin(x, wasm_f32x4_splat(88.0f));
-  /* n = round(x log2 e), to nearest even like f32x4.nearest: adding 1.5 * 2^23 leaves n in
-   * t's low mantissa bits, so (bits(t) << 23) + (127 << 23) is 2^n without a float-to-int
-   * conversion (V8 expands trunc_sat into several instructions). */
-  const v128_t shifter = wasm_f32x4_splat(12582912.0f);
-  const v128_t t = wasm_f32x4_add(wasm_f32x4_mul(x, wasm_f32x4_splat(1.44269504088896341f)), shifter);
-  const v128_t n = wasm_f32x4_sub(t, shifter);
-  v128_t r = KILN_MADD(x, n, wasm_f32x4_splat(-0.693359375f));
-  r = KILN_MADD(r, n, wasm_f32x4_splat(2.12194440e-4f));
-  v128_t p = wasm_f32x4_splat(1.9875691500e-4f);
-  p = KILN_MADD(wasm_f32x4_splat(1.3981999507e-3f), p, r);
-  p = KILN_MADD(wasm_f32x4_splat(8.3334519073e-3f), p, r);
-  p = KILN_MADD(wasm_f32x4_splat(4.1665795894e-2f), p, r);
-  p = KILN_MADD(wasm_f32x4_splat(1.6666665459e-1f), p, r);
-  p = KILN_MADD(wasm_f32x4_splat(5.0000001201e-1f), p, r);
-  const v128_t r2 = wasm_f32x4_mul(r, r);
-  const v128_t y = wasm_f32x4_add(KILN_MADD(r, p, r2), wasm_f32x4_splat(1.0f));
-  const v128_t scale = wasm_i32x4_add(wasm_i32x4_shl(t, 23), wasm_i32x4_splat(127 << 23));
-  return wasm_f32x4_mul(y, scale);
-}
-
-/* Natural log in f64 for x > 0 (normal numbers): x = 2^e m with m in
- * [sqrt(1/2), sqrt(2)), log m = 2 atanh(s), s = (m-1)/(m+1), |s| < 0.172,
- * by its series to s^15 (relative error below 1e-13). 0 gives -inf, +inf
- * gives +inf, negatives and NaN give NaN. */
-KILN_INLINE double kiln_log(double x) {
-  if (!(x > 0)) return x == 0 ? -__builtin_inf() : __builtin_nan("");
-  if (x == __builtin_inf()) return x;
-  union { double d; uint64_t u; } b = {x};
-  int e = (int)((b.u >> 52) & 0x7ff) - 1023;
-  b.u = (b.u & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
-  double m = b.d;
-  if (m > 1.41421356237309505) {
-    m *= 0.5;
-    e += 1;
-  }
-  const double s = (m - 1.0) / (m + 1.0);
-  const double s2 = s * s;
-  double t = 1.0 / 15;
-  t = t * s2 + 1.0 / 13;
-  t = t * s2 + 1.0 / 11;
-  t = t * s2 + 1.0 / 9;
-  t = t * s2 + 1.0 / 7;
-  t = t * s2 + 1.0 / 5;
-  t = t * s2 + 1.0 / 3;
-  t = t * s2 + 1.0;
-  return (double)e * 0.693147180559945309 + 2.0 * s * t;
 }
 
 /* ---- threads ---- */

@@ -29,6 +29,7 @@
  * Each row is built in f32 in the thread's scratch and stored (rounded) once.
  * Sums over e run in four f32 lanes, then across lanes; sums over j in j order.
  */
+#include "kiln_math.h"
 #include "kiln_storage.h"
 
 /* Host-written argument blocks; mirrored in src/backend-moe-route.ts. */

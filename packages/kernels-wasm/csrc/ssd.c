@@ -42,7 +42,7 @@ static void forward_head(const SsdArgs* a, const SsdDims* d, size_t b, size_t h,
   float* lam = dt + Q4;
   float* coef = lam + Q4;
   const size_t g = h / d->hpg;
-  const float A = -ssd_exp(kiln_load1(a->a_log, h, dtc));
+  const float A = -kiln_exp_f32(kiln_load1(a->a_log, h, dtc));
   const float bias = kiln_load1(a->dt_bias, h, dtc);
   const float Dh = kiln_load1(a->d, h, dtc);
   ssd_zero(S, P * N4);
@@ -68,7 +68,7 @@ static void forward_head(const SsdArgs* a, const SsdDims* d, size_t b, size_t h,
         const v128_t dec = kiln_exp_f32x4(wasm_f32x4_sub(lt, wasm_v128_load(lam + s)));
         wasm_v128_store(wr + s, wasm_f32x4_mul(wasm_f32x4_mul(wasm_v128_load(wr + s), dec), wasm_v128_load(dt + s)));
       }
-      const float eL = ssd_exp(lam[t]);
+      const float eL = kiln_exp_f32(lam[t]);
       ssd_dots(ct, S, N4, P, N4, yrow);
       for (size_t p = P; p < P4; p++) yrow[p] = 0.0f;
       ssd_scale(yrow, eL, P4);
@@ -78,8 +78,8 @@ static void forward_head(const SsdArgs* a, const SsdDims* d, size_t b, size_t h,
     }
     /* the state leaving the chunk */
     const float E = lam[len - 1];
-    const float eE = ssd_exp(E);
-    for (size_t s = 0; s < len; s++) coef[s] = ssd_exp(E - lam[s]) * dt[s];
+    const float eE = kiln_exp_f32(E);
+    for (size_t s = 0; s < len; s++) coef[s] = kiln_exp_f32(E - lam[s]) * dt[s];
     for (size_t p = 0; p < P; p++) {
       float* row = S + p * N4;
       ssd_scale(row, eE, N4);

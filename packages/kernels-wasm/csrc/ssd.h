@@ -1,7 +1,7 @@
 /*
  * ssd: what ssdScanForward (csrc/ssd.c) and ssdScanBackward (csrc/ssd_backward.c) share:
  * the argument block, the dimensions, each thread's scratch layout, the scalar
- * softplus / sigmoid / exp, the chunk's dt and running sum of dt·A, and row loads, stores,
+ * softplus / sigmoid, the chunk's dt and running sum of dt·A, and row loads, stores,
  * dot products and axpys on f32x4 lanes.
  *
  * Every row copied into scratch (x, dy, B, C, states) is padded with zeros to a
@@ -11,6 +11,7 @@
 #ifndef KILN_SSD_H
 #define KILN_SSD_H
 
+#include "kiln_math.h"
 #include "kiln_storage.h"
 
 /* Host-written argument block; mirrored in src/backend-ssd.ts. */
@@ -70,18 +71,16 @@ KILN_INLINE SsdDims ssd_dims(const SsdArgs* a) {
 
 /* ---- scalar math ------------------------------------------------------------- */
 
-KILN_INLINE float ssd_exp(float x) { return wasm_f32x4_extract_lane(kiln_exp_f32x4(wasm_f32x4_splat(x)), 0); }
-
 /* softplus(v) = v past 20, else log1p(exp(v)) (its series when exp(v) is tiny). */
 KILN_INLINE float ssd_softplus(float v) {
   if (v > 20.0f) return v;
-  const float e = ssd_exp(v);
+  const float e = kiln_exp_f32(v);
   if (e < 1e-4f) return e * (1.0f - e * (0.5f - e * (1.0f / 3.0f)));
   return (float)kiln_log(1.0 + (double)e);
 }
 
 /* softplus' derivative: 1 past 20. */
-KILN_INLINE float ssd_sigmoid(float v) { return v > 20.0f ? 1.0f : 1.0f / (1.0f + ssd_exp(-v)); }
+KILN_INLINE float ssd_sigmoid(float v) { return v > 20.0f ? 1.0f : 1.0f / (1.0f + kiln_exp_f32(-v)); }
 
 /*
  * Tokens [t0, t0 + len) of (b, h): dt[i] = softplus(dtRaw + bias), lam[i] = sum_{r <= i} dt[r]·A

@@ -82,10 +82,10 @@ static void backward_chunk(const SsdArgs* a, const SsdDims* d, const Work* k, si
     ssd_load_row(Bt + i * N4, a->b, r * d->bs + g * N, N, dtc);
     ssd_load_row(Ct + i * N4, a->c, r * d->bs + g * N, N, dtc);
   }
-  const float E = lam[len - 1], eEall = ssd_exp(E);
+  const float E = lam[len - 1], eEall = kiln_exp_f32(E);
   for (size_t s = 0; s < len; s++) {
-    k->eE[s] = ssd_exp(E - lam[s]);
-    k->eL[s] = ssd_exp(lam[s]);
+    k->eE[s] = kiln_exp_f32(E - lam[s]);
+    k->eL[s] = kiln_exp_f32(lam[s]);
   }
 
   /* W1, W2, dyx over s <= t (lanes past t are not read) */
@@ -192,7 +192,7 @@ static void backward_group(const SsdArgs* a, const SsdDims* d, const Work* k, si
   ssd_zero(k->dBacc, L * N4);
   ssd_zero(k->dCacc, L * N4);
   for (size_t h = g * d->hpg; h < (g + 1) * d->hpg; h++) {
-    const float A = -ssd_exp(kiln_load1(a->a_log, h, dtc));
+    const float A = -kiln_exp_f32(kiln_load1(a->a_log, h, dtc));
     const float bias = kiln_load1(a->dt_bias, h, dtc);
     const float Dh = kiln_load1(a->d, h, dtc);
     float sums[3] = {0.0f, 0.0f, 0.0f};

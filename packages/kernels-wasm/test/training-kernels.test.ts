@@ -58,6 +58,29 @@ describe("loss, reduction and conversion kernels beyond the conformance shapes",
     expect(d[0]).toBeCloseTo(Math.exp(x[0]) - 1, 6);
   });
 
+  it("takes exp below f32's normal range to subnormals, then 0 (crossEntropyBackward with lse 0)", async () => {
+    const x = Float32Array.from({ length: 4096 }, (_, i) => -87 - (20 * i) / 4095);
+    x[0] = 0; // the target's element: exp(0) - 1
+    x[1] = -Infinity;
+    const n = x.length;
+    const dLogits = empty(4 * n);
+    backend.kernels.crossEntropyBackward({
+      logits: upload(x), targets: upload(new Int32Array([0])), lse: upload(new Float32Array([0])), dLogits, rows: 1, vocab: n, lossScale: 1, dtype: "f32",
+    });
+    const d = await download(dLogits, new Float32Array(n));
+    expect(d[0]).toBe(0);
+    expect(d[1]).toBe(0);
+    let subnormals = 0;
+    for (let i = 2; i < n; i++) {
+      if (x[i] <= -87.7) expect(d[i], `exp(${x[i]})`).toBe(0);
+      else if (x[i] >= -87.66) {
+        expect(Math.abs(d[i] - Math.exp(x[i])), `exp(${x[i]})`).toBeLessThanOrEqual(2 ** -148);
+        if (d[i] < 2 ** -126) subnormals++;
+      }
+    }
+    expect(subnormals).toBeGreaterThan(50);
+  });
+
   it("gets lse and losses of GPT-2-sized rows (vocab 50257) to f32 rounding", async () => {
     const rows = 3, vocab = 50257;
     const rand = lcg(7);
