@@ -27,7 +27,7 @@
 
 /* Host-written argument block; mirrored in src/backend-grouped-matmul.ts. */
 typedef struct {
-  int32_t rows, n, k, groups, dtype;  /* dtype: MM_F32, MM_BF16 or MM_F16 */
+  int32_t rows, n, k, groups, dtype;  /* dtype: KILN_DT_F32, KILN_DT_BF16 or KILN_DT_F16 */
   const void* a;
   const void* b;          /* forward: B;  weight grad: dC */
   void* c;                /* forward: C;  weight grad: dB */
@@ -48,7 +48,7 @@ typedef struct {
 #define VECTOR_ROWS 16
 #endif
 
-KILN_INLINE size_t elem_bytes(int dt) { return dt == MM_F32 ? 4 : 2; }
+KILN_INLINE size_t elem_bytes(int dt) { return dt == KILN_DT_F32 ? 4 : 2; }
 
 /* A matmul argument block for one matrix, with everything but the shape and operands filled in. */
 KILN_INLINE MatmulArgs one_matrix(const GroupedArgs* a, int trans_a, int trans_b, int accumulate) {
@@ -112,17 +112,17 @@ KILN_INLINE void grouped_weight_grad(const GroupedArgs* a, int thread, int nthre
 KILN_EXPORT(kiln_grouped_matmul)
 void kiln_grouped_matmul(const GroupedArgs* a, int thread, int nthreads) {
   switch (a->dtype) {
-    case MM_F32: grouped_forward(a, thread, nthreads, MM_F32); break;
-    case MM_BF16: grouped_forward(a, thread, nthreads, MM_BF16); break;
-    case MM_F16: grouped_forward(a, thread, nthreads, MM_F16); break;
+    case KILN_DT_F32: grouped_forward(a, thread, nthreads, KILN_DT_F32); break;
+    case KILN_DT_BF16: grouped_forward(a, thread, nthreads, KILN_DT_BF16); break;
+    case KILN_DT_F16: grouped_forward(a, thread, nthreads, KILN_DT_F16); break;
   }
 }
 
 KILN_EXPORT(kiln_grouped_matmul_weight_grad)
 void kiln_grouped_matmul_weight_grad(const GroupedArgs* a, int thread, int nthreads) {
   switch (a->dtype) {
-    case MM_F32: grouped_weight_grad(a, thread, nthreads, MM_F32); break;
-    case MM_BF16: grouped_weight_grad(a, thread, nthreads, MM_BF16); break;
-    case MM_F16: grouped_weight_grad(a, thread, nthreads, MM_F16); break;
+    case KILN_DT_F32: grouped_weight_grad(a, thread, nthreads, KILN_DT_F32); break;
+    case KILN_DT_BF16: grouped_weight_grad(a, thread, nthreads, KILN_DT_BF16); break;
+    case KILN_DT_F16: grouped_weight_grad(a, thread, nthreads, KILN_DT_F16); break;
   }
 }

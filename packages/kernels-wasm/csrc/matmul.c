@@ -11,10 +11,11 @@
  * broadcasts one matrix). bias (length n, optional) is added to every row.
  *
  * Storage: A, B and bias are in the entry's dtype (kiln_matmul_f32, _bf16,
- * _f16; see matmul_dtype.h); C is too, or f32 with 16-bit A and B when
- * MatmulArgs.c_f32 is set (parameter gradients kept in f32). Products and
- * sums are f32; a 16-bit C is rounded once, to nearest even, when its final
- * value is stored; an f32 C is read and written without any rounding.
+ * _f16; dtypes and conversions in kiln_storage.h); C is too, or f32 with
+ * 16-bit A and B when MatmulArgs.c_f32 is set (parameter gradients kept in
+ * f32). Products and sums are f32; a 16-bit C is rounded once, to nearest
+ * even, when its final value is stored; an f32 C is read and written without
+ * any rounding.
  *
  * Algorithm (the BLIS/Goto loop nest):
  *   jc over n in NC columns
@@ -147,13 +148,13 @@ __attribute__((noinline)) static void gemm_rect(const MatmulArgs* g, const float
     const int nc = kiln_min(NC, n1 - jc);
     for (int pc = 0; pc < k; pc += KC) {
       const int kc = kiln_min(KC, k - pc);
-      pack_b(b, ldb, g->trans_b, pc, kc, jc, nc, s->bp, MM_F32);
+      pack_b(b, ldb, g->trans_b, pc, kc, jc, nc, s->bp, KILN_DT_F32);
       /* The first k block applies accumulate and bias; later ones add on. */
       const int keep_c = pc > 0 || g->accumulate;
       const float* bias = pc == 0 && g_bias ? g_bias + jc : NULL;
       for (int ic = m0; ic < m1; ic += MC) {
         const int mc = kiln_min(MC, m1 - ic);
-        pack_a(a, lda, g->trans_a, ic, mc, pc, kc, s->ap, MM_F32);
+        pack_a(a, lda, g->trans_a, ic, mc, pc, kc, s->ap, KILN_DT_F32);
         panel_block(g, s, s->bp, c, ic, mc, kc, jc, 0, nc, keep_c, bias);
       }
     }
@@ -166,18 +167,18 @@ __attribute__((noinline)) static void gemm_rect(const MatmulArgs* g, const float
                                              int m0, int m1, int n0, int n1, const Scratch* s) {                \
     gemm_rect_half(g, a, b, c, m0, m1, n0, n1, s, dt, ct);                                                      \
   }
-GEMM_RECT_HALF(gemm_rect_bf16, MM_BF16, MM_BF16)
-GEMM_RECT_HALF(gemm_rect_f16, MM_F16, MM_F16)
+GEMM_RECT_HALF(gemm_rect_bf16, KILN_DT_BF16, KILN_DT_BF16)
+GEMM_RECT_HALF(gemm_rect_f16, KILN_DT_F16, KILN_DT_F16)
 
 /* C's dtype: the entry's, or f32 for 16-bit A and B when c_f32 is set. */
-KILN_INLINE int c_dtype(const MatmulArgs* g, int dt) { return g->c_f32 ? MM_F32 : dt; }
+KILN_INLINE int c_dtype(const MatmulArgs* g, int dt) { return g->c_f32 ? KILN_DT_F32 : dt; }
 
 /* C(m0:m1, n0:n1) of one batch item (a, b, c its first elements) by the function for dt and C's dtype. */
 static void gemm_rect_any(const MatmulArgs* g, const void* a, const void* b, void* c, int m0, int m1, int n0, int n1,
                           const Scratch* s, int dt) {
   const int wide = g->c_f32;
-  if (dt == MM_F32) gemm_rect(g, (const float*)a, (const float*)b, (float*)c, m0, m1, n0, n1, s);
-  else if (dt == MM_BF16) (wide ? kiln_gemm_rect_bf16_c_f32 : gemm_rect_bf16)(g, a, b, c, m0, m1, n0, n1, s);
+  if (dt == KILN_DT_F32) gemm_rect(g, (const float*)a, (const float*)b, (float*)c, m0, m1, n0, n1, s);
+  else if (dt == KILN_DT_BF16) (wide ? kiln_gemm_rect_bf16_c_f32 : gemm_rect_bf16)(g, a, b, c, m0, m1, n0, n1, s);
   else (wide ? kiln_gemm_rect_f16_c_f32 : gemm_rect_f16)(g, a, b, c, m0, m1, n0, n1, s);
 }
 
@@ -275,7 +276,7 @@ __attribute__((noinline)) static void gemm_shared(const MatmulArgs* g, const flo
         const uint32_t t = __atomic_fetch_add(pack_tickets, 1, __ATOMIC_RELAXED) - p->pack_base;
         if (t >= pieces) break;
         const int lo = (int)t * PACK_SLIVERS * NR, cols = kiln_min(PACK_SLIVERS * NR, nc - lo);
-        pack_b(b, ldb, g->trans_b, pc, kc, jc + lo, cols, bp + lo * kc, MM_F32);
+        pack_b(b, ldb, g->trans_b, pc, kc, jc + lo, cols, bp + lo * kc, KILN_DT_F32);
       }
       p->pack_base += pieces + (uint32_t)nthreads;
       shared_barrier(g, p, nthreads);
@@ -288,7 +289,7 @@ __attribute__((noinline)) static void gemm_shared(const MatmulArgs* g, const flo
         if (t >= blocks) break;
         const int ib = (int)(t / (uint32_t)cblocks), cb = (int)(t % (uint32_t)cblocks);
         const int ic = ib * MC, mc = kiln_min(MC, m - ic);
-        if (ib != packed) pack_a(a, lda, g->trans_a, ic, mc, pc, kc, s->ap, MM_F32), packed = ib;
+        if (ib != packed) pack_a(a, lda, g->trans_a, ic, mc, pc, kc, s->ap, KILN_DT_F32), packed = ib;
         panel_block(g, s, bp, c, ic, mc, kc, jc, cb * w, kiln_min(nc, (cb + 1) * w), keep_c, bias);
       }
       p->base += blocks + (uint32_t)nthreads;
@@ -358,7 +359,7 @@ KILN_INLINE void matmul_item_part(const MatmulArgs* g, int i, int part, int part
   const void* b = mm_at(g->b, (size_t)i * g->stride_b, dt);
   void* c = mm_at_mut(g->c, (size_t)i * g->stride_c, ct);
   /* A 16-bit vector operand is converted into Bp first, so it must fit there; a one-row op(A) read down a column of a wider A takes the GEMM. */
-  if ((g->m == 1 || g->n == 1) && g->k > 0 && (dt == MM_F32 || g->k <= BP_FLOATS) && !(g->m == 1 && g->trans_a && g->lda != 1)) {
+  if ((g->m == 1 || g->n == 1) && g->k > 0 && (dt == KILN_DT_F32 || g->k <= BP_FLOATS) && !(g->m == 1 && g->trans_a && g->lda != 1)) {
     matvec_part(g, a, b, c, part, parts, s->bp, dt, ct);
     return;
   }
@@ -379,7 +380,7 @@ void kiln_gemm_rect(const MatmulArgs* g, int m0, int m1, int n0, int n1, int thr
 void kiln_gemm_row(const MatmulArgs* g, int row, int n0, int n1, int thread, int dt) {
   const Scratch s = thread_scratch(g, thread);
   /* A 16-bit row of A is converted into Bp first, so it must fit there. */
-  if (g->trans_a || g->bias || (dt != MM_F32 && g->k > BP_FLOATS)) {
+  if (g->trans_a || g->bias || (dt != KILN_DT_F32 && g->k > BP_FLOATS)) {
     kiln_gemm_rect(g, row, row + 1, n0, n1, thread, dt);
     return;
   }
@@ -407,15 +408,15 @@ KILN_INLINE void matmul_entry(const MatmulArgs* g, int thread, int nthreads, int
     return;
   }
   SharedProgress progress = {0, 0, 0};
-  SharedProgress* shared = nthreads > 1 && dt == MM_F32 ? &progress : NULL;
+  SharedProgress* shared = nthreads > 1 && dt == KILN_DT_F32 ? &progress : NULL;
   for (int i = 0; i < batch; i++) matmul_item_part(g, i, thread, nthreads, &s, dt, shared);
 }
 
 KILN_EXPORT(kiln_matmul_f32)
-void kiln_matmul_f32(const MatmulArgs* g, int thread, int nthreads) { matmul_entry(g, thread, nthreads, MM_F32); }
+void kiln_matmul_f32(const MatmulArgs* g, int thread, int nthreads) { matmul_entry(g, thread, nthreads, KILN_DT_F32); }
 
 KILN_EXPORT(kiln_matmul_bf16)
-void kiln_matmul_bf16(const MatmulArgs* g, int thread, int nthreads) { matmul_entry(g, thread, nthreads, MM_BF16); }
+void kiln_matmul_bf16(const MatmulArgs* g, int thread, int nthreads) { matmul_entry(g, thread, nthreads, KILN_DT_BF16); }
 
 KILN_EXPORT(kiln_matmul_f16)
-void kiln_matmul_f16(const MatmulArgs* g, int thread, int nthreads) { matmul_entry(g, thread, nthreads, MM_F16); }
+void kiln_matmul_f16(const MatmulArgs* g, int thread, int nthreads) { matmul_entry(g, thread, nthreads, KILN_DT_F16); }

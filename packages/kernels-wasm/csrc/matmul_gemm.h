@@ -28,9 +28,9 @@ typedef struct {
 
 /*
  * The functions below treat `g` as one matrix (batch item 0; batch and the
- * strides are ignored), use thread `thread`'s scratch, and take dt = MM_F32,
- * MM_BF16 or MM_F16, the dtype of A, B and bias (C's is f32 when g->c_f32,
- * else dt). Every element of C is summed in the same order whatever
+ * strides are ignored), use thread `thread`'s scratch, and take dt =
+ * KILN_DT_F32, KILN_DT_BF16 or KILN_DT_F16, the dtype of A, B and bias (C's
+ * is f32 when g->c_f32, else dt). Every element of C is summed in the same order whatever
  * the rectangle or part, so results do not depend on the thread count.
  */
 

@@ -47,7 +47,7 @@ KILN_INLINE void tile_product(int kc, const float* restrict ap, const float* res
 #define TO_C 1    /* last k block: rounded once into C */
 
 /*
- * 16-bit A, B and bias (dtype dt), C in ct (dt or MM_F32):
+ * 16-bit A, B and bias (dtype dt), C in ct (dt or KILN_DT_F32):
  * x = alpha * acc + (from == FROM_CP ? Cp : (accumulate ? C : 0) + bias), then x
  * goes to Cp or to C(rows x cols), rounded when ct is 16-bit. C and bias are
  * touched only inside the tile's rows and cols.
@@ -69,14 +69,14 @@ KILN_INLINE void register_tile_half(int kc, const float* restrict ap, const floa
       if (from == FROM_CP) {
         x = wasm_f32x4_add(x, wasm_v128_load(cp + r * NC + 4 * v));
       } else if (n == 4) {
-        if (accumulate) x = wasm_f32x4_add(x, mm_load4(c, at, ct));
-        if (bias) x = wasm_f32x4_add(x, mm_load4(bias, 4 * v, dt));
+        if (accumulate) x = wasm_f32x4_add(x, kiln_load4(c, at, ct));
+        if (bias) x = wasm_f32x4_add(x, kiln_load4(bias, 4 * v, dt));
       } else if (n > 0) {
         if (accumulate) x = wasm_f32x4_add(x, mm_load_n(c, at, n, ct));
         if (bias) x = wasm_f32x4_add(x, mm_load_n(bias, 4 * v, n, dt));
       }
       if (to == TO_CP) wasm_v128_store(cp + r * NC + 4 * v, x);
-      else if (n == 4) mm_store4(c, at, x, ct);
+      else if (n == 4) kiln_store4(c, at, x, ct);
       else if (n > 0) mm_store_n(c, at, x, n, ct);
     }
   }
@@ -91,7 +91,7 @@ KILN_INLINE void half_block(const MatmulArgs* g, void* c, int ldc, int ic, int i
     const uint16_t* bias_j = bias ? bias + jc + jr : NULL;
     for (int ir = 0; ir < mc; ir += MR) {
       const int rows = kiln_min(MR, mc - ir);
-      void* ctile = ct == MM_F32 ? (void*)((float*)c + (size_t)(ic + ir) * ldc + jc + jr)
+      void* ctile = ct == KILN_DT_F32 ? (void*)((float*)c + (size_t)(ic + ir) * ldc + jc + jr)
                                   : (void*)((uint16_t*)c + (size_t)(ic + ir) * ldc + jc + jr);
       float* cptile = s->cp + (size_t)(ic - ib + ir) * NC + jr;
       register_tile_half(kc, s->ap + ir * kc, bsliver, ctile, ldc, cptile, rows, cols, g->alpha, from, to,
@@ -102,7 +102,7 @@ KILN_INLINE void half_block(const MatmulArgs* g, void* c, int ldc, int ic, int i
 
 /*
  * C(m0:m1, n0:n1) of one batch item, A and B in a 16-bit dtype dt, C in ct (dt or
- * MM_F32): partial sums stay in f32 (Cp) until the last k block.
+ * KILN_DT_F32): partial sums stay in f32 (Cp) until the last k block.
  */
 KILN_INLINE void gemm_rect_half(const MatmulArgs* g, const uint16_t* a, const uint16_t* b, void* c, int m0,
                                 int m1, int n0, int n1, const Scratch* s, int dt, int ct) {
@@ -116,8 +116,8 @@ KILN_INLINE void gemm_rect_half(const MatmulArgs* g, const uint16_t* a, const ui
     for (int i = m0; i < m1; i++)
       for (int j = n0; j < n1; j++) {
         const size_t at = (size_t)i * ldc + j;
-        const float x = (g->accumulate ? mm_load1(c, at, ct) : 0.0f) + (bias ? mm_load1(bias, j, dt) : 0.0f);
-        mm_store1(c, at, x, ct);
+        const float x = (g->accumulate ? kiln_load1(c, at, ct) : 0.0f) + (bias ? kiln_load1(bias, j, dt) : 0.0f);
+        kiln_store1(c, at, x, ct);
       }
     return;
   }

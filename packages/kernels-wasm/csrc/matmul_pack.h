@@ -5,8 +5,8 @@
  * needs a bounds check; 16-bit A and B are converted to f32 here):
  *   Ap: sliver s holds rows s*MR..s*MR+MR-1, stored p-major: Ap[s][p][r]
  *   Bp: sliver s holds cols s*NR..s*NR+NR-1, stored p-major: Bp[s][p][c]
- * Every function takes the dtype of A or B (MM_* in matmul_dtype.h) as a
- * constant and inlines to that dtype's code.
+ * Every function takes the dtype of A or B (KILN_DT_* in kiln_storage.h) as
+ * a constant and inlines to that dtype's code.
  */
 #ifndef KILN_MATMUL_PACK_H
 #define KILN_MATMUL_PACK_H
@@ -78,9 +78,9 @@ KILN_INLINE void transpose4(v128_t* r0, v128_t* r1, v128_t* r2, v128_t* r3) {
  * into 4 * MR floats in Ap's order: dst[q * MR + r] = row r, step p + q (MR = 3 or 4).
  */
 KILN_INLINE void interleave_rows4(const void* a, size_t at, int lda, float* dst, int dt) {
-  v128_t x0 = mm_load4(a, at, dt), x1 = mm_load4(a, at + lda, dt), x2 = mm_load4(a, at + 2 * (size_t)lda, dt);
+  v128_t x0 = kiln_load4(a, at, dt), x1 = kiln_load4(a, at + lda, dt), x2 = kiln_load4(a, at + 2 * (size_t)lda, dt);
   if (MR == 4) {
-    v128_t x3 = mm_load4(a, at + 3 * (size_t)lda, dt);
+    v128_t x3 = kiln_load4(a, at + 3 * (size_t)lda, dt);
     transpose4(&x0, &x1, &x2, &x3);
     wasm_v128_store(dst, x0);
     wasm_v128_store(dst + 4, x1);
@@ -112,12 +112,12 @@ KILN_INLINE void pack_a_transposed(const void* a, int lda, int i0, int mc, int p
     if (p + 1 < kc) {
       for (; i < whole; i += 4 * MR) {
         float* d = ap + (size_t)i * kc + p * MR;
-        const v128_t x0 = mm_load4(a, at + i, dt), x1 = mm_load4(a, at + i + 4, dt), x2 = mm_load4(a, at + i + 8, dt);
+        const v128_t x0 = kiln_load4(a, at + i, dt), x1 = kiln_load4(a, at + i + 4, dt), x2 = kiln_load4(a, at + i + 8, dt);
         if (MR == 4) {
           wasm_v128_store(d, x0);
           wasm_v128_store(d + MR * kc, x1);
           wasm_v128_store(d + 2 * MR * kc, x2);
-          wasm_v128_store(d + 3 * MR * kc, mm_load4(a, at + i + 12, dt));
+          wasm_v128_store(d + 3 * MR * kc, kiln_load4(a, at + i + 12, dt));
         } else {
           wasm_v128_store(d, x0);                                              /* values 0 1 2 (3) */
           wasm_v128_store(d + MR * kc, wasm_i32x4_shuffle(x0, x1, 3, 4, 5, 6));     /* 3 4 5 (6) */
@@ -126,7 +126,7 @@ KILN_INLINE void pack_a_transposed(const void* a, int lda, int i0, int mc, int p
         }
       }
     }
-    for (; i < mc; i++) ap[(size_t)(i / MR * MR) * kc + p * MR + i % MR] = mm_load1(a, at + i, dt);
+    for (; i < mc; i++) ap[(size_t)(i / MR * MR) * kc + p * MR + i % MR] = kiln_load1(a, at + i, dt);
     for (; i % MR; i++) ap[(size_t)(i / MR * MR) * kc + p * MR + i % MR] = 0.0f;
   }
 }
@@ -149,13 +149,13 @@ KILN_INLINE void pack_a(const void* a, int lda, int trans_a, int i0, int mc, int
       int p = 0;
       for (; p + 4 <= kc; p += 4, dst += 4 * MR) interleave_rows4(a, row0 + p, lda, dst, dt);
       for (; p < kc; p++, dst += MR)
-        for (int r = 0; r < MR; r++) dst[r] = mm_load1(a, row0 + (size_t)r * lda + p, dt);
+        for (int r = 0; r < MR; r++) dst[r] = kiln_load1(a, row0 + (size_t)r * lda + p, dt);
     } else {
       /* A stored (m, k), the last rows: walk each row contiguously, write with stride MR. */
       for (int r = 0; r < rows; r++) {
         float* d = dst + r;
         const size_t row = (size_t)(i0 + s + r) * lda + p0;
-        for (int p = 0; p < kc; p++) d[p * MR] = mm_load1(a, row + p, dt);
+        for (int p = 0; p < kc; p++) d[p * MR] = kiln_load1(a, row + p, dt);
       }
       for (int r = rows; r < MR; r++)
         for (int p = 0; p < kc; p++) dst[p * MR + r] = 0.0f;
@@ -175,8 +175,8 @@ KILN_INLINE void pack_b_columns4(const void* b, int ldb, int p0, int kc, int j, 
   if (real >= 4) {
     int p = 0;
     for (; p + 4 <= kc; p += 4, d += 4 * NR) {
-      v128_t r0 = mm_load4(b, at0 + p, dt), r1 = mm_load4(b, at1 + p, dt);
-      v128_t r2 = mm_load4(b, at2 + p, dt), r3 = mm_load4(b, at3 + p, dt);
+      v128_t r0 = kiln_load4(b, at0 + p, dt), r1 = kiln_load4(b, at1 + p, dt);
+      v128_t r2 = kiln_load4(b, at2 + p, dt), r3 = kiln_load4(b, at3 + p, dt);
       transpose4(&r0, &r1, &r2, &r3);
       wasm_v128_store(d, r0);
       wasm_v128_store(d + NR, r1);
@@ -184,16 +184,16 @@ KILN_INLINE void pack_b_columns4(const void* b, int ldb, int p0, int kc, int j, 
       wasm_v128_store(d + 3 * NR, r3);
     }
     for (; p < kc; p++, d += NR) {
-      d[0] = mm_load1(b, at0 + p, dt);
-      d[1] = mm_load1(b, at1 + p, dt);
-      d[2] = mm_load1(b, at2 + p, dt);
-      d[3] = mm_load1(b, at3 + p, dt);
+      d[0] = kiln_load1(b, at0 + p, dt);
+      d[1] = kiln_load1(b, at1 + p, dt);
+      d[2] = kiln_load1(b, at2 + p, dt);
+      d[3] = kiln_load1(b, at3 + p, dt);
     }
   } else {
     for (int p = 0; p < kc; p++, d += NR) {
-      d[0] = real > 0 ? mm_load1(b, at0 + p, dt) : 0.0f;
-      d[1] = real > 1 ? mm_load1(b, at1 + p, dt) : 0.0f;
-      d[2] = real > 2 ? mm_load1(b, at2 + p, dt) : 0.0f;
+      d[0] = real > 0 ? kiln_load1(b, at0 + p, dt) : 0.0f;
+      d[1] = real > 1 ? kiln_load1(b, at1 + p, dt) : 0.0f;
+      d[2] = real > 2 ? kiln_load1(b, at2 + p, dt) : 0.0f;
       d[3] = 0.0f;
     }
   }
@@ -209,9 +209,9 @@ KILN_INLINE void pack_b(const void* b, int ldb, int trans_b, int p0, int kc, int
       size_t at = (size_t)p0 * ldb + j0 + s;
       if (cols == NR) {
         for (int p = 0; p < kc; p++, at += ldb, dst += NR) {
-          for (int v = 0; v < NRV; v++) wasm_v128_store(dst + 4 * v, mm_load4(b, at + 4 * v, dt));
+          for (int v = 0; v < NRV; v++) wasm_v128_store(dst + 4 * v, kiln_load4(b, at + 4 * v, dt));
         }
-      } else if (dt == MM_F32) {
+      } else if (dt == KILN_DT_F32) {
         const float* src = (const float*)b + at;
         for (int p = 0; p < kc; p++, src += ldb, dst += NR) {
           int c = 0;

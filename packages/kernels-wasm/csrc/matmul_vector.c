@@ -22,9 +22,9 @@ KILN_INLINE float horizontal_sum(v128_t x) {
 
 KILN_INLINE void store_output(const MatvecOut* o, size_t i, float sum, int dt, int ct) {
   float y = o->alpha * sum;
-  if (o->accumulate) y += mm_load1(o->out, i, ct);
-  if (o->bias) y += mm_load1(o->bias, i * (size_t)o->bias_step, dt);
-  mm_store1(o->out, i, y, ct);
+  if (o->accumulate) y += kiln_load1(o->out, i, ct);
+  if (o->bias) y += kiln_load1(o->bias, i * (size_t)o->bias_step, dt);
+  kiln_store1(o->out, i, y, ct);
 }
 
 /* ---- rows of X dotted with v ------------------------------------------- */
@@ -35,26 +35,26 @@ KILN_INLINE float row_dot(const void* x, size_t row, const float* v, int k, int 
   int p = 0;
   for (; p + 16 <= k; p += 16) {
     v128_t x0, x1, x2, x3;
-    mm_load8(x, row + p, dt, &x0, &x1);
-    mm_load8(x, row + p + 8, dt, &x2, &x3);
+    kiln_load8(x, row + p, dt, &x0, &x1);
+    kiln_load8(x, row + p + 8, dt, &x2, &x3);
     acc0 = KILN_MADD(acc0, x0, wasm_v128_load(v + p));
     acc1 = KILN_MADD(acc1, x1, wasm_v128_load(v + p + 4));
     acc2 = KILN_MADD(acc2, x2, wasm_v128_load(v + p + 8));
     acc3 = KILN_MADD(acc3, x3, wasm_v128_load(v + p + 12));
   }
-  for (; p + 4 <= k; p += 4) acc0 = KILN_MADD(acc0, mm_load4(x, row + p, dt), wasm_v128_load(v + p));
+  for (; p + 4 <= k; p += 4) acc0 = KILN_MADD(acc0, kiln_load4(x, row + p, dt), wasm_v128_load(v + p));
   float sum = horizontal_sum(wasm_f32x4_add(wasm_f32x4_add(acc0, acc1), wasm_f32x4_add(acc2, acc3)));
-  for (; p < k; p++) sum += mm_load1(x, row + p, dt) * v[p];
+  for (; p < k; p++) sum += kiln_load1(x, row + p, dt) * v[p];
   return sum;
 }
 
 KILN_INLINE void rows_dot_vector(const void* x, int ldx, const void* v, int k, const MatvecOut* out, int i0, int i1,
                                  float* work, int dt, int ct) {
   const float* vf = (const float*)v;
-  if (dt != MM_F32) { /* v once in f32, not once per row */
+  if (dt != KILN_DT_F32) { /* v once in f32, not once per row */
     int p = 0;
-    for (; p + 4 <= k; p += 4) wasm_v128_store(work + p, mm_load4(v, p, dt));
-    for (; p < k; p++) work[p] = mm_load1(v, p, dt);
+    for (; p + 4 <= k; p += 4) wasm_v128_store(work + p, kiln_load4(v, p, dt));
+    for (; p < k; p++) work[p] = kiln_load1(v, p, dt);
     vf = work;
   }
   for (int i = i0; i < i1; i++) store_output(out, i, row_dot(x, (size_t)i * ldx, vf, k, dt), dt, ct);
@@ -85,18 +85,18 @@ KILN_INLINE void add_rows(const void* x, size_t at, int ldx, v128_t s0, v128_t s
   if (rows == 4) {
     for (; j < w4; j += 4) {
       v128_t acc = wasm_v128_load(work + j);
-      acc = KILN_MADD(acc, s0, mm_load4(x, r0 + j, dt));
-      acc = KILN_MADD(acc, s1, mm_load4(x, r1 + j, dt));
-      acc = KILN_MADD(acc, s2, mm_load4(x, r2 + j, dt));
-      acc = KILN_MADD(acc, s3, mm_load4(x, r3 + j, dt));
+      acc = KILN_MADD(acc, s0, kiln_load4(x, r0 + j, dt));
+      acc = KILN_MADD(acc, s1, kiln_load4(x, r1 + j, dt));
+      acc = KILN_MADD(acc, s2, kiln_load4(x, r2 + j, dt));
+      acc = KILN_MADD(acc, s3, kiln_load4(x, r3 + j, dt));
       wasm_v128_store(work + j, acc);
     }
   } else {
     for (; j < w4; j += 4) {
       v128_t acc = wasm_v128_load(work + j);
-      acc = KILN_MADD(acc, s0, mm_load4(x, r0 + j, dt));
-      if (rows > 1) acc = KILN_MADD(acc, s1, mm_load4(x, r1 + j, dt));
-      if (rows > 2) acc = KILN_MADD(acc, s2, mm_load4(x, r2 + j, dt));
+      acc = KILN_MADD(acc, s0, kiln_load4(x, r0 + j, dt));
+      if (rows > 1) acc = KILN_MADD(acc, s1, kiln_load4(x, r1 + j, dt));
+      if (rows > 2) acc = KILN_MADD(acc, s2, kiln_load4(x, r2 + j, dt));
       wasm_v128_store(work + j, acc);
     }
   }
@@ -120,7 +120,7 @@ KILN_INLINE void vector_times_rows(const void* x, int ldx, const void* v, int k,
     for (int j = 0; j < w; j += 4) wasm_v128_store(work + j, zero);
     int p = 0;
     for (; p + 4 <= k; p += 4) {
-      const v128_t vp = mm_load4(v, p, dt);
+      const v128_t vp = kiln_load4(v, p, dt);
       add_rows(x, (size_t)p * ldx + jb, ldx, SPLAT_LANE(vp, 0), SPLAT_LANE(vp, 1), SPLAT_LANE(vp, 2),
                SPLAT_LANE(vp, 3), 4, w, work, dt);
     }
@@ -131,18 +131,18 @@ KILN_INLINE void vector_times_rows(const void* x, int ldx, const void* v, int k,
                SPLAT_LANE(vp, 3), rows, w, work, dt);
     }
     /* out = alpha * sum (+ out) (+ bias), written only inside [jb, jb + w). */
-    const v128_t shared_bias = out->bias && !out->bias_step ? wasm_f32x4_splat(mm_load1(out->bias, 0, dt)) : zero;
+    const v128_t shared_bias = out->bias && !out->bias_step ? wasm_f32x4_splat(kiln_load1(out->bias, 0, dt)) : zero;
     for (int j = 0; j < w; j += 4) {
       const int n = kiln_min(4, w - j);
       const size_t at = (size_t)jb + j;
       v128_t y = wasm_f32x4_mul(wasm_v128_load(work + j), alpha);
-      if (out->accumulate) y = wasm_f32x4_add(y, n == 4 ? mm_load4(out->out, at, ct) : mm_load_n(out->out, at, n, ct));
+      if (out->accumulate) y = wasm_f32x4_add(y, n == 4 ? kiln_load4(out->out, at, ct) : mm_load_n(out->out, at, n, ct));
       if (out->bias) {
         y = wasm_f32x4_add(y, !out->bias_step ? shared_bias
-                              : n == 4       ? mm_load4(out->bias, at, dt)
+                              : n == 4       ? kiln_load4(out->bias, at, dt)
                                              : mm_load_n(out->bias, at, n, dt));
       }
-      if (n == 4) mm_store4(out->out, at, y, ct);
+      if (n == 4) kiln_store4(out->out, at, y, ct);
       else mm_store_n(out->out, at, y, n, ct);
     }
   }

@@ -14,8 +14,8 @@ typedef struct {
 } MatvecOut;
 
 /*
- * Every matrix, vector and bias element is in dtype `dt` (MM_* in
- * matmul_dtype.h), the outputs in `ct`: dt, or MM_F32 for a 16-bit dt;
+ * Every matrix, vector and bias element is in dtype `dt` (KILN_DT_* in
+ * kiln_storage.h), the outputs in `ct`: dt, or KILN_DT_F32 for a 16-bit dt;
  * `work` is the calling thread's f32 scratch, at least 2048 floats and, for
  * a 16-bit dt, k.
  */

@@ -8,10 +8,10 @@
 
 void kiln_gemm_rect_bf16_c_f32(const MatmulArgs* g, const uint16_t* a, const uint16_t* b, void* c, int m0, int m1,
                                int n0, int n1, const Scratch* s) {
-  gemm_rect_half(g, a, b, c, m0, m1, n0, n1, s, MM_BF16, MM_F32);
+  gemm_rect_half(g, a, b, c, m0, m1, n0, n1, s, KILN_DT_BF16, KILN_DT_F32);
 }
 
 void kiln_gemm_rect_f16_c_f32(const MatmulArgs* g, const uint16_t* a, const uint16_t* b, void* c, int m0, int m1,
                               int n0, int n1, const Scratch* s) {
-  gemm_rect_half(g, a, b, c, m0, m1, n0, n1, s, MM_F16, MM_F32);
+  gemm_rect_half(g, a, b, c, m0, m1, n0, n1, s, KILN_DT_F16, KILN_DT_F32);
 }
