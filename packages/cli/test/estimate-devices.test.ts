@@ -32,24 +32,31 @@ describe("the devices kiln estimate knows", () => {
 });
 
 describe("plannedDevice", () => {
-  it("is this CPU without --device", () => {
-    expect(plannedDevice(undefined, undefined).name).toMatch(/^this CPU/);
+  it("is this CPU for auto on a machine without a GPU, and for cpu", async () => {
+    expect((await plannedDevice("auto", undefined, "--target-device", false)).name).toMatch(/^this CPU/);
+    expect((await plannedDevice("cpu", undefined, "--target-device")).name).toMatch(/^this CPU/);
   });
 
-  it("takes --device-memory in place of a known device's memory", () => {
-    const d = plannedDevice("h100", 40 * GiB);
+  it("plans for an H100 when a run targets a GPU and this machine has none, and says so", async () => {
+    const d = await plannedDevice("gpu", undefined, "--target-device");
+    expect(d).toMatchObject({ name: "NVIDIA H100 SXM 80GB" });
+    expect(d.note).toMatch(/^no usable GPU here, so this plans for the NVIDIA H100 SXM 80GB; name another with --target-device \(cpu, .*h100/);
+  });
+
+  it("takes --device-memory in place of a known device's memory", async () => {
+    const d = await plannedDevice("h100", 40 * GiB, "--device");
     expect(d).toMatchObject({ memoryBytes: 40 * GiB, name: "NVIDIA H100 SXM 80GB (--device-memory)" });
     expect(d.peakFlops.bf16).toBe(deviceProfile("h100")!.peakFlops.bf16);
   });
 
-  it("plans for any other device by its memory alone", () => {
-    expect(plannedDevice("rtx2080", 8 * GiB)).toEqual({ name: "rtx2080", memoryBytes: 8 * GiB, peakFlops: { f32: 0, bf16: 0, f16: 0 } });
-    expect(plannedDevice(undefined, 24 * GiB)).toMatchObject({ memoryBytes: 24 * GiB, name: "a device" });
+  it("plans for any other device by its memory alone", async () => {
+    expect(await plannedDevice("rtx2080", 8 * GiB, "--device")).toEqual({ name: "rtx2080", memoryBytes: 8 * GiB, peakFlops: { f32: 0, bf16: 0, f16: 0 } });
+    expect(await plannedDevice("auto", 24 * GiB, "--target-device", false)).toMatchObject({ memoryBytes: 24 * GiB, name: "a device" });
   });
 
-  it("refuses an unknown name without a memory size, pointing at --device-memory", () => {
-    expect(() => plannedDevice("rtx2080", undefined)).toThrow(ConfigError);
-    expect(() => plannedDevice("rtx2080", undefined)).toThrow(expect.objectContaining({ where: "--device", hint: expect.stringMatching(/--device-memory 24GiB/) }));
+  it("refuses an unknown name without a memory size, pointing at --device-memory", async () => {
+    await expect(plannedDevice("rtx2080", undefined, "--device")).rejects.toThrow(ConfigError);
+    await expect(plannedDevice("rtx2080", undefined, "--device")).rejects.toThrow(expect.objectContaining({ where: "--device", hint: expect.stringMatching(/--device-memory 24GiB/) }));
   });
 });
 

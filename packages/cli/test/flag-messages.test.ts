@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { main } from "@kiln/cli";
 import { ConfigError } from "@kiln/contract";
-import { parseConfigText } from "../src/config/load-config.js";
+import { parseConfigText } from "@kiln/core";
 
 async function run(argv: string[]) {
   let out = "";
@@ -32,22 +32,18 @@ describe("a bad flag prints one error, a did-you-mean and where the help is (not
     await expectMessage(["train", "-f", "x.yaml", "--max-step=5"], "--max-step", "kiln train has no option --max-step", "did you mean --max-steps? (see kiln train --help)");
   });
 
-  it("a flag with underscores", async () => {
-    await expectMessage(["train", "-f", "x.yaml", "--batch_size", "4"], "--batch_size", "kiln train has no option --batch_size", "did you mean --batch-size? (see kiln train --help)");
+  it("a misspelt flag with underscores", async () => {
+    await expectMessage(["train", "-f", "x.yaml", "--batch_sise", "4"], "--batch_sise", "kiln train has no option --batch_sise", "did you mean --batch-size? (see kiln train --help)");
   });
 
-  it("other trainers' names, answered with kiln's flag and key", async () => {
-    const cases: [string, string, string][] = [
-      ["--logging-steps", "--log-interval", "trainer.log_interval"],
-      ["--logging_steps", "--log-interval", "trainer.log_interval"],
-      ["--eval-steps", "--eval-interval", "trainer.eval_interval"],
-      ["--max-length", "--seq-len", "trainer.seq_len"],
-      ["--save-steps", "--save-interval", "trainer.save_interval"],
-      ["--gradient-accumulation-steps", "--grad-accum", "trainer.gradient_accumulation"],
-    ];
-    for (const [flag, kiln, key] of cases) {
-      await expectMessage(["train", "-f", "x.yaml", flag, "10"], flag, `kiln train has no option ${flag}`, `kiln calls it ${kiln} (${key}) (see kiln train --help)`);
+  it("takes underscores and other trainers' names as kiln's flags (the run then stops at the missing config file)", async () => {
+    for (const flag of ["--batch_size", "--logging-steps", "--logging_steps", "--eval-steps", "--max-length", "--save-steps", "--gradient-accumulation-steps"]) {
+      await expectMessage(["train", "-f", "x.yaml", flag, "10"], "x.yaml", "the config file does not exist", "check the path given to -f; ready configs are in models/");
     }
+  });
+
+  it("another trainer's name for a setting the command does not take", async () => {
+    await expectMessage(["estimate", "-f", "x.yaml", "--logging-steps", "10"], "--logging-steps", "kiln estimate has no option --logging-steps", "kiln sets it in the config file as trainer.log_interval (see kiln estimate --help)");
   });
 
   it("a model setting, which lives in the config file", async () => {

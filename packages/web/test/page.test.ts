@@ -222,7 +222,7 @@ describe("the page on a static host without COOP/COEP", () => {
       await page.click("#start");
       await page.waitForFunction(() => (globalThis as unknown as { kilnPage: PageView }).kilnPage.errors.length > 0, null, { timeout: 60_000 });
       const v = await view(page);
-      expect(v.errors[0]).toMatch(/^TrainingError in step (\d+): the loss or the gradients became NaN or infinite at step \1\n {2}what to do: lower the learning rate/);
+      expect(v.errors[0]).toMatch(/^TrainingError in the config \(step (\d+)\): the loss or the gradients became NaN or infinite at step \1; the last finite loss was [\d.]+ at step \d+\n {2}what to do: lower the learning rate/);
       expect(v.state).toBe("paused");
       expect(v.step).toBeLessThan(20);
       await page.close();

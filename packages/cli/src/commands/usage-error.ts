@@ -27,10 +27,9 @@ function unknownFlagAdvice(cmd: Command, flag: string): string | undefined {
     const taken = setting.flag !== undefined && longFlags(cmd).includes(spellingsOf(setting)[0]);
     return taken ? `kiln calls it ${spellingsOf(setting)[0]} (${key})` : `kiln sets it in the config file as ${key}`;
   }
-  const known = cmd.options.filter((o) => !o.hidden && o.long !== undefined).map((o) => o.long!);
-  const dashed = name.replace(/_/g, "-");
-  if (known.includes(dashed)) return `did you mean ${dashed}?`;
-  const near = didYouMean(name, known);
+  // The flags --help shows first; then their hidden spellings (--device for --target-device).
+  const shown = cmd.options.filter((o) => !o.hidden && o.long !== undefined).map((o) => o.long!);
+  const near = didYouMean(name, shown) ?? didYouMean(name, longFlags(cmd));
   return near ? `did you mean ${near}?` : undefined;
 }
 

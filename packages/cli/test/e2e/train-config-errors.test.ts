@@ -85,8 +85,8 @@ describe("kiln train refuses a bad config or flag", () => {
     expectRefused(await refuse(["-f", "tiny.yaml", "--dtype", "bf16", "--fp16"]), {
       kind: "ConfigError",
       where: "--fp16",
-      message: /^--dtype bf16 and --fp16 ask for different dtypes/,
-      hint: /pass one of --dtype f32\|bf16\|f16\|auto, --bf16 or --fp16/,
+      message: /^--dtype bf16 and --fp16 set trainer\.dtype to different values/,
+      hint: /pass one of them \(trainer\.dtype takes one of f32, bf16, f16, auto/,
     });
   });
 

@@ -27,7 +27,7 @@ export function parseConfigText(text: string, path: string): ParsedConfig {
   }
   const raw = doc.toJS() as unknown;
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
-    throw new ConfigError("the config must be a mapping with model: and trainer: sections", { where: path, hint: "models/nano-start.yaml in kiln's repository shows the layout" });
+    throw new ConfigError("the config must be a mapping with model: and trainer: sections", { where: path, hint: "see models/nano-start.yaml for the layout" });
   }
   const ignoredKeys = takeOxidizrKeys(raw as Record<string, unknown>);
   const parsed = configSchema.safeParse(raw);
@@ -57,7 +57,7 @@ function describeValue(v: unknown): string {
 function issuesToError(issues: readonly z.core.$ZodIssue[], doc: Document, lines: LineCounter, path: string): ConfigError {
   const messages: string[] = [];
   let firstLine: number | undefined;
-  let hint = "fix the value; models/nano-start.yaml in kiln's repository is a complete example";
+  let hint = "fix the value; see models/nano-start.yaml for a complete example";
   for (const issue of issues) {
     const keyPath = issue.path.map(String);
     const section = keyPath.join(".");

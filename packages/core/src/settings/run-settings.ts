@@ -60,7 +60,7 @@ export function resolveSettings(parsed: ParsedConfig, overrides: SettingOverride
   const whereOf = (key: string) => `${file} (${overrides.get(key)?.from ?? key})`;
   if (init && config.model) checkModelAgrees(config.model, init, file);
   if (!init && !config.model) {
-    throw new ConfigError("the config has no model section", { where: `${file} (model)`, hint: "add a model: section (kiln's models/ folder has complete configs), or start from trained weights with --init-from" });
+    throw new ConfigError("the config has no model section", { where: `${file} (model)`, hint: "add a model: section (see models/nano-start.yaml), or start from trained weights with --init-from" });
   }
   const model = init?.model ?? modelOfSection(config.model!, file);
   const values = {} as Record<string, unknown>;
