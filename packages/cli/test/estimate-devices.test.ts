@@ -40,7 +40,7 @@ describe("plannedDevice", () => {
   it("plans for an H100 when a run targets a GPU and this machine has none, and says so", async () => {
     const d = await plannedDevice("gpu", undefined, "--target-device");
     expect(d).toMatchObject({ name: "NVIDIA H100 SXM 80GB" });
-    expect(d.note).toMatch(/^no usable GPU here, so this plans for the NVIDIA H100 SXM 80GB; name another with --target-device \(cpu, .*h100/);
+    expect(d.note).toMatch(/^no usable GPU here, so this plans for the NVIDIA H100 SXM 80GB; name another with --target-device \(.*h100, h200, .*t4\)$/);
   });
 
   it("takes --device-memory in place of a known device's memory", async () => {
