@@ -1,6 +1,7 @@
-import type { Backend, BufferHandle } from "@kiln/contract";
+import type { Backend } from "@kiln/contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createWasmBackend } from "../src/index.js";
+import { BackendBuffers } from "./support/backend-buffers.js";
 
 // Every 16-bit pattern through the conversions of csrc/kiln_storage.h, which every
 // kernel family uses: the cast kernel (elementwise loads and stores) and a 16-bit
@@ -30,24 +31,15 @@ function mismatches(got: ArrayLike<number>, want: ArrayLike<number>): string[] {
 for (const simd of ["auto", "plain"] as const) {
   describe(`16-bit storage conversions, every pattern (${simd === "plain" ? "plain SIMD" : "default build"})`, () => {
     let backend: Backend;
-    const live: BufferHandle[] = [];
-    const upload = (data: ArrayBufferView) => {
-      const b = backend.alloc(data.byteLength);
-      backend.upload(b, data);
-      live.push(b);
-      return b;
-    };
-    const empty = (bytes: number) => {
-      const b = backend.alloc(bytes);
-      live.push(b);
-      return b;
-    };
+    const buffers = new BackendBuffers(() => backend);
+    const upload = (data: ArrayBufferView) => buffers.upload(data);
+    const empty = (bytes: number) => buffers.empty(bytes);
 
     beforeAll(async () => {
       backend = await createWasmBackend({ threads: 2, simd, minFlopsPerThread: 0, measurePeak: false });
     });
     afterAll(() => {
-      for (const b of live) backend.free(b);
+      buffers.freeAll();
       backend.dispose();
     });
 

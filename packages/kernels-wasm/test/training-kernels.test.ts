@@ -1,6 +1,7 @@
 import { type Backend, type BufferHandle, KernelArgumentError, f32ToBf16, f32ToF16, sliceOperand } from "@kiln/contract";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createWasmBackend } from "../src/index.js";
+import { BackendBuffers } from "./support/backend-buffers.js";
 
 /** A small seeded generator (LCG) for test data. */
 function lcg(seed: number): () => number {
@@ -18,18 +19,9 @@ function f32Bits(x: number): number {
 
 describe("loss, reduction and conversion kernels beyond the conformance shapes", () => {
   let backend: Backend;
-  const live: BufferHandle[] = [];
-  const upload = (data: ArrayBufferView) => {
-    const b = backend.alloc(data.byteLength);
-    backend.upload(b, data);
-    live.push(b);
-    return b;
-  };
-  const empty = (bytes: number) => {
-    const b = backend.alloc(bytes);
-    live.push(b);
-    return b;
-  };
+  const buffers = new BackendBuffers(() => backend);
+  const upload = (data: ArrayBufferView) => buffers.upload(data);
+  const empty = (bytes: number) => buffers.empty(bytes);
   const download = async <T extends Float32Array | Int32Array | Uint16Array | Uint32Array>(b: BufferHandle, out: T) => {
     await backend.download(b, out);
     return out;
@@ -39,7 +31,7 @@ describe("loss, reduction and conversion kernels beyond the conformance shapes",
     backend = await createWasmBackend({ threads: 2, minFlopsPerThread: 0, measurePeak: false });
   });
   afterAll(() => {
-    for (const b of live) backend.free(b);
+    buffers.freeAll();
     backend.dispose();
   });
 

@@ -1,6 +1,5 @@
 import { ConfigError } from "@kiln/contract";
 import { NOT_ON_PAGE, type RunSettings, parseConfigText, resolveSettings } from "@kiln/core/browser";
-import { parse } from "yaml";
 
 /** A run as the page runs it: a kiln YAML config resolved by core's settings table (kiln train's keys, defaults and checks). */
 export type RunConfig = RunSettings;
@@ -15,14 +14,10 @@ export const PAGE_CONFIG = "the config";
  */
 export function parseRunConfig(text: string, steps?: number): { config: RunConfig; ignored: string[] } {
   const overrides = new Map(steps === undefined ? [] : [["trainer.max_steps", { value: steps, from: "the steps box" }]]);
-  const config = resolveSettings(parseConfigText(text, PAGE_CONFIG), overrides);
+  const parsed = parseConfigText(text, PAGE_CONFIG);
+  const config = resolveSettings(parsed, overrides);
   if (config.dtype !== "f32") {
     throw new ConfigError(`trainer.dtype is ${JSON.stringify(config.dtype)}; the page trains in f32`, { where: `${PAGE_CONFIG} (trainer.dtype)`, hint: "remove trainer.dtype, or train with kiln train for bf16/f16" });
   }
-  const raw = (parse(text) ?? {}) as Record<string, Record<string, unknown> | undefined>;
-  const ignored = NOT_ON_PAGE.filter((key) => {
-    const [section, name] = key.split(".");
-    return raw[section]?.[name] !== undefined;
-  });
-  return { config, ignored };
+  return { config, ignored: NOT_ON_PAGE.filter((key) => parsed.givenKeys.includes(key)) };
 }

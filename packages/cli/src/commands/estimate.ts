@@ -1,6 +1,6 @@
 import { type Command, Option } from "commander";
 import { loadConfigFile } from "../config/load-config.js";
-import { resolveSettings } from "@kiln/core";
+import { TARGET_DEVICES, resolveSettings } from "@kiln/core";
 import { KNOWN_DEVICES, autoDTypeFor, plannedDevice } from "../estimate/devices.js";
 import { parseByteSize } from "../estimate/parse-size.js";
 import { addSettingFlags, settingOverrides } from "../config/setting-flags.js";
@@ -32,7 +32,7 @@ export function registerEstimate(program: Command): void {
       const overrides = settingOverrides("estimate", flags);
       const asked = overrides.get("trainer.target_device");
       // A device of the table is planned for as itself, and as a GPU run (or a CPU one) otherwise.
-      const named = asked && !["auto", "cpu", "gpu"].includes(asked.value as string) ? { name: asked.value as string, flag: asked.from } : undefined;
+      const named = asked && !(TARGET_DEVICES as readonly unknown[]).includes(asked.value) ? { name: asked.value as string, flag: asked.from } : undefined;
       if (named) overrides.set("trainer.target_device", { ...asked!, value: "gpu" });
       const settings = resolveSettings(loadConfigFile(flags.file), overrides);
       const device = await plannedDevice(named?.name ?? settings.targetDevice, flags.deviceMemory, asked?.from ?? "--target-device", asked !== undefined);

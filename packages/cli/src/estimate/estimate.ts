@@ -4,11 +4,10 @@ import {
   type RecomputePolicy,
   type RecomputeSetting,
   archOf,
+  chooseRunPlan,
   paramLayout,
-  planForwardMemory,
   type TrainingStepCosts,
   planTrainingMemory,
-  resolveRecompute,
   rooflineSeconds,
   stepRoofline,
   trainingFlopsPerToken,
@@ -75,10 +74,11 @@ export function estimateTraining(
 ): Estimate {
   const planOnHost = device.threads !== undefined;
   const kind = planOnHost ? "cpu" : "gpu";
-  const policy = resolveRecompute(recompute, model, batch, seqLen, dtype, { kind, memoryBytes: device.memoryBytes });
+  const chosen = chooseRunPlan({ model, batchSize: batch, seqLen, recompute }, dtype, { kind, memoryBytes: device.memoryBytes });
+  const policy = chosen.recompute;
   const plan = (b: number) => planTrainingMemory(model, b, seqLen, dtype, policy, kind);
-  const memory = plan(batch);
-  const evaluation = planForwardMemory(model, batch, seqLen, dtype, memory.activations);
+  const memory = chosen.training.memory;
+  const evaluation = chosen.memory.evaluation;
   const process = processPeak({ planned: memory.total + evaluation, planOnHost, threads: device.threads ?? 1, batchSize: batch, seqLen, prefetch });
   const tokensPerStep = batch * seqLen * gradAccum;
   const flopsPerToken = trainingFlopsPerToken(model, seqLen);

@@ -14,6 +14,8 @@ export interface ParsedConfig {
   text: string;
   /** Oxidizr settings kiln left aside ("trainer.group_size"), for one warning. */
   ignoredKeys: string[];
+  /** The keys the text itself sets ("trainer.max_steps"), before defaults fill the rest. */
+  givenKeys: string[];
 }
 
 /** Parses and validates a config's YAML text. Every problem becomes a ConfigError naming `path`, the line and the key. */
@@ -32,7 +34,8 @@ export function parseConfigText(text: string, path: string): ParsedConfig {
   const ignoredKeys = takeOxidizrKeys(raw as Record<string, unknown>);
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) throw issuesToError(parsed.error.issues, doc, lines, path);
-  return { path, config: parsed.data, text, ignoredKeys };
+  const givenKeys = Object.entries(raw).flatMap(([section, keys]) => (keys && typeof keys === "object" ? Object.keys(keys).map((k) => `${section}.${k}`) : []));
+  return { path, config: parsed.data, text, ignoredKeys, givenKeys };
 }
 
 /** Line of the YAML node at `keyPath`, or of its parent when the key is absent. */

@@ -15,9 +15,9 @@ import { DEFAULT_LOSS_SCALER, DynamicLossScaler, type LossScalerConfig } from ".
 import { MasterWeights } from "./master-weights.js";
 import { assertBackendTrains } from "./training-dtype.js";
 import type { MemoryPlan } from "./memory-plan.js";
-import { TRAINER_SCALAR_BYTES, planTraining } from "./plan-training.js";
-import { type RecomputeSetting, resolveRecompute } from "./recompute-choice.js";
-import type { RunPlan } from "../run/plan-run.js";
+import { TRAINER_SCALAR_BYTES } from "./plan-training.js";
+import type { RecomputeSetting } from "./recompute-choice.js";
+import { type RunPlan, chooseRunPlan } from "../run/plan-run.js";
 import { ExpertLoad } from "./expert-load.js";
 import { measureGradients, zeroGradients } from "./gradient-kernels.js";
 import { DataParallelSync } from "./data-parallel.js";
@@ -189,8 +189,9 @@ export class Trainer {
     }
     this.dtype = config.dtype ?? "f32";
     const device = backend.capabilities().device;
-    this.recompute = config.plan?.recompute ?? resolveRecompute(config.recompute ?? "auto", model, batchSize, seqLen, this.dtype, device, config.lossChunkBytes);
-    const planned = config.plan?.training ?? planTraining(model, batchSize, seqLen, this.dtype, this.recompute, device.kind, config.lossChunkBytes);
+    const runPlan = config.plan ?? chooseRunPlan({ model, batchSize, seqLen, recompute: config.recompute ?? "auto" }, this.dtype, device, config.lossChunkBytes);
+    this.recompute = runPlan.recompute;
+    const planned = runPlan.training;
     assertBackendTrains(backend, this.dtype, planned.graph.graph);
     this.layout = planned.layout;
     this.stateLayout = planned.stateLayout;
