@@ -11,45 +11,12 @@ import { BestValLoss } from "./best-val-loss.js";
 import { evaluate } from "./evaluate.js";
 import { type RunPlan, planRun } from "./plan-run.js";
 
-/** The settings a run reads (kiln train's RunSettings; the web page's are the same). */
-export type TrainingRunSettings = Pick<
-  RunSettings,
-  | "configPath"
-  | "configText"
-  | "model"
-  | "batchSize"
-  | "seqLen"
-  | "gradAccum"
-  | "maxSteps"
-  | "numEpochs"
-  | "lr"
-  | "minLr"
-  | "warmupSteps"
-  | "schedule"
-  | "weightDecay"
-  | "beta1"
-  | "beta2"
-  | "eps"
-  | "gradClip"
-  | "seed"
-  | "recompute"
-  | "loadBalanceAlpha"
-  | "prefetch"
-  | "logInterval"
-  | "evalInterval"
-  | "evalIters"
-  | "saveInterval"
-  | "saveBest"
-  | "earlyStop"
-  | "onNonFinite"
-  | "outputDir"
->;
-
 /** Where a run saves: a step checkpoint (the save schedule, the end) or the lowest val_loss so far (--save-best). */
 export type SaveKind = "step" | "best";
 
 export interface TrainingRunOptions {
-  settings: TrainingRunSettings;
+  /** The run's settings (resolveSettings; the web page's are the same). */
+  settings: RunSettings;
   backend: Backend;
   /** The storage dtype the run trains in ("auto" already chosen for the device). */
   dtype: FloatDType;
