@@ -1,5 +1,6 @@
 import { type Backend, type BufferHandle, type FloatDType, type Kernels, KilnError, decodeElements } from "@kiln/contract";
 import { CompiledStep } from "../exec/compiled-step.js";
+import type { Batch } from "../data/batch.js";
 import { withProfiledKernels } from "../exec/profiled-kernels.js";
 import type { StepProfiler } from "../exec/step-profiler.js";
 import { type ModelConfig, moeOf } from "../model/config.js";
@@ -84,11 +85,7 @@ export interface TrainerConfig {
   kernelGraphs?: boolean;
 }
 
-/** One micro-batch: token ids and next-token targets, batchSize*seqLen each (targets < 0 are ignored). */
-export interface Batch {
-  ids: Int32Array;
-  targets: Int32Array;
-}
+export type { Batch } from "../data/batch.js";
 
 /** Micro-batches read one at a time (the previous one may be overwritten by the next). */
 export interface BatchSource {
