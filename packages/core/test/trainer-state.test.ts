@@ -88,6 +88,21 @@ describe.each(VARIANTS)("%s trainer state", (arch) => {
     fs.rmSync(dir, { recursive: true });
   });
 
+  it("refuses a checkpoint of more layers and one of fewer, naming both ways and the model setting", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kiln-ckpt-"));
+    const layers = (n: number) => ({ ...config(arch), model: { ...config(arch).model, numLayers: n, ...(arch === "llama-hybrid" ? { mambaLayers: [0] } : {}) } });
+    const deeper = path.join(dir, "deeper.safetensors");
+    await saveTrainerCheckpoint(new Trainer(createReferenceBackend(), layers(3)), deeper);
+    const err = await loadTrainerCheckpoint(new Trainer(createReferenceBackend(), layers(2)), deeper).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CheckpointError);
+    expect((err as CheckpointError).message).toMatch(/^the checkpoint does not match the model: \d+ tensors of the checkpoint the model does not have \((model\.layers|transformer\.h)\.2\./);
+    expect((err as CheckpointError).hint).toContain("the checkpoint's model has model.num_layers 3 (this run: 2)");
+    const shallower = path.join(dir, "shallower.safetensors");
+    await saveTrainerCheckpoint(new Trainer(createReferenceBackend(), layers(1)), shallower);
+    await expect(loadTrainerCheckpoint(new Trainer(createReferenceBackend(), layers(2)), shallower)).rejects.toThrow(/tensors the model needs are missing \((model\.layers|transformer\.h)\.1\./);
+    fs.rmSync(dir, { recursive: true });
+  });
+
   it("allocates nothing in steady state and peaks exactly at the plan", async () => {
     const backend = createReferenceBackend();
     const trainer = new Trainer(backend, config(arch));

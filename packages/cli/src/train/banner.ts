@@ -5,7 +5,8 @@ import { formatBytes, formatCount } from "../estimate/format-bytes.js";
 import { formatProcessPeak, processPeak } from "../estimate/process-peak.js";
 
 /**
- * The start-of-run summary: device, model size, dtype and why, tokens per step, the memory
+ * The start-of-run summary: device, model size, dtype and why, tokens per step, the run's
+ * length and which limit decides it, the memory
  * plan against what is available, and the whole process's expected peak RSS (kiln estimate's figure).
  */
 export function formatBanner(
@@ -16,6 +17,7 @@ export function formatBanner(
   data: string,
   deviceNote: string | undefined,
   precision: string,
+  steps: string,
 ): string {
   const dev = backend.capabilities().device;
   const available = dev.memoryBytes;
@@ -30,6 +32,7 @@ export function formatBanner(
     ["model", `${s.model.arch}, ${formatCount(parameters)} parameters, ${s.model.numLayers} layers, hidden ${s.model.hiddenSize}${mambaLayersOf(s.model)}${latentAttentionOf(s.model)}${expertsOf(s.model)}`],
     ["dtype", precision],
     ["step", `${s.batchSize} x ${s.seqLen} tokens x ${s.gradAccum} accumulation = ${s.batchSize * s.seqLen * s.gradAccum} tokens`],
+    ["steps", steps],
     ["data", data],
     [
       "memory",

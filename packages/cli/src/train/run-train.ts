@@ -208,7 +208,7 @@ async function trainOn(
     const interactive = !flags.headless && process.stdout.isTTY === true;
     const log = lead ? new MetricsLog(s.outputDir, !interactive, resumeFrom ? trainer.stepCount : undefined) : undefined;
     if (lead) {
-      const banner = formatBanner(s, backend, trainer.layout.count, { ...plan.memory, recompute: plan.recompute }, data.description, deviceNote, precision.description);
+      const banner = formatBanner(s, backend, trainer.layout.count, { ...plan.memory, recompute: plan.recompute }, data.description, deviceNote, precision.description, run.stepLimit.text);
       // Headless stdout carries only JSON lines: the banner goes to stderr there.
       (interactive ? process.stdout : process.stderr).write(`kiln train ${s.configPath}\n${banner}\n${ranks ? `${ranks.row}\n` : ""}`);
       if (plan.need > 0.9 * plan.available) process.stderr.write(`warning: the plan uses ${((100 * plan.need) / plan.available).toFixed(0)}% of device memory\n`);

@@ -1,5 +1,5 @@
 import type { Backend, FloatDType } from "@kiln/contract";
-import { chooseTrainingDType } from "@kiln/core";
+import { chooseTrainingDType, settingSource } from "@kiln/core";
 import type { RunSettings } from "@kiln/core";
 
 /** The dtype a run trains in, and one line for the banner that says what that means and why. */
@@ -16,7 +16,7 @@ const MEANING: Record<FloatDType, string> = {
 
 /** Resolves "auto" on the open backend; the banner's line names the flag that set the dtype, if one did. */
 export function trainingPrecision(s: RunSettings, backend: Backend): TrainingPrecision {
-  const source = s.overridden.get("trainer.dtype")?.typed ?? `trainer.dtype in ${s.configPath}`;
+  const source = settingSource(s, "trainer.dtype");
   const tf32 = s.tf32 ? "; TF32 matmuls allowed where the backend uses them" : "";
   if (s.dtype === "auto") {
     const { dtype, reason } = chooseTrainingDType(backend, s.model);

@@ -3,3 +3,4 @@ export { KEEP_ALL_SHARE, chooseRunPlan, planRun, type RunPlan, type RunShape } f
 export { BestValLoss } from "./best-val-loss.js";
 export { evaluate } from "./evaluate.js";
 export { formatBytes, threeDigits } from "./format-bytes.js";
+export { stepLimit, type StepLimit } from "./step-limit.js";

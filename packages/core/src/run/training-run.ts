@@ -10,6 +10,7 @@ import { type StepResult, Trainer } from "../train/trainer.js";
 import { BestValLoss } from "./best-val-loss.js";
 import { evaluate } from "./evaluate.js";
 import { type RunPlan, planRun } from "./plan-run.js";
+import { type StepLimit, stepLimit } from "./step-limit.js";
 
 /** Where a run saves: a step checkpoint (the save schedule, the end) or the lowest val_loss so far (--save-best). */
 export type SaveKind = "step" | "best";
@@ -62,6 +63,8 @@ export class TrainingRun {
   readonly runner: ForwardRunner;
   readonly prefetcher: Prefetcher;
   readonly totalSteps: number;
+  /** The run's length and which limit decides (max_steps or num_epochs, whichever ends first). */
+  readonly stepLimit: StepLimit;
   /** The step of the newest checkpoint the run wrote (or resumed from). */
   lastSaved = 0;
   private bestVal: BestValLoss;
@@ -74,7 +77,8 @@ export class TrainingRun {
     // One plan for the run: the Trainer builds its step from it instead of planning again.
     const s = o.settings;
     this.plan = planRun(s, o.dtype, o.backend.capabilities().device);
-    this.totalSteps = s.maxSteps ?? Math.ceil(((s.numEpochs ?? 1) * o.data.train.batchesPerEpoch) / s.gradAccum);
+    this.stepLimit = stepLimit(s, o.data.train.batchesPerEpoch);
+    this.totalSteps = this.stepLimit.total;
     this.trainer = new Trainer(o.backend, {
       model: s.model,
       batchSize: s.batchSize,

@@ -30,6 +30,37 @@ export interface RunSettings extends Omit<TableValues, "seqLen" | "minLr" | "che
   ignoredKeys: readonly string[];
   /** The keys set from outside the file, with the spelling used (`--seq-len`) and as typed (`--seq-len 32`). */
   overridden: ReadonlyMap<string, { from: string; typed: string }>;
+  /** The keys the file itself sets ("trainer.max_steps"). */
+  givenKeys: readonly string[];
+  /** The file's step limits a flag set aside ("trainer.max_steps 2400" when --num-epochs was given). */
+  limitsSetAside: readonly string[];
+}
+
+/** The keys that end a run: with both set, whichever comes first. */
+export const STEP_LIMIT_KEYS = ["trainer.max_steps", "trainer.num_epochs"] as const;
+
+/** What set a key, for messages: the flag as typed (`--dtype bf16`), `trainer.dtype in run.yaml`, or `the default`. */
+export function settingSource(s: Pick<RunSettings, "overridden" | "givenKeys" | "configPath">, key: string): string {
+  const flag = s.overridden.get(key);
+  if (flag) return flag.typed;
+  return s.givenKeys.includes(key) ? `${key} in ${s.configPath}` : `the default of ${key}`;
+}
+
+/**
+ * A step limit on the command line sets aside the file's: `--num-epochs 1` beside the
+ * file's `max_steps: 2400` trains one epoch. Removes those from `config`; returns them.
+ */
+function setAsideFileLimits(config: KilnConfig, overrides: SettingOverrides): string[] {
+  if (!STEP_LIMIT_KEYS.some((k) => overrides.has(k))) return [];
+  const trainer = config.trainer as Record<string, unknown>;
+  const setAside: string[] = [];
+  for (const key of STEP_LIMIT_KEYS) {
+    const name = key.split(".")[1];
+    if (overrides.has(key) || trainer[name] === undefined) continue;
+    setAside.push(`${key} ${String(trainer[name])}`);
+    delete trainer[name];
+  }
+  return setAside;
 }
 
 /** The config with `overrides` written over the file's values. */
@@ -56,6 +87,7 @@ function configName(file: string): string {
  */
 export function resolveSettings(parsed: ParsedConfig, overrides: SettingOverrides = new Map(), init?: InitModel): RunSettings {
   const config = applyOverrides(parsed.config, overrides);
+  const limitsSetAside = setAsideFileLimits(config, overrides);
   const file = parsed.path;
   const whereOf = (key: string) => `${file} (${overrides.get(key)?.from ?? key})`;
   if (init && config.model) checkModelAgrees(config.model, init, file);
@@ -90,5 +122,7 @@ export function resolveSettings(parsed: ParsedConfig, overrides: SettingOverride
     outputDir: checkpointDir ?? `checkpoints/${configName(file)}`,
     ignoredKeys: parsed.ignoredKeys,
     overridden: new Map([...overrides].map(([key, o]) => [key, { from: o.from, typed: o.typed ?? o.from }])),
+    givenKeys: parsed.givenKeys,
+    limitsSetAside,
   };
 }

@@ -16,6 +16,8 @@ import {
   META_WORLD_SIZE,
 } from "../checkpoint/checkpoint-keys.js";
 import type { Trainer } from "./trainer.js";
+import type { ModelConfig } from "../model/config.js";
+import { checkCheckpointShape } from "./checkpoint-shape.js";
 
 // What a kiln checkpoint holds, apart from where its bytes go: files (checkpoint-state.ts)
 // or memory (a browser page). Nothing here touches a file system.
@@ -23,6 +25,8 @@ import type { Trainer } from "./trainer.js";
 /** Tensors to read by name: an open safetensors file (SafetensorsReader) or one held in memory (tensorSourceOfBytes). */
 export interface TensorSource {
   readonly metadata: Record<string, string>;
+  /** Every tensor's name. */
+  readonly names: readonly string[];
   has(name: string): boolean;
   info(name: string): { dtype: SafetensorsDType; shape: number[] };
   read(name: string): Promise<{ data: Uint8Array }>;
@@ -39,6 +43,7 @@ export function tensorSourceOfBytes(bytes: Uint8Array, fileName?: string): Tenso
   };
   return {
     metadata,
+    names: [...tensors.keys()],
     has: (name) => tensors.has(name),
     info: (name) => get(name),
     read: async (name) => ({ data: get(name).data }),
@@ -147,23 +152,17 @@ export async function restoreTrainerState(trainer: Trainer, source: TensorSource
   }
   const goodSteps = counter(META_LOSS_SCALE_GOOD_STEPS, 0);
   const { params, master, m, v } = trainer.stateBuffers;
-  for (const [prefix, buffer, layout] of [
+  const parts = [
     ["", master ?? params, master ? trainer.stateLayout : trainer.layout],
     [EXP_AVG, m, trainer.stateLayout],
     [EXP_AVG_SQ, v, trainer.stateLayout],
-  ] as const) {
+  ] as const;
+  // Every name and shape, both ways, before any byte is loaded: a checkpoint of more layers is refused as one of fewer is.
+  const expected = parts.flatMap(([prefix, , layout]) => layout.specs.map((s) => ({ name: prefix + s.name, shape: s.shape })));
+  checkCheckpointShape(expected, source, where, trainer.config.model, recordedModel(meta));
+  for (const [prefix, buffer, layout] of parts) {
     for (const s of layout.specs) {
       const name = prefix + s.name;
-      if (!source.has(name)) {
-        throw new CheckpointError(`tensor ${name} is missing`, { where, hint: "the checkpoint belongs to another model or is not a training checkpoint" });
-      }
-      const info = source.info(name);
-      if (info.dtype !== "F32" || info.shape.join(",") !== s.shape.join(",")) {
-        throw new CheckpointError(`tensor ${name} is ${info.dtype} [${info.shape}], the model needs F32 [${s.shape}]`, {
-          where,
-          hint: "resume with the model config the checkpoint was trained with",
-        });
-      }
       const { data } = await source.read(name);
       if (data.byteLength !== elementCount(s.shape) * 4) throw new CheckpointError(`tensor ${name} has the wrong size`, { where });
       trainer.backend.upload({ buffer, byteOffset: layout.offsets.get(s.name)! }, data);
@@ -175,4 +174,13 @@ export async function restoreTrainerState(trainer: Trainer, source: TensorSource
   if (trainer.lossScaler && scale !== undefined) trainer.lossScaler.state = { scale, goodSteps };
   await trainer.backend.synchronize();
   return meta;
+}
+
+/** The model a checkpoint records (kiln.model), when it records one that parses. */
+function recordedModel(meta: Record<string, string>): ModelConfig | undefined {
+  try {
+    return meta[META_MODEL] ? (JSON.parse(meta[META_MODEL]) as ModelConfig) : undefined;
+  } catch {
+    return undefined;
+  }
 }
