@@ -56,6 +56,14 @@ export async function launchRanks(o: LaunchOptions): Promise<number> {
   // Ctrl-C reaches every rank from the terminal; they agree on the step to stop after. The launcher waits for them.
   const ignoreSigint = () => undefined;
   process.on("SIGINT", ignoreSigint);
+  // SIGTERM and SIGHUP reach the launcher alone (timeout, docker stop, a closed terminal): passed on to every rank, which stop and save as with Ctrl-C.
+  let forwarded: NodeJS.Signals | undefined;
+  const forward = (signal: NodeJS.Signals) => {
+    forwarded = signal;
+    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+  };
+  process.on("SIGTERM", forward);
+  process.on("SIGHUP", forward);
   try {
     let failed: { local: number; rank: number; code: number; how: string } | undefined;
     const pending = new Set(exits.map((_, r) => r));
@@ -65,7 +73,8 @@ export async function launchRanks(o: LaunchOptions): Promise<number> {
       pending.delete(done.local);
       if (done.code !== 0 && failed === undefined) {
         failed = done;
-        if (done.code !== 130) log(`rank ${done.rank} ${done.how}; the other ranks stop too`);
+        // A rank that stopped on a signal (Ctrl-C, or one passed on) is no failure of its own to report.
+        if (done.code !== 130 && !(forwarded && done.code === 128 + os.constants.signals[forwarded])) log(`rank ${done.rank} ${done.how}; the other ranks stop too`);
         killTimer = setTimeout(() => {
           for (const r of pending) children[r].kill("SIGTERM");
         }, o.graceMs);
@@ -75,5 +84,7 @@ export async function launchRanks(o: LaunchOptions): Promise<number> {
     return failed?.code ?? 0;
   } finally {
     process.off("SIGINT", ignoreSigint);
+    process.off("SIGTERM", forward);
+    process.off("SIGHUP", forward);
   }
 }

@@ -10,7 +10,8 @@ import { PROFILE_DEFAULT_STEPS, PROFILE_WARMUP_STEPS } from "../train/step-profi
 export function trainOptions(cmd: Command): Command {
   // Flags that set a config key come from core's settings table (config/setting-flags.ts); the rest describe this run only.
   return addSettingFlags(cmd.option("-f, --file <config.yaml>", "model and trainer config (see models/); optional with --init-from, which brings the model"), "train")
-    .option("--resume <auto|path>", "continue from a checkpoint: auto = newest in the output folder")
+    .option("--resume <auto|path>", "continue from a checkpoint: auto = the newest good one in the output folder")
+    .option("--overwrite", "start afresh in an output folder that holds an earlier run, moving that run into a dated earlier-run-* folder inside it")
     .option("--init-from <path>", "start from trained weights (optimizer fresh): a Hugging Face model folder or a kiln checkpoint; the model comes from it")
     .addOption(new Option("--export-dtype <dtype>", "dtype of final.safetensors (default: the training dtype)").argParser(oneOf(FLOAT_DTYPES)))
     .option("--ranks <n>", "data-parallel training on the CPU: start N ranks on this machine, each with its slice of every batch (torchrun's WORLD_SIZE, RANK, MASTER_ADDR, MASTER_PORT are read too)", positiveInt)

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { CheckpointError } from "@kiln/contract";
-import { fileWriteError } from "@kiln/core";
+import { META_STEP, type SafetensorsReader, fileWriteError, openSafetensors } from "@kiln/core";
 import { isProcessRunning } from "./process-running.js";
 
 const STEP_FILE = /^step_(\d+)\.safetensors$/;
@@ -33,15 +33,44 @@ export function pruneCheckpoints(dir: string, keep: number): void {
 }
 
 /**
- * The checkpoint `--resume` names: "auto" = the newest in the output folder (undefined
- * when there is none yet), else a path that must exist.
+ * The checkpoint `--resume` names: "auto" = the newest good one in the output folder
+ * (undefined when there is none yet), else a path that must exist. With "auto" a newest
+ * checkpoint that does not open (truncated, not safetensors, no step) is named and, by
+ * the rank that writes (`moveAside`), renamed <file>.damaged; the next older one is tried.
  */
-export function resolveResume(resume: string, dir: string): string | undefined {
-  if (resume === "auto") return listCheckpoints(dir).at(-1)?.path;
-  if (!fs.existsSync(resume)) {
-    throw new CheckpointError("the checkpoint to resume from does not exist", { where: resume, hint: `pass an existing .safetensors file, or --resume auto to continue from the newest in ${dir}` });
+export async function resolveResume(resume: string, dir: string, o: { moveAside: boolean; say: (line: string) => void }): Promise<string | undefined> {
+  if (resume !== "auto") {
+    if (!fs.existsSync(resume)) {
+      throw new CheckpointError("the checkpoint to resume from does not exist", { where: resume, hint: `pass an existing .safetensors file, or --resume auto to continue from the newest in ${dir}` });
+    }
+    return resume;
   }
-  return resume;
+  for (const c of listCheckpoints(dir).reverse()) {
+    const damage = await checkpointDamage(c.path);
+    if (damage === undefined) return c.path;
+    const aside = `${c.path}${DAMAGED_SUFFIX}`;
+    if (o.moveAside) fs.renameSync(c.path, aside);
+    o.say(`warning: ${c.path} is damaged (${damage})${o.moveAside ? `; renamed it ${aside}` : ""}; trying the checkpoint before it`);
+  }
+  return undefined;
+}
+
+/** What a damaged checkpoint gets appended to its name by --resume auto. */
+export const DAMAGED_SUFFIX = ".damaged";
+
+/** Why a step checkpoint cannot be resumed from (undefined when its header, tensor extents and step are sound). */
+async function checkpointDamage(file: string): Promise<string | undefined> {
+  let reader: SafetensorsReader | undefined;
+  try {
+    reader = await openSafetensors(file);
+    const step = reader.metadata[META_STEP];
+    return step !== undefined && /^\d+$/.test(step) ? undefined : `metadata ${META_STEP} is ${JSON.stringify(step)}`;
+  } catch (err) {
+    if (err instanceof CheckpointError) return err.message;
+    throw err;
+  } finally {
+    await reader?.close();
+  }
 }
 
 /**

@@ -16,6 +16,7 @@ import {
 } from "@kiln/distributed";
 import type { RunSettings, TargetDevice } from "@kiln/core";
 import { gpuUnavailableReason, importCuda, trainsOnCuda } from "./open-backend.js";
+import { STOP_SIGNALS, type StopSignal } from "./stop-signals.js";
 
 /** The flags of a data-parallel run. */
 export interface DataParallelFlags {
@@ -191,9 +192,14 @@ export function threadsPerRank(env: RankEnvironment): number {
   return Math.max(1, Math.floor(os.availableParallelism() / env.localWorldSize));
 }
 
-/** Whether any rank wants to stop (Ctrl-C reaches ranks at different steps): every rank then stops after the same step. */
-export async function anyRankStops(comm: Communicator, stop: boolean): Promise<boolean> {
-  return (await comm.allReduceScalars(Float64Array.of(stop ? 1 : 0), "sum"))[0] > 0;
+/**
+ * Whether any rank was asked to stop (a signal reaches ranks at different steps), and by
+ * which signal: every rank then stops after the same step, with the same exit code.
+ */
+export async function anyRankStops(comm: Communicator, signal: StopSignal | undefined): Promise<StopSignal | undefined> {
+  const names = Object.keys(STOP_SIGNALS) as StopSignal[];
+  const votes = await comm.allReduceScalars(Float64Array.from(names, (n) => (n === signal ? 1 : 0)), "sum");
+  return names.find((_, i) => votes[i] > 0);
 }
 
 /** Every rank's data cursor, by rank (each rank puts its own at its slot of a sum). */

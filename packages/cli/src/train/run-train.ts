@@ -27,6 +27,8 @@ import { checkpointPath, pruneCheckpoints, removeStaleTempFiles, resolveResume }
 import { type CpuPeak, cachedCpuPeakSource, forgetCpuPeak } from "../cpu-peak/cpu-peak.js";
 import { modelFlopsUtilization, peakForDtype } from "./mfu.js";
 import { lockOutputDir } from "./output-lock.js";
+import { StopSignals, exitOnStopSignals } from "./stop-signals.js";
+import { checkOutputFolder, moveEarlierRunAside } from "./earlier-run.js";
 import { warmupWarning } from "../config/schedule-warnings.js";
 import { MetricsLog, type MetricsLine } from "./metrics-log.js";
 import { openBackend, trainsOnCuda } from "./open-backend.js";
@@ -58,6 +60,7 @@ export interface TrainFlags extends DataParallelFlags {
   [flag: string]: unknown;
   file?: string;
   resume?: string;
+  overwrite?: boolean;
   initFrom?: string;
   headless?: boolean;
   threads?: number;
@@ -67,7 +70,8 @@ export interface TrainFlags extends DataParallelFlags {
 }
 
 /**
- * Trains as the flags and config say; resolves to the process exit code (130 after Ctrl-C).
+ * Trains as the flags and config say; resolves to the process exit code (after a stop signal
+ * and the save of the step reached: 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP).
  * With --ranks N (and no WORLD_SIZE yet) it starts N ranks of itself and waits for them;
  * a rank (WORLD_SIZE set, by kiln or torchrun) trains its slice of every batch.
  */
@@ -81,15 +85,26 @@ export async function runTrain(flags: TrainFlags): Promise<number> {
     const s = resolveSettings(config, settingOverrides("train", flags), init && { model: init.model, source: init.modelSource });
     checkDataParallelFlags(flags, s.targetDevice);
     if (flags.gpus) s.targetDevice = "gpu";
+    const reuse = { resume: flags.resume !== undefined, overwrite: flags.overwrite === true };
     if (!env && startsRanks(flags)) {
       await checkBeforeLaunch(flags, s.targetDevice);
+      checkOutputFolder(s.outputDir, reuse);
       return await launchThisCommand(flags, s);
     }
     // One run per output folder: a second one stops here, before it reads or writes anything there. Rank 0 alone writes there.
     const lock = (env?.rank ?? 0) === 0 ? lockOutputDir(s.outputDir, stderrLine) : undefined;
+    // A signal outside the training loop exits at once, the lock released (the loop saves first).
+    const stopExits = exitOnStopSignals();
     try {
+      if (lock) {
+        // An earlier run's files are never written by a run that did not ask to continue it.
+        checkOutputFolder(s.outputDir, reuse);
+        const aside = reuse.overwrite ? moveEarlierRunAside(s.outputDir) : undefined;
+        if (aside) stderrLine(`moved the earlier run in ${s.outputDir} to ${aside}`);
+      }
       return await openAndTrain(s, flags, init, env && env.worldSize > 1 ? env : undefined);
     } finally {
+      stopExits();
       lock?.release();
     }
   } finally {
@@ -159,7 +174,7 @@ async function trainOn(
   const lead = !comm || comm.rank === 0;
   const precision = trainingPrecision(s, backend);
   const dtype = precision.dtype;
-  const resumeFrom = flags.resume ? resolveResume(flags.resume, s.outputDir) : undefined;
+  const resumeFrom = flags.resume ? await resolveResume(flags.resume, s.outputDir, { moveAside: lead, say: (line) => lead && process.stderr.write(`${line}\n`) }) : undefined;
   // --profile: rank 0 alone times its steps (every rank runs the same kernels).
   const profiling = lead && flags.profile !== undefined ? new StepProfiling(flags.profile === true ? PROFILE_DEFAULT_STEPS : flags.profile, 0, backend, s.outputDir, {
     peakFlops: peakForDtype(backend.capabilities(), dtype),
@@ -206,7 +221,8 @@ async function trainOn(
     run.describe(described);
     if (lead) removeStaleTempFiles(s.outputDir);
     const interactive = !flags.headless && process.stdout.isTTY === true;
-    const log = lead ? new MetricsLog(s.outputDir, !interactive, resumeFrom ? trainer.stepCount : undefined) : undefined;
+    // --resume auto without a checkpoint yet starts at step 0: lines an unsaved earlier start logged go.
+    const log = lead ? new MetricsLog(s.outputDir, !interactive, resumeFrom ? trainer.stepCount : flags.resume ? 0 : undefined) : undefined;
     if (lead) {
       const banner = formatBanner(s, backend, trainer.layout.count, { ...plan.memory, recompute: plan.recompute }, data.description, deviceNote, precision.description, run.stepLimit.text);
       // Headless stdout carries only JSON lines: the banner goes to stderr there.
@@ -225,16 +241,14 @@ async function trainOn(
     const flopsPerToken = trainingFlopsPerToken(s.model, s.seqLen);
     const peak = peakForDtype(backend.capabilities(), dtype);
     let peakBeaten = false;
-    let stop = false;
     let earlyStop: string | undefined;
-    const onSigint = () => {
-      if (stop) process.exit(130);
-      stop = true;
-      say("stopping after this step (Ctrl-C again to quit at once)");
-    };
-    process.on("SIGINT", onSigint);
+    const signals = new StopSignals({
+      graceSeconds: s.stopGrace,
+      say,
+      quitLine: () => (run.lastSaved > 0 ? `the newest checkpoint, of step ${run.lastSaved}, is in ${s.outputDir} (--resume auto)` : "no checkpoint was written yet"),
+    });
     try {
-      while (!run.done && !stop) {
+      while (!run.done && !signals.requested) {
         profiling?.beforeStep(trainer.stepCount);
         const report = await run.step();
         const table = profiling?.afterStep();
@@ -273,23 +287,27 @@ async function trainOn(
           if (display) display.log(`step ${step}: val_loss ${report.eval.valLoss.toFixed(4)}`);
         }
         earlyStop ??= report.earlyStop;
-        if (comm) stop = await anyRankStops(comm, stop);
+        if (comm) {
+          const stopped = await anyRankStops(comm, signals.signal);
+          if (stopped) signals.stopAsOthers(stopped);
+        }
       }
+      signals.stepsOver();
       const table = profiling?.finish();
       if (table) say(table);
       await run.finish();
-      if (!stop && lead) {
+      if (!signals.requested && lead) {
         const final = path.join(s.outputDir, "final.safetensors");
         await saveTrainedWeights(trainer, final, described, flags.exportDtype ?? dtype);
         say(`wrote ${final}`);
         if (earlyStop !== undefined) say(earlyStop);
       }
     } finally {
-      process.off("SIGINT", onSigint);
+      signals.dispose();
       display?.stop();
       log?.close();
     }
-    return stop ? 130 : 0;
+    return signals.exitCode;
   } finally {
     await run.dispose();
   }

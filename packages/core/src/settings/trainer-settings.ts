@@ -17,6 +17,12 @@ export const NONFINITE_POLICIES = ["stop", "skip"] as const;
 /** Seconds a data-parallel collective waits for the other ranks by default. */
 export const DEFAULT_SYNC_TIMEOUT_SECONDS = 300;
 
+/**
+ * Seconds a run stopped by SIGTERM waits for its step by default: what Kubernetes and Slurm
+ * give a process between SIGTERM and SIGKILL (terminationGracePeriodSeconds, KillWait).
+ */
+export const DEFAULT_STOP_GRACE_SECONDS = 30;
+
 /** `trainer:`: Oxidizr's key names where they exist, plus kiln's. */
 export const TRAINER_SETTINGS = {
   learning_rate: setting("lr", z.number().positive().default(3e-4), { help: "peak learning rate", flag: "--learning-rate <lr>", aliases: ["--lr"], page: true }),
@@ -77,6 +83,10 @@ export const TRAINER_SETTINGS = {
   early_stop: setting("earlyStop", positiveInt.optional(), { help: "stop after N evaluations without a lower val_loss", flag: "--early-stop <n>", aliases: ["--early-stopping-patience"], page: true }),
   save_interval: setting("saveInterval", positiveInt.default(500), { help: "steps between checkpoints", flag: "--save-interval <n>", otherNames: ["save_steps"] }),
   max_checkpoints: setting("maxCheckpoints", positiveInt.default(5), { help: "keep only the newest N step checkpoints", flag: "--max-checkpoints <n>", otherNames: ["save_total_limit"] }),
+  stop_grace: setting("stopGrace", z.number().nonnegative().default(DEFAULT_STOP_GRACE_SECONDS), {
+    help: "seconds a run stopped by SIGTERM or SIGHUP gives the step under way before it exits without saving that step (its newest checkpoint stays loadable); after the step it saves and exits 143 (129 for SIGHUP)",
+    flag: "--stop-grace <seconds>",
+  }),
   checkpoint_dir: setting("checkpointDir", z.string().min(1).optional(), {
     help: "checkpoints and metrics.jsonl (default: checkpoints/<config name>)",
     flag: "--output-dir <dir>",

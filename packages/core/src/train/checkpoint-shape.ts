@@ -45,7 +45,7 @@ export function checkCheckpointShape(expected: readonly ExpectedTensor[], file: 
     where,
     hint:
       (differences.length > 0 ? `the checkpoint's model has ${differences.join(", ")}. ` : "") +
-      "Resume with the model config the checkpoint was trained with, or start a new run (another --output-dir) from its weights with --init-from where the shapes allow it.",
+      "Resume with the model config the checkpoint was trained with, or train this model in another --output-dir.",
   });
 }
 
