@@ -40,6 +40,8 @@ export class MetricsLog {
   private readonly file: RecordLogFile;
   private readonly tensorboard: TensorBoardLog;
 
+  private readonly created: boolean;
+
   /** `resumedAt`: drop lines of steps after it (logged by a run that stopped before its next checkpoint). */
   constructor(
     outputDir: string,
@@ -47,7 +49,8 @@ export class MetricsLog {
     resumedAt?: number,
   ) {
     const file = path.join(outputDir, "metrics.jsonl");
-    if (fs.existsSync(file)) keepWholeLines(file, resumedAt);
+    this.created = !fs.existsSync(file);
+    if (!this.created) keepWholeLines(file, resumedAt);
     this.file = RecordLogFile.openToAppend(file, { what: WHAT });
     this.tensorboard = new TensorBoardLog(outputDir, resumedAt);
   }
@@ -59,9 +62,31 @@ export class MetricsLog {
     this.tensorboard.write(line);
   }
 
+  private closed = false;
+
   close(): void {
-    this.file.close();
-    this.tensorboard.close();
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      this.file.close();
+    } finally {
+      this.tensorboard.close();
+    }
+  }
+
+  /**
+   * For a run stopped by a full disk before any checkpoint held its steps: removes what it
+   * logged (metrics.jsonl when this run created it, its TensorBoard event file), so that
+   * the same command can run again once there is space. Closes the log first.
+   */
+  discard(): void {
+    try {
+      this.close();
+    } catch {
+      // The disk is full: the files go anyway.
+    }
+    if (this.created) fs.rmSync(this.file.path, { force: true });
+    this.tensorboard.discard();
   }
 }
 

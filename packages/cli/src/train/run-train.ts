@@ -302,6 +302,13 @@ async function trainOn(
         say(`wrote ${final}`);
         if (earlyStop !== undefined) say(earlyStop);
       }
+    } catch (err) {
+      // A full disk before the first checkpoint: the run leaves nothing, so the same command can run again once there is space.
+      if (log && !resumeFrom && run.lastSaved === 0 && isDiskFull(err)) {
+        log.discard();
+        say(`removed this run's metrics.jsonl and TensorBoard file from ${s.outputDir}: no checkpoint holds their steps`);
+      }
+      throw err;
     } finally {
       signals.dispose();
       display?.stop();
@@ -311,6 +318,15 @@ async function trainOn(
   } finally {
     await run.dispose();
   }
+}
+
+/** Whether `err` (or an error it wraps) is a write that found the disk or the quota full. */
+function isDiskFull(err: unknown): boolean {
+  for (let e = err; e instanceof Error; e = e.cause) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOSPC" || code === "EDQUOT") return true;
+  }
+  return false;
 }
 
 /** Skip fields: `skipped` when the update was not applied, `nonfinite` when values went NaN/inf; f16's loss scale. */

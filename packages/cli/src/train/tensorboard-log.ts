@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import path from "node:path";
 import { EventFileWriter, dropEventsAfter } from "../tensorboard/event-file.js";
 import { removeStaleTempFiles } from "./checkpoint-files.js";
@@ -43,5 +44,15 @@ export class TensorBoardLog {
 
   close(): void {
     this.writer.close();
+  }
+
+  /** After close(): removes this run's event file, and the folder when that leaves it empty. */
+  discard(): void {
+    fs.rmSync(this.writer.file, { force: true });
+    try {
+      fs.rmdirSync(path.dirname(this.writer.file));
+    } catch {
+      // Earlier runs' event files are still there.
+    }
   }
 }
