@@ -53,7 +53,7 @@ describe("kiln prepare", () => {
     const { code, out: stdout, err } = await run(["prepare", "-i", at("corpus"), at("extra.txt"), "-o", out, "--tokenizer", "gpt2", "--val", "0.05"]);
     expect(err).toMatch(/tokenizing 3 files/);
     expect(code).toBe(0);
-    expect(stdout).toMatch(/^wrote .*stories\.bin: \d+ tokens from 3 files \(tokenizer gpt2, vocab 50257, validation 0\.05\); sidecar .*stories\.bin\.json\n$/);
+    expect(stdout).toMatch(/^wrote .*stories\.bin: \d+ tokens from 3 files, 0 skipped \(tokenizer gpt2, vocab 50257, validation 0\.05\); sidecar .*stories\.bin\.json\n$/);
 
     const sidecar = await readDataSidecar(out);
     expect(sidecar).toMatchObject({ tokenizer: "gpt2", vocab_size: 50257, val_fraction: 0.05, format: "u32" });
@@ -142,7 +142,7 @@ describe("kiln prepare", () => {
     await writeFile(at("o.bin"), "previous");
     const listenersBefore = process.listenerCount("SIGINT");
     let sent = false;
-    const { code, err, out } = await run(["prepare", "-i", at("big.txt"), "-o", at("o.bin")], () => {
+    const { code, err, out } = await run(["prepare", "-i", at("big.txt"), "-o", at("o.bin"), "--overwrite"], () => {
       if (!sent) {
         sent = true;
         process.emit("SIGINT", "SIGINT");

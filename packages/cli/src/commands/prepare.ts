@@ -1,12 +1,15 @@
 import { type Command, InvalidArgumentError } from "commander";
 import { TOKENIZER_NAMES, dataSidecarPath } from "@kiln/core";
-import { runPrepare } from "../prepare/run-prepare.js";
+import { type PrepareResult, runPrepare } from "../prepare/run-prepare.js";
 
 interface PrepareFlags {
-  input: string[];
+  input?: string[];
+  fromU16?: string;
   output: string;
   tokenizer: string;
   val: number;
+  strict?: boolean;
+  overwrite?: boolean;
 }
 
 function fraction(value: string): number {
@@ -15,18 +18,39 @@ function fraction(value: string): number {
   return n;
 }
 
+const plural = (n: number, word: string) => `${n.toLocaleString("en-US")} ${word}${n === 1 ? "" : "s"}`;
+
+/** "from 3 files, 2 skipped as not text", or "from train.bin's 16-bit ids". */
+function fromWhat(result: PrepareResult): string {
+  if (result.fromU16 !== undefined) return `from ${result.fromU16}'s 16-bit ids`;
+  const skipped = result.skipped.length;
+  return `from ${plural(result.sidecar.sources.length, "file")}, ${skipped.toLocaleString("en-US")} skipped${skipped > 0 ? " as not text" : ""}`;
+}
+
 export function registerPrepare(program: Command): void {
   program
     .command("prepare")
-    .description("tokenize text files into a token file (.bin, u32) and its sidecar (.bin.json) for training")
-    .requiredOption("-i, --input <paths...>", "text files or directories (each file is one document)")
+    .description("tokenize text files into a token file (.bin, u32) and its sidecar (.bin.json) for training, or convert a file of 16-bit token ids")
+    .option("-i, --input <paths...>", "text files or directories (each file is one document; UTF-8, plain or .gz/.zst/.xz-compressed; files that are not text are skipped and named)")
+    .option("--from-u16 <file>", "instead of -i: convert a file of 16-bit token ids (nanoGPT's train.bin, uint16, no header) into a u32 token file")
     .requiredOption("-o, --output <file.bin>", "token file to write; the sidecar goes to <file.bin>.json")
-    .option("--tokenizer <name>", `tokenizer: ${TOKENIZER_NAMES.join(", ")}, a Hugging Face tokenizer folder (tokenizer.json), or a kiln checkpoint (its tokenizer)`, "gpt2")
+    .option("--tokenizer <name>", `tokenizer: ${TOKENIZER_NAMES.join(", ")}, a Hugging Face tokenizer folder (tokenizer.json), or a kiln checkpoint (its tokenizer); with --from-u16, the one the ids are of`, "gpt2")
     .option("--val <fraction>", "fraction of the tokens, at the end, kept for validation", fraction, 0.01)
+    .option("--strict", "refuse an input that is not text (binary, or not UTF-8) instead of skipping it")
+    .option("--overwrite", "replace the output file and its sidecar when they exist (else they are kept and prepare refuses)")
     .action(async (flags: PrepareFlags) => {
-      const sidecar = await runPrepare({ inputs: flags.input, output: flags.output, tokenizer: flags.tokenizer, valFraction: flags.val });
+      const result = await runPrepare({
+        inputs: flags.input ?? [],
+        fromU16: flags.fromU16,
+        output: flags.output,
+        tokenizer: flags.tokenizer,
+        valFraction: flags.val,
+        strict: flags.strict === true,
+        overwrite: flags.overwrite === true,
+      });
+      const { sidecar } = result;
       process.stdout.write(
-        `wrote ${flags.output}: ${sidecar.tokens.toLocaleString("en-US")} tokens from ${sidecar.sources.length} file${sidecar.sources.length === 1 ? "" : "s"} ` +
+        `wrote ${flags.output}: ${sidecar.tokens.toLocaleString("en-US")} tokens ${fromWhat(result)} ` +
           `(tokenizer ${sidecar.tokenizer}, vocab ${sidecar.vocab_size}, validation ${sidecar.val_fraction}); sidecar ${dataSidecarPath(flags.output)}\n`,
       );
     });

@@ -8,7 +8,7 @@ import { DataError } from "@kiln/contract";
  */
 export async function expandInputs(inputs: readonly string[]): Promise<string[]> {
   if (inputs.length === 0) {
-    throw new DataError("no input given", { where: "-i/--input", hint: "Name text files or directories: kiln prepare -i corpus/*.txt -o data/corpus.bin" });
+    throw new DataError("no input given", { where: "-i/--input", hint: "Name text files or directories: kiln prepare -i corpus/*.txt -o data/corpus.bin (or convert a file of 16-bit token ids: kiln prepare --from-u16 train.bin -o data/train.bin)" });
   }
   const files: string[] = [];
   for (const input of inputs) {

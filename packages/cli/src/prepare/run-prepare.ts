@@ -1,15 +1,29 @@
 import { mkdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { DataError, KilnError } from "@kiln/contract";
-import { fileWriteError, openTokenizer, tokenizeFiles, type DataSidecar } from "@kiln/core";
+import { type DataSidecar, type SkippedInput, convertU16TokenFile, dataSidecarPath, fileWriteError, openTokenizer, tokenizeFiles } from "@kiln/core";
 import { expandInputs } from "./expand-inputs.js";
-import { prepareProgress } from "./prepare-progress.js";
+import { type PrepareProgress, prepareProgress } from "./prepare-progress.js";
 
 export interface PrepareRequest {
   inputs: string[];
+  /** A file of 16-bit token ids to convert, in place of `inputs`. */
+  fromU16?: string;
   output: string;
   tokenizer: string;
   valFraction: number;
+  /** Refuse an input that is not text instead of skipping it. */
+  strict: boolean;
+  /** Replace an existing output file and sidecar. */
+  overwrite: boolean;
+}
+
+export interface PrepareResult {
+  sidecar: DataSidecar;
+  /** Inputs left out because they are not text. */
+  skipped: SkippedInput[];
+  /** The 16-bit token file converted, when that was asked. */
+  fromU16?: string;
 }
 
 /** Ctrl-C or a termination signal stopped `kiln prepare`; nothing was written. */
@@ -18,44 +32,88 @@ export class PrepareInterrupted extends KilnError {
 }
 
 /**
- * `kiln prepare`: tokenizes text files into a u32 token file and its sidecar.
- * A signal (Ctrl-C) or any error leaves nothing at the output path.
+ * `kiln prepare`: tokenizes text files into a u32 token file and its sidecar, or
+ * widens a file of 16-bit ids into one. Inputs that are not text are skipped and
+ * named on stderr (refused with `strict`); an existing output is kept unless
+ * `overwrite`. A signal (Ctrl-C) or any error leaves nothing at the output path.
  */
-export async function runPrepare(request: PrepareRequest): Promise<DataSidecar> {
+export async function runPrepare(request: PrepareRequest): Promise<PrepareResult> {
   const { output, valFraction } = request;
-  const files = await expandInputs(request.inputs);
+  if (request.fromU16 !== undefined && request.inputs.length > 0) {
+    throw new DataError("--from-u16 and -i/--input cannot be given together", {
+      where: "--from-u16",
+      hint: "Run kiln prepare once for the text files and once for the 16-bit token file, each with its own -o.",
+    });
+  }
+  const files = request.fromU16 !== undefined ? [request.fromU16] : await expandInputs(request.inputs);
   const tokenizer = await openTokenizer(request.tokenizer);
-  await checkOutput(output, files);
+  await checkOutput(output, files, request.overwrite);
 
-  const sizes = await Promise.all(files.map(async (f) => (await stat(f)).size));
   const controller = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
     controller.abort(new PrepareInterrupted(`interrupted by ${signal}; nothing was written`, { where: output, hint: "Run the same command again to prepare the data." }));
   };
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
-  const progress = prepareProgress(process.stderr, files.length, sizes.reduce((a, b) => a + b, 0), tokenizer.name);
+  const skipped: SkippedInput[] = [];
+  let progress: PrepareProgress | undefined;
   try {
-    return await tokenizeFiles({ files, output, tokenizer, valFraction, signal: controller.signal, onProgress: (p) => progress.update(p) });
+    if (request.fromU16 !== undefined) {
+      process.stderr.write(`kiln prepare: widening the 16-bit token ids of ${request.fromU16} to u32 (tokenizer ${tokenizer.name})\n`);
+      const sidecar = await convertU16TokenFile({ input: request.fromU16, output, tokenizer, valFraction, signal: controller.signal });
+      return { sidecar, skipped, fromU16: request.fromU16 };
+    }
+    const sidecar = await tokenizeFiles({
+      files,
+      output,
+      tokenizer,
+      valFraction,
+      signal: controller.signal,
+      ...(request.strict ? {} : { onNotText: (s: SkippedInput) => skipped.push(s) }),
+      onStart: ({ files: used, bytesTotal }) => {
+        progress = prepareProgress(process.stderr, used.length, bytesTotal, tokenizer.name);
+      },
+      onProgress: (p) => progress?.update(p),
+    });
+    return { sidecar, skipped };
   } finally {
-    progress.stop();
+    progress?.stop();
+    if (skipped.length > 0) process.stderr.write(skippedReport(skipped, files.length));
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
   }
 }
 
-/** Creates the output's directory if needed; refuses an output that is a directory or one of the inputs. */
-async function checkOutput(output: string, inputs: string[]): Promise<void> {
+/** The inputs left out, one a line, after their count. */
+function skippedReport(skipped: SkippedInput[], of: number): string {
+  const lines = skipped.map((s) => `  ${s.file}: ${s.reason}\n`).join("");
+  return `kiln prepare: skipped ${skipped.length} of ${of} input file${of === 1 ? "" : "s"}, which ${skipped.length === 1 ? "is" : "are"} not text (--strict refuses them instead):\n${lines}`;
+}
+
+/**
+ * Creates the output's directory if needed; refuses an output that is a directory or
+ * one of the inputs, and one that exists (or whose sidecar does) unless `overwrite`.
+ */
+async function checkOutput(output: string, inputs: string[], overwrite: boolean): Promise<void> {
   const target = path.resolve(output);
   if (inputs.some((f) => path.resolve(f) === target)) {
     throw new DataError("the output file is also an input", { where: output, hint: "Write the tokens to a new file, such as data/corpus.bin." });
   }
   const existing = await stat(target).catch(() => undefined);
   if (existing?.isDirectory()) throw new DataError("output path is a directory", { where: output, hint: "Give a file name, such as data/corpus.bin." });
+  if (!overwrite) {
+    const sidecar = dataSidecarPath(output);
+    const taken = existing !== undefined ? output : (await stat(sidecar).catch(() => undefined)) !== undefined ? sidecar : undefined;
+    if (taken !== undefined) {
+      throw new DataError(taken === output ? "the output file already exists; kiln prepare does not replace it unasked" : "the output's sidecar already exists; kiln prepare does not replace it unasked", {
+        where: taken,
+        hint: "Pass --overwrite to replace the token file and its sidecar, or name another output with -o.",
+      });
+    }
+  }
   try {
     await mkdir(path.dirname(target), { recursive: true });
   } catch (err) {
     throw fileWriteError(err, path.dirname(output), { what: "the output directory", doing: "create the output directory", error: DataError });
   }
 }
-

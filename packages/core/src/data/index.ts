@@ -1,6 +1,7 @@
 export {
   detectTokenFileLayout,
   encodeLlmcHeader,
+  isLlmcShard,
   LLMC_HEADER_BYTES,
   LLMC_U16_MAGIC,
   LLMC_U16_VERSION,
@@ -21,7 +22,9 @@ export { TOKENIZER_FILE_NAMES, TOKENIZER_JSON, readTokenizerFiles, sameTokenizer
 export { readDataSidecar, writeDataSidecar, dataSidecarPath, type DataSidecar } from "./data-sidecar.js";
 export { TokenFileWriter } from "./token-file-writer.js";
 export { TextTokenWriter } from "./text-token-writer.js";
-export { tokenizeFiles, type TokenizeFilesOptions, type TokenizeProgress } from "./tokenize-files.js";
+export { convertU16TokenFile, readAsU16Tokens, u16ConversionCommand, u32PathFor, type ConvertU16Options, type U16Reading } from "./u16-token-file.js";
+export { recognizeSignature, type Compression, type FileSignature } from "./file-signature.js";
+export { tokenizeFiles, type SkippedInput, type TokenizeFilesOptions, type TokenizeProgress } from "./tokenize-files.js";
 export { builtinCorpus, builtinCorpusSource, DEFAULT_BUILTIN_CORPUS_CHARS, type BuiltinCorpus, type BuiltinCorpusOptions } from "./builtin-corpus.js";
 export { generateStories, generateStory, STORY_GRAMMAR_VERSION } from "./stories/story-generator.js";
 export { StoryRandom } from "./stories/story-random.js";

@@ -21,6 +21,8 @@ export class TextTokenWriter {
   private pending = "";
   private documentHasText = false;
   private textTokens = 0;
+  /** Where the current document began: tokens in the file, and text tokens, before it. */
+  private documentStart = { tokens: 0, textTokens: 0 };
 
   private constructor(
     private readonly file: TokenFileWriter,
@@ -61,6 +63,15 @@ export class TextTokenWriter {
     const rest = this.pending;
     this.pending = "";
     await this.encode(rest);
+    this.documentHasText = false;
+    this.documentStart = { tokens: this.file.tokenCount, textTokens: this.textTokens };
+  }
+
+  /** Takes back the current document: its text and every token written for it since the last endDocument(). */
+  async discardDocument(): Promise<void> {
+    this.pending = "";
+    await this.file.truncate(this.documentStart.tokens);
+    this.textTokens = this.documentStart.textTokens;
     this.documentHasText = false;
   }
 

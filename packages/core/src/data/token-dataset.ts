@@ -4,8 +4,9 @@ import { ConfigError, DataError } from "@kiln/contract";
 import { type FileErrorContext, fileReadError } from "../fs/file-errors.js";
 import { readDataSidecar, type DataSidecar } from "./data-sidecar.js";
 import { findTokenAtOrAbove } from "./token-id-scan.js";
-import { LLMC_HEADER_BYTES, detectTokenFileLayout, type TokenFileFormat, type TokenFileLayout } from "./token-file-format.js";
+import { LLMC_HEADER_BYTES, detectTokenFileLayout, isLlmcShard, type TokenFileFormat, type TokenFileLayout } from "./token-file-format.js";
 import { readTokensInto } from "./token-reader.js";
+import { type U16Reading, readAsU16Tokens, u16ConversionCommand } from "./u16-token-file.js";
 
 const TOKEN_FILE: FileErrorContext = { what: "token file", error: DataError, hints: { ENOENT: "Check the path, or create the file with `kiln prepare`." } };
 
@@ -49,6 +50,10 @@ export async function openTokenDataset(filePath: string, options: OpenTokenDatas
     if (stat.isDirectory()) throw fileReadError(Object.assign(new Error("is a directory"), { code: "EISDIR" }), filePath, TOKEN_FILE);
     const head = new Uint8Array(Math.min(stat.size, LLMC_HEADER_BYTES));
     if (head.byteLength > 0) await file.read(head, 0, head.byteLength, 0);
+    if (stat.size % 4 !== 0 && !isLlmcShard(head)) {
+      const u16 = await readAsU16Tokens(file, stat.size, filePath);
+      if (u16 !== undefined) throw u16Error(filePath, u16, vocabSize, `its size, ${stat.size} bytes, is not a multiple of 4, so it is not a u32 token file`);
+    }
     const layout = detectTokenFileLayout(head, stat.size, filePath);
     const sidecar = await readDataSidecar(filePath);
     if (sidecar !== undefined && sidecar.tokens !== layout.tokenCount) {
@@ -68,6 +73,12 @@ export async function openTokenDataset(filePath: string, options: OpenTokenDatas
 async function checkTokenIds(file: FileHandle, layout: TokenFileLayout, filePath: string, vocabSize: number, sidecar: DataSidecar | undefined): Promise<void> {
   const bad = await findTokenAtOrAbove(file, layout, filePath, vocabSize);
   if (bad === undefined) return;
+  if (layout.format === "u32") {
+    const u16 = await readAsU16Tokens(file, layout.tokenCount * 4, filePath);
+    if (u16 !== undefined) {
+      throw u16Error(filePath, u16, vocabSize, `read as 32-bit ids, id ${bad.value} at position ${bad.position} is not below the model's vocab_size ${vocabSize}`);
+    }
+  }
   const madeWith = sidecar === undefined ? "" : ` (it was prepared with the ${sidecar.tokenizer} tokenizer, vocab ${sidecar.vocab_size})`;
   throw new DataError(
     `token id ${bad.value} at position ${bad.position} is not below the model's vocab_size ${vocabSize}; the largest id in the file is ${bad.maxId}${madeWith}`,
@@ -75,6 +86,15 @@ async function checkTokenIds(file: FileHandle, layout: TokenFileLayout, filePath
       where: filePath,
       hint: `re-run kiln prepare with the model's tokenizer or raise model.vocab_size (to at least ${bad.maxId + 1})`,
     },
+  );
+}
+
+/** A raw file that holds 16-bit ids (nanoGPT's train.bin): named as such, with the command that converts it. */
+function u16Error(filePath: string, u16: U16Reading, vocabSize: number, why: string): DataError {
+  const above = u16.maxId >= vocabSize ? `; the model's vocab_size (${vocabSize}) must then be above ${u16.maxId}` : "";
+  return new DataError(
+    `${path.basename(filePath)}: this looks like 16-bit token ids (nanoGPT's format), not kiln's 32-bit ones: ${why}; read as 16-bit, it holds ${u16.tokens} ids, the largest ${u16.maxId}`,
+    { where: filePath, hint: `Convert it to a u32 token file and train on that: ${u16ConversionCommand(filePath)}${above}` },
   );
 }
 

@@ -41,6 +41,13 @@ const SHARD_KINDS: readonly ShardKind[] = [
 
 const REMAKE_HINT = "The file is truncated or was not written as token data; re-create it with `kiln prepare` (or the tool that wrote it).";
 
+/** Whether `head`, a file's first bytes, starts with an llm.c shard's magic number. */
+export function isLlmcShard(head: Uint8Array): boolean {
+  if (head.byteLength < 4) return false;
+  const first = new DataView(head.buffer, head.byteOffset, 4).getInt32(0, true);
+  return SHARD_KINDS.some((k) => k.magic === first);
+}
+
 /**
  * Works out a token file's format from its first bytes and its size, and checks
  * that the size fits: an llm.c magic number first, otherwise raw u32.

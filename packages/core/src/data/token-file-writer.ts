@@ -44,6 +44,20 @@ export class TokenFileWriter {
     }
   }
 
+  /** Drops every token after the first `tokenCount`; appending goes on from there. */
+  async truncate(tokenCount: number): Promise<void> {
+    if (!(Number.isSafeInteger(tokenCount) && tokenCount >= 0 && tokenCount <= this.tokenCount)) {
+      throw new RangeError(`cannot truncate ${this.tokenCount} tokens to ${tokenCount}`);
+    }
+    if (tokenCount >= this.written) {
+      this.staged = tokenCount - this.written;
+      return;
+    }
+    this.staged = 0;
+    await this.output.truncate(tokenCount * 4);
+    this.written = tokenCount;
+  }
+
   async commit(): Promise<void> {
     await this.flush();
     await this.output.commit();

@@ -79,8 +79,8 @@ export function writeFileAtomicallySync(target: string, content: string | Uint8A
 
 /**
  * A file that appears at its target path whole or not at all, written in parts:
- * append() adds bytes to the temp file; commit() fsyncs it, renames it over the
- * target and fsyncs the directory; abort() removes it.
+ * append() adds bytes to the temp file (truncate() takes some back); commit() fsyncs
+ * it, renames it over the target and fsyncs the directory; abort() removes it.
  */
 export class AtomicOutputFile {
   private state: "open" | "committed" | "aborted" = "open";
@@ -121,6 +121,19 @@ export class AtomicOutputFile {
         done += bytesWritten;
       }
       this.position += bytes.byteLength;
+    } catch (err) {
+      await this.abort();
+      throw fileWriteError(err, this.target, context(this.options, UNCHANGED));
+    }
+  }
+
+  /** Cuts what was appended back to its first `bytes` bytes; the next append() goes on from there. */
+  async truncate(bytes: number): Promise<void> {
+    if (this.state !== "open") throw new Error(`truncate() after the output file was ${this.state}`);
+    if (!(Number.isSafeInteger(bytes) && bytes >= 0 && bytes <= this.position)) throw new RangeError(`cannot truncate ${this.position} bytes to ${bytes}`);
+    try {
+      await this.file.truncate(bytes);
+      this.position = bytes;
     } catch (err) {
       await this.abort();
       throw fileWriteError(err, this.target, context(this.options, UNCHANGED));
