@@ -38,7 +38,7 @@ describe("a bad flag prints one error, a did-you-mean and where the help is (not
 
   it("takes underscores and other trainers' names as kiln's flags (the run then stops at the missing config file)", async () => {
     for (const flag of ["--batch_size", "--logging-steps", "--logging_steps", "--eval-steps", "--max-length", "--save-steps", "--gradient-accumulation-steps"]) {
-      await expectMessage(["train", "-f", "x.yaml", flag, "10"], "x.yaml", "the config file does not exist", "check the path given to -f; ready configs are in models/");
+      await expectMessage(["train", "-f", "x.yaml", flag, "10"], "x.yaml", "the config file does not exist", "check the path given to -f (relative to the folder kiln runs in); kiln's repository has ready configs in its models/ folder");
     }
   });
 
@@ -65,7 +65,7 @@ describe("a bad flag prints one error, a did-you-mean and where the help is (not
 
   it("the config without -f", async () => {
     await expectMessage(["train", "models/nano.yaml"], "models/nano.yaml", "kiln train needs the config file after -f", "kiln train -f models/nano.yaml (see kiln train --help)");
-    await expectMessage(["train"], "-f", "kiln train needs a config file", "pass -f config.yaml (models/ has ready ones), or --init-from PATH to take the model from trained weights with default trainer settings");
+    await expectMessage(["train"], "-f", "kiln train needs a config file", "pass -f config.yaml (kiln's repository has ready ones in its models/ folder), or --init-from PATH to take the model from trained weights with default trainer settings");
   });
 
   it("names the command whose flag it was", async () => {

@@ -14,7 +14,7 @@ export function loadConfigFile(path: string): LoadedConfig {
     const code = (err as NodeJS.ErrnoException).code;
     throw new ConfigError(code === "ENOENT" ? "the config file does not exist" : `cannot read the config file (${code ?? String(err)})`, {
       where: path,
-      hint: code === "ENOENT" ? "check the path given to -f; ready configs are in models/" : "check the file's permissions",
+      hint: code === "ENOENT" ? "check the path given to -f (relative to the folder kiln runs in); kiln's repository has ready configs in its models/ folder" : "check the file's permissions",
     });
   }
   return parseConfigText(text, path);

@@ -126,6 +126,16 @@ export async function checkBeforeLaunch(flags: DataParallelFlags, targetDevice: 
   }
 }
 
+/**
+ * One rank (no --ranks, --gpus, --nnodes, no launcher): --sync-backend nccl on the CPU is
+ * refused as with many ranks; any --sync-backend gets a warning that one rank syncs nothing.
+ */
+export async function checkOneRankSync(flags: DataParallelFlags, targetDevice: TargetDevice, warn: (line: string) => void): Promise<void> {
+  if (flags.syncBackend === undefined) return;
+  if (flags.syncBackend === "nccl" && !(await trainsOnCuda(targetDevice))) throw ncclOnCpu();
+  warn(`warning: --sync-backend ${flags.syncBackend} has no effect: this run has one rank (data parallel needs --ranks N, --gpus LIST or a launcher such as torchrun)`);
+}
+
 function ncclOnCpu(): ConfigError {
   return new ConfigError("--sync-backend nccl syncs GPU buffers, but this run trains on the CPU", {
     where: "--sync-backend",

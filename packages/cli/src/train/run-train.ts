@@ -48,6 +48,7 @@ import {
   ranksRow,
   checkDataParallelFlags,
   checkBeforeLaunch,
+  checkOneRankSync,
   gpuOfRank,
   joinDevice,
   startsRanks,
@@ -91,6 +92,7 @@ export async function runTrain(flags: TrainFlags): Promise<number> {
       checkOutputFolder(s.outputDir, reuse);
       return await launchThisCommand(flags, s);
     }
+    if (!env || env.worldSize === 1) await checkOneRankSync(flags, s.targetDevice, stderrLine);
     // One run per output folder: a second one stops here, before it reads or writes anything there. Rank 0 alone writes there.
     const lock = (env?.rank ?? 0) === 0 ? lockOutputDir(s.outputDir, stderrLine) : undefined;
     // A signal outside the training loop exits at once, the lock released (the loop saves first).
@@ -120,7 +122,7 @@ function weightsOnlyConfig(initFrom: string | undefined): LoadedConfig {
   if (initFrom === undefined) {
     throw new ConfigError("kiln train needs a config file", {
       where: "-f",
-      hint: "pass -f config.yaml (models/ has ready ones), or --init-from PATH to take the model from trained weights with default trainer settings",
+      hint: "pass -f config.yaml (kiln's repository has ready ones in its models/ folder), or --init-from PATH to take the model from trained weights with default trainer settings",
     });
   }
   return { ...parseConfigText("{}", initFrom), text: "" };

@@ -47,7 +47,7 @@ describe("kiln train refuses a bad config or flag", () => {
       kind: "ConfigError",
       where: `type.yaml:${line}`,
       message: new RegExp(`^model\\.hidden_size \\(line ${line}\\) must be a number, got "sixteen"`),
-      hint: /fix the value; see models\/nano-start\.yaml/,
+      hint: /fix the value \(every key, its type and range: kiln.s docs\/settings\.md, or kiln train --help\)/,
     });
   });
 
@@ -110,6 +110,19 @@ describe("kiln train refuses a bad config or flag", () => {
       hint: /use --sync-backend cpu \(or gloo\) for CPU ranks/,
     });
     expect(r.stderr).not.toMatch(/rank 1:/);
+  });
+
+  it("--sync-backend nccl with one rank on the CPU is refused too; another backend with one rank is named as having no effect", async () => {
+    await ws.writeConfig("tiny.yaml");
+    expectRefused(await refuse(["-f", "tiny.yaml", "--sync-backend", "nccl", "--target-device", "cpu"]), {
+      kind: "ConfigError",
+      where: "--sync-backend",
+      message: /^--sync-backend nccl syncs GPU buffers, but this run trains on the CPU/,
+      hint: /use --sync-backend cpu \(or gloo\) for CPU ranks/,
+    });
+    const gloo = await ws.run(["train", "-f", "tiny.yaml", "--sync-backend", "gloo", "--target-device", "cpu", "--max-steps", "1", "-d", "data.bin", "--output-dir", "one-rank", "--headless"]);
+    expect(gloo.code, gloo.stderr).toBe(0);
+    expect(gloo.stderr).toContain("warning: --sync-backend gloo has no effect: this run has one rank");
   });
 
   it("--ranks that disagrees with WORLD_SIZE", async () => {

@@ -18,6 +18,13 @@ export interface ParsedConfig {
   givenKeys: string[];
 }
 
+/**
+ * What a config looks like, for hints: a path such as models/nano-start.yaml would mean
+ * nothing outside kiln's repository, so the layout is given in the message itself.
+ */
+export const CONFIG_LAYOUT =
+  "a config is two mappings, e.g. model: { arch: gpt2, vocab_size: 256, hidden_size: 128, num_layers: 4, num_heads: 4, max_seq_len: 128 } and trainer: { max_steps: 2400 } (every key: kiln's docs/settings.md)";
+
 /** Parses and validates a config's YAML text. Every problem becomes a ConfigError naming `path`, the line and the key. */
 export function parseConfigText(text: string, path: string): ParsedConfig {
   const lines = new LineCounter();
@@ -29,7 +36,7 @@ export function parseConfigText(text: string, path: string): ParsedConfig {
   }
   const raw = doc.toJS() as unknown;
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
-    throw new ConfigError("the config must be a mapping with model: and trainer: sections", { where: path, hint: "see models/nano-start.yaml for the layout" });
+    throw new ConfigError("the config must be a mapping with model: and trainer: sections", { where: path, hint: CONFIG_LAYOUT });
   }
   const ignoredKeys = takeOxidizrKeys(raw as Record<string, unknown>);
   const parsed = configSchema.safeParse(raw);
@@ -60,7 +67,7 @@ function describeValue(v: unknown): string {
 function issuesToError(issues: readonly z.core.$ZodIssue[], doc: Document, lines: LineCounter, path: string): ConfigError {
   const messages: string[] = [];
   let firstLine: number | undefined;
-  let hint = "fix the value; see models/nano-start.yaml for a complete example";
+  let hint = "fix the value (every key, its type and range: kiln's docs/settings.md, or kiln train --help)";
   for (const issue of issues) {
     const keyPath = issue.path.map(String);
     const section = keyPath.join(".");

@@ -1,6 +1,6 @@
 import { ConfigError } from "@kiln/contract";
 import type { ModelConfig } from "../model/config.js";
-import type { ParsedConfig } from "./config-text.js";
+import { CONFIG_LAYOUT, type ParsedConfig } from "./config-text.js";
 import { type InitModel, checkModelAgrees, modelOfSection } from "./model-section.js";
 import type { SectionValues } from "./setting.js";
 import { type KilnConfig, SETTINGS } from "./settings-table.js";
@@ -92,7 +92,7 @@ export function resolveSettings(parsed: ParsedConfig, overrides: SettingOverride
   const whereOf = (key: string) => `${file} (${overrides.get(key)?.from ?? key})`;
   if (init && config.model) checkModelAgrees(config.model, init, file);
   if (!init && !config.model) {
-    throw new ConfigError("the config has no model section", { where: `${file} (model)`, hint: "add a model: section (see models/nano-start.yaml), or start from trained weights with --init-from" });
+    throw new ConfigError("the config has no model section", { where: `${file} (model)`, hint: `add a model: section (${CONFIG_LAYOUT}), or start from trained weights with --init-from` });
   }
   const model = init?.model ?? modelOfSection(config.model!, file);
   const values = {} as Record<string, unknown>;
