@@ -36,10 +36,11 @@
  * of 16-bit A and B goes through Cp too, so one code path serves both).
  *
  * Threads: with f32 storage, the threads work on each batch item together
- * (gemm_shared: B panels packed once into shared buffers, blocks of C taken
- * from a counter, one barrier per panel). 16-bit storage gives each thread a
- * rectangle of C, packed into its own scratch with no synchronisation. Both
- * take whole batch items per thread when the batch divides well among threads.
+ * (gemm_shared: B panels packed once into shared buffers, pieces of B and blocks
+ * of C drawn from one counter by whichever threads run, no barrier). 16-bit
+ * storage gives each thread a rectangle of C, packed into its own scratch with no
+ * synchronisation. Both draw whole batch items from a counter when the batch is
+ * large enough to go round the threads.
  *
  * matmul_gemm.h holds the argument block and the one-matrix entry points that
  * grouped_matmul.c runs per group (a rectangle, one row, a thread's part).
@@ -197,51 +198,41 @@ KILN_INLINE Scratch thread_scratch(const MatmulArgs* g, int thread) {
   return s;
 }
 
-/* ---- all threads on one batch item, B packed once -------------------- */
+/* ---- all threads on every batch item, B packed once ------------------- */
 
 /*
- * f32 with several threads: the threads pack each KC x NC panel of B together
- * into one of two shared buffers, taking pieces of PACK_SLIVERS slivers from a
- * counter, meet at a barrier, then take blocks of C (MC rows x a run of columns)
- * from another counter until the panel's blocks run out, each packing its own A
- * rows. A thread that runs slower (a busy core, or one the system deschedules for
- * a while) simply packs fewer pieces and takes fewer blocks, and B is packed
- * once, not once per thread. Packing panel s+2 into the buffer panel s used is safe after
- * panel s+1's barrier: every thread has arrived there, so finished panel s.
- * Every element of C sees the same k blocks in the same order as in gemm_rect,
- * so results are bit-identical to it, whichever thread takes which block.
+ * f32 with several threads: one sequence of work items, drawn from a counter by
+ * whichever threads are running, covers every panel (a KC x NC piece of B) of every
+ * batch item in order. Panel s contributes its packing pieces (PACK_SLIVERS slivers
+ * each, packed into shared buffer s & 1), then its blocks of C (MC rows x a run of
+ * columns; a thread packs the A rows of a block itself). What an item needs is
+ * counted, not met at a barrier:
+ *   a piece of panel s   every piece of panels < s packed (so `packed` counts exactly),
+ *                        every block of panels < s - 1 done (the last readers of its buffer)
+ *   a block of panel s   every piece of panels <= s packed,
+ *                        every block of panels < s done (C's k blocks in order)
+ * Each item waits only on items drawn before it, so the earliest unfinished one never
+ * waits. A thread that is not running (a busy core, a worker not yet awake) holds no
+ * item and delays no one: the others take the rest, and a thread that joins late walks
+ * the sequence up to the item it draws. Every element of C sees the same k blocks in
+ * the same order as in gemm_rect, so results are bit-identical to it, whichever
+ * thread takes which item and however many take part.
  *
- * The counters live in MatmulArgs (zeroed by the host before each call). Every
- * thread passes the same barriers and sees the same number of blocks per panel,
- * so each keeps `progress` in step with the others without reading them:
- * panel p's blocks are tickets base .. base + blocks - 1, and each thread draws
- * exactly one ticket past them, so the next panel's base is base + blocks + threads.
- * Pieces of B likewise (pack_base); a thread draws its ticket past the pieces
- * before the barrier, so no thread draws the next panel's before that.
+ * The counters (tickets, packed, done, sleepers) live in MatmulArgs, zeroed by the
+ * host before each call.
  */
 typedef struct {
-  uint32_t barriers;  /* barriers passed so far in this call */
-  uint32_t base;      /* the first block ticket of the current panel */
-  uint32_t pack_base; /* the first piece ticket of the current panel */
-} SharedProgress;
+  uint32_t first;     /* the panel's first item: its pieces, then its blocks */
+  uint32_t pieces, blocks;
+  uint32_t packed_before;    /* pieces of the panels before this one */
+  uint32_t done_before;      /* blocks of the panels before this one */
+  uint32_t done_before_prev; /* blocks of the panels before the previous one */
+  uint32_t index;            /* panels before this one */
+  int item, jc, pc, nc, kc, w, cblocks;
+} Panel;
 
 /* Slivers of B per packing piece (NR columns x KC rows each). */
 #define PACK_SLIVERS 4
-
-/*
- * Every thread of the call arrives before any leaves. A spin: waits here are a
- * block's time at most on an idle machine. (Sleeping in memory.atomic.wait32 after a
- * short spin was measured: 2x faster with two busy processes beside a 2-thread call on
- * 2 cores, but 10-20% slower with one, so the spin stays; tooling/bench/gemm-contended.mjs.)
- */
-KILN_INLINE void shared_barrier(const MatmulArgs* g, SharedProgress* p, int nthreads) {
-  uint32_t* arrivals = (uint32_t*)&g->arrivals;
-  p->barriers++;
-  const uint32_t target = p->barriers * (uint32_t)nthreads;
-  __atomic_fetch_add(arrivals, 1, __ATOMIC_ACQ_REL);
-  while (__atomic_load_n(arrivals, __ATOMIC_ACQUIRE) < target) {
-  }
-}
 
 /* Columns per block: the whole panel, or runs of it (whole slivers, >= 128 columns) until there are 8 blocks per thread. */
 KILN_INLINE int block_columns(int mblocks, int nc, int nthreads) {
@@ -251,49 +242,126 @@ KILN_INLINE int block_columns(int mblocks, int nc, int nthreads) {
   return (w + NR - 1) / NR * NR;
 }
 
-__attribute__((noinline)) static void gemm_shared(const MatmulArgs* g, const float* a, const float* b, float* c, const Scratch* s,
-                                                  int nthreads, SharedProgress* p) {
-  const int m = g->m, n = g->n, k = g->k;
+KILN_INLINE void panel_shape(const MatmulArgs* g, Panel* p, int mblocks, int nthreads) {
+  p->nc = kiln_min(NC, g->n - p->jc);
+  p->kc = kiln_min(KC, g->k - p->pc);
+  p->w = block_columns(mblocks, p->nc, nthreads);
+  p->cblocks = (p->nc + p->w - 1) / p->w;
+  p->pieces = (uint32_t)((p->nc + PACK_SLIVERS * NR - 1) / (PACK_SLIVERS * NR));
+  p->blocks = (uint32_t)(mblocks * p->cblocks);
+}
+
+/* Moves `p` forward to the panel holding item t; 0 when t is past the last panel. */
+KILN_INLINE int panel_of(const MatmulArgs* g, Panel* p, uint32_t t, int mblocks, int nthreads) {
+  while (t - p->first >= p->pieces + p->blocks) {
+    p->first += p->pieces + p->blocks;
+    p->done_before_prev = p->done_before;
+    p->packed_before += p->pieces;
+    p->done_before += p->blocks;
+    p->index++;
+    p->pc += KC;
+    if (p->pc >= g->k) {
+      p->pc = 0;
+      p->jc += NC;
+      if (p->jc >= g->n) p->jc = 0, p->item++;
+    }
+    if (p->item >= g->batch) return 0;
+    panel_shape(g, p, mblocks, nthreads);
+  }
+  return 1;
+}
+
+/*
+ * Polls a counter before sleeping on it: how many polls adapts to the machine. A wait
+ * met while polling doubles the next one's polls (up to MAX_POLLS); a wait that ended
+ * in memory.atomic.wait32 halves them (down to MIN_POLLS), so on a busy machine a
+ * thread waiting for one that is not running soon sleeps at once and gives up its core.
+ * Shared by the threads (one word of linear memory), as the load is the machine's.
+ */
+#define MIN_POLLS 64u
+#define MAX_POLLS 32768u
+#define SLEEP_NS 1000000ll
+static uint32_t wait_polls = MAX_POLLS;
+
+/* Returns once *counter >= target (counter only grows). */
+static void wait_for_count(uint32_t* counter, uint32_t target, uint32_t* sleepers) {
+  if (__atomic_load_n(counter, __ATOMIC_ACQUIRE) >= target) return;
+  const uint32_t polls = __atomic_load_n(&wait_polls, __ATOMIC_RELAXED);
+  for (uint32_t i = 0; i < polls; i++) {
+    if (__atomic_load_n(counter, __ATOMIC_ACQUIRE) >= target) {
+      if (polls < MAX_POLLS) __atomic_store_n(&wait_polls, polls * 2, __ATOMIC_RELAXED);
+      return;
+    }
+  }
+  if (polls > MIN_POLLS) __atomic_store_n(&wait_polls, polls / 2, __ATOMIC_RELAXED);
+  for (;;) {
+    __atomic_fetch_add(sleepers, 1, __ATOMIC_SEQ_CST);
+    const uint32_t seen = __atomic_load_n(counter, __ATOMIC_SEQ_CST);
+#ifdef __wasm_atomics__
+    if (seen < target) __builtin_wasm_memory_atomic_wait32((int32_t*)counter, (int32_t)seen, SLEEP_NS);
+#endif
+    __atomic_fetch_sub(sleepers, 1, __ATOMIC_SEQ_CST);
+    if (seen >= target || __atomic_load_n(counter, __ATOMIC_ACQUIRE) >= target) return;
+  }
+}
+
+/* One more item counted; wakes the threads asleep in wait_for_count, if any. */
+static void count_one(uint32_t* counter, uint32_t* sleepers) {
+  __atomic_fetch_add(counter, 1, __ATOMIC_SEQ_CST);
+#ifdef __wasm_atomics__
+  if (__atomic_load_n(sleepers, __ATOMIC_SEQ_CST)) __builtin_wasm_memory_atomic_notify((int32_t*)counter, UINT32_MAX);
+#else
+  (void)sleepers; /* one thread: no one sleeps */
+#endif
+}
+
+__attribute__((noinline)) static void gemm_shared(const MatmulArgs* g, const Scratch* s, int nthreads) {
+  const int m = g->m;
   const int lda = g->lda;
   const int ldb = g->trans_b ? g->k : g->n;
   const float* g_bias = (const float*)g->bias;
-  uint32_t* tickets = (uint32_t*)&g->tickets;
-  uint32_t* pack_tickets = (uint32_t*)&g->pack_tickets;
+  MatmulArgs* shared = (MatmulArgs*)g;
+  uint32_t* tickets = &shared->tickets;
+  uint32_t* packed = &shared->packed;
+  uint32_t* done = &shared->done;
+  uint32_t* sleepers = &shared->sleepers;
   /* The two panel buffers: threads 0 and 1's own Bp (unused by their owners on this path). */
   float* const panels[2] = {thread_scratch(g, 0).bp, thread_scratch(g, 1).bp};
   const int mblocks = (m + MC - 1) / MC;
 
-  for (int jc = 0; jc < n; jc += NC) {
-    const int nc = kiln_min(NC, n - jc);
-    const int w = block_columns(mblocks, nc, nthreads);
-    const int cblocks = (nc + w - 1) / w;
-    const uint32_t blocks = (uint32_t)(mblocks * cblocks);
-    for (int pc = 0; pc < k; pc += KC) {
-      const int kc = kiln_min(KC, k - pc);
-      float* bp = panels[p->barriers & 1];
-      const uint32_t pieces = (uint32_t)((nc + PACK_SLIVERS * NR - 1) / (PACK_SLIVERS * NR));
-      for (;;) {
-        const uint32_t t = __atomic_fetch_add(pack_tickets, 1, __ATOMIC_RELAXED) - p->pack_base;
-        if (t >= pieces) break;
-        const int lo = (int)t * PACK_SLIVERS * NR, cols = kiln_min(PACK_SLIVERS * NR, nc - lo);
-        pack_b(b, ldb, g->trans_b, pc, kc, jc + lo, cols, bp + lo * kc, KILN_DT_F32);
-      }
-      p->pack_base += pieces + (uint32_t)nthreads;
-      shared_barrier(g, p, nthreads);
-
-      const int keep_c = pc > 0 || g->accumulate;
-      const float* bias = pc == 0 && g_bias ? g_bias + jc : NULL;
-      int packed = -1; /* the row block this thread's Ap holds */
-      for (;;) {
-        const uint32_t t = __atomic_fetch_add(tickets, 1, __ATOMIC_RELAXED) - p->base;
-        if (t >= blocks) break;
-        const int ib = (int)(t / (uint32_t)cblocks), cb = (int)(t % (uint32_t)cblocks);
-        const int ic = ib * MC, mc = kiln_min(MC, m - ic);
-        if (ib != packed) pack_a(a, lda, g->trans_a, ic, mc, pc, kc, s->ap, KILN_DT_F32), packed = ib;
-        panel_block(g, s, bp, c, ic, mc, kc, jc, cb * w, kiln_min(nc, (cb + 1) * w), keep_c, bias);
-      }
-      p->base += blocks + (uint32_t)nthreads;
+  Panel p = {0};
+  panel_shape(g, &p, mblocks, nthreads);
+  uint32_t ap_panel = UINT32_MAX; /* the panel and row block this thread's Ap holds */
+  int ap_block = -1;
+  for (;;) {
+    const uint32_t t = __atomic_fetch_add(tickets, 1, __ATOMIC_RELAXED);
+    if (!panel_of(g, &p, t, mblocks, nthreads)) break;
+    const float* a = (const float*)g->a + (size_t)p.item * g->stride_a;
+    const float* b = (const float*)g->b + (size_t)p.item * g->stride_b;
+    float* c = (float*)g->c + (size_t)p.item * g->stride_c;
+    float* bp = panels[p.index & 1];
+    const uint32_t i = t - p.first;
+    if (i < p.pieces) {
+      wait_for_count(packed, p.packed_before, sleepers);
+      wait_for_count(done, p.done_before_prev, sleepers);
+      const int lo = (int)i * PACK_SLIVERS * NR, cols = kiln_min(PACK_SLIVERS * NR, p.nc - lo);
+      pack_b(b, ldb, g->trans_b, p.pc, p.kc, p.jc + lo, cols, bp + lo * p.kc, KILN_DT_F32);
+      count_one(packed, sleepers);
+      continue;
     }
+    wait_for_count(packed, p.packed_before + p.pieces, sleepers);
+    wait_for_count(done, p.done_before, sleepers);
+    const int blk = (int)(i - p.pieces);
+    const int ib = blk / p.cblocks, cb = blk % p.cblocks;
+    const int ic = ib * MC, mc = kiln_min(MC, m - ic);
+    if (ap_panel != p.index || ap_block != ib) {
+      pack_a(a, lda, g->trans_a, ic, mc, p.pc, p.kc, s->ap, KILN_DT_F32);
+      ap_panel = p.index, ap_block = ib;
+    }
+    const int keep_c = p.pc > 0 || g->accumulate;
+    const float* bias = p.pc == 0 && g_bias ? g_bias + p.jc : NULL;
+    panel_block(g, s, bp, c, ic, mc, p.kc, p.jc, cb * p.w, kiln_min(p.nc, (cb + 1) * p.w), keep_c, bias);
+    count_one(done, sleepers);
   }
 }
 
@@ -352,19 +420,20 @@ KILN_INLINE void matvec_part(const MatmulArgs* g, const void* a, const void* b, 
   }
 }
 
-/* Part `part` of `parts` of batch item i; with `shared` (f32, several threads), all threads on it together. */
-KILN_INLINE void matmul_item_part(const MatmulArgs* g, int i, int part, int parts, const Scratch* s, int dt, SharedProgress* shared) {
+/* Whether the call's products are matrix-vector ones (no packing; matmul_vector.c), for every batch item alike. */
+KILN_INLINE int takes_matvec(const MatmulArgs* g, int dt) {
+  /* A 16-bit vector operand is converted into Bp first, so it must fit there; a one-row op(A) read down a column of a wider A takes the GEMM. */
+  return (g->m == 1 || g->n == 1) && g->k > 0 && (dt == KILN_DT_F32 || g->k <= BP_FLOATS) && !(g->m == 1 && g->trans_a && g->lda != 1);
+}
+
+/* Part `part` of `parts` of batch item i. */
+KILN_INLINE void matmul_item_part(const MatmulArgs* g, int i, int part, int parts, const Scratch* s, int dt) {
   const int ct = c_dtype(g, dt);
   const void* a = mm_at(g->a, (size_t)i * g->stride_a, dt);
   const void* b = mm_at(g->b, (size_t)i * g->stride_b, dt);
   void* c = mm_at_mut(g->c, (size_t)i * g->stride_c, ct);
-  /* A 16-bit vector operand is converted into Bp first, so it must fit there; a one-row op(A) read down a column of a wider A takes the GEMM. */
-  if ((g->m == 1 || g->n == 1) && g->k > 0 && (dt == KILN_DT_F32 || g->k <= BP_FLOATS) && !(g->m == 1 && g->trans_a && g->lda != 1)) {
+  if (takes_matvec(g, dt)) {
     matvec_part(g, a, b, c, part, parts, s->bp, dt, ct);
-    return;
-  }
-  if (shared && g->k > 0) {
-    gemm_shared(g, (const float*)a, (const float*)b, (float*)c, s, parts, shared);
     return;
   }
   int m0, m1, n0, n1;
@@ -393,23 +462,25 @@ void kiln_gemm_row(const MatmulArgs* g, int row, int n0, int n1, int thread, int
 
 void kiln_gemm_part(const MatmulArgs* g, int part, int parts, int thread, int dt) {
   const Scratch s = thread_scratch(g, thread);
-  matmul_item_part(g, 0, part, parts, &s, dt, NULL);
+  matmul_item_part(g, 0, part, parts, &s, dt);
 }
 
 KILN_INLINE void matmul_entry(const MatmulArgs* g, int thread, int nthreads, int dt) {
   const Scratch s = thread_scratch(g, thread);
   const int batch = g->batch;
 
-  /* Whole batch items per thread when that balances well; else every thread takes part of every item. */
+  /* Whole batch items when there are enough to go round, drawn from a counter by whichever threads run. */
   if (nthreads > 1 && batch >= nthreads && (batch % nthreads == 0 || batch >= 4 * nthreads)) {
-    int b0, b1;
-    split_range(batch, 1, thread, nthreads, &b0, &b1);
-    for (int i = b0; i < b1; i++) matmul_item_part(g, i, 0, 1, &s, dt, NULL);
+    uint32_t* tickets = &((MatmulArgs*)g)->tickets;
+    for (uint32_t i; (i = __atomic_fetch_add(tickets, 1, __ATOMIC_RELAXED)) < (uint32_t)batch;) matmul_item_part(g, (int)i, 0, 1, &s, dt);
     return;
   }
-  SharedProgress progress = {0, 0, 0};
-  SharedProgress* shared = nthreads > 1 && dt == KILN_DT_F32 ? &progress : NULL;
-  for (int i = 0; i < batch; i++) matmul_item_part(g, i, thread, nthreads, &s, dt, shared);
+  /* Else every thread takes part of every item: f32 through the shared panels, 16-bit as a fixed rectangle each. */
+  if (nthreads > 1 && dt == KILN_DT_F32 && g->k > 0 && !takes_matvec(g, dt)) {
+    gemm_shared(g, &s, nthreads);
+    return;
+  }
+  for (int i = 0; i < batch; i++) matmul_item_part(g, i, thread, nthreads, &s, dt);
 }
 
 KILN_EXPORT(kiln_matmul_f32)

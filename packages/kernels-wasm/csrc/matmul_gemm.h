@@ -20,10 +20,11 @@ typedef struct {
   uint8_t* scratch;        /* thread t uses scratch + t * scratch_stride */
   uint32_t scratch_stride; /* bytes, at least kiln_matmul_scratch_bytes() */
   int32_t c_f32;           /* 1: C is f32 while A, B and bias are 16-bit (parameter gradients in f32) */
-  uint32_t tickets;        /* zeroed by the host: blocks handed out so far (shared-panel path, matmul.c) */
-  uint32_t arrivals;       /* zeroed by the host: arrivals at the shared-panel path's barriers */
-  uint32_t pack_tickets;   /* zeroed by the host: pieces of B panels handed out so far (shared-panel path) */
+  uint32_t tickets;        /* zeroed by the host: work items (or batch items) handed out so far (matmul.c) */
+  uint32_t packed;         /* zeroed by the host: pieces of B panels packed so far (shared-panel path) */
+  uint32_t done;           /* zeroed by the host: blocks of C done so far (shared-panel path) */
   int32_t lda;             /* elements between A's stored rows: k, or m when trans_a, or more */
+  uint32_t sleepers;       /* zeroed by the host: threads asleep on `packed` or `done` (shared-panel path) */
 } MatmulArgs;
 
 /*

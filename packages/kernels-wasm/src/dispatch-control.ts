@@ -3,22 +3,30 @@
  * calling thread hands a kernel call to the pool's workers. Slots that
  * different threads write sit on different cache lines.
  *
- *   GENERATION  bumped once per call; workers wait on it
- *   REMAINING   workers still running the current call; the caller waits on it
+ *   GENERATION  bumped once per call; idle workers wait on it
+ *   STATE       CALL_CLOSED (set by the caller once every part is taken) | workers inside the call;
+ *               a worker joins only while the call is open, and the caller returns once none is inside
+ *   NEXT_PART   the next part of the call to hand out; each thread inside takes parts until none is left
  *   KERNEL      index into the pool's kernel-name list; -1 tells workers to exit
  *   ARGS        byte offset of the call's argument block in linear memory
- *   ACTIVE      threads taking part in this call (thread indices 0..ACTIVE-1)
- *   FAILED      1 + index of a worker whose call threw, 0 when none did
+ *   ACTIVE      parts of the call: the kernel runs as (args, part, ACTIVE) for part = 0..ACTIVE-1,
+ *               each part once, on whichever thread takes it (a part is what a thread of a
+ *               static split computes, with that thread's scratch)
+ *   FAILED      1 + index of a worker whose part threw, 0 when none did
  */
 export const CONTROL = {
   GENERATION: 0,
-  REMAINING: 16,
-  KERNEL: 32,
-  ARGS: 33,
-  ACTIVE: 34,
-  FAILED: 35,
-  LENGTH: 48,
+  STATE: 16,
+  NEXT_PART: 32,
+  KERNEL: 48,
+  ARGS: 49,
+  ACTIVE: 50,
+  FAILED: 51,
+  LENGTH: 64,
 } as const;
+
+/** STATE's flag: the call takes no more workers. */
+export const CALL_CLOSED = 1 << 30;
 
 export const STOP_KERNEL = -1;
 
@@ -31,5 +39,7 @@ export interface WorkerInit {
   kernelNames: readonly string[];
   threadIndex: number;
   stackTop: number;
-  spinIterations: number;
+  /** The longest a waiting thread polls before it sleeps (SpinWait in spin-wait.js). */
+  spinMicroseconds: number;
+  closedFlag: number;
 }

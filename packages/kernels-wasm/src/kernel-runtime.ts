@@ -14,8 +14,12 @@ export interface RuntimeOptions {
   simd?: SimdVariant | "auto";
   /** Upper bound of the linear memory, at most 4 GiB (the default). */
   maxMemoryBytes?: number;
-  /** Atomics.load polls before a waiting thread sleeps; more = lower call latency, more idle CPU. */
-  spinIterations?: number;
+  /**
+   * The longest, in microseconds, a waiting pool thread polls before it sleeps in Atomics.wait
+   * (default 50). Each thread adapts below it: on a busy machine it soon sleeps at once. More =
+   * lower call latency on an idle machine, more CPU taken from other processes on a busy one.
+   */
+  spinMicroseconds?: number;
   /** Work (flops) a thread must get before another one is woken for a call (default 2^17). */
   minFlopsPerThread?: number;
   /** Run the matmul on a small problem until V8 has optimised it (up to ~150 ms; default true). */
@@ -46,6 +50,8 @@ export interface RuntimeInfo {
 const STACK_BYTES = 256 * 1024;
 const INITIAL_MEMORY_BYTES = 16 * 1024 * 1024;
 const ARGS_BLOCK_BYTES = 256;
+/** A waiting pool thread's longest poll before it sleeps (microseconds). */
+const DEFAULT_SPIN_MICROSECONDS = 50;
 /** Below this many flops per thread, waking another thread costs more than it saves. */
 const DEFAULT_MIN_FLOPS_PER_THREAD = 1 << 17;
 
@@ -120,11 +126,12 @@ export async function createKernelRuntime(options: RuntimeOptions = {}): Promise
   const matmulScratchStride = Math.ceil(exports.kiln_matmul_scratch_bytes() / 64) * 64;
   const matmulScratch = heap.alloc(matmulScratchStride * threads);
   const callerKernels = KERNEL_NAMES.map((name) => kernelEntry(exports, name));
-  const spinIterations = options.spinIterations ?? 20_000;
+  const spinMicroseconds = options.spinMicroseconds ?? DEFAULT_SPIN_MICROSECONDS;
+  if (!(spinMicroseconds >= 0)) throw new RangeError(`spinMicroseconds must be a number >= 0, got ${options.spinMicroseconds}`);
   const pool: ThreadPool =
     threads === 1
       ? createInlinePool(callerKernels)
-      : await createWorkerPool({ module, memory, kernelNames: KERNEL_NAMES, callerKernels, stackTops, threads, spinIterations });
+      : await createWorkerPool({ module, memory, kernelNames: KERNEL_NAMES, callerKernels, stackTops, threads, spinMicroseconds });
 
   const tile = exports.kiln_matmul_tile_shape();
   const info: RuntimeInfo = {

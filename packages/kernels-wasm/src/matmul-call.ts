@@ -44,7 +44,7 @@ export interface MatmulCall {
 const FIELD = {
   m: 0, n: 1, k: 2, batch: 3, a: 4, b: 5, c: 6, bias: 7,
   strideA: 8, strideB: 9, strideC: 10, transA: 11, transB: 12, accumulate: 13,
-  alpha: 14, scratch: 15, scratchStride: 16, cF32: 17, tickets: 18, arrivals: 19, packTickets: 20, lda: 21,
+  alpha: 14, scratch: 15, scratchStride: 16, cF32: 17, tickets: 18, packed: 19, done: 20, lda: 21, sleepers: 22,
 } as const;
 
 const INT32_MAX = 0x7fffffff;
@@ -86,10 +86,12 @@ export function writeMatmulArgs(rt: KernelRuntime, call: MatmulCall): void {
   u32[FIELD.scratch] = rt.matmulScratch;
   u32[FIELD.scratchStride] = rt.matmulScratchStride;
   u32[FIELD.cF32] = cDtype === "f32" ? 1 : 0;
-  // The threads of one call count blocks, barrier arrivals and B panel pieces here, from zero.
+  // The threads of one call count the work items handed out, B panel pieces packed, blocks of C
+  // done and threads asleep here, from zero.
   u32[FIELD.tickets] = 0;
-  u32[FIELD.arrivals] = 0;
-  u32[FIELD.packTickets] = 0;
+  u32[FIELD.packed] = 0;
+  u32[FIELD.done] = 0;
+  u32[FIELD.sleepers] = 0;
 }
 
 /** Threads worth waking for `flops` of work. */

@@ -1,4 +1,5 @@
-import { CONTROL, STOP_KERNEL, type WorkerInit } from "./dispatch-control.js";
+import { CALL_CLOSED, CONTROL, STOP_KERNEL, type WorkerInit } from "./dispatch-control.js";
+import { SpinWait } from "./spin-wait.js";
 import type { KernelEntry } from "./kernel-instance.js";
 import type { KernelWorker } from "./platform-types.js";
 import { platform } from "#platform";
@@ -9,8 +10,11 @@ export interface ThreadPool {
   readonly threads: number;
   /**
    * Runs kernel `kernel` (an index into the pool's kernel names) with its
-   * argument block at `argsPtr` on threads 0..active-1 and returns when all
-   * are done. The calling thread is thread 0.
+   * argument block at `argsPtr` as `active` parts (clamped to the pool's
+   * threads), (argsPtr, part, active) for each part once, and returns when all
+   * are done. The calling thread takes parts, from part 0, until none is left;
+   * workers that are awake take the others. A worker that is not running (its
+   * core busy with another process) takes none and delays nothing.
    */
   run(kernel: number, argsPtr: number, active: number): void;
   dispose(): Promise<void>;
@@ -25,8 +29,8 @@ export interface WorkerThreadOptions {
   /** Stack tops for workers 1..threads-1 (index 0 is the caller's and unused here). */
   stackTops: readonly number[];
   threads: number;
-  /** Atomics.load polls before a thread falls asleep in Atomics.wait. */
-  spinIterations: number;
+  /** The longest a waiting thread polls before it sleeps in Atomics.wait (spin-wait.js). */
+  spinMicroseconds: number;
 }
 
 /** Runs every call on the calling thread: no SharedArrayBuffer needed. */
@@ -72,7 +76,8 @@ export async function createWorkerPool(opts: WorkerThreadOptions): Promise<Threa
           kernelNames: opts.kernelNames,
           threadIndex: i + 1,
           stackTop: opts.stackTops[i + 1],
-          spinIterations: opts.spinIterations,
+          spinMicroseconds: opts.spinMicroseconds,
+          closedFlag: CALL_CLOSED,
         };
         port.post(init);
       }),
@@ -91,6 +96,7 @@ export async function createWorkerPool(opts: WorkerThreadOptions): Promise<Threa
 class AtomicsPool implements ThreadPool {
   readonly threads: number;
   private disposed = false;
+  private readonly waiter: SpinWait;
 
   constructor(
     private readonly control: Int32Array,
@@ -99,31 +105,35 @@ class AtomicsPool implements ThreadPool {
     private readonly workerErrors: string[],
   ) {
     this.threads = opts.threads;
+    this.waiter = new SpinWait(opts.spinMicroseconds / 1000);
   }
 
   run(kernel: number, argsPtr: number, active: number): void {
     if (this.disposed) throw new Error("the kernel thread pool was disposed");
     const n = Math.max(1, Math.min(active, this.threads));
+    const entry = this.opts.callerKernels[kernel];
     if (n === 1) {
-      this.opts.callerKernels[kernel](argsPtr, 0, 1);
+      entry(argsPtr, 0, 1);
       return;
     }
+    // The call's slots, then open it (STATE 0), then wake the workers.
     const c = this.control;
     Atomics.store(c, CONTROL.KERNEL, kernel);
     Atomics.store(c, CONTROL.ARGS, argsPtr);
     Atomics.store(c, CONTROL.ACTIVE, n);
     Atomics.store(c, CONTROL.FAILED, 0);
-    Atomics.store(c, CONTROL.REMAINING, n - 1);
+    Atomics.store(c, CONTROL.NEXT_PART, 0);
+    Atomics.store(c, CONTROL.STATE, 0);
     Atomics.add(c, CONTROL.GENERATION, 1);
-    Atomics.notify(c, CONTROL.GENERATION);
+    Atomics.notify(c, CONTROL.GENERATION, n - 1);
 
     let callerError: unknown;
     try {
-      this.opts.callerKernels[kernel](argsPtr, 0, n);
+      for (let part; (part = Atomics.add(c, CONTROL.NEXT_PART, 1)) < n; ) entry(argsPtr, part, n);
     } catch (error) {
       callerError = error;
     }
-    this.waitForWorkers();
+    this.closeCall();
     if (callerError !== undefined) throw callerError;
     const failed = Atomics.load(c, CONTROL.FAILED);
     if (failed) {
@@ -132,14 +142,11 @@ class AtomicsPool implements ThreadPool {
     }
   }
 
-  private waitForWorkers(): void {
+  /** Takes no more workers into the call, then waits until those inside have left. */
+  private closeCall(): void {
     const c = this.control;
-    let remaining = Atomics.load(c, CONTROL.REMAINING);
-    for (let i = 0; remaining !== 0 && i < this.opts.spinIterations; i++) remaining = Atomics.load(c, CONTROL.REMAINING);
-    while (remaining !== 0) {
-      Atomics.wait(c, CONTROL.REMAINING, remaining);
-      remaining = Atomics.load(c, CONTROL.REMAINING);
-    }
+    let state = Atomics.or(c, CONTROL.STATE, CALL_CLOSED) | CALL_CLOSED;
+    while (state !== CALL_CLOSED) state = this.waiter.waitWhile(c, CONTROL.STATE, state);
   }
 
   async dispose(): Promise<void> {

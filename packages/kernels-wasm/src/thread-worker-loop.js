@@ -1,8 +1,10 @@
 // The loop of one kernel worker, shared by thread-worker-node.js (worker_threads)
 // and thread-worker-browser.js (a module Web Worker). It instantiates the shared
 // WebAssembly.Module on the shared memory with its own stack, then loops: wait
-// for a new generation in the control block, run its share of the kernel, count
-// itself done. The message it receives is described by WorkerInit in dispatch-control.ts.
+// for a new generation in the control block, join the call if it is still open,
+// take parts of it until none is left, leave. The message it receives is
+// described by WorkerInit in dispatch-control.ts; the protocol by CONTROL there.
+import { SpinWait } from "./spin-wait.js";
 
 /**
  * @typedef {{ postMessage(message: unknown): void, close(): void }} WorkerPort
@@ -14,34 +16,42 @@
  * @param {WorkerPort} port
  */
 function serve(init, port) {
-  const { layout: L, threadIndex, spinIterations } = init;
+  const { layout: L, threadIndex, closedFlag: CLOSED } = init;
   const instance = new WebAssembly.Instance(init.module, { env: { memory: init.memory } });
   instance.exports.__stack_pointer.value = init.stackTop;
   const kernels = init.kernelNames.map((name) => instance.exports[name]);
   const control = new Int32Array(init.control);
+  const waiter = new SpinWait(init.spinMicroseconds / 1000);
   // Read the generation before saying ready: the caller may start a call as
   // soon as it hears from every worker, and that call must look new here.
   let seen = Atomics.load(control, L.GENERATION);
   port.postMessage({ type: "ready", threadIndex });
   for (;;) {
-    let generation = Atomics.load(control, L.GENERATION);
-    for (let i = 0; generation === seen && i < spinIterations; i++) generation = Atomics.load(control, L.GENERATION);
-    while (generation === seen) {
-      Atomics.wait(control, L.GENERATION, seen);
-      generation = Atomics.load(control, L.GENERATION);
+    seen = waiter.waitWhile(control, L.GENERATION, seen);
+    if (Atomics.load(control, L.KERNEL) < 0) break;
+    // Join while the call is open. A worker late enough to find a later call open joins
+    // that one: the call's slots are written before it opens and stay until it closes.
+    let state = Atomics.load(control, L.STATE);
+    while (!(state & CLOSED)) {
+      const was = Atomics.compareExchange(control, L.STATE, state, state + 1);
+      if (was === state) break;
+      state = was;
     }
-    seen = generation;
-    const kernel = Atomics.load(control, L.KERNEL);
-    if (kernel < 0) break;
-    const active = Atomics.load(control, L.ACTIVE);
-    if (threadIndex >= active) continue;
-    try {
-      kernels[kernel](Atomics.load(control, L.ARGS), threadIndex, active);
-    } catch (error) {
-      Atomics.store(control, L.FAILED, threadIndex + 1);
-      port.postMessage({ type: "error", threadIndex, message: String(error?.stack ?? error) });
+    if (state & CLOSED) continue;
+    seen = Atomics.load(control, L.GENERATION);
+    const kernel = kernels[Atomics.load(control, L.KERNEL)];
+    const args = Atomics.load(control, L.ARGS);
+    const parts = Atomics.load(control, L.ACTIVE);
+    for (let part; (part = Atomics.add(control, L.NEXT_PART, 1)) < parts; ) {
+      try {
+        kernel(args, part, parts);
+      } catch (error) {
+        Atomics.store(control, L.FAILED, threadIndex + 1);
+        port.postMessage({ type: "error", threadIndex, message: String(error?.stack ?? error) });
+        break;
+      }
     }
-    if (Atomics.sub(control, L.REMAINING, 1) === 1) Atomics.notify(control, L.REMAINING);
+    if (Atomics.sub(control, L.STATE, 1) === (CLOSED | 1)) Atomics.notify(control, L.STATE);
   }
   port.postMessage({ type: "exited", threadIndex });
   port.close();

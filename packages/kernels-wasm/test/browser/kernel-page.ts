@@ -11,12 +11,12 @@ const packageRoot = new URL("../../", import.meta.url);
 
 /**
  * The page's files, laid out as the package expects relative to its code:
- * the bundles and the worker's two source files in /app/, the kernel modules in /build/.
+ * the bundles and the worker's source files in /app/, the kernel modules in /build/.
  */
 export function kernelPageRoutes(bundles: Bundles): Routes {
   return async (path: string): Promise<Asset | undefined> => {
     if (path === "/" || path === "/index.html") return { body: PAGE, type: "text/html; charset=utf-8" };
-    const worker = /^\/app\/(thread-worker-(?:browser|loop)\.js)$/.exec(path);
+    const worker = /^\/app\/(thread-worker-(?:browser|loop)\.js|spin-wait\.js)$/.exec(path);
     if (worker) return fileAsset(new URL(`src/${worker[1]}`, packageRoot), "text/javascript");
     const bundled = path.startsWith("/app/") ? bundles.get(path.slice("/app/".length)) : undefined;
     if (bundled !== undefined) return { body: bundled, type: "text/javascript" };
