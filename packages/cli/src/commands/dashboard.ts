@@ -26,12 +26,9 @@ export function registerDashboard(program: Command): void {
         port: flags.port,
         warn: (message) => process.stderr.write(`warning: ${message}\n`),
       });
-      process.stdout.write(`kiln dashboard: ${dashboard.url} (Ctrl-C to stop)\n`);
-      if (!existsSync(metricsFileOf(run))) {
-        process.stderr.write(`kiln dashboard: ${metricsFileOf(run)} does not exist yet; waiting for the run to log its first step (Ctrl-C to stop)\n`);
-      }
-      // Runs until Ctrl-C or SIGTERM, then closes the server and exits 0.
-      await new Promise<void>((resolve) => {
+      // Runs until Ctrl-C or SIGTERM, then closes the server and exits 0. The handlers go in
+      // before the address is printed: whoever reads it may stop the dashboard at once.
+      const stopped = new Promise<void>((resolve) => {
         const stop = () => {
           process.off("SIGINT", stop);
           process.off("SIGTERM", stop);
@@ -40,5 +37,10 @@ export function registerDashboard(program: Command): void {
         process.on("SIGINT", stop);
         process.on("SIGTERM", stop);
       });
+      process.stdout.write(`kiln dashboard: ${dashboard.url} (Ctrl-C to stop)\n`);
+      if (!existsSync(metricsFileOf(run))) {
+        process.stderr.write(`kiln dashboard: ${metricsFileOf(run)} does not exist yet; waiting for the run to log its first step (Ctrl-C to stop)\n`);
+      }
+      await stopped;
     });
 }

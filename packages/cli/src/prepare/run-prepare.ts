@@ -60,7 +60,7 @@ export async function runPrepare(request: PrepareRequest): Promise<PrepareResult
   try {
     if (request.fromU16 !== undefined) {
       process.stderr.write(`kiln prepare: widening the 16-bit token ids of ${request.fromU16} to u32 (tokenizer ${tokenizer.name})\n`);
-      const sidecar = await convertU16TokenFile({ input: request.fromU16, output, tokenizer, valFraction, signal: controller.signal });
+      const sidecar = await convertU16TokenFile({ input: request.fromU16, output, tokenizer, valFraction, signal: controller.signal, onStart: () => makeOutputDirectory(output) });
       return { sidecar, skipped, fromU16: request.fromU16 };
     }
     const sidecar = await tokenizeFiles({
@@ -70,7 +70,8 @@ export async function runPrepare(request: PrepareRequest): Promise<PrepareResult
       valFraction,
       signal: controller.signal,
       ...(request.strict ? {} : { onNotText: (s: SkippedInput) => skipped.push(s) }),
-      onStart: ({ files: used, bytesTotal }) => {
+      onStart: async ({ files: used, bytesTotal }) => {
+        await makeOutputDirectory(output);
         progress = prepareProgress(process.stderr, used.length, bytesTotal, tokenizer.name);
       },
       onProgress: (p) => progress?.update(p),
@@ -90,10 +91,7 @@ function skippedReport(skipped: SkippedInput[], of: number): string {
   return `kiln prepare: skipped ${skipped.length} of ${of} input file${of === 1 ? "" : "s"}, which ${skipped.length === 1 ? "is" : "are"} not text (--strict refuses them instead):\n${lines}`;
 }
 
-/**
- * Creates the output's directory if needed; refuses an output that is a directory or
- * one of the inputs, and one that exists (or whose sidecar does) unless `overwrite`.
- */
+/** Refuses an output that is a directory or one of the inputs, and one that exists (or whose sidecar does) unless `overwrite`. */
 async function checkOutput(output: string, inputs: string[], overwrite: boolean): Promise<void> {
   const target = path.resolve(output);
   if (inputs.some((f) => path.resolve(f) === target)) {
@@ -111,8 +109,12 @@ async function checkOutput(output: string, inputs: string[], overwrite: boolean)
       });
     }
   }
+}
+
+/** Creates the output's directory if needed, once the inputs were checked (a refused run leaves none behind). */
+async function makeOutputDirectory(output: string): Promise<void> {
   try {
-    await mkdir(path.dirname(target), { recursive: true });
+    await mkdir(path.dirname(path.resolve(output)), { recursive: true });
   } catch (err) {
     throw fileWriteError(err, path.dirname(output), { what: "the output directory", doing: "create the output directory", error: DataError });
   }

@@ -47,7 +47,7 @@ const BINARY_FORMATS: readonly { name: string; magic: readonly Magic[] }[] = [
   { name: "an SQLite database", magic: [{ at: 0, bytes: [...ascii("SQLite format 3"), 0x00] }] },
   { name: "a Parquet file", magic: [{ at: 0, bytes: ascii("PAR1") }] },
   { name: "a NumPy array (.npy)", magic: [{ at: 0, bytes: [0x93, ...ascii("NUMPY")] }] },
-  { name: "an MP3 file", magic: [{ at: 0, bytes: ascii("ID3") }] },
+  { name: "an MP3 file", magic: [{ at: 0, bytes: ascii("ID3") }, { at: 4, bytes: [0x00] }] }, // ID3v2 tag: "ID3", version, revision 0
   { name: "an Ogg file", magic: [{ at: 0, bytes: ascii("OggS") }] },
   { name: "a FLAC file", magic: [{ at: 0, bytes: ascii("fLaC") }] },
   { name: "a WAV file", magic: [{ at: 0, bytes: ascii("RIFF") }, { at: 8, bytes: ascii("WAVE") }] },

@@ -36,8 +36,11 @@ export interface TokenizeFilesOptions {
    * left out. Without it, such an input is refused: a DataError names it and what it is.
    */
   onNotText?: (skipped: SkippedInput) => void;
-  /** Called once the inputs were looked at, before tokenizing: the files to be read and their size on disk. */
-  onStart?: (start: { files: readonly string[]; bytesTotal: number }) => void;
+  /**
+   * Called (and awaited) once the inputs were looked at, before the output is created:
+   * the files to be read and their size on disk.
+   */
+  onStart?: (start: { files: readonly string[]; bytesTotal: number }) => void | Promise<void>;
   onProgress?: (progress: TokenizeProgress) => void;
   /** Aborting stops at the next chunk and leaves nothing at the output path. */
   signal?: AbortSignal;
@@ -82,7 +85,7 @@ export async function tokenizeFiles(options: TokenizeFilesOptions): Promise<Data
   const sizes = await Promise.all(inputs.map((input) => inputSize(input.file)));
   const bytesTotal = sizes.reduce((a, b) => a + b, 0);
   signal?.throwIfAborted();
-  onStart?.({ files: inputs.map((input) => input.file), bytesTotal });
+  await onStart?.({ files: inputs.map((input) => input.file), bytesTotal });
 
   const writer = await TextTokenWriter.create(output, tokenizer);
   const used: string[] = [];

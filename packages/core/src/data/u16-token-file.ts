@@ -73,6 +73,8 @@ export interface ConvertU16Options {
   /** The tokenizer the ids are of: the sidecar records it, and every id must be below its vocabulary. */
   tokenizer: Tokenizer;
   valFraction: number;
+  /** Called (and awaited) once the input was checked, before the output is created. */
+  onStart?: () => void | Promise<void>;
   signal?: AbortSignal;
 }
 
@@ -81,8 +83,9 @@ export interface ConvertU16Options {
  * streaming; both appear only when complete (a failure or an abort leaves nothing).
  */
 export async function convertU16TokenFile(options: ConvertU16Options): Promise<DataSidecar> {
-  const { input, output, tokenizer, valFraction, signal } = options;
+  const { input, output, tokenizer, valFraction, onStart, signal } = options;
   await checkU16Input(input);
+  await onStart?.();
   const writer = await TokenFileWriter.create(output);
   try {
     let carry: number | undefined;
