@@ -34,9 +34,10 @@ export function pruneCheckpoints(dir: string, keep: number): void {
 
 /**
  * The checkpoint `--resume` names: "auto" = the newest good one in the output folder
- * (undefined when there is none yet), else a path that must exist. With "auto" a newest
- * checkpoint that does not open (truncated, not safetensors, no step) is named and, by
- * the rank that writes (`moveAside`), renamed <file>.damaged; the next older one is tried.
+ * (undefined when there is none yet), else a path that must exist. With "auto" newer
+ * checkpoints that do not open (truncated, not safetensors, no step) are named and, by
+ * the rank that writes (`moveAside`), renamed <file>.damaged; when none opens, the
+ * newest's fault is the error.
  */
 export async function resolveResume(resume: string, dir: string, o: { moveAside: boolean; say: (line: string) => void }): Promise<string | undefined> {
   if (resume !== "auto") {
@@ -45,28 +46,42 @@ export async function resolveResume(resume: string, dir: string, o: { moveAside:
     }
     return resume;
   }
-  for (const c of listCheckpoints(dir).reverse()) {
+  const all = listCheckpoints(dir).reverse();
+  const damaged: { path: string; damage: CheckpointError }[] = [];
+  for (const c of all) {
     const damage = await checkpointDamage(c.path);
-    if (damage === undefined) return c.path;
-    const aside = `${c.path}${DAMAGED_SUFFIX}`;
-    if (o.moveAside) fs.renameSync(c.path, aside);
-    o.say(`warning: ${c.path} is damaged (${damage})${o.moveAside ? `; renamed it ${aside}` : ""}; trying the checkpoint before it`);
+    if (damage === undefined) {
+      for (const d of damaged) {
+        const aside = `${d.path}${DAMAGED_SUFFIX}`;
+        if (o.moveAside) fs.renameSync(d.path, aside);
+        o.say(`warning: ${d.path} is damaged (${d.damage.message})${o.moveAside ? `; renamed it ${aside}` : ""}; resuming from an earlier checkpoint`);
+      }
+      return c.path;
+    }
+    damaged.push({ path: c.path, damage });
   }
-  return undefined;
+  if (damaged.length === 0) return undefined;
+  // Not one opens: nothing to fall back on, so nothing is renamed and the run does not start afresh over them.
+  const newest = damaged[0].damage;
+  throw new CheckpointError(`${newest.message}; ${damaged.length === 1 ? "it is the only step checkpoint" : `none of the ${damaged.length} step checkpoints`} in ${dir} ${damaged.length === 1 ? "there" : "opens"}`, {
+    where: newest.where ?? damaged[0].path,
+    hint: `${newest.hint ? `${newest.hint.replace(/\.$/, "")}. ` : ""}Else start afresh with --overwrite (the damaged files are moved aside), or in another --output-dir`,
+  });
 }
 
 /** What a damaged checkpoint gets appended to its name by --resume auto. */
 export const DAMAGED_SUFFIX = ".damaged";
 
 /** Why a step checkpoint cannot be resumed from (undefined when its header, tensor extents and step are sound). */
-async function checkpointDamage(file: string): Promise<string | undefined> {
+async function checkpointDamage(file: string): Promise<CheckpointError | undefined> {
   let reader: SafetensorsReader | undefined;
   try {
     reader = await openSafetensors(file);
     const step = reader.metadata[META_STEP];
-    return step !== undefined && /^\d+$/.test(step) ? undefined : `metadata ${META_STEP} is ${JSON.stringify(step)}`;
+    if (step !== undefined && /^\d+$/.test(step)) return undefined;
+    return new CheckpointError(`metadata ${META_STEP} is ${JSON.stringify(step)}, not a step count`, { where: file, hint: "the checkpoint is damaged or was not written by kiln train" });
   } catch (err) {
-    if (err instanceof CheckpointError) return err.message;
+    if (err instanceof CheckpointError) return err;
     throw err;
   } finally {
     await reader?.close();

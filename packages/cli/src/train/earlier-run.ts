@@ -17,7 +17,16 @@ export function earlierRunEntries(dir: string): string[] {
   } catch {
     return [];
   }
-  return names.filter((n) => RUN_ENTRIES.some((r) => r.test(n))).sort(byStep);
+  return names.filter((n) => RUN_ENTRIES.some((r) => r.test(n)) && !isEmptyFolder(path.join(dir, n))).sort(byStep);
+}
+
+/** An empty tensorboard/ holds no run. */
+function isEmptyFolder(p: string): boolean {
+  try {
+    return fs.statSync(p).isDirectory() && fs.readdirSync(p).length === 0;
+  } catch {
+    return false;
+  }
 }
 
 /** step_20 before step_100; other names by name. */
@@ -33,12 +42,7 @@ function byStep(a: string, b: string): number {
  * with --overwrite the earlier run is moved aside first (moveEarlierRunAside).
  */
 export function checkOutputFolder(dir: string, o: { resume: boolean; overwrite: boolean }): void {
-  if (o.resume && o.overwrite) {
-    throw new ConfigError("--overwrite starts a new run, but --resume continues the one in the output folder", {
-      where: "--overwrite",
-      hint: "pass one of the two: --resume to continue the run, --overwrite to move it aside and start afresh",
-    });
-  }
+  checkReuseFlags(o);
   if (o.resume || o.overwrite) return;
   const found = earlierRunEntries(dir);
   if (found.length === 0) return;
@@ -47,6 +51,16 @@ export function checkOutputFolder(dir: string, o: { resume: boolean; overwrite: 
     where: dir,
     hint: `continue that run with --resume auto; or give this run its own --output-dir; or pass --overwrite to move the earlier run into ${path.join(dir, `${EARLIER_RUN_PREFIX}<date>`)} and start afresh`,
   });
+}
+
+/** Refuses --overwrite beside --resume (before anything is read). */
+export function checkReuseFlags(o: { resume: boolean; overwrite: boolean }): void {
+  if (o.resume && o.overwrite) {
+    throw new ConfigError("--overwrite starts a new run, but --resume continues the one in the output folder", {
+      where: "--overwrite",
+      hint: "pass one of the two: --resume to continue the run, --overwrite to move it aside and start afresh",
+    });
+  }
 }
 
 /** --overwrite: moves every entry of the earlier run into <dir>/earlier-run-<date>; returns that folder (undefined when there was nothing). */

@@ -28,7 +28,7 @@ import { type CpuPeak, cachedCpuPeakSource, forgetCpuPeak } from "../cpu-peak/cp
 import { modelFlopsUtilization, peakForDtype } from "./mfu.js";
 import { lockOutputDir } from "./output-lock.js";
 import { StopSignals, exitOnStopSignals } from "./stop-signals.js";
-import { checkOutputFolder, moveEarlierRunAside } from "./earlier-run.js";
+import { checkOutputFolder, checkReuseFlags, moveEarlierRunAside } from "./earlier-run.js";
 import { warmupWarning } from "../config/schedule-warnings.js";
 import { MetricsLog, type MetricsLine } from "./metrics-log.js";
 import { openBackend, trainsOnCuda } from "./open-backend.js";
@@ -87,6 +87,7 @@ export async function runTrain(flags: TrainFlags): Promise<number> {
     checkDataParallelFlags(flags, s.targetDevice);
     if (flags.gpus) s.targetDevice = "gpu";
     const reuse = { resume: flags.resume !== undefined, overwrite: flags.overwrite === true };
+    checkReuseFlags(reuse);
     if (!env && startsRanks(flags)) {
       await checkBeforeLaunch(flags, s.targetDevice);
       checkOutputFolder(s.outputDir, reuse);
@@ -98,12 +99,6 @@ export async function runTrain(flags: TrainFlags): Promise<number> {
     // A signal outside the training loop exits at once, the lock released (the loop saves first).
     const stopExits = exitOnStopSignals();
     try {
-      if (lock) {
-        // An earlier run's files are never written by a run that did not ask to continue it.
-        checkOutputFolder(s.outputDir, reuse);
-        const aside = reuse.overwrite ? moveEarlierRunAside(s.outputDir) : undefined;
-        if (aside) stderrLine(`moved the earlier run in ${s.outputDir} to ${aside}`);
-      }
       return await openAndTrain(s, flags, init, env && env.worldSize > 1 ? env : undefined);
     } finally {
       stopExits();
@@ -209,6 +204,13 @@ async function trainOn(
   profiling?.setTotalSteps(run.totalSteps);
   let startedFrom: ModelTokenizer | undefined = init && { metadata: init.metadata, source: init.path };
   try {
+    if (lead) {
+      // An earlier run's files are never written by a run that did not ask to continue it (checked once
+      // the config, the data, the device and the plan have been found sound, so that their errors come first).
+      checkOutputFolder(s.outputDir, { resume: resumeFrom !== undefined || flags.resume !== undefined, overwrite: flags.overwrite === true });
+      const aside = flags.overwrite ? moveEarlierRunAside(s.outputDir) : undefined;
+      if (aside) say(`moved the earlier run in ${s.outputDir} to ${aside}`);
+    }
     if (resumeFrom) {
       const meta = await loadTrainerCheckpoint(trainer, resumeFrom);
       startedFrom = { metadata: meta, source: resumeFrom };

@@ -207,6 +207,7 @@ describe(`TensorBoard (the Python package) reads kiln's event files${skipReason 
       const dir = resumed.path("out", "tensorboard");
       await Promise.all((await readdir(dir)).map((n) => rm(path.join(dir, n))));
       await rm(resumed.path("out", "metrics.jsonl"));
+      await rm(resumed.path("out", "final.safetensors"), { force: true });
       await Promise.all((await stepCheckpoints(resumed.path("out"))).map((c) => rm(c.file)));
       expectSuccess(await resumed.run(["train", "-f", "tiny.yaml", "-d", "data.bin", "--output-dir", "out", "--headless", "--max-steps", "2"]), "kiln train --max-steps 2");
       const [first] = await readdir(dir);

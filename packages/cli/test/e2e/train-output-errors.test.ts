@@ -81,13 +81,13 @@ describe("kiln train refuses bad checkpoint paths and devices", () => {
     expect(existsSync(ws.path("new-run"))).toBe(false);
   });
 
-  it("--resume auto when the newest checkpoint is truncated", async () => {
-    await truncatedCheckpoint("out/step_6.safetensors", 0.5);
+  it("--resume auto when every step checkpoint is truncated", async () => {
+    for (const step of [6, 4, 2]) await truncatedCheckpoint(`out/step_${step}.safetensors`, 0.5);
     expectRefused(await refuse(["--output-dir", "out", "--resume", "auto"]), {
       kind: "CheckpointError",
       where: /out\/step_6\.safetensors \(tensor "[^"]+"\)/,
-      message: /the file is truncated/,
-      hint: /load an earlier checkpoint/,
+      message: /the file is truncated.*; none of the 3 step checkpoints in out opens$/,
+      hint: /load an earlier checkpoint.*Else start afresh with --overwrite/,
     });
   });
 
