@@ -277,11 +277,17 @@ KILN_INLINE int panel_of(const MatmulArgs* g, Panel* p, uint32_t t, int mblocks,
  * in memory.atomic.wait32 halves them (down to MIN_POLLS), so on a busy machine a
  * thread waiting for one that is not running soon sleeps at once and gives up its core.
  * Shared by the threads (one word of linear memory), as the load is the machine's.
+ * A sleep lasts SLEEP_NS at most; those that run out are counted (kiln_wait_timeouts):
+ * the host's pool takes them as time a call lost to a thread that was not running.
  */
 #define MIN_POLLS 64u
 #define MAX_POLLS 32768u
-#define SLEEP_NS 1000000ll
+#define SLEEP_NS 200000ll
 static uint32_t wait_polls = MAX_POLLS;
+static uint32_t wait_timeouts;
+
+KILN_EXPORT(kiln_wait_timeouts)
+uint32_t kiln_wait_timeouts(void) { return __atomic_load_n(&wait_timeouts, __ATOMIC_RELAXED); }
 
 /* Returns once *counter >= target (counter only grows). */
 static void wait_for_count(uint32_t* counter, uint32_t target, uint32_t* sleepers) {
@@ -298,7 +304,8 @@ static void wait_for_count(uint32_t* counter, uint32_t target, uint32_t* sleeper
     __atomic_fetch_add(sleepers, 1, __ATOMIC_SEQ_CST);
     const uint32_t seen = __atomic_load_n(counter, __ATOMIC_SEQ_CST);
 #ifdef __wasm_atomics__
-    if (seen < target) __builtin_wasm_memory_atomic_wait32((int32_t*)counter, (int32_t)seen, SLEEP_NS);
+    if (seen < target && __builtin_wasm_memory_atomic_wait32((int32_t*)counter, (int32_t)seen, SLEEP_NS) == 2)
+      __atomic_fetch_add(&wait_timeouts, 1, __ATOMIC_RELAXED);
 #endif
     __atomic_fetch_sub(sleepers, 1, __ATOMIC_SEQ_CST);
     if (seen >= target || __atomic_load_n(counter, __ATOMIC_ACQUIRE) >= target) return;

@@ -4,6 +4,8 @@ export interface KernelExports {
   readonly __heap_base: WebAssembly.Global;
   readonly kiln_matmul_scratch_bytes: () => number;
   readonly kiln_matmul_tile_shape: () => number;
+  /** Sleeps of a kernel thread waiting for another that ran out their time (csrc/matmul.c); grows from 0. */
+  readonly kiln_wait_timeouts: () => number;
   readonly kiln_ceiling_chains: () => number;
   readonly [entry: string]: unknown;
 }

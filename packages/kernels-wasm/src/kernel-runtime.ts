@@ -50,6 +50,8 @@ export interface RuntimeInfo {
 const STACK_BYTES = 256 * 1024;
 const INITIAL_MEMORY_BYTES = 16 * 1024 * 1024;
 const ARGS_BLOCK_BYTES = 256;
+/** The longest sleep of a kernel thread waiting for another (SLEEP_NS in csrc/matmul.c), in ms. */
+const KERNEL_SLEEP_MS = 0.2;
 /** A waiting pool thread's longest poll before it sleeps (microseconds). */
 const DEFAULT_SPIN_MICROSECONDS = 50;
 /** Below this many flops per thread, waking another thread costs more than it saves. */
@@ -131,7 +133,17 @@ export async function createKernelRuntime(options: RuntimeOptions = {}): Promise
   const pool: ThreadPool =
     threads === 1
       ? createInlinePool(callerKernels)
-      : await createWorkerPool({ module, memory, kernelNames: KERNEL_NAMES, callerKernels, stackTops, threads, spinMicroseconds });
+      : await createWorkerPool({
+          module,
+          memory,
+          kernelNames: KERNEL_NAMES,
+          callerKernels,
+          stackTops,
+          threads,
+          spinMicroseconds,
+          kernelWaitTimeouts: () => exports.kiln_wait_timeouts(),
+          kernelSleepMs: KERNEL_SLEEP_MS,
+        });
 
   const tile = exports.kiln_matmul_tile_shape();
   const info: RuntimeInfo = {

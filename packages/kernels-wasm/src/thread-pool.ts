@@ -1,4 +1,5 @@
 import { CALL_CLOSED, CONTROL, STOP_KERNEL, type WorkerInit } from "./dispatch-control.js";
+import { ContentionGate } from "./contention-gate.js";
 import { SpinWait } from "./spin-wait.js";
 import type { KernelEntry } from "./kernel-instance.js";
 import type { KernelWorker } from "./platform-types.js";
@@ -31,6 +32,9 @@ export interface WorkerThreadOptions {
   threads: number;
   /** The longest a waiting thread polls before it sleeps in Atomics.wait (spin-wait.js). */
   spinMicroseconds: number;
+  /** Sleeps inside kernels that ran out (kiln_wait_timeouts), and how long one is (ms). */
+  kernelWaitTimeouts: () => number;
+  kernelSleepMs: number;
 }
 
 /** Runs every call on the calling thread: no SharedArrayBuffer needed. */
@@ -97,6 +101,7 @@ class AtomicsPool implements ThreadPool {
   readonly threads: number;
   private disposed = false;
   private readonly waiter: SpinWait;
+  private readonly gate = new ContentionGate();
 
   constructor(
     private readonly control: Int32Array,
@@ -116,6 +121,11 @@ class AtomicsPool implements ThreadPool {
       entry(argsPtr, 0, 1);
       return;
     }
+    if (this.gate.takeInline()) {
+      // A busy machine: every part here, as the workers would have run them.
+      for (let part = 0; part < n; part++) entry(argsPtr, part, n);
+      return;
+    }
     // The call's slots, then open it (STATE 0), then wake the workers.
     const c = this.control;
     Atomics.store(c, CONTROL.KERNEL, kernel);
@@ -128,12 +138,16 @@ class AtomicsPool implements ThreadPool {
     Atomics.notify(c, CONTROL.GENERATION, n - 1);
 
     let callerError: unknown;
+    const start = performance.now();
+    const timeouts = this.opts.kernelWaitTimeouts();
     try {
       for (let part; (part = Atomics.add(c, CONTROL.NEXT_PART, 1)) < n; ) entry(argsPtr, part, n);
     } catch (error) {
       callerError = error;
     }
-    this.closeCall();
+    const waitedMs = this.closeCall();
+    const end = performance.now();
+    this.gate.afterCall(end - start, waitedMs + (this.opts.kernelWaitTimeouts() - timeouts) * this.opts.kernelSleepMs);
     if (callerError !== undefined) throw callerError;
     const failed = Atomics.load(c, CONTROL.FAILED);
     if (failed) {
@@ -142,11 +156,14 @@ class AtomicsPool implements ThreadPool {
     }
   }
 
-  /** Takes no more workers into the call, then waits until those inside have left. */
-  private closeCall(): void {
+  /** Takes no more workers into the call, waits until those inside have left, and returns how long that took (ms). */
+  private closeCall(): number {
     const c = this.control;
     let state = Atomics.or(c, CONTROL.STATE, CALL_CLOSED) | CALL_CLOSED;
+    if (state === CALL_CLOSED) return 0;
+    const from = performance.now();
     while (state !== CALL_CLOSED) state = this.waiter.waitWhile(c, CONTROL.STATE, state);
+    return performance.now() - from;
   }
 
   async dispose(): Promise<void> {
