@@ -272,18 +272,18 @@ KILN_INLINE int panel_of(const MatmulArgs* g, Panel* p, uint32_t t, int mblocks,
 }
 
 /*
- * Polls a counter before sleeping on it: how many polls adapts to the machine. A wait
- * met while polling doubles the next one's polls (up to MAX_POLLS); a wait that ended
- * in memory.atomic.wait32 halves them (down to MIN_POLLS), so on a busy machine a
- * thread waiting for one that is not running soon sleeps at once and gives up its core.
- * Shared by the threads (one word of linear memory), as the load is the machine's.
+ * A thread waiting for a count polls it WAIT_POLLS times (a few hundred microseconds:
+ * on an idle machine a wait lasts one block of C at most, and polling answers
+ * fastest), then sleeps in memory.atomic.wait32 until the thread that counts wakes
+ * it, giving up its core to whoever needs it. (Polls halved after each wait that ended
+ * asleep, down to 64, were tried: 2-3% slower training of models/nano-start.yaml with a
+ * little load from other processes. With more load the host's pool soon stops waking
+ * its workers, ContentionGate in src/contention-gate.ts, and these waits go with them.)
  * A sleep lasts SLEEP_NS at most; those that run out are counted (kiln_wait_timeouts):
  * the host's pool takes them as time a call lost to a thread that was not running.
  */
-#define MIN_POLLS 64u
-#define MAX_POLLS 32768u
+#define WAIT_POLLS 524288u
 #define SLEEP_NS 200000ll
-static uint32_t wait_polls = MAX_POLLS;
 static uint32_t wait_timeouts;
 
 KILN_EXPORT(kiln_wait_timeouts)
@@ -291,15 +291,8 @@ uint32_t kiln_wait_timeouts(void) { return __atomic_load_n(&wait_timeouts, __ATO
 
 /* Returns once *counter >= target (counter only grows). */
 static void wait_for_count(uint32_t* counter, uint32_t target, uint32_t* sleepers) {
-  if (__atomic_load_n(counter, __ATOMIC_ACQUIRE) >= target) return;
-  const uint32_t polls = __atomic_load_n(&wait_polls, __ATOMIC_RELAXED);
-  for (uint32_t i = 0; i < polls; i++) {
-    if (__atomic_load_n(counter, __ATOMIC_ACQUIRE) >= target) {
-      if (polls < MAX_POLLS) __atomic_store_n(&wait_polls, polls * 2, __ATOMIC_RELAXED);
-      return;
-    }
-  }
-  if (polls > MIN_POLLS) __atomic_store_n(&wait_polls, polls / 2, __ATOMIC_RELAXED);
+  for (uint32_t i = 0; i < WAIT_POLLS; i++)
+    if (__atomic_load_n(counter, __ATOMIC_ACQUIRE) >= target) return;
   for (;;) {
     __atomic_fetch_add(sleepers, 1, __ATOMIC_SEQ_CST);
     const uint32_t seen = __atomic_load_n(counter, __ATOMIC_SEQ_CST);

@@ -16,7 +16,7 @@ export interface RuntimeOptions {
   maxMemoryBytes?: number;
   /**
    * The longest, in microseconds, a waiting pool thread polls before it sleeps in Atomics.wait
-   * (default 50). Each thread adapts below it: on a busy machine it soon sleeps at once. More =
+   * (default 250). Each thread adapts below it: on a busy machine it soon sleeps at once. More =
    * lower call latency on an idle machine, more CPU taken from other processes on a busy one.
    */
   spinMicroseconds?: number;
@@ -53,7 +53,7 @@ const ARGS_BLOCK_BYTES = 256;
 /** The longest sleep of a kernel thread waiting for another (SLEEP_NS in csrc/matmul.c), in ms. */
 const KERNEL_SLEEP_MS = 0.2;
 /** A waiting pool thread's longest poll before it sleeps (microseconds). */
-const DEFAULT_SPIN_MICROSECONDS = 50;
+const DEFAULT_SPIN_MICROSECONDS = 250;
 /** Below this many flops per thread, waking another thread costs more than it saves. */
 const DEFAULT_MIN_FLOPS_PER_THREAD = 1 << 17;
 
