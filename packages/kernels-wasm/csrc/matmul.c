@@ -331,7 +331,8 @@ __attribute__((noinline)) static void gemm_shared(const MatmulArgs* g, const Scr
 
   Panel p = {0};
   panel_shape(g, &p, mblocks, nthreads);
-  uint32_t ap_panel = UINT32_MAX; /* the panel and row block this thread's Ap holds */
+  uint32_t ready_panel = UINT32_MAX; /* the panel whose blocks this thread knows it may compute */
+  uint32_t ap_panel = UINT32_MAX;    /* the panel and row block this thread's Ap holds */
   int ap_block = -1;
   for (;;) {
     const uint32_t t = __atomic_fetch_add(tickets, 1, __ATOMIC_RELAXED);
@@ -349,8 +350,11 @@ __attribute__((noinline)) static void gemm_shared(const MatmulArgs* g, const Scr
       count_one(packed, sleepers);
       continue;
     }
-    wait_for_count(packed, p.packed_before + p.pieces, sleepers);
-    wait_for_count(done, p.done_before, sleepers);
+    if (ready_panel != p.index) { /* once per panel: the counts only grow */
+      wait_for_count(packed, p.packed_before + p.pieces, sleepers);
+      wait_for_count(done, p.done_before, sleepers);
+      ready_panel = p.index;
+    }
     const int blk = (int)(i - p.pieces);
     const int ib = blk / p.cblocks, cb = blk % p.cblocks;
     const int ic = ib * MC, mc = kiln_min(MC, m - ic);

@@ -20,11 +20,15 @@ typedef struct {
   uint8_t* scratch;        /* thread t uses scratch + t * scratch_stride */
   uint32_t scratch_stride; /* bytes, at least kiln_matmul_scratch_bytes() */
   int32_t c_f32;           /* 1: C is f32 while A, B and bias are 16-bit (parameter gradients in f32) */
-  uint32_t tickets;        /* zeroed by the host: work items (or batch items) handed out so far (matmul.c) */
-  uint32_t packed;         /* zeroed by the host: pieces of B panels packed so far (shared-panel path) */
-  uint32_t done;           /* zeroed by the host: blocks of C done so far (shared-panel path) */
+  uint32_t unused[3];      /* words 18-20 */
   int32_t lda;             /* elements between A's stored rows: k, or m when trans_a, or more */
-  uint32_t sleepers;       /* zeroed by the host: threads asleep on `packed` or `done` (shared-panel path) */
+  /* The counters of a call, each on a cache line of its own (the block is 64-byte aligned), zeroed by the host: */
+  uint32_t pad_a[10];
+  uint32_t tickets;        /* work items (or batch items) handed out so far (matmul.c) */
+  uint32_t pad_b[15];
+  uint32_t packed;         /* pieces of B panels packed so far (shared-panel path) */
+  uint32_t done;           /* blocks of C done so far (shared-panel path) */
+  uint32_t sleepers;       /* threads asleep on `packed` or `done` (shared-panel path) */
 } MatmulArgs;
 
 /*

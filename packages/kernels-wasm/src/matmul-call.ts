@@ -44,7 +44,7 @@ export interface MatmulCall {
 const FIELD = {
   m: 0, n: 1, k: 2, batch: 3, a: 4, b: 5, c: 6, bias: 7,
   strideA: 8, strideB: 9, strideC: 10, transA: 11, transB: 12, accumulate: 13,
-  alpha: 14, scratch: 15, scratchStride: 16, cF32: 17, tickets: 18, packed: 19, done: 20, lda: 21, sleepers: 22,
+  alpha: 14, scratch: 15, scratchStride: 16, cF32: 17, lda: 21, tickets: 32, packed: 48, done: 49, sleepers: 50,
 } as const;
 
 const INT32_MAX = 0x7fffffff;
