@@ -6,7 +6,8 @@
 // default thread count and --threads 1 one after the other (alternating which goes first), so
 // both see the same load; the figures are medians over the rounds. With --against DIR, a
 // second build of @kiln/kernels-wasm (a copy of another checkout's packages/kernels-wasm/dist)
-// is run too, in the same rounds: the CLI is the same, only the kernel package differs.
+// is run too, in the same rounds: the CLI is the same, only the kernel package differs (both
+// builds are then loaded through the same module resolve hook, which costs each start the same).
 //
 //   node tooling/bench/busy-cores.mjs [--spinners 0,1,2] [--rounds 5] [--steps 10]
 //                                     [--sample] [--sample-tokens 200] [--against DIR]
@@ -47,7 +48,8 @@ function buildFlags(dist) {
   const register = `import { register } from "node:module"; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hooks)}`)});`;
   return ["--import", `data:text/javascript,${encodeURIComponent(register)}`];
 }
-const builds = { this: buildFlags(undefined) };
+// With --against, this build goes through the same resolve hook (it adds about 0.25 s to a start).
+const builds = { this: buildFlags(values.against ? path.join(repo, "packages/kernels-wasm/dist") : undefined) };
 if (values.against) builds.against = buildFlags(values.against);
 
 /** Runs kiln with `args`; returns wall seconds and its stdout, or throws with its stderr. */
