@@ -81,6 +81,32 @@ describe("a config written for Oxidizr", () => {
     expect(() => resolveSettings(loaded)).toThrow(/experts_per_tok 5 is more than num_experts 4/);
   });
 
+  it("reads null as not set for every key, as Oxidizr writes unused ones", () => {
+    const text = OXIDIZR_MOE.replace("  num_experts: 4\n  experts_per_tok: 2\n  shared_expert_enabled: true\n  intermediate_size: 96\n", "  num_experts: null\n  experts_per_tok: null\n  intermediate_size: null\n  kv_latent_dim: null\n  mamba_layers: null\n")
+      .replace("  batch_size: 4\n", "  batch_size: null\n  checkpoint_dir: null\n");
+    const s = resolveSettings(load(text));
+    expect(s.model.numExperts).toBeUndefined();
+    expect(s.model.kvLatentDim).toBeUndefined();
+    expect(s.batchSize).toBe(8);
+    expect(s.outputDir).toBe("checkpoints/oxidizr");
+    expect(load(text).givenKeys).not.toContain("model.num_experts");
+  });
+
+  it("refuses Mamba3 layers by name (kiln has none yet) rather than as a typo; with mamba3_enabled off, names the keys it ignores", () => {
+    const on = OXIDIZR_MOE.replace("  rope_theta: 10000.0\n", "  rope_theta: 10000.0\n  mamba_layers: [0]\n  mamba3_enabled: true\n  mamba3_use_conv: false\n  mamba3_mimo_rank: 4\n");
+    let refusal: ConfigError | undefined;
+    try {
+      load(on);
+    } catch (e) {
+      refusal = e as ConfigError;
+    }
+    expect(refusal?.message).toBe("model.mamba3_enabled (line 16) asks for Mamba3 layers, which kiln does not have yet");
+    expect(refusal?.where).toBe("oxidizr.yaml:16");
+    expect(refusal?.hint).toMatch(/Removing the mamba3_\* keys would train another model, a Mamba2 one/);
+    const off = resolveSettings(load(on.replace("mamba3_enabled: true", "mamba3_enabled: false")));
+    expect(ignoredKeysWarning(off.ignoredKeys)).toMatch(/^warning: kiln ignores model.mamba3_enabled, model.mamba3_mimo_rank, model.mamba3_use_conv, .*\(Mamba3, a label, GRPO settings it does not implement\)$/);
+  });
+
   it("keeps max_steps: 0 an error without num_epochs", () => {
     expect(() => load(OXIDIZR_MOE.replace("  num_epochs: 2\n", ""))).toThrow(/trainer\.max_steps/);
   });

@@ -11,6 +11,8 @@ export interface BackendOptions {
   tf32?: boolean;
   /** The GPU's ordinal among the visible ones (default 0); a data-parallel rank's own GPU. */
   device?: number;
+  /** When the config file (not --target-device) asked for the GPU: its line, which a refusal names instead of the flag. */
+  targetFrom?: { where: string; file: string };
 }
 
 /** Backends by registry name; KILN_BACKEND picks one of them over --target-device. */
@@ -70,10 +72,26 @@ export async function openBackend(device: TargetDevice, options: BackendOptions 
     }
     return { backend: await open(options) };
   }
+  if (device === "gpu" && options.targetFrom) return { backend: await openGpuFromFile(options, options.targetFrom) };
   if (device !== "auto") return { backend: await BACKENDS[device](options) };
   const why = await gpuUnavailableReason();
   if (why === undefined) return { backend: await BACKENDS.gpu(options) };
   return { backend: await BACKENDS.cpu(options), note: `training on the CPU: no usable GPU (${why})` };
+}
+
+/** The GPU that the config's trainer.target_device asked for; a refusal names that line and the ways on. */
+async function openGpuFromFile(options: BackendOptions, from: { where: string; file: string }): Promise<Backend> {
+  try {
+    return await BACKENDS.gpu(options);
+  } catch (err) {
+    if (!(err instanceof DeviceError)) throw err;
+    const line = from.where.slice(from.where.lastIndexOf(":") + 1);
+    throw new DeviceError(`trainer.target_device (line ${line}) is gpu, but ${err.message.replace(/^cannot/, "kiln cannot")}`, {
+      where: from.where,
+      hint: `set trainer.target_device to auto or cpu in ${from.file}, or pass --target-device cpu${err.hint ? `; ${err.hint.replace(/[,.;]?\s*or train on the CPU with --target-device cpu\.?$/, "")}` : ""}`,
+      cause: err,
+    });
+  }
 }
 
 /** Whether a run with this target device trains on a CUDA backend (the GPU, or the CUDA simulator through KILN_BACKEND). */

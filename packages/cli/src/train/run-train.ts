@@ -9,6 +9,7 @@ import {
   ignoredKeysWarning,
   parseConfigText,
   resolveSettings,
+  settingWhere,
   TrainingRun,
   loadTrainerCheckpoint,
   type StepResult,
@@ -137,6 +138,7 @@ async function openAndTrain(s: RunSettings, flags: TrainFlags, init: PretrainedW
     const threads = flags.threads ?? (env ? threadsPerRank(env) : undefined);
     let cpuPeak: CpuPeak | undefined;
     const { backend, note } = await openBackend(s.targetDevice, {
+      targetFrom: targetDeviceSource(s),
       ...(threads ? { threads } : {}),
       ...(s.tf32 ? { tf32: true } : {}),
       ...(env && onCuda ? { device: gpuOfRank(flags, env) } : {}),
@@ -322,6 +324,12 @@ async function trainOn(
   } finally {
     await run.dispose();
   }
+}
+
+/** Where the target device was set: undefined for the flag or the default, else the file's line ("run.yaml:14"). */
+function targetDeviceSource(s: RunSettings): { where: string; file: string } | undefined {
+  const where = settingWhere(s, "trainer.target_device");
+  return where === undefined || s.overridden.has("trainer.target_device") ? undefined : { where, file: s.configPath };
 }
 
 /** Whether `err` (or an error it wraps) is a write that found the disk or the quota full. */

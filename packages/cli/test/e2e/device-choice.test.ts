@@ -21,6 +21,19 @@ describe("which device kiln train picks", () => {
     expect(r.stderr).toMatch(/device\s+WebAssembly SIMD .*\(training on the CPU: no usable GPU \(no NVIDIA driver/);
   });
 
+  it.skipIf(HAS_NVIDIA_DRIVER)("a config's target_device: gpu without a GPU is refused naming the file, its line and the key, not a flag", async () => {
+    await ws.writeConfig("gpu.yaml", { trainer: { max_steps: 1, target_device: "gpu" } });
+    const line = (await import("node:fs")).readFileSync(ws.path("gpu.yaml"), "utf8").split("\n").findIndex((l) => l.includes("target_device")) + 1;
+    const r = await ws.run(["train", "-f", "gpu.yaml", "-d", "data.bin", "--output-dir", "gpu", "--headless"], { pinBackend: false });
+    expectRefused(r, {
+      kind: "DeviceError",
+      where: `gpu.yaml:${line}`,
+      message: new RegExp(`^trainer\\.target_device \\(line ${line}\\) is gpu, but kiln cannot use the GPU`),
+      hint: /^set trainer\.target_device to auto or cpu in gpu\.yaml, or pass --target-device cpu/,
+    });
+    expect(r.stderr).not.toContain("in --target-device");
+  });
+
   it("refuses an unknown KILN_BACKEND, listing the backends", async () => {
     expectRefused(await ws.run(["train", "-f", "tiny.yaml", "-d", "data.bin", "--output-dir", "bogus", "--headless"], { env: { KILN_BACKEND: "tpu" } }), {
       kind: "DeviceError",

@@ -26,5 +26,5 @@ export { didYouMean, editDistance } from "./did-you-mean.js";
 export { ignoredKeysWarning } from "./oxidizr-keys.js";
 export { parseConfigText, type ParsedConfig } from "./config-text.js";
 export { checkModelAgrees, modelOfSection, type InitModel } from "./model-section.js";
-export { STEP_LIMIT_KEYS, applyOverrides, resolveSettings, settingSource, type RunSettings, type SettingOverrides } from "./run-settings.js";
+export { STEP_LIMIT_KEYS, applyOverrides, resolveSettings, settingSource, settingWhere, type RunSettings, type SettingOverrides } from "./run-settings.js";
 export { settingsMarkdown } from "./settings-doc.js";

@@ -1,3 +1,6 @@
+/** Oxidizr's Mamba3 keys: kiln has no Mamba3 layers yet; with mamba3_enabled off they mean nothing. */
+export const MAMBA3_KEYS = ["mamba3_enabled", "mamba3_complex_rope", "mamba3_mimo_rank", "mamba3_use_conv"] as const;
+
 /**
  * Config files written for Oxidizr carry settings kiln has no use for; they are taken
  * out before the schema check and named in one warning instead of failing the run.
@@ -6,20 +9,33 @@ const IGNORED: Readonly<Record<string, string>> = {
   "model.name": "a label",
   "trainer.group_size": "GRPO",
   "trainer.beta_kl": "GRPO",
+  ...Object.fromEntries(MAMBA3_KEYS.map((k) => [`model.${k}`, "Mamba3"])),
 };
 
 type Mapping = Record<string, unknown>;
 const isMapping = (v: unknown): v is Mapping => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /**
- * Rewrites Oxidizr's spellings of "not set" (kv_heads: null, max_steps: 0 beside num_epochs)
- * as absent keys and drops the keys in IGNORED. Returns the dropped keys, as "section.key".
+ * Rewrites Oxidizr's spellings of "not set" (any key: null, as in kv_heads: null or
+ * num_experts: null; max_steps: 0 beside num_epochs) as absent keys, and drops the keys in
+ * IGNORED and, with mamba3_enabled not true, the Mamba3 keys. Returns the dropped keys
+ * that had a value, as "section.key".
  */
 export function takeOxidizrKeys(raw: Mapping): string[] {
   const dropped: string[] = [];
+  for (const section of Object.values(raw)) {
+    if (!isMapping(section)) continue;
+    for (const [key, value] of Object.entries(section)) if (value === null) delete section[key];
+  }
   const model = raw.model;
   const trainer = raw.trainer;
-  if (isMapping(model) && model.kv_heads === null) delete model.kv_heads;
+  if (isMapping(model) && model.mamba3_enabled !== true) {
+    for (const key of MAMBA3_KEYS) {
+      if (!(key in model)) continue;
+      delete model[key];
+      dropped.push(`model.${key}`);
+    }
+  }
   if (isMapping(trainer) && trainer.max_steps === 0 && trainer.num_epochs !== undefined) delete trainer.max_steps;
   for (const full of Object.keys(IGNORED)) {
     const [section, key] = full.split(".");

@@ -30,8 +30,9 @@ export interface RunSettings extends Omit<TableValues, "seqLen" | "minLr" | "che
   ignoredKeys: readonly string[];
   /** The keys set from outside the file, with the spelling used (`--seq-len`) and as typed (`--seq-len 32`). */
   overridden: ReadonlyMap<string, { from: string; typed: string }>;
-  /** The keys the file itself sets ("trainer.max_steps"). */
+  /** The keys the file itself sets ("trainer.max_steps"), and the line of each. */
   givenKeys: readonly string[];
+  keyLines: Readonly<Record<string, number>>;
   /** The file's step limits a flag set aside ("trainer.max_steps 2400" when --num-epochs was given). */
   limitsSetAside: readonly string[];
 }
@@ -44,6 +45,17 @@ export function settingSource(s: Pick<RunSettings, "overridden" | "givenKeys" | 
   const flag = s.overridden.get(key);
   if (flag) return flag.typed;
   return s.givenKeys.includes(key) ? `${key} in ${s.configPath}` : `the default of ${key}`;
+}
+
+/**
+ * Where a key's value came from, as an error's `where`: the flag (`--target-device`), the
+ * file and line (`run.yaml:14`), or undefined for a default.
+ */
+export function settingWhere(s: Pick<RunSettings, "overridden" | "keyLines" | "configPath">, key: string): string | undefined {
+  const flag = s.overridden.get(key);
+  if (flag) return flag.from;
+  const line = s.keyLines[key];
+  return line === undefined ? undefined : `${s.configPath}:${line}`;
 }
 
 /**
@@ -123,6 +135,7 @@ export function resolveSettings(parsed: ParsedConfig, overrides: SettingOverride
     ignoredKeys: parsed.ignoredKeys,
     overridden: new Map([...overrides].map(([key, o]) => [key, { from: o.from, typed: o.typed ?? o.from }])),
     givenKeys: parsed.givenKeys,
+    keyLines: parsed.keyLines,
     limitsSetAside,
   };
 }
