@@ -253,8 +253,12 @@ async function trainOn(
       say,
       quitLine: () => (run.lastSaved > 0 ? `the newest checkpoint, of step ${run.lastSaved}, is in ${s.outputDir} (--resume auto)` : "no checkpoint was written yet"),
     });
+    // With ranks, only the vote after each step stops the loop: a signal that lands between a rank's
+    // vote and its next step must not stop that rank a step before the others.
+    let agreedStop = false;
+    const stopped = () => (comm ? agreedStop : signals.requested);
     try {
-      while (!run.done && !signals.requested) {
+      while (!run.done && !stopped()) {
         profiling?.beforeStep(trainer.stepCount);
         const report = await run.step();
         const table = profiling?.afterStep();
@@ -294,15 +298,18 @@ async function trainOn(
         }
         earlyStop ??= report.earlyStop;
         if (comm) {
-          const stopped = await anyRankStops(comm, signals.signal);
-          if (stopped) signals.stopAsOthers(stopped);
+          const vote = await anyRankStops(comm, signals.signal);
+          if (vote) {
+            signals.stopAsOthers(vote);
+            agreedStop = true;
+          }
         }
       }
       signals.stepsOver();
       const table = profiling?.finish();
       if (table) say(table);
       await run.finish();
-      if (!signals.requested && lead) {
+      if (!stopped() && lead) {
         const final = path.join(s.outputDir, "final.safetensors");
         await saveTrainedWeights(trainer, final, described, flags.exportDtype ?? dtype);
         say(`wrote ${final}`);
@@ -320,7 +327,7 @@ async function trainOn(
       display?.stop();
       log?.close();
     }
-    return signals.exitCode;
+    return stopped() ? signals.exitCode : 0;
   } finally {
     await run.dispose();
   }
