@@ -4,7 +4,8 @@ import { CheckpointError } from "@kiln/contract";
 import { META_STEP, type SafetensorsReader, fileWriteError, openSafetensors } from "@kiln/core";
 import { isProcessRunning } from "./process-running.js";
 
-const STEP_FILE = /^step_(\d+)\.safetensors$/;
+/** step_<N>.safetensors; the step is group 1. */
+export const STEP_FILE = /^step_(\d+)\.safetensors$/;
 
 /** step_<N>.safetensors inside `dir`. */
 export function checkpointPath(dir: string, step: number): string {

@@ -2,9 +2,10 @@ import fs from "node:fs";
 import path from "node:path";
 import { CheckpointError, ConfigError } from "@kiln/contract";
 import { fileWriteError } from "@kiln/core";
+import { DAMAGED_SUFFIX, STEP_FILE } from "./checkpoint-files.js";
 
 /** What a training run leaves in its output folder (kiln.lock aside: it marks a run under way). */
-const RUN_ENTRIES = [/^step_\d+\.safetensors(\.damaged)?$/, /^(final|best)\.safetensors$/, /^metrics\.jsonl$/, /^tensorboard$/, /^profile\.json$/, /^trace\.json$/];
+const RUN_ENTRIES = [/^(final|best)\.safetensors$/, /^metrics\.jsonl$/, /^tensorboard$/, /^profile\.json$/, /^trace\.json$/];
 
 /** Where --overwrite moves an earlier run: a dated folder inside the output folder. */
 export const EARLIER_RUN_PREFIX = "earlier-run-";
@@ -17,7 +18,13 @@ export function earlierRunEntries(dir: string): string[] {
   } catch {
     return [];
   }
-  return names.filter((n) => RUN_ENTRIES.some((r) => r.test(n)) && !isEmptyFolder(path.join(dir, n))).sort(byStep);
+  return names.filter((n) => (stepOf(n) !== undefined || RUN_ENTRIES.some((r) => r.test(n))) && !isEmptyFolder(path.join(dir, n))).sort(byStep);
+}
+
+/** The step of a step checkpoint's name (one renamed *.damaged too), else undefined. */
+function stepOf(name: string): number | undefined {
+  const m = STEP_FILE.exec(name.endsWith(DAMAGED_SUFFIX) ? name.slice(0, -DAMAGED_SUFFIX.length) : name);
+  return m ? Number(m[1]) : undefined;
 }
 
 /** An empty tensorboard/ holds no run. */
@@ -31,9 +38,8 @@ function isEmptyFolder(p: string): boolean {
 
 /** step_20 before step_100; other names by name. */
 function byStep(a: string, b: string): number {
-  const step = (n: string) => Number(/^step_(\d+)/.exec(n)?.[1] ?? Number.NaN);
-  const [x, y] = [step(a), step(b)];
-  return Number.isNaN(x) || Number.isNaN(y) ? a.localeCompare(b) : x - y;
+  const [x, y] = [stepOf(a), stepOf(b)];
+  return x === undefined || y === undefined ? a.localeCompare(b) : x - y;
 }
 
 /**

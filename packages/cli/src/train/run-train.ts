@@ -8,6 +8,7 @@ import {
   type RunSettings,
   ignoredKeysWarning,
   parseConfigText,
+  errorCode,
   resolveSettings,
   settingWhere,
   TrainingRun,
@@ -342,7 +343,7 @@ function targetDeviceSource(s: RunSettings): { where: string; file: string } | u
 /** Whether `err` (or an error it wraps) is a write that found the disk or the quota full. */
 function isDiskFull(err: unknown): boolean {
   for (let e = err; e instanceof Error; e = e.cause) {
-    const code = (e as NodeJS.ErrnoException).code;
+    const code = errorCode(e);
     if (code === "ENOSPC" || code === "EDQUOT") return true;
   }
   return false;
