@@ -298,6 +298,60 @@ const ssdShapes = (backward: boolean): Def[] => {
   ].map((c) => ({ ...c, derive }));
 };
 
+/**
+ * mamba3Scan shapes: as ssdScan's (short last chunk, chunk 1, one chunk, several heads per
+ * group, sizes off every SIMD width), with and without the rotation (theta), x, B and C as
+ * slices of one conv output or B and C of one projection; λ pushed near 0 and 1 and Δ past
+ * softplus' threshold (20) on some tokens.
+ */
+const mamba3Shapes = (backward: boolean): Def[] => {
+  const s = (batch: number, seqLen: number, heads: number, headDim: number, groups: number, stateSize: number, chunkSize: number, strides = {}) => ({
+    batch,
+    seqLen,
+    heads,
+    headDim,
+    groups,
+    stateSize,
+    chunkSize,
+    ...strides,
+  });
+  const rope = { present: backward ? ["theta", "dTheta"] : ["theta"] };
+  const both = (ins: Record<string, number>[]) =>
+    backward ? [...ins, ...ins.map((m) => Object.fromEntries(Object.entries(m).map(([k, v]) => [`d${k[0].toUpperCase()}${k.slice(1)}`, v])))] : ins;
+  // With the conv: one xBC row [x | B | C]; without: one [B | C] row.
+  const packedXbc = (xw: number, bw: number, dtOffset: number) => both([{ x: 0, B: xw, C: xw + bw }, { dt: dtOffset }]);
+  const packedBc = (bw: number) => both([{ B: 0, C: bw }]);
+  const extremes = (_a: Record<string, unknown>, v: Record<string, Float64Array>) => {
+    for (let i = 0; i < v.lambda.length; i += 3) v.lambda[i] = i % 2 === 0 ? 12 : -12;
+    for (let i = 1; i < v.dt.length; i += 5) v.dt[i] = 24;
+  };
+  const forward = (args: Record<string, unknown>, v: Record<string, Float64Array>) => {
+    const a = args as { batch: number; seqLen: number; heads: number; headDim: number };
+    oracle.mamba3ScanForward(args as never, { ...v, y: new Float64Array(a.batch * a.seqLen * a.heads * a.headDim) });
+  };
+  const derive = (more?: (args: Record<string, unknown>, v: Record<string, Float64Array>) => void) =>
+    backward
+      ? (args: Record<string, unknown>, v: Record<string, Float64Array>) => {
+          more?.(args, v);
+          forward(args, v);
+        }
+      : more;
+  return [
+    d("one", s(1, 1, 1, 1, 1, 2, 1), rope),
+    d("prime", s(1, 7, 2, 5, 1, 4, 4), { ...rope, label: "short last chunk" }),
+    d("odd", s(2, 13, 4, 6, 2, 6, 5), { ...rope, label: "2 heads per group" }),
+    d("options", s(1, 6, 2, 3, 1, 4, 1), { label: "chunk 1, no rotation" }),
+    d("options", s(1, 9, 3, 4, 3, 7, 16), { label: "one chunk, a group per head, odd state" }),
+    d("batch", s(3, 10, 2, 8, 1, 8, 4), rope),
+    d("strided", s(2, 11, 2, 4, 1, 6, 4, { xRowStride: 20, bcRowStride: 20, dtRowStride: 29 }), { ...rope, shared: packedXbc(8, 6, 3), label: "conv layout, odd offsets" }),
+    d("strided", s(1, 17, 4, 3, 2, 6, 8, { bcRowStride: 24, dtRowStride: 7 }), { ...rope, shared: packedBc(12), label: "B and C of one projection, 2 groups" }),
+    d("special", s(2, 19, 2, 4, 1, 4, 8), { ...rope, derive: extremes, label: "λ near 0 and 1, Δ past 20" }),
+    d("long", s(1, 300, 2, 8, 1, 16, 64), { ...rope, label: "short last chunk" }),
+    d("large", s(2, 128, 4, 32, 1, 32, 64), rope),
+    d("large", s(1, 256, 2, 64, 1, 64, 64), { label: "Mamba2 head and state, no rotation" }),
+  ].map((c) => ({ ...c, derive: derive(c.derive) }));
+};
+
 const specials = [0, -0, 1, -1, 65504, 65520, 70000, -1e30, 3e38, 1e-8, 6e-8, 1e-40, 2 ** -24, 2 ** -25, 1.00390625, 1.005859375, Infinity, -Infinity, NaN];
 const withSpecials = (key: string) => (_a: Record<string, unknown>, v: Record<string, Float64Array>) => {
   for (let i = 0; i < v[key].length; i++) v[key][i] = specials[i % specials.length];
@@ -469,6 +523,8 @@ const CASES: Record<KernelName, Defs> = {
   conv1dCausalBackward: withF32Grads(() => conv1dShapes(true), "gradDtype", ["prime", "odd", "strided", "large"]),
   ssdScanForward: () => ssdShapes(false),
   ssdScanBackward: withF32Grads(() => ssdShapes(true), "gradDtype", ["prime", "odd", "strided", "large"]),
+  mamba3ScanForward: () => mamba3Shapes(false),
+  mamba3ScanBackward: withF32Grads(() => mamba3Shapes(true), "gradDtype", ["prime", "odd", "strided", "large"]),
   moeRoute: () => routeShapes(false),
   moeRouteBackward: () => routeShapes(true),
   moeDispatch: () => moveShapes(true),

@@ -28,6 +28,8 @@ import type { GroupedMatmulArgs, GroupedMatmulWeightGradArgs } from "./grouped-m
 import { groupedMatmulSpec, groupedMatmulWeightGradSpec } from "./grouped-matmul.js";
 import type { MoeCombineArgs, MoeCombineScaleGradArgs, MoeDispatchArgs, MoeRouteArgs, MoeRouteBackwardArgs } from "./moe.js";
 import { moeCombineScaleGradSpec, moeCombineSpec, moeDispatchSpec, moeRouteBackwardSpec, moeRouteSpec } from "./moe.js";
+import type { Mamba3ScanBackwardArgs, Mamba3ScanForwardArgs } from "./mamba3.js";
+import { mamba3ScanBackwardSpec, mamba3ScanForwardSpec } from "./mamba3.js";
 import type { SsdScanBackwardArgs, SsdScanForwardArgs } from "./ssd.js";
 import { ssdScanBackwardSpec, ssdScanForwardSpec } from "./ssd.js";
 import type { KernelSpec } from "./spec.js";
@@ -75,6 +77,8 @@ export interface KernelArgsMap {
   groupedMatmulWeightGrad: GroupedMatmulWeightGradArgs;
   ssdScanForward: SsdScanForwardArgs;
   ssdScanBackward: SsdScanBackwardArgs;
+  mamba3ScanForward: Mamba3ScanForwardArgs;
+  mamba3ScanBackward: Mamba3ScanBackwardArgs;
 }
 
 export type KernelName = keyof KernelArgsMap;
@@ -125,6 +129,8 @@ export const kernelSpecs: { readonly [K in KernelName]: KernelSpec<KernelArgsMap
   groupedMatmulWeightGrad: groupedMatmulWeightGradSpec,
   ssdScanForward: ssdScanForwardSpec,
   ssdScanBackward: ssdScanBackwardSpec,
+  mamba3ScanForward: mamba3ScanForwardSpec,
+  mamba3ScanBackward: mamba3ScanBackwardSpec,
 };
 
 /** Typed kernel-name constants: `Kernel.matmul === "matmul"`. */
@@ -155,6 +161,7 @@ export const BACKWARD_OF: Readonly<Partial<Record<KernelName, KernelName>>> = {
   groupedMatmul: "groupedMatmulWeightGrad",
   conv1dCausalForward: "conv1dCausalBackward",
   ssdScanForward: "ssdScanBackward",
+  mamba3ScanForward: "mamba3ScanBackward",
 };
 
 export type { KernelSpec, OperandSpec, OperandRole, OperandInit } from "./spec.js";
@@ -173,5 +180,6 @@ export * from "./moe.js";
 export * from "./norm.js";
 export * from "./rope.js";
 export * from "./ssd.js";
+export * from "./mamba3.js";
 export * from "./reduce.js";
 export { operand, stridedExtent, wideDtype } from "./spec.js";

@@ -14,6 +14,7 @@ import { ropeBackwardOracle, ropeForwardOracle } from "./rope.js";
 import { groupedMatmulOracle, groupedMatmulWeightGradOracle } from "./grouped-matmul.js";
 import { moeCombineOracle, moeCombineScaleGradOracle, moeDispatchOracle, moeRouteBackwardOracle, moeRouteOracle } from "./moe.js";
 import { ssdScanBackwardOracle, ssdScanForwardOracle } from "./ssd.js";
+import { mamba3ScanBackwardOracle, mamba3ScanForwardOracle } from "./mamba3.js";
 import type { OracleKernel } from "./types.js";
 
 /** The reference implementation of every v1 kernel (f64, plain loops). */
@@ -59,6 +60,8 @@ export const oracle: { readonly [K in KernelName]: OracleKernel<KernelArgsMap[K]
   groupedMatmulWeightGrad: groupedMatmulWeightGradOracle,
   ssdScanForward: ssdScanForwardOracle,
   ssdScanBackward: ssdScanBackwardOracle,
+  mamba3ScanForward: mamba3ScanForwardOracle,
+  mamba3ScanBackward: mamba3ScanBackwardOracle,
 };
 
 export type { OracleKernel } from "./types.js";
