@@ -8,4 +8,6 @@ describe("PyTorch parity on the reference backend", () => {
   pytorchParity("llama-moe-tiny", () => createReferenceBackend());
   pytorchParity("llama-mla-tiny", () => createReferenceBackend());
   pytorchParity("llama-hybrid-tiny", () => createReferenceBackend());
+  pytorchParity("llama-mamba3-tiny", () => createReferenceBackend());
+  pytorchParity("llama-mamba3-mimo-tiny", () => createReferenceBackend());
 });

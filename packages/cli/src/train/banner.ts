@@ -1,5 +1,5 @@
 import type { Backend } from "@kiln/contract";
-import { type MemoryPlan, type ModelConfig, type RecomputePolicy, mambaOf, mlaOf, moeOf } from "@kiln/core";
+import { type MemoryPlan, type ModelConfig, type RecomputePolicy, mamba3Of, mambaOf, mlaOf, moeOf } from "@kiln/core";
 import type { RunSettings } from "@kiln/core";
 import { formatBytes, formatCount } from "../estimate/format-bytes.js";
 import { formatProcessPeak, processPeak } from "../estimate/process-peak.js";
@@ -53,10 +53,17 @@ function latentAttentionOf(m: ModelConfig): string {
   return mla ? `, latent attention (kv ${mla.kvLatent}${mla.qLatent ? `, q ${mla.qLatent}` : ""}, rope ${mla.rope})` : "";
 }
 
-/** ", Mamba2 in 8 of 10 layers (16 heads of 64, state 64, chunks of 64)" for a model with Mamba2 layers, else "". */
+/**
+ * ", Mamba2 in 8 of 10 layers (16 heads of 64, state 64, chunks of 64)" for a model with Mamba2
+ * layers, ", Mamba3 SISO with complex RoPE in 6 of 8 layers (…)" (or "MIMO rank 4", "no RoPE",
+ * "with conv") for Mamba3, else "".
+ */
 function mambaLayersOf(m: ModelConfig): string {
   const mamba = mambaOf(m);
-  return mamba ? `, Mamba2 in ${mamba.layers.size} of ${m.numLayers} layers (${mamba.heads} heads of ${mamba.headDim}, state ${mamba.stateSize}, chunks of ${mamba.chunkSize})` : "";
+  if (!mamba) return "";
+  const m3 = mamba3Of(m);
+  const kind = m3 ? `Mamba3 ${m3.mimoRank > 0 ? `MIMO rank ${m3.mimoRank}` : "SISO"}${m3.rope ? " with complex RoPE" : ", no RoPE"}${m3.useConv ? ", with conv" : ""}` : "Mamba2";
+  return `, ${kind} in ${mamba.layers.size} of ${m.numLayers} layers (${mamba.heads} heads of ${mamba.headDim}, state ${mamba.stateSize}, chunks of ${mamba.chunkSize})`;
 }
 
 /** ", 4 experts (top 2, shared expert)" for a mixture-of-experts model, else "". */

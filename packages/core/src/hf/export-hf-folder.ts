@@ -28,7 +28,7 @@ export async function exportHfFolder(checkpoint: string, out: string, dtype: Flo
   const source = await PretrainedWeights.open(checkpoint);
   try {
     const m = source.model;
-    const unexportable = m.numExperts ? "a mixture-of-experts model" : m.kvLatentDim ? "a model with multi-head latent attention" : m.mambaLayers?.length ? "a model with Mamba2 layers" : undefined;
+    const unexportable = m.numExperts ? "a mixture-of-experts model" : m.kvLatentDim ? "a model with multi-head latent attention" : m.mambaLayers?.length ? `a model with ${m.mamba3Enabled ? "Mamba3" : "Mamba2"} layers` : undefined;
     if (unexportable) {
       throw new CheckpointError(`the checkpoint holds ${unexportable}, which kiln cannot export to a Hugging Face folder yet`, {
         where: checkpoint,

@@ -55,6 +55,17 @@ export interface ModelConfig {
   mamba2ConvKernel?: number;
   /** Inner width over hidden size; default 2. */
   mamba2Expand?: number;
+  /**
+   * Mamba3 (Oxidizr's keys): the layers mambaLayers lists are Mamba3 blocks (the trapezoidal
+   * scan, B/C norms and biases) with the mamba2_* sizes, instead of Mamba2 blocks.
+   */
+  mamba3Enabled?: boolean;
+  /** Mamba3: the data-dependent rotation of B and C (complex-valued states); default true. */
+  mamba3ComplexRope?: boolean;
+  /** Mamba3: MIMO rank R, each head's channels widened R times for the scan; 0 (default) is SISO. */
+  mamba3MimoRank?: number;
+  /** Mamba3: the causal convolution on x, B and C as in Mamba2; default false. */
+  mamba3UseConv?: boolean;
 }
 
 export type ModelConfigInput = Pick<ModelConfig, "arch" | "vocabSize" | "hiddenSize" | "numLayers" | "numHeads" | "maxSeqLen"> & Partial<ModelConfig>;
@@ -88,3 +99,13 @@ export function mambaOf(c: ModelConfig) {
 }
 
 export type MambaSettings = NonNullable<ReturnType<typeof mambaOf>>;
+
+/** The Mamba3 settings of `c` with defaults filled, or undefined when its Mamba layers are Mamba2 (or there are none). */
+export function mamba3Of(c: ModelConfig) {
+  const m = mambaOf(c);
+  if (!m || !c.mamba3Enabled) return undefined;
+  const mimoRank = c.mamba3MimoRank ?? 0;
+  return { ...m, rope: c.mamba3ComplexRope ?? true, mimoRank, useConv: c.mamba3UseConv ?? false, scanHeadDim: m.headDim * Math.max(1, mimoRank) };
+}
+
+export type Mamba3Settings = NonNullable<ReturnType<typeof mamba3Of>>;

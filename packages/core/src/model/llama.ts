@@ -1,7 +1,8 @@
 import { add, attention, embedding, linear, rmsNorm, rope } from "../ops/index.js";
 import type { ArchDef } from "./arch-def.js";
-import { type ModelConfig, headDim, mambaOf, moeOf } from "./config.js";
+import { type ModelConfig, headDim, mamba3Of, mambaOf, moeOf } from "./config.js";
 import { mamba2Mixer, mamba2Params, mamba2Problem } from "./mamba2.js";
+import { mamba3Mixer, mamba3Params, mamba3Problem } from "./mamba3.js";
 import { moeMlp, moeMlpParams, swiGluMlp, swiGluMlpParams } from "./mlp.js";
 import { mlaAttention, mlaOf, mlaParams } from "./mla.js";
 import type { ParamSpec } from "./param-layout.js";
@@ -15,7 +16,8 @@ import type { Trace } from "./trace.js";
  *              x += down_proj(silu(gate_proj(h2)) * up_proj(h2)), h2 = rmsnorm(x)
  *              (or a mixture of such experts when numExperts > 0, mlp.ts;
  *              multi-head latent attention in place of q/k/v when kvLatentDim > 0, mla.ts;
- *              a Mamba2 mixer in place of attention in the layers mambaLayers lists, mamba2.ts)
+ *              a Mamba2 mixer in place of attention in the layers mambaLayers lists, mamba2.ts,
+ *              or a Mamba3 one with mamba3Enabled, mamba3.ts)
  *   logits = norm(x) · lm_head^T (or embed_tokens^T when tied)
  * Weights use torch.nn.Linear's (out, in) layout.
  */
@@ -26,12 +28,13 @@ function llamaForward(t: Trace, ids: number): { hidden: number; head: number } {
   const moe = moeOf(c);
   const mla = mlaOf(c);
   const mamba = mambaOf(c);
+  const mambaMixer = mamba3Of(c) ? mamba3Mixer : mamba2Mixer;
   let x = embedding(g, ids, p("model.embed_tokens.weight"), "embed");
   for (let i = 0; i < c.numLayers; i++) {
     const n = `model.layers.${i}`;
     x = g.withScope(n, () => {
       const h = rmsNorm(g, x, p(`${n}.input_layernorm.weight`), c.normEps, `${n}.input_layernorm`);
-      const mixer = mamba?.layers.has(i) ? mamba2Mixer(t, h, `${n}.mamba`) : mla ? mlaAttention(t, h, `${n}.self_attn`) : gqaAttention(h, n);
+      const mixer = mamba?.layers.has(i) ? mambaMixer(t, h, `${n}.mamba`) : mla ? mlaAttention(t, h, `${n}.self_attn`) : gqaAttention(h, n);
       const x1 = add(g, x, mixer, `${n}.resid_attn`);
       const h2 = rmsNorm(g, x1, p(`${n}.post_attention_layernorm.weight`), c.normEps, `${n}.post_attention_layernorm`);
       const m = moe ? moeMlp(t, h2, `${n}.mlp`, moe.topK, moe.shared, `${n}.moe`) : swiGluMlp(t, h2, `${n}.mlp`, n);
@@ -72,7 +75,7 @@ function llamaParams(c: ModelConfig): ParamSpec[] {
     specs.push(
       norm(`${p}.input_layernorm.weight`),
       ...(mamba?.layers.has(i)
-        ? mamba2Params(`${p}.mamba`, c)
+        ? (mamba3Of(c) ? mamba3Params : mamba2Params)(`${p}.mamba`, c)
         : mlaOf(c)
         ? mlaParams(`${p}.self_attn`, c)
         : [
@@ -109,7 +112,7 @@ export const llama: ArchDef = {
     if (moe && moe.topK > moe.numExperts) {
       return { field: "expertsPerToken", message: `experts_per_tok ${moe.topK} is more than num_experts ${moe.numExperts}`, hint: `route each token to at most ${moe.numExperts} experts, or add experts` };
     }
-    return mamba2Problem(c);
+    return mamba3Problem(c) ?? mamba2Problem(c);
   },
   params: llamaParams,
   positionIds: false,

@@ -5,6 +5,7 @@ import { layerNormGrad, rmsNormGrad } from "./norm.js";
 import { geluGrad, siluGrad, swiGluGrad } from "./activation.js";
 import { conv1dCausalGrad } from "./conv1d.js";
 import { ssdScanGrad } from "./ssd.js";
+import { mamba3ScanGrad } from "./mamba3.js";
 import { ropeGrad } from "./rope.js";
 import { attentionGrad } from "./attention.js";
 import { copyStridedGrad } from "./copy.js";
@@ -23,6 +24,7 @@ export const gradRules: Readonly<Record<string, GradRule>> = {
   silu: siluGrad,
   conv1dCausal: conv1dCausalGrad,
   ssdScan: ssdScanGrad,
+  mamba3Scan: mamba3ScanGrad,
   swiGlu: swiGluGrad,
   rope: ropeGrad,
   attention: attentionGrad,
@@ -34,13 +36,14 @@ export const gradRules: Readonly<Record<string, GradRule>> = {
   groupedLinear: groupedLinearGrad,
 };
 
-export { linear, linearRows, type WeightLayout } from "./linear.js";
+export { linear, linearPerHead, linearRows, type WeightLayout } from "./linear.js";
 export { embedding } from "./embedding.js";
 export { add } from "./residual.js";
 export { layerNorm, rmsNorm } from "./norm.js";
 export { gelu, silu, swiGlu } from "./activation.js";
 export { conv1dCausal } from "./conv1d.js";
 export { ssdScan, type SsdParams } from "./ssd.js";
+export { mamba3Scan, type Mamba3ScanInputs, type Mamba3ScanParams } from "./mamba3.js";
 export { rope } from "./rope.js";
 export { attention, type AttentionShape } from "./attention.js";
 export { assembleBlocks, type BlockLayout, type BlockShape, denseBlock, gatherBlock } from "./copy.js";

@@ -27,11 +27,12 @@ export function linear(g: Graph, x: number, w: number, bias: number | undefined,
 }
 
 /**
- * y (N, count) = x (N, in) · W[firstRow : firstRow + count]^T: one block of rows of an
- * (out, in) weight, as when one projection feeds several branches (Mamba2's in_proj).
- * Its gradient accumulates into the same rows of the weight's gradient.
+ * y (N, count) = x (N, in) · W[firstRow : firstRow + count]^T (+ bias[firstRow : firstRow + count]):
+ * one block of rows of an (out, in) weight, as when one projection feeds several branches
+ * (Mamba2's and Mamba3's in_proj). Its gradients accumulate into the same rows of the
+ * weight's and the bias' gradients.
  */
-export function linearRows(g: Graph, x: number, w: number, firstRow: number, count: number, name: string): number {
+export function linearRows(g: Graph, x: number, w: number, firstRow: number, count: number, name: string, bias?: number): number {
   const [rows, inF] = g.info(x).shape;
   const [outF, wIn] = g.info(w).shape;
   if (wIn !== inF) throw new Error(`${name}: input has ${inF} features, weight ${g.info(w).name} expects ${wIn}`);
@@ -40,8 +41,28 @@ export function linearRows(g: Graph, x: number, w: number, firstRow: number, cou
   addKernelNode(
     g,
     "matmul",
-    { a: x, b: { id: w, offset: firstRow * inF }, c: y },
+    { a: x, b: { id: w, offset: firstRow * inF }, c: y, ...(bias === undefined ? {} : { bias: { id: bias, offset: firstRow } }) },
     { m: rows, n: count, k: inF, transB: true, dtype: g.info(x).dtype },
+    { grad: "linear", extraAttrs: { layout: "out_in" } },
+  );
+  return y;
+}
+
+/**
+ * One (out, in) weight applied to each of `heads` slices of a row: x (N, heads·in) dense,
+ * y (N, heads·out) with y[r, h] = x[r, h] · W^T (+ bias), a single product over N·heads rows
+ * (Mamba3's MIMO projections of each head's channels).
+ */
+export function linearPerHead(g: Graph, x: number, w: number, bias: number | undefined, heads: number, name: string): number {
+  const [rows, width] = g.info(x).shape;
+  const [outF, inF] = g.info(w).shape;
+  if (width !== heads * inF) throw new Error(`${name}: rows of ${width} are not ${heads} heads of ${inF} (${g.info(w).name})`);
+  const y = g.tensor([rows, heads * outF], g.info(x).dtype, "activation", name);
+  addKernelNode(
+    g,
+    "matmul",
+    { a: x, b: w, c: y, ...(bias === undefined ? {} : { bias }) },
+    { m: rows * heads, n: outF, k: inF, transB: true, dtype: g.info(x).dtype },
     { grad: "linear", extraAttrs: { layout: "out_in" } },
   );
   return y;
@@ -78,6 +99,7 @@ export const linearGrad: GradRule = (node, b, [dY]) => {
   const bias = a.operands.bias?.id;
   if (bias !== undefined && b.needsGrad(bias)) {
     const dBias = b.paramGrad(bias);
-    addKernelNode(g, "sumRows", { x: dY, out: dBias }, { rows, cols: outF, accumulate: true, dtype, ...gradDtypeArg(g, dBias, dtype) });
+    const out = { id: dBias, offset: a.operands.bias.offset ?? 0 };
+    addKernelNode(g, "sumRows", { x: dY, out }, { rows, cols: outF, accumulate: true, dtype, ...gradDtypeArg(g, dBias, dtype) });
   }
 };

@@ -39,11 +39,17 @@ export const layerNormGrad: GradRule = (node, b, [dOut]) => {
   b.addGrad(x, dX);
 };
 
-/** RMSNorm over the last dim of x (rows, dim); saves rstd. */
-export function rmsNorm(g: Graph, x: number, weight: number, eps: number, name: string): number {
-  const [rows, dim] = g.info(x).shape;
+/**
+ * RMSNorm over the last dim of x (rows, dim); saves rstd. With `groupSize`, over each run of
+ * groupSize elements instead (rows·dim / groupSize rows; Mamba3 normalises B and C per group).
+ */
+export function rmsNorm(g: Graph, x: number, weight: number, eps: number, name: string, groupSize?: number): number {
+  const shape = g.info(x).shape;
+  const dim = groupSize ?? shape[shape.length - 1];
+  const rows = g.elements(x) / dim;
+  if (!Number.isInteger(rows)) throw new Error(`${name}: ${g.elements(x)} elements are not rows of ${dim}`);
   const dtype = g.info(x).dtype;
-  const out = g.tensor([rows, dim], dtype, "activation", name);
+  const out = g.tensor(shape, dtype, "activation", name);
   const rstd = g.tensor([rows], "f32", "activation", `${name}.rstd`);
   addKernelNode(g, "rmsNormForward", { x, weight, out, rstd }, { rows, dim, eps, dtype }, { grad: "rmsNorm" });
   return out;
@@ -54,7 +60,7 @@ export const rmsNormGrad: GradRule = (node, b, [dOut]) => {
   const { rows, dim, dtype } = kernelAttrs(node).args as { rows: number; dim: number; dtype: FloatDType };
   const x = operandOf(node, "x");
   const weight = operandOf(node, "weight");
-  const dX = b.activation([rows, dim], x, `d(${b.graph.info(x).name})`);
+  const dX = b.activation(b.graph.info(x).shape, x, `d(${b.graph.info(x).name})`);
   addKernelNode(
     b.graph,
     "rmsNormBackward",

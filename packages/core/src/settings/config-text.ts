@@ -40,14 +40,6 @@ export function parseConfigText(text: string, path: string): ParsedConfig {
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
     throw new ConfigError("the config must be a mapping with model: and trainer: sections", { where: path, hint: CONFIG_LAYOUT });
   }
-  const model = (raw as { model?: unknown }).model;
-  if (model && typeof model === "object" && (model as Record<string, unknown>).mamba3_enabled === true) {
-    const line = lineOf(doc, lines, ["model", "mamba3_enabled"]);
-    throw new ConfigError(`model.mamba3_enabled (line ${line}) asks for Mamba3 layers, which kiln does not have yet`, {
-      where: `${path}:${line}`,
-      hint: "kiln has Mamba2 layers (mamba_layers with the mamba2_* keys); this config's model cannot be trained as written. Removing the mamba3_* keys would train another model, a Mamba2 one",
-    });
-  }
   const ignoredKeys = takeOxidizrKeys(raw as Record<string, unknown>);
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) throw issuesToError(parsed.error.issues, doc, lines, path);

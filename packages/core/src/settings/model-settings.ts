@@ -32,4 +32,8 @@ export const MODEL_SETTINGS = {
   mamba2_n_groups: setting("mamba2NGroups", positiveInt.optional(), { help: "Mamba2 groups of heads sharing B and C (default 1)" }),
   mamba2_conv_kernel: setting("mamba2ConvKernel", positiveInt.optional(), { help: "Mamba2 causal convolution taps (default 4)" }),
   mamba2_expand: setting("mamba2Expand", positiveInt.optional(), { help: "Mamba2 inner width over hidden size (default 2)" }),
+  mamba3_enabled: setting("mamba3Enabled", z.boolean().optional(), { help: "the mamba_layers are Mamba3 blocks (trapezoidal scan; sizes from the mamba2_* keys) instead of Mamba2" }),
+  mamba3_complex_rope: setting("mamba3ComplexRope", z.boolean().optional(), { help: "Mamba3: rotate B and C by data-dependent angles (complex-valued state; default true; even state size)" }),
+  mamba3_mimo_rank: setting("mamba3MimoRank", nonNegativeInt.optional(), { help: "Mamba3: MIMO rank, each head widened that many times for the scan (0 = SISO, the default)" }),
+  mamba3_use_conv: setting("mamba3UseConv", z.boolean().optional(), { help: "Mamba3: the causal convolution on x, B and C as in Mamba2 (default false)" }),
 } as const;

@@ -1,4 +1,4 @@
-/** Oxidizr's Mamba3 keys: kiln has no Mamba3 layers yet; with mamba3_enabled off they mean nothing. */
+/** Oxidizr's Mamba3 keys: with mamba3_enabled not true they mean nothing. */
 export const MAMBA3_KEYS = ["mamba3_enabled", "mamba3_complex_rope", "mamba3_mimo_rank", "mamba3_use_conv"] as const;
 
 /**
@@ -10,6 +10,11 @@ const IGNORED: Readonly<Record<string, string>> = {
   "trainer.group_size": "GRPO",
   "trainer.beta_kl": "GRPO",
   ...Object.fromEntries(MAMBA3_KEYS.map((k) => [`model.${k}`, "Mamba3"])),
+};
+
+/** Why each group of IGNORED keys is left aside. */
+const REASONS: Readonly<Record<string, string>> = {
+  Mamba3: "Mamba3 settings without mamba3_enabled: true",
 };
 
 type Mapping = Record<string, unknown>;
@@ -51,5 +56,8 @@ export function takeOxidizrKeys(raw: Mapping): string[] {
 /** The one warning naming the settings kiln left aside, or undefined when there are none. */
 export function ignoredKeysWarning(keys: readonly string[]): string | undefined {
   if (keys.length === 0) return undefined;
-  return `warning: kiln ignores ${keys.join(", ")} (${[...new Set(keys.map((k) => IGNORED[k]))].join(", ")} settings it does not implement)`;
+  const groups = [...new Set(keys.map((k) => IGNORED[k]))];
+  const unused = groups.filter((g) => !REASONS[g]);
+  const why = [...(unused.length ? [`${unused.join(", ")} settings it does not implement`] : []), ...groups.filter((g) => REASONS[g]).map((g) => REASONS[g])];
+  return `warning: kiln ignores ${keys.join(", ")} (${why.join("; ")})`;
 }

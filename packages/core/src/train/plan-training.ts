@@ -1,6 +1,7 @@
 import type { DeviceKind, FloatDType } from "@kiln/contract";
-import { type ModelConfig, mambaOf } from "../model/config.js";
+import { type ModelConfig, mamba3Of, mambaOf } from "../model/config.js";
 import { mamba2ScanFlopsPerToken } from "../model/mamba2.js";
+import { mamba3ExtraFlopsPerToken } from "../model/mamba3.js";
 import { buildEvalGraph, buildTrainingGraph } from "../model/build-graph.js";
 import { paramLayout } from "../model/param-layout.js";
 import { archOf } from "../model/architectures.js";
@@ -53,13 +54,14 @@ export function planTraining(
  * Training FLOPs per token: 6 per active parameter (all but ArchDef.inactiveParams:
  * GPT-2's position embedding, the experts a token is not routed to) plus attention's score and value products,
  * 12 * layers * hidden * seqLen (forward 4, backward 8; as in PaLM's MFU accounting), over the attention
- * layers; Mamba2 layers add their scan's forward FLOPs (the contract's count for the chunked form) times 3.
+ * layers; Mamba2 layers add their scan's forward FLOPs (the contract's count for the chunked form) times 3,
+ * Mamba3 layers their scan's and the MIMO projections' reuse over heads (mamba3ExtraFlopsPerToken) times 3.
  */
 export function trainingFlopsPerToken(model: ModelConfig, seqLen: number): number {
   const layout = paramLayout(model, "f32");
   const mamba = mambaOf(model);
   const attentionLayers = model.numLayers - (mamba?.layers.size ?? 0);
-  return 6 * (layout.count - archOf(model).inactiveParams(model)) + 12 * attentionLayers * model.hiddenSize * seqLen + 3 * mamba2ScanFlopsPerToken(model, seqLen);
+  return 6 * (layout.count - archOf(model).inactiveParams(model)) + 12 * attentionLayers * model.hiddenSize * seqLen + 3 * (mamba3Of(model) ? mamba3ExtraFlopsPerToken(model, seqLen) : mamba2ScanFlopsPerToken(model, seqLen));
 }
 
 /**

@@ -17,7 +17,7 @@ export interface PytorchFixture {
   paramNames: string[];
 }
 
-export type FixtureName = "gpt2-tiny" | "llama-tiny" | "llama-moe-tiny" | "llama-mla-tiny" | "llama-hybrid-tiny";
+export type FixtureName = "gpt2-tiny" | "llama-tiny" | "llama-moe-tiny" | "llama-mla-tiny" | "llama-hybrid-tiny" | "llama-mamba3-tiny" | "llama-mamba3-mimo-tiny";
 
 export async function loadFixture(name: FixtureName): Promise<PytorchFixture> {
   const file = await readSafetensors(path.join(here, "..", "fixtures", `${name}.safetensors`));
