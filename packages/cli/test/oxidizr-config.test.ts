@@ -92,19 +92,27 @@ describe("a config written for Oxidizr", () => {
     expect(load(text).givenKeys).not.toContain("model.num_experts");
   });
 
-  it("refuses Mamba3 layers by name (kiln has none yet) rather than as a typo; with mamba3_enabled off, names the keys it ignores", () => {
-    const on = OXIDIZR_MOE.replace("  rope_theta: 10000.0\n", "  rope_theta: 10000.0\n  mamba_layers: [0]\n  mamba3_enabled: true\n  mamba3_use_conv: false\n  mamba3_mimo_rank: 4\n");
-    let refusal: ConfigError | undefined;
-    try {
-      load(on);
-    } catch (e) {
-      refusal = e as ConfigError;
-    }
-    expect(refusal?.message).toBe("model.mamba3_enabled (line 16) asks for Mamba3 layers, which kiln does not have yet");
-    expect(refusal?.where).toBe("oxidizr.yaml:16");
-    expect(refusal?.hint).toMatch(/Removing the mamba3_\* keys would train another model, a Mamba2 one/);
+  it("trains Mamba3 layers from Oxidizr's keys; with mamba3_enabled off, names the Mamba3 keys it ignores", () => {
+    const keys = "  mamba_layers: [0]\n  mamba3_enabled: true\n  mamba3_complex_rope: true\n  mamba3_use_conv: false\n  mamba3_mimo_rank: 4\n  mamba2_head_dim: 16\n  mamba2_state_size: 8\n";
+    const on = OXIDIZR_MOE.replace("  rope_theta: 10000.0\n", `  rope_theta: 10000.0\n${keys}`);
+    expect(resolveSettings(load(on)).model).toMatchObject({ mambaLayers: [0], mamba3Enabled: true, mamba3ComplexRope: true, mamba3UseConv: false, mamba3MimoRank: 4, mamba2HeadDim: 16 });
+    const refusal = (t: string) => {
+      try {
+        resolveSettings(load(t));
+      } catch (e) {
+        return e as ConfigError;
+      }
+    };
+    const odd = refusal(on.replace("mamba2_state_size: 8", "mamba2_state_size: 7"));
+    expect(odd?.message).toMatch(/mamba2_state_size 7 is odd; mamba3_complex_rope turns the state as \(real, imaginary\) pairs/);
+    expect(odd?.where).toMatch(/model\.mamba2_state_size/);
+    expect(refusal(on.replace("mamba3_mimo_rank: 4", "mamba3_mimo_rank: 17"))?.message).toMatch(/mamba3_mimo_rank 17 x mamba2_head_dim 16 is past the scan's widest head \(256\)/);
+    expect(refusal(on.replace("  mamba_layers: [0]\n", ""))?.message).toMatch(/mamba3_enabled asks for Mamba3 layers, but mamba_layers lists none/);
     const off = resolveSettings(load(on.replace("mamba3_enabled: true", "mamba3_enabled: false")));
-    expect(ignoredKeysWarning(off.ignoredKeys)).toMatch(/^warning: kiln ignores model.mamba3_enabled, model.mamba3_mimo_rank, model.mamba3_use_conv, .*\(Mamba3, a label, GRPO settings it does not implement\)$/);
+    expect(off.model.mamba3Enabled).toBeUndefined();
+    expect(ignoredKeysWarning(off.ignoredKeys)).toMatch(
+      /^warning: kiln ignores model.mamba3_enabled, model.mamba3_complex_rope, model.mamba3_mimo_rank, model.mamba3_use_conv, .*\(a label, GRPO settings it does not implement; Mamba3 settings without mamba3_enabled: true\)$/,
+    );
   });
 
   it("keeps max_steps: 0 an error without num_epochs", () => {

@@ -9,13 +9,11 @@ const IGNORED: Readonly<Record<string, string>> = {
   "model.name": "a label",
   "trainer.group_size": "GRPO",
   "trainer.beta_kl": "GRPO",
-  ...Object.fromEntries(MAMBA3_KEYS.map((k) => [`model.${k}`, "Mamba3"])),
 };
 
-/** Why each group of IGNORED keys is left aside. */
-const REASONS: Readonly<Record<string, string>> = {
-  Mamba3: "Mamba3 settings without mamba3_enabled: true",
-};
+/** Why a dropped key was left aside: its IGNORED group, or Mamba3's keys without mamba3_enabled. */
+const MAMBA3_UNUSED = "Mamba3 settings without mamba3_enabled: true";
+const reasonOf = (key: string) => IGNORED[key] ?? MAMBA3_UNUSED;
 
 type Mapping = Record<string, unknown>;
 const isMapping = (v: unknown): v is Mapping => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -56,8 +54,8 @@ export function takeOxidizrKeys(raw: Mapping): string[] {
 /** The one warning naming the settings kiln left aside, or undefined when there are none. */
 export function ignoredKeysWarning(keys: readonly string[]): string | undefined {
   if (keys.length === 0) return undefined;
-  const groups = [...new Set(keys.map((k) => IGNORED[k]))];
-  const unused = groups.filter((g) => !REASONS[g]);
-  const why = [...(unused.length ? [`${unused.join(", ")} settings it does not implement`] : []), ...groups.filter((g) => REASONS[g]).map((g) => REASONS[g])];
+  const groups = [...new Set(keys.map(reasonOf))];
+  const unused = groups.filter((g) => g !== MAMBA3_UNUSED);
+  const why = [...(unused.length ? [`${unused.join(", ")} settings it does not implement`] : []), ...groups.filter((g) => g === MAMBA3_UNUSED)];
   return `warning: kiln ignores ${keys.join(", ")} (${why.join("; ")})`;
 }
