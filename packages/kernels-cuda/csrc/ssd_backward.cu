@@ -286,23 +286,6 @@ __global__ void __launch_bounds__(kThreads) ssd_param_kernel(const float* part, 
   d_d[h] = from_f32<G>(to_f32(d_d[h]) + sd);
 }
 
-/** One thread per (row, group, n): dB and dC, the group's heads' shares summed in order. */
-template <typename T>
-__global__ void __launch_bounds__(kThreads) ssd_group_sum_kernel(const float* dbh, const float* dch, T* dB, T* dC, SsdDims d) {
-  const int64_t GN = d.G * d.N, total = d.batch * d.L * GN, per = d.H / d.G;
-  for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < total; i += int64_t{gridDim.x} * kThreads) {
-    const int64_t row = i / GN, e = i - row * GN;
-    const int64_t g = e / d.N, n = e - g * d.N;
-    float sb = 0.0f, sc = 0.0f;
-    for (int64_t h = g * per; h < (g + 1) * per; h++) {
-      sb += dbh[(row * d.H + h) * d.N + n];
-      sc += dch[(row * d.H + h) * d.N + n];
-    }
-    dB[row * d.bcs + e] = from_f32<T>(sb);
-    dC[row * d.bcs + e] = from_f32<T>(sc);
-  }
-}
-
 // ssdScanBackward: dY, x, dt, dtBias, aLog, B, C, D, states, dX, dDt, dB, dC, dDtBias, dALog, dD | batch, seqLen, heads,
 //                  headDim, groups, stateSize, chunkSize, xRowStride, dtRowStride, bcRowStride, dtype, gradDtype
 void launch_ssd_backward(const KernelCall& c) {

@@ -1,6 +1,7 @@
 // ssd_scan.h: what the selective scan's kernels share (ssd.cu forward, ssd_backward.cu
-// backward): the dimensions, dt and the running sum of dt·A, each chunk's outer-product
-// sum and the sequential pass over chunks, the token tiles. The math and the kernels are
+// backward; mamba3.cu and mamba3_backward.cu use the same pieces): the dimensions, dt and
+// the running sum of dt·A, each chunk's outer-product sum and the sequential pass over
+// chunks, the group sums of dB and dC, the token tiles. The math and the kernels are
 // described at the top of ssd.cu.
 #pragma once
 #include "kiln_cuda.h"
@@ -99,9 +100,11 @@ __global__ void __launch_bounds__(kThreads) ssd_prep_kernel(const T* dt_raw, con
  *   out[(bh*chunks + c − 1)·PN + p·N + n] (+ `shift`·PN) = Σ_{t∈chunk} w_t u_t[p] v_t[n]
  * forward (kForward): chunk c − 1, w_t = exp(E − Λ_t) dt_t, u = x, v = B, written to states[c];
  * backward: chunk c, w_t = exp(Λ_t), u = dy (dense), v = C, written to dS[c − 1].
+ * v is in T, or (V = float) a per-head f32 row (the Mamba3 scan's turned B and C, read
+ * with d.G = d.H and d.bcs = d.H·d.N); dtv holds the token weights.
  */
-template <typename T, bool kForward>
-__global__ void __launch_bounds__(kThreads) ssd_chunk_outer_kernel(const T* u, const T* v, const float* dtv, const float* lam, float* out, SsdDims d) {
+template <typename T, bool kForward, typename V = T>
+__global__ void __launch_bounds__(kThreads) ssd_chunk_outer_kernel(const T* u, const V* v, const float* dtv, const float* lam, float* out, SsdDims d) {
   __shared__ float w[kMaxQ];
   const int64_t bh = d.bh0 + blockIdx.y;
   const int64_t b = bh / d.H, h = bh - b * d.H, g = h / (d.H / d.G);
@@ -150,6 +153,23 @@ __global__ void __launch_bounds__(kThreads) ssd_carry_kernel(float* buf, const f
         s[c * d.PN()] = run;
       }
     }
+  }
+}
+
+/** One thread per (row, group, n): dB and dC, the group's heads' shares summed in order. */
+template <typename T>
+__global__ void __launch_bounds__(kThreads) ssd_group_sum_kernel(const float* dbh, const float* dch, T* dB, T* dC, SsdDims d) {
+  const int64_t GN = d.G * d.N, total = d.batch * d.L * GN, per = d.H / d.G;
+  for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < total; i += int64_t{gridDim.x} * kThreads) {
+    const int64_t row = i / GN, e = i - row * GN;
+    const int64_t g = e / d.N, n = e - g * d.N;
+    float sb = 0.0f, sc = 0.0f;
+    for (int64_t h = g * per; h < (g + 1) * per; h++) {
+      sb += dbh[(row * d.H + h) * d.N + n];
+      sc += dch[(row * d.H + h) * d.N + n];
+    }
+    dB[row * d.bcs + e] = from_f32<T>(sb);
+    dC[row * d.bcs + e] = from_f32<T>(sc);
   }
 }
 

@@ -3,11 +3,13 @@ import {
   type FloatDType,
   type KernelArgsMap,
   type KernelName,
+  type Mamba3ScanDims,
   type OperandRange,
   type SsdScanDims,
   attentionLayout,
   conv1dRowStride,
   kernelSpecs,
+  mamba3RowStrides,
   matmulStrides,
   ropeRowStride,
   ssdRowStrides,
@@ -27,6 +29,12 @@ const gradCode = (a: { dtype: FloatDType }, chosen: FloatDType | undefined) => c
 /** ssdScanForward / ssdScanBackward: batch, seqLen, heads, headDim, groups, stateSize, chunkSize, the three row strides, dtype. */
 const ssdScalars = (a: SsdScanDims & { dtype: DType }) => {
   const s = ssdRowStrides(a);
+  return [a.batch, a.seqLen, a.heads, a.headDim, a.groups, a.stateSize, a.chunkSize, s.x, s.dt, s.bc, code(a.dtype)];
+};
+
+/** mamba3ScanForward / mamba3ScanBackward: the same dimensions and row strides as the SSD scan's, then the dtype. */
+const mamba3Scalars = (a: Mamba3ScanDims & { dtype: DType }) => {
+  const s = mamba3RowStrides(a);
   return [a.batch, a.seqLen, a.heads, a.headDim, a.groups, a.stateSize, a.chunkSize, s.x, s.dt, s.bc, code(a.dtype)];
 };
 
@@ -78,6 +86,8 @@ const SCALARS: { [K in KernelName]: (a: KernelArgsMap[K]) => number[] } = {
   conv1dCausalBackward: (a) => [a.batch, a.seqLen, a.channels, a.kernelSize, conv1dRowStride(a), code(a.dtype), gradCode(a, a.gradDtype)],
   ssdScanForward: (a) => ssdScalars(a),
   ssdScanBackward: (a) => [...ssdScalars(a), gradCode(a, a.gradDtype)],
+  mamba3ScanForward: (a) => mamba3Scalars(a),
+  mamba3ScanBackward: (a) => [...mamba3Scalars(a), gradCode(a, a.gradDtype)],
   moeRoute: (a) => [a.tokens, a.numExperts, a.topK, a.alpha, code(a.dtype)],
   moeRouteBackward: (a) => [a.tokens, a.numExperts, a.topK, a.alpha, a.auxScale, code(a.dtype)],
   moeDispatch: (a) => [a.tokens, a.topK, a.dim, code(a.dtype)],
