@@ -8,6 +8,7 @@ import { HEADROOM, estimateTraining } from "../estimate/estimate.js";
 import { formatBytes, formatCount, formatFlops, formatSeconds } from "../estimate/format-bytes.js";
 import { formatProcessPeak } from "../estimate/process-peak.js";
 import { formatKernelRooflines } from "../estimate/kernel-roofline-table.js";
+import { modelLayersOf } from "../estimate/model-layers.js";
 
 interface EstimateFlags {
   [flag: string]: unknown;
@@ -46,6 +47,7 @@ export function registerEstimate(program: Command): void {
       const pct = (b: number) => `${((100 * b) / device.memoryBytes).toFixed(1)}%`;
       const rows: [string, string][] = [
         ["model", `${settings.model.arch}, ${formatCount(e.parameters)} parameters (${e.parameters})${settings.model.numExperts ? `, ${formatCount(e.activeParameters)} active per token` : ""}`],
+        ["layers", `${settings.model.numLayers}, hidden ${settings.model.hiddenSize}${modelLayersOf(settings.model)}`],
         ["step", `batch ${settings.batchSize} x seq ${settings.seqLen} x accum ${settings.gradAccum} = ${e.tokensPerStep} tokens, ${dtype}${settings.dtype === "auto" ? " (auto)" : ""}`],
         ["FLOPs", `${formatFlops(e.flopsPerToken)} per token, ${formatFlops(e.flopsPerStep)} per step`],
         ["parameters", `${formatBytes(m.parameters)}${dtype === "f32" ? "" : " (incl. f32 master weights)"}`],
