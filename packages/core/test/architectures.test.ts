@@ -46,6 +46,29 @@ describe("architecture registry", () => {
     expect(modelConfigProblem({ ...small("llama"), numHeads: 4, kvHeads: 3 })).toMatchObject({ field: "kvHeads" });
   });
 
+  it("builds Mamba3 mixers with mamba3_enabled: every parameter read, the branches each key asks for", () => {
+    const names = (c: ReturnType<typeof hybrid>) => paramLayout(c).specs.map((s) => s.name).filter((n) => n.includes(".mamba.")).map((n) => n.slice("model.layers.1.mamba.".length));
+    const siso = { ...hybrid(), mamba3Enabled: true };
+    expect(modelConfigProblem(siso)).toBeUndefined();
+    expect(names(siso)).toEqual(["in_proj.weight", "in_proj.bias", "bc_norm.weight", "lambda_proj.weight", "lambda_proj.bias", "theta_proj.weight", "theta_proj.bias", "b_bias", "c_bias", "dt_bias", "A_log", "D", "norm.weight", "out_proj.weight", "out_proj.bias"]);
+    const mimo = { ...siso, mamba3ComplexRope: false, mamba3MimoRank: 3, mamba3UseConv: true };
+    expect(names(mimo)).toEqual(["in_proj.weight", "in_proj.bias", "conv1d.weight", "conv1d.bias", "bc_norm.weight", "lambda_proj.weight", "lambda_proj.bias", "mimo_x_up.weight", "mimo_x_up.bias", "b_bias", "c_bias", "dt_bias", "A_log", "D", "mimo_x_down.weight", "mimo_x_down.bias", "norm.weight", "out_proj.weight", "out_proj.bias"]);
+    for (const c of [siso, mimo]) {
+      const layout = paramLayout(c);
+      const g = buildTrainingGraph(c, layout, 2, 8, "none").graph;
+      const read = new Set(g.nodes.filter((n) => !n.backward).flatMap((n) => n.inputs).map((t) => g.info(t).name));
+      expect(layout.specs.map((s) => s.name).filter((n) => !read.has(n))).toEqual([]);
+      const scans = g.nodes.filter((n) => !n.backward && (n.attrs as { kernel?: string }).kernel === "mamba3ScanForward");
+      expect(scans.map((n) => n.scope)).toEqual(["model.layers.1"]);
+      // MIMO widens each head of 12 three times for the scan.
+      expect((scans[0].attrs as { args: { headDim: number } }).args.headDim).toBe(c.mamba3MimoRank ? 36 : 12);
+    }
+    expect(modelConfigProblem({ ...siso, mamba2StateSize: 7 })).toMatchObject({ field: "mamba2StateSize", message: expect.stringContaining("odd") });
+    expect(modelConfigProblem({ ...siso, mamba3ComplexRope: false, mamba2StateSize: 7 })).toBeUndefined();
+    expect(modelConfigProblem({ ...siso, mamba3MimoRank: 30 })).toMatchObject({ field: "mamba3MimoRank" });
+    expect(modelConfigProblem({ ...siso, mambaLayers: [] })).toMatchObject({ field: "mamba3Enabled" });
+  });
+
   it("builds Mamba2 mixers only in the layers mamba_layers lists, every parameter read, each block under its prefix", () => {
     const c = hybrid();
     expect(modelConfigProblem(c)).toBeUndefined();

@@ -9,6 +9,8 @@ const variants = {
   ...Object.fromEntries(ARCH_NAMES.map((a) => [a, small(a)])),
   hybrid: { ...small("llama"), mambaLayers: [1], mamba2HeadDim: 12, mamba2StateSize: 8, mamba2ChunkSize: 4, numExperts: 3, sharedExpert: true },
   mla: { ...small("llama"), kvLatentDim: 12, qLatentDim: 10, ropeDim: 4 },
+  mamba3: { ...small("llama"), mambaLayers: [0], mamba2HeadDim: 12, mamba2StateSize: 8, mamba2ChunkSize: 4, mamba3Enabled: true, mamba3MimoRank: 2 },
+  "mamba3-conv": { ...small("llama"), mambaLayers: [1], mamba2HeadDim: 12, mamba2StateSize: 5, mamba2ChunkSize: 4, mamba3Enabled: true, mamba3ComplexRope: false, mamba3UseConv: true },
 };
 
 // bf16/f16 training sums parameter gradients in f32: every kernel that writes one is told to write f32.

@@ -11,8 +11,8 @@ import { loadTrainerCheckpoint, saveTrainerCheckpoint } from "../src/train/check
 import { ForwardRunner } from "../src/train/forward-runner.js";
 import { planForwardMemory } from "../src/train/plan-training.js";
 
-type Variant = "gpt2" | "llama" | "llama-moe" | "llama-mla" | "llama-hybrid";
-const VARIANTS = ["gpt2", "llama", "llama-moe", "llama-mla", "llama-hybrid"] as const;
+type Variant = "gpt2" | "llama" | "llama-moe" | "llama-mla" | "llama-hybrid" | "llama-mamba3";
+const VARIANTS = ["gpt2", "llama", "llama-moe", "llama-mla", "llama-hybrid", "llama-mamba3"] as const;
 const MODEL_OF: Record<Variant, object> = {
   gpt2: { arch: "gpt2" },
   llama: { arch: "llama", kvHeads: 2, intermediateSize: 32 },
@@ -34,6 +34,23 @@ const MODEL_OF: Record<Variant, object> = {
     mamba2ChunkSize: 3,
     mamba2NGroups: 2,
     mamba2ConvKernel: 3,
+  },
+  // The same with Mamba3 in layer 0: MIMO rank 2, the rotation (state 6) and the convolution.
+  "llama-mamba3": {
+    arch: "llama",
+    intermediateSize: 12,
+    numExperts: 3,
+    expertsPerToken: 2,
+    kvLatentDim: 6,
+    ropeDim: 2,
+    mambaLayers: [0],
+    mamba2HeadDim: 4,
+    mamba2StateSize: 6,
+    mamba2ChunkSize: 3,
+    mamba2NGroups: 2,
+    mamba3Enabled: true,
+    mamba3MimoRank: 2,
+    mamba3UseConv: true,
   },
 };
 
@@ -90,7 +107,7 @@ describe.each(VARIANTS)("%s trainer state", (arch) => {
 
   it("refuses a checkpoint of more layers and one of fewer, naming both ways and the model setting", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kiln-ckpt-"));
-    const layers = (n: number) => ({ ...config(arch), model: { ...config(arch).model, numLayers: n, ...(arch === "llama-hybrid" ? { mambaLayers: [0] } : {}) } });
+    const layers = (n: number) => ({ ...config(arch), model: { ...config(arch).model, numLayers: n, ...(arch === "llama-hybrid" || arch === "llama-mamba3" ? { mambaLayers: [0] } : {}) } });
     const deeper = path.join(dir, "deeper.safetensors");
     await saveTrainerCheckpoint(new Trainer(createReferenceBackend(), layers(3)), deeper);
     const err = await loadTrainerCheckpoint(new Trainer(createReferenceBackend(), layers(2)), deeper).catch((e: unknown) => e);
