@@ -1,11 +1,12 @@
 /*
- * exp, exp2 and log for every kernel family (the build has no libm).
+ * exp, exp2, log, cos and sin for every kernel family (the build has no libm).
  *
  *   kiln_exp_f32x4(x)   e^x: x = n ln2 + r, |r| <= ln2/2 (ln2 in two parts, so r is
  *                       nearly exact), e^r by kiln_exp_poly, 2^n put into the exponent.
  *   kiln_exp2_f32x4(x)  2^x: x = n + f, |f| <= 1/2 (exact), 2^f = e^(f ln2) by the
  *                       same polynomial (f ln2 rounded once), 2^n put into the exponent.
  *   kiln_log(x)         natural log in f64.
+ *   kiln_cos_sin(a)     cos a and sin a from f64, each rounded to f32 once.
  *
  * Both exponentials are within 1 ulp of the correctly rounded f32 result (1.3 ulp
  * of the exact value; about 3 in 4 results are the correctly rounded one) over
@@ -95,6 +96,35 @@ KILN_INLINE double kiln_log(double x) {
   t = t * s2 + 1.0 / 3;
   t = t * s2 + 1.0;
   return (double)e * 0.693147180559945309 + 2.0 * s * t;
+}
+
+/* pi/2 as pio2_1 + pio2_2 + pio2_3 (33 bits each: k * pio2_1 and k * pio2_2 are exact for |k| < 2^20; the rest of pi/2 is below 1e-31). */
+#define KILN_PIO2_1 1.57079632673412561417e+00
+#define KILN_PIO2_2 6.07710050630396597660e-11
+#define KILN_PIO2_3 2.02226624871116645580e-21
+#define KILN_TWO_OVER_PI 6.36619772367581382433e-01
+
+/* cos and sin of a, within about 1e-14 before the one rounding to f32: a minus k pi/2
+ * (in three exact parts), then Taylor series on [-pi/4, pi/4]. */
+KILN_INLINE void kiln_cos_sin(double a, float* c, float* s) {
+  const double k = __builtin_rint(a * KILN_TWO_OVER_PI);
+  const double r = ((a - k * KILN_PIO2_1) - k * KILN_PIO2_2) - k * KILN_PIO2_3;
+  const double r2 = r * r;
+  /* Taylor series to r^13 / r^14: truncation below 3e-14 for |r| <= pi/4. */
+  const double sr = r * (1.0 + r2 * (-1.0 / 6 + r2 * (1.0 / 120 + r2 * (-1.0 / 5040 + r2 * (1.0 / 362880 +
+                    r2 * (-1.0 / 39916800 + r2 * (1.0 / 6227020800.0)))))));
+  const double cr = 1.0 + r2 * (-0.5 + r2 * (1.0 / 24 + r2 * (-1.0 / 720 + r2 * (1.0 / 40320 + r2 * (-1.0 / 3628800 +
+                    r2 * (1.0 / 479001600.0 + r2 * (-1.0 / 87178291200.0)))))));
+  const int64_t q = (int64_t)k & 3;
+  double cv, sv;
+  switch (q) {
+    case 0: cv = cr; sv = sr; break;
+    case 1: cv = -sr; sv = cr; break;
+    case 2: cv = -cr; sv = -sr; break;
+    default: cv = sr; sv = -cr; break;
+  }
+  *c = (float)cv;
+  *s = (float)sv;
 }
 
 #endif

@@ -12,13 +12,15 @@
  *
  * Angles are formed and reduced in f64 (p * inv_freq, then minus k * pi/2 in three
  * exact parts), so positions in the millions keep f32 accuracy; cos and sin come
- * from f64 polynomials on [-pi/4, pi/4] and are rounded to f32 once per token and
- * frequency, then shared by every head. The rotation itself is f32x4.
+ * from f64 polynomials on [-pi/4, pi/4] (kiln_cos_sin in csrc/kiln_math.h) and are
+ * rounded to f32 once per token and frequency, then shared by every head. The
+ * rotation itself is f32x4.
  *
  * Threads take contiguous ranges of token rows. out may alias x: both halves of a
  * group of pairs are read before either is written. Only the heads * headDim
  * elements of each row are touched.
  */
+#include "kiln_math.h"
 #include "kiln_storage.h"
 
 typedef struct {
@@ -38,34 +40,6 @@ typedef struct {
 
 /* Frequencies whose cos / sin are computed together, then applied to every head. */
 #define FREQ_BLOCK 64
-
-/* pi/2 as pio2_1 + pio2_2 + pio2_3 (33 bits each: k * pio2_1 and k * pio2_2 are exact for |k| < 2^20; the rest of pi/2 is below 1e-31). */
-static const double PIO2_1 = 1.57079632673412561417e+00;
-static const double PIO2_2 = 6.07710050630396597660e-11;
-static const double PIO2_3 = 2.02226624871116645580e-21;
-static const double TWO_OVER_PI = 6.36619772367581382433e-01;
-
-/* cos and sin of a, within about 1e-14 before the one rounding to f32. */
-static void cos_sin(double a, float* c, float* s) {
-  const double k = __builtin_rint(a * TWO_OVER_PI);
-  const double r = ((a - k * PIO2_1) - k * PIO2_2) - k * PIO2_3;
-  const double r2 = r * r;
-  /* Taylor series to r^13 / r^14: truncation below 3e-14 for |r| <= pi/4. */
-  const double sr = r * (1.0 + r2 * (-1.0 / 6 + r2 * (1.0 / 120 + r2 * (-1.0 / 5040 + r2 * (1.0 / 362880 +
-                    r2 * (-1.0 / 39916800 + r2 * (1.0 / 6227020800.0)))))));
-  const double cr = 1.0 + r2 * (-0.5 + r2 * (1.0 / 24 + r2 * (-1.0 / 720 + r2 * (1.0 / 40320 + r2 * (-1.0 / 3628800 +
-                    r2 * (1.0 / 479001600.0 + r2 * (-1.0 / 87178291200.0)))))));
-  const int64_t q = (int64_t)k & 3;
-  double cv, sv;
-  switch (q) {
-    case 0: cv = cr; sv = sr; break;
-    case 1: cv = -sr; sv = cr; break;
-    case 2: cv = -cr; sv = -sr; break;
-    default: cv = sr; sv = -cr; break;
-  }
-  *c = (float)cv;
-  *s = (float)sv;
-}
 
 /* Pairs [i, i+n) of one head (n <= 4), cos / sin at cs + i, sn + i. */
 KILN_INLINE void rotate4(const void* x, void* out, size_t base, size_t half, size_t i, const float* cs, const float* sn, int n, const int dt) {
@@ -93,7 +67,7 @@ KILN_INLINE void rope_rows(const RopeArgs* a, size_t r0, size_t r1, const int dt
     for (size_t f0 = 0; f0 < half; f0 += FREQ_BLOCK) {
       const size_t nf = half - f0 < FREQ_BLOCK ? half - f0 : FREQ_BLOCK;
       for (size_t i = 0; i < nf; i++) {
-        cos_sin(pos * a->inv_freq[f0 + i], &cs[i], &sn[i]);
+        kiln_cos_sin(pos * a->inv_freq[f0 + i], &cs[i], &sn[i]);
         if (a->sign < 0) sn[i] = -sn[i];
       }
       for (size_t i = nf; i < FREQ_BLOCK + 4; i++) cs[i] = sn[i] = 0.0f;

@@ -14,8 +14,8 @@ import { operandAddresses } from "./operand-addresses.js";
 import { gradDtypeCode, storageDtypeCode } from "./storage-dtype.js";
 import { threadsForWork } from "./work-threads.js";
 
-/** Word index of each field of SsdArgs in csrc/ssd.h. */
-const FIELD = {
+/** Word index of each field of SsdArgs in csrc/ssd.h (Mamba3Args in csrc/mamba3.h starts with one). */
+export const SSD_FIELD = {
   x: 0,
   dt: 1,
   dtBias: 2,
@@ -65,21 +65,22 @@ function scratchFor(rt: KernelRuntime, a: SsdScanDims, threads: number, backward
   return { ptr, stride, partials: ptr + threads * stride * 4 };
 }
 
-function writeDims(ctx: WasmKernelContext, a: SsdScanDims, dtype: number): Uint32Array {
+/** Clears SsdArgs and writes the dimensions, row strides and dtype; returns the argument block's words. */
+export function writeSsdDims(ctx: WasmKernelContext, a: SsdScanDims, dtype: number): Uint32Array {
   const { u32 } = ctx.rt.argsViews();
   const s = ssdRowStrides(a);
-  u32.fill(0, 0, FIELD.gradDtype + 1);
-  u32[FIELD.batch] = a.batch;
-  u32[FIELD.seqLen] = a.seqLen;
-  u32[FIELD.heads] = a.heads;
-  u32[FIELD.headDim] = a.headDim;
-  u32[FIELD.groups] = a.groups;
-  u32[FIELD.stateSize] = a.stateSize;
-  u32[FIELD.chunkSize] = a.chunkSize;
-  u32[FIELD.xRowStride] = s.x;
-  u32[FIELD.dtRowStride] = s.dt;
-  u32[FIELD.bcRowStride] = s.bc;
-  u32[FIELD.dtype] = dtype;
+  u32.fill(0, 0, SSD_FIELD.gradDtype + 1);
+  u32[SSD_FIELD.batch] = a.batch;
+  u32[SSD_FIELD.seqLen] = a.seqLen;
+  u32[SSD_FIELD.heads] = a.heads;
+  u32[SSD_FIELD.headDim] = a.headDim;
+  u32[SSD_FIELD.groups] = a.groups;
+  u32[SSD_FIELD.stateSize] = a.stateSize;
+  u32[SSD_FIELD.chunkSize] = a.chunkSize;
+  u32[SSD_FIELD.xRowStride] = s.x;
+  u32[SSD_FIELD.dtRowStride] = s.dt;
+  u32[SSD_FIELD.bcRowStride] = s.bc;
+  u32[SSD_FIELD.dtype] = dtype;
   return u32;
 }
 
@@ -91,10 +92,10 @@ function runForward(ctx: WasmKernelContext, args: SsdScanForwardArgs): void {
   const pairs = args.batch * args.heads;
   const threads = threadsForWork(ctx.rt, pairs, args.seqLen * tokenFlops(args));
   const scratch = scratchFor(ctx.rt, args, threads, false, 0);
-  const u32 = writeDims(ctx, args, dtype);
-  for (const k of ["x", "dt", "dtBias", "aLog", "B", "C", "D", "y", "states"] as const) u32[FIELD[k]] = at[k].ptr;
-  u32[FIELD.scratch] = scratch.ptr;
-  u32[FIELD.scratchStride] = scratch.stride;
+  const u32 = writeSsdDims(ctx, args, dtype);
+  for (const k of ["x", "dt", "dtBias", "aLog", "B", "C", "D", "y", "states"] as const) u32[SSD_FIELD[k]] = at[k].ptr;
+  u32[SSD_FIELD.scratch] = scratch.ptr;
+  u32[SSD_FIELD.scratchStride] = scratch.stride;
   ctx.rt.run("kiln_ssd_scan_forward", threads);
 }
 
@@ -111,12 +112,12 @@ function runBackward(ctx: WasmKernelContext, args: SsdScanBackwardArgs): void {
   const pairs = args.batch * args.groups;
   const threads = threadsForWork(ctx.rt, pairs, (2 * args.heads * args.seqLen * tokenFlops(args)) / args.groups);
   const scratch = scratchFor(ctx.rt, args, threads, true, args.batch * args.heads * 3);
-  const u32 = writeDims(ctx, args, dtype);
-  for (const k of ["dY", "x", "dt", "dtBias", "aLog", "B", "C", "D", "states", "dX", "dDt", "dB", "dC", "dDtBias", "dALog", "dD"] as const) u32[FIELD[k]] = at[k].ptr;
-  u32[FIELD.scratch] = scratch.ptr;
-  u32[FIELD.partials] = scratch.partials;
-  u32[FIELD.scratchStride] = scratch.stride;
-  u32[FIELD.gradDtype] = gradDtypeCode("ssdScanBackward", args.dtype, args.gradDtype);
+  const u32 = writeSsdDims(ctx, args, dtype);
+  for (const k of ["dY", "x", "dt", "dtBias", "aLog", "B", "C", "D", "states", "dX", "dDt", "dB", "dC", "dDtBias", "dALog", "dD"] as const) u32[SSD_FIELD[k]] = at[k].ptr;
+  u32[SSD_FIELD.scratch] = scratch.ptr;
+  u32[SSD_FIELD.partials] = scratch.partials;
+  u32[SSD_FIELD.scratchStride] = scratch.stride;
+  u32[SSD_FIELD.gradDtype] = gradDtypeCode("ssdScanBackward", args.dtype, args.gradDtype);
   ctx.rt.run("kiln_ssd_scan_backward", threads);
   ctx.rt.run("kiln_ssd_scan_param_reduce", 1);
 }

@@ -52,6 +52,7 @@ export const KERNEL_NAMES = [
   "kiln_ssd_scan_forward",
   "kiln_ssd_scan_backward",
   "kiln_ssd_scan_param_reduce",
+  "kiln_mamba3_scan_forward",
 ] as const;
 
 export type KernelName = (typeof KERNEL_NAMES)[number];

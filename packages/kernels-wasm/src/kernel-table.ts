@@ -18,6 +18,7 @@ import { GROUPED_MATMUL_KERNELS } from "./backend-grouped-matmul.js";
 import { MOE_MOVE_KERNELS } from "./backend-moe-move.js";
 import { MOE_ROUTE_KERNELS } from "./backend-moe-route.js";
 import { SSD_KERNELS } from "./backend-ssd.js";
+import { MAMBA3_KERNELS } from "./backend-mamba3.js";
 
 /** What a contract kernel runs with: the runtime (threads, args block) and the buffer table. */
 export interface WasmKernelContext {
@@ -48,6 +49,7 @@ export const WASM_KERNELS: WasmKernelTable = {
   ...COPY_KERNELS,
   ...CONV1D_KERNELS,
   ...SSD_KERNELS,
+  ...MAMBA3_KERNELS,
   ...ATTENTION_KERNELS,
   ...NORM_KERNELS,
   ...ACTIVATION_KERNELS,
