@@ -74,7 +74,7 @@ static void forward_head(const Mamba3Args* a, const SsdDims* d, const Work* k, s
     float* st = a->s.states + ((b * H + h) * d->chunks + c) * P * N;
     for (size_t p = 0; p < P; p++)
       for (size_t n = 0; n < N; n++) st[p * N + n] = S[p * N4 + n];
-    m3_chunk_weights(a, d, b, h, t0, len, bias, A, k->dt, lam, 0, k->lm, k->lmc, wd, wo, next, dtc);
+    m3_chunk_weights(a, d, b, h, t0, len, bias, A, k->dt, lam, k->lm, k->lmc, wd, wo, next, dtc);
     for (size_t i = 0; i < len; i++) ssd_load_row(X + i * P4, a->s.x, (b * L + t0 + i) * d->xs + h * P, P, dtc);
     m3_load_bc(a, d, b, h, t0, len, k->dt, k->bB, k->bC, k->angle, Bt, Ct, k->cs, k->sn, dtc);
     for (size_t t = 0; t < len; t++) {

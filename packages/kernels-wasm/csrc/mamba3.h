@@ -61,15 +61,14 @@ KILN_INLINE void m3_turn(float* u, const float* c, const float* s, size_t K, flo
 }
 
 /*
- * Tokens [t0, t0 + len) of (b, h): dt and lam (and sig when not NULL) as ssd_chunk_dt,
+ * Tokens [t0, t0 + len) of (b, h): dt and lam as ssd_chunk_dt,
  * lm = λ, lmc = 1 - λ (as sigmoid(-lambdaRaw), exact near λ = 1), wd and wo as above;
  * entries [len, Q4) are 0 (lam excepted). next[0], next[1]: Δ and 1 - λ of token t0 + len
  * (0 past the sequence), which the chunk's last μ needs.
  */
 KILN_INLINE void m3_chunk_weights(const Mamba3Args* a, const SsdDims* d, size_t b, size_t h, size_t t0, size_t len, float bias, float A,
-                                  float* dt, float* lam, float* sig, float* lm, float* lmc, float* wd, float* wo, float next[2],
-                                  const int dtc) {
-  ssd_chunk_dt(&a->s, d, b, h, t0, len, bias, A, dt, lam, sig, dtc);
+                                  float* dt, float* lam, float* lm, float* lmc, float* wd, float* wo, float next[2], const int dtc) {
+  ssd_chunk_dt(&a->s, d, b, h, t0, len, bias, A, dt, lam, 0, dtc);
   for (size_t i = 0; i < d->Q4; i++) {
     if (i < len) {
       const float v = kiln_load1(a->lambda, (b * d->L + t0 + i) * d->H + h, dtc);

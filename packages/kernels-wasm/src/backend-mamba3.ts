@@ -1,8 +1,10 @@
 import {
   FLOAT_DTYPES,
+  type Mamba3ScanBackwardArgs,
   type Mamba3ScanDims,
   type Mamba3ScanForwardArgs,
   mamba3Rotates,
+  mamba3ScanBackwardSpec,
   mamba3ScanForwardSpec,
 } from "@kiln/contract";
 import { SSD_FIELD, writeSsdDims } from "./backend-ssd.js";
@@ -10,7 +12,7 @@ import { callScratch } from "./call-scratch.js";
 import type { WasmKernelContext, WasmKernelTable } from "./kernel-table.js";
 import type { KernelRuntime } from "./kernel-runtime.js";
 import { operandAddresses } from "./operand-addresses.js";
-import { storageDtypeCode } from "./storage-dtype.js";
+import { gradDtypeCode, storageDtypeCode } from "./storage-dtype.js";
 import { threadsForWork } from "./work-threads.js";
 
 /** Word index of each field of Mamba3Args in csrc/mamba3.h: SsdArgs, then Mamba3's own. */
@@ -26,6 +28,9 @@ const FIELD = {
   dCBias: 39,
   rotates: 40,
 } as const;
+
+/** f32 partials of one (batch, head) in the backward: dDtBias, dALog, dD, dBBias and dCBias (M3_PARTIALS). */
+const partialsPerHead = (a: Mamba3ScanDims) => 3 + 2 * a.stateSize;
 
 /** Flops of one token of one head: the chunk's C·B and mixing, the carried state in and out, the rotation. */
 const tokenFlops = (a: Mamba3ScanDims) =>
@@ -73,7 +78,35 @@ function runForward(ctx: WasmKernelContext, args: Mamba3ScanForwardArgs): void {
   ctx.rt.run("kiln_mamba3_scan_forward", threads);
 }
 
-/** mamba3ScanForward (csrc/mamba3.c) in f32, bf16 and f16. */
+/**
+ * Threads take (batch, group) pairs and run the group's heads in ascending order, so
+ * dB and dC (summed over the heads) have one writer. Each (batch, head) leaves its
+ * parameter-gradient sums in scratch; kiln_mamba3_scan_param_reduce adds them over the
+ * batch in order, once into dDtBias / dALog / dD / dBBias / dCBias: the same bits
+ * whatever the threads.
+ */
+function runBackward(ctx: WasmKernelContext, args: Mamba3ScanBackwardArgs): void {
+  mamba3ScanBackwardSpec.check(args);
+  const dtype = storageDtypeCode("mamba3ScanBackward", args.dtype);
+  const at = operandAddresses(mamba3ScanBackwardSpec, ctx.memory, args);
+  const rotates = mamba3Rotates(args);
+  const threads = threadsForWork(ctx.rt, args.batch * args.groups, (2 * args.heads * args.seqLen * tokenFlops(args)) / args.groups);
+  const scratch = scratchFor(ctx.rt, args, threads, true, args.batch * args.heads * partialsPerHead(args));
+  const u32 = writeSsdDims(ctx, args, dtype);
+  u32.fill(0, FIELD.lambda, FIELD.rotates + 1);
+  writeInputs(u32, at, rotates);
+  for (const k of ["dY", "dX", "dDt", "dB", "dC", "dDtBias", "dALog", "dD", "dLambda", "dBBias", "dCBias"] as const) u32[FIELD[k]] = at[k].ptr;
+  u32[FIELD.dTheta] = rotates ? at.dTheta.ptr : 0;
+  u32[FIELD.scratch] = scratch.ptr;
+  u32[FIELD.partials] = scratch.partials;
+  u32[FIELD.scratchStride] = scratch.stride;
+  u32[FIELD.gradDtype] = gradDtypeCode("mamba3ScanBackward", args.dtype, args.gradDtype);
+  ctx.rt.run("kiln_mamba3_scan_backward", threads);
+  ctx.rt.run("kiln_mamba3_scan_param_reduce", 1);
+}
+
+/** mamba3ScanForward and mamba3ScanBackward (csrc/mamba3.c, csrc/mamba3_backward.c) in f32, bf16 and f16. */
 export const MAMBA3_KERNELS = {
   mamba3ScanForward: { dtypes: FLOAT_DTYPES, run: runForward },
+  mamba3ScanBackward: { dtypes: FLOAT_DTYPES, run: runBackward },
 } satisfies WasmKernelTable;

@@ -53,6 +53,8 @@ export const KERNEL_NAMES = [
   "kiln_ssd_scan_backward",
   "kiln_ssd_scan_param_reduce",
   "kiln_mamba3_scan_forward",
+  "kiln_mamba3_scan_backward",
+  "kiln_mamba3_scan_param_reduce",
 ] as const;
 
 export type KernelName = (typeof KERNEL_NAMES)[number];
