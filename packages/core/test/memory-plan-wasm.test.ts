@@ -13,6 +13,8 @@ const BENCH: Record<string, ModelConfigInput & { seqLen: number }> = {
   // Multi-head latent attention: per-head slots assembled and gathered by copies, zero-filled keys.
   "llama-mla": { arch: "llama", vocabSize: 4096, hiddenSize: 256, numLayers: 3, numHeads: 4, maxSeqLen: 128, seqLen: 128, intermediateSize: 512, kvLatentDim: 64, qLatentDim: 96, ropeDim: 16 },
   // Mamba2: in_proj read as three row blocks, the f32 chunk states kept for the backward, the [x | B | C] gradient written by one kernel.
+  // Mamba3: in_proj read as five row blocks with its bias, B and C normalised per group, the MIMO projections per head.
+  "llama-mamba3": { arch: "llama", vocabSize: 4096, hiddenSize: 256, numLayers: 3, numHeads: 4, maxSeqLen: 128, seqLen: 128, intermediateSize: 512, mambaLayers: [0, 2], mamba2HeadDim: 32, mamba2StateSize: 32, mamba2ChunkSize: 32, mamba3Enabled: true, mamba3MimoRank: 2 },
   "llama-mamba2": { arch: "llama", vocabSize: 4096, hiddenSize: 256, numLayers: 3, numHeads: 4, maxSeqLen: 128, seqLen: 128, intermediateSize: 512, mambaLayers: [0, 2], mamba2HeadDim: 64, mamba2StateSize: 64, mamba2ChunkSize: 32 },
 };
 

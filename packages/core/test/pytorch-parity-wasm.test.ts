@@ -8,4 +8,6 @@ describe.each([1, 2])("PyTorch parity on the wasm backend, %i thread(s)", (threa
   pytorchParity("llama-moe-tiny", () => createWasmBackend({ threads, measurePeak: false }));
   pytorchParity("llama-mla-tiny", () => createWasmBackend({ threads, measurePeak: false }));
   pytorchParity("llama-hybrid-tiny", () => createWasmBackend({ threads, measurePeak: false }));
+  pytorchParity("llama-mamba3-tiny", () => createWasmBackend({ threads, measurePeak: false }));
+  pytorchParity("llama-mamba3-mimo-tiny", () => createWasmBackend({ threads, measurePeak: false }));
 });
