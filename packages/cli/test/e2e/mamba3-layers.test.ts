@@ -1,8 +1,10 @@
 import { readFileSync, readdirSync } from "node:fs";
+import { copyFile, mkdir } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse, stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { differingTensors, readCheckpoint } from "./support/checkpoints.js";
 import { jsonLines } from "./support/kiln-process.js";
 import { expectSuccess } from "./support/runs.js";
 import { Workspace, textTokens } from "./support/workspace.js";
@@ -24,7 +26,7 @@ function shrunk(file: string): Record<string, unknown> {
   if (typeof m.intermediate_size === "number") m.intermediate_size = 48;
   m.num_layers = Math.min(m.num_layers as number, 4);
   m.mamba_layers = (m.mamba_layers as number[]).filter((i) => i < 4);
-  c.trainer = { ...c.trainer, learning_rate: 0.01, batch_size: 4, seq_len: 32, gradient_accumulation: 1 };
+  c.trainer = { ...c.trainer, learning_rate: 0.01, batch_size: 4, seq_len: 32, gradient_accumulation: 1, log_interval: 1 };
   return c;
 }
 
@@ -45,7 +47,7 @@ describe("Oxidizr's model configs", () => {
 
   for (const file of CONFIGS) {
     it(`${file} as shipped: kiln estimate plans it and names its layers`, async () => {
-      const r = expectSuccess(await ws.run(["estimate", "-f", path.join(OXIDIZR, file), "--target-device", "cpu"]), `kiln estimate ${file}`);
+      const r = expectSuccess(await ws.run(["estimate", "-f", path.join(OXIDIZR, file), "--device", "h100"]), `kiln estimate ${file}`);
       const kind = file.includes("mamba3_mimo") ? "Mamba3 MIMO rank 4 with complex RoPE" : file.includes("mamba3") ? "Mamba3 SISO with complex RoPE" : "Mamba2";
       expect(r.stdout).toMatch(new RegExp(`layers\\s+\\d, hidden \\d+, ${kind} in \\d of \\d layers \\(48|16 heads of 16`));
       expect(r.stdout).toMatch(/FLOPs\s+\d/);
@@ -72,9 +74,18 @@ describe("Mamba3 layers from the CLI", () => {
     expect(r.stderr).toMatch(/Mamba3 SISO with complex RoPE in 3 of 4 layers \(4 heads of 16, state 8, chunks of 8\), latent attention \(kv 16, q 16, rope 4\), 4 experts \(top 2\)/);
     const first = steps(r.stdout).map((l) => l.loss);
     expect(first).toHaveLength(20);
-    const resumed = expectSuccess(await ws.run([...args, "--output-dir", "h1", "--resume", "h1/step_10.safetensors"]), "resume");
+    const straight = await readCheckpoint(ws.path("h1", "step_20.safetensors"));
+    // Resumed into another folder from the straight run's step 10: the same losses, and the
+    // same bytes for every tensor at step 20 (weights and AdamW state).
+    await mkdir(ws.path("h3"));
+    await copyFile(ws.path("h1", "step_10.safetensors"), ws.path("h3", "middle.safetensors"));
+    const resumed = expectSuccess(await ws.run([...args, "--output-dir", "h3", "--resume", "h3/middle.safetensors"]), "resume");
     expect(steps(resumed.stdout).map((l) => l.loss)).toEqual(first.slice(10));
+    expect(differingTensors(straight, await readCheckpoint(ws.path("h3", "step_20.safetensors")))).toEqual([]);
+    // Every block recomputed in the backward: the same bytes again.
     const recomputed = expectSuccess(await ws.run([...args, "--output-dir", "h2", "--recompute", "blocks"]), "--recompute blocks");
+    expect(recomputed.stderr).toMatch(/recompute: blocks/);
     expect(steps(recomputed.stdout).map((l) => l.loss)).toEqual(first);
+    expect(differingTensors(straight, await readCheckpoint(ws.path("h2", "step_20.safetensors")))).toEqual([]);
   });
 });
