@@ -379,7 +379,8 @@ __global__ void __launch_bounds__(kThreads) mamba3_chunk_backward_kernel(const T
       dl += o.dlam[at];
       const float dlt = delta[at];
       const float lv = to_f32(lambda_raw[row * d.H + h]);
-      const float lam = sigmoid_f(lv), lamc = 1.0f / (1.0f + expf(lv));
+      float lam, lamc;
+      sigmoid_pair(lv, lam, lamc);
       const float dw = o.dwo[at] + o.dwd[at];
       const float prev = t > 0 ? o.dwo[at - 1] : 0.0f;  // dwo_{t−1}: μ_{t−1} = (1 − λ_t) Δ_t
       float g = fmaf(A, dl, fmaf(lam, dw, lamc * prev));
@@ -390,7 +391,8 @@ __global__ void __launch_bounds__(kThreads) mamba3_chunk_backward_kernel(const T
       }
       sa = fmaf(dlt, dl, sa);
       const float v = to_f32(dt_raw[row * d.dts + h]) + bias;
-      const float sig = v > 20.0f ? 1.0f : sigmoid_f(v);
+      // softplus'(v) = sigmoid(v) = 1 − exp(−Δ): no division (whose slow path, beside sigmoid_pair's, spills here).
+      const float sig = v > 20.0f ? 1.0f : -expm1f(-dlt);
       const float graw = g * sig;
       ddt_out[row * d.dts + h] = from_f32<T>(graw);
       dlambda_out[row * d.H + h] = from_f32<T>(dlt * (dw - prev) * lam * lamc);

@@ -18,7 +18,12 @@ struct Mamba3Tokens {
   float* wd;     // γ_t: its weight on the diagonal (y_t's own term)
 };
 
-__device__ __forceinline__ float sigmoid_f(float v) { return 1.0f / (1.0f + expf(-v)); }
+/** λ = sigmoid(v) and 1 − λ = sigmoid(−v), each to a few ulps at any v, with one division. */
+__device__ __forceinline__ void sigmoid_pair(float v, float& lam, float& rest) {
+  const float e = expf(-fabsf(v)), r = 1.0f / (1.0f + e);
+  lam = v >= 0.0f ? r : e * r;
+  rest = v >= 0.0f ? e * r : r;
+}
 
 /** The dimensions with a "group" per head and rows of H·N: how the kernels of ssd_scan.h read B̄ and C̄ (B, L, H, N). */
 SsdDims per_head_rows(const SsdDims& d) {
@@ -45,15 +50,15 @@ __global__ void __launch_bounds__(kThreads) mamba3_prep_kernel(const T* dt_raw, 
     const int64_t t0 = c * d.Q, t1 = t0 + d.Q < d.L ? t0 + d.Q : d.L;
     const auto delta_at = [&](int64_t t) { return softplus_f(to_f32(dt_raw[(b * d.L + t) * d.dts + h]) + bias); };
     const auto lambda_at = [&](int64_t t) { return to_f32(lambda_raw[(b * d.L + t) * d.H + h]); };
-    float dcur = delta_at(t0), lcur = sigmoid_f(lambda_at(t0));
+    float dcur = delta_at(t0), lcur, rest;
+    sigmoid_pair(lambda_at(t0), lcur, rest);
     float run = 0.0f;
     for (int64_t t = t0; t < t1; t++) {
       float dnext = 0.0f, lnext = 0.0f, mu = 0.0f;
       if (t + 1 < d.L) {
-        const float v = lambda_at(t + 1);
         dnext = delta_at(t + 1);
-        lnext = sigmoid_f(v);
-        mu = dnext / (1.0f + expf(v));  // (1 − λ_{t+1}) Δ_{t+1}, 1 − λ as sigmoid(−v)
+        sigmoid_pair(lambda_at(t + 1), lnext, rest);
+        mu = rest * dnext;  // (1 − λ_{t+1}) Δ_{t+1}
       }
       const float gamma = lcur * dcur;
       run = fmaf(dcur, A, run);
@@ -93,16 +98,18 @@ __global__ void __launch_bounds__(kThreads) mamba3_turn_kernel(const T* Bm, cons
     const int64_t bh = i / K, k = i - bh * K;
     const int64_t b = bh / d.H, h = bh - b * d.H;
     const int64_t n = 2 * k, src0 = (h / per) * d.N + n;
-    const float bb0 = to_f32(b_bias[h * d.N + n]), bb1 = to_f32(b_bias[h * d.N + n + 1]);
-    const float cb0 = to_f32(c_bias[h * d.N + n]), cb1 = to_f32(c_bias[h * d.N + n + 1]);
     float phi = 0.0f;
     for (int64_t t = 0; t < d.L; t++) {
       const int64_t row = b * d.L + t, at = row * d.H + h;
       phi = fmaf(delta[bh * d.L + t], to_f32(theta[at * K + k]), phi);
       float sn, cs;
       sincosf(phi, &sn, &cs);
-      const float b0 = to_f32(Bm[row * d.bcs + src0]) + bb0, b1 = to_f32(Bm[row * d.bcs + src0 + 1]) + bb1;
-      const float c0 = to_f32(Cm[row * d.bcs + src0]) + cb0, c1 = to_f32(Cm[row * d.bcs + src0 + 1]) + cb1;
+      // The biases are read here, not kept in registers across the loop: sincosf's path for
+      // large angles would then spill one of them.
+      const float b0 = to_f32(Bm[row * d.bcs + src0]) + to_f32(b_bias[h * d.N + n]);
+      const float b1 = to_f32(Bm[row * d.bcs + src0 + 1]) + to_f32(b_bias[h * d.N + n + 1]);
+      const float c0 = to_f32(Cm[row * d.bcs + src0]) + to_f32(c_bias[h * d.N + n]);
+      const float c1 = to_f32(Cm[row * d.bcs + src0 + 1]) + to_f32(c_bias[h * d.N + n + 1]);
       bbar[at * d.N + n] = fmaf(b0, cs, -(b1 * sn));
       bbar[at * d.N + n + 1] = fmaf(b0, sn, b1 * cs);
       cbar[at * d.N + n] = fmaf(c0, cs, -(c1 * sn));
