@@ -13,5 +13,7 @@ if (!sim.built) {
     pytorchParity("llama-moe-tiny", () => createCudaSimBackend());
     pytorchParity("llama-mla-tiny", () => createCudaSimBackend());
     pytorchParity("llama-hybrid-tiny", () => createCudaSimBackend());
+    pytorchParity("llama-mamba3-tiny", () => createCudaSimBackend());
+    pytorchParity("llama-mamba3-mimo-tiny", () => createCudaSimBackend());
   });
 }
