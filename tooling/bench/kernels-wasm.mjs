@@ -19,8 +19,9 @@
 // LayerNorm and GELU forward and backward GB/s at 2048 rows of 384 and 1536, f32 / bf16 / f16 (norm-activation-wasm.mjs),
 // groupedMatmul and its weight gradient, 8 groups over 2048 rows x 512 x 512, next to one plain
 // matmul of the same size, f32 and bf16 (grouped-matmul-wasm.mjs),
-// Mamba2's ssdScanForward and ssdScanBackward at batch 4, seqLen 256, 8 heads of 64, 1 group,
-// stateSize 64, chunkSize 64, f32 and bf16, in ms and GFLOP/s (ssdScan below),
+// Mamba2's ssdScan and Mamba3's mamba3Scan (without and with the rotation) forward and backward
+// at batch 4, seqLen 256, 8 heads of 64, 1 group, stateSize 64, chunkSize 64, f32 and bf16, in
+// ms and GFLOP/s (scan-wasm.mjs),
 // and, where tooling/bench's own dependencies are installed, TensorFlow.js's
 // wasm backend matMul at the same size.
 // V8 runs a wasm function in its baseline tier until it has been called often
@@ -34,6 +35,7 @@ import { benchTrainingMatmuls } from "./training-matmuls.mjs";
 import { benchNormActivation } from "./norm-activation-wasm.mjs";
 import { benchGroupedMatmul } from "./grouped-matmul-wasm.mjs";
 import { loadKernelsWasm } from "./load-kernels-wasm.mjs";
+import { SCANS, benchScan } from "./scan-wasm.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -218,55 +220,6 @@ async function benchBuild(simd) {
   }
 }
 
-/**
- * ssdScanForward and ssdScanBackward at a Mamba2 shape on 1 and all threads, f32 and bf16: best-of-repeats
- * ms and GFLOP/s by the contract's counts (forward 2·B·H·L·(Q(N+P) + 4PN), backward twice that).
- */
-async function benchSsdScan(createBackend, threadCounts) {
-  const dims = { batch: 4, seqLen: 256, heads: 8, headDim: 64, groups: 1, stateSize: 64, chunkSize: 64 };
-  const { batch, seqLen, heads, headDim: P, groups, stateSize: N, chunkSize } = dims;
-  const Q = Math.min(chunkSize, seqLen);
-  const forwardFlops = 2 * batch * heads * seqLen * (Q * (N + P) + 4 * P * N);
-  const rows = batch * seqLen;
-  const sizes = {
-    x: rows * heads * P, dt: rows * heads, dtBias: heads, aLog: heads, B: rows * groups * N, C: rows * groups * N, D: heads,
-    y: rows * heads * P, dY: rows * heads * P, dX: rows * heads * P, dDt: rows * heads, dB: rows * groups * N, dC: rows * groups * N,
-    dDtBias: heads, dALog: heads, dD: heads,
-  };
-  const out = { shape: dims };
-  for (const dtype of ["f32", "bf16"]) {
-    out[dtype] = {};
-    for (const nthreads of threadCounts) {
-      const backend = await createBackend({ threads: nthreads, measurePeak: false });
-      try {
-        const bytes = dtype === "f32" ? 4 : 2;
-        const bufs = {};
-        for (const [key, n] of Object.entries(sizes)) {
-          bufs[key] = backend.alloc(n * bytes);
-          const values = Float32Array.from({ length: n }, (_, i) => (key === "dt" ? -2 : 0) + 0.5 * Math.sin(i * 0.7 + key.length));
-          if (dtype === "f32") backend.upload(bufs[key], values);
-          else backend.upload(bufs[key], Uint16Array.from(new Uint32Array(values.buffer), (u) => u >>> 16)); // bf16 by truncation: bench data
-        }
-        bufs.states = backend.alloc(batch * heads * Math.ceil(seqLen / chunkSize) * P * N * 4);
-        const forward = () => backend.kernels.ssdScanForward({ ...dims, ...pick(bufs, "x dt dtBias aLog B C D y states"), dtype });
-        const backward = () =>
-          backend.kernels.ssdScanBackward({ ...dims, ...pick(bufs, "dY x dt dtBias aLog B C D states dX dDt dB dC dDtBias dALog dD"), dtype });
-        const row = {};
-        for (const [name, fn, flops] of [["forward", forward, forwardFlops], ["backward", backward, 2 * forwardFlops]]) {
-          for (let i = 0; i < 20; i++) fn(); // tier-up: V8 optimises each wasm function after enough calls
-          const seconds = timeBest(fn).best;
-          row[name] = { ms: round(seconds * 1000, 2), gflops: round(flops / seconds / 1e9, 2) };
-        }
-        out[dtype][`${nthreads}thread${nthreads > 1 ? "s" : ""}`] = row;
-      } finally {
-        await backend.dispose();
-      }
-    }
-  }
-  return out;
-}
-
-const pick = (bufs, keys) => Object.fromEntries(keys.split(" ").map((k) => [k, bufs[k]]));
 
 const builds = {};
 for (const simd of ["plain", "relaxed"]) {
@@ -293,9 +246,10 @@ const groupedMatmul = await benchGroupedMatmul(createWasmBackend, { threads: [..
   error: String(error?.message ?? error),
 }));
 
-const ssdScan = await benchSsdScan(createWasmBackend, [...new Set([1, threads])]).catch((error) => ({
-  error: String(error?.message ?? error),
-}));
+const scans = {};
+for (const name of Object.keys(SCANS)) {
+  scans[name] = await benchScan(createWasmBackend, [...new Set([1, threads])], name, timeBest).catch((error) => ({ error: String(error?.message ?? error) }));
+}
 
 const trainingMatmuls = await benchTrainingMatmuls(createKernels, { threads, repeats }).catch((error) => ({
   error: String(error?.message ?? error),
@@ -330,7 +284,7 @@ const result = {
   attention,
   normActivation,
   groupedMatmul,
-  ssdScan,
+  ...scans,
   tfjsWasmMatmul: tfjs,
   ...(comparison ? { kilnVsTfjs: comparison } : {}),
 };

@@ -8,7 +8,8 @@
 //  2. Learning: a reduced nano-mamba3-hybrid (Mamba3 mixers in 3 of 4 layers, latent attention
 //     in the 4th, experts in every MLP) against the same model with Mamba2 mixers, each trained
 //     --train-steps steps with `kiln train` on the built-in corpus (bytes): the mean loss of the
-//     last 20 logged steps and their ratio (within 10% is the bar).
+//     last 20 logged steps and their ratio (within 10% is the bar); and the Mamba3 hybrid with
+//     the convolution (mamba3_use_conv), which Oxidizr's nano_mamba3_hybrid leaves out.
 // Prints one JSON object. Needs the workspace built (pnpm turbo run build).
 // Usage: node tooling/bench/mamba3-vs-mamba2.mjs [--steps 5] [--rounds 3] [--train-steps 300] [--threads 2]
 import { parseArgs } from "node:util";
@@ -80,20 +81,32 @@ const HYBRID_MAMBA2 = {
   mamba2_expand: 2,
 };
 const HYBRID_MAMBA3 = { ...HYBRID_MAMBA2, ...MAMBA3, mamba3_mimo_rank: 0 };
+// The same with Mamba2's 4-tap convolution on x, B and C (mamba3_use_conv), which Oxidizr's hybrid leaves out.
+const HYBRID_MAMBA3_CONV = { ...HYBRID_MAMBA3, mamba3_use_conv: true };
 
 function trainRun(name, model) {
   const trainer = { learning_rate: 3e-3, min_learning_rate: 3e-4, warmup_steps: 30, batch_size: 8, seq_len: 128, max_steps: trainSteps, log_interval: 1, eval_interval: trainSteps, eval_iters: 2, save_interval: trainSteps, seed: 1337, load_balance_alpha: 0.01 };
   return { final_loss: tailLoss(trainLines(name, model, trainer, threads)) };
 }
 
-const learned = trainSteps > 0 ? { mamba2_hybrid: trainRun("mamba2-hybrid", HYBRID_MAMBA2), mamba3_hybrid: trainRun("mamba3-hybrid", HYBRID_MAMBA3) } : undefined;
+const learned =
+  trainSteps > 0
+    ? { mamba2_hybrid: trainRun("mamba2-hybrid", HYBRID_MAMBA2), mamba3_hybrid: trainRun("mamba3-hybrid", HYBRID_MAMBA3), mamba3_conv_hybrid: trainRun("mamba3-conv-hybrid", HYBRID_MAMBA3_CONV) }
+    : undefined;
 console.log(
   JSON.stringify({
     backend: `wasm x ${threads} threads`,
     layer_cost: { params: Object.fromEntries(NAMES.map((n) => [n, paramsOf(LAYER_MODELS[n])])), ...layerCost },
     learning: {
       params: { mamba2_hybrid: paramsOf(HYBRID_MAMBA2), mamba3_hybrid: paramsOf(HYBRID_MAMBA3) },
-      ...(learned ? { train_steps: trainSteps, learned, mamba3_over_mamba2_final_loss: learned.mamba3_hybrid.final_loss / learned.mamba2_hybrid.final_loss } : {}),
+      ...(learned
+        ? {
+            train_steps: trainSteps,
+            learned,
+            mamba3_over_mamba2_final_loss: learned.mamba3_hybrid.final_loss / learned.mamba2_hybrid.final_loss,
+            mamba3_conv_over_mamba2_final_loss: learned.mamba3_conv_hybrid.final_loss / learned.mamba2_hybrid.final_loss,
+          }
+        : {}),
     },
   }),
 );
