@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { oracle } from "../src/oracle/index.js";
-import { type Values, call, dotAt, expectAccumulated, expectGradient, forwardKernel, rng, stridedIndices, uniform } from "./support/finite-difference.js";
+import { type Values, call, dotAt, expectAccumulated, expectGradient, forwardKernel, gappedRows, rng, stridedIndices, uniform } from "./support/finite-difference.js";
 
 // Mamba2's kernels (causal convolution, SSD scan): backward oracles against central finite
 // differences of their forward oracles, in f64 (the coverage check is in finite-difference.test.ts).
@@ -68,12 +68,7 @@ forwardKernel("ssdScanForward", () => {
       const rand = rng(91);
       const rows = c.batch * c.seqLen, P = c.headDim, N = c.stateSize, H = c.heads;
       const xs = c.xRowStride ?? H * P, bs = c.bcRowStride ?? c.groups * N, ds = c.dtRowStride ?? H;
-      const gapped = (width: number, stride: number, lo = -1, hi = 1) => {
-        const logical = stridedIndices(rows, width, stride);
-        const isLogical = new Set(logical);
-        const v = uniform(rand, (rows - 1) * stride + width).map((u, i) => (isLogical.has(i) ? lo + ((u + 1) / 2) * (hi - lo) : NaN)); // gaps must not be read
-        return { v, logical };
-      };
+      const gapped = (width: number, stride: number, lo = -1, hi = 1) => gappedRows(rand, rows, width, stride, lo, hi);
       const x = gapped(H * P, xs), B = gapped(c.groups * N, bs), C = gapped(c.groups * N, bs), dt = gapped(H, ds, -2, 1);
       const dtBias = uniform(rand, H), aLog = uniform(rand, H), D = uniform(rand, H);
       const R = uniform(rand, rows * H * P);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { oracle } from "../src/oracle/index.js";
-import { dotAt, expectAccumulated, expectGradient, forwardKernel, rng, stridedIndices, uniform } from "./support/finite-difference.js";
+import { dotAt, expectAccumulated, expectGradient, forwardKernel, gappedRows, rng, uniform } from "./support/finite-difference.js";
 
 // Mamba3's scan: the backward oracle against central finite differences of the forward
 // oracle, in f64 (the coverage check is in finite-difference.test.ts).
@@ -17,12 +17,7 @@ forwardKernel("mamba3ScanForward", () => {
       const rand = rng(rope ? 93 : 94);
       const rows = c.batch * c.seqLen, P = c.headDim, N = c.stateSize, H = c.heads;
       const xs = c.xRowStride ?? H * P, bs = c.bcRowStride ?? c.groups * N, ds = c.dtRowStride ?? H;
-      const gapped = (width: number, stride: number, lo = -1, hi = 1) => {
-        const logical = stridedIndices(rows, width, stride);
-        const isLogical = new Set(logical);
-        const v = uniform(rand, (rows - 1) * stride + width).map((u, i) => (isLogical.has(i) ? lo + ((u + 1) / 2) * (hi - lo) : NaN)); // gaps must not be read
-        return { v, logical };
-      };
+      const gapped = (width: number, stride: number, lo = -1, hi = 1) => gappedRows(rand, rows, width, stride, lo, hi);
       const x = gapped(H * P, xs), B = gapped(c.groups * N, bs), C = gapped(c.groups * N, bs), dt = gapped(H, ds, -2, 1);
       const lambda = uniform(rand, rows * H, -3, 3), theta = uniform(rand, (rows * H * N) / 2);
       const bBias = uniform(rand, H * N), cBias = uniform(rand, H * N), dtBias = uniform(rand, H), aLog = uniform(rand, H), D = uniform(rand, H);

@@ -254,6 +254,18 @@ const conv1dShapes = (backward: boolean): Def[] => {
   ];
 };
 
+/** The dimensions of a state space scan case (ssdScan's and mamba3Scan's), strides optional. */
+const scanDims = (batch: number, seqLen: number, heads: number, headDim: number, groups: number, stateSize: number, chunkSize: number, strides = {}) => ({
+  batch,
+  seqLen,
+  heads,
+  headDim,
+  groups,
+  stateSize,
+  chunkSize,
+  ...strides,
+});
+
 /**
  * ssdScan shapes: chunkSize off seqLen (a short last chunk), 1 (every token its own chunk)
  * and past seqLen (one chunk); several heads per group and a group per head; headDim and
@@ -261,16 +273,7 @@ const conv1dShapes = (backward: boolean): Def[] => {
  * of a wider projection at odd offsets (their gradients likewise), as Mamba2 lays them out.
  */
 const ssdShapes = (backward: boolean): Def[] => {
-  const s = (batch: number, seqLen: number, heads: number, headDim: number, groups: number, stateSize: number, chunkSize: number, strides = {}) => ({
-    batch,
-    seqLen,
-    heads,
-    headDim,
-    groups,
-    stateSize,
-    chunkSize,
-    ...strides,
-  });
+  const s = scanDims;
   // One xBC row: x (heads·headDim), then B and C (groups·stateSize each).
   const packed = (heads: number, headDim: number, groups: number, stateSize: number, dtOffset: number) => {
     const xw = heads * headDim, bw = groups * stateSize;
@@ -305,16 +308,7 @@ const ssdShapes = (backward: boolean): Def[] => {
  * softplus' threshold (20) on some tokens.
  */
 const mamba3Shapes = (backward: boolean): Def[] => {
-  const s = (batch: number, seqLen: number, heads: number, headDim: number, groups: number, stateSize: number, chunkSize: number, strides = {}) => ({
-    batch,
-    seqLen,
-    heads,
-    headDim,
-    groups,
-    stateSize,
-    chunkSize,
-    ...strides,
-  });
+  const s = scanDims;
   const rope = { present: backward ? ["theta", "dTheta"] : ["theta"] };
   const both = (ins: Record<string, number>[]) =>
     backward ? [...ins, ...ins.map((m) => Object.fromEntries(Object.entries(m).map(([k, v]) => [`d${k[0].toUpperCase()}${k.slice(1)}`, v])))] : ins;

@@ -1,7 +1,7 @@
 import type { Operand } from "../backend.js";
 import type { FloatDType } from "../dtype.js";
-import { type KernelSpec, checkWideDtype, operand, positiveInts, require, stridedExtent, wideDtype } from "./spec.js";
-import { SSD_MAX_CHUNK_SIZE, SSD_MAX_HEAD_DIM, SSD_MAX_STATE_SIZE } from "./ssd.js";
+import { type KernelSpec, checkWideDtype, operand, require, stridedExtent, wideDtype } from "./spec.js";
+import { type SsdScanDims, checkScanDims, ssdChunks, ssdRowStrides, ssdStateElements } from "./ssd.js";
 
 /*
  * Mamba3's scan ("Mamba-3: Improved Sequence Modeling Using State Space Principles"): the
@@ -31,21 +31,8 @@ import { SSD_MAX_CHUNK_SIZE, SSD_MAX_HEAD_DIM, SSD_MAX_STATE_SIZE } from "./ssd.
  * states: f32 (batch, heads, chunks, headDim, stateSize), G entering each chunk c,
  * G_{cQ-1} (zero for chunk 0), written by the forward and read by the backward.
  */
-export interface Mamba3ScanDims {
-  batch: number;
-  seqLen: number;
-  heads: number;
-  headDim: number;
-  groups: number;
-  stateSize: number;
-  chunkSize: number;
-  /** Elements between consecutive token rows of x (and dX); default heads·headDim. */
-  xRowStride?: number;
-  /** Elements between consecutive token rows of dtRaw (and dDt); default heads. */
-  dtRowStride?: number;
-  /** Elements between consecutive token rows of B and C (and dB, dC); default groups·stateSize. */
-  bcRowStride?: number;
-}
+/** Mamba3's scan has Mamba2's dimensions, row strides and chunking (SsdScanDims). */
+export type Mamba3ScanDims = SsdScanDims;
 
 interface Mamba3ScanInputs extends Mamba3ScanDims {
   x: Operand;
@@ -94,34 +81,16 @@ export interface Mamba3ScanBackwardArgs extends Mamba3ScanInputs {
   gradDtype?: FloatDType;
 }
 
-export const mamba3RowStrides = (a: Mamba3ScanDims) => ({
-  x: a.xRowStride ?? a.heads * a.headDim,
-  dt: a.dtRowStride ?? a.heads,
-  bc: a.bcRowStride ?? a.groups * a.stateSize,
-});
-
-/** Chunks of chunkSize tokens covering seqLen (the last may be shorter). */
-export const mamba3Chunks = (a: Mamba3ScanDims): number => Math.ceil(a.seqLen / a.chunkSize);
-
-/** f32 elements of the saved chunk states. */
-export const mamba3StateElements = (a: Mamba3ScanDims): number => a.batch * a.heads * mamba3Chunks(a) * a.headDim * a.stateSize;
+export const mamba3RowStrides = ssdRowStrides;
+export const mamba3Chunks = ssdChunks;
+export const mamba3StateElements = ssdStateElements;
 
 /** Whether the scan rotates B and C (theta given). */
 export const mamba3Rotates = (a: { theta?: Operand }): boolean => a.theta !== undefined;
 
 function checkMamba3(name: string, a: Mamba3ScanInputs): void {
-  const { batch, seqLen, heads, headDim, groups, stateSize, chunkSize } = a;
-  positiveInts(name, { batch, seqLen, heads, headDim, groups, stateSize, chunkSize });
-  positiveInts(name, { xRowStride: a.xRowStride, dtRowStride: a.dtRowStride, bcRowStride: a.bcRowStride });
-  require(name, heads % groups === 0, `heads (${heads}) must be a multiple of groups (${groups})`);
-  require(name, stateSize <= SSD_MAX_STATE_SIZE, `stateSize must be at most ${SSD_MAX_STATE_SIZE}, got ${stateSize}`);
-  require(name, headDim <= SSD_MAX_HEAD_DIM, `headDim must be at most ${SSD_MAX_HEAD_DIM}, got ${headDim}`);
-  require(name, chunkSize <= SSD_MAX_CHUNK_SIZE, `chunkSize must be at most ${SSD_MAX_CHUNK_SIZE}, got ${chunkSize}`);
-  require(name, !mamba3Rotates(a) || stateSize % 2 === 0, `stateSize must be even to rotate B and C as (real, imaginary) pairs, got ${stateSize}`);
-  const s = mamba3RowStrides(a);
-  require(name, s.x >= heads * headDim, `xRowStride must be >= heads·headDim (${heads * headDim}), got ${s.x}`);
-  require(name, s.dt >= heads, `dtRowStride must be >= heads (${heads}), got ${s.dt}`);
-  require(name, s.bc >= groups * stateSize, `bcRowStride must be >= groups·stateSize (${groups * stateSize}), got ${s.bc}`);
+  checkScanDims(name, a);
+  require(name, !mamba3Rotates(a) || a.stateSize % 2 === 0, `stateSize must be even to rotate B and C as (real, imaginary) pairs, got ${a.stateSize}`);
 }
 
 /** The inputs both kernels read, in a fixed order. */

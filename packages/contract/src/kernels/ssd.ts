@@ -96,7 +96,8 @@ export const ssdChunks = (a: SsdScanDims): number => Math.ceil(a.seqLen / a.chun
 /** f32 elements of the saved chunk states. */
 export const ssdStateElements = (a: SsdScanDims): number => a.batch * a.heads * ssdChunks(a) * a.headDim * a.stateSize;
 
-function checkSsd(name: string, a: SsdScanDims): void {
+/** The dimension and stride checks Mamba2's and Mamba3's scans share. */
+export function checkScanDims(name: string, a: SsdScanDims): void {
   const { batch, seqLen, heads, headDim, groups, stateSize, chunkSize } = a;
   positiveInts(name, { batch, seqLen, heads, headDim, groups, stateSize, chunkSize });
   positiveInts(name, { xRowStride: a.xRowStride, dtRowStride: a.dtRowStride, bcRowStride: a.bcRowStride });
@@ -140,7 +141,7 @@ export const ssdScanForwardSpec: KernelSpec<SsdScanForwardArgs> = {
     operand("y", "out", a.dtype, a.batch * a.seqLen * a.heads * a.headDim),
     operand("states", "out", "f32", ssdStateElements(a)),
   ],
-  check: (a) => checkSsd("ssdScanForward", a),
+  check: (a) => checkScanDims("ssdScanForward", a),
   flops: ssdFlops,
 };
 
@@ -157,7 +158,7 @@ export const ssdScanBackwardSpec: KernelSpec<SsdScanBackwardArgs> = {
     operand("dD", "inout", wideDtype(a.dtype, a.gradDtype), a.heads),
   ],
   check: (a) => {
-    checkSsd("ssdScanBackward", a);
+    checkScanDims("ssdScanBackward", a);
     checkWideDtype("ssdScanBackward", "gradDtype", a.dtype, a.gradDtype);
   },
   flops: (a) => 2 * ssdFlops(a),

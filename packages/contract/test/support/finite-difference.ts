@@ -35,6 +35,17 @@ export function stridedIndices(rows: number, width: number, stride: number): num
 }
 
 /**
+ * `rows` rows of `width` values uniform in [lo, hi), `stride` apart, NaN in the gaps between
+ * them (a kernel that reads a gap shows it), and the indices of the values.
+ */
+export function gappedRows(rand: () => number, rows: number, width: number, stride: number, lo = -1, hi = 1): { v: Float64Array; logical: number[] } {
+  const logical = stridedIndices(rows, width, stride);
+  const isLogical = new Set(logical);
+  const v = uniform(rand, (rows - 1) * stride + width).map((u, i) => (isLogical.has(i) ? lo + ((u + 1) / 2) * (hi - lo) : NaN));
+  return { v, logical };
+}
+
+/**
  * Central differences of `loss` with respect to `input[i]` for every listed i, compared with
  * `analytic[i]`. Returns a list of mismatches (empty when all agree); `input` is restored.
  */
