@@ -10,14 +10,9 @@
 //     10% is the bar), and the hybrid's largest expert_imbalance (busiest expert over an even share).
 // Prints one JSON object. Needs the workspace built (pnpm turbo run build).
 // Usage: node tooling/bench/hybrid-vs-dense.mjs [--steps 5] [--rounds 3] [--train-steps 300] [--threads 2]
-import { parseArgs } from "node:util";
-import { median, paramsOf, stepTimes, tailLoss, trainLines } from "./lib/train-runs.mjs";
+import { layerAndLearningFlags, median, paramsOf, stepTimes, tailLoss, trainLines } from "./lib/train-runs.mjs";
 
-const { values } = parseArgs({ options: Object.fromEntries(["steps", "rounds", "train-steps", "threads"].map((k) => [k, { type: "string" }])) });
-const steps = Number(values.steps ?? 5);
-const rounds = Number(values.rounds ?? 3);
-const trainSteps = Number(values["train-steps"] ?? 300);
-const threads = Number(values.threads ?? 2);
+const { steps, rounds, trainSteps, threads } = layerAndLearningFlags();
 
 // Mamba2 as nano configures it, at hidden 256: inner 512 = 8 heads of 64, state 64, chunks of 64.
 const MAMBA2 = { mamba2_num_heads: 8, mamba2_head_dim: 64, mamba2_state_size: 64, mamba2_chunk_size: 64, mamba2_n_groups: 1, mamba2_conv_kernel: 4, mamba2_expand: 2 };

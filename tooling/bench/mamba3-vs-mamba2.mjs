@@ -12,14 +12,9 @@
 //     the convolution (mamba3_use_conv), which Oxidizr's nano_mamba3_hybrid leaves out.
 // Prints one JSON object. Needs the workspace built (pnpm turbo run build).
 // Usage: node tooling/bench/mamba3-vs-mamba2.mjs [--steps 5] [--rounds 3] [--train-steps 300] [--threads 2]
-import { parseArgs } from "node:util";
-import { median, paramsOf, stepTimes, tailLoss, trainLines } from "./lib/train-runs.mjs";
+import { layerAndLearningFlags, median, paramsOf, stepTimes, tailLoss, trainLines } from "./lib/train-runs.mjs";
 
-const { values } = parseArgs({ options: Object.fromEntries(["steps", "rounds", "train-steps", "threads"].map((k) => [k, { type: "string" }])) });
-const steps = Number(values.steps ?? 5);
-const rounds = Number(values.rounds ?? 3);
-const trainSteps = Number(values["train-steps"] ?? 300);
-const threads = Number(values.threads ?? 2);
+const { steps, rounds, trainSteps, threads } = layerAndLearningFlags();
 
 // Inner width 2 x 256 = 32 heads of 16 (Oxidizr's head size), state 64, chunks of 64.
 const SIZES = { mamba2_num_heads: 32, mamba2_head_dim: 16, mamba2_state_size: 64, mamba2_chunk_size: 64, mamba2_n_groups: 1, mamba2_conv_kernel: 4, mamba2_expand: 2 };

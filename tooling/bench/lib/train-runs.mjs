@@ -5,6 +5,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
 import { MODEL_YAML_KEYS, Trainer, archOf, paramLayout, resolveModelConfig } from "../../../packages/core/dist/index.js";
 import { createWasmBackend } from "../../../packages/kernels-wasm/dist/index.js";
 
@@ -64,3 +65,9 @@ export function trainLines(name, yamlModel, trainer, threads) {
 
 /** Mean loss of the last `n` logged steps. */
 export const tailLoss = (lines, n = 20) => lines.slice(-n).reduce((s, l) => s + l.loss, 0) / Math.min(n, lines.length);
+
+/** The flags of the layer-cost and learning benchmarks: --steps 5 --rounds 3 --train-steps 300 --threads 2 by default. */
+export function layerAndLearningFlags() {
+  const { values } = parseArgs({ options: Object.fromEntries(["steps", "rounds", "train-steps", "threads"].map((k) => [k, { type: "string" }])) });
+  return { steps: Number(values.steps ?? 5), rounds: Number(values.rounds ?? 3), trainSteps: Number(values["train-steps"] ?? 300), threads: Number(values.threads ?? 2) };
+}
