@@ -25,10 +25,11 @@
 //   prep, turn   as the forward's (mamba3_scan.h); turn keeps the angles φ
 //   contrib, carry  ssd_chunk_outer_kernel / ssd_carry_kernel on C̄ in reverse: dS
 //   token        block per (8 tokens s of a chunk, or 4 when 8 do not fit 99 KiB of shared
-//                memory; b·h): as ssd_backward.cu's, writing dX, this head's dB̄_s and dC̄_s
-//                (f32 scratch), s's scalars (dwo, dwd, dΛ, the state term q handed to the
-//                chunk's last token, dy·x) and, with theta, s's parts of Φ per pair (the
-//                pair sum A_s − R_s in f64) and, in the chunk's last tile, its state part
+//                memory; b·h): ssd_token_tile.h's products on B̄ and C̄, then dX, this
+//                head's dB̄_s and dC̄_s (f32 scratch), s's scalars (dwo, dwd, dΛ, the state
+//                term q handed to the chunk's last token, dy·x) and, with theta, s's parts
+//                of Φ per pair (the pair sum A_s − R_s in f64) and, in the chunk's last
+//                tile, its state part
 //   unturn       with theta, one thread per (b, h, chunk, pair): Φ (the suffix and prefix
 //                sums in token order), dθ, θ·Φ (f32 scratch), dB̄ and dC̄ turned back in place
 //                to dB̂ and dĈ
@@ -37,18 +38,16 @@
 //   groups       ssd_group_sum_kernel: dB and dC, the group's heads summed in order
 //   bias         one thread per (b, chunk, h, n): partial rows of dBBias and dCBias, then
 //                sum_chunk_partials_kernel (chunk_partials.h) adds them in order, once
-//   params       one thread per head: the scalar partials summed over (batch, chunk) in order
+//   params       ssd_param_kernel: the scalar partials summed over (batch, chunk) in order
 // dBBias, dCBias, dDtBias, dALog and dD are in gradDtype (the inputs' dtype, or f32 with
 // 16-bit inputs); every other gradient is in the inputs' dtype. No atomics: the same bits on
 // every call.
 #include "chunk_partials.h"
 #include "mamba3_scan.h"
+#include "ssd_token_tile.h"
 
 namespace kiln {
 namespace {
-
-constexpr int kSmallTile = 4, kLargeTile = 8;  // tokens per block (kLargeTile when its shared memory fits)
-constexpr size_t kMaxSharedBytes = 99 * 1024;  // dynamic shared memory every arch of the build grants a block (sm_86/89/120)
 
 /** Per-token scratch of the backward: f32, scalars indexed bh*L + s, rows (B, L, H, N). */
 struct Mamba3TokenScratch {
@@ -76,14 +75,10 @@ __device__ __forceinline__ float angle_pair_term(float e, float dyx, float w, fl
   return e * dyx * w * cross_pair(c0, c1, b0, b1);
 }
 
-/** Floats of dynamic shared memory the token kernel takes for `tile` tokens. */
-__host__ __device__ __forceinline__ int64_t mamba3_token_smem_floats(const SsdDims& d, int tile) { return tile * (4 * d.N + 3 * d.P + 6 * d.Q) + kThreads; }
-
 /**
- * Block (kTile tokens of one chunk, b·h): see the file's head. Dynamic shared memory, per
- * token j of the tile (s_j = ta + j): B̄, C̄, dSᵀ x, Sᵀ dy (N each), x, dy, dS B̄ (P each), and
- * over the chunk's tokens k: C̄_k·B̄_s, dy_k·x_s, exp(Λ_k − Λ_s) (k ≥ s_j) and C̄_s·B̄_k,
- * dy_s·x_k, exp(Λ_s − Λ_k) (k ≤ s_j); then kThreads floats for <dS, S>.
+ * Block (kTile tokens of one chunk, b·h): see the file's head; the tile's products on B̄ and
+ * C̄ as ssd_token_tile.h says, then this head's dB̄_s and dC̄_s, dx_s, with theta the parts
+ * of Φ, and s's scalars.
  */
 template <typename T, int kTile>
 __global__ void __launch_bounds__(kThreads) mamba3_token_backward_kernel(const T* dy, const T* x, const float* bbar, const float* cbar, const T* Dv,
@@ -92,154 +87,29 @@ __global__ void __launch_bounds__(kThreads) mamba3_token_backward_kernel(const T
   KILN_DYNAMIC_SHARED(float, smem);
   const SsdTile tl(d, blockIdx.x, kTile);
   if (tl.ta >= tl.t1) return;
+  const SsdTokenTile<kTile> m(smem, d);
   const int64_t N = d.N, P = d.P, Q = d.Q, HN = d.H * d.N;
-  float* bs = smem;
-  float* cs = bs + kTile * N;
-  float* gb = cs + kTile * N;
-  float* gc = gb + kTile * N;
-  float* xs = gc + kTile * N;
-  float* dys = xs + kTile * P;
-  float* gx = dys + kTile * P;
-  float* col_cb = gx + kTile * P;
-  float* col_dyx = col_cb + kTile * Q;
-  float* col_e = col_dyx + kTile * Q;
-  float* row_cb = col_e + kTile * Q;
-  float* row_dyx = row_cb + kTile * Q;
-  float* row_e = row_dyx + kTile * Q;
-  float* red = row_e + kTile * Q;
   const int64_t bh = d.bh0 + blockIdx.y;
   const int64_t b = bh / d.H, h = bh - b * d.H;
   const int64_t t0 = tl.t0, t1 = tl.t1, ta = tl.ta;
   const int nt = static_cast<int>(tl.tb - ta);
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int tid = threadIdx.x;
   const float* lr = w.lam + bh * d.L;
   const float* wo = w.wo + bh * d.L;
   const float* wd = w.wd + bh * d.L;
   const int64_t h0 = h * N, x0 = h * P;
   const float E = lr[t1 - 1];
-  for (int64_t i = tid; i < kTile * N; i += kThreads) {
-    const int j = static_cast<int>(i / N);
-    const int64_t n = i - j * N, row = b * d.L + ta + j;
-    bs[i] = j < nt ? bbar[row * HN + h0 + n] : 0.0f;
-    cs[i] = j < nt ? cbar[row * HN + h0 + n] : 0.0f;
-  }
-  for (int64_t i = tid; i < kTile * P; i += kThreads) {
-    const int j = static_cast<int>(i / P);
-    const int64_t p = i - j * P, row = b * d.L + ta + j;
-    xs[i] = j < nt ? to_f32(x[row * d.xs + x0 + p]) : 0.0f;
-    dys[i] = j < nt ? to_f32(dy[(row * d.H + h) * P + p]) : 0.0f;
-  }
-  __syncthreads();
-  // The chunk's products that involve the tile's tokens: a warp per chunk token k.
-  for (int64_t k = t0 + warp; k < t1; k += kWarps) {
-    const int64_t rk = b * d.L + k;
-    if (k >= ta) {  // k ≥ s_j for some j: C̄_k·B̄_s, dy_k·x_s
-      const float* crow = cbar + rk * HN + h0;
-      const T* dyrow = dy + (rk * d.H + h) * P;
-      float sums[2 * kTile];  // C̄_k·B̄_s for the tile's tokens, then dy_k·x_s
-#pragma unroll
-      for (int j = 0; j < 2 * kTile; j++) sums[j] = 0.0f;
-      for (int64_t n = lane; n < N; n += 32) {
-        const float v = crow[n];
-#pragma unroll
-        for (int j = 0; j < kTile; j++) sums[j] = fmaf(v, bs[j * N + n], sums[j]);
-      }
-      for (int64_t p = lane; p < P; p += 32) {
-        const float v = to_f32(dyrow[p]);
-#pragma unroll
-        for (int j = 0; j < kTile; j++) sums[kTile + j] = fmaf(v, xs[j * P + p], sums[kTile + j]);
-      }
-      warp_sum_many(sums);
-      const int wi = warp_sum_index<2 * kTile>(lane), j = wi % kTile;
-      if (warp_sum_writer<2 * kTile>(lane) && j < nt && ta + j <= k) {
-        if (wi < kTile) {
-          col_cb[j * Q + (k - t0)] = sums[0];
-          col_e[j * Q + (k - t0)] = expf(lr[k] - lr[ta + j]);
-        } else {
-          col_dyx[j * Q + (k - t0)] = sums[0];
-        }
-      }
-    }
-    if (k < tl.tb) {  // k ≤ s_j for some j: C̄_s·B̄_k, dy_s·x_k
-      const float* brow = bbar + rk * HN + h0;
-      const T* xrow = x + rk * d.xs + x0;
-      float sums[2 * kTile];  // C̄_s·B̄_k for the tile's tokens, then dy_s·x_k
-#pragma unroll
-      for (int j = 0; j < 2 * kTile; j++) sums[j] = 0.0f;
-      for (int64_t n = lane; n < N; n += 32) {
-        const float v = brow[n];
-#pragma unroll
-        for (int j = 0; j < kTile; j++) sums[j] = fmaf(cs[j * N + n], v, sums[j]);
-      }
-      for (int64_t p = lane; p < P; p += 32) {
-        const float v = to_f32(xrow[p]);
-#pragma unroll
-        for (int j = 0; j < kTile; j++) sums[kTile + j] = fmaf(dys[j * P + p], v, sums[kTile + j]);
-      }
-      warp_sum_many(sums);
-      const int wi = warp_sum_index<2 * kTile>(lane), j = wi % kTile;
-      if (warp_sum_writer<2 * kTile>(lane) && j < nt && k <= ta + j) {
-        if (wi < kTile) {
-          row_cb[j * Q + (k - t0)] = sums[0];
-          row_e[j * Q + (k - t0)] = expf(lr[ta + j] - lr[k]);
-        } else {
-          row_dyx[j * Q + (k - t0)] = sums[0];
-        }
-      }
-    }
-  }
-  const float* S = states + (bh * d.chunks + tl.c) * d.PN();
-  const float* dS = dstate + (bh * d.chunks + tl.c) * d.PN();
-  // dS B̄_s: a warp per row p.
-  for (int64_t p = warp; p < P; p += kWarps) {
-    float a[kTile];
-#pragma unroll
-    for (int j = 0; j < kTile; j++) a[j] = 0.0f;
-    for (int64_t n = lane; n < N; n += 32) {
-      const float v = dS[p * N + n];
-#pragma unroll
-      for (int j = 0; j < kTile; j++) a[j] = fmaf(v, bs[j * N + n], a[j]);
-    }
-    warp_sum_many(a);
-    const int j = warp_sum_index<kTile>(lane);
-    if (warp_sum_writer<kTile>(lane) && j < nt) gx[j * P + p] = a[0];
-  }
-  // dSᵀ x_s and Sᵀ dy_s: a thread per column n.
-  for (int64_t n = tid; n < N; n += kThreads) {
-    float ab[kTile], ac[kTile];
-#pragma unroll
-    for (int j = 0; j < kTile; j++) ab[j] = ac[j] = 0.0f;
-    for (int64_t p = 0; p < P; p++) {
-      const float vs = dS[p * N + n], v = S[p * N + n];
-#pragma unroll
-      for (int j = 0; j < kTile; j++) {
-        ab[j] = fmaf(vs, xs[j * P + p], ab[j]);
-        ac[j] = fmaf(v, dys[j * P + p], ac[j]);
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < kTile; j++) {
-      gb[j * N + n] = ab[j];
-      gc[j * N + n] = ac[j];
-    }
-  }
-  // The chunk's last token collects exp(E) <dS, S>.
+  fill_token_tile(m, tl, dy, x, bbar, cbar, HN, h0, lr, states, dstate, bh, d);
   const bool last = tl.tb == t1;
-  if (last) {
-    float a = 0.0f;
-    for (int64_t e = tid; e < d.PN(); e += kThreads) a = fmaf(dS[e], S[e], a);
-    red[tid] = a;
-  }
-  __syncthreads();
   // A thread per (token, n): this head's dB̄_s and dC̄_s.
   for (int64_t i = tid; i < nt * N; i += kThreads) {
     const int j = static_cast<int>(i / N);
     const int64_t n = i - j * N, s = ta + j, row = b * d.L + s, qd = j * Q + (s - t0);
     float db = 0.0f, dc = 0.0f;
-    for (int64_t t = s + 1; t < t1; t++) db = fmaf(col_e[j * Q + (t - t0)] * col_dyx[j * Q + (t - t0)], cbar[(b * d.L + t) * HN + h0 + n], db);
-    for (int64_t k = t0; k < s; k++) dc = fmaf(row_e[j * Q + (k - t0)] * row_dyx[j * Q + (k - t0)] * wo[k], bbar[(b * d.L + k) * HN + h0 + n], dc);
-    o.dbh[row * HN + h0 + n] = fmaf(wo[s], db + expf(E - lr[s]) * gb[i], wd[s] * col_dyx[qd] * cs[i]);
-    o.dch[row * HN + h0 + n] = fmaf(expf(lr[s]), gc[i], dc) + wd[s] * row_dyx[qd] * bs[i];
+    for (int64_t t = s + 1; t < t1; t++) db = fmaf(m.col_e[j * Q + (t - t0)] * m.col_dyx[j * Q + (t - t0)], cbar[(b * d.L + t) * HN + h0 + n], db);
+    for (int64_t k = t0; k < s; k++) dc = fmaf(m.row_e[j * Q + (k - t0)] * m.row_dyx[j * Q + (k - t0)] * wo[k], bbar[(b * d.L + k) * HN + h0 + n], dc);
+    o.dbh[row * HN + h0 + n] = fmaf(wo[s], db + expf(E - lr[s]) * m.gb[i], wd[s] * m.col_dyx[qd] * m.cs[i]);
+    o.dch[row * HN + h0 + n] = fmaf(expf(lr[s]), m.gc[i], dc) + wd[s] * m.row_dyx[qd] * m.bs[i];
   }
   // A thread per (token, p): dx_s.
   const float D = to_f32(Dv[h]);
@@ -247,8 +117,8 @@ __global__ void __launch_bounds__(kThreads) mamba3_token_backward_kernel(const T
     const int j = static_cast<int>(i / P);
     const int64_t p = i - j * P, s = ta + j, row = b * d.L + s, qd = j * Q + (s - t0);
     float a = 0.0f;
-    for (int64_t t = s + 1; t < t1; t++) a = fmaf(col_e[j * Q + (t - t0)] * col_cb[j * Q + (t - t0)], to_f32(dy[((b * d.L + t) * d.H + h) * P + p]), a);
-    dx[row * d.xs + x0 + p] = from_f32<T>(D * dys[i] + wo[s] * (a + expf(E - lr[s]) * gx[i]) + wd[s] * col_cb[qd] * dys[i]);
+    for (int64_t t = s + 1; t < t1; t++) a = fmaf(m.col_e[j * Q + (t - t0)] * m.col_cb[j * Q + (t - t0)], to_f32(dy[((b * d.L + t) * d.H + h) * P + p]), a);
+    dx[row * d.xs + x0 + p] = from_f32<T>(D * m.dys[i] + wo[s] * (a + expf(E - lr[s]) * m.gx[i]) + wd[s] * m.col_cb[qd] * m.dys[i]);
   }
   if (z.zin != nullptr) {
     // A thread per (token, pair): the token's parts of Φ.
@@ -256,22 +126,24 @@ __global__ void __launch_bounds__(kThreads) mamba3_token_backward_kernel(const T
     for (int64_t i = tid; i < nt * K; i += kThreads) {
       const int j = static_cast<int>(i / K);
       const int64_t k = i - j * K, n = 2 * k, s = ta + j, at = ((b * d.L + s) * d.H + h) * K + k;
-      const float b0 = bs[j * N + n], b1 = bs[j * N + n + 1], c0 = cs[j * N + n], c1 = cs[j * N + n + 1];
+      const float b0 = m.bs[j * N + n], b1 = m.bs[j * N + n + 1], c0 = m.cs[j * N + n], c1 = m.cs[j * N + n + 1];
       double later = 0.0, earlier = 0.0;
       for (int64_t u = s + 1; u < t1; u++) {
         const float* cu = cbar + (b * d.L + u) * HN + h0 + n;
-        later += angle_pair_term(col_e[j * Q + (u - t0)], col_dyx[j * Q + (u - t0)], wo[s], cu[0], cu[1], b0, b1);
+        later += angle_pair_term(m.col_e[j * Q + (u - t0)], m.col_dyx[j * Q + (u - t0)], wo[s], cu[0], cu[1], b0, b1);
       }
       for (int64_t k2 = t0; k2 < s; k2++) {
         const float* bk = bbar + (b * d.L + k2) * HN + h0 + n;
-        earlier += angle_pair_term(row_e[j * Q + (k2 - t0)], row_dyx[j * Q + (k2 - t0)], wo[k2], c0, c1, bk[0], bk[1]);
+        earlier += angle_pair_term(m.row_e[j * Q + (k2 - t0)], m.row_dyx[j * Q + (k2 - t0)], wo[k2], c0, c1, bk[0], bk[1]);
       }
       z.pair[at] = later - earlier;
-      z.zin[at] = expf(lr[s]) * cross_pair(c0, c1, gc[j * N + n], gc[j * N + n + 1]);
-      z.zout[at] = expf(E - lr[s]) * wo[s] * cross_pair(gb[j * N + n], gb[j * N + n + 1], b0, b1);
+      z.zin[at] = expf(lr[s]) * cross_pair(c0, c1, m.gc[j * N + n], m.gc[j * N + n + 1]);
+      z.zout[at] = expf(E - lr[s]) * wo[s] * cross_pair(m.gb[j * N + n], m.gb[j * N + n + 1], b0, b1);
     }
     // The chunk's last tile: the state part, a thread per pair.
     if (last) {
+      const float* S = states + (bh * d.chunks + tl.c) * d.PN();
+      const float* dS = dstate + (bh * d.chunks + tl.c) * d.PN();
       for (int64_t k = tid; k < K; k += kThreads) {
         float a = 0.0f;
         for (int64_t p = 0; p < P; p++) a += cross_pair(dS[p * N + 2 * k], dS[p * N + 2 * k + 1], S[p * N + 2 * k], S[p * N + 2 * k + 1]);
@@ -284,31 +156,23 @@ __global__ void __launch_bounds__(kThreads) mamba3_token_backward_kernel(const T
   const int j = tid;
   const int64_t s = ta + j, qd = j * Q + (s - t0);
   const float ls = lr[s], es = expf(E - ls), wos = wo[s];
-  float r = 0.0f, dd = 0.0f, u = 0.0f;
-  for (int64_t p = 0; p < P; p++) {
-    r = fmaf(xs[j * P + p], gx[j * P + p], r);
-    dd = fmaf(dys[j * P + p], xs[j * P + p], dd);
-  }
-  for (int64_t n = 0; n < N; n++) u = fmaf(cs[j * N + n], gc[j * N + n], u);
+  float r, dd, u;
+  tile_token_dots(m, j, d, r, dd, u);
   float mstrict = 0.0f, intra = 0.0f;
   for (int64_t t = s + 1; t < t1; t++) {
     const int64_t q = j * Q + (t - t0);
-    mstrict += col_e[q] * col_cb[q] * col_dyx[q];
+    mstrict += m.col_e[q] * m.col_cb[q] * m.col_dyx[q];
   }
   for (int64_t k = t0; k < s; k++) {
     const int64_t q = j * Q + (k - t0);
-    intra = fmaf(wo[k], row_e[q] * row_cb[q] * row_dyx[q], intra);
+    intra = fmaf(wo[k], m.row_e[q] * m.row_cb[q] * m.row_dyx[q], intra);
   }
   const float qs = es * wos * r;
   float dl = intra - wos * mstrict + expf(ls) * u - qs;
-  if (s == t1 - 1) {
-    float ss = 0.0f;
-    for (int i = 0; i < kThreads; i++) ss += red[i];
-    dl += expf(E) * ss;
-  }
+  if (s == t1 - 1) dl += expf(E) * tile_state_dot(m);
   const int64_t at = bh * d.L + s;
   o.dwo[at] = mstrict + es * r;
-  o.dwd[at] = col_cb[qd] * col_dyx[qd];
+  o.dwd[at] = m.col_cb[qd] * m.col_dyx[qd];
   o.dlam[at] = dl;
   o.q[at] = qs;
   o.dd[at] = dd;
@@ -366,16 +230,13 @@ __global__ void __launch_bounds__(kThreads) mamba3_chunk_backward_kernel(const T
                                                                           T* dlambda_out, float* part, SsdDims d) {
   const int64_t total = d.batch * d.H * d.chunks, K = d.N / 2;
   for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < total; i += int64_t{gridDim.x} * kThreads) {
-    const int64_t bh = i / d.chunks, c = i - bh * d.chunks;
-    const int64_t b = bh / d.H, h = bh - b * d.H;
-    const float A = -expf(to_f32(a_log[h]));
-    const float bias = to_f32(dt_bias[h]);
-    const int64_t t0 = c * d.Q, t1 = t0 + d.Q < d.L ? t0 + d.Q : d.L;
+    const SsdChunk ch(d, i, a_log, dt_bias);
+    const int64_t h = ch.h;
     float qsum = 0.0f;
-    for (int64_t t = t0; t < t1; t++) qsum += o.q[bh * d.L + t];
+    for (int64_t t = ch.t0; t < ch.t1; t++) qsum += o.q[ch.bh * d.L + t];
     float dl = qsum, sdt = 0.0f, sa = 0.0f, sd = 0.0f;
-    for (int64_t t = t1 - 1; t >= t0; t--) {
-      const int64_t at = bh * d.L + t, row = b * d.L + t;
+    for (int64_t t = ch.t1 - 1; t >= ch.t0; t--) {
+      const int64_t at = ch.bh * d.L + t, row = ch.b * d.L + t;
       dl += o.dlam[at];
       const float dlt = delta[at];
       const float lv = to_f32(lambda_raw[row * d.H + h]);
@@ -383,14 +244,14 @@ __global__ void __launch_bounds__(kThreads) mamba3_chunk_backward_kernel(const T
       sigmoid_pair(lv, lam, lamc);
       const float dw = o.dwo[at] + o.dwd[at];
       const float prev = t > 0 ? o.dwo[at - 1] : 0.0f;  // dwo_{t−1}: μ_{t−1} = (1 − λ_t) Δ_t
-      float g = fmaf(A, dl, fmaf(lam, dw, lamc * prev));
+      float g = fmaf(ch.A, dl, fmaf(lam, dw, lamc * prev));
       if (rot != nullptr) {
         float rs = 0.0f;
         for (int64_t k = 0; k < K; k++) rs += rot[(row * d.H + h) * K + k];
         g += rs;
       }
       sa = fmaf(dlt, dl, sa);
-      const float v = to_f32(dt_raw[row * d.dts + h]) + bias;
+      const float v = to_f32(dt_raw[row * d.dts + h]) + ch.bias;
       // softplus'(v) = sigmoid(v) = 1 − exp(−Δ): no division (whose slow path, beside sigmoid_pair's, spills here).
       const float sig = v > 20.0f ? 1.0f : -expm1f(-dlt);
       const float graw = g * sig;
@@ -399,11 +260,7 @@ __global__ void __launch_bounds__(kThreads) mamba3_chunk_backward_kernel(const T
       sdt += graw;
       sd += o.dd[at];
     }
-    const int64_t slot = h * d.batch * d.chunks + b * d.chunks + c;
-    const int64_t stride = d.H * d.batch * d.chunks;
-    part[slot] = sdt;
-    part[stride + slot] = sa;
-    part[2 * stride + slot] = sd;
+    store_param_partials(part, d, ch, sdt, sa, sd);
   }
 }
 
@@ -422,24 +279,6 @@ __global__ void __launch_bounds__(kThreads) mamba3_bias_partials_kernel(const fl
     pb[i] = sb;
     pc[i] = sc;
   }
-}
-
-/** One thread per head: the partials summed over (batch, chunk) in order, added once (to G: T or f32). */
-template <typename T, typename G>
-__global__ void __launch_bounds__(kThreads) mamba3_param_kernel(const float* part, const T* a_log, G* d_bias, G* d_alog, G* d_d, SsdDims d) {
-  const int64_t h = blockIdx.x * int64_t{kThreads} + threadIdx.x;
-  if (h >= d.H) return;
-  const int64_t per = d.batch * d.chunks, stride = d.H * per;
-  float sdt = 0.0f, sa = 0.0f, sd = 0.0f;
-  for (int64_t k = 0; k < per; k++) {
-    sdt += part[h * per + k];
-    sa += part[stride + h * per + k];
-    sd += part[2 * stride + h * per + k];
-  }
-  const float A = -expf(to_f32(a_log[h]));
-  d_bias[h] = from_f32<G>(to_f32(d_bias[h]) + sdt);
-  d_alog[h] = from_f32<G>(to_f32(d_alog[h]) + A * sa);
-  d_d[h] = from_f32<G>(to_f32(d_d[h]) + sd);
 }
 
 // mamba3ScanBackward: dY, x, dt, lambda, theta, B, C, bBias, cBias, dtBias, aLog, D, states, dX, dDt, dLambda, dTheta, dB, dC,
@@ -496,24 +335,10 @@ void launch_mamba3_backward(const KernelCall& c) {
     const T* a_log = c.ptr<const T>(10);
     launch_mamba3_inputs<T>(name, c.stream, dt_raw, lambda_raw, theta, c.ptr<const T>(5), c.ptr<const T>(6), c.ptr<const T>(7), c.ptr<const T>(8), dt_bias,
                             a_log, w, bbar, cbar, rotates ? phis : nullptr, d);
-    if (d.chunks > 1) {
-      over_bh_slices(per_head_rows(d), [&](const SsdDims& s, unsigned rows) {
-        launch(name, ssd_chunk_outer_kernel<T, false, float>, dim3(static_cast<unsigned>(d.chunks - 1), rows, ceil_div(elems(d.PN()), kThreads)), kThreads, 0,
-               c.stream, dy, static_cast<const float*>(cbar), static_cast<const float*>(w.wo), static_cast<const float*>(w.lam), dstate, s);
-      });
-    }
-    launch(name, ssd_carry_kernel<false>, grid_stride_blocks(d.batch * d.H * d.PN(), kThreads), kThreads, 0, c.stream, dstate, static_cast<const float*>(w.lam), d);
-    const auto token_kernel = [&](auto kernel, int tile) {
-      const size_t smem = sizeof(float) * elems(mamba3_token_smem_floats(d, tile));
-      allow_shared(kernel, smem);
-      over_bh_slices(d, [&](const SsdDims& s, unsigned rows) {
-        launch(name, kernel, dim3(static_cast<unsigned>(d.chunks * ((d.Q + tile - 1) / tile)), rows), kThreads, smem, c.stream, dy, x,
-               static_cast<const float*>(bbar), static_cast<const float*>(cbar), c.ptr<const T>(11), c.ptr<const float>(12), static_cast<const float*>(dstate), w,
-               c.ptr<T>(13), o, z, s);
-      });
-    };
-    if (sizeof(float) * elems(mamba3_token_smem_floats(d, kLargeTile)) <= kMaxSharedBytes) token_kernel(mamba3_token_backward_kernel<T, kLargeTile>, kLargeTile);
-    else token_kernel(mamba3_token_backward_kernel<T, kSmallTile>, kSmallTile);
+    launch_chunk_states<false>(name, c.stream, dy, static_cast<const float*>(cbar), w.wo, w.lam, dstate, per_head_rows(d));
+    launch_token_kernel(name, c.stream, mamba3_token_backward_kernel<T, kLargeTile>, mamba3_token_backward_kernel<T, kSmallTile>, d, dy, x,
+                        static_cast<const float*>(bbar), static_cast<const float*>(cbar), c.ptr<const T>(11), c.ptr<const float>(12),
+                        static_cast<const float*>(dstate), w, c.ptr<T>(13), o, z);
     if (rotates) {
       launch(name, mamba3_unturn_kernel<T>, grid_stride_blocks(nchunk_pairs, kThreads), kThreads, 0, c.stream, theta, static_cast<const float*>(w.delta),
              static_cast<const float*>(phis), o, z, c.ptr<T>(16), d);
@@ -526,7 +351,7 @@ void launch_mamba3_backward(const KernelCall& c) {
            static_cast<const float*>(o.dch), pb, pc, d);
     launch_sum_chunk_partials<G>(name, c.stream, PartialSets<G>{{pb, pc, nullptr}, {c.ptr<G>(19), c.ptr<G>(20), nullptr}}, 2,
                                  static_cast<int>(d.batch * d.chunks), static_cast<int>(d.H * d.N), true);
-    launch(name, mamba3_param_kernel<T, G>, dim3(ceil_div(elems(d.H), kThreads)), kThreads, 0, c.stream, static_cast<const float*>(part), a_log, c.ptr<G>(21),
+    launch(name, ssd_param_kernel<T, G>, dim3(ceil_div(elems(d.H), kThreads)), kThreads, 0, c.stream, static_cast<const float*>(part), a_log, c.ptr<G>(21),
            c.ptr<G>(22), c.ptr<G>(23), d);
   });
 }

@@ -43,17 +43,13 @@ __global__ void __launch_bounds__(kThreads) mamba3_prep_kernel(const T* dt_raw, 
                                                                 SsdDims d) {
   const int64_t total = d.batch * d.H * d.chunks;
   for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < total; i += int64_t{gridDim.x} * kThreads) {
-    const int64_t bh = i / d.chunks, c = i - bh * d.chunks;
-    const int64_t b = bh / d.H, h = bh - b * d.H;
-    const float A = -expf(to_f32(a_log[h]));
-    const float bias = to_f32(dt_bias[h]);
-    const int64_t t0 = c * d.Q, t1 = t0 + d.Q < d.L ? t0 + d.Q : d.L;
-    const auto delta_at = [&](int64_t t) { return softplus_f(to_f32(dt_raw[(b * d.L + t) * d.dts + h]) + bias); };
-    const auto lambda_at = [&](int64_t t) { return to_f32(lambda_raw[(b * d.L + t) * d.H + h]); };
-    float dcur = delta_at(t0), lcur, rest;
-    sigmoid_pair(lambda_at(t0), lcur, rest);
+    const SsdChunk ch(d, i, a_log, dt_bias);
+    const auto delta_at = [&](int64_t t) { return softplus_f(to_f32(dt_raw[(ch.b * d.L + t) * d.dts + ch.h]) + ch.bias); };
+    const auto lambda_at = [&](int64_t t) { return to_f32(lambda_raw[(ch.b * d.L + t) * d.H + ch.h]); };
+    float dcur = delta_at(ch.t0), lcur, rest;
+    sigmoid_pair(lambda_at(ch.t0), lcur, rest);
     float run = 0.0f;
-    for (int64_t t = t0; t < t1; t++) {
+    for (int64_t t = ch.t0; t < ch.t1; t++) {
       float dnext = 0.0f, lnext = 0.0f, mu = 0.0f;
       if (t + 1 < d.L) {
         dnext = delta_at(t + 1);
@@ -61,8 +57,8 @@ __global__ void __launch_bounds__(kThreads) mamba3_prep_kernel(const T* dt_raw, 
         mu = rest * dnext;  // (1 − λ_{t+1}) Δ_{t+1}
       }
       const float gamma = lcur * dcur;
-      run = fmaf(dcur, A, run);
-      const int64_t at = bh * d.L + t;
+      run = fmaf(dcur, ch.A, run);
+      const int64_t at = ch.bh * d.L + t;
       w.delta[at] = dcur;
       w.lam[at] = run;
       w.wo[at] = gamma + mu;

@@ -1,7 +1,9 @@
 // ssd_scan.h: what the selective scan's kernels share (ssd.cu forward, ssd_backward.cu
-// backward; mamba3.cu and mamba3_backward.cu use the same pieces): the dimensions, dt and
-// the running sum of dt·A, each chunk's outer-product sum and the sequential pass over
-// chunks, the group sums of dB and dC, the token tiles. The math and the kernels are
+// backward; mamba3.cu and mamba3_backward.cu use the same pieces): the dimensions, a
+// thread's (b, h, chunk), dt and the running sum of dt·A, each chunk's outer-product sum
+// and the sequential pass over chunks, the group sums of dB and dC, the parameter
+// partials and their sums, the token tiles (ssd_y.h and ssd_token_tile.h hold the
+// forward's y kernel and the backward's token tile, which both scans use too). The math and the kernels are
 // described at the top of ssd.cu.
 #pragma once
 #include "kiln_cuda.h"
@@ -75,22 +77,38 @@ __device__ __forceinline__ bool warp_sum_writer(int lane) {
   return lane % (32 / K) == 0;
 }
 
+/**
+ * The work of thread i of a kernel with a thread per (b, h, chunk): b·h, chunk c, its
+ * tokens [t0, t1), A = −exp(aLog[h]) and dtBias[h].
+ */
+struct SsdChunk {
+  int64_t bh, b, h, c, t0, t1;
+  float A, bias;
+  template <typename T>
+  __device__ SsdChunk(const SsdDims& d, int64_t i, const T* a_log, const T* dt_bias) {
+    bh = i / d.chunks;
+    c = i - bh * d.chunks;
+    b = bh / d.H;
+    h = bh - b * d.H;
+    A = -expf(to_f32(a_log[h]));
+    bias = to_f32(dt_bias[h]);
+    t0 = c * d.Q;
+    t1 = t0 + d.Q < d.L ? t0 + d.Q : d.L;
+  }
+};
+
 /** dtv[bh*L + t] = dt_t, lam[bh*L + t] = Λ_t; one thread per (b, h, chunk). */
 template <typename T>
 __global__ void __launch_bounds__(kThreads) ssd_prep_kernel(const T* dt_raw, const T* dt_bias, const T* a_log, float* dtv, float* lam, SsdDims d) {
   const int64_t total = d.batch * d.H * d.chunks;
   for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < total; i += int64_t{gridDim.x} * kThreads) {
-    const int64_t bh = i / d.chunks, c = i - bh * d.chunks;
-    const int64_t b = bh / d.H, h = bh - b * d.H;
-    const float A = -expf(to_f32(a_log[h]));
-    const float bias = to_f32(dt_bias[h]);
-    const int64_t t0 = c * d.Q, t1 = t0 + d.Q < d.L ? t0 + d.Q : d.L;
+    const SsdChunk ch(d, i, a_log, dt_bias);
     float run = 0.0f;
-    for (int64_t t = t0; t < t1; t++) {
-      const float dt = softplus_f(to_f32(dt_raw[(b * d.L + t) * d.dts + h]) + bias);
-      run += dt * A;
-      dtv[bh * d.L + t] = dt;
-      lam[bh * d.L + t] = run;
+    for (int64_t t = ch.t0; t < ch.t1; t++) {
+      const float dt = softplus_f(to_f32(dt_raw[(ch.b * d.L + t) * d.dts + ch.h]) + ch.bias);
+      run += dt * ch.A;
+      dtv[ch.bh * d.L + t] = dt;
+      lam[ch.bh * d.L + t] = run;
     }
   }
 }
@@ -156,6 +174,36 @@ __global__ void __launch_bounds__(kThreads) ssd_carry_kernel(float* buf, const f
   }
 }
 
+/**
+ * The backward's per-(b, h, chunk) partials of Σ dDt, Σ dt·dΛ (dA) and Σ dy·x: three
+ * (H, batch·chunks) planes, summed by ssd_param_kernel in order.
+ */
+__device__ __forceinline__ void store_param_partials(float* part, const SsdDims& d, const SsdChunk& ch, float sdt, float sa, float sd) {
+  const int64_t slot = ch.h * d.batch * d.chunks + ch.b * d.chunks + ch.c;
+  const int64_t stride = d.H * d.batch * d.chunks;
+  part[slot] = sdt;
+  part[stride + slot] = sa;
+  part[2 * stride + slot] = sd;
+}
+
+/** One thread per head: the partials summed over (batch, chunk) in order, added once (to G: T or f32). */
+template <typename T, typename G>
+__global__ void __launch_bounds__(kThreads) ssd_param_kernel(const float* part, const T* a_log, G* d_bias, G* d_alog, G* d_d, SsdDims d) {
+  const int64_t h = blockIdx.x * int64_t{kThreads} + threadIdx.x;
+  if (h >= d.H) return;
+  const int64_t per = d.batch * d.chunks, stride = d.H * per;
+  float sdt = 0.0f, sa = 0.0f, sd = 0.0f;
+  for (int64_t k = 0; k < per; k++) {
+    sdt += part[h * per + k];
+    sa += part[stride + h * per + k];
+    sd += part[2 * stride + h * per + k];
+  }
+  const float A = -expf(to_f32(a_log[h]));
+  d_bias[h] = from_f32<G>(to_f32(d_bias[h]) + sdt);
+  d_alog[h] = from_f32<G>(to_f32(d_alog[h]) + A * sa);
+  d_d[h] = from_f32<G>(to_f32(d_d[h]) + sd);
+}
+
 /** One thread per (row, group, n): dB and dC, the group's heads' shares summed in order. */
 template <typename T>
 __global__ void __launch_bounds__(kThreads) ssd_group_sum_kernel(const float* dbh, const float* dch, T* dB, T* dC, SsdDims d) {
@@ -207,6 +255,22 @@ size_t elems(int64_t n) { return static_cast<size_t>(n); }
 
 /** Scratch offsets rounded to 64 floats (256 bytes). */
 size_t padded(int64_t n) { return (elems(n) + 63) & ~size_t{63}; }
+
+/**
+ * The chunks' sums and the pass across them: forward (kForward) states from x, B and the
+ * token weights w; backward dS from dy and C. `d` as B or C are read: per_head_rows for
+ * Mamba3's per-head f32 rows (V = float), the call's dimensions otherwise.
+ */
+template <bool kForward, typename T, typename V>
+void launch_chunk_states(const char* name, cudaStream_t stream, const T* u, const V* v, const float* w, const float* lam, float* out, const SsdDims& d) {
+  if (d.chunks > 1) {
+    over_bh_slices(d, [&](const SsdDims& s, unsigned rows) {
+      launch(name, ssd_chunk_outer_kernel<T, kForward, V>, dim3(static_cast<unsigned>(d.chunks - 1), rows, ceil_div(elems(d.PN()), kThreads)), kThreads, 0,
+             stream, u, v, w, lam, out, s);
+    });
+  }
+  launch(name, ssd_carry_kernel<kForward>, grid_stride_blocks(d.batch * d.H * d.PN(), kThreads), kThreads, 0, stream, out, lam, d);
+}
 
 }  // namespace
 }  // namespace kiln
