@@ -2,7 +2,8 @@
  * mamba3: what mamba3ScanForward (csrc/mamba3.c) and mamba3ScanBackward
  * (csrc/mamba3_backward.c) share: the argument block (ssdScan's, then Mamba3's own
  * operands), each token's weights and the chunk's B and C rows with their biases,
- * turned by the running angles. Rows, dots and the scalar math come from csrc/ssd.h.
+ * turned by the running angles. Rows, dots and the scalar math come from csrc/ssd.h, the
+ * chunk work Mamba2 shares from csrc/ssd_chunk.h.
  *
  * Per (b, h), token t: Δ_t = softplus(dtRaw + dtBias[h]), λ_t = sigmoid(lambdaRaw),
  * A = -exp(aLog[h]). The kernels carry G_t = S_t + μ_t x_t B̄_t^T (μ_t = (1 - λ_{t+1}) Δ_{t+1},
@@ -17,7 +18,7 @@
 #ifndef KILN_MAMBA3_H
 #define KILN_MAMBA3_H
 
-#include "ssd.h"
+#include "ssd_chunk.h"
 
 /* Host-written argument block; mirrored in src/backend-mamba3.ts. */
 typedef struct {
@@ -102,16 +103,14 @@ KILN_INLINE void m3_chunk_weights(const Mamba3Args* a, const SsdDims* d, size_t 
  */
 KILN_INLINE void m3_load_bc(const Mamba3Args* a, const SsdDims* d, size_t b, size_t h, size_t t0, size_t len, const float* dt,
                             const float* bB, const float* bC, float* angle, float* Bt, float* Ct, float* cs, float* sn, const int dtc) {
-  const size_t N = d->N, N4 = d->N4, K = m3_pairs(d), K4 = m3_pairs4(d), g = h / d->hpg;
+  const size_t N4 = d->N4, K = m3_pairs(d), K4 = m3_pairs4(d);
+  ssd_load_bc(&a->s, d, b, h, t0, len, Bt, Ct, dtc);
   for (size_t i = 0; i < len; i++) {
-    const size_t r = b * d->L + t0 + i;
     float *bt = Bt + i * N4, *ct = Ct + i * N4;
-    ssd_load_row(bt, a->s.b, r * d->bs + g * N, N, dtc);
-    ssd_load_row(ct, a->s.c, r * d->bs + g * N, N, dtc);
     ssd_axpy(bt, 1.0f, bB, N4);
     ssd_axpy(ct, 1.0f, bC, N4);
     if (!a->rotates) continue;
-    m3_advance_angle(a, d, r, h, dt[i], angle, dtc);
+    m3_advance_angle(a, d, b * d->L + t0 + i, h, dt[i], angle, dtc);
     float *c = cs + i * K4, *s = sn + i * K4;
     for (size_t k = 0; k < K; k++) kiln_cos_sin((double)angle[k], &c[k], &s[k]);
     m3_turn(bt, c, s, K, 1.0f);
@@ -119,14 +118,11 @@ KILN_INLINE void m3_load_bc(const Mamba3Args* a, const SsdDims* d, size_t b, siz
   }
 }
 
-/* Head h's constants: A = -exp(aLog), dtBias, D, and its bias rows as f32 (N4, padded). */
-KILN_INLINE void m3_head(const Mamba3Args* a, const SsdDims* d, size_t h, float* A, float* bias, float* Dh, float* bB, float* bC,
-                         const int dtc) {
-  *A = -kiln_exp_f32(kiln_load1(a->s.a_log, h, dtc));
-  *bias = kiln_load1(a->s.dt_bias, h, dtc);
-  *Dh = kiln_load1(a->s.d, h, dtc);
+/* Head h's constants (ssd_head) and its bias rows as f32 (N4, padded). */
+KILN_INLINE SsdHead m3_head(const Mamba3Args* a, const SsdDims* d, size_t h, float* bB, float* bC, const int dtc) {
   ssd_load_row(bB, a->b_bias, h * d->N, d->N, dtc);
   ssd_load_row(bC, a->c_bias, h * d->N, d->N, dtc);
+  return ssd_head(&a->s, h, dtc);
 }
 
 #endif

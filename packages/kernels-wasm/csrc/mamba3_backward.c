@@ -32,34 +32,33 @@
 #include "mamba3.h"
 
 typedef struct {
-  float *X, *DY, *DX, *dSB;                 /* Q x P4 */
-  float *Bt, *Ct, *dSx, *StDy, *dBb, *dCb;  /* Q x N4 */
+  SsdBackwardChunk c;                       /* Bt, Ct: B̄, C̄; S: the carry G */
+  float* DX;                                /* Q x P4 */
+  float *dBb, *dCb;                         /* Q x N4: dB̄, dC̄, then dB̂, dĈ */
   float* PhV;                               /* Q x N4: Φ_{t,k} = PhV[t][2k] + PhV[t][2k+1] */
-  float *W1, *W2, *DYX;                     /* Q x Q4 */
   float *cs, *sn;                           /* Q x K4 */
-  float *S, *dS;                            /* P x N4 */
   float *dBacc, *dCacc;                     /* L x N4 */
   float *dDelta, *dLam;                     /* L4: the head's whole sequence */
   float* phi0;                              /* chunks x K4: φ entering each chunk */
   float *angle, *trow;                      /* K4 */
   float *bB, *bC, *dbB, *dcB, *R;           /* N4 */
-  float *dt, *lam, *lm, *lmc, *wd, *wo, *dl, *dwo, *eE, *eL, *xd; /* Q4 */
+  float *dt, *lm, *lmc, *wd, *wo, *dl, *dwo; /* Q4 */
 } Work;
 
 /* Carves w (NULL: counts only); returns the floats taken, each block a multiple of 4. */
 static size_t work_at(float* w, const SsdDims* d, Work* k) {
   const size_t Q = d->Q, P4 = d->P4, N4 = d->N4, Q4 = d->Q4, K4 = m3_pairs4(d), L4 = SSD_R4(d->L);
   size_t at = 0;
-  float** qp4[] = {&k->X, &k->DY, &k->DX, &k->dSB};
+  float** qp4[] = {&k->c.X, &k->c.DY, &k->DX, &k->c.dSB};
   for (size_t i = 0; i < 4; i++) M3_TAKE(w, at, *qp4[i], Q * P4);
-  float** qn4[] = {&k->Bt, &k->Ct, &k->dSx, &k->StDy, &k->dBb, &k->dCb, &k->PhV};
+  float** qn4[] = {&k->c.Bt, &k->c.Ct, &k->c.dSx, &k->c.StDy, &k->dBb, &k->dCb, &k->PhV};
   for (size_t i = 0; i < 7; i++) M3_TAKE(w, at, *qn4[i], Q * N4);
-  float** qq4[] = {&k->W1, &k->W2, &k->DYX};
+  float** qq4[] = {&k->c.W1, &k->c.W2, &k->c.DYX};
   for (size_t i = 0; i < 3; i++) M3_TAKE(w, at, *qq4[i], Q * Q4);
   M3_TAKE(w, at, k->cs, Q * K4);
   M3_TAKE(w, at, k->sn, Q * K4);
-  M3_TAKE(w, at, k->S, d->P * N4);
-  M3_TAKE(w, at, k->dS, d->P * N4);
+  M3_TAKE(w, at, k->c.S, d->P * N4);
+  M3_TAKE(w, at, k->c.dS, d->P * N4);
   M3_TAKE(w, at, k->dBacc, d->L * N4);
   M3_TAKE(w, at, k->dCacc, d->L * N4);
   M3_TAKE(w, at, k->dDelta, L4);
@@ -69,58 +68,50 @@ static size_t work_at(float* w, const SsdDims* d, Work* k) {
   M3_TAKE(w, at, k->trow, K4);
   float** n4[] = {&k->bB, &k->bC, &k->dbB, &k->dcB, &k->R};
   for (size_t i = 0; i < 5; i++) M3_TAKE(w, at, *n4[i], N4);
-  float** q4[] = {&k->dt, &k->lam, &k->lm, &k->lmc, &k->wd, &k->wo, &k->dl, &k->dwo, &k->eE, &k->eL, &k->xd};
+  float** q4[] = {&k->dt, &k->c.lam, &k->lm, &k->lmc, &k->wd, &k->wo, &k->dl, &k->dwo, &k->c.eE, &k->c.eL, &k->c.xd};
   for (size_t i = 0; i < sizeof q4 / sizeof q4[0]; i++) M3_TAKE(w, at, *q4[i], Q4);
   return at;
 }
 
 KILN_EXPORT(kiln_mamba3_scan_backward_scratch_floats)
 uint32_t kiln_mamba3_scan_backward_scratch_floats(int seq_len, int head_dim, int state_size, int chunk_size) {
-  SsdArgs a = {0};
-  a.seq_len = seq_len;
-  a.heads = a.groups = 1;
-  a.head_dim = head_dim;
-  a.state_size = state_size;
-  a.chunk_size = chunk_size;
-  const SsdDims d = ssd_dims(&a);
+  const SsdDims d = ssd_scratch_dims(seq_len, head_dim, state_size, chunk_size);
   Work k;
   return (uint32_t)work_at(0, &d, &k);
 }
 
-/* Per-head constants of the backward. */
-typedef struct {
-  float A, bias, Dh;
-} Head;
+/*
+ * row = wo_s [e v + sum_{t>s} M[t][s] u_t] + wd_s M[s][s] u_s over n4 floats: the adjoint of token s's
+ * input row (dX with M = W1, u = dy; dB̄ with M = W2, u = C̄), rows of M Q4 apart, of u n4 apart.
+ */
+KILN_INLINE void m3_input_adjoint(float* row, size_t n4, float e, const float* v, const float* M, size_t Q4, const float* u, size_t s, size_t len,
+                                  float wo, float wd) {
+  ssd_zero(row, n4);
+  ssd_axpy(row, e, v, n4);
+  ssd_gemv(row, n4, M + (s + 1) * Q4 + s, Q4, 0, u + (s + 1) * n4, n4, len - s - 1);
+  ssd_scale(row, wo, n4);
+  ssd_axpy(row, wd * M[s * Q4 + s], u + s * n4, n4);
+}
 
 /* dB̄, dC̄ of the chunk's tokens (into dBb, dCb) and the chunk's dX rows. */
 static void chunk_row_grads(const Mamba3Args* a, const SsdDims* d, const Work* k, size_t b, size_t h, size_t t0, size_t len, float Dh,
                             const int dtc) {
   const size_t L = d->L, P = d->P, P4 = d->P4, N4 = d->N4, Q4 = d->Q4;
-  const float *W1 = k->W1, *W2 = k->W2, *wo = k->wo, *wd = k->wd;
+  const SsdBackwardChunk* kc = &k->c;
+  const float *W2 = kc->W2, *wo = k->wo, *wd = k->wd;
   for (size_t s = 0; s < len; s++) {
     float* dx = k->DX + s * P4;
-    ssd_zero(dx, P4);
-    ssd_axpy(dx, k->eE[s], k->dSB + s * P4, P4);
-    ssd_gemv(dx, P4, W1 + (s + 1) * Q4 + s, Q4, 0, k->DY + (s + 1) * P4, P4, len - s - 1);
-    ssd_scale(dx, wo[s], P4);
-    ssd_axpy(dx, wd[s] * W1[s * Q4 + s], k->DY + s * P4, P4);
-    ssd_axpy(dx, Dh, k->DY + s * P4, P4);
+    m3_input_adjoint(dx, P4, kc->eE[s], kc->dSB + s * P4, kc->W1, Q4, kc->DY, s, len, wo[s], wd[s]);
+    ssd_axpy(dx, Dh, kc->DY + s * P4, P4);
     ssd_store_row(a->s.dx, (b * L + t0 + s) * d->xs + h * P, dx, P, dtc);
   }
-  for (size_t s = 0; s < len; s++) {
-    float* row = k->dBb + s * N4;
-    ssd_zero(row, N4);
-    ssd_axpy(row, k->eE[s], k->dSx + s * N4, N4);
-    ssd_gemv(row, N4, W2 + (s + 1) * Q4 + s, Q4, 0, k->Ct + (s + 1) * N4, N4, len - s - 1);
-    ssd_scale(row, wo[s], N4);
-    ssd_axpy(row, wd[s] * W2[s * Q4 + s], k->Ct + s * N4, N4);
-  }
+  for (size_t s = 0; s < len; s++) m3_input_adjoint(k->dBb + s * N4, N4, kc->eE[s], kc->dSx + s * N4, W2, Q4, kc->Ct, s, len, wo[s], wd[s]);
   for (size_t t = 0; t < len; t++) {
     float* row = k->dCb + t * N4;
     ssd_zero(row, N4);
-    ssd_axpy(row, k->eL[t], k->StDy + t * N4, N4);
-    ssd_gemv(row, N4, W2 + t * Q4, 1, wo, k->Bt, N4, t);
-    ssd_axpy(row, wd[t] * W2[t * Q4 + t], k->Bt + t * N4, N4);
+    ssd_axpy(row, kc->eL[t], kc->StDy + t * N4, N4);
+    ssd_gemv(row, N4, W2 + t * Q4, 1, wo, kc->Bt, N4, t);
+    ssd_axpy(row, wd[t] * W2[t * Q4 + t], kc->Bt + t * N4, N4);
   }
 }
 
@@ -149,22 +140,22 @@ static void chunk_angle_grads(const SsdDims* d, const Work* k, size_t len, float
   const size_t P = d->P, N4 = d->N4, Q4 = d->Q4;
   float *V = k->PhV, *R = k->R;
   ssd_zero(R, N4);
-  for (size_t p = 0; p < P; p++) m3_add_prod_j(R, eEall, k->dS + p * N4, k->S + p * N4, N4);
+  for (size_t p = 0; p < P; p++) m3_add_prod_j(R, eEall, k->c.dS + p * N4, k->c.S + p * N4, N4);
   for (size_t u = len; u-- > 0;) {
-    m3_add_prod_j(R, k->eL[u], k->Ct + u * N4, k->StDy + u * N4, N4);
+    m3_add_prod_j(R, k->c.eL[u], k->c.Ct + u * N4, k->c.StDy + u * N4, N4);
     for (size_t i = 0; i < N4; i++) V[u * N4 + i] = R[i];
   }
   ssd_zero(R, N4);
   for (size_t t = 0; t < len; t++) {
     ssd_axpy(V + t * N4, 1.0f, R, N4);
-    m3_add_prod_j(R, k->eE[t] * k->wo[t], k->dSx + t * N4, k->Bt + t * N4, N4);
+    m3_add_prod_j(R, k->c.eE[t] * k->wo[t], k->c.dSx + t * N4, k->c.Bt + t * N4, N4);
   }
   /* R = sum_{s' <= s} W2[u][s'] wo_s' B̄_s', so <C̄_u, R> is token s + 1's share of row u */
   for (size_t u = 1; u < len; u++) {
     ssd_zero(R, N4);
     for (size_t s = 0; s < u; s++) {
-      ssd_axpy(R, k->W2[u * Q4 + s] * k->wo[s], k->Bt + s * N4, N4);
-      m3_add_prod_j(V + (s + 1) * N4, 1.0f, k->Ct + u * N4, R, N4);
+      ssd_axpy(R, k->c.W2[u * Q4 + s] * k->wo[s], k->c.Bt + s * N4, N4);
+      m3_add_prod_j(V + (s + 1) * N4, 1.0f, k->c.Ct + u * N4, R, N4);
     }
   }
 }
@@ -196,56 +187,21 @@ static void chunk_unturn(const Mamba3Args* a, const SsdDims* d, const Work* k, s
 }
 
 /* One chunk [t0, t0 + len) of (b, h): dX, dθ of its tokens, its shares of dΔ, dλ, dB, dC, dS carried back. */
-static void backward_chunk(const Mamba3Args* a, const SsdDims* d, const Work* k, size_t b, size_t h, size_t c, const Head* hd, float sums[2],
+static void backward_chunk(const Mamba3Args* a, const SsdDims* d, const Work* k, size_t b, size_t h, size_t c, const SsdHead* hd, float sums[2],
                            const int dtc) {
-  const size_t L = d->L, H = d->H, P = d->P, N = d->N, Q = d->Q, P4 = d->P4, N4 = d->N4, Q4 = d->Q4;
-  const size_t t0 = c * Q, len = L - t0 < Q ? L - t0 : Q;
-  float *X = k->X, *DY = k->DY, *Bt = k->Bt, *Ct = k->Ct, *S = k->S, *dS = k->dS;
-  float *W1 = k->W1, *W2 = k->W2, *DYX = k->DYX, *dt = k->dt, *lam = k->lam, *wo = k->wo;
+  const size_t L = d->L, P = d->P, Q = d->Q, N4 = d->N4, Q4 = d->Q4;
+  const size_t t0 = c * Q, len = ssd_chunk_len(d, t0);
+  const SsdBackwardChunk* kc = &k->c;
+  float *Ct = kc->Ct, *S = kc->S, *dS = kc->dS;
+  float *W1 = kc->W1, *DYX = kc->DYX, *dt = k->dt, *lam = kc->lam, *wo = k->wo;
   float next[2];
 
-  const float* st = a->s.states + ((b * H + h) * d->chunks + c) * P * N;
-  for (size_t p = 0; p < P; p++)
-    for (size_t n = 0; n < N4; n++) S[p * N4 + n] = n < N ? st[p * N + n] : 0.0f;
+  ssd_load_state(&a->s, d, b, h, c, S);
   m3_chunk_weights(a, d, b, h, t0, len, hd->bias, hd->A, dt, lam, k->lm, k->lmc, k->wd, wo, next, dtc);
-  for (size_t i = 0; i < len; i++) {
-    const size_t r = b * L + t0 + i;
-    ssd_load_row(X + i * P4, a->s.x, r * d->xs + h * P, P, dtc);
-    ssd_load_row(DY + i * P4, a->s.dy, (r * H + h) * P, P, dtc);
-  }
+  ssd_load_x(&a->s, d, b, h, t0, len, kc->X, kc->DY, dtc);
   for (size_t q = 0; q < m3_pairs(d); q++) k->angle[q] = k->phi0[c * m3_pairs4(d) + q];
-  m3_load_bc(a, d, b, h, t0, len, dt, k->bB, k->bC, k->angle, Bt, Ct, k->cs, k->sn, dtc);
-  const float E = lam[len - 1], eEall = kiln_exp_f32(E);
-  for (size_t s = 0; s < len; s++) {
-    k->eE[s] = kiln_exp_f32(E - lam[s]);
-    k->eL[s] = kiln_exp_f32(lam[s]);
-  }
-
-  /* W1, W2, DYX over s <= t (lanes past t are not read) */
-  for (size_t t = 0; t < len; t++) {
-    float *w1 = W1 + t * Q4, *w2 = W2 + t * Q4, *yx = DYX + t * Q4;
-    ssd_dots(Ct + t * N4, Bt, N4, t + 1, N4, w1);
-    ssd_dots(DY + t * P4, X, P4, t + 1, P4, yx);
-    const v128_t lt = wasm_f32x4_splat(lam[t]);
-    for (size_t s = 0; s <= t; s += 4) {
-      const v128_t dec = kiln_exp_f32x4(wasm_f32x4_sub(lt, wasm_v128_load(lam + s)));
-      wasm_v128_store(w1 + s, wasm_f32x4_mul(wasm_v128_load(w1 + s), dec));
-      wasm_v128_store(w2 + s, wasm_f32x4_mul(wasm_v128_load(yx + s), dec));
-    }
-  }
-  /* dS B̄_s (over n), dS^T x_s and G^T dy_t (over p) */
-  for (size_t s = 0; s < len; s++) {
-    float* sb = k->dSB + s * P4;
-    ssd_dots(Bt + s * N4, dS, N4, P, N4, sb);
-    for (size_t p = P; p < P4; p++) sb[p] = 0.0f;
-    float* sx = k->dSx + s * N4;
-    float* sy = k->StDy + s * N4;
-    ssd_zero(sx, N4);
-    ssd_zero(sy, N4);
-    ssd_gemv(sx, N4, X + s * P4, 1, 0, dS, N4, P);
-    ssd_gemv(sy, N4, DY + s * P4, 1, 0, S, N4, P);
-    k->xd[s] = ssd_dot(X + s * P4, sb, P4);
-  }
+  m3_load_bc(a, d, b, h, t0, len, dt, k->bB, k->bC, k->angle, kc->Bt, Ct, k->cs, k->sn, dtc);
+  const float eEall = ssd_backward_products(d, kc, len);
   chunk_row_grads(a, d, k, b, h, t0, len, hd->Dh, dtc);
 
   /* dwo; dl_t, the adjoint of the decay shared by every u >= t of the chunk (all of lam_u - lam_{t-1}),
@@ -254,19 +210,19 @@ static void backward_chunk(const Mamba3Args* a, const SsdDims* d, const Work* k,
             + sum_{s<t<=u} W1[u][s] wo_s DYX[u][s] */
   float *dwo = k->dwo, *dl = k->dl;
   for (size_t s = 0; s < len; s++) {
-    float v = k->eE[s] * k->xd[s];
+    float v = kc->eE[s] * kc->xd[s];
     for (size_t t = s + 1; t < len; t++) v += W1[t * Q4 + s] * DYX[t * Q4 + s];
     dwo[s] = v;
   }
   float acc = eEall * ssd_dot(dS, S, P * N4);
   for (size_t u = len; u-- > 0;) {
-    acc += k->eL[u] * ssd_dot(k->StDy + u * N4, Ct + u * N4, N4);
+    acc += kc->eL[u] * ssd_dot(kc->StDy + u * N4, Ct + u * N4, N4);
     dl[u] = acc;
   }
   acc = 0.0f;
   for (size_t t = 0; t < len; t++) {
     dl[t] += acc;
-    acc += k->eE[t] * wo[t] * k->xd[t];
+    acc += kc->eE[t] * wo[t] * kc->xd[t];
   }
   for (size_t u = 1; u < len; u++) {
     float run = 0.0f;
@@ -296,11 +252,7 @@ static void backward_chunk(const Mamba3Args* a, const SsdDims* d, const Work* k,
   chunk_unturn(a, d, k, b, h, t0, len, dtc);
 
   /* the adjoint of the carry entering the chunk */
-  for (size_t p = 0; p < P; p++) {
-    float* row = dS + p * N4;
-    ssd_scale(row, eEall, N4);
-    ssd_gemv(row, N4, DY + p, P4, k->eL, Ct, N4, len);
-  }
+  ssd_carry_adjoint(d, kc, len, eEall);
 }
 
 /* φ entering each chunk of (b, h): the forward's running sum, chunk by chunk. */
@@ -308,9 +260,9 @@ static void chunk_angles(const Mamba3Args* a, const SsdDims* d, const Work* k, s
   const size_t K = m3_pairs(d), K4 = m3_pairs4(d);
   ssd_zero(k->angle, K4);
   for (size_t c = 0; c < d->chunks; c++) {
-    const size_t t0 = c * d->Q, len = d->L - t0 < d->Q ? d->L - t0 : d->Q;
+    const size_t t0 = c * d->Q, len = ssd_chunk_len(d, t0);
     for (size_t q = 0; q < K4; q++) k->phi0[c * K4 + q] = q < K ? k->angle[q] : 0.0f;
-    ssd_chunk_dt(&a->s, d, b, h, t0, len, bias, A, k->dt, k->lam, 0, dtc);
+    ssd_chunk_dt(&a->s, d, b, h, t0, len, bias, A, k->dt, k->c.lam, 0, dtc);
     for (size_t i = 0; i < len; i++) m3_advance_angle(a, d, b * d->L + t0 + i, h, k->dt[i], k->angle, dtc);
   }
 }
@@ -321,10 +273,9 @@ static void backward_group(const Mamba3Args* a, const SsdDims* d, const Work* k,
   ssd_zero(k->dBacc, L * N4);
   ssd_zero(k->dCacc, L * N4);
   for (size_t h = g * d->hpg; h < (g + 1) * d->hpg; h++) {
-    Head hd;
-    m3_head(a, d, h, &hd.A, &hd.bias, &hd.Dh, k->bB, k->bC, dtc);
+    const SsdHead hd = m3_head(a, d, h, k->bB, k->bC, dtc);
     float sums[2] = {0.0f, 0.0f};
-    ssd_zero(k->dS, d->P * N4);
+    ssd_zero(k->c.dS, d->P * N4);
     ssd_zero(k->dbB, N4);
     ssd_zero(k->dcB, N4);
     ssd_zero(k->dDelta, L);
@@ -366,13 +317,5 @@ KILN_INLINE void backward_range(const Mamba3Args* a, size_t i0, size_t i1, float
 
 KILN_EXPORT(kiln_mamba3_scan_backward)
 void kiln_mamba3_scan_backward(const Mamba3Args* a, int thread, int nthreads) {
-  size_t i0, i1;
-  kiln_split((size_t)a->s.batch * (size_t)a->s.groups, 1, thread, nthreads, &i0, &i1);
-  if (i0 >= i1) return;
-  float* w = a->s.scratch + (size_t)thread * (size_t)a->s.scratch_stride;
-  switch (a->s.dtype) {
-    case KILN_DT_F32: backward_range(a, i0, i1, w, KILN_DT_F32); break;
-    case KILN_DT_BF16: backward_range(a, i0, i1, w, KILN_DT_BF16); break;
-    default: backward_range(a, i0, i1, w, KILN_DT_F16); break;
-  }
+  SSD_RUN_RANGE(backward_range, a, &a->s, (size_t)a->s.batch * (size_t)a->s.groups, thread, nthreads);
 }

@@ -1,8 +1,10 @@
 /*
- * ssd: what ssdScanForward (csrc/ssd.c) and ssdScanBackward (csrc/ssd_backward.c) share:
- * the argument block, the dimensions, each thread's scratch layout, the scalar
- * softplus / sigmoid, the chunk's dt and running sum of dt·A, and row loads, stores,
- * dot products and axpys on f32x4 lanes.
+ * ssd: what ssdScanForward (csrc/ssd.c) and ssdScanBackward (csrc/ssd_backward.c) share,
+ * and Mamba3's scan (csrc/mamba3.h) with them: the argument block, the dimensions, each
+ * export's thread split and dtype dispatch, each thread's scratch layout, the head's
+ * constants, the scalar softplus / sigmoid, the chunk's dt and running sum of dt·A, the
+ * reduction of the backward's parameter gradients, and row loads, stores, dot products
+ * and axpys on f32x4 lanes. The chunk's work itself: csrc/ssd_chunk.h.
  *
  * Every row copied into scratch (x, dy, B, C, states) is padded with zeros to a
  * multiple of 4 floats (P4, N4), so the vector loops run over whole vectors and the
@@ -14,7 +16,7 @@
 #include "kiln_math.h"
 #include "kiln_storage.h"
 
-/* Host-written argument block; mirrored in src/backend-ssd.ts. */
+/* Host-written argument block; mirrored in src/ssd-args.ts. */
 typedef struct {
   const void* x;
   const void* dt;
@@ -69,6 +71,61 @@ KILN_INLINE SsdDims ssd_dims(const SsdArgs* a) {
   return d;
 }
 
+/* The dimensions a thread's scratch depends on (one head, one group): the *_scratch_floats exports'. */
+KILN_INLINE SsdDims ssd_scratch_dims(int seq_len, int head_dim, int state_size, int chunk_size) {
+  SsdArgs a = {0};
+  a.seq_len = seq_len;
+  a.heads = a.groups = 1;
+  a.head_dim = head_dim;
+  a.state_size = state_size;
+  a.chunk_size = chunk_size;
+  return ssd_dims(&a);
+}
+
+/* Tokens of the chunk starting at t0: Q, or what is left of the sequence. */
+KILN_INLINE size_t ssd_chunk_len(const SsdDims* d, size_t t0) { return d->L - t0 < d->Q ? d->L - t0 : d->Q; }
+
+/*
+ * An export's body: this thread's range [i0, i1) of `count` work items and its scratch block w,
+ * then range(args, i0, i1, w, dtype) with the storage dtype a constant, so each dtype gets its own
+ * inlined copy. s is the SsdArgs inside args.
+ */
+#define SSD_RUN_RANGE(range, args, s, count, thread, nthreads)                      \
+  do {                                                                              \
+    size_t i0_, i1_;                                                                \
+    kiln_split((count), 1, (thread), (nthreads), &i0_, &i1_);                       \
+    if (i0_ >= i1_) break;                                                          \
+    float* w_ = (s)->scratch + (size_t)(thread) * (size_t)(s)->scratch_stride;      \
+    switch ((s)->dtype) {                                                           \
+      case KILN_DT_F32: range((args), i0_, i1_, w_, KILN_DT_F32); break;            \
+      case KILN_DT_BF16: range((args), i0_, i1_, w_, KILN_DT_BF16); break;          \
+      default: range((args), i0_, i1_, w_, KILN_DT_F16); break;                     \
+    }                                                                               \
+  } while (0)
+
+/*
+ * The backward's parameter gradients: partials is (batch, heads, M) f32 with M = 3 + nrows N per
+ * (b, h): dDtBias, dALog, dD, then nrows rows of N (Mamba3's dBBias, dCBias). Each output, at h or
+ * at (h, n) of its row, += the sum over b (ascending) of its partials, in f32, added once. Threads
+ * take ranges of heads.
+ */
+KILN_INLINE void ssd_param_reduce(const SsdArgs* a, void* const* rows, size_t nrows, int thread, int nthreads) {
+  size_t h0, h1;
+  const size_t H = (size_t)a->heads, B = (size_t)a->batch, N = (size_t)a->state_size, M = 3 + nrows * N;
+  kiln_split(H, 1, thread, nthreads, &h0, &h1);
+  const int gt = a->grad_dtype;
+  void* const head_outs[3] = {a->ddt_bias, a->da_log, a->dd};
+  for (size_t h = h0; h < h1; h++) {
+    for (size_t j = 0; j < M; j++) {
+      float s = 0.0f;
+      for (size_t b = 0; b < B; b++) s += a->partials[(b * H + h) * M + j];
+      void* const out = j < 3 ? head_outs[j] : rows[(j - 3) / N];
+      const size_t at = j < 3 ? h : h * N + (j - 3) % N;
+      kiln_store1(out, at, kiln_load1(out, at, gt) + s, gt);
+    }
+  }
+}
+
 /* ---- scalar math ------------------------------------------------------------- */
 
 /* softplus(v) = v past 20, else log1p(exp(v)) (its series when exp(v) is tiny). */
@@ -81,6 +138,19 @@ KILN_INLINE float ssd_softplus(float v) {
 
 /* softplus' derivative: 1 past 20. */
 KILN_INLINE float ssd_sigmoid(float v) { return v > 20.0f ? 1.0f : 1.0f / (1.0f + kiln_exp_f32(-v)); }
+
+/* Head h's constants: A = -exp(aLog[h]), dtBias[h] and D[h]. */
+typedef struct {
+  float A, bias, Dh;
+} SsdHead;
+
+KILN_INLINE SsdHead ssd_head(const SsdArgs* a, size_t h, const int dtc) {
+  SsdHead hd;
+  hd.A = -kiln_exp_f32(kiln_load1(a->a_log, h, dtc));
+  hd.bias = kiln_load1(a->dt_bias, h, dtc);
+  hd.Dh = kiln_load1(a->d, h, dtc);
+  return hd;
+}
 
 /*
  * Tokens [t0, t0 + len) of (b, h): dt[i] = softplus(dtRaw + bias), lam[i] = sum_{r <= i} dt[r]·A

@@ -21,119 +21,82 @@
  * three parameter-gradient sums in `partials`; kiln_ssd_scan_param_reduce adds them up
  * over b in order: the same bits whatever the thread count.
  */
-#include "ssd.h"
+#include "ssd_chunk.h"
 
 typedef struct {
-  float *X, *DY, *DX, *dSB;      /* Q x P4 */
-  float *Bt, *Ct, *dSx, *StDy;   /* Q x N4 */
-  float *W1, *W2, *DYX;          /* Q x Q4 */
-  float *S, *dS;                 /* P x N4 */
-  float *dBacc, *dCacc;          /* L x N4 */
-  float* row;                    /* N4 */
-  float *dt, *lam, *sig, *dlam, *ddt, *eE, *eL, *xd; /* Q4 */
+  SsdBackwardChunk c;
+  float* DX;                 /* Q x P4 */
+  float *dBacc, *dCacc;      /* L x N4 */
+  float* row;                /* N4 */
+  float *dt, *sig, *dlam, *ddt; /* Q4 */
 } Work;
 
+/* The layout ssd_scratch_floats counts. */
 static Work work_at(float* w, const SsdDims* d) {
   const size_t Q = d->Q, P4 = d->P4, N4 = d->N4, Q4 = d->Q4;
   Work k;
-  k.X = w, w += Q * P4;
-  k.DY = w, w += Q * P4;
+  k.c.X = w, w += Q * P4;
+  k.c.DY = w, w += Q * P4;
   k.DX = w, w += Q * P4;
-  k.dSB = w, w += Q * P4;
-  k.Bt = w, w += Q * N4;
-  k.Ct = w, w += Q * N4;
-  k.dSx = w, w += Q * N4;
-  k.StDy = w, w += Q * N4;
-  k.W1 = w, w += Q * Q4;
-  k.W2 = w, w += Q * Q4;
-  k.DYX = w, w += Q * Q4;
-  k.S = w, w += d->P * N4;
-  k.dS = w, w += d->P * N4;
+  k.c.dSB = w, w += Q * P4;
+  k.c.Bt = w, w += Q * N4;
+  k.c.Ct = w, w += Q * N4;
+  k.c.dSx = w, w += Q * N4;
+  k.c.StDy = w, w += Q * N4;
+  k.c.W1 = w, w += Q * Q4;
+  k.c.W2 = w, w += Q * Q4;
+  k.c.DYX = w, w += Q * Q4;
+  k.c.S = w, w += d->P * N4;
+  k.c.dS = w, w += d->P * N4;
   k.dBacc = w, w += d->L * N4;
   k.dCacc = w, w += d->L * N4;
   k.row = w, w += N4;
   k.dt = w, w += Q4;
-  k.lam = w, w += Q4;
+  k.c.lam = w, w += Q4;
   k.sig = w, w += Q4;
   k.dlam = w, w += Q4;
   k.ddt = w, w += Q4;
-  k.eE = w, w += Q4;
-  k.eL = w, w += Q4;
-  k.xd = w;
+  k.c.eE = w, w += Q4;
+  k.c.eL = w, w += Q4;
+  k.c.xd = w;
   return k;
 }
 
 /* One chunk [t0, t0 + len) of (b, h): dX and dDt of its tokens, its share of dB and dC, dS carried back. */
-static void backward_chunk(const SsdArgs* a, const SsdDims* d, const Work* k, size_t b, size_t h, size_t c, float A, float bias,
-                           float Dh, float sums[3], const int dtc) {
-  const size_t L = d->L, H = d->H, P = d->P, N = d->N, Q = d->Q, P4 = d->P4, N4 = d->N4, Q4 = d->Q4;
-  const size_t g = h / d->hpg, t0 = c * Q, len = L - t0 < Q ? L - t0 : Q;
-  float *X = k->X, *DY = k->DY, *Bt = k->Bt, *Ct = k->Ct, *S = k->S, *dS = k->dS;
-  float *W1 = k->W1, *W2 = k->W2, *DYX = k->DYX, *dt = k->dt, *lam = k->lam;
+static void backward_chunk(const SsdArgs* a, const SsdDims* d, const Work* k, size_t b, size_t h, size_t c, const SsdHead* hd, float sums[3],
+                           const int dtc) {
+  const size_t L = d->L, P = d->P, Q = d->Q, P4 = d->P4, N4 = d->N4, Q4 = d->Q4;
+  const size_t t0 = c * Q, len = ssd_chunk_len(d, t0);
+  const SsdBackwardChunk* kc = &k->c;
+  float *DY = kc->DY, *Bt = kc->Bt, *Ct = kc->Ct, *S = kc->S, *dS = kc->dS;
+  float *W1 = kc->W1, *W2 = kc->W2, *DYX = kc->DYX, *dt = k->dt, *lam = kc->lam;
 
-  const float* st = a->states + ((b * H + h) * d->chunks + c) * P * N;
-  for (size_t p = 0; p < P; p++)
-    for (size_t n = 0; n < N4; n++) S[p * N4 + n] = n < N ? st[p * N + n] : 0.0f;
-  ssd_chunk_dt(a, d, b, h, t0, len, bias, A, dt, lam, k->sig, dtc);
-  for (size_t i = 0; i < len; i++) {
-    const size_t r = b * L + t0 + i;
-    ssd_load_row(X + i * P4, a->x, r * d->xs + h * P, P, dtc);
-    ssd_load_row(DY + i * P4, a->dy, (r * H + h) * P, P, dtc);
-    ssd_load_row(Bt + i * N4, a->b, r * d->bs + g * N, N, dtc);
-    ssd_load_row(Ct + i * N4, a->c, r * d->bs + g * N, N, dtc);
-  }
-  const float E = lam[len - 1], eEall = kiln_exp_f32(E);
-  for (size_t s = 0; s < len; s++) {
-    k->eE[s] = kiln_exp_f32(E - lam[s]);
-    k->eL[s] = kiln_exp_f32(lam[s]);
-  }
-
-  /* W1, W2, dyx over s <= t (lanes past t are not read) */
-  for (size_t t = 0; t < len; t++) {
-    float *w1 = W1 + t * Q4, *w2 = W2 + t * Q4, *yx = DYX + t * Q4;
-    ssd_dots(Ct + t * N4, Bt, N4, t + 1, N4, w1);
-    ssd_dots(DY + t * P4, X, P4, t + 1, P4, yx);
-    const v128_t lt = wasm_f32x4_splat(lam[t]);
-    for (size_t s = 0; s <= t; s += 4) {
-      const v128_t dec = kiln_exp_f32x4(wasm_f32x4_sub(lt, wasm_v128_load(lam + s)));
-      wasm_v128_store(w1 + s, wasm_f32x4_mul(wasm_v128_load(w1 + s), dec));
-      wasm_v128_store(w2 + s, wasm_f32x4_mul(wasm_v128_load(yx + s), dec));
-    }
-  }
-  /* dS B_s (over n), dS^T x_s and S^T dy_t (over p) */
-  for (size_t s = 0; s < len; s++) {
-    float* sb = k->dSB + s * P4;
-    ssd_dots(Bt + s * N4, dS, N4, P, N4, sb);
-    for (size_t p = P; p < P4; p++) sb[p] = 0.0f;
-    float* sx = k->dSx + s * N4;
-    float* sy = k->StDy + s * N4;
-    ssd_zero(sx, N4);
-    ssd_zero(sy, N4);
-    ssd_gemv(sx, N4, X + s * P4, 1, 0, dS, N4, P);
-    ssd_gemv(sy, N4, DY + s * P4, 1, 0, S, N4, P);
-    k->xd[s] = ssd_dot(X + s * P4, sb, P4);
-  }
+  ssd_load_state(a, d, b, h, c, S);
+  ssd_chunk_dt(a, d, b, h, t0, len, hd->bias, hd->A, dt, lam, k->sig, dtc);
+  ssd_load_x(a, d, b, h, t0, len, kc->X, DY, dtc);
+  ssd_load_bc(a, d, b, h, t0, len, Bt, Ct, dtc);
+  const float eEall = ssd_backward_products(d, kc, len);
 
   /* dX */
   for (size_t s = 0; s < len; s++) {
     float* dx = k->DX + s * P4;
     ssd_zero(dx, P4);
-    ssd_axpy(dx, k->eE[s], k->dSB + s * P4, P4);
+    ssd_axpy(dx, kc->eE[s], kc->dSB + s * P4, P4);
     ssd_gemv(dx, P4, W1 + s * Q4 + s, Q4, 0, DY + s * P4, P4, len - s);
     ssd_scale(dx, dt[s], P4);
-    ssd_axpy(dx, Dh, DY + s * P4, P4);
+    ssd_axpy(dx, hd->Dh, DY + s * P4, P4);
     ssd_store_row(a->dx, (b * L + t0 + s) * d->xs + h * P, dx, P, dtc);
   }
   /* this head's dB and dC */
   for (size_t s = 0; s < len; s++) {
     ssd_zero(k->row, N4);
-    ssd_axpy(k->row, k->eE[s], k->dSx + s * N4, N4);
+    ssd_axpy(k->row, kc->eE[s], kc->dSx + s * N4, N4);
     ssd_gemv(k->row, N4, W2 + s * Q4 + s, Q4, 0, Ct + s * N4, N4, len - s);
     ssd_axpy(k->dBacc + (t0 + s) * N4, dt[s], k->row, N4);
   }
   for (size_t t = 0; t < len; t++) {
     ssd_zero(k->row, N4);
-    ssd_axpy(k->row, k->eL[t], k->StDy + t * N4, N4);
+    ssd_axpy(k->row, kc->eL[t], kc->StDy + t * N4, N4);
     ssd_gemv(k->row, N4, W2 + t * Q4, 1, dt, Bt, N4, t + 1);
     ssd_axpy(k->dCacc + (t0 + t) * N4, 1.0f, k->row, N4);
   }
@@ -142,7 +105,7 @@ static void backward_chunk(const SsdArgs* a, const SsdDims* d, const Work* k, si
   float* ddt = k->ddt;
   float* dlam = k->dlam;
   for (size_t s = 0; s < len; s++) {
-    float v = k->eE[s] * k->xd[s];
+    float v = kc->eE[s] * kc->xd[s];
     for (size_t t = s; t < len; t++) v += W1[t * Q4 + s] * DYX[t * Q4 + s];
     ddt[s] = v;
     dlam[s] = 0.0f;
@@ -153,10 +116,10 @@ static void backward_chunk(const SsdArgs* a, const SsdDims* d, const Work* k, si
       dlam[t] += w;
       dlam[s] -= w;
     }
-    dlam[t] += k->eL[t] * ssd_dot(k->StDy + t * N4, Ct + t * N4, N4);
+    dlam[t] += kc->eL[t] * ssd_dot(kc->StDy + t * N4, Ct + t * N4, N4);
   }
   for (size_t s = 0; s < len; s++) {
-    const float q = k->eE[s] * dt[s] * k->xd[s];
+    const float q = kc->eE[s] * dt[s] * kc->xd[s];
     dlam[len - 1] += q;
     dlam[s] -= q;
   }
@@ -164,7 +127,7 @@ static void backward_chunk(const SsdArgs* a, const SsdDims* d, const Work* k, si
   float dl = 0.0f, dA = 0.0f;
   for (size_t s = len; s-- > 0;) {
     dl += dlam[s];
-    ddt[s] += A * dl;
+    ddt[s] += hd->A * dl;
     dA += dt[s] * dl;
   }
   float dDtSum = 0.0f, dDSum = 0.0f;
@@ -179,11 +142,7 @@ static void backward_chunk(const SsdArgs* a, const SsdDims* d, const Work* k, si
   sums[2] += dDSum;
 
   /* the adjoint of the state entering the chunk */
-  for (size_t p = 0; p < P; p++) {
-    float* row = dS + p * N4;
-    ssd_scale(row, eEall, N4);
-    ssd_gemv(row, N4, DY + p, P4, k->eL, Ct, N4, len);
-  }
+  ssd_carry_adjoint(d, kc, len, eEall);
 }
 
 /* Every head of group g in batch b, in ascending order; then dB and dC of (b, g) written once. */
@@ -192,15 +151,13 @@ static void backward_group(const SsdArgs* a, const SsdDims* d, const Work* k, si
   ssd_zero(k->dBacc, L * N4);
   ssd_zero(k->dCacc, L * N4);
   for (size_t h = g * d->hpg; h < (g + 1) * d->hpg; h++) {
-    const float A = -kiln_exp_f32(kiln_load1(a->a_log, h, dtc));
-    const float bias = kiln_load1(a->dt_bias, h, dtc);
-    const float Dh = kiln_load1(a->d, h, dtc);
+    const SsdHead hd = ssd_head(a, h, dtc);
     float sums[3] = {0.0f, 0.0f, 0.0f};
-    ssd_zero(k->dS, d->P * N4);
-    for (size_t c = d->chunks; c-- > 0;) backward_chunk(a, d, k, b, h, c, A, bias, Dh, sums, dtc);
+    ssd_zero(k->c.dS, d->P * N4);
+    for (size_t c = d->chunks; c-- > 0;) backward_chunk(a, d, k, b, h, c, &hd, sums, dtc);
     float* part = a->partials + (b * d->H + h) * 3;
     part[0] = sums[0];
-    part[1] = A * sums[1];
+    part[1] = hd.A * sums[1];
     part[2] = sums[2];
   }
   for (size_t t = 0; t < L; t++) {
@@ -218,13 +175,5 @@ KILN_INLINE void backward_range(const SsdArgs* a, size_t i0, size_t i1, float* w
 
 KILN_EXPORT(kiln_ssd_scan_backward)
 void kiln_ssd_scan_backward(const SsdArgs* a, int thread, int nthreads) {
-  size_t i0, i1;
-  kiln_split((size_t)a->batch * (size_t)a->groups, 1, thread, nthreads, &i0, &i1);
-  if (i0 >= i1) return;
-  float* w = a->scratch + (size_t)thread * (size_t)a->scratch_stride;
-  switch (a->dtype) {
-    case KILN_DT_F32: backward_range(a, i0, i1, w, KILN_DT_F32); break;
-    case KILN_DT_BF16: backward_range(a, i0, i1, w, KILN_DT_BF16); break;
-    default: backward_range(a, i0, i1, w, KILN_DT_F16); break;
-  }
+  SSD_RUN_RANGE(backward_range, a, a, (size_t)a->batch * (size_t)a->groups, thread, nthreads);
 }

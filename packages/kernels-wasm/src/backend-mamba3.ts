@@ -7,11 +7,10 @@ import {
   mamba3ScanBackwardSpec,
   mamba3ScanForwardSpec,
 } from "@kiln/contract";
-import { SSD_FIELD, writeSsdDims } from "./backend-ssd.js";
-import { callScratch } from "./call-scratch.js";
 import type { WasmKernelContext, WasmKernelTable } from "./kernel-table.js";
 import type { KernelRuntime } from "./kernel-runtime.js";
 import { operandAddresses } from "./operand-addresses.js";
+import { SSD_FIELD, ssdTokenFlops, writeSsdArgs } from "./ssd-args.js";
 import { gradDtypeCode, storageDtypeCode } from "./storage-dtype.js";
 import { threadsForWork } from "./work-threads.js";
 
@@ -32,24 +31,14 @@ const FIELD = {
 /** f32 partials of one (batch, head) in the backward: dDtBias, dALog, dD, dBBias and dCBias (M3_PARTIALS). */
 const partialsPerHead = (a: Mamba3ScanDims) => 3 + 2 * a.stateSize;
 
-/** Flops of one token of one head: the chunk's C·B and mixing, the carried state in and out, the rotation. */
-const tokenFlops = (a: Mamba3ScanDims) =>
-  2 * (Math.min(a.chunkSize, a.seqLen) * (a.stateSize + a.headDim) + 4 * a.headDim * a.stateSize + 8 * a.stateSize);
+/** Flops of one token of one head: Mamba2's, and the rotation. */
+const tokenFlops = (a: Mamba3ScanDims) => ssdTokenFlops(a) + 16 * a.stateSize;
 
-type ScratchExport = (seqLen: number, headDim: number, stateSize: number, chunkSize: number) => number;
-
-/**
- * Scratch for `threads` threads (each its own block of whole cache lines, as many floats as
- * the kernel's *_scratch_floats export says) and, after them, `partialFloats` f32 for the
- * backward's partials. Returns the block's address, the per-thread stride in floats and
- * the partials' address.
- */
-function scratchFor(rt: KernelRuntime, a: Mamba3ScanDims, threads: number, backward: boolean, partialFloats: number) {
+/** Floats of one thread's scratch (kiln_mamba3_scan_{forward,backward}_scratch_floats). */
+function scratchFloats(rt: KernelRuntime, a: Mamba3ScanDims, backward: boolean): number {
   const name = backward ? "kiln_mamba3_scan_backward_scratch_floats" : "kiln_mamba3_scan_forward_scratch_floats";
-  const floats = rt.exports[name] as ScratchExport;
-  const stride = Math.ceil(floats(a.seqLen, a.headDim, a.stateSize, a.chunkSize) / 16) * 16;
-  const ptr = callScratch(rt, (threads * stride + partialFloats) * 4);
-  return { ptr, stride, partials: ptr + threads * stride * 4 };
+  const floats = rt.exports[name] as (seqLen: number, headDim: number, stateSize: number, chunkSize: number) => number;
+  return floats(a.seqLen, a.headDim, a.stateSize, a.chunkSize);
 }
 
 /** The inputs both kernels read: SsdArgs' fields, then λ, θ (0 without rotation) and the bias rows. */
@@ -68,13 +57,10 @@ function runForward(ctx: WasmKernelContext, args: Mamba3ScanForwardArgs): void {
   const dtype = storageDtypeCode("mamba3ScanForward", args.dtype);
   const at = operandAddresses(mamba3ScanForwardSpec, ctx.memory, args);
   const threads = threadsForWork(ctx.rt, args.batch * args.heads, args.seqLen * tokenFlops(args));
-  const scratch = scratchFor(ctx.rt, args, threads, false, 0);
-  const u32 = writeSsdDims(ctx, args, dtype);
+  const u32 = writeSsdArgs(ctx, args, dtype, { threads, floatsPerThread: scratchFloats(ctx.rt, args, false), partialFloats: 0 });
   u32.fill(0, FIELD.lambda, FIELD.rotates + 1);
   writeInputs(u32, at, mamba3Rotates(args));
   u32[FIELD.y] = at.y.ptr;
-  u32[FIELD.scratch] = scratch.ptr;
-  u32[FIELD.scratchStride] = scratch.stride;
   ctx.rt.run("kiln_mamba3_scan_forward", threads);
 }
 
@@ -91,15 +77,12 @@ function runBackward(ctx: WasmKernelContext, args: Mamba3ScanBackwardArgs): void
   const at = operandAddresses(mamba3ScanBackwardSpec, ctx.memory, args);
   const rotates = mamba3Rotates(args);
   const threads = threadsForWork(ctx.rt, args.batch * args.groups, (2 * args.heads * args.seqLen * tokenFlops(args)) / args.groups);
-  const scratch = scratchFor(ctx.rt, args, threads, true, args.batch * args.heads * partialsPerHead(args));
-  const u32 = writeSsdDims(ctx, args, dtype);
+  const scratch = { threads, floatsPerThread: scratchFloats(ctx.rt, args, true), partialFloats: args.batch * args.heads * partialsPerHead(args) };
+  const u32 = writeSsdArgs(ctx, args, dtype, scratch);
   u32.fill(0, FIELD.lambda, FIELD.rotates + 1);
   writeInputs(u32, at, rotates);
   for (const k of ["dY", "dX", "dDt", "dB", "dC", "dDtBias", "dALog", "dD", "dLambda", "dBBias", "dCBias"] as const) u32[FIELD[k]] = at[k].ptr;
   u32[FIELD.dTheta] = rotates ? at.dTheta.ptr : 0;
-  u32[FIELD.scratch] = scratch.ptr;
-  u32[FIELD.partials] = scratch.partials;
-  u32[FIELD.scratchStride] = scratch.stride;
   u32[FIELD.gradDtype] = gradDtypeCode("mamba3ScanBackward", args.dtype, args.gradDtype);
   ctx.rt.run("kiln_mamba3_scan_backward", threads);
   ctx.rt.run("kiln_mamba3_scan_param_reduce", 1);
