@@ -3,6 +3,7 @@ import { KilnError } from "@kiln/contract";
 import { registerDashboard } from "./commands/dashboard.js";
 import { registerDoctor } from "./commands/doctor.js";
 import { registerEstimate } from "./commands/estimate.js";
+import { registerEval } from "./commands/eval.js";
 import { registerExport } from "./commands/export.js";
 import { registerPlot } from "./commands/plot.js";
 import { registerPrepare } from "./commands/prepare.js";
@@ -21,6 +22,7 @@ export function buildProgram(): Command {
   registerTrain(program);
   registerPrepare(program);
   registerSample(program);
+  registerEval(program);
   registerExport(program);
   registerPush(program);
   registerDoctor(program);

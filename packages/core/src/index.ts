@@ -39,6 +39,7 @@ export { DynamicLossScaler, DEFAULT_LOSS_SCALER, type LossScalerConfig, type Los
 export { chooseTrainingDType, assertBackendTrains, TRAINING_DTYPE_CHOICES, type TrainingDTypeChoice } from "./train/training-dtype.js";
 export * from "./data/index.js";
 export { InferenceSession } from "./generate/inference-session.js";
+export { type EvalOptions, type EvalResult, bytesOfTokens, evaluateLoss, windowStarts } from "./eval/evaluate-loss.js";
 export { TokenGenerator } from "./generate/token-generator.js";
 export {
   encodeTrainerCheckpoint,
