@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { CheckpointError } from "@kiln/contract";
-import { InferenceSession, META_TOKENIZER, META_TOKENIZER_FILES, TOKENIZER_NAMES, openTokenizer, tokenizerOfCheckpoint } from "@kiln/core";
+import { stat } from "node:fs/promises";
+import { InferenceSession, META_TOKENIZER, META_TOKENIZER_FILES, PretrainedWeights, TOKENIZER_NAMES, openTokenizer, tokenizerOfCheckpoint } from "@kiln/core";
 import { openBackend } from "../train/open-backend.js";
 import { nonNegativeInt, positiveInt } from "./parse-flags.js";
 
@@ -21,11 +22,23 @@ function temperature(value: string): number {
   return t;
 }
 
+/** A checkpoint file runs in its stored dtype; a Hugging Face folder in f32. */
+async function openSession(backend: Parameters<typeof InferenceSession.fromCheckpoint>[0], location: string): Promise<InferenceSession> {
+  const isFolder = await stat(location).then((s) => s.isDirectory(), () => false);
+  if (!isFolder) return InferenceSession.fromCheckpoint(backend, location);
+  const weights = await PretrainedWeights.open(location);
+  try {
+    return await InferenceSession.fromWeights(backend, weights);
+  } finally {
+    await weights.close();
+  }
+}
+
 export function registerSample(program: Command): void {
   program
     .command("sample")
     .description("generate text from a checkpoint")
-    .requiredOption("--checkpoint <file>", "a .safetensors written by kiln train")
+    .requiredOption("--checkpoint <path>", "a .safetensors written by kiln train, or a Hugging Face model folder")
     .option("--prompt <text>", "text to continue", "\n")
     .option("--max-tokens <n>", "tokens to generate", positiveInt, 200)
     .option("--temperature <t>", "0 = greedy; higher = more varied", temperature, 0.8)
@@ -36,7 +49,7 @@ export function registerSample(program: Command): void {
     .action(async (f: SampleFlags) => {
       const { backend } = await openBackend("cpu", { ...(f.threads ? { threads: f.threads } : {}) });
       try {
-        const session = await InferenceSession.fromCheckpoint(backend, f.checkpoint);
+        const session = await openSession(backend, f.checkpoint);
         const recorded = session.metadata[META_TOKENIZER];
         if (f.tokenizer === undefined && recorded === undefined) {
           throw new CheckpointError("the checkpoint does not say which tokenizer its data used", {

@@ -20,7 +20,7 @@ afterAll(() => ws.remove());
 const evalJson = async (args: string[]) => JSON.parse(expectSuccess(await ws.run(["eval", ...args, "--json"]), "kiln eval").stdout) as Record<string, number>;
 
 describe("kiln eval", () => {
-  it("a Hugging Face GPT-2 folder: the loss PyTorch computes over the same windows, to 1e-5", async (ctx) => {
+  it("a Hugging Face GPT-2 folder: the loss PyTorch computes over the same windows, to 1e-5; kiln sample runs the folder", async (ctx) => {
     if (missing) ctx.skip(missing);
     runHfReference("write-gpt2", ws.path("gpt2"), JSON.stringify({ n_embd: 32, n_layer: 2, n_head: 4, n_positions: 32, n_ctx: 32, vocab_size: 256 }), "3");
     for (const T of [32, 24]) {
@@ -35,6 +35,9 @@ describe("kiln eval", () => {
     }
     const first = await evalJson(["--checkpoint", "gpt2", "-d", "data.bin", "--max-windows", "2"]);
     expect(first).toMatchObject({ windows: 2, tokens: 64 });
+    // kiln sample runs the same folder.
+    const sample = expectSuccess(await ws.run(["sample", "--checkpoint", "gpt2", "--tokenizer", "bytes", "--prompt", "Once", "--max-tokens", "8", "--temperature", "0"]), "kiln sample");
+    expect(sample.stdout.startsWith("Once")).toBe(true);
   });
 
   it("a kiln checkpoint: windows of its max_seq_len, bits per byte for byte data, and a clear refusal of a window too long", async () => {

@@ -1,5 +1,4 @@
 import type { Backend } from "@kiln/contract";
-import { paramLayout } from "../model/param-layout.js";
 import type { TokenDataset } from "../data/token-dataset.js";
 import type { PretrainedWeights } from "../hf/pretrained-weights.js";
 import { ForwardRunner } from "../train/forward-runner.js";
@@ -43,12 +42,8 @@ export async function evaluateLoss(backend: Backend, weights: PretrainedWeights,
   const T = options.seqLen;
   const starts = windowStarts(data.tokenCount, T, options.maxWindows);
   const model = weights.model;
-  const layout = paramLayout(model, "f32");
-  const params = backend.alloc(layout.bytes);
+  const { layout, params } = await weights.upload(backend);
   try {
-    for await (const piece of weights.pieces()) {
-      backend.upload({ buffer: params, byteOffset: layout.offsets.get(piece.name)! + 4 * piece.elementOffset }, piece.values);
-    }
     const B = Math.max(1, Math.min(options.batchSize ?? 8, starts.length));
     const runner = new ForwardRunner(backend, model, layout, params, B, T);
     try {

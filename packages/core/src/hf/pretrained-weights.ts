@@ -1,11 +1,11 @@
 import { stat } from "node:fs/promises";
 import path from "node:path";
-import { CheckpointError, bytesPerElement, decodeElements, isFloatDType } from "@kiln/contract";
+import { type Backend, type BufferHandle, CheckpointError, bytesPerElement, decodeElements, isFloatDType } from "@kiln/contract";
 import { fromSafetensorsDType } from "../checkpoint/safetensors-dtype.js";
 import { type SafetensorsReader, openSafetensors } from "../checkpoint/safetensors-reader.js";
 import { elementCount } from "../graph/tensor.js";
 import type { ModelConfig } from "../model/config.js";
-import { paramLayout } from "../model/param-layout.js";
+import { type ParamLayout, paramLayout } from "../model/param-layout.js";
 import { tokenizerOfCheckpoint } from "../data/open-tokenizer.js";
 import type { Tokenizer } from "../data/tokenizer.js";
 import { readTokenizerFiles, tokenizerIdentity } from "../data/tokenizer-files.js";
@@ -99,6 +99,21 @@ export class PretrainedWeights {
         yield { name: kilnName, elementOffset: at, elements, values: dtype === "f32" ? new Float32Array(raw.buffer, 0, n) : Float32Array.from(decodeElements(raw, dtype, n)) };
       }
     }
+  }
+
+  /** The parameters as f32 in one new buffer of `backend`, laid out as paramLayout(model, "f32") says. */
+  async upload(backend: Backend): Promise<{ layout: ParamLayout; params: BufferHandle }> {
+    const layout = paramLayout(this.model, "f32");
+    const params = backend.alloc(layout.bytes);
+    try {
+      for await (const piece of this.pieces()) {
+        backend.upload({ buffer: params, byteOffset: layout.offsets.get(piece.name)! + 4 * piece.elementOffset }, piece.values);
+      }
+    } catch (err) {
+      backend.free(params);
+      throw err;
+    }
+    return { layout, params };
   }
 
   async close(): Promise<void> {
