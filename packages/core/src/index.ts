@@ -31,7 +31,7 @@ export { planTrainingMemory, planForwardMemory, trainingFlopsPerToken } from "./
 export { saveTrainerCheckpoint, loadTrainerCheckpoint, saveTrainedWeights } from "./train/checkpoint-state.js";
 export type { GradientSync, ReduceOp } from "./train/gradient-sync.js";
 export { planGradientBuckets, DEFAULT_BUCKET_BYTES, type GradientBucket } from "./train/gradient-buckets.js";
-export { PretrainedWeights, type ParameterPiece } from "./hf/pretrained-weights.js";
+export { PretrainedWeights, type ParameterPiece, pretrainedModel } from "./hf/pretrained-weights.js";
 export { exportHfFolder } from "./hf/export-hf-folder.js";
 export { modelConfigFromHf, hfConfigOf, HF_ARCHITECTURES } from "./hf/hf-config.js";
 export { DEFAULT_LOAD_BALANCE_ALPHA } from "./train/trainer.js";

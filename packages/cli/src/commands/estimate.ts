@@ -1,6 +1,6 @@
 import { type Command, Option } from "commander";
-import { loadConfigFile } from "../config/load-config.js";
-import { TARGET_DEVICES, resolveSettings } from "@kiln/core";
+import { loadConfigFile, weightsOnlyConfig } from "../config/load-config.js";
+import { TARGET_DEVICES, pretrainedModel, resolveSettings } from "@kiln/core";
 import { KNOWN_DEVICES, autoDTypeFor, plannedDevice } from "../estimate/devices.js";
 import { parseByteSize } from "../estimate/parse-size.js";
 import { addSettingFlags, settingOverrides } from "../config/setting-flags.js";
@@ -12,7 +12,8 @@ import { modelLayersOf } from "../estimate/model-layers.js";
 
 interface EstimateFlags {
   [flag: string]: unknown;
-  file: string;
+  file?: string;
+  initFrom?: string;
   deviceMemory?: number;
   json?: boolean;
   kernels?: boolean;
@@ -22,7 +23,8 @@ export function registerEstimate(program: Command): void {
   const estimate = program
     .command("estimate")
     .description("memory and FLOPs of training a config, exactly as planned, and the largest batch that fits a device")
-    .requiredOption("-f, --file <config.yaml>", "model and trainer config");
+    .option("-f, --file <config.yaml>", "model and trainer config (its model section left out with --init-from)")
+    .option("--init-from <path>", "plan for the model of a Hugging Face folder (its config.json alone will do) or a kiln checkpoint");
   // Flags that set a config key come from core's settings table (config/setting-flags.ts);
   // --target-device (--device) also takes a device of the GPU table here, checked by plannedDevice.
   addSettingFlags(estimate, "estimate", { "trainer.target_device": (name) => name.toLowerCase() })
@@ -35,7 +37,8 @@ export function registerEstimate(program: Command): void {
       // A device of the table is planned for as itself, and as a GPU run (or a CPU one) otherwise.
       const named = asked && !(TARGET_DEVICES as readonly unknown[]).includes(asked.value) ? { name: asked.value as string, flag: asked.from } : undefined;
       if (named) overrides.set("trainer.target_device", { ...asked!, value: "gpu" });
-      const settings = resolveSettings(loadConfigFile(flags.file), overrides);
+      const config = flags.file !== undefined ? loadConfigFile(flags.file) : weightsOnlyConfig(flags.initFrom, "estimate");
+      const settings = resolveSettings(config, overrides, flags.initFrom === undefined ? undefined : await pretrainedModel(flags.initFrom), { needsLength: false });
       const device = await plannedDevice(named?.name ?? settings.targetDevice, flags.deviceMemory, asked?.from ?? "--target-device", asked !== undefined);
       const dtype = settings.dtype === "auto" ? autoDTypeFor(device) : settings.dtype;
       const e = estimateTraining(settings.model, settings.batchSize, settings.seqLen, settings.gradAccum, dtype, device, settings.recompute, settings.prefetch);
@@ -74,7 +77,7 @@ export function registerEstimate(program: Command): void {
           : []),
       ];
       const width = Math.max(...rows.map(([k]) => k.length));
-      process.stdout.write(`kiln estimate ${flags.file}\n${rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`).join("\n")}\n`);
+      process.stdout.write(`kiln estimate ${[flags.file, flags.initFrom && `--init-from ${flags.initFrom}`].filter(Boolean).join(" ")}\n${rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`).join("\n")}\n`);
       if (flags.kernels) process.stdout.write(e.roofline ? `\n${formatKernelRooflines(e.roofline.kernels, e.roofline.stepSeconds)}` : `\nno roofline by kernel: no memory bandwidth figure for ${device.name}\n`);
       if (device.note) process.stdout.write(`\nnote: ${device.note}\n`);
       if (device.unsupported) process.stdout.write(`\nnote: ${device.name} is ${device.unsupported}: kiln can plan for it, but cannot train on it\n`);

@@ -19,3 +19,18 @@ export function loadConfigFile(path: string): LoadedConfig {
   }
   return parseConfigText(text, path);
 }
+
+/**
+ * The config of a run whose model comes from --init-from alone: no model section, the
+ * trainer's defaults and the flags, the run named after the weights' folder or file.
+ * Without --init-from either, `command` needs -f.
+ */
+export function weightsOnlyConfig(initFrom: string | undefined, command: string): LoadedConfig {
+  if (initFrom === undefined) {
+    throw new ConfigError(`kiln ${command} needs a config file`, {
+      where: "-f",
+      hint: "pass -f config.yaml (kiln's repository has ready ones in its models/ folder), or --init-from PATH to take the model from trained weights with default trainer settings",
+    });
+  }
+  return { ...parseConfigText("{}", initFrom), text: "" };
+}

@@ -1,4 +1,4 @@
-import { type Backend, ConfigError, MemoryError, TrainingError } from "@kiln/contract";
+import { type Backend, MemoryError, TrainingError } from "@kiln/contract";
 import {
   META_DATA,
   META_DATA_CURSOR,
@@ -7,7 +7,6 @@ import {
   Prefetcher,
   type RunSettings,
   ignoredKeysWarning,
-  parseConfigText,
   errorCode,
   resolveSettings,
   settingWhere,
@@ -20,7 +19,7 @@ import {
 } from "@kiln/core";
 import type { FloatDType } from "@kiln/contract";
 import { trainingPrecision } from "./training-precision.js";
-import { type LoadedConfig, loadConfigFile } from "../config/load-config.js";
+import { loadConfigFile, weightsOnlyConfig } from "../config/load-config.js";
 import { settingOverrides } from "../config/setting-flags.js";
 import { memoryBandwidthForName } from "../estimate/devices.js";
 import { formatBytes } from "../estimate/format-bytes.js";
@@ -81,7 +80,7 @@ export interface TrainFlags extends DataParallelFlags {
 export async function runTrain(flags: TrainFlags): Promise<number> {
   const env = rankEnvironment();
   if (env) checkRanksAgree(flags, env);
-  const config = flags.file !== undefined ? loadConfigFile(flags.file) : weightsOnlyConfig(flags.initFrom);
+  const config = flags.file !== undefined ? loadConfigFile(flags.file) : weightsOnlyConfig(flags.initFrom, "train");
   // Weights to start from are opened and checked (model, every tensor) before anything is written.
   const init = flags.initFrom === undefined ? undefined : await PretrainedWeights.open(flags.initFrom);
   try {
@@ -109,20 +108,6 @@ export async function runTrain(flags: TrainFlags): Promise<number> {
   } finally {
     await init?.close();
   }
-}
-
-/**
- * Without -f: --init-from brings the model, and the trainer takes its defaults and
- * the flags; the run is named after the weights' folder or file.
- */
-function weightsOnlyConfig(initFrom: string | undefined): LoadedConfig {
-  if (initFrom === undefined) {
-    throw new ConfigError("kiln train needs a config file", {
-      where: "-f",
-      hint: "pass -f config.yaml (kiln's repository has ready ones in its models/ folder), or --init-from PATH to take the model from trained weights with default trainer settings",
-    });
-  }
-  return { ...parseConfigText("{}", initFrom), text: "" };
 }
 
 function stderrLine(text: string): void {

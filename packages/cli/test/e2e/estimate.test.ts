@@ -1,3 +1,4 @@
+import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectRefused } from "./support/expectations.js";
@@ -99,6 +100,39 @@ describe("kiln estimate", () => {
     expect((await activations("--device", "cpu")).recompute).toBe("cheap");
     const r = await ws.run(["estimate", "-f", NANO, "--dtype", "bf16", "--device", "h100"]);
     expect(r.stdout).toMatch(/^\s+activations\s+.*\(.* without reuse; recompute: none, auto\)$/m);
+  });
+
+  it("--init-from a Hugging Face folder's config.json alone: a TinyLlama-1.1B plans on a 24 GiB GPU in bf16 and on the CPU", async () => {
+    // TinyLlama-1.1B's config.json: 22 layers of hidden 2048, 32 query and 4 key/value heads, 1,100,048,384 parameters.
+    const config = {
+      architectures: ["LlamaForCausalLM"],
+      model_type: "llama",
+      hidden_size: 2048,
+      intermediate_size: 5632,
+      num_attention_heads: 32,
+      num_hidden_layers: 22,
+      num_key_value_heads: 4,
+      vocab_size: 32000,
+      max_position_embeddings: 2048,
+      rms_norm_eps: 1e-5,
+      rope_theta: 10000,
+      tie_word_embeddings: false,
+      hidden_act: "silu",
+    };
+    await mkdir(ws.path("tinyllama"));
+    await ws.write("tinyllama/config.json", JSON.stringify(config));
+    for (const device of [["--device-memory", "24GiB"], ["--device", "cpu"]]) {
+      const r = await ws.run(["estimate", "--init-from", "tinyllama", "--dtype", "bf16", "--batch-size", "1", "--seq-len", "512", ...device, "--json"]);
+      expect(r.code, r.stderr).toBe(0);
+      const e = JSON.parse(r.stdout) as { parameters: number; memory: { parameters: number; optimizerState: number; total: number } };
+      expect(e.parameters).toBe(1_100_048_384);
+      // bf16 weights beside their f32 masters (6 bytes a parameter), AdamW's m and v in f32 (8), each tensor 64-byte aligned.
+      expect(e.memory.parameters / (6 * e.parameters)).toBeCloseTo(1, 4);
+      expect(e.memory.optimizerState / (8 * e.parameters)).toBeCloseTo(1, 4);
+    }
+    const text = await ws.run(["estimate", "--init-from", "tinyllama", "--dtype", "bf16", "--batch-size", "1", "--seq-len", "512", "--device-memory", "24GiB"]);
+    expect(text.stdout).toMatch(/^kiln estimate --init-from tinyllama$/m);
+    expect(text.stdout).toMatch(/model\s+llama, 1\.10B parameters \(1100048384\)/);
   });
 
   it("refuses an unknown device, listing the known ones", async () => {

@@ -122,6 +122,27 @@ export class PretrainedWeights {
 
 }
 
+/**
+ * The model of weights at `location` and the file that describes it, without reading the
+ * weights: a Hugging Face folder's config.json alone (the tensors need not be there yet), or
+ * a kiln checkpoint's header.
+ */
+export async function pretrainedModel(location: string): Promise<{ model: ModelConfig; source: string }> {
+  const isDir = await stat(location).then(
+    (s) => s.isDirectory(),
+    () => {
+      throw new CheckpointError("no such file or folder", { where: location, hint: "pass a Hugging Face model folder (its config.json) or a kiln checkpoint (.safetensors)" });
+    },
+  );
+  if (!isDir) {
+    const weights = await openKilnCheckpoint(location);
+    await weights.close();
+    return { model: weights.model, source: weights.modelSource };
+  }
+  const configFile = path.join(location, HF_CONFIG_FILE);
+  return { model: modelConfigFromHf(await readJsonFile(configFile, "a Hugging Face model folder has a config.json"), configFile), source: configFile };
+}
+
 async function openHfFolder(dir: string): Promise<PretrainedWeights> {
   const configFile = path.join(dir, HF_CONFIG_FILE);
   const model = modelConfigFromHf(await readJsonFile(configFile, "a Hugging Face model folder has a config.json beside its weights"), configFile);

@@ -95,9 +95,10 @@ function configName(file: string): string {
  * Resolves a run's settings: `overrides` (a command's flags) over the file, the table's
  * defaults, then the checks no single key can make (lengths, an end to training). With
  * `init` (--init-from) the model is the one the weights come with, and the file's model
- * section, when there is one, must agree with it.
+ * section, when there is one, must agree with it. `needsLength: false` (a plan, not a run)
+ * accepts a config that sets no end to training.
  */
-export function resolveSettings(parsed: ParsedConfig, overrides: SettingOverrides = new Map(), init?: InitModel): RunSettings {
+export function resolveSettings(parsed: ParsedConfig, overrides: SettingOverrides = new Map(), init?: InitModel, options: { needsLength?: boolean } = {}): RunSettings {
   const config = applyOverrides(parsed.config, overrides);
   const limitsSetAside = setAsideFileLimits(config, overrides);
   const file = parsed.path;
@@ -117,7 +118,7 @@ export function resolveSettings(parsed: ParsedConfig, overrides: SettingOverride
   if (seqLen > model.maxSeqLen) {
     throw new ConfigError(`seq_len ${seqLen} is longer than model.max_seq_len ${model.maxSeqLen}`, { where: whereOf("trainer.seq_len"), hint: `use --seq-len ${model.maxSeqLen} or less, or raise model.max_seq_len` });
   }
-  if (t.maxSteps === undefined && t.numEpochs === undefined) {
+  if (t.maxSteps === undefined && t.numEpochs === undefined && options.needsLength !== false) {
     throw new ConfigError("neither trainer.max_steps nor trainer.num_epochs is set, so training would never end", {
       where: `${file} (trainer.max_steps)`,
       hint: "set trainer.max_steps (or pass --max-steps), or trainer.num_epochs",
