@@ -3,7 +3,7 @@ import { type Arch, modelConfigProblem, resolveModelConfig } from "../model/arch
 import type { ModelConfig } from "../model/config.js";
 
 /** What transformers calls each architecture kiln trains. */
-export const HF_ARCHITECTURES = { gpt2: "GPT2LMHeadModel", llama: "LlamaForCausalLM" } as const satisfies Record<Arch, string>;
+export const HF_ARCHITECTURES = { gpt2: "GPT2LMHeadModel", llama: "LlamaForCausalLM", qwen2: "Qwen2ForCausalLM" } as const satisfies Record<Arch, string>;
 
 /** GPT-2's GELU is the tanh approximation; transformers names it either way. */
 const GPT2_ACTIVATIONS = ["gelu_new", "gelu_pytorch_tanh"];
@@ -11,9 +11,9 @@ const GPT2_ACTIVATIONS = ["gelu_new", "gelu_pytorch_tanh"];
 type Json = Record<string, unknown>;
 
 /**
- * The kiln model a Hugging Face config.json describes (GPT2LMHeadModel or
- * LlamaForCausalLM). Anything kiln's forward pass does not compute (rope_scaling,
- * biases on Llama projections, another activation, ...) is refused by key.
+ * The kiln model a Hugging Face config.json describes (GPT2LMHeadModel, LlamaForCausalLM or
+ * Qwen2ForCausalLM). Anything kiln's forward pass does not compute (rope_scaling, biases on
+ * Llama projections, Qwen2's sliding window, another activation, ...) is refused by key.
  */
 export function modelConfigFromHf(json: unknown, file: string): ModelConfig {
   if (typeof json !== "object" || json === null || Array.isArray(json)) {
@@ -63,13 +63,27 @@ export function modelConfigFromHf(json: unknown, file: string): ModelConfig {
       file,
     );
   }
-  if (type === "llama") {
+  if (type === "llama" || type === "qwen2") {
     if (c.rope_scaling !== undefined && c.rope_scaling !== null) {
       fail("rope_scaling", `rope_scaling is ${JSON.stringify(c.rope_scaling)}; kiln's RoPE has no scaling`, "kiln trains only models with rope_scaling null; pick a model without it");
     }
+    // transformers 5 writes rope_parameters { rope_type, rope_theta } in place of rope_theta and rope_scaling.
+    const rope = c.rope_parameters;
+    if (rope !== undefined && rope !== null) {
+      const r = rope as Json;
+      if (typeof rope !== "object" || Array.isArray(rope) || (r.rope_type ?? "default") !== "default") {
+        fail("rope_parameters", `rope_parameters is ${JSON.stringify(rope)}; kiln's RoPE has no scaling (rope_type "default" only)`, "kiln trains only models with the default RoPE; pick a model without scaling");
+      }
+      if (r.rope_theta !== undefined) c.rope_theta ??= r.rope_theta;
+    }
     expect("hidden_act", "silu", "silu", "SwiGLU MLP");
-    expect("attention_bias", false, false, "projections without bias");
-    expect("mlp_bias", false, false, "projections without bias");
+    if (type === "llama") {
+      expect("attention_bias", false, false, "projections without bias");
+      expect("mlp_bias", false, false, "projections without bias");
+    } else {
+      // Qwen2 computes a sliding window only in the layers past max_window_layers, and only with use_sliding_window.
+      expect("use_sliding_window", false, false, "attention over the whole sequence; kiln has no sliding-window attention yet");
+    }
     const heads = int("num_attention_heads");
     const hidden = int("hidden_size");
     if (c.head_dim !== undefined && c.head_dim !== null && c.head_dim !== hidden / heads) {
@@ -77,7 +91,7 @@ export function modelConfigFromHf(json: unknown, file: string): ModelConfig {
     }
     return checked(
       resolveModelConfig({
-        arch: "llama",
+        arch: type,
         vocabSize: int("vocab_size"),
         hiddenSize: hidden,
         numLayers: int("num_hidden_layers"),
@@ -92,7 +106,7 @@ export function modelConfigFromHf(json: unknown, file: string): ModelConfig {
       file,
     );
   }
-  return fail("model_type", `model_type ${JSON.stringify(type)} is not one kiln trains`, `kiln loads model_type "gpt2" (${HF_ARCHITECTURES.gpt2}) and "llama" (${HF_ARCHITECTURES.llama})`);
+  return fail("model_type", `model_type ${JSON.stringify(type)} is not one kiln trains`, `kiln loads model_type "gpt2" (${HF_ARCHITECTURES.gpt2}), "llama" (${HF_ARCHITECTURES.llama}) and "qwen2" (${HF_ARCHITECTURES.qwen2})`);
 }
 
 function bool(c: Json, key: string, fallback: boolean, fail: (key: string, what: string, hint: string) => never): boolean {
@@ -172,7 +186,33 @@ const llamaHfConfig: HfConfigWriter = (m, torchDtype, ids) => ({
   vocab_size: m.vocabSize,
 });
 
-const HF_CONFIG_WRITERS: Record<Arch, HfConfigWriter> = { gpt2: gpt2HfConfig, llama: llamaHfConfig };
+/** Qwen2Config's keys, as transformers writes them for Qwen2ForCausalLM (full attention in every layer). */
+const qwen2HfConfig: HfConfigWriter = (m, torchDtype, ids) => ({
+  architectures: [HF_ARCHITECTURES.qwen2],
+  model_type: "qwen2",
+  attention_dropout: 0.0,
+  ...ids,
+  hidden_act: "silu",
+  hidden_size: m.hiddenSize,
+  initializer_range: 0.02,
+  intermediate_size: m.intermediateSize,
+  max_position_embeddings: m.maxSeqLen,
+  max_window_layers: m.numLayers,
+  num_attention_heads: m.numHeads,
+  num_hidden_layers: m.numLayers,
+  num_key_value_heads: m.kvHeads,
+  rms_norm_eps: m.normEps,
+  rope_scaling: null,
+  rope_theta: m.ropeTheta,
+  sliding_window: null,
+  tie_word_embeddings: m.tieEmbeddings,
+  torch_dtype: torchDtype,
+  use_cache: true,
+  use_sliding_window: false,
+  vocab_size: m.vocabSize,
+});
+
+const HF_CONFIG_WRITERS: Record<Arch, HfConfigWriter> = { gpt2: gpt2HfConfig, llama: llamaHfConfig, qwen2: qwen2HfConfig };
 
 /** generation_config.json: the special tokens and greedy-by-default settings transformers reads. */
 export function hfGenerationConfigOf(tokens: SpecialTokens = {}): Json {

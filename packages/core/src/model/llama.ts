@@ -21,7 +21,7 @@ import type { Trace } from "./trace.js";
  *   logits = norm(x) · lm_head^T (or embed_tokens^T when tied)
  * Weights use torch.nn.Linear's (out, in) layout.
  */
-function llamaForward(t: Trace, ids: number): { hidden: number; head: number } {
+function llamaForward(t: Trace, ids: number, qkvBias: boolean): { hidden: number; head: number } {
   const { g, config: c, p } = t;
   const D = c.hiddenSize / c.numHeads;
   const dims = { batch: t.batch, seqLen: t.seqLen, headDim: D, theta: c.ropeTheta };
@@ -47,9 +47,10 @@ function llamaForward(t: Trace, ids: number): { hidden: number; head: number } {
 
   /** Grouped-query attention of layer n with RoPE on whole heads, through o_proj. */
   function gqaAttention(h: number, n: string): number {
-    const q = rope(g, linear(g, h, p(`${n}.self_attn.q_proj.weight`), undefined, "out_in", `${n}.q`), { ...dims, heads: c.numHeads }, `${n}.q_rope`);
-    const k = rope(g, linear(g, h, p(`${n}.self_attn.k_proj.weight`), undefined, "out_in", `${n}.k`), { ...dims, heads: c.kvHeads }, `${n}.k_rope`);
-    const v = linear(g, h, p(`${n}.self_attn.v_proj.weight`), undefined, "out_in", `${n}.v`);
+    const proj = (x: "q" | "k" | "v") => linear(g, h, p(`${n}.self_attn.${x}_proj.weight`), qkvBias ? p(`${n}.self_attn.${x}_proj.bias`) : undefined, "out_in", `${n}.${x}`);
+    const q = rope(g, proj("q"), { ...dims, heads: c.numHeads }, `${n}.q_rope`);
+    const k = rope(g, proj("k"), { ...dims, heads: c.kvHeads }, `${n}.k_rope`);
+    const v = proj("v");
     const a = attention(
       g,
       { id: q },
@@ -63,12 +64,13 @@ function llamaForward(t: Trace, ids: number): { hidden: number; head: number } {
   }
 }
 
-function llamaParams(c: ModelConfig): ParamSpec[] {
+function llamaParams(c: ModelConfig, qkvBias: boolean): ParamSpec[] {
   const C = c.hiddenSize, D = headDim(c);
   const moe = moeOf(c);
   const mamba = mambaOf(c);
   const w = (name: string, shape: number[]): ParamSpec => ({ name, shape, decay: true, init: { kind: "normal", std: 0.02 } });
   const norm = (name: string): ParamSpec => ({ name, shape: [C], decay: false, init: { kind: "ones" } });
+  const bias = (name: string, size: number): ParamSpec[] => (qkvBias ? [{ name, shape: [size], decay: false, init: { kind: "zeros" } }] : []);
   const specs: ParamSpec[] = [{ name: "model.embed_tokens.weight", shape: [c.vocabSize, C], decay: false, init: { kind: "normal", std: 0.02 } }];
   for (let i = 0; i < c.numLayers; i++) {
     const p = `model.layers.${i}`;
@@ -80,8 +82,11 @@ function llamaParams(c: ModelConfig): ParamSpec[] {
         ? mlaParams(`${p}.self_attn`, c)
         : [
             w(`${p}.self_attn.q_proj.weight`, [c.numHeads * D, C]),
+            ...bias(`${p}.self_attn.q_proj.bias`, c.numHeads * D),
             w(`${p}.self_attn.k_proj.weight`, [c.kvHeads * D, C]),
+            ...bias(`${p}.self_attn.k_proj.bias`, c.kvHeads * D),
             w(`${p}.self_attn.v_proj.weight`, [c.kvHeads * D, C]),
+            ...bias(`${p}.self_attn.v_proj.bias`, c.kvHeads * D),
             w(`${p}.self_attn.o_proj.weight`, [C, c.numHeads * D]),
           ]),
       norm(`${p}.post_attention_layernorm.weight`),
@@ -93,8 +98,19 @@ function llamaParams(c: ModelConfig): ParamSpec[] {
   return specs;
 }
 
-/** Llama: RoPE, RMSNorm, SwiGLU MLP, grouped-query attention, untied embeddings by default. */
-export const llama: ArchDef = {
+/**
+ * The Llama family: RoPE, RMSNorm, SwiGLU MLP, grouped-query attention, untied embeddings by
+ * default; `qkvBias` adds biases to the query, key and value projections (Qwen2).
+ */
+function llamaFamily(qkvBias: boolean): ArchDef {
+  return {
+    ...llamaShared,
+    params: (c) => llamaParams(c, qkvBias),
+    forward: (t, ids) => llamaForward(t, ids, qkvBias),
+  };
+}
+
+const llamaShared: Omit<ArchDef, "params" | "forward"> = {
   // SwiGLU's inner width: 8/3 of hidden (two-thirds of GPT-2's 4x, as it has three matrices), rounded to 64.
   defaults: (c) => ({ intermediateSize: Math.round((8 * c.hiddenSize) / 3 / 64) * 64, normEps: 1e-6, tieEmbeddings: false }),
   check: (c) => {
@@ -114,9 +130,7 @@ export const llama: ArchDef = {
     }
     return mamba3Problem(c) ?? mamba2Problem(c);
   },
-  params: llamaParams,
   positionIds: false,
-  forward: (t, ids) => llamaForward(t, ids),
   blockPrefix: "model.layers",
   // A token multiplies only its top k experts' weights (and the router's and shared expert's).
   inactiveParams: (c) => {
@@ -124,3 +138,9 @@ export const llama: ArchDef = {
     return moe ? c.numLayers * (moe.numExperts - moe.topK) * 3 * c.intermediateSize * c.hiddenSize : 0;
   },
 };
+
+/** Llama (LlamaForCausalLM). */
+export const llama: ArchDef = llamaFamily(false);
+
+/** Qwen2 and Qwen2.5 (Qwen2ForCausalLM): Llama with biases on the q, k and v projections. */
+export const qwen2: ArchDef = llamaFamily(true);

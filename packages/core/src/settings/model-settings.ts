@@ -7,7 +7,7 @@ import { nonNegativeInt, positiveInt, setting } from "./setting.js";
  * config file is the model (or --init-from brings it). Each key sets the ModelConfig field it names.
  */
 export const MODEL_SETTINGS = {
-  arch: setting("arch", z.enum(ARCH_NAMES).optional(), { help: "architecture: gpt2 or llama (default llama)" }),
+  arch: setting("arch", z.enum(ARCH_NAMES).optional(), { help: "architecture: gpt2, llama or qwen2 (Llama with q/k/v biases) (default llama)" }),
   vocab_size: setting("vocabSize", positiveInt, { help: "token ids the model knows (at least the tokenizer's)" }),
   hidden_size: setting("hiddenSize", positiveInt, { help: "width of the residual stream", otherNames: ["n_embd", "d_model"] }),
   num_layers: setting("numLayers", positiveInt, { help: "transformer blocks", otherNames: ["n_layer", "num_hidden_layers"] }),
