@@ -118,7 +118,8 @@ export function ruleFor(cmd: DocCommand): CommandRule {
   if (w[0] === "pnpm" && w.length > 1) return { kind: "developer", check: pnpmCheck(cmd, w.slice(1)) };
   if (w[0] === "bash") return { kind: "developer", check: () => checkScriptFile(cmd, w[1], (abs) => syntaxChecked(cmd, "bash", ["-n", abs])) };
   if (w[0] === "node") return { kind: "developer", check: () => checkScriptFile(cmd, w[1], (abs) => syntaxChecked(cmd, process.execPath, ["--check", abs])) };
-  if (w[0] === "python3" || w[0] === "/usr/bin/python3") return { kind: "developer", check: () => checkScriptFile(cmd, w[1]) };
+  // The system interpreter, or the one of a virtual environment a tooling script makes (.venv-hf).
+  if (w[0] === "python3" || w[0] === "/usr/bin/python3" || /^\.venv[\w-]*\/bin\/python3?$/.test(w[0])) return { kind: "developer", check: () => checkScriptFile(cmd, w[1]) };
   if (w[0] === "cp" || w[0] === "mkdir") return { kind: "file-command" };
   if (w[0] === "tensorboard" && w[1] === "--logdir" && w[2]) return { kind: "tensorboard", logdir: w[2] };
   return fail(cmd, "no rule says how to check this command (see doc-command-rules.ts)");
