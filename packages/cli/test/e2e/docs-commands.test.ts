@@ -101,7 +101,7 @@ describe("the commands of the READMEs and guides", () => {
   });
 
   it("names only subcommands and flags kiln has in inline `kiln ...` mentions", async () => {
-    const subcommands = ["train", "prepare", "sample", "export", "push", "doctor", "estimate", "plot", "dashboard", "web"];
+    const subcommands = ["train", "prepare", "sample", "eval", "export", "push", "doctor", "estimate", "plot", "dashboard", "web"];
     const flags = new Map(await Promise.all(subcommands.map(async (s) => [s, await helpFlags(s)] as const)));
     const wrong: string[] = [];
     let checked = 0;
