@@ -10,7 +10,7 @@
 //     10% is the bar), and the hybrid's largest expert_imbalance (busiest expert over an even share).
 // Prints one JSON object. Needs the workspace built (pnpm turbo run build).
 // Usage: node tooling/bench/hybrid-vs-dense.mjs [--steps 5] [--rounds 3] [--train-steps 300] [--threads 2]
-import { layerAndLearningFlags, median, paramsOf, stepTimes, tailLoss, trainLines } from "./lib/train-runs.mjs";
+import { layerAndLearningFlags, median, reducedNanoHybrid, paramsOf, stepTimes, tailLoss, trainLines } from "./lib/train-runs.mjs";
 
 const { steps, rounds, trainSteps, threads } = layerAndLearningFlags();
 
@@ -38,24 +38,7 @@ for (const shape of SHAPES) {
 
 // The reduced nano-hybrid, and the dense intermediate size that gives it as many active parameters.
 const COMMON = { arch: "llama", vocab_size: 256, hidden_size: 128, num_layers: 4, num_heads: 4, max_seq_len: 128 };
-const HYBRID = {
-  ...COMMON,
-  intermediate_size: 128,
-  kv_latent_dim: 32,
-  q_latent_dim: 64,
-  d_rope: 8,
-  num_experts: 4,
-  experts_per_tok: 2,
-  shared_expert_enabled: true,
-  mamba_layers: [0, 1, 2],
-  mamba2_num_heads: 4,
-  mamba2_head_dim: 64,
-  mamba2_state_size: 32,
-  mamba2_chunk_size: 64,
-  mamba2_n_groups: 1,
-  mamba2_conv_kernel: 4,
-  mamba2_expand: 2,
-};
+const HYBRID = reducedNanoHybrid(4, 64);
 const denseOf = (intermediate) => ({ ...COMMON, kv_heads: 2, intermediate_size: intermediate });
 const target = paramsOf(HYBRID).active;
 let intermediate = 8;

@@ -12,7 +12,7 @@
 //     the convolution (mamba3_use_conv), which Oxidizr's nano_mamba3_hybrid leaves out.
 // Prints one JSON object. Needs the workspace built (pnpm turbo run build).
 // Usage: node tooling/bench/mamba3-vs-mamba2.mjs [--steps 5] [--rounds 3] [--train-steps 300] [--threads 2]
-import { layerAndLearningFlags, median, paramsOf, stepTimes, tailLoss, trainLines } from "./lib/train-runs.mjs";
+import { layerAndLearningFlags, median, reducedNanoHybrid, paramsOf, stepTimes, tailLoss, trainLines } from "./lib/train-runs.mjs";
 
 const { steps, rounds, trainSteps, threads } = layerAndLearningFlags();
 
@@ -52,29 +52,7 @@ for (const shape of SHAPES) {
 }
 
 // The reduced nano-hybrid of hybrid-vs-dense.mjs, its Mamba layers Mamba3 or Mamba2.
-const HYBRID_MAMBA2 = {
-  arch: "llama",
-  vocab_size: 256,
-  hidden_size: 128,
-  num_layers: 4,
-  num_heads: 4,
-  max_seq_len: 128,
-  intermediate_size: 128,
-  kv_latent_dim: 32,
-  q_latent_dim: 64,
-  d_rope: 8,
-  num_experts: 4,
-  experts_per_tok: 2,
-  shared_expert_enabled: true,
-  mamba_layers: [0, 1, 2],
-  mamba2_num_heads: 16,
-  mamba2_head_dim: 16,
-  mamba2_state_size: 32,
-  mamba2_chunk_size: 64,
-  mamba2_n_groups: 1,
-  mamba2_conv_kernel: 4,
-  mamba2_expand: 2,
-};
+const HYBRID_MAMBA2 = reducedNanoHybrid(16, 16);
 const HYBRID_MAMBA3 = { ...HYBRID_MAMBA2, ...MAMBA3, mamba3_mimo_rank: 0 };
 // The same with Mamba2's 4-tap convolution on x, B and C (mamba3_use_conv), which Oxidizr's hybrid leaves out.
 const HYBRID_MAMBA3_CONV = { ...HYBRID_MAMBA3, mamba3_use_conv: true };

@@ -71,3 +71,34 @@ export function layerAndLearningFlags() {
   const { values } = parseArgs({ options: Object.fromEntries(["steps", "rounds", "train-steps", "threads"].map((k) => [k, { type: "string" }])) });
   return { steps: Number(values.steps ?? 5), rounds: Number(values.rounds ?? 3), trainSteps: Number(values["train-steps"] ?? 300), threads: Number(values.threads ?? 2) };
 }
+
+/**
+ * The reduced nano-hybrid both architecture benchmarks train: hidden 128, Mamba2 mixers in
+ * layers 0-2 (state 32, chunks of 64, a 4-tap conv), latent attention in layer 3, 4 experts
+ * (top 2, shared) in every MLP; `heads` Mamba heads of `headDim` (their product 256).
+ */
+export function reducedNanoHybrid(heads, headDim) {
+  return {
+    arch: "llama",
+    vocab_size: 256,
+    hidden_size: 128,
+    num_layers: 4,
+    num_heads: 4,
+    max_seq_len: 128,
+    intermediate_size: 128,
+    kv_latent_dim: 32,
+    q_latent_dim: 64,
+    d_rope: 8,
+    num_experts: 4,
+    experts_per_tok: 2,
+    shared_expert_enabled: true,
+    mamba_layers: [0, 1, 2],
+    mamba2_num_heads: heads,
+    mamba2_head_dim: headDim,
+    mamba2_state_size: 32,
+    mamba2_chunk_size: 64,
+    mamba2_n_groups: 1,
+    mamba2_conv_kernel: 4,
+    mamba2_expand: 2,
+  };
+}
