@@ -1,8 +1,9 @@
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { KernelArgumentError } from "../src/errors.js";
+import { ropeInvFreq } from "../src/kernels/rope.js";
 import { oracle } from "../src/oracle/index.js";
 import { arr, callOracle, expectClose } from "./support/call-oracle.js";
 import { kernel } from "./support/hand-kernel.js";
@@ -303,6 +304,22 @@ kernel("ropeForward", () => {
     );
     const c = Math.cos(1), s = Math.sin(1);
     expectClose(arr(v.out), [1, 0, 0, 1, -1, c, s, -s, c], 1e-15);
+  });
+});
+
+describe("rope scaling", () => {
+  it("divides every frequency by the factor (linear): position 4 at factor 4 turns like position 1", () => {
+    const x = [1, 0, 0, 0];
+    const linear = callOracle(oracle.ropeForward, { batch: 1, seqLen: 1, heads: 1, headDim: 4, theta: 10000, posOffset: 4, scaling: { type: "linear", factor: 4 } }, { x, out: [0, 0, 0, 0] });
+    expectClose(arr(linear.out), [Math.cos(1), 0, Math.sin(1), 0], 1e-15);
+  });
+
+  it("keeps short wavelengths, divides long ones by the factor and blends between (llama3)", () => {
+    // headDim 6, theta 100: freqs 1, 100^(-1/3), 100^(-2/3); wavelengths 2pi, 2pi*4.64, 2pi*21.5 (6.3, 29.2, 135.3).
+    // L = 64, low 1, high 4: kept below 16, divided above 64, blended between with s = (64/w - 1)/3.
+    const f = ropeInvFreq({ headDim: 6, theta: 100, scaling: { type: "llama3", factor: 8, lowFreqFactor: 1, highFreqFactor: 4, originalMaxPositions: 64 } });
+    const f1 = 100 ** (-1 / 3), s = (64 / ((2 * Math.PI) / f1) - 1) / 3;
+    expectClose(arr(f), [1, (1 - s) * (f1 / 8) + s * f1, 100 ** (-2 / 3) / 8], 1e-15);
   });
 });
 

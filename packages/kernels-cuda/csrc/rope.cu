@@ -4,7 +4,9 @@
 // x and out are (batch, seqLen, heads, headDim), token rows row_stride elements
 // apart (a row's heads contiguous, head h at h * headDim). For the token row r,
 // position p = posOffset + r % seqLen, and i < half = headDim / 2:
-//   a_i = sign * p * inv_freq[i],   inv_freq[i] = theta^(-2i/headDim)
+//   a_i = sign * p * inv_freq[i],   inv_freq[i] = theta^(-2i/headDim), then scaled
+// (the contract's ropeInvFreq: linear divides by factor; llama3 keeps wavelengths
+// 2 pi / f below L / high, divides those above L / low by factor, blends between).
 //   out[i]      = x[i] cos a_i - x[i+half] sin a_i
 //   out[i+half] = x[i+half] cos a_i + x[i] sin a_i
 // sign = +1 forward, -1 backward (the inverse rotation maps dOut to dX).
@@ -33,9 +35,31 @@ constexpr double kTwoOverPi = 0.63661977236758134308;
 constexpr double kPio2Hi = 1.5707963267948966192e+00;  // nearest double to pi/2
 constexpr double kPio2Lo = 6.1232339957367660359e-17;  // pi/2 - kPio2Hi
 
-__global__ void __launch_bounds__(kThreads) rope_freq_kernel(double* inv_freq, int half, int head_dim, double theta) {
+/** rope_scaling: kind 0 none, 1 linear, 2 llama3 (low / high frequency factors, original positions L). */
+struct RopeScaling {
+  int kind;
+  double factor, low, high, original;
+};
+
+constexpr double kTwoPi = 6.28318530717958647692;
+
+__global__ void __launch_bounds__(kThreads) rope_freq_kernel(double* inv_freq, int half, int head_dim, double theta, RopeScaling sc) {
   const int i = blockIdx.x * kThreads + threadIdx.x;
-  if (i < half) inv_freq[i] = pow(theta, (-2.0 * i) / head_dim);
+  if (i >= half) return;
+  const double f = pow(theta, (-2.0 * i) / head_dim);
+  double scaled = f;
+  if (sc.kind == 1) {
+    scaled = f / sc.factor;
+  } else if (sc.kind == 2) {
+    const double wavelength = kTwoPi / f;
+    if (wavelength > sc.original / sc.low) {
+      scaled = f / sc.factor;
+    } else if (!(wavelength < sc.original / sc.high)) {
+      const double s = (sc.original / wavelength - sc.low) / (sc.high - sc.low);
+      scaled = (1.0 - s) * f / sc.factor + s * f;
+    }
+  }
+  inv_freq[i] = scaled;
 }
 
 /** cos and sin of a (f64 angle, any magnitude up to ~1e15), rounded to f32. */
@@ -99,22 +123,23 @@ void run(const char* name, const KernelCall& c) {
   const int heads = c.i32(4), head_dim = c.i32(5);
   const int64_t row_stride = c.i64(6);
   const double pos_offset = c.at(7), theta = c.at(8);
+  const RopeScaling scaling{c.i32(10), c.at(11), c.at(12), c.at(13), c.at(14)};
   const int half = head_dim / 2;
   const int64_t rows = batch * seq_len;
   const unsigned grid = static_cast<unsigned>(rows < 65535 * 8 ? rows : 65535 * 8);
   dispatch_float(c.i32(9), name, [&](auto tag) {
     using T = decltype(tag);
     double* inv_freq = static_cast<double*>(c.scratch(sizeof(double) * static_cast<size_t>(half)));
-    launch(name, rope_freq_kernel, ceil_div(half, kThreads), kThreads, 0, c.stream, inv_freq, half, head_dim, theta);
+    launch(name, rope_freq_kernel, ceil_div(half, kThreads), kThreads, 0, c.stream, inv_freq, half, head_dim, theta, scaling);
     launch(name, rope_kernel<T, kBackward>, grid, kThreads, 0, c.stream, c.ptr<const T>(0), c.ptr<T>(1), static_cast<const double*>(inv_freq), rows,
            seq_len, heads, head_dim, row_stride, pos_offset);
   });
 }
 
-// ropeForward: x, out | batch, seqLen, heads, headDim, rowStride, posOffset, theta, dtype
+// ropeForward: x, out | batch, seqLen, heads, headDim, rowStride, posOffset, theta, dtype, scaling kind, factor, low, high, original
 void launch_rope_forward(const KernelCall& c) { run<false>("ropeForward", c); }
 
-// ropeBackward: x, out | batch, seqLen, heads, headDim, rowStride, posOffset, theta, dtype
+// ropeBackward: the same as ropeForward
 void launch_rope_backward(const KernelCall& c) { run<true>("ropeBackward", c); }
 
 }  // namespace

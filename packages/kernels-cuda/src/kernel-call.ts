@@ -5,6 +5,7 @@ import {
   type KernelName,
   type Mamba3ScanDims,
   type OperandRange,
+  type RopeScaling,
   type SsdScanDims,
   attentionLayout,
   conv1dRowStride,
@@ -38,6 +39,10 @@ const mamba3Scalars = (a: Mamba3ScanDims & { dtype: DType }) => {
   return [a.batch, a.seqLen, a.heads, a.headDim, a.groups, a.stateSize, a.chunkSize, s.x, s.dt, s.bc, code(a.dtype)];
 };
 
+/** ropeForward / ropeBackward after the dtype: scaling kind (0 none, 1 linear, 2 llama3), factor, low and high frequency factors, original positions. */
+const ropeScalingArgs = (sc: RopeScaling | undefined) =>
+  !sc ? [0, 1, 1, 1, 1] : sc.type === "linear" ? [1, sc.factor, 1, 1, 1] : [2, sc.factor, sc.lowFreqFactor, sc.highFreqFactor, sc.originalMaxPositions];
+
 /**
  * Each kernel's scalars, in the order its launcher in csrc/<family>.cu reads them
  * (after the operand addresses, which come in the order of the kernel's spec).
@@ -60,8 +65,8 @@ const SCALARS: { [K in KernelName]: (a: KernelArgsMap[K]) => number[] } = {
   siluBackward: (a) => [a.n, a.cols ?? 0, code(a.dtype), gradCode(a, a.gradDtype)],
   swiGluForward: (a) => [a.n, code(a.dtype)],
   swiGluBackward: (a) => [a.n, code(a.dtype)],
-  ropeForward: (a) => [a.batch, a.seqLen, a.heads, a.headDim, ropeRowStride(a), a.posOffset ?? 0, a.theta, code(a.dtype)],
-  ropeBackward: (a) => [a.batch, a.seqLen, a.heads, a.headDim, ropeRowStride(a), a.posOffset ?? 0, a.theta, code(a.dtype)],
+  ropeForward: (a) => [a.batch, a.seqLen, a.heads, a.headDim, ropeRowStride(a), a.posOffset ?? 0, a.theta, code(a.dtype), ...ropeScalingArgs(a.scaling)],
+  ropeBackward: (a) => [a.batch, a.seqLen, a.heads, a.headDim, ropeRowStride(a), a.posOffset ?? 0, a.theta, code(a.dtype), ...ropeScalingArgs(a.scaling)],
   attentionForward: (a) => {
     const l = attentionLayout(a);
     return [a.batch, a.seqLen, a.heads, a.kvHeads, a.headDim, l.vHeadDim, l.qRowStride, l.kvRowStride, l.vRowStride, l.outRowStride, l.scale, code(a.dtype)];

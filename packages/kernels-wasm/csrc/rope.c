@@ -5,7 +5,7 @@
  * or f16) with token rows row_stride elements apart (a row's heads are contiguous,
  * head h at h * headDim). For the token at sequence index t, position
  * p = pos_offset + t, and i < half = headDim / 2:
- *   a_i = sign * p * inv_freq[i]          inv_freq[i] = theta^(-2i/headDim) (f64, from the host)
+ *   a_i = sign * p * inv_freq[i]          inv_freq[i] = theta^(-2i/headDim), scaled (f64, from the host: ropeInvFreq)
  *   out[i]        = x[i] cos a_i - x[i+half] sin a_i
  *   out[i+half]   = x[i+half] cos a_i + x[i] sin a_i
  * sign = +1 forward, -1 backward (the inverse rotation maps dOut to dX).

@@ -1,4 +1,4 @@
-import { FLOAT_DTYPES, type RopeArgs, type KernelSpec, bytesPerElement, ropeBackwardSpec, ropeForwardSpec, ropeRowStride } from "@kiln/contract";
+import { FLOAT_DTYPES, type RopeArgs, type KernelSpec, bytesPerElement, ropeBackwardSpec, ropeForwardSpec, ropeInvFreq, ropeRowStride } from "@kiln/contract";
 import { callScratch } from "./call-scratch.js";
 import type { WasmKernelContext, WasmKernelTable } from "./kernel-table.js";
 import { storageDtypeCode } from "./storage-dtype.js";
@@ -25,11 +25,10 @@ function runRope(ctx: WasmKernelContext, spec: KernelSpec<RopeArgs>, args: RopeA
   const bytes = ((rows - 1) * rowStride + args.heads * args.headDim) * bytesPerElement(args.dtype);
   const x = memory.address(args.x, bytes, `${spec.name}.x`);
   const out = memory.address(args.out, bytes, `${spec.name}.out`);
-  // theta^(-2i/headDim) in f64, as the contract writes it.
+  // theta^(-2i/headDim) and any rope scaling in f64, as the contract computes them.
   const half = args.headDim / 2;
   const invFreq = callScratch(rt, half * 8);
-  const freqs = new Float64Array(rt.memory.buffer, invFreq, half);
-  for (let i = 0; i < half; i++) freqs[i] = args.theta ** ((-2 * i) / args.headDim);
+  new Float64Array(rt.memory.buffer, invFreq, half).set(ropeInvFreq(args));
   const { u32 } = rt.argsViews();
   u32[FIELD.batch] = args.batch;
   u32[FIELD.seqLen] = args.seqLen;

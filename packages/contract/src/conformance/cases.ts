@@ -9,7 +9,7 @@ type Defs = (dtype: FloatDType) => Def[];
 const dimsLabel = (args: Record<string, unknown>) =>
   Object.entries(args)
     .filter(([k]) => k !== "dtype")
-    .map(([k, v]) => (v === true ? k : `${k}=${typeof v === "number" && !Number.isInteger(v) ? +v.toFixed(4) : v}`))
+    .map(([k, v]) => (v === true ? k : `${k}=${typeof v === "number" && !Number.isInteger(v) ? +v.toFixed(4) : typeof v === "object" ? JSON.stringify(v) : v}`))
     .join(" ");
 
 const d = (shape: ShapeClass, args: Record<string, unknown>, extra: Partial<Def> = {}): Def => ({ shape, args, ...extra });
@@ -130,12 +130,19 @@ const packedQkv = (backward: boolean): Def =>
     shared: backward ? [{ q: 0, k: 12, v: 24 }, { dQ: 0, dK: 12, dV: 24 }] : [{ q: 0, k: 12, v: 24 }],
   });
 
+/** rope_scaling of Llama 3.1-3.2 (factor 32 for 3.2, 8 for 3.1; the bands are the same). */
+const LLAMA3_SCALING = { type: "llama3", factor: 32, lowFreqFactor: 1, highFreqFactor: 4, originalMaxPositions: 8192 };
+
 const ropeShapes: Def[] = [
   d("one", { batch: 1, seqLen: 1, heads: 1, headDim: 2, theta: 10000 }),
   d("prime", { batch: 2, seqLen: 7, heads: 3, headDim: 6, theta: 10000 }),
   d("strided", { batch: 1, seqLen: 13, heads: 5, headDim: 10, rowStride: 150, posOffset: 5, theta: 500000 }, { label: "packed posOffset" }),
   d("large", { batch: 4, seqLen: 64, heads: 6, headDim: 64, theta: 10000 }),
   d("in-place", { batch: 2, seqLen: 9, heads: 2, headDim: 8, theta: 10000 }, { inPlace: ["out", "x"] }),
+  // Llama 3.x's scaling at its own sizes (all three bands of frequencies), then a small head whose bands are one or two pairs.
+  d("options", { batch: 1, seqLen: 33, heads: 2, headDim: 64, posOffset: 9000, theta: 500000, scaling: LLAMA3_SCALING }, { label: "llama3 scaling" }),
+  d("options", { batch: 2, seqLen: 7, heads: 3, headDim: 10, theta: 10000, scaling: { ...LLAMA3_SCALING, originalMaxPositions: 64 } }, { label: "llama3 scaling, small head" }),
+  d("options", { batch: 1, seqLen: 13, heads: 2, headDim: 6, posOffset: 40, theta: 10000, scaling: { type: "linear", factor: 4 } }, { label: "linear scaling" }),
 ];
 
 const ceShapes = (backward: boolean): Def[] => {

@@ -1,4 +1,4 @@
-import { type RopeArgs, ropeRowStride } from "../kernels/rope.js";
+import { type RopeArgs, ropeInvFreq, ropeRowStride } from "../kernels/rope.js";
 import type { OracleKernel } from "./types.js";
 
 /** Rotates each head's (i, i+half) pairs by sign * angle(position, i). */
@@ -6,12 +6,13 @@ function rotate(a: RopeArgs, src: Float64Array, dst: Float64Array, sign: number)
   const half = a.headDim / 2;
   const stride = ropeRowStride(a);
   const rows = a.batch * a.seqLen;
+  const freq = ropeInvFreq(a);
   for (let r = 0; r < rows; r++) {
     const pos = (a.posOffset ?? 0) + (r % a.seqLen);
     for (let h = 0; h < a.heads; h++) {
       const o = r * stride + h * a.headDim;
       for (let i = 0; i < half; i++) {
-        const angle = sign * pos * a.theta ** ((-2 * i) / a.headDim);
+        const angle = sign * pos * freq[i];
         const c = Math.cos(angle), s = Math.sin(angle);
         const x0 = src[o + i], x1 = src[o + i + half];
         dst[o + i] = x0 * c - x1 * s;
