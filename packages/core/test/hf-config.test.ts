@@ -37,11 +37,32 @@ describe("Hugging Face config.json", () => {
     expect(m).toMatchObject({ arch: "llama", kvHeads: 2, ropeTheta: 5e5, normEps: 1e-5, tieEmbeddings: false });
   });
 
+  it("reads Llama 3.2's rope_scaling (llama3), transformers 5's rope_parameters and linear scaling, and writes them back", () => {
+    // Llama-3.2-1B's config.json, as published.
+    const llama32 = {
+      architectures: ["LlamaForCausalLM"], model_type: "llama", vocab_size: 128256, hidden_size: 2048, intermediate_size: 8192, num_hidden_layers: 16,
+      num_attention_heads: 32, num_key_value_heads: 8, head_dim: 64, max_position_embeddings: 131072, rms_norm_eps: 1e-5, rope_theta: 500000.0,
+      rope_scaling: { factor: 32.0, high_freq_factor: 4.0, low_freq_factor: 1.0, original_max_position_embeddings: 8192, rope_type: "llama3" },
+      tie_word_embeddings: true, attention_bias: false, mlp_bias: false, hidden_act: "silu",
+    };
+    const m = modelConfigFromHf(llama32, "config.json");
+    expect(m).toMatchObject({ ropeTheta: 500000, tieEmbeddings: true, ropeScaling: { type: "llama3", factor: 32, lowFreqFactor: 1, highFreqFactor: 4, originalMaxPositions: 8192 } });
+    expect(hfConfigOf(m, "bfloat16").rope_scaling).toEqual(llama32.rope_scaling);
+    expect(modelConfigFromHf(hfConfigOf(m, "float32"), "config.json")).toEqual(m);
+    const { rope_scaling: _, rope_theta: __, ...v5 } = llama32;
+    expect(modelConfigFromHf({ ...v5, rope_parameters: { ...llama32.rope_scaling, rope_theta: 500000.0 } }, "config.json")).toEqual(m);
+    const linear = modelConfigFromHf({ ...llama32, rope_scaling: { type: "linear", factor: 2 } }, "config.json");
+    expect(linear.ropeScaling).toEqual({ type: "linear", factor: 2 });
+    expect(modelConfigFromHf({ ...llama32, rope_scaling: { rope_type: "default" } }, "config.json").ropeScaling).toBeUndefined();
+  });
+
   it("refuses by key what kiln cannot represent", () => {
     const base = hfConfigOf(llama, "float32");
-    const scaled = refusal({ ...base, rope_scaling: { type: "linear", factor: 2 } });
-    expect(scaled.where).toBe("m/config.json (rope_scaling)");
-    expect(scaled.message).toContain("rope_scaling");
+    const yarn = refusal({ ...base, rope_scaling: { rope_type: "yarn", factor: 4, original_max_position_embeddings: 8 } });
+    expect(yarn.where).toBe("m/config.json (rope_scaling.rope_type)");
+    expect(yarn.message).toBe('RoPE scaling of type "yarn" is not one kiln computes');
+    expect(refusal({ ...base, rope_scaling: null, rope_parameters: { rope_type: "dynamic", rope_theta: 1e4, factor: 2 } }).where).toBe("m/config.json (rope_parameters.rope_type)");
+    expect(refusal({ ...base, rope_scaling: { rope_type: "llama3", factor: 8, low_freq_factor: 1, high_freq_factor: 4 } }).where).toBe("m/config.json (rope_scaling.original_max_position_embeddings)");
     expect(refusal({ ...base, model_type: "mistral" }).message).toContain('model_type "mistral" is not one kiln trains');
     expect(refusal({ ...base, attention_bias: true }).where).toBe("m/config.json (attention_bias)");
     expect(refusal({ ...hfConfigOf(gpt2, "float32"), activation_function: "relu" }).where).toBe("m/config.json (activation_function)");

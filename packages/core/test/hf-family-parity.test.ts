@@ -11,10 +11,17 @@ import { scaledError } from "./support/pytorch-fixture.js";
 
 // Hugging Face folders of the families kiln fine-tunes, saved and run in float64 by
 // transformers' own modeling code (tooling/fixtures/hf_family_fixtures.py): kiln loads each
-// folder and computes the same logits (1e-5) and every gradient (1e-4) on every backend.
+// folder and computes the same logits (1e-5) and every gradient (1e-4) on every backend:
+// Qwen2 (q/k/v biases; untied and tied), Llama 3.x's llama3 RoPE scaling, linear scaling.
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const FOLDERS = ["qwen2-tiny", "qwen2-tied-tiny"];
+/** Fixture folder and the architecture kiln reads it as. */
+const FOLDERS: [string, string][] = [
+  ["qwen2-tiny", "qwen2"],
+  ["qwen2-tied-tiny", "qwen2"],
+  ["llama3-tiny", "llama"],
+  ["llama-linear-tiny", "llama"],
+];
 const sim = cudaStatus().simulator;
 const BACKENDS: [string, () => Backend | Promise<Backend>][] = [
   ["reference", () => createReferenceBackend()],
@@ -38,11 +45,11 @@ async function fixture(name: string) {
   return { folder, tensor, B, T, ids, targets };
 }
 
-describe.each(FOLDERS)("%s from transformers", (name) => {
+describe.each(FOLDERS)("%s from transformers", (name, arch) => {
   it.each(BACKENDS)("%s: logits to 1e-5 and every gradient to 1e-4", async (_label, makeBackend) => {
     const f = await fixture(name);
     const weights = await PretrainedWeights.open(f.folder);
-    expect(weights.model.arch).toBe("qwen2");
+    expect(weights.model.arch).toBe(arch);
     const backend = await makeBackend();
     const trainer = new Trainer(backend, {
       model: weights.model,

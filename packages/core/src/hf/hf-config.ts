@@ -1,4 +1,4 @@
-import { CheckpointError } from "@kiln/contract";
+import { CheckpointError, type RopeScaling } from "@kiln/contract";
 import { type Arch, modelConfigProblem, resolveModelConfig } from "../model/architectures.js";
 import type { ModelConfig } from "../model/config.js";
 
@@ -12,8 +12,9 @@ type Json = Record<string, unknown>;
 
 /**
  * The kiln model a Hugging Face config.json describes (GPT2LMHeadModel, LlamaForCausalLM or
- * Qwen2ForCausalLM). Anything kiln's forward pass does not compute (rope_scaling, biases on
- * Llama projections, Qwen2's sliding window, another activation, ...) is refused by key.
+ * Qwen2ForCausalLM). Anything kiln's forward pass does not compute (RoPE scaling other than
+ * llama3 and linear, biases on Llama projections, Qwen2's sliding window, another activation,
+ * ...) is refused by key.
  */
 export function modelConfigFromHf(json: unknown, file: string): ModelConfig {
   if (typeof json !== "object" || json === null || Array.isArray(json)) {
@@ -64,18 +65,14 @@ export function modelConfigFromHf(json: unknown, file: string): ModelConfig {
     );
   }
   if (type === "llama" || type === "qwen2") {
-    if (c.rope_scaling !== undefined && c.rope_scaling !== null) {
-      fail("rope_scaling", `rope_scaling is ${JSON.stringify(c.rope_scaling)}; kiln's RoPE has no scaling`, "kiln trains only models with rope_scaling null; pick a model without it");
-    }
-    // transformers 5 writes rope_parameters { rope_type, rope_theta } in place of rope_theta and rope_scaling.
+    // transformers 5 writes rope_parameters { rope_type, rope_theta, ...scaling } in place of rope_theta and rope_scaling.
     const rope = c.rope_parameters;
     if (rope !== undefined && rope !== null) {
+      if (typeof rope !== "object" || Array.isArray(rope)) fail("rope_parameters", `rope_parameters is ${JSON.stringify(rope)}, not an object`, "fix the value in config.json");
       const r = rope as Json;
-      if (typeof rope !== "object" || Array.isArray(rope) || (r.rope_type ?? "default") !== "default") {
-        fail("rope_parameters", `rope_parameters is ${JSON.stringify(rope)}; kiln's RoPE has no scaling (rope_type "default" only)`, "kiln trains only models with the default RoPE; pick a model without scaling");
-      }
       if (r.rope_theta !== undefined) c.rope_theta ??= r.rope_theta;
     }
+    const ropeScaling = ropeScalingOf(c, rope !== undefined && rope !== null ? "rope_parameters" : "rope_scaling", fail);
     expect("hidden_act", "silu", "silu", "SwiGLU MLP");
     if (type === "llama") {
       expect("attention_bias", false, false, "projections without bias");
@@ -100,6 +97,7 @@ export function modelConfigFromHf(json: unknown, file: string): ModelConfig {
         maxSeqLen: int("max_position_embeddings"),
         intermediateSize: int("intermediate_size"),
         ropeTheta: num("rope_theta", 10000),
+        ...(ropeScaling ? { ropeScaling } : {}),
         normEps: num("rms_norm_eps", 1e-6),
         tieEmbeddings: bool(c, "tie_word_embeddings", false, fail),
       }),
@@ -107,6 +105,53 @@ export function modelConfigFromHf(json: unknown, file: string): ModelConfig {
     );
   }
   return fail("model_type", `model_type ${JSON.stringify(type)} is not one kiln trains`, `kiln loads model_type "gpt2" (${HF_ARCHITECTURES.gpt2}), "llama" (${HF_ARCHITECTURES.llama}) and "qwen2" (${HF_ARCHITECTURES.qwen2})`);
+}
+
+/** RoPE scaling kiln computes (contract RopeScaling), by transformers' rope_type. */
+const ROPE_TYPES = ["default", "llama3", "linear"];
+
+/**
+ * The RoPE scaling of config.json's `key` (rope_scaling, or transformers 5's rope_parameters):
+ * none for rope_type "default" or a null rope_scaling; Llama 3's and linear scaling; any other
+ * type (yarn, longrope, dynamic, ...) refused by name.
+ */
+function ropeScalingOf(c: Json, key: "rope_scaling" | "rope_parameters", fail: (key: string, what: string, hint: string) => never): RopeScaling | undefined {
+  const v = c[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "object" || Array.isArray(v)) return fail(key, `${key} is ${JSON.stringify(v)}, not an object`, "fix the value in config.json");
+  const r = v as Json;
+  // transformers 4 wrote "type" in older configs; "rope_type" since.
+  const type = r.rope_type ?? r.type ?? "default";
+  if (!ROPE_TYPES.includes(type as string)) {
+    return fail(`${key}.rope_type`, `RoPE scaling of type ${JSON.stringify(type)} is not one kiln computes`, `kiln computes rope_type ${ROPE_TYPES.map((t) => JSON.stringify(t)).join(", ")}; pick a model with one of these`);
+  }
+  if (type === "default") return undefined;
+  const positive = (name: string): number => {
+    const n = r[name];
+    return typeof n === "number" && n > 0 ? n : fail(`${key}.${name}`, `${key}.${name} is ${JSON.stringify(n)}, not a positive number`, `RoPE scaling of type ${JSON.stringify(type)} needs it; fix the value in config.json`);
+  };
+  if (r.attention_factor !== undefined && r.attention_factor !== null && r.attention_factor !== 1) {
+    fail(`${key}.attention_factor`, `${key}.attention_factor is ${JSON.stringify(r.attention_factor)}; kiln scales attention by 1 with ${type} RoPE scaling`, "pick a model without attention_factor");
+  }
+  if (type === "linear") return { type, factor: positive("factor") };
+  const scaling: RopeScaling = {
+    type: "llama3",
+    factor: positive("factor"),
+    lowFreqFactor: positive("low_freq_factor"),
+    highFreqFactor: positive("high_freq_factor"),
+    originalMaxPositions: positive("original_max_position_embeddings"),
+  };
+  if (!(scaling.highFreqFactor > scaling.lowFreqFactor)) {
+    fail(`${key}.high_freq_factor`, `high_freq_factor ${scaling.highFreqFactor} is not above low_freq_factor ${scaling.lowFreqFactor}`, "fix the values in config.json");
+  }
+  return scaling;
+}
+
+/** config.json's rope_scaling for `s`, in transformers' keys. */
+function hfRopeScaling(s: RopeScaling | undefined): Json | null {
+  if (!s) return null;
+  if (s.type === "linear") return { factor: s.factor, rope_type: "linear" };
+  return { factor: s.factor, high_freq_factor: s.highFreqFactor, low_freq_factor: s.lowFreqFactor, original_max_position_embeddings: s.originalMaxPositions, rope_type: "llama3" };
 }
 
 function bool(c: Json, key: string, fallback: boolean, fail: (key: string, what: string, hint: string) => never): boolean {
@@ -178,7 +223,7 @@ const llamaHfConfig: HfConfigWriter = (m, torchDtype, ids) => ({
   num_key_value_heads: m.kvHeads,
   pretraining_tp: 1,
   rms_norm_eps: m.normEps,
-  rope_scaling: null,
+  rope_scaling: hfRopeScaling(m.ropeScaling),
   rope_theta: m.ropeTheta,
   tie_word_embeddings: m.tieEmbeddings,
   torch_dtype: torchDtype,
@@ -202,7 +247,7 @@ const qwen2HfConfig: HfConfigWriter = (m, torchDtype, ids) => ({
   num_hidden_layers: m.numLayers,
   num_key_value_heads: m.kvHeads,
   rms_norm_eps: m.normEps,
-  rope_scaling: null,
+  rope_scaling: hfRopeScaling(m.ropeScaling),
   rope_theta: m.ropeTheta,
   sliding_window: null,
   tie_word_embeddings: m.tieEmbeddings,

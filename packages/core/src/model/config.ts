@@ -1,3 +1,4 @@
+import type { RopeScaling } from "@kiln/contract";
 import type { Arch } from "./architectures.js";
 
 /** Architecture hyperparameters (Hugging Face / Oxidizr field meanings, camelCase). */
@@ -14,6 +15,8 @@ export interface ModelConfig {
   intermediateSize: number;
   /** RoPE base (Llama). */
   ropeTheta: number;
+  /** RoPE frequency scaling (Llama 3.x's `llama3`, or `linear`); absent: none. */
+  ropeScaling?: RopeScaling;
   /** LayerNorm / RMSNorm epsilon. */
   normEps: number;
   /** lm_head shares the token embedding. */

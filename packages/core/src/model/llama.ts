@@ -24,7 +24,7 @@ import type { Trace } from "./trace.js";
 function llamaForward(t: Trace, ids: number, qkvBias: boolean): { hidden: number; head: number } {
   const { g, config: c, p } = t;
   const D = c.hiddenSize / c.numHeads;
-  const dims = { batch: t.batch, seqLen: t.seqLen, headDim: D, theta: c.ropeTheta };
+  const dims = { batch: t.batch, seqLen: t.seqLen, headDim: D, theta: c.ropeTheta, ...(c.ropeScaling ? { scaling: c.ropeScaling } : {}) };
   const moe = moeOf(c);
   const mla = mlaOf(c);
   const mamba = mambaOf(c);

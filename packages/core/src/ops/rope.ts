@@ -1,9 +1,10 @@
+import type { RopeScaling } from "@kiln/contract";
 import type { Graph } from "../graph/graph.js";
 import { addKernelNode } from "../graph/kernel-node.js";
 import { type GradRule, kernelAttrs, operandOf } from "./grad-rule.js";
 
 /** Rotary embedding on x (batch*seqLen, heads*headDim), positions 0..seqLen-1 in each sequence. */
-export function rope(g: Graph, x: number, dims: { batch: number; seqLen: number; heads: number; headDim: number; theta: number }, name: string): number {
+export function rope(g: Graph, x: number, dims: { batch: number; seqLen: number; heads: number; headDim: number; theta: number; scaling?: RopeScaling }, name: string): number {
   const out = g.tensor(g.info(x).shape, g.info(x).dtype, "activation", name);
   addKernelNode(g, "ropeForward", { x, out }, { ...dims, dtype: g.info(x).dtype }, { grad: "rope" });
   return out;
