@@ -1,0 +1,77 @@
+import { cp, readFile } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openSafetensors } from "@kiln/core";
+import { differingTensors, readCheckpoint } from "./support/checkpoints.js";
+import { expectSuccess } from "./support/runs.js";
+import { Workspace } from "./support/workspace.js";
+
+// Folders transformers saved (packages/core/test/fixtures/hf/<name>, written by
+// tooling/fixtures/hf_family_fixtures.py with the loss transformers computes beside it):
+// kiln eval gives that loss; a run that makes no update exports the same tensors in the
+// family's layout; a --bf16 fine-tune runs and its result evaluates.
+const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../core/test/fixtures/hf");
+
+/** Fixture folder, and what the exported config.json must say. */
+const FAMILIES: [string, Record<string, unknown>][] = [
+  ["qwen2-tiny", { architectures: ["Qwen2ForCausalLM"], model_type: "qwen2", num_key_value_heads: 2, tie_word_embeddings: false, use_sliding_window: false }],
+  [
+    "llama3-tiny",
+    {
+      architectures: ["LlamaForCausalLM"],
+      model_type: "llama",
+      num_key_value_heads: 2,
+      tie_word_embeddings: true,
+      rope_theta: 100,
+      rope_scaling: { rope_type: "llama3", factor: 8, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 64 },
+    },
+  ],
+];
+
+describe.each(FAMILIES)("the %s folder from transformers", (name, exportedConfig) => {
+  let ws: Workspace;
+  let reference: { loss: number; sequence: Uint32Array; seqLen: number };
+  beforeAll(async () => {
+    ws = await Workspace.create(name);
+    await cp(path.join(FIXTURES, name), ws.path("model"), { recursive: true });
+    const r = await openSafetensors(path.join(FIXTURES, name, "reference.safetensors"));
+    const f32 = async (n: string) => new Float32Array((await r.read(n)).data.slice().buffer);
+    reference = { loss: (await f32("loss"))[0], sequence: Uint32Array.from(await f32("sequence")), seqLen: Number(r.metadata.seq_len) };
+    await r.close();
+    await ws.writeTokens("data.bin", reference.sequence);
+    await ws.writeTokens("train.bin", Uint32Array.from({ length: 400 }, (_, i) => (i * 7 + 3) % 61));
+  });
+  afterAll(() => ws.remove());
+
+  const evalLoss = async (checkpoint: string) => {
+    const r = expectSuccess(await ws.run(["eval", "--checkpoint", checkpoint, "-d", "data.bin", "--seq-len", String(reference.seqLen), "--json"]), "kiln eval");
+    return JSON.parse(r.stdout) as { loss: number; windows: number };
+  };
+
+  it("kiln eval gives the loss transformers computes, to 1e-5", async () => {
+    const got = await evalLoss("model");
+    expect(got.windows).toBe((reference.sequence.length - 1) / reference.seqLen);
+    expect(Math.abs(got.loss - reference.loss) / reference.loss).toBeLessThan(1e-5);
+  });
+
+  it("--init-from, a step at learning rate 1e-30, kiln export: the same tensors bit for bit, in the family's layout", async () => {
+    await ws.write("still.yaml", "trainer: { batch_size: 1, seq_len: 7, max_steps: 1, learning_rate: 1.0e-30, lr_schedule: constant, warmup_steps: 0, weight_decay: 0, log_interval: 1, eval_interval: 1000, eval_iters: 1 }\n");
+    expectSuccess(await ws.run(["train", "-f", "still.yaml", "--init-from", "model", "-d", "train.bin", "--output-dir", "still", "--headless"]), "kiln train");
+    expectSuccess(await ws.run(["export", "--checkpoint", "still/final.safetensors", "--out", "exported"]), "kiln export");
+    const config = JSON.parse(await readFile(ws.path("exported", "config.json"), "utf8")) as Record<string, unknown>;
+    expect(config).toMatchObject(exportedConfig);
+    const original = await readCheckpoint(ws.path("model", "model.safetensors"));
+    const exported = await readCheckpoint(ws.path("exported", "model.safetensors"));
+    expect([...exported.tensors.keys()].sort()).toEqual([...original.tensors.keys()].sort());
+    expect(differingTensors(original, exported)).toEqual([]);
+  });
+
+  it("kiln train --init-from with --bf16 fine-tunes it, and kiln eval reads the result", async () => {
+    await ws.write("ft.yaml", "trainer: { batch_size: 2, seq_len: 7, max_steps: 3, learning_rate: 1.0e-4, lr_schedule: constant, warmup_steps: 0, log_interval: 1, eval_interval: 1000, eval_iters: 1 }\n");
+    expectSuccess(await ws.run(["train", "-f", "ft.yaml", "--init-from", "model", "-d", "train.bin", "--bf16", "--output-dir", "ft", "--headless"]), "kiln train --bf16");
+    const tuned = await evalLoss("ft/final.safetensors");
+    // Three small steps on other data: the model is still the one transformers computed, near its loss.
+    expect(Math.abs(tuned.loss - reference.loss) / reference.loss).toBeLessThan(0.05);
+  });
+});
