@@ -56,6 +56,16 @@ describe("Hugging Face config.json", () => {
     expect(modelConfigFromHf({ ...llama32, rope_scaling: { rope_type: "default" } }, "config.json").ropeScaling).toBeUndefined();
   });
 
+  it("reads a head_dim apart from hidden_size / num_attention_heads and writes it back", () => {
+    const base = hfConfigOf(llama, "float32");
+    const m = modelConfigFromHf({ ...base, head_dim: 12 }, "config.json");
+    expect(m.headDim).toBe(12);
+    expect(hfConfigOf(m, "float32").head_dim).toBe(12);
+    expect(modelConfigFromHf(hfConfigOf(m, "float32"), "config.json")).toEqual(m);
+    expect(modelConfigFromHf({ ...base, head_dim: 8 }, "config.json").headDim).toBeUndefined();
+    expect(refusal({ ...base, head_dim: 7 }).message).toBe("head_dim 7 is odd; rotary embeddings need an even head size");
+  });
+
   it("refuses by key what kiln cannot represent", () => {
     const base = hfConfigOf(llama, "float32");
     const yarn = refusal({ ...base, rope_scaling: { rope_type: "yarn", factor: 4, original_max_position_embeddings: 8 } });

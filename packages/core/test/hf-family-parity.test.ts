@@ -12,7 +12,8 @@ import { scaledError } from "./support/pytorch-fixture.js";
 // Hugging Face folders of the families kiln fine-tunes, saved and run in float64 by
 // transformers' own modeling code (tooling/fixtures/hf_family_fixtures.py): kiln loads each
 // folder and computes the same logits (1e-5) and every gradient (1e-4) on every backend:
-// Qwen2 (q/k/v biases; untied and tied), Llama 3.x's llama3 RoPE scaling, linear scaling.
+// Qwen2 (q/k/v biases; untied and tied), Llama 3.x's llama3 RoPE scaling, linear scaling,
+// a head_dim apart from hidden_size / num_attention_heads.
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** Fixture folder and the architecture kiln reads it as. */
@@ -21,6 +22,7 @@ const FOLDERS: [string, string][] = [
   ["qwen2-tied-tiny", "qwen2"],
   ["llama3-tiny", "llama"],
   ["llama-linear-tiny", "llama"],
+  ["llama-headdim-tiny", "llama"],
 ];
 const sim = cudaStatus().simulator;
 const BACKENDS: [string, () => Backend | Promise<Backend>][] = [

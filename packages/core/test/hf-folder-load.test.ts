@@ -122,12 +122,14 @@ describe("--init-from sources", () => {
     expect(err.message).toBe("tensor model.layers.0.mlp.gate_proj.weight has shape [24, 16], but config.json says the model needs [32, 16]");
   });
 
-  it("refuses an unknown model_type and rope_scaling by name, and a tensor kiln has no place for", async () => {
+  it("refuses an unknown model_type, an incomplete or unknown rope_scaling by name, and a tensor kiln has no place for", async () => {
     const w = randomWeights(TINY_LLAMA);
     await writeHfFolder(path.join(dir, "a"), TINY_LLAMA, w, { config: { model_type: "mixtral" } });
     expect((await refusal(path.join(dir, "a"))).where).toBe(path.join(dir, "a", "config.json (model_type)"));
     await writeHfFolder(path.join(dir, "b"), TINY_LLAMA, w, { config: { rope_scaling: { rope_type: "llama3", factor: 8 } } });
-    expect((await refusal(path.join(dir, "b"))).where).toBe(path.join(dir, "b", "config.json (rope_scaling)"));
+    expect((await refusal(path.join(dir, "b"))).where).toBe(path.join(dir, "b", "config.json (rope_scaling.low_freq_factor)"));
+    await writeHfFolder(path.join(dir, "y"), TINY_LLAMA, w, { config: { rope_scaling: { rope_type: "yarn", factor: 8 } } });
+    expect((await refusal(path.join(dir, "y"))).where).toBe(path.join(dir, "y", "config.json (rope_scaling.rope_type)"));
     const stray = { name: "model.layers.0.self_attn.q_proj.bias", dtype: "F32" as const, shape: [16], data: new Float32Array(16) };
     await writeHfFolder(path.join(dir, "c"), TINY_LLAMA, w, { extra: [stray] });
     expect((await refusal(path.join(dir, "c"))).message).toBe("tensor model.layers.0.self_attn.q_proj.bias is not a parameter of kiln's llama model");

@@ -1,6 +1,6 @@
 import { CheckpointError, type RopeScaling } from "@kiln/contract";
 import { type Arch, modelConfigProblem, resolveModelConfig } from "../model/architectures.js";
-import type { ModelConfig } from "../model/config.js";
+import { type ModelConfig, headDim } from "../model/config.js";
 
 /** What transformers calls each architecture kiln trains. */
 export const HF_ARCHITECTURES = { gpt2: "GPT2LMHeadModel", llama: "LlamaForCausalLM", qwen2: "Qwen2ForCausalLM" } as const satisfies Record<Arch, string>;
@@ -83,9 +83,8 @@ export function modelConfigFromHf(json: unknown, file: string): ModelConfig {
     }
     const heads = int("num_attention_heads");
     const hidden = int("hidden_size");
-    if (c.head_dim !== undefined && c.head_dim !== null && c.head_dim !== hidden / heads) {
-      fail("head_dim", `head_dim is ${JSON.stringify(c.head_dim)}, but hidden_size / num_attention_heads is ${hidden / heads}`, "kiln's heads are hidden_size / num_attention_heads wide");
-    }
+    // Qwen3 and Gemma 3 (and some Llamas) size heads apart from hidden_size / num_attention_heads.
+    const head = c.head_dim === undefined || c.head_dim === null ? hidden / heads : int("head_dim");
     return checked(
       resolveModelConfig({
         arch: type,
@@ -93,6 +92,7 @@ export function modelConfigFromHf(json: unknown, file: string): ModelConfig {
         hiddenSize: hidden,
         numLayers: int("num_hidden_layers"),
         numHeads: heads,
+        ...(head !== hidden / heads ? { headDim: head } : {}),
         kvHeads: int("num_key_value_heads", heads),
         maxSeqLen: int("max_position_embeddings"),
         intermediateSize: int("intermediate_size"),
@@ -211,7 +211,7 @@ const llamaHfConfig: HfConfigWriter = (m, torchDtype, ids) => ({
   attention_bias: false,
   attention_dropout: 0.0,
   ...ids,
-  head_dim: m.hiddenSize / m.numHeads,
+  head_dim: headDim(m),
   hidden_act: "silu",
   hidden_size: m.hiddenSize,
   initializer_range: 0.02,

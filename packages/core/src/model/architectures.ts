@@ -17,10 +17,11 @@ export function archOf(c: Pick<ModelConfig, "arch">): ArchDef {
 
 /**
  * The first shape of `c` kiln cannot build: the checks every architecture shares
- * (heads divide the hidden size, key/value heads divide the heads), then its own.
+ * (heads divide the hidden size unless the head size is given, key/value heads divide the
+ * heads), then its own.
  */
 export function modelConfigProblem(c: ModelConfig): ConfigProblem | undefined {
-  if (c.hiddenSize % c.numHeads !== 0) {
+  if (c.headDim === undefined && c.hiddenSize % c.numHeads !== 0) {
     const fit = Math.ceil(c.hiddenSize / c.numHeads) * c.numHeads;
     return { field: "hiddenSize", message: `hidden size ${c.hiddenSize} is not divisible by the ${c.numHeads} heads`, hint: `pick a hidden_size that is a multiple of ${c.numHeads} (e.g. ${fit}) or change num_heads` };
   }

@@ -13,6 +13,11 @@ export interface ModelConfig {
   maxSeqLen: number;
   /** MLP inner width: GPT-2 4*hidden; Llama's SwiGLU intermediate_size. */
   intermediateSize: number;
+  /**
+   * Query/key/value head size (Llama family) when it is not hiddenSize / numHeads (Qwen3,
+   * Gemma 3: q_proj is (numHeads * headDim, hiddenSize)). Absent: hiddenSize / numHeads.
+   */
+  headDim?: number;
   /** RoPE base (Llama). */
   ropeTheta: number;
   /** RoPE frequency scaling (Llama 3.x's `llama3`, or `linear`); absent: none. */
@@ -73,7 +78,8 @@ export interface ModelConfig {
 
 export type ModelConfigInput = Pick<ModelConfig, "arch" | "vocabSize" | "hiddenSize" | "numLayers" | "numHeads" | "maxSeqLen"> & Partial<ModelConfig>;
 
-export const headDim = (c: ModelConfig) => c.hiddenSize / c.numHeads;
+/** Attention head size: the explicit headDim, else hiddenSize / numHeads. */
+export const headDim = (c: ModelConfig) => c.headDim ?? c.hiddenSize / c.numHeads;
 
 /** The mixture-of-experts settings of `c`, or undefined for a dense MLP. */
 export function moeOf(c: ModelConfig): { numExperts: number; topK: number; shared: boolean } | undefined {

@@ -79,6 +79,9 @@ function gpt2Params(c: ModelConfig): ParamSpec[] {
 export const gpt2: ArchDef = {
   defaults: (c) => ({ intermediateSize: 4 * c.hiddenSize, normEps: 1e-5, tieEmbeddings: true }),
   check: (c) => {
+    if (c.headDim !== undefined && c.headDim !== c.hiddenSize / c.numHeads) {
+      return { field: "headDim", message: `head_dim ${c.headDim} is not hidden_size / num_heads (${c.hiddenSize / c.numHeads}); GPT-2's heads split the hidden size`, hint: "remove head_dim or use arch: llama" };
+    }
     if (c.kvHeads !== c.numHeads) return { field: "kvHeads", message: "the gpt2 architecture has no grouped-query attention", hint: "remove kv_heads or use arch: llama" };
     if (c.numExperts) return { field: "numExperts", message: "kiln's gpt2 architecture has no mixture-of-experts MLP", hint: "remove num_experts or use arch: llama" };
     if (c.kvLatentDim || c.qLatentDim || c.ropeDim) {

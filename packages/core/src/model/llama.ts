@@ -23,7 +23,7 @@ import type { Trace } from "./trace.js";
  */
 function llamaForward(t: Trace, ids: number, qkvBias: boolean): { hidden: number; head: number } {
   const { g, config: c, p } = t;
-  const D = c.hiddenSize / c.numHeads;
+  const D = headDim(c);
   const dims = { batch: t.batch, seqLen: t.seqLen, headDim: D, theta: c.ropeTheta, ...(c.ropeScaling ? { scaling: c.ropeScaling } : {}) };
   const moe = moeOf(c);
   const mla = mlaOf(c);
@@ -114,10 +114,15 @@ const llamaShared: Omit<ArchDef, "params" | "forward"> = {
   // SwiGLU's inner width: 8/3 of hidden (two-thirds of GPT-2's 4x, as it has three matrices), rounded to 64.
   defaults: (c) => ({ intermediateSize: Math.round((8 * c.hiddenSize) / 3 / 64) * 64, normEps: 1e-6, tieEmbeddings: false }),
   check: (c) => {
-    if ((c.hiddenSize / c.numHeads) % 2 !== 0) {
-      return { field: "numHeads", message: `head size ${c.hiddenSize / c.numHeads} is odd; rotary embeddings need an even head size`, hint: "change hidden_size or num_heads so hidden_size / num_heads is even" };
+    if (headDim(c) % 2 !== 0) {
+      return c.headDim === undefined
+        ? { field: "numHeads", message: `head size ${headDim(c)} is odd; rotary embeddings need an even head size`, hint: "change hidden_size or num_heads so hidden_size / num_heads is even" }
+        : { field: "headDim", message: `head_dim ${c.headDim} is odd; rotary embeddings need an even head size`, hint: "pick an even head_dim" };
     }
     const mla = mlaOf(c);
+    if (mla && c.headDim !== undefined) {
+      return { field: "headDim", message: "head_dim sizes ordinary attention heads; multi-head latent attention's heads are hidden_size / num_heads wide", hint: "remove head_dim, or kv_latent_dim" };
+    }
     if (!mla && (c.qLatentDim || c.ropeDim)) {
       return { field: c.qLatentDim ? "qLatentDim" : "ropeDim", message: `${c.qLatentDim ? "q_latent_dim" : "d_rope"} configures multi-head latent attention, which needs kv_latent_dim too`, hint: "set kv_latent_dim (the key/value latent size), or remove q_latent_dim and d_rope" };
     }

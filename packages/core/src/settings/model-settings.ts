@@ -13,6 +13,7 @@ export const MODEL_SETTINGS = {
   num_layers: setting("numLayers", positiveInt, { help: "transformer blocks", otherNames: ["n_layer", "num_hidden_layers"] }),
   num_heads: setting("numHeads", positiveInt, { help: "attention heads", otherNames: ["n_head", "num_attention_heads"] }),
   kv_heads: setting("kvHeads", positiveInt.optional(), { help: "key/value heads (grouped-query attention; default num_heads)", otherNames: ["num_key_value_heads"] }),
+  head_dim: setting("headDim", positiveInt.optional(), { help: "attention head size (Llama family; default hidden_size / num_heads)" }),
   max_seq_len: setting("maxSeqLen", positiveInt, { help: "longest sequence the model takes", otherNames: ["n_positions", "max_position_embeddings"] }),
   intermediate_size: setting("intermediateSize", positiveInt.optional(), { help: "MLP inner width (default: GPT-2 4 x hidden, Llama's SwiGLU rule)" }),
   rope_theta: setting("ropeTheta", z.number().positive().optional(), { help: "RoPE base (Llama; default 10000)" }),
