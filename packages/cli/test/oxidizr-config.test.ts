@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "@kiln/contract";
-import { ignoredKeysWarning, parseConfigText, resolveSettings } from "@kiln/core";
+import { ignoredKeysWarning, paramLayout, parseConfigText, resolveSettings } from "@kiln/core";
 
 // Oxidizr's MoE example, with the keys kiln reads and the ones it leaves aside.
 const OXIDIZR_MOE = `
@@ -38,6 +38,18 @@ describe("a config written for Oxidizr", () => {
     expect(s.maxSteps).toBeUndefined();
     expect(s.numEpochs).toBe(2);
     expect(ignoredKeysWarning(s.ignoredKeys)).toBe("warning: kiln ignores model.name, trainer.group_size, trainer.beta_kl (a label, GRPO settings it does not implement)");
+  });
+
+  it("sizes heads by head_dim and adds Llama's attention and MLP biases from the model keys", () => {
+    const dense = OXIDIZR_MOE.replace("  num_experts: 4\n  experts_per_tok: 2\n  shared_expert_enabled: true\n", "  head_dim: 12\n  attention_bias: true\n  mlp_bias: true\n");
+    const s = resolveSettings(load(dense));
+    expect(s.model).toMatchObject({ headDim: 12, attentionBias: true, mlpBias: true });
+    const shapes = new Map(paramLayout(s.model).specs.map((p) => [p.name, p.shape]));
+    expect(shapes.get("model.layers.0.self_attn.q_proj.weight")).toEqual([48, 64]);
+    expect(shapes.get("model.layers.0.self_attn.o_proj.bias")).toEqual([64]);
+    expect(shapes.get("model.layers.1.mlp.down_proj.bias")).toEqual([64]);
+    expect(() => resolveSettings(load(dense.replace("head_dim: 12", "head_dim: 7")))).toThrow(/head_dim 7 is odd/);
+    expect(() => resolveSettings(load(OXIDIZR_MOE.replace("  num_experts: 4\n", "  num_experts: 4\n  mlp_bias: true\n")))).toThrow(/mlp_bias adds biases to the dense MLP/);
   });
 
   it("trains Mamba2 layers from Oxidizr's keys, and names the key at fault when their sizes do not fit", () => {

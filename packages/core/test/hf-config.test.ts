@@ -56,6 +56,13 @@ describe("Hugging Face config.json", () => {
     expect(modelConfigFromHf({ ...llama32, rope_scaling: { rope_type: "default" } }, "config.json").ropeScaling).toBeUndefined();
   });
 
+  it("reads Llama's attention_bias and mlp_bias and writes them back", () => {
+    const m = modelConfigFromHf({ ...hfConfigOf(llama, "float32"), attention_bias: true, mlp_bias: true }, "config.json");
+    expect(m).toMatchObject({ attentionBias: true, mlpBias: true });
+    expect(hfConfigOf(m, "float32")).toMatchObject({ attention_bias: true, mlp_bias: true });
+    expect(modelConfigFromHf(hfConfigOf(m, "float32"), "config.json")).toEqual(m);
+  });
+
   it("reads a head_dim apart from hidden_size / num_attention_heads and writes it back", () => {
     const base = hfConfigOf(llama, "float32");
     const m = modelConfigFromHf({ ...base, head_dim: 12 }, "config.json");
@@ -74,7 +81,7 @@ describe("Hugging Face config.json", () => {
     expect(refusal({ ...base, rope_scaling: null, rope_parameters: { rope_type: "dynamic", rope_theta: 1e4, factor: 2 } }).where).toBe("m/config.json (rope_parameters.rope_type)");
     expect(refusal({ ...base, rope_scaling: { rope_type: "llama3", factor: 8, low_freq_factor: 1, high_freq_factor: 4 } }).where).toBe("m/config.json (rope_scaling.original_max_position_embeddings)");
     expect(refusal({ ...base, model_type: "mistral" }).message).toContain('model_type "mistral" is not one kiln trains');
-    expect(refusal({ ...base, attention_bias: true }).where).toBe("m/config.json (attention_bias)");
+    expect(refusal({ ...base, attention_bias: "yes" }).where).toBe("m/config.json (attention_bias)");
     expect(refusal({ ...hfConfigOf(gpt2, "float32"), activation_function: "relu" }).where).toBe("m/config.json (activation_function)");
     expect(refusal({ ...base, num_key_value_heads: 3 }).message).toContain("not a multiple of the 3 key/value heads");
     const { vocab_size: _, ...noVocab } = base;

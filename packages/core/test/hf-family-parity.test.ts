@@ -13,7 +13,7 @@ import { scaledError } from "./support/pytorch-fixture.js";
 // transformers' own modeling code (tooling/fixtures/hf_family_fixtures.py): kiln loads each
 // folder and computes the same logits (1e-5) and every gradient (1e-4) on every backend:
 // Qwen2 (q/k/v biases; untied and tied), Llama 3.x's llama3 RoPE scaling, linear scaling,
-// a head_dim apart from hidden_size / num_attention_heads.
+// a head_dim apart from hidden_size / num_attention_heads, Llama's attention_bias and mlp_bias.
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** Fixture folder and the architecture kiln reads it as. */
@@ -23,6 +23,7 @@ const FOLDERS: [string, string][] = [
   ["llama3-tiny", "llama"],
   ["llama-linear-tiny", "llama"],
   ["llama-headdim-tiny", "llama"],
+  ["llama-bias-tiny", "llama"],
 ];
 const sim = cudaStatus().simulator;
 const BACKENDS: [string, () => Backend | Promise<Backend>][] = [

@@ -74,10 +74,8 @@ export function modelConfigFromHf(json: unknown, file: string): ModelConfig {
     }
     const ropeScaling = ropeScalingOf(c, rope !== undefined && rope !== null ? "rope_parameters" : "rope_scaling", fail);
     expect("hidden_act", "silu", "silu", "SwiGLU MLP");
-    if (type === "llama") {
-      expect("attention_bias", false, false, "projections without bias");
-      expect("mlp_bias", false, false, "projections without bias");
-    } else {
+    const biases = type === "llama" ? { attentionBias: bool(c, "attention_bias", false, fail), mlpBias: bool(c, "mlp_bias", false, fail) } : {};
+    if (type !== "llama") {
       // Qwen2 computes a sliding window only in the layers past max_window_layers, and only with use_sliding_window.
       expect("use_sliding_window", false, false, "attention over the whole sequence; kiln has no sliding-window attention yet");
     }
@@ -98,6 +96,8 @@ export function modelConfigFromHf(json: unknown, file: string): ModelConfig {
         intermediateSize: int("intermediate_size"),
         ropeTheta: num("rope_theta", 10000),
         ...(ropeScaling ? { ropeScaling } : {}),
+        ...(biases.attentionBias ? { attentionBias: true } : {}),
+        ...(biases.mlpBias ? { mlpBias: true } : {}),
         normEps: num("rms_norm_eps", 1e-6),
         tieEmbeddings: bool(c, "tie_word_embeddings", false, fail),
       }),
@@ -208,7 +208,7 @@ const gpt2HfConfig: HfConfigWriter = (m, torchDtype, ids) => ({
 const llamaHfConfig: HfConfigWriter = (m, torchDtype, ids) => ({
   architectures: [HF_ARCHITECTURES.llama],
   model_type: "llama",
-  attention_bias: false,
+  attention_bias: m.attentionBias ?? false,
   attention_dropout: 0.0,
   ...ids,
   head_dim: headDim(m),
@@ -217,7 +217,7 @@ const llamaHfConfig: HfConfigWriter = (m, torchDtype, ids) => ({
   initializer_range: 0.02,
   intermediate_size: m.intermediateSize,
   max_position_embeddings: m.maxSeqLen,
-  mlp_bias: false,
+  mlp_bias: m.mlpBias ?? false,
   num_attention_heads: m.numHeads,
   num_hidden_layers: m.numLayers,
   num_key_value_heads: m.kvHeads,

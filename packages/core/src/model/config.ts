@@ -18,6 +18,10 @@ export interface ModelConfig {
    * Gemma 3: q_proj is (numHeads * headDim, hiddenSize)). Absent: hiddenSize / numHeads.
    */
   headDim?: number;
+  /** Biases on the q, k, v and o projections (Llama's attention_bias). */
+  attentionBias?: boolean;
+  /** Biases on the gate, up and down projections of the dense MLP (Llama's mlp_bias). */
+  mlpBias?: boolean;
   /** RoPE base (Llama). */
   ropeTheta: number;
   /** RoPE frequency scaling (Llama 3.x's `llama3`, or `linear`); absent: none. */

@@ -21,8 +21,9 @@ import type { Trace } from "./trace.js";
  *   logits = norm(x) · lm_head^T (or embed_tokens^T when tied)
  * Weights use torch.nn.Linear's (out, in) layout.
  */
-function llamaForward(t: Trace, ids: number, qkvBias: boolean): { hidden: number; head: number } {
+function llamaForward(t: Trace, ids: number, archQkvBias: boolean): { hidden: number; head: number } {
   const { g, config: c, p } = t;
+  const qkvBias = archQkvBias || c.attentionBias === true;
   const D = headDim(c);
   const dims = { batch: t.batch, seqLen: t.seqLen, headDim: D, theta: c.ropeTheta, ...(c.ropeScaling ? { scaling: c.ropeScaling } : {}) };
   const moe = moeOf(c);
@@ -37,7 +38,7 @@ function llamaForward(t: Trace, ids: number, qkvBias: boolean): { hidden: number
       const mixer = mamba?.layers.has(i) ? mambaMixer(t, h, `${n}.mamba`) : mla ? mlaAttention(t, h, `${n}.self_attn`) : gqaAttention(h, n);
       const x1 = add(g, x, mixer, `${n}.resid_attn`);
       const h2 = rmsNorm(g, x1, p(`${n}.post_attention_layernorm.weight`), c.normEps, `${n}.post_attention_layernorm`);
-      const m = moe ? moeMlp(t, h2, `${n}.mlp`, moe.topK, moe.shared, `${n}.moe`) : swiGluMlp(t, h2, `${n}.mlp`, n);
+      const m = moe ? moeMlp(t, h2, `${n}.mlp`, moe.topK, moe.shared, `${n}.moe`) : swiGluMlp(t, h2, `${n}.mlp`, n, c.mlpBias === true);
       return add(g, x1, m, `${n}.resid_mlp`);
     });
   }
@@ -60,17 +61,18 @@ function llamaForward(t: Trace, ids: number, qkvBias: boolean): { hidden: number
       {},
       `${n}.attn`,
     );
-    return linear(g, a, p(`${n}.self_attn.o_proj.weight`), undefined, "out_in", `${n}.o`);
+    return linear(g, a, p(`${n}.self_attn.o_proj.weight`), c.attentionBias ? p(`${n}.self_attn.o_proj.bias`) : undefined, "out_in", `${n}.o`);
   }
 }
 
-function llamaParams(c: ModelConfig, qkvBias: boolean): ParamSpec[] {
+function llamaParams(c: ModelConfig, archQkvBias: boolean): ParamSpec[] {
   const C = c.hiddenSize, D = headDim(c);
+  const qkvBias = archQkvBias || c.attentionBias === true;
   const moe = moeOf(c);
   const mamba = mambaOf(c);
   const w = (name: string, shape: number[]): ParamSpec => ({ name, shape, decay: true, init: { kind: "normal", std: 0.02 } });
   const norm = (name: string): ParamSpec => ({ name, shape: [C], decay: false, init: { kind: "ones" } });
-  const bias = (name: string, size: number): ParamSpec[] => (qkvBias ? [{ name, shape: [size], decay: false, init: { kind: "zeros" } }] : []);
+  const bias = (name: string, size: number, on = qkvBias): ParamSpec[] => (on ? [{ name, shape: [size], decay: false, init: { kind: "zeros" } }] : []);
   const specs: ParamSpec[] = [{ name: "model.embed_tokens.weight", shape: [c.vocabSize, C], decay: false, init: { kind: "normal", std: 0.02 } }];
   for (let i = 0; i < c.numLayers; i++) {
     const p = `model.layers.${i}`;
@@ -88,9 +90,10 @@ function llamaParams(c: ModelConfig, qkvBias: boolean): ParamSpec[] {
             w(`${p}.self_attn.v_proj.weight`, [c.kvHeads * D, C]),
             ...bias(`${p}.self_attn.v_proj.bias`, c.kvHeads * D),
             w(`${p}.self_attn.o_proj.weight`, [C, c.numHeads * D]),
+            ...bias(`${p}.self_attn.o_proj.bias`, C, c.attentionBias === true),
           ]),
       norm(`${p}.post_attention_layernorm.weight`),
-      ...(moe ? moeMlpParams(`${p}.mlp`, c, moe.numExperts, moe.shared) : swiGluMlpParams(`${p}.mlp`, c)),
+      ...(moe ? moeMlpParams(`${p}.mlp`, c, moe.numExperts, moe.shared) : swiGluMlpParams(`${p}.mlp`, c, c.mlpBias === true)),
     );
   }
   specs.push(norm("model.norm.weight"));
@@ -100,7 +103,8 @@ function llamaParams(c: ModelConfig, qkvBias: boolean): ParamSpec[] {
 
 /**
  * The Llama family: RoPE, RMSNorm, SwiGLU MLP, grouped-query attention, untied embeddings by
- * default; `qkvBias` adds biases to the query, key and value projections (Qwen2).
+ * default; `qkvBias` adds biases to the query, key and value projections (Qwen2); the
+ * config's attentionBias adds them to q, k, v and o, its mlpBias to the MLP's (Llama).
  */
 function llamaFamily(qkvBias: boolean): ArchDef {
   return {
@@ -130,6 +134,12 @@ const llamaShared: Omit<ArchDef, "params" | "forward"> = {
       return { field: "ropeDim", message: `d_rope ${c.ropeDim ?? "(not set)"} is not an even number >= 2; multi-head latent attention rotates a slice of that size in every head`, hint: "set d_rope to an even size such as 16 (with kv_latent_dim)" };
     }
     const moe = moeOf(c);
+    if (moe && c.mlpBias) {
+      return { field: "mlpBias", message: "mlp_bias adds biases to the dense MLP; the mixture of experts' projections have none", hint: "remove mlp_bias, or num_experts" };
+    }
+    if ((mla || mambaOf(c)) && c.attentionBias) {
+      return { field: "attentionBias", message: "attention_bias adds biases to the q, k, v and o projections of ordinary attention", hint: "remove attention_bias, or the latent attention / Mamba settings" };
+    }
     if (moe && moe.topK > moe.numExperts) {
       return { field: "expertsPerToken", message: `experts_per_tok ${moe.topK} is more than num_experts ${moe.numExperts}`, hint: `route each token to at most ${moe.numExperts} experts, or add experts` };
     }

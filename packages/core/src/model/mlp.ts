@@ -6,16 +6,19 @@ import type { Trace } from "./trace.js";
 const weight = (name: string, shape: number[]): ParamSpec => ({ name, shape, decay: true, init: { kind: "normal", std: 0.02 } });
 
 /** down_proj(silu(gate_proj(h)) * up_proj(h)): Llama's MLP, (rows, C) -> (rows, C) through F. */
-export function swiGluMlp(t: Trace, h: number, prefix: string, name: string): number {
+export function swiGluMlp(t: Trace, h: number, prefix: string, name: string, bias = false): number {
   const { g, p } = t;
-  const gate = linear(g, h, p(`${prefix}.gate_proj.weight`), undefined, "out_in", `${name}.gate`);
-  const up = linear(g, h, p(`${prefix}.up_proj.weight`), undefined, "out_in", `${name}.up`);
-  return linear(g, swiGlu(g, gate, up, `${name}.swiglu`), p(`${prefix}.down_proj.weight`), undefined, "out_in", `${name}.down`);
+  const b = (proj: string) => (bias ? p(`${prefix}.${proj}.bias`) : undefined);
+  const gate = linear(g, h, p(`${prefix}.gate_proj.weight`), b("gate_proj"), "out_in", `${name}.gate`);
+  const up = linear(g, h, p(`${prefix}.up_proj.weight`), b("up_proj"), "out_in", `${name}.up`);
+  return linear(g, swiGlu(g, gate, up, `${name}.swiglu`), p(`${prefix}.down_proj.weight`), b("down_proj"), "out_in", `${name}.down`);
 }
 
-export function swiGluMlpParams(prefix: string, c: ModelConfig): ParamSpec[] {
+/** gate, up and down projections, each with a zero-initialised bias after its weight when `bias` (Llama's mlp_bias). */
+export function swiGluMlpParams(prefix: string, c: ModelConfig, bias = false): ParamSpec[] {
   const C = c.hiddenSize, F = c.intermediateSize;
-  return [weight(`${prefix}.gate_proj.weight`, [F, C]), weight(`${prefix}.up_proj.weight`, [F, C]), weight(`${prefix}.down_proj.weight`, [C, F])];
+  const withBias = (name: string, shape: number[]): ParamSpec[] => [weight(`${name}.weight`, shape), ...(bias ? [{ name: `${name}.bias`, shape: [shape[0]], decay: false, init: { kind: "zeros" as const } }] : [])];
+  return [...withBias(`${prefix}.gate_proj`, [F, C]), ...withBias(`${prefix}.up_proj`, [F, C]), ...withBias(`${prefix}.down_proj`, [C, F])];
 }
 
 /**

@@ -16,6 +16,8 @@ export const MODEL_SETTINGS = {
   head_dim: setting("headDim", positiveInt.optional(), { help: "attention head size (Llama family; default hidden_size / num_heads)" }),
   max_seq_len: setting("maxSeqLen", positiveInt, { help: "longest sequence the model takes", otherNames: ["n_positions", "max_position_embeddings"] }),
   intermediate_size: setting("intermediateSize", positiveInt.optional(), { help: "MLP inner width (default: GPT-2 4 x hidden, Llama's SwiGLU rule)" }),
+  attention_bias: setting("attentionBias", z.boolean().optional(), { help: "biases on the q, k, v and o projections (Llama family; default false)" }),
+  mlp_bias: setting("mlpBias", z.boolean().optional(), { help: "biases on the MLP's gate, up and down projections (Llama family, dense MLP; default false)" }),
   rope_theta: setting("ropeTheta", z.number().positive().optional(), { help: "RoPE base (Llama; default 10000)" }),
   norm_eps: setting("normEps", z.number().positive().optional(), { help: "LayerNorm / RMSNorm epsilon", otherNames: ["rms_norm_eps", "layer_norm_epsilon"] }),
   tie_embeddings: setting("tieEmbeddings", z.boolean().optional(), { help: "the output head shares the token embedding", otherNames: ["tie_word_embeddings"] }),
