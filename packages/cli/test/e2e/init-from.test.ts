@@ -65,7 +65,7 @@ describe("kiln train --init-from", () => {
     await roundTrip(LLAMA);
   });
 
-  it("loads shards; refuses, writing nothing, a model section that disagrees, a missing or truncated shard, a wrong shape, rope_scaling, an unknown model_type", async () => {
+  it("loads shards; refuses, writing nothing, a model section that disagrees, a missing or truncated shard, a wrong shape, a RoPE scaling kiln does not compute, an unknown model_type", async () => {
     await ws.writeConfig("base.yaml", { model: LLAMA, trainer: { max_steps: 1 } });
     await train("base.yaml", "base");
     expectSuccess(await ws.run(["export", "--checkpoint", "base/final.safetensors", "--out", "hf"]), "kiln export");
@@ -114,7 +114,7 @@ describe("kiln train --init-from", () => {
     await expectRefused(["--init-from", "truncated"], 'truncated/model\\.safetensors \\(tensor "model\\.\\S+"\\)', ".*the file is truncated");
 
     for (const [dir, change, where, what] of [
-      ["scaled", { rope_scaling: { type: "linear", factor: 2 } }, "scaled/config\\.json \\(rope_scaling\\)", "rope_scaling is .*; kiln's RoPE has no scaling"],
+      ["scaled", { rope_scaling: { rope_type: "yarn", factor: 2 } }, "scaled/config\\.json \\(rope_scaling\\.rope_type\\)", 'RoPE scaling of type "yarn" is not one kiln computes'],
       ["mistral", { model_type: "mistral" }, "mistral/config\\.json \\(model_type\\)", 'model_type "mistral" is not one kiln trains'],
     ] as const) {
       await cp(ws.path("hf"), ws.path(dir), { recursive: true });
