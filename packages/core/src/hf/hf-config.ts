@@ -13,8 +13,7 @@ type Json = Record<string, unknown>;
 /**
  * The kiln model a Hugging Face config.json describes (GPT2LMHeadModel, LlamaForCausalLM or
  * Qwen2ForCausalLM). Anything kiln's forward pass does not compute (RoPE scaling other than
- * llama3 and linear, biases on Llama projections, Qwen2's sliding window, another activation,
- * ...) is refused by key.
+ * llama3 and linear, Qwen2's sliding window, another activation, ...) is refused by key.
  */
 export function modelConfigFromHf(json: unknown, file: string): ModelConfig {
   if (typeof json !== "object" || json === null || Array.isArray(json)) {
@@ -74,7 +73,8 @@ export function modelConfigFromHf(json: unknown, file: string): ModelConfig {
     }
     const ropeScaling = ropeScalingOf(c, rope !== undefined && rope !== null ? "rope_parameters" : "rope_scaling", fail);
     expect("hidden_act", "silu", "silu", "SwiGLU MLP");
-    const biases = type === "llama" ? { attentionBias: bool(c, "attention_bias", false, fail), mlpBias: bool(c, "mlp_bias", false, fail) } : {};
+    const attentionBias = type === "llama" && bool(c, "attention_bias", false, fail);
+    const mlpBias = type === "llama" && bool(c, "mlp_bias", false, fail);
     if (type !== "llama") {
       // Qwen2 computes a sliding window only in the layers past max_window_layers, and only with use_sliding_window.
       expect("use_sliding_window", false, false, "attention over the whole sequence; kiln has no sliding-window attention yet");
@@ -96,8 +96,8 @@ export function modelConfigFromHf(json: unknown, file: string): ModelConfig {
         intermediateSize: int("intermediate_size"),
         ropeTheta: num("rope_theta", 10000),
         ...(ropeScaling ? { ropeScaling } : {}),
-        ...(biases.attentionBias ? { attentionBias: true } : {}),
-        ...(biases.mlpBias ? { mlpBias: true } : {}),
+        ...(attentionBias ? { attentionBias } : {}),
+        ...(mlpBias ? { mlpBias } : {}),
         normEps: num("rms_norm_eps", 1e-6),
         tieEmbeddings: bool(c, "tie_word_embeddings", false, fail),
       }),
@@ -242,6 +242,7 @@ const qwen2HfConfig: HfConfigWriter = (m, torchDtype, ids) => ({
   initializer_range: 0.02,
   intermediate_size: m.intermediateSize,
   max_position_embeddings: m.maxSeqLen,
+  head_dim: headDim(m),
   max_window_layers: m.numLayers,
   num_attention_heads: m.numHeads,
   num_hidden_layers: m.numLayers,

@@ -82,6 +82,9 @@ export interface ModelConfig {
 
 export type ModelConfigInput = Pick<ModelConfig, "arch" | "vocabSize" | "hiddenSize" | "numLayers" | "numHeads" | "maxSeqLen"> & Partial<ModelConfig>;
 
+/** The RoPE kernels' base and scaling for this model. */
+export const ropeFrequencies = (c: ModelConfig) => ({ theta: c.ropeTheta, ...(c.ropeScaling ? { scaling: c.ropeScaling } : {}) });
+
 /** Attention head size: the explicit headDim, else hiddenSize / numHeads. */
 export const headDim = (c: ModelConfig) => c.headDim ?? c.hiddenSize / c.numHeads;
 

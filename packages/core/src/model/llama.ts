@@ -1,6 +1,6 @@
 import { add, attention, embedding, linear, rmsNorm, rope } from "../ops/index.js";
 import type { ArchDef } from "./arch-def.js";
-import { type ModelConfig, headDim, mamba3Of, mambaOf, moeOf } from "./config.js";
+import { type ModelConfig, headDim, mamba3Of, mambaOf, moeOf, ropeFrequencies } from "./config.js";
 import { mamba2Mixer, mamba2Params, mamba2Problem } from "./mamba2.js";
 import { mamba3Mixer, mamba3Params, mamba3Problem } from "./mamba3.js";
 import { moeMlp, moeMlpParams, swiGluMlp, swiGluMlpParams } from "./mlp.js";
@@ -23,9 +23,9 @@ import type { Trace } from "./trace.js";
  */
 function llamaForward(t: Trace, ids: number, archQkvBias: boolean): { hidden: number; head: number } {
   const { g, config: c, p } = t;
-  const qkvBias = archQkvBias || c.attentionBias === true;
+  const qkvBias = hasQkvBias(c, archQkvBias);
   const D = headDim(c);
-  const dims = { batch: t.batch, seqLen: t.seqLen, headDim: D, theta: c.ropeTheta, ...(c.ropeScaling ? { scaling: c.ropeScaling } : {}) };
+  const dims = { batch: t.batch, seqLen: t.seqLen, headDim: D, ...ropeFrequencies(c) };
   const moe = moeOf(c);
   const mla = mlaOf(c);
   const mamba = mambaOf(c);
@@ -65,9 +65,12 @@ function llamaForward(t: Trace, ids: number, archQkvBias: boolean): { hidden: nu
   }
 }
 
+/** Biases on q, k and v: the architecture's own (Qwen2) or the config's attention_bias. */
+const hasQkvBias = (c: ModelConfig, archQkvBias: boolean) => archQkvBias || c.attentionBias === true;
+
 function llamaParams(c: ModelConfig, archQkvBias: boolean): ParamSpec[] {
   const C = c.hiddenSize, D = headDim(c);
-  const qkvBias = archQkvBias || c.attentionBias === true;
+  const qkvBias = hasQkvBias(c, archQkvBias);
   const moe = moeOf(c);
   const mamba = mambaOf(c);
   const w = (name: string, shape: number[]): ParamSpec => ({ name, shape, decay: true, init: { kind: "normal", std: 0.02 } });

@@ -1,5 +1,5 @@
 import { assembleBlocks, attention, gatherBlock, linear, rmsNorm, rope } from "../ops/index.js";
-import type { ModelConfig } from "./config.js";
+import { type ModelConfig, ropeFrequencies } from "./config.js";
 import type { ParamSpec } from "./param-layout.js";
 import type { Trace } from "./trace.js";
 
@@ -26,7 +26,7 @@ export function mlaAttention(t: Trace, h: number, n: string): number {
   const rows = t.batch * t.seqLen;
   const H = c.numHeads, D = c.hiddenSize / c.numHeads, R = mla.rope, L = mla.kvLatent;
   const Dqk = D + R;
-  const ropeDims = { batch: t.batch, seqLen: t.seqLen, headDim: R, theta: c.ropeTheta, ...(c.ropeScaling ? { scaling: c.ropeScaling } : {}) };
+  const ropeDims = { batch: t.batch, seqLen: t.seqLen, headDim: R, ...ropeFrequencies(c) };
   const perHead = (cols: number, offset: number, headStride: number, rowStride: number) => ({ shape: { batch: rows, rows: H, cols }, layout: { offset, rowStride: headStride, batchStride: rowStride } });
 
   const q = mla.qLatent
