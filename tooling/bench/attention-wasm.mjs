@@ -34,7 +34,7 @@ function fill(backend, buffer, n, dtype, seed) {
 }
 
 /** Operands of one attention call in `backend`'s memory (every operand its own buffer). */
-function allocAttention(backend, dims) {
+export function allocAttention(backend, dims) {
   const { batch: B, seqLen: T, heads: H, kvHeads: KH, headDim: D, dtype } = dims;
   const sizes = { q: B * T * H * D, k: B * T * KH * D, v: B * T * KH * D, out: B * T * H * D, dOut: B * T * H * D };
   Object.assign(sizes, { dQ: sizes.q, dK: sizes.k, dV: sizes.v });

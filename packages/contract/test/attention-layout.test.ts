@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { KernelArgumentError } from "../src/errors.js";
-import { attentionBackwardSpec, attentionForwardSpec, attentionLayout } from "../src/kernels/attention.js";
+import { attentionBackwardSpec, attentionForwardSpec, attentionLayout, attentionPairs, firstKey } from "../src/kernels/attention.js";
 
 // The defaults and checks of the attention layout, vHeadDim (MLA) included.
 
@@ -23,6 +23,31 @@ describe("attentionLayout", () => {
     expect(l).toMatchObject({ vHeadDim: 6, kvRowStride: 64, vRowStride: 12, outRowStride: 24 });
     expect(l.scale).toBeCloseTo(1 / Math.sqrt(8), 15);
     expect(attentionLayout({ ...base, vHeadDim: 6, vRowStride: 40, outRowStride: 30 })).toMatchObject({ vRowStride: 40, outRowStride: 30 });
+  });
+});
+
+describe("sliding window", () => {
+  it("caps the window at seqLen and defaults it to seqLen", () => {
+    expect(attentionLayout(base).window).toBe(5);
+    expect(attentionLayout({ ...base, window: 3 }).window).toBe(3);
+    expect(attentionLayout({ ...base, window: 99 }).window).toBe(5);
+  });
+
+  it("starts query t's keys at max(0, t - window + 1)", () => {
+    expect([0, 1, 2, 3, 4].map((t) => firstKey(t, 2))).toEqual([0, 0, 1, 2, 3]);
+    expect(firstKey(4, 1)).toBe(4);
+  });
+
+  it("counts the pairs the window keeps: 1..W keys for the first W queries, W for the rest", () => {
+    // T = 5, W = 2: 1 + 2 + 2 + 2 + 2 = 9 pairs per head; 2 batches x 4 heads.
+    expect(attentionPairs({ ...base, window: 2 })).toBe(8 * 9);
+    expect(attentionPairs(base)).toBe(8 * 15);
+    expect(attentionPairs({ ...base, window: 1 })).toBe(8 * 5);
+    expect(attentionForwardSpec.flops!({ ...base, window: 2 } as never)).toBe(2 * 8 * 9 * 16);
+  });
+
+  it("refuses a window that is not a positive integer", () => {
+    for (const window of [0, -3, 2.5]) expect(() => attentionForwardSpec.check({ ...base, window } as never)).toThrow(/window must be a positive integer/);
   });
 });
 

@@ -25,6 +25,25 @@ kernel("attentionForward", () => {
     expectClose(arr(v.out), [3, 4.5, 7]);
   });
 
+  it("averages only the last `window` values when all keys are identical (sliding running mean)", () => {
+    const v = callOracle(
+      oracle.attentionForward,
+      { batch: 1, seqLen: 4, heads: 1, kvHeads: 1, headDim: 1, window: 2 },
+      { q: [0.3, -2, 5, 1], k: [1, 1, 1, 1], v: [3, 6, 12, 2], out: [0, 0, 0, 0], lse: [0, 0, 0, 0] },
+    );
+    expectClose(arr(v.out), [3, 4.5, 9, 7]);
+    // Two equal scores s: lse = s + ln 2 (scale 1/sqrt(1) = 1, s = q).
+    expectClose(arr(v.lse), [0.3, -2 + Math.log(2), 5 + Math.log(2), 1 + Math.log(2)]);
+  });
+
+  it("is the causal mask when the window reaches the whole sequence or beyond", () => {
+    const args = { q: [0.3, -2, 5], k: [1, 1, 1], v: [3, 6, 12], out: [0, 0, 0], lse: [0, 0, 0] };
+    for (const window of [3, 40]) {
+      const v = callOracle(oracle.attentionForward, { batch: 1, seqLen: 3, heads: 1, kvHeads: 1, headDim: 1, window }, args);
+      expectClose(arr(v.out), [3, 4.5, 7]);
+    }
+  });
+
   it("weights values by softmax(scale q.k): scores [0, ln 3] give weights [1/4, 3/4] and lse = ln 4", () => {
     const v = callOracle(
       oracle.attentionForward,
@@ -89,6 +108,18 @@ kernel("attentionBackward", () => {
     expectClose(arr(v.dQ), [0, 0]);
     expectClose(arr(v.dK), [0, 0]);
     expectClose(arr(v.dV), [1, -2]);
+  });
+
+  it("with a window of 1 passes dOut to dV row by row and gives zero dQ and dK", () => {
+    // Each query sees its own key only: out = v, p = 1, so dS = 0.
+    const v = callOracle(
+      oracle.attentionBackward,
+      { batch: 1, seqLen: 3, heads: 1, kvHeads: 1, headDim: 1, window: 1 },
+      { dOut: [1, -2, 3], q: [1, 2, 3], k: [3, 4, 5], v: [5, -6, 7], out: [5, -6, 7], lse: [3, 8, 15], dQ: [9, 9, 9], dK: [9, 9, 9], dV: [9, 9, 9] },
+    );
+    expectClose(arr(v.dQ), [0, 0, 0]);
+    expectClose(arr(v.dK), [0, 0, 0]);
+    expectClose(arr(v.dV), [1, -2, 3]);
   });
 
   it("sums dV over the query heads that share a kv head", () => {

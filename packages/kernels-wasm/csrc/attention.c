@@ -1,8 +1,9 @@
 /*
- * attention: fused causal scaled-dot-product attention (flash style), GQA aware.
+ * attention: fused causal scaled-dot-product attention (flash style), GQA aware,
+ * optionally with a sliding window of W keys.
  *
  * Math, for query head h reading kv head g = h / (heads / kv_heads):
- *   s[t,u] = scale * q[t]·k[u]  for u <= t
+ *   s[t,u] = scale * q[t]·k[u]  for t - W < u <= t  (W = seq_len without a window)
  *   out[t] = sum_u p[t,u] v[u],  p[t,:] = softmax(s[t,:]),  lse[t] = log sum_u exp(s[t,u])
  * Backward, with D[t] = dOut[t]·out[t] and p recomputed as exp(s - lse):
  *   dP = dOut v^T;  dS = p (dP - D);  dQ = scale dS k;  dK = scale dS^T q;  dV = p^T dOut
@@ -29,7 +30,8 @@
  *   backward: S = Q K^T,  dP = dO V^T,  dV += P^T dO,  dK += dS^T Q,  dQ += dS K
  * K^T and V^T are kept per key tile as (dpad x BK) and (vpad x BK). On tiles
  * that cross the diagonal, each row sliver skips the columns and depth the
- * causal mask removes.
+ * causal mask removes. A window skips the key tiles wholly before it and masks
+ * the keys before it inside its first tile (scores -inf, p and dS zero).
  * Nothing larger than BQ x BK scores exists at once.
  *
  * Threads:
@@ -86,6 +88,7 @@ typedef struct {
   void* d_v;
   uint8_t* scratch;
   uint32_t scratch_stride; /* bytes */
+  int32_t window;          /* keys each query sees, 1..seq_len */
 } AttentionArgs;
 
 KILN_INLINE int round_up(int x, int m) { return (x + m - 1) / m * m; }
@@ -276,13 +279,14 @@ static Work work_at(uint8_t* base, int seq_len, int wpad, int backward) {
 /* ---- shared pieces ------------------------------------------------------ */
 
 typedef struct {
-  int T, D, dpad, DV, vpad, wpad, group;
+  int T, W, D, dpad, DV, vpad, wpad, group;
   size_t q_stride, kv_stride, v_stride, out_stride;
 } Dims;
 
 static Dims dims_of(const AttentionArgs* a) {
   Dims d;
   d.T = a->seq_len;
+  d.W = a->window;
   d.D = a->head_dim;
   d.dpad = round_up(a->head_dim, 4);
   d.DV = a->v_head_dim;
@@ -328,6 +332,14 @@ static void put_transposed(const float* row, int npad, int u, float* tiles) {
   for (int c = 0; c < npad; c++) col[(size_t)c * BK] = row[c];
 }
 
+/* First key tile a block of queries from q0 needs: the one holding q0's first key. */
+KILN_INLINE int first_tile(const Dims* d, int q0) { return kiln_max(q0 - d->W + 1, 0) / BK; }
+
+/* Key tiles a block of queries from q0 reads. */
+KILN_INLINE int block_tiles(const Dims* d, int q0) {
+  return (kiln_min(q0 + BQ, d->T) - 1) / BK + 1 - first_tile(d, q0);
+}
+
 /* ---- forward ----------------------------------------------------------------- */
 
 /* Which (b, g) a thread's converted K^T / V hold, and how many keys. */
@@ -352,11 +364,13 @@ static void forward_keys(const AttentionArgs* a, const Dims* d, Work* w, KvCache
 /*
  * Online softmax over one tile for row i (scores in log2 units): updates the
  * running max m and sum l, rescales the output row, and turns the row of S
- * into p in place, zero from `valid` on (up to BK).
+ * into p in place, zero before `lo` (the window's first key) and from `valid`
+ * on (up to BK).
  */
-static NOINLINE void softmax_tile_row(Work* w, const Dims* d, int i, int valid) {
+static NOINLINE void softmax_tile_row(Work* w, const Dims* d, int i, int lo, int valid) {
   float* srow = w->s + (size_t)i * BK;
   const v128_t neg_inf = wasm_f32x4_splat(-__builtin_inff());
+  for (int j = 0; j < lo; j += 4) wasm_v128_store(srow + j, wasm_v128_bitselect(neg_inf, wasm_v128_load(srow + j), lanes_below(j, lo)));
   const int full = valid & ~3;
   v128_t vmax = neg_inf;
   /* pmax (one instruction; max is several): a NaN score may be left out of the max, but
@@ -391,7 +405,7 @@ static NOINLINE void softmax_tile_row(Work* w, const Dims* d, int i, int valid) 
 
 static void forward_block(const AttentionArgs* a, const Dims* d, Work* w, KvCache* cache, int b, int h, int q0) {
   const int nq = kiln_min(BQ, d->T - q0), mq = round_up(nq, MR);
-  const int tiles = (q0 + nq - 1) / BK + 1;
+  const int t0 = first_tile(d, q0), tiles = (q0 + nq - 1) / BK + 1;
   forward_keys(a, d, w, cache, b, h / d->group, tiles * BK);
   load_query_block(a->q, d->q_stride, d->D, d->dpad, a->dtype, d, b, h, q0, nq, mq, a->scale * LOG2E, w->q);
   for (int i = 0; i < mq; i++) {
@@ -400,12 +414,14 @@ static void forward_block(const AttentionArgs* a, const Dims* d, Work* w, KvCach
   }
   zero_floats(w->o, (size_t)mq * d->vpad);
 
-  for (int t = 0; t < tiles; t++) {
+  for (int t = t0; t < tiles; t++) {
     const int k0 = t * BK, kn = kiln_min(BK, d->T - k0), delta = q0 - k0;
     gemm(mq, round_up(kn, 4), d->dpad, w->q, d->dpad, 0, w->kt + (size_t)t * d->dpad * BK, BK, w->s, BK, 0, KEY_COLS, delta);
     for (int i = 0; i < mq; i++) {
+      /* Row i sees this tile's keys [lo, valid): after the window's start, up to its own position. */
+      const int lo = kiln_max(i + delta - d->W + 1, 0);
       const int valid = i < nq ? kiln_min(kn, i + delta + 1) : 0;
-      if (valid > 0) softmax_tile_row(w, d, i, valid);
+      if (valid > lo) softmax_tile_row(w, d, i, lo, valid);
       else zero_floats(w->s + (size_t)i * BK, BK);
     }
     gemm(mq, d->vpad, kn, w->s, BK, 0, w->v + (size_t)k0 * d->vpad, d->vpad, w->o, d->vpad, 1, KEY_DEPTH, delta);
@@ -426,13 +442,13 @@ void kiln_attention_forward(const AttentionArgs* a, int thread, int nthreads) {
   const int blocks = (d.T + BQ - 1) / BQ;
   /* Cost of a unit = its key tiles; a unit belongs to the thread whose share holds its midpoint. */
   uint64_t per_head = 0;
-  for (int qb = 0; qb < blocks; qb++) per_head += (uint64_t)((kiln_min(qb * BQ + BQ, d.T) - 1) / BK + 1);
+  for (int qb = 0; qb < blocks; qb++) per_head += (uint64_t)block_tiles(&d, qb * BQ);
   const uint64_t total = per_head * (uint64_t)a->batch * (uint64_t)a->heads;
   uint64_t before = 0;
   for (int b = 0; b < a->batch; b++) {
     for (int h = 0; h < a->heads; h++) {
       for (int qb = 0; qb < blocks; qb++) {
-        const uint64_t cost = (uint64_t)((kiln_min(qb * BQ + BQ, d.T) - 1) / BK + 1);
+        const uint64_t cost = (uint64_t)block_tiles(&d, qb * BQ);
         const uint64_t owner = ((2 * before + cost) * (uint64_t)nthreads) / (2 * total);
         before += cost;
         if ((int)owner == thread) forward_block(a, &d, &w, &cache, b, h, qb * BQ);
@@ -459,9 +475,9 @@ static void backward_keys(const AttentionArgs* a, const Dims* d, Work* w, int b,
 
 /*
  * Row i of a tile: p = 2^(S c - lse log2 e) over S in place, dS = p (dP - D)
- * over dP in place, both zero from `valid` on (up to BK).
+ * over dP in place, both zero before `lo` and from `valid` on (up to BK).
  */
-static NOINLINE void gradient_tile_row(Work* w, int i, int valid, float c) {
+static NOINLINE void gradient_tile_row(Work* w, int i, int lo, int valid, float c) {
   float* srow = w->s + (size_t)i * BK;
   float* dprow = w->dp + (size_t)i * BK;
   const v128_t vc = wasm_f32x4_splat(c), vlse = wasm_f32x4_splat(w->l[i]), vd = wasm_f32x4_splat(w->m[i]);
@@ -469,6 +485,7 @@ static NOINLINE void gradient_tile_row(Work* w, int i, int valid, float c) {
   for (int j = 0; j < end; j += 4) {
     v128_t p = kiln_exp2_f32x4(wasm_f32x4_sub(wasm_f32x4_mul(wasm_v128_load(srow + j), vc), vlse));
     if (j + 4 > valid) p = wasm_v128_and(p, lanes_below(j, valid));
+    if (j < lo) p = wasm_v128_andnot(p, lanes_below(j, lo));
     wasm_v128_store(srow + j, p);
     wasm_v128_store(dprow + j, wasm_f32x4_mul(p, wasm_f32x4_sub(wasm_v128_load(dprow + j), vd)));
   }
@@ -478,7 +495,7 @@ static NOINLINE void gradient_tile_row(Work* w, int i, int valid, float c) {
 
 static void backward_block(const AttentionArgs* a, const Dims* d, Work* w, int b, int h, int q0) {
   const int nq = kiln_min(BQ, d->T - q0), mq = round_up(nq, MR);
-  const int tiles = (q0 + nq - 1) / BK + 1;
+  const int t0 = first_tile(d, q0), tiles = (q0 + nq - 1) / BK + 1;
   const float c = a->scale * LOG2E;
   load_query_block(a->q, d->q_stride, d->D, d->dpad, a->dtype, d, b, h, q0, nq, mq, 1.0f, w->q);
   load_query_block(a->d_out, d->out_stride, d->DV, d->vpad, a->dtype, d, b, h, q0, nq, mq, 1.0f, w->dout);
@@ -498,16 +515,17 @@ static void backward_block(const AttentionArgs* a, const Dims* d, Work* w, int b
   }
   zero_floats(w->o, (size_t)mq * d->dpad);
 
-  for (int t = 0; t < tiles; t++) {
+  for (int t = t0; t < tiles; t++) {
     const int k0 = t * BK, kn = kiln_min(BK, d->T - k0), mk = round_up(kn, MR), delta = q0 - k0;
     const float* kt = w->kt + (size_t)t * d->dpad * BK;
     const float* vt = w->vt + (size_t)t * d->vpad * BK;
     gemm(mq, round_up(kn, 4), d->dpad, w->q, d->dpad, 0, kt, BK, w->s, BK, 0, KEY_COLS, delta);
     gemm(mq, round_up(kn, 4), d->vpad, w->dout, d->vpad, 0, vt, BK, w->dp, BK, 0, KEY_COLS, delta);
     for (int i = 0; i < mq; i++) {
+      const int lo = kiln_max(i + delta - d->W + 1, 0);
       const int valid = i < nq ? kiln_min(kn, i + delta + 1) : 0;
-      if (valid > 0) {
-        gradient_tile_row(w, i, valid, c);
+      if (valid > lo) {
+        gradient_tile_row(w, i, lo, valid, c);
       } else {
         zero_floats(w->s + (size_t)i * BK, BK);
         zero_floats(w->dp + (size_t)i * BK, BK);

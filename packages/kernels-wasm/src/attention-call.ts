@@ -1,4 +1,4 @@
-import type { FloatDType } from "@kiln/contract";
+import { type FloatDType, attentionPairs } from "@kiln/contract";
 import type { KernelRuntime } from "./kernel-runtime.js";
 import { threadsFor } from "./matmul-call.js";
 import { storageDtypeCode } from "./storage-dtype.js";
@@ -19,6 +19,8 @@ export interface AttentionCall {
   vRowStride: number;
   outRowStride: number;
   scale: number;
+  /** Keys each query sees, its own included: min(window, seqLen). */
+  window: number;
   dtype: FloatDType;
   q: number;
   k: number;
@@ -37,7 +39,7 @@ const FIELD = {
   batch: 0, seqLen: 1, heads: 2, kvHeads: 3, headDim: 4, vHeadDim: 5,
   qRowStride: 6, kvRowStride: 7, vRowStride: 8, outRowStride: 9, scale: 10, dtype: 11,
   q: 12, k: 13, v: 14, out: 15, lse: 16, dOut: 17, dQ: 18, dK: 19, dV: 20,
-  scratch: 21, scratchStride: 22,
+  scratch: 21, scratchStride: 22, window: 23,
 } as const;
 
 /** Per-thread scratch of the attention kernels, grown on demand and kept with the runtime. */
@@ -69,14 +71,15 @@ function writeAttentionArgs(rt: KernelRuntime, call: AttentionCall, scratch: { p
   for (const key of ["q", "k", "v", "out", "lse", "dOut", "dQ", "dK", "dV"] as const) u32[FIELD[key]] = call[key];
   u32[FIELD.scratch] = scratch.ptr;
   u32[FIELD.scratchStride] = scratch.stride;
+  u32[FIELD.window] = call.window;
 }
 
-/** Multiply-adds x 2 of the forward, causal half (the contract's count): q·k over headDim, p·v over vHeadDim. */
+/** Multiply-adds x 2 of the forward over the pairs the mask keeps (the contract's count): q·k over headDim, p·v over vHeadDim. */
 function attentionFlops(call: AttentionCall): number {
-  return 2 * call.batch * call.heads * (call.headDim + call.vHeadDim) * ((call.seqLen * (call.seqLen + 1)) / 2);
+  return 2 * attentionPairs(call) * (call.headDim + call.vHeadDim);
 }
 
-/** out, lse = causal attention of q, k, v. Work is split over (batch, head, query block). */
+/** out, lse = causal (or sliding-window) attention of q, k, v. Work is split over (batch, head, query block). */
 export function runAttentionForward(rt: KernelRuntime, call: AttentionCall, maxThreads?: number): void {
   const scratch = attentionScratch(rt, scratchBytes(rt, call, false));
   writeAttentionArgs(rt, call, scratch);

@@ -85,6 +85,7 @@ function callOf(args: AttentionDims, at: Record<string, number>): AttentionCall 
     vRowStride: l.vRowStride,
     outRowStride: l.outRowStride,
     scale: l.scale,
+    window: l.window,
     dtype: args.dtype,
     q: at.q,
     k: at.k,
@@ -100,7 +101,7 @@ function callOf(args: AttentionDims, at: Record<string, number>): AttentionCall 
 
 const DTYPES = ["f32", "bf16", "f16"] as const;
 
-/** Causal attention forward and backward (f32, bf16, f16 storage; f32 compute). */
+/** Causal and sliding-window attention forward and backward (f32, bf16, f16 storage; f32 compute). */
 export const ATTENTION_KERNELS: WasmKernelTable = {
   attentionForward: {
     dtypes: DTYPES,

@@ -130,6 +130,30 @@ const packedQkv = (backward: boolean): Def =>
     shared: backward ? [{ q: 0, k: 12, v: 24 }, { dQ: 0, dK: 12, dV: 24 }] : [{ q: 0, k: 12, v: 24 }],
   });
 
+/**
+ * Sliding windows: a window of one key; windows smaller than, equal to and larger than
+ * the sequence; edges inside a key tile and on tile boundaries (64, 128); sequences with
+ * whole key tiles before the window to skip; a value head of its own; peaked scores.
+ */
+const windowShapes: Def[] = [
+  d("one", { batch: 1, seqLen: 5, heads: 1, kvHeads: 1, headDim: 3, window: 1 }, { label: "sliding window" }),
+  d("odd", { batch: 2, seqLen: 13, heads: 4, kvHeads: 2, headDim: 6, window: 4 }, { label: "sliding window, gqa" }),
+  d("options", { batch: 1, seqLen: 20, heads: 2, kvHeads: 2, headDim: 8, window: 20 }, { label: "window = seqLen" }),
+  d("options", { batch: 1, seqLen: 9, heads: 2, kvHeads: 1, headDim: 8, window: 50 }, { label: "window > seqLen" }),
+  d("long", { batch: 2, seqLen: 77, heads: 2, kvHeads: 1, headDim: 40, vHeadDim: 56, window: 33 }, { label: "sliding window, vHeadDim > headDim" }),
+  d("long", { batch: 1, seqLen: 300, heads: 2, kvHeads: 1, headDim: 64, window: 100 }, { label: "sliding window" }),
+  d("long", { batch: 1, seqLen: 200, heads: 1, kvHeads: 1, headDim: 32, window: 64 }, { label: "sliding window" }),
+  d("long", { batch: 1, seqLen: 260, heads: 2, kvHeads: 2, headDim: 16, window: 65 }, { label: "sliding window" }),
+  d("options", { batch: 1, seqLen: 150, heads: 2, kvHeads: 1, headDim: 64, scale: 4, window: 63 }, { label: "sliding window, scale=4" }),
+  d("large", { batch: 1, seqLen: 512, heads: 2, kvHeads: 1, headDim: 64, window: 128 }, { label: "sliding window" }),
+];
+
+/** GPT-2's packed qkv with a window of 3. */
+const packedQkvWindow = (backward: boolean): Def => {
+  const s = packedQkv(backward);
+  return { ...s, args: { ...s.args, window: 3 }, label: "one packed qkv buffer, sliding window" };
+};
+
 /** rope_scaling of Llama 3.1-3.2 (factor 32 for 3.2, 8 for 3.1; the bands are the same). */
 const LLAMA3_SCALING = { type: "llama3", factor: 32, lowFreqFactor: 1, highFreqFactor: 4, originalMaxPositions: 8192 };
 
@@ -456,8 +480,8 @@ const CASES: Record<KernelName, Defs> = {
   swiGluBackward: () => unarySizes("swiGluBackward").filter((s) => s.shape !== "in-place"),
   ropeForward: () => ropeShapes,
   ropeBackward: () => ropeShapes,
-  attentionForward: () => [...attentionShapes, packedQkv(false), ...vHeadShapes, packedKv(false), ...peakedAttentionShapes],
-  attentionBackward: () => [...attentionShapes, packedQkv(true), ...vHeadShapes, packedKv(true)].map((s) => ({ ...s, derive: deriveFrom("attentionForward", { out: "out", lse: "lse" }) })),
+  attentionForward: () => [...attentionShapes, packedQkv(false), ...vHeadShapes, packedKv(false), ...peakedAttentionShapes, ...windowShapes, packedQkvWindow(false)],
+  attentionBackward: () => [...attentionShapes, packedQkv(true), ...vHeadShapes, packedKv(true), ...windowShapes, packedQkvWindow(true)].map((s) => ({ ...s, derive: deriveFrom("attentionForward", { out: "out", lse: "lse" }) })),
   crossEntropyForward: () => ceShapes(false),
   crossEntropyBackward: () => ceShapes(true),
   softmaxForward: () => [

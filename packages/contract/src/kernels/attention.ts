@@ -22,6 +22,9 @@ import { type KernelSpec, operand, positiveInts, require, stridedExtent } from "
  *   s[t,u] = scale * q[t]·k[u] for u <= t;  p = softmax_u(s);  out[t] = sum_u p[t,u] v[u]
  * scale defaults to 1/sqrt(headDim). Scores and sums in f32; nothing of size
  * seqLen x seqLen needs to exist beyond one tile.
+ * window W (sliding-window attention, Mistral's sliding_window): query t sees only keys
+ * t-W < u <= t, the last W positions including its own; undefined, or W >= seqLen, is
+ * the full causal mask. Kernels skip key tiles wholly outside the window.
  */
 export interface AttentionForwardArgs {
   q: Operand;
@@ -44,6 +47,8 @@ export interface AttentionForwardArgs {
   vRowStride?: number;
   outRowStride?: number;
   scale?: number;
+  /** Keys each query sees, its own included (sliding window); default seqLen. */
+  window?: number;
   dtype: FloatDType;
 }
 
@@ -52,7 +57,7 @@ export interface AttentionForwardArgs {
  *   dP = dOut v^T;  dS = p (dP - D);  dQ = scale dS k;  dK = scale dS^T q;  dV = p^T dOut
  * summed over the query heads that share a kv head. dQ has q's layout (qRowStride),
  * dK has k's (kvRowStride, headDim wide), dV has v's (vRowStride, vHeadDim wide),
- * dOut has out's (outRowStride, vHeadDim wide). All overwritten.
+ * dOut has out's (outRowStride, vHeadDim wide). All overwritten. `window` as in the forward.
  */
 export interface AttentionBackwardArgs {
   dOut: Operand;
@@ -75,6 +80,7 @@ export interface AttentionBackwardArgs {
   vRowStride?: number;
   outRowStride?: number;
   scale?: number;
+  window?: number;
   dtype: FloatDType;
 }
 
@@ -92,8 +98,13 @@ export function attentionLayout(a: AttentionDims) {
     outRowStride: a.outRowStride ?? a.heads * vHeadDim,
     scale: a.scale ?? 1 / Math.sqrt(a.headDim),
     group: a.heads / a.kvHeads,
+    /** Keys a query sees at most: min(window, seqLen). */
+    window: Math.min(a.window ?? a.seqLen, a.seqLen),
   };
 }
+
+/** The first key query t sees under a window of W keys. */
+export const firstKey = (t: number, window: number) => Math.max(0, t - window + 1);
 
 function extents(a: AttentionDims) {
   const l = attentionLayout(a);
@@ -108,7 +119,7 @@ function extents(a: AttentionDims) {
 }
 
 function checkAttention(name: string, a: AttentionDims): void {
-  positiveInts(name, { batch: a.batch, seqLen: a.seqLen, heads: a.heads, kvHeads: a.kvHeads, headDim: a.headDim, vHeadDim: a.vHeadDim });
+  positiveInts(name, { batch: a.batch, seqLen: a.seqLen, heads: a.heads, kvHeads: a.kvHeads, headDim: a.headDim, vHeadDim: a.vHeadDim, window: a.window });
   require(name, a.heads % a.kvHeads === 0, `heads (${a.heads}) must be a multiple of kvHeads (${a.kvHeads})`);
   const l = attentionLayout(a);
   const D = a.headDim, DV = l.vHeadDim;
@@ -120,14 +131,20 @@ function checkAttention(name: string, a: AttentionDims): void {
   atLeast("outRowStride", l.outRowStride, "heads*vHeadDim", a.heads * DV);
 }
 
-/** Query-key pairs the causal mask keeps, over all heads and batches. */
-const causalPairs = (a: AttentionDims) => a.batch * a.heads * ((a.seqLen * (a.seqLen + 1)) / 2);
+/**
+ * Query-key pairs the mask keeps, over all heads and batches: the first W queries see
+ * 1..W keys, the other T-W see W each.
+ */
+export function attentionPairs(a: AttentionDims): number {
+  const T = a.seqLen, W = attentionLayout(a).window;
+  return a.batch * a.heads * ((W * (W + 1)) / 2 + (T - W) * W);
+}
 
 /** q·k (headDim) and p·v (vHeadDim) per kept pair. */
-const attentionFlops = (a: AttentionDims) => 2 * causalPairs(a) * (a.headDim + attentionLayout(a).vHeadDim);
+const attentionFlops = (a: AttentionDims) => 2 * attentionPairs(a) * (a.headDim + attentionLayout(a).vHeadDim);
 
 /** Recomputed q·k, dQ and dK (headDim each); dP = dOut·v and dV (vHeadDim each). */
-const attentionBackwardFlops = (a: AttentionDims) => 2 * causalPairs(a) * (3 * a.headDim + 2 * attentionLayout(a).vHeadDim);
+const attentionBackwardFlops = (a: AttentionDims) => 2 * attentionPairs(a) * (3 * a.headDim + 2 * attentionLayout(a).vHeadDim);
 
 export const attentionForwardSpec: KernelSpec<AttentionForwardArgs> = {
   name: "attentionForward",

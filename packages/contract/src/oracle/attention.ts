@@ -1,4 +1,4 @@
-import { type AttentionBackwardArgs, type AttentionForwardArgs, attentionLayout } from "../kernels/attention.js";
+import { type AttentionBackwardArgs, type AttentionForwardArgs, attentionLayout, firstKey } from "../kernels/attention.js";
 import type { OracleKernel } from "./types.js";
 
 function dot(x: Float64Array, xo: number, y: Float64Array, yo: number, n: number): number {
@@ -19,17 +19,18 @@ export const attentionForwardOracle: OracleKernel<AttentionForwardArgs> = (a, v)
       const kvh = Math.floor(h / l.group);
       for (let t = 0; t < T; t++) {
         const qo = (b * T + t) * l.qRowStride + h * D;
+        const u0 = firstKey(t, l.window);
         let max = -Infinity;
-        for (let u = 0; u <= t; u++) {
+        for (let u = u0; u <= t; u++) {
           scores[u] = l.scale * dot(v.q, qo, v.k, (b * T + u) * l.kvRowStride + kvh * D, D);
           max = Math.max(max, scores[u]);
         }
         let sum = 0;
-        for (let u = 0; u <= t; u++) sum += Math.exp(scores[u] - max);
+        for (let u = u0; u <= t; u++) sum += Math.exp(scores[u] - max);
         const lse = max + Math.log(sum);
         const oo = (b * T + t) * l.outRowStride + h * DV;
         for (let d = 0; d < DV; d++) v.out[oo + d] = 0;
-        for (let u = 0; u <= t; u++) {
+        for (let u = u0; u <= t; u++) {
           const p = Math.exp(scores[u] - lse);
           const vo = (b * T + u) * l.vRowStride + kvh * DV;
           for (let d = 0; d < DV; d++) v.out[oo + d] += p * v.v[vo + d];
@@ -58,7 +59,7 @@ export const attentionBackwardOracle: OracleKernel<AttentionBackwardArgs> = (a, 
         const oo = (b * T + t) * l.outRowStride + h * DV;
         const lse = v.lse[(b * H + h) * T + t];
         const dOutDotOut = dot(v.dOut, oo, v.out, oo, DV);
-        for (let u = 0; u <= t; u++) {
+        for (let u = firstKey(t, l.window); u <= t; u++) {
           const ko = (b * T + u) * l.kvRowStride + kvh * D;
           const vo = (b * T + u) * l.vRowStride + kvh * DV;
           const p = Math.exp(l.scale * dot(v.q, qo, v.k, ko, D) - lse);
