@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ARCHITECTURES, ARCH_NAMES, type Arch, buildTrainingGraph, modelConfigProblem, paramLayout, resolveModelConfig } from "../src/index.js";
+import { ARCHITECTURES, ARCH_NAMES, type Arch, buildTrainingGraph, modelConfigProblem, paramLayout, resolveModelConfig, trainingFlopsPerToken } from "../src/index.js";
 
 const small = (arch: Arch) => resolveModelConfig({ arch, vocabSize: 37, hiddenSize: 24, numLayers: 2, numHeads: 4, kvHeads: arch === "gpt2" ? 4 : 2, maxSeqLen: 16 });
 // Llama's layers composed per index: Mamba2 in layer 1 (48 = 4 heads of 12), attention in layer 0.
@@ -44,6 +44,26 @@ describe("architecture registry", () => {
     expect(modelConfigProblem({ ...small("gpt2"), kvHeads: 2 })).toMatchObject({ field: "kvHeads" });
     expect(modelConfigProblem({ ...small("llama"), hiddenSize: 20, numHeads: 4, kvHeads: 4 })).toMatchObject({ field: "numHeads", message: expect.stringContaining("odd") });
     expect(modelConfigProblem({ ...small("llama"), numHeads: 4, kvHeads: 3 })).toMatchObject({ field: "kvHeads" });
+  });
+
+  it("takes sliding windows where the family computes them, and refuses them elsewhere by key", () => {
+    const sliding = ["sliding_attention", "full_attention"] as const;
+    expect(modelConfigProblem({ ...small("mistral"), slidingWindow: 4 })).toBeUndefined();
+    expect(modelConfigProblem({ ...small("qwen3"), slidingWindow: 4, layerTypes: [...sliding] })).toBeUndefined();
+    expect(modelConfigProblem({ ...small("llama"), slidingWindow: 4 })).toMatchObject({ field: "slidingWindow", message: expect.stringContaining("llama computes full attention") });
+    expect(modelConfigProblem({ ...small("gpt2"), slidingWindow: 4 })).toMatchObject({ field: "slidingWindow" });
+    expect(modelConfigProblem({ ...small("mistral"), slidingWindow: 4, layerTypes: [...sliding] })).toMatchObject({ field: "layerTypes", message: expect.stringContaining("every layer") });
+    expect(modelConfigProblem({ ...small("qwen2"), slidingWindow: 4, layerTypes: ["sliding_attention"] })).toMatchObject({ field: "layerTypes", message: "layer_types lists 1 layers; the model has 2" });
+    expect(modelConfigProblem({ ...small("qwen2"), layerTypes: [...sliding] })).toMatchObject({ field: "layerTypes", message: expect.stringContaining("sliding_window is not set") });
+  });
+
+  it("passes each layer's window to its attention, and counts a window's keys in the FLOPs", () => {
+    const c = { ...small("qwen2"), slidingWindow: 3, layerTypes: ["sliding_attention", "full_attention"] as ("sliding_attention" | "full_attention")[] };
+    const g = buildTrainingGraph(c, paramLayout(c), 2, 8, "none").graph;
+    const windows = g.nodes.filter((n) => (n.attrs as { kernel?: string }).kernel === "attentionForward").map((n) => (n.attrs as { args: { window?: number } }).args.window);
+    expect(windows).toEqual([3, undefined]);
+    const perLayer = 12 * 4 * 6;
+    expect(trainingFlopsPerToken(small("qwen2"), 8) - trainingFlopsPerToken(c, 8)).toBe(perLayer * (8 - 3));
   });
 
   it("builds Mamba3 mixers with mamba3_enabled: every parameter read, the branches each key asks for", () => {

@@ -73,14 +73,69 @@ describe("Hugging Face config.json", () => {
     expect(refusal({ ...base, head_dim: 7 }).message).toBe("head_dim 7 is odd; rotary embeddings need an even head size");
   });
 
+  it("writes RoPE under transformers 5's rope_parameters and 4's rope_theta / rope_scaling, and dtype under both names", () => {
+    const json = hfConfigOf({ ...llama, ropeScaling: { type: "linear", factor: 2 } }, "bfloat16");
+    expect(json).toMatchObject({ rope_parameters: { rope_type: "linear", factor: 2, rope_theta: 500000 }, rope_scaling: { rope_type: "linear", factor: 2 }, rope_theta: 500000, dtype: "bfloat16", torch_dtype: "bfloat16" });
+    expect(hfConfigOf(llama, "float32")).toMatchObject({ rope_parameters: { rope_type: "default", rope_theta: 500000 }, rope_scaling: null });
+  });
+
+  it("reads Qwen3 (head_dim, attention_bias, q/k norms by class) and writes Qwen3ForCausalLM", () => {
+    // Qwen3-0.6B's config.json, as published (the keys kiln reads).
+    const qwen3 = {
+      architectures: ["Qwen3ForCausalLM"], model_type: "qwen3", vocab_size: 151936, hidden_size: 1024, intermediate_size: 3072, num_hidden_layers: 28,
+      num_attention_heads: 16, num_key_value_heads: 8, head_dim: 128, max_position_embeddings: 40960, max_window_layers: 28, rms_norm_eps: 1e-6,
+      rope_scaling: null, rope_theta: 1000000, sliding_window: null, use_sliding_window: false, tie_word_embeddings: true, attention_bias: false, hidden_act: "silu",
+    };
+    const m = modelConfigFromHf(qwen3, "config.json");
+    expect(m).toMatchObject({ arch: "qwen3", headDim: 128, kvHeads: 8, ropeTheta: 1e6, tieEmbeddings: true });
+    expect(m.slidingWindow).toBeUndefined();
+    const written = hfConfigOf(m, "bfloat16");
+    expect(written).toMatchObject({ architectures: ["Qwen3ForCausalLM"], model_type: "qwen3", head_dim: 128, use_sliding_window: false, sliding_window: null, attention_bias: false });
+    expect(Object.keys(qwen3).filter((k) => !(k in written))).toEqual([]);
+    expect(modelConfigFromHf(written, "config.json")).toEqual(m);
+    expect(modelConfigFromHf({ ...qwen3, attention_bias: true }, "config.json").attentionBias).toBe(true);
+  });
+
+  it("reads Qwen2's sliding window only with use_sliding_window: from layer_types, else from max_window_layers on", () => {
+    const base = { ...hfConfigOf({ ...llama, arch: "qwen2", tieEmbeddings: false }, "float32") };
+    delete base.layer_types;
+    expect(modelConfigFromHf({ ...base, use_sliding_window: false, sliding_window: 4 }, "config.json").slidingWindow).toBeUndefined();
+    const derived = modelConfigFromHf({ ...base, use_sliding_window: true, sliding_window: 4, max_window_layers: 1 }, "config.json");
+    expect(derived).toMatchObject({ slidingWindow: 4, layerTypes: ["full_attention", "sliding_attention"] });
+    const listed = modelConfigFromHf({ ...base, use_sliding_window: true, sliding_window: 4, layer_types: ["sliding_attention", "full_attention"] }, "config.json");
+    expect(listed.layerTypes).toEqual(["sliding_attention", "full_attention"]);
+    expect(hfConfigOf(listed, "float32")).toMatchObject({ use_sliding_window: true, sliding_window: 4, layer_types: ["sliding_attention", "full_attention"], max_window_layers: 0 });
+    expect(modelConfigFromHf(hfConfigOf(listed, "float32"), "config.json")).toEqual(listed);
+    const bad = refusal({ ...base, use_sliding_window: true, sliding_window: 4, layer_types: ["sliding_attention"] });
+    expect(bad.where).toBe("m/config.json (layer_types)");
+    expect(refusal({ ...base, use_sliding_window: true }).where).toBe("m/config.json (sliding_window)");
+  });
+
+  it("reads Mistral's sliding_window (null: full attention) and writes MistralForCausalLM", () => {
+    const mistral = {
+      architectures: ["MistralForCausalLM"], model_type: "mistral", vocab_size: 32000, hidden_size: 4096, intermediate_size: 14336, num_hidden_layers: 32,
+      num_attention_heads: 32, num_key_value_heads: 8, head_dim: null, max_position_embeddings: 32768, rms_norm_eps: 1e-5, rope_theta: 10000.0,
+      sliding_window: 4096, tie_word_embeddings: false, hidden_act: "silu",
+    };
+    const m = modelConfigFromHf(mistral, "config.json");
+    expect(m).toMatchObject({ arch: "mistral", slidingWindow: 4096, kvHeads: 8 });
+    expect(m.headDim).toBeUndefined();
+    expect(hfConfigOf(m, "bfloat16")).toMatchObject({ architectures: ["MistralForCausalLM"], model_type: "mistral", sliding_window: 4096, head_dim: 128 });
+    expect(modelConfigFromHf(hfConfigOf(m, "bfloat16"), "config.json")).toEqual(m);
+    expect(modelConfigFromHf({ ...mistral, sliding_window: null }, "config.json").slidingWindow).toBeUndefined();
+  });
+
   it("refuses by key what kiln cannot represent", () => {
-    const base = hfConfigOf(llama, "float32");
+    const { rope_parameters: _v5, ...base } = hfConfigOf(llama, "float32");
     const yarn = refusal({ ...base, rope_scaling: { rope_type: "yarn", factor: 4, original_max_position_embeddings: 8 } });
     expect(yarn.where).toBe("m/config.json (rope_scaling.rope_type)");
     expect(yarn.message).toBe('RoPE scaling of type "yarn" is not one kiln computes');
     expect(refusal({ ...base, rope_scaling: null, rope_parameters: { rope_type: "dynamic", rope_theta: 1e4, factor: 2 } }).where).toBe("m/config.json (rope_parameters.rope_type)");
     expect(refusal({ ...base, rope_scaling: { rope_type: "llama3", factor: 8, low_freq_factor: 1, high_freq_factor: 4 } }).where).toBe("m/config.json (rope_scaling.original_max_position_embeddings)");
-    expect(refusal({ ...base, model_type: "mistral" }).message).toContain('model_type "mistral" is not one kiln trains');
+    expect(refusal({ ...base, model_type: "falcon" }).message).toContain('model_type "falcon" is not one kiln trains');
+    const disagree = refusal({ ...hfConfigOf(llama, "float32"), rope_theta: 10 });
+    expect(disagree.where).toBe("m/config.json (rope_parameters)");
+    expect(disagree.message).toContain("rope_theta / rope_scaling say");
     expect(refusal({ ...base, attention_bias: "yes" }).where).toBe("m/config.json (attention_bias)");
     expect(refusal({ ...hfConfigOf(gpt2, "float32"), activation_function: "relu" }).where).toBe("m/config.json (activation_function)");
     expect(refusal({ ...base, num_key_value_heads: 3 }).message).toContain("not a multiple of the 3 key/value heads");

@@ -24,6 +24,10 @@ const FOLDERS: [string, string][] = [
   ["llama-linear-tiny", "llama"],
   ["llama-headdim-tiny", "llama"],
   ["llama-bias-tiny", "llama"],
+  ["qwen3-tiny", "qwen3"],
+  ["qwen3-window-tiny", "qwen3"],
+  ["qwen2-window-tiny", "qwen2"],
+  ["mistral-tiny", "mistral"],
 ];
 const sim = cudaStatus().simulator;
 const BACKENDS: [string, () => Backend | Promise<Backend>][] = [

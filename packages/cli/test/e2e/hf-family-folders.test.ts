@@ -9,8 +9,9 @@ import { Workspace } from "./support/workspace.js";
 
 // Folders transformers saved (packages/core/test/fixtures/hf/<name>, written by
 // tooling/fixtures/hf_family_fixtures.py with the loss transformers computes beside it):
-// kiln eval gives that loss; a run that makes no update exports the same tensors in the
-// family's layout; a --bf16 fine-tune runs and its result evaluates.
+// kiln eval gives that loss and kiln sample transformers' greedy continuation; a run that
+// makes no update exports the same tensors in the family's layout, with every key of the
+// original config.json; a --bf16 fine-tune runs and its result evaluates and samples.
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../core/test/fixtures/hf");
 
 /** Fixture folder, and what the exported config.json must say. */
@@ -27,17 +28,40 @@ const FAMILIES: [string, Record<string, unknown>][] = [
       rope_scaling: { rope_type: "llama3", factor: 8, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 64 },
     },
   ],
+  [
+    "qwen3-window-tiny",
+    {
+      architectures: ["Qwen3ForCausalLM"],
+      model_type: "qwen3",
+      head_dim: 16,
+      num_key_value_heads: 1,
+      tie_word_embeddings: true,
+      use_sliding_window: true,
+      sliding_window: 3,
+      layer_types: ["sliding_attention", "full_attention", "sliding_attention"],
+    },
+  ],
+  ["mistral-tiny", { architectures: ["MistralForCausalLM"], model_type: "mistral", sliding_window: 3, num_key_value_heads: 2, tie_word_embeddings: false }],
 ];
+
+/** Keys of config.json that say who wrote it, not what the model is. */
+const WRITER_KEYS = ["transformers_version"];
 
 describe.each(FAMILIES)("the %s folder from transformers", (name, exportedConfig) => {
   let ws: Workspace;
-  let reference: { loss: number; sequence: Uint32Array; seqLen: number };
+  let reference: { loss: number; sequence: Uint32Array; seqLen: number; prompt: string; greedyText: string };
   beforeAll(async () => {
     ws = await Workspace.create(name);
     await cp(path.join(FIXTURES, name), ws.path("model"), { recursive: true });
     const r = await openSafetensors(path.join(FIXTURES, name, "reference.safetensors"));
     const f32 = async (n: string) => new Float32Array((await r.read(n)).data.slice().buffer);
-    reference = { loss: (await f32("loss"))[0], sequence: Uint32Array.from(await f32("sequence")), seqLen: Number(r.metadata.seq_len) };
+    reference = {
+      loss: (await f32("loss"))[0],
+      sequence: Uint32Array.from(await f32("sequence")),
+      seqLen: Number(r.metadata.seq_len),
+      prompt: String(r.metadata.prompt),
+      greedyText: String(r.metadata.greedy_text),
+    };
     await r.close();
     await ws.writeTokens("data.bin", reference.sequence);
     await ws.writeTokens("train.bin", Uint32Array.from({ length: 400 }, (_, i) => (i * 7 + 3) % 61));
@@ -55,12 +79,21 @@ describe.each(FAMILIES)("the %s folder from transformers", (name, exportedConfig
     expect(Math.abs(got.loss - reference.loss) / reference.loss).toBeLessThan(1e-5);
   });
 
+  const sample = async (checkpoint: string, extra: string[] = []) =>
+    expectSuccess(await ws.run(["sample", "--checkpoint", checkpoint, "--prompt", reference.prompt, "--max-tokens", "6", "--temperature", "0", ...extra]), "kiln sample").stdout;
+
+  it("kiln sample continues the prompt greedily as transformers' generate does", async () => {
+    expect(await sample("model")).toContain(reference.greedyText);
+  });
+
   it("--init-from, a step at learning rate 1e-30, kiln export: the same tensors bit for bit, in the family's layout", async () => {
     await ws.write("still.yaml", "trainer: { batch_size: 1, seq_len: 7, max_steps: 1, learning_rate: 1.0e-30, lr_schedule: constant, warmup_steps: 0, weight_decay: 0, log_interval: 1, eval_interval: 1000, eval_iters: 1 }\n");
     expectSuccess(await ws.run(["train", "-f", "still.yaml", "--init-from", "model", "-d", "train.bin", "--output-dir", "still", "--headless"]), "kiln train");
     expectSuccess(await ws.run(["export", "--checkpoint", "still/final.safetensors", "--out", "exported"]), "kiln export");
     const config = JSON.parse(await readFile(ws.path("exported", "config.json"), "utf8")) as Record<string, unknown>;
     expect(config).toMatchObject(exportedConfig);
+    const originalConfig = JSON.parse(await readFile(ws.path("model", "config.json"), "utf8")) as Record<string, unknown>;
+    expect(Object.keys(originalConfig).filter((k) => !(k in config) && !WRITER_KEYS.includes(k))).toEqual([]);
     const original = await readCheckpoint(ws.path("model", "model.safetensors"));
     const exported = await readCheckpoint(ws.path("exported", "model.safetensors"));
     expect([...exported.tensors.keys()].sort()).toEqual([...original.tensors.keys()].sort());
@@ -73,5 +106,7 @@ describe.each(FAMILIES)("the %s folder from transformers", (name, exportedConfig
     const tuned = await evalLoss("ft/final.safetensors");
     // Three small steps on other data: the model is still the one transformers computed, near its loss.
     expect(Math.abs(tuned.loss - reference.loss) / reference.loss).toBeLessThan(0.05);
+    // The run's data has no tokenizer of its own: the folder's tokenizer decodes.
+    expect(await sample("ft/final.safetensors", ["--tokenizer", "model"])).toMatch(/^a b c\s*\S/);
   });
 });

@@ -1,10 +1,10 @@
 import type { ArchDef, ConfigProblem } from "./arch-def.js";
 import type { ModelConfig, ModelConfigInput } from "./config.js";
 import { gpt2 } from "./gpt2.js";
-import { llama, qwen2 } from "./llama.js";
+import { llama, mistral, qwen2, qwen3 } from "./llama.js";
 
 /** The architectures kiln trains, by the name a config's `arch` gives. */
-export const ARCHITECTURES = { gpt2, llama, qwen2 } as const satisfies Record<string, ArchDef>;
+export const ARCHITECTURES = { gpt2, llama, qwen2, qwen3, mistral } as const satisfies Record<string, ArchDef>;
 
 export type Arch = keyof typeof ARCHITECTURES;
 

@@ -22,6 +22,14 @@ export interface ModelConfig {
   attentionBias?: boolean;
   /** Biases on the gate, up and down projections of the dense MLP (Llama's mlp_bias). */
   mlpBias?: boolean;
+  /**
+   * Sliding-window attention: a query sees the last slidingWindow keys, its own included
+   * (Mistral's sliding_window), in the layers layerTypes marks "sliding_attention" (every
+   * attention layer without layerTypes). Absent: full causal attention everywhere.
+   */
+  slidingWindow?: number;
+  /** Per layer, "sliding_attention" or "full_attention" (transformers' layer_types). */
+  layerTypes?: LayerType[];
   /** RoPE base (Llama). */
   ropeTheta: number;
   /** RoPE frequency scaling (Llama 3.x's `llama3`, or `linear`); absent: none. */
@@ -80,10 +88,19 @@ export interface ModelConfig {
   mamba3UseConv?: boolean;
 }
 
+export const LAYER_TYPES = ["full_attention", "sliding_attention"] as const;
+export type LayerType = (typeof LAYER_TYPES)[number];
+
 export type ModelConfigInput = Pick<ModelConfig, "arch" | "vocabSize" | "hiddenSize" | "numLayers" | "numHeads" | "maxSeqLen"> & Partial<ModelConfig>;
 
 /** The RoPE kernels' base and scaling for this model. */
 export const ropeFrequencies = (c: ModelConfig) => ({ theta: c.ropeTheta, ...(c.ropeScaling ? { scaling: c.ropeScaling } : {}) });
+
+/** Keys a query of layer i sees (its sliding window), or undefined for full causal attention. */
+export function attentionWindow(c: ModelConfig, layer: number): number | undefined {
+  if (c.slidingWindow === undefined) return undefined;
+  return c.layerTypes === undefined || c.layerTypes[layer] === "sliding_attention" ? c.slidingWindow : undefined;
+}
 
 /** Attention head size: the explicit headDim, else hiddenSize / numHeads. */
 export const headDim = (c: ModelConfig) => c.headDim ?? c.hiddenSize / c.numHeads;

@@ -89,6 +89,9 @@ export const gpt2: ArchDef = {
       return { field, message: "kiln's gpt2 architecture has no multi-head latent attention", hint: "remove kv_latent_dim, q_latent_dim and d_rope, or use arch: llama" };
     }
     if (c.mambaLayers?.length) return { field: "mambaLayers", message: "kiln's gpt2 architecture has no Mamba2 layers", hint: "remove mamba_layers and the mamba2_* keys, or use arch: llama" };
+    if (c.slidingWindow !== undefined || c.layerTypes !== undefined) {
+      return { field: c.slidingWindow !== undefined ? "slidingWindow" : "layerTypes", message: "GPT-2 attends to the whole sequence; kiln's gpt2 architecture has no sliding window", hint: "remove sliding_window and layer_types, or use arch: mistral" };
+    }
     return undefined;
   },
   params: gpt2Params,

@@ -1,6 +1,6 @@
 import { add, attention, embedding, linear, rmsNorm, rope } from "../ops/index.js";
-import type { ArchDef } from "./arch-def.js";
-import { type ModelConfig, headDim, mamba3Of, mambaOf, moeOf, ropeFrequencies } from "./config.js";
+import type { ArchDef, ConfigProblem } from "./arch-def.js";
+import { type ModelConfig, attentionWindow, headDim, mamba3Of, mambaOf, moeOf, ropeFrequencies } from "./config.js";
 import { mamba2Mixer, mamba2Params, mamba2Problem } from "./mamba2.js";
 import { mamba3Mixer, mamba3Params, mamba3Problem } from "./mamba3.js";
 import { moeMlp, moeMlpParams, swiGluMlp, swiGluMlpParams } from "./mlp.js";
@@ -12,7 +12,9 @@ import type { Trace } from "./trace.js";
  * Llama forward (rows = B*T, C = hidden, H / KVH heads of D, F = intermediate):
  *   x = embed_tokens[ids]
  *   per layer: h = rmsnorm(x); q,k,v = h·Wq^T, h·Wk^T, h·Wv^T  (rows, H*D | KVH*D)
- *              q,k = rope(q), rope(k); x += o_proj(attn(q, k, v))   (GQA)
+ *              (Qwen3: q,k = rmsnorm of each head of D, q_norm / k_norm)
+ *              q,k = rope(q), rope(k); x += o_proj(attn(q, k, v))   (GQA; a sliding
+ *              window in the layers attentionWindow gives one)
  *              x += down_proj(silu(gate_proj(h2)) * up_proj(h2)), h2 = rmsnorm(x)
  *              (or a mixture of such experts when numExperts > 0, mlp.ts;
  *              multi-head latent attention in place of q/k/v when kvLatentDim > 0, mla.ts;
@@ -21,9 +23,9 @@ import type { Trace } from "./trace.js";
  *   logits = norm(x) · lm_head^T (or embed_tokens^T when tied)
  * Weights use torch.nn.Linear's (out, in) layout.
  */
-function llamaForward(t: Trace, ids: number, archQkvBias: boolean): { hidden: number; head: number } {
+function llamaForward(t: Trace, ids: number, f: FamilyTraits): { hidden: number; head: number } {
   const { g, config: c, p } = t;
-  const qkvBias = hasQkvBias(c, archQkvBias);
+  const qkvBias = hasQkvBias(c, f);
   const D = headDim(c);
   const dims = { batch: t.batch, seqLen: t.seqLen, headDim: D, ...ropeFrequencies(c) };
   const moe = moeOf(c);
@@ -35,7 +37,7 @@ function llamaForward(t: Trace, ids: number, archQkvBias: boolean): { hidden: nu
     const n = `model.layers.${i}`;
     x = g.withScope(n, () => {
       const h = rmsNorm(g, x, p(`${n}.input_layernorm.weight`), c.normEps, `${n}.input_layernorm`);
-      const mixer = mamba?.layers.has(i) ? mambaMixer(t, h, `${n}.mamba`) : mla ? mlaAttention(t, h, `${n}.self_attn`) : gqaAttention(h, n);
+      const mixer = mamba?.layers.has(i) ? mambaMixer(t, h, `${n}.mamba`) : mla ? mlaAttention(t, h, `${n}.self_attn`) : gqaAttention(h, n, i);
       const x1 = add(g, x, mixer, `${n}.resid_attn`);
       const h2 = rmsNorm(g, x1, p(`${n}.post_attention_layernorm.weight`), c.normEps, `${n}.post_attention_layernorm`);
       const m = moe ? moeMlp(t, h2, `${n}.mlp`, moe.topK, moe.shared, `${n}.moe`) : swiGluMlp(t, h2, `${n}.mlp`, n, c.mlpBias === true);
@@ -46,18 +48,21 @@ function llamaForward(t: Trace, ids: number, archQkvBias: boolean): { hidden: nu
   const head = c.tieEmbeddings ? p("model.embed_tokens.weight") : p("lm_head.weight");
   return { hidden: xf, head };
 
-  /** Grouped-query attention of layer n with RoPE on whole heads, through o_proj. */
-  function gqaAttention(h: number, n: string): number {
+  /** Grouped-query attention of layer i (scope n) with RoPE on whole heads, through o_proj. */
+  function gqaAttention(h: number, n: string, i: number): number {
     const proj = (x: "q" | "k" | "v") => linear(g, h, p(`${n}.self_attn.${x}_proj.weight`), qkvBias ? p(`${n}.self_attn.${x}_proj.bias`) : undefined, "out_in", `${n}.${x}`);
-    const q = rope(g, proj("q"), { ...dims, heads: c.numHeads }, `${n}.q_rope`);
-    const k = rope(g, proj("k"), { ...dims, heads: c.kvHeads }, `${n}.k_rope`);
+    // Qwen3 normalises every head of D on its own: D-element groups of the (rows, heads*D) projection.
+    const headNorm = (x: number, which: "q" | "k") => (f.qkNorm ? rmsNorm(g, x, p(`${n}.self_attn.${which}_norm.weight`), c.normEps, `${n}.${which}_norm`, D) : x);
+    const q = rope(g, headNorm(proj("q"), "q"), { ...dims, heads: c.numHeads }, `${n}.q_rope`);
+    const k = rope(g, headNorm(proj("k"), "k"), { ...dims, heads: c.kvHeads }, `${n}.k_rope`);
     const v = proj("v");
+    const window = attentionWindow(c, i);
     const a = attention(
       g,
       { id: q },
       { id: k },
       { id: v },
-      { batch: t.batch, seqLen: t.seqLen, heads: c.numHeads, kvHeads: c.kvHeads, headDim: D },
+      { batch: t.batch, seqLen: t.seqLen, heads: c.numHeads, kvHeads: c.kvHeads, headDim: D, ...(window !== undefined ? { window } : {}) },
       {},
       `${n}.attn`,
     );
@@ -65,16 +70,26 @@ function llamaForward(t: Trace, ids: number, archQkvBias: boolean): { hidden: nu
   }
 }
 
-/** Biases on q, k and v: the architecture's own (Qwen2) or the config's attention_bias. */
-const hasQkvBias = (c: ModelConfig, archQkvBias: boolean) => archQkvBias || c.attentionBias === true;
+/** What sets a member of the Llama family apart. */
+interface FamilyTraits {
+  /** Biases on the q, k and v projections always (Qwen2). */
+  qkvBias: boolean;
+  /** RMSNorm over each query and key head before RoPE (Qwen3's q_norm and k_norm). */
+  qkNorm: boolean;
+  /** Whether the family computes sliding-window attention, and where config.json says so. */
+  slidingWindow: "none" | "every layer" | "layer types";
+}
 
-function llamaParams(c: ModelConfig, archQkvBias: boolean): ParamSpec[] {
+/** Biases on q, k and v: the architecture's own (Qwen2) or the config's attention_bias. */
+const hasQkvBias = (c: ModelConfig, f: FamilyTraits) => f.qkvBias || c.attentionBias === true;
+
+function llamaParams(c: ModelConfig, f: FamilyTraits): ParamSpec[] {
   const C = c.hiddenSize, D = headDim(c);
-  const qkvBias = hasQkvBias(c, archQkvBias);
+  const qkvBias = hasQkvBias(c, f);
   const moe = moeOf(c);
   const mamba = mambaOf(c);
   const w = (name: string, shape: number[]): ParamSpec => ({ name, shape, decay: true, init: { kind: "normal", std: 0.02 } });
-  const norm = (name: string): ParamSpec => ({ name, shape: [C], decay: false, init: { kind: "ones" } });
+  const norm = (name: string, size = C): ParamSpec => ({ name, shape: [size], decay: false, init: { kind: "ones" } });
   const bias = (name: string, size: number, on = qkvBias): ParamSpec[] => (on ? [{ name, shape: [size], decay: false, init: { kind: "zeros" } }] : []);
   const specs: ParamSpec[] = [{ name: "model.embed_tokens.weight", shape: [c.vocabSize, C], decay: false, init: { kind: "normal", std: 0.02 } }];
   for (let i = 0; i < c.numLayers; i++) {
@@ -94,6 +109,7 @@ function llamaParams(c: ModelConfig, archQkvBias: boolean): ParamSpec[] {
             ...bias(`${p}.self_attn.v_proj.bias`, c.kvHeads * D),
             w(`${p}.self_attn.o_proj.weight`, [C, c.numHeads * D]),
             ...bias(`${p}.self_attn.o_proj.bias`, C, c.attentionBias === true),
+            ...(f.qkNorm ? [norm(`${p}.self_attn.q_norm.weight`, D), norm(`${p}.self_attn.k_norm.weight`, D)] : []),
           ]),
       norm(`${p}.post_attention_layernorm.weight`),
       ...(moe ? moeMlpParams(`${p}.mlp`, c, moe.numExperts, moe.shared) : swiGluMlpParams(`${p}.mlp`, c, c.mlpBias === true)),
@@ -106,15 +122,38 @@ function llamaParams(c: ModelConfig, archQkvBias: boolean): ParamSpec[] {
 
 /**
  * The Llama family: RoPE, RMSNorm, SwiGLU MLP, grouped-query attention, untied embeddings by
- * default; `qkvBias` adds biases to the query, key and value projections (Qwen2); the
- * config's attentionBias adds them to q, k, v and o, its mlpBias to the MLP's (Llama).
+ * default, and the traits of its members (FamilyTraits); the config's attentionBias adds
+ * biases to q, k, v and o, its mlpBias to the MLP's.
  */
-function llamaFamily(qkvBias: boolean): ArchDef {
+function llamaFamily(name: string, f: FamilyTraits): ArchDef {
   return {
     ...llamaShared,
-    params: (c) => llamaParams(c, qkvBias),
-    forward: (t, ids) => llamaForward(t, ids, qkvBias),
+    check: (c) => slidingWindowProblem(c, name, f) ?? llamaShared.check(c),
+    params: (c) => llamaParams(c, f),
+    forward: (t, ids) => llamaForward(t, ids, f),
   };
+}
+
+/** Sliding-window settings the family (`name`) does not compute, or layer types that do not fit the model. */
+function slidingWindowProblem(c: ModelConfig, name: string, f: FamilyTraits): ConfigProblem | undefined {
+  if (c.layerTypes !== undefined && c.layerTypes.length !== c.numLayers) {
+    return { field: "layerTypes", message: `layer_types lists ${c.layerTypes.length} layers; the model has ${c.numLayers}`, hint: "give one type per layer, or remove layer_types" };
+  }
+  if (c.slidingWindow === undefined) {
+    return c.layerTypes?.includes("sliding_attention")
+      ? { field: "layerTypes", message: "layer_types marks sliding_attention layers but sliding_window is not set", hint: "set sliding_window (the keys each query sees), or mark every layer full_attention" }
+      : undefined;
+  }
+  if (f.slidingWindow === "none") {
+    return { field: "slidingWindow", message: `${name} computes full attention; sliding_window is for arch mistral (every layer), qwen2 and qwen3 (with layer_types)`, hint: "remove sliding_window, or pick one of those architectures" };
+  }
+  if (f.slidingWindow === "every layer" && c.layerTypes !== undefined) {
+    return { field: "layerTypes", message: `${name} slides the window in every layer; layer_types does not apply`, hint: "remove layer_types, or use arch qwen2 / qwen3 for a per-layer pattern" };
+  }
+  if (mlaOf(c)) {
+    return { field: "slidingWindow", message: "multi-head latent attention has no sliding window in kiln", hint: "remove sliding_window, or kv_latent_dim" };
+  }
+  return undefined;
 }
 
 const llamaShared: Omit<ArchDef, "params" | "forward"> = {
@@ -158,7 +197,13 @@ const llamaShared: Omit<ArchDef, "params" | "forward"> = {
 };
 
 /** Llama (LlamaForCausalLM). */
-export const llama: ArchDef = llamaFamily(false);
+export const llama: ArchDef = llamaFamily("llama", { qkvBias: false, qkNorm: false, slidingWindow: "none" });
 
 /** Qwen2 and Qwen2.5 (Qwen2ForCausalLM): Llama with biases on the q, k and v projections. */
-export const qwen2: ArchDef = llamaFamily(true);
+export const qwen2: ArchDef = llamaFamily("qwen2", { qkvBias: true, qkNorm: false, slidingWindow: "layer types" });
+
+/** Qwen3 (Qwen3ForCausalLM): Llama with q_norm and k_norm, RMSNorm over each head before RoPE. */
+export const qwen3: ArchDef = llamaFamily("qwen3", { qkvBias: false, qkNorm: true, slidingWindow: "layer types" });
+
+/** Mistral (MistralForCausalLM): Llama with a sliding window in every layer when sliding_window is set. */
+export const mistral: ArchDef = llamaFamily("mistral", { qkvBias: false, qkNorm: false, slidingWindow: "every layer" });

@@ -11,10 +11,12 @@ export interface AttentionShape {
   headDim: number;
   /** Value (and output) head size, when it differs from headDim (multi-head latent attention). */
   vHeadDim?: number;
+  /** Keys each query sees, its own included (sliding-window attention); absent: all before it. */
+  window?: number;
 }
 
 /**
- * Causal attention. q, k, v are separate (batch*seqLen, heads*headDim) tensors, or
+ * Causal (or sliding-window) attention. q, k, v are separate (batch*seqLen, heads*headDim) tensors, or
  * slices of one packed qkv tensor (GPT-2's c_attn output) given with element
  * offsets and `rowStride`. Returns out (batch*seqLen, heads*vHeadDim), vHeadDim defaulting to headDim.
  */

@@ -1,5 +1,5 @@
 import type { DeviceKind, FloatDType } from "@kiln/contract";
-import { type ModelConfig, mamba3Of, mambaOf } from "../model/config.js";
+import { type ModelConfig, attentionWindow, headDim, mamba3Of, mambaOf } from "../model/config.js";
 import { mamba2ScanFlopsPerToken } from "../model/mamba2.js";
 import { mamba3ExtraFlopsPerToken } from "../model/mamba3.js";
 import { buildEvalGraph, buildTrainingGraph } from "../model/build-graph.js";
@@ -53,15 +53,20 @@ export function planTraining(
 /**
  * Training FLOPs per token: 6 per active parameter (all but ArchDef.inactiveParams:
  * GPT-2's position embedding, the experts a token is not routed to) plus attention's score and value products,
- * 12 * layers * hidden * seqLen (forward 4, backward 8; as in PaLM's MFU accounting), over the attention
- * layers; Mamba2 layers add their scan's forward FLOPs (the contract's count for the chunked form) times 3,
+ * 12 * layers * heads * head size * seqLen (forward 4, backward 8; as in PaLM's MFU accounting), over the
+ * attention layers, with a sliding window's keys in place of seqLen where it is shorter; Mamba2 layers add their scan's forward FLOPs (the contract's count for the chunked form) times 3,
  * Mamba3 layers their scan's and the MIMO projections' reuse over heads (mamba3ExtraFlopsPerToken) times 3.
  */
 export function trainingFlopsPerToken(model: ModelConfig, seqLen: number): number {
   const layout = paramLayout(model, "f32");
   const mamba = mambaOf(model);
-  const attentionLayers = model.numLayers - (mamba?.layers.size ?? 0);
-  return 6 * (layout.count - archOf(model).inactiveParams(model)) + 12 * attentionLayers * model.hiddenSize * seqLen + 3 * (mamba3Of(model) ? mamba3ExtraFlopsPerToken(model, seqLen) : mamba2ScanFlopsPerToken(model, seqLen));
+  // 12 FLOPs per query-key pair per head channel (q·k and p·v, forward and backward), over
+  // every key before a query (the usual count, causal mask or not), or its window.
+  let attention = 0;
+  for (let i = 0; i < model.numLayers; i++) {
+    if (!mamba?.layers.has(i)) attention += 12 * model.numHeads * headDim(model) * Math.min(attentionWindow(model, i) ?? seqLen, seqLen);
+  }
+  return 6 * (layout.count - archOf(model).inactiveParams(model)) + attention + 3 * (mamba3Of(model) ? mamba3ExtraFlopsPerToken(model, seqLen) : mamba2ScanFlopsPerToken(model, seqLen));
 }
 
 /**
