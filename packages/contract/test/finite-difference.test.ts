@@ -100,22 +100,27 @@ forwardKernel("rmsNormForward", () => {
   const x = uniform(rand, rows * dim, -2, 2);
   const weight = uniform(rand, dim, 0.5, 1.5);
   const R = uniform(rand, rows * dim);
-  const forward = () =>
-    call(oracle.rmsNormForward, { rows, dim, eps }, { x, weight, out: new Float64Array(rows * dim), rstd: new Float64Array(rows) });
-  const loss = () => dotAt(forward().out, R);
-  const backward = (dWeight: Float64Array) =>
+  const forward = (weightOffset = 0) =>
+    call(oracle.rmsNormForward, { rows, dim, eps, weightOffset }, { x, weight, out: new Float64Array(rows * dim), rstd: new Float64Array(rows) });
+  const loss = (weightOffset = 0) => () => dotAt(forward(weightOffset).out, R);
+  const backward = (dWeight: Float64Array, weightOffset = 0) =>
     call(
       oracle.rmsNormBackward,
-      { rows, dim },
-      { dOut: R, x, weight, rstd: forward().rstd, dX: new Float64Array(rows * dim), dWeight: dWeight.slice() },
+      { rows, dim, weightOffset },
+      { dOut: R, x, weight, rstd: forward(weightOffset).rstd, dX: new Float64Array(rows * dim), dWeight: dWeight.slice() },
     );
 
   it("dX matches finite differences", () => {
-    expectGradient("dX", x, backward(new Float64Array(dim)).dX, loss);
+    expectGradient("dX", x, backward(new Float64Array(dim)).dX, loss());
   });
 
   it("dWeight matches finite differences", () => {
-    expectGradient("dWeight", weight, backward(new Float64Array(dim)).dWeight, loss);
+    expectGradient("dWeight", weight, backward(new Float64Array(dim)).dWeight, loss());
+  });
+
+  it("dX and dWeight match finite differences with Gemma's weight + 1", () => {
+    expectGradient("dX", x, backward(new Float64Array(dim), 1).dX, loss(1));
+    expectGradient("dWeight", weight, backward(new Float64Array(dim), 1).dWeight, loss(1));
   });
 
   it("dWeight accumulates onto a non-zero start", () => {
@@ -147,16 +152,18 @@ forwardKernel("swiGluForward", () => {
   const gate = uniform(rand, n, -4, 4);
   const up = uniform(rand, n, -2, 2);
   const R = uniform(rand, n);
-  const loss = () => dotAt(call(oracle.swiGluForward, { n }, { gate, up, out: new Float64Array(n) }).out, R);
-  const grads = () => call(oracle.swiGluBackward, { n }, { gate, up, dOut: R, dGate: new Float64Array(n), dUp: new Float64Array(n) });
+  for (const activation of ["silu", "gelu"] as const) {
+    const loss = () => dotAt(call(oracle.swiGluForward, { n, activation }, { gate, up, out: new Float64Array(n) }).out, R);
+    const grads = () => call(oracle.swiGluBackward, { n, activation }, { gate, up, dOut: R, dGate: new Float64Array(n), dUp: new Float64Array(n) });
 
-  it("dGate matches finite differences", () => {
-    expectGradient("dGate", gate, grads().dGate, loss);
-  });
+    it(`dGate matches finite differences (${activation})`, () => {
+      expectGradient("dGate", gate, grads().dGate, loss);
+    });
 
-  it("dUp matches finite differences", () => {
-    expectGradient("dUp", up, grads().dUp, loss);
-  });
+    it(`dUp matches finite differences (${activation})`, () => {
+      expectGradient("dUp", up, grads().dUp, loss);
+    });
+  }
 });
 
 forwardKernel("ropeForward", () => {

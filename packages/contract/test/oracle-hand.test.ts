@@ -195,6 +195,11 @@ kernel("rmsNormForward", () => {
     expectClose(arr(v.out), [1, -2, 3, -4], 1e-6);
   });
 
+  it("scales by weight + weightOffset (Gemma's 1 + weight: zeros keep the normed x)", () => {
+    const v = callOracle(oracle.rmsNormForward, { rows: 1, dim: 2, eps: 1e-12, weightOffset: 1 }, { x: [2, 4], weight: [0, 1], out: [0, 0], rstd: [0] });
+    expectClose(arr(v.out), [2 / Math.sqrt(10), 8 / Math.sqrt(10)], 1e-10);
+  });
+
   it("does not subtract the mean: [2,4] has rstd 1/sqrt(10)", () => {
     const v = callOracle(oracle.rmsNormForward, { rows: 1, dim: 2, eps: 1e-12 }, { x: [2, 4], weight: [1, 1], out: [0, 0], rstd: [0] });
     expectClose(arr(v.out), [2 / Math.sqrt(10), 4 / Math.sqrt(10)], 1e-10);
@@ -209,6 +214,17 @@ kernel("rmsNormBackward", () => {
       oracle.rmsNormBackward,
       { rows: 1, dim: 2 },
       { dOut: [1, 0], x: [1, 2], weight: [1, 1], rstd: [0.5], dX: [7, 7], dWeight: [10, 20] },
+    );
+    expectClose(arr(v.dX), [0.4375, -0.125]);
+    expectClose(arr(v.dWeight), [10.5, 20]);
+  });
+
+  it("uses weight + weightOffset in dX and leaves dWeight as without it", () => {
+    // weight [0,0] + 1 is the case above.
+    const v = callOracle(
+      oracle.rmsNormBackward,
+      { rows: 1, dim: 2, weightOffset: 1 },
+      { dOut: [1, 0], x: [1, 2], weight: [0, 0], rstd: [0.5], dX: [7, 7], dWeight: [10, 20] },
     );
     expectClose(arr(v.dX), [0.4375, -0.125]);
     expectClose(arr(v.dWeight), [10.5, 20]);
@@ -260,6 +276,11 @@ kernel("swiGluForward", () => {
   it("computes silu(gate) * up", () => {
     const v = callOracle(oracle.swiGluForward, { n: 3 }, { gate: [1, 0, -1], up: [2, 5, 1], out: [0, 0, 0] });
     expectClose(arr(v.out), [2 * 0.7310585786300049, 0, -0.2689414213699951], 1e-15);
+  });
+
+  it("computes gelu(gate) * up with activation gelu (GeGLU)", () => {
+    const v = callOracle(oracle.swiGluForward, { n: 3, activation: "gelu" }, { gate: [1, 0, -1], up: [2, 5, 1], out: [0, 0, 0] });
+    expectClose(arr(v.out), [2 * 0.8411919906082768, 0, 0.8411919906082768 - 1], 1e-15);
   });
 });
 

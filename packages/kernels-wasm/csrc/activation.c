@@ -1,11 +1,12 @@
 /*
- * activation: element-wise GELU (tanh approximation), SiLU and SwiGLU, forward and backward.
+ * activation: element-wise GELU (tanh approximation), SiLU, SwiGLU and GeGLU, forward and backward.
  *
  *   gelu(x)  = 0.5 x (1 + tanh(u)),  u = sqrt(2/pi) (x + 0.044715 x^3)
  *            = x * sigmoid(z),       z = 2u
  *   gelu'(x) = s + x s (1 - s) z'(x),  s = sigmoid(z),  z' = 2 sqrt(2/pi) (1 + 3 * 0.044715 x^2)
  *   silu(x)  = x * s,  silu'(x) = s (1 + x (1 - s)),  s = sigmoid(x)
  *   swiglu:  out = silu(gate) * up;  dGate = dOut * up * silu'(gate),  dUp = dOut * silu(gate)
+ *   geglu:   the same with gelu in place of silu (Gemma's MLP)
  *
  * Using 0.5 (1 + tanh(u)) = sigmoid(2u) avoids the cancellation of 1 + tanh near
  * tanh = -1. The sigmoid is evaluated from e = exp(-|z|) <= 1, which never
@@ -25,11 +26,11 @@
 typedef struct {
   int32_t n;
   int32_t dtype;        /* KILN_DT_F32, KILN_DT_BF16, KILN_DT_F16 */
-  const void* in0;      /* x (gelu, silu) or gate (swiglu) */
-  const void* in1;      /* dOut (gelu, silu backward) or up (swiglu) */
-  const void* in2;      /* dOut (swiglu backward) */
+  const void* in0;      /* x (gelu, silu) or gate (swiglu, geglu) */
+  const void* in1;      /* dOut (gelu, silu backward) or up (swiglu, geglu) */
+  const void* in2;      /* dOut (swiglu, geglu backward) */
   void* out0;           /* out, dX, or dGate */
-  void* out1;           /* dUp (swiglu backward) */
+  void* out1;           /* dUp (swiglu, geglu backward) */
 } ActivationArgs;
 
 typedef struct {
@@ -57,13 +58,23 @@ KILN_INLINE v128_t gelu_fwd4(v128_t x) {
   return wasm_f32x4_mul(x, sigmoid(gelu_z(x, wasm_f32x4_mul(x, x))).s);
 }
 
-/* Past |x| = 1e4 the second term is exactly 0 (s or 1 - s underflows); clamping keeps x^2 finite there. */
-KILN_INLINE v128_t gelu_grad4(v128_t x_in) {
+/*
+ * gelu'(x), and through *s_out sigmoid(z(x)) (gelu(x) = x s). Past |x| = 1e4 the second
+ * term is exactly 0 (s or 1 - s underflows) and s is exactly 0 or 1; clamping keeps x^2
+ * finite there.
+ */
+KILN_INLINE v128_t gelu_grad_s(v128_t x_in, v128_t* s_out) {
   const v128_t x = wasm_f32x4_pmin(wasm_f32x4_pmax(x_in, wasm_f32x4_splat(-1e4f)), wasm_f32x4_splat(1e4f));
   const v128_t x2 = wasm_f32x4_mul(x, x);
   const Sigmoid sg = sigmoid(gelu_z(x, x2));
   const v128_t dz = KILN_MADD(wasm_f32x4_splat(GELU_K0), x2, wasm_f32x4_splat(3.0f * GELU_K1));
+  *s_out = sg.s;
   return KILN_MADD(sg.s, wasm_f32x4_mul(x, sg.s), wasm_f32x4_mul(sg.s1, dz));
+}
+
+KILN_INLINE v128_t gelu_grad4(v128_t x) {
+  v128_t s;
+  return gelu_grad_s(x, &s);
 }
 
 KILN_INLINE v128_t silu_fwd4(v128_t x) { return wasm_f32x4_mul(x, sigmoid(x).s); }
@@ -71,7 +82,7 @@ KILN_INLINE v128_t silu_fwd4(v128_t x) { return wasm_f32x4_mul(x, sigmoid(x).s);
 /* silu'(x) = s + x s (1 - s) */
 KILN_INLINE v128_t silu_grad_from(v128_t x, Sigmoid sg) { return KILN_MADD(sg.s, wasm_f32x4_mul(x, sg.s), sg.s1); }
 
-enum { OP_GELU_FWD, OP_GELU_BWD, OP_SILU_FWD, OP_SILU_BWD, OP_SWIGLU_FWD, OP_SWIGLU_BWD };
+enum { OP_GELU_FWD, OP_GELU_BWD, OP_SILU_FWD, OP_SILU_BWD, OP_SWIGLU_FWD, OP_SWIGLU_BWD, OP_GEGLU_FWD, OP_GEGLU_BWD };
 
 /* Outputs of operation op for four lanes of its inputs (in1, in2 unused by some ops). */
 KILN_INLINE void apply(const int op, v128_t x, v128_t in1, v128_t in2, v128_t* out0, v128_t* out1) {
@@ -97,12 +108,22 @@ KILN_INLINE void apply(const int op, v128_t x, v128_t in1, v128_t in2, v128_t* o
       *out1 = wasm_f32x4_mul(in2, wasm_f32x4_mul(x, sg.s));
       break;
     }
+    case OP_GEGLU_FWD:
+      *out0 = wasm_f32x4_mul(gelu_fwd4(x), in1);
+      break;
+    case OP_GEGLU_BWD: {
+      v128_t s;
+      const v128_t grad = gelu_grad_s(x, &s);
+      *out0 = wasm_f32x4_mul(wasm_f32x4_mul(in2, in1), grad);
+      *out1 = wasm_f32x4_mul(in2, wasm_f32x4_mul(x, s));
+      break;
+    }
   }
 }
 
 KILN_INLINE int reads_in1(const int op) { return op != OP_GELU_FWD && op != OP_SILU_FWD; }
-KILN_INLINE int reads_in2(const int op) { return op == OP_SWIGLU_BWD; }
-KILN_INLINE int writes_out1(const int op) { return op == OP_SWIGLU_BWD; }
+KILN_INLINE int reads_in2(const int op) { return op == OP_SWIGLU_BWD || op == OP_GEGLU_BWD; }
+KILN_INLINE int writes_out1(const int op) { return op == OP_SWIGLU_BWD || op == OP_GEGLU_BWD; }
 
 /*
  * Elements [lo, hi): eight at a time (one 16-byte load or store per operand for the
@@ -208,3 +229,9 @@ void kiln_swiglu_forward(const ActivationArgs* a, int thread, int nthreads) { ru
 
 KILN_EXPORT(kiln_swiglu_backward)
 void kiln_swiglu_backward(const ActivationArgs* a, int thread, int nthreads) { run_op(a, thread, nthreads, OP_SWIGLU_BWD); }
+
+KILN_EXPORT(kiln_geglu_forward)
+void kiln_geglu_forward(const ActivationArgs* a, int thread, int nthreads) { run_op(a, thread, nthreads, OP_GEGLU_FWD); }
+
+KILN_EXPORT(kiln_geglu_backward)
+void kiln_geglu_backward(const ActivationArgs* a, int thread, int nthreads) { run_op(a, thread, nthreads, OP_GEGLU_BWD); }

@@ -9,6 +9,8 @@
  *                       rstd = 1 / sqrt(sum_j (x_j - mean)^2 / dim + eps)     (two passes over the row)
  *                       out_j = (x_j - mean) rstd w_j (+ b_j)
  *   rmsNorm forward:    rstd = 1 / sqrt(sum_j x_j^2 / dim + eps);  out_j = x_j rstd w_j
+ *   w_j is weight_j + weight_offset (Gemma's RMSNorm stores weight - 1; 0 otherwise),
+ *   the sum taken in f32
  *   with a residual, both forwards first write sum_j = x_j + residual_j rounded to the
  *   dtype, and normalize the sum's row (an add and the norm in one pass over the rows)
  *   backward, with xhat_j = (x_j - mean) rstd (mean = 0 for rmsNorm) and g_j = dOut_j w_j:
@@ -46,6 +48,7 @@ typedef struct {
   float* rstd;
   const void* residual; /* NULL: normalize x itself */
   void* sum;            /* x + residual (with residual) */
+  float weight_offset;  /* added to every weight */
 } NormForwardArgs;
 
 typedef struct {
@@ -66,6 +69,7 @@ typedef struct {
   int32_t grad_dtype;   /* dWeight and dBias: dtype, or KILN_DT_F32 */
   const void* dres;     /* NULL: no residual gradient added to dX */
   void* dxsums;         /* NULL: dX's column sums not asked for (grad_dtype) */
+  float weight_offset;  /* added to every weight */
 } NormBackwardArgs;
 
 #define LOAD(p, j, n, dt) ((n) == 4 ? kiln_load4((p), (j), (dt)) : kiln_load_partial((p), (j), (n), (dt), 0.0f))
@@ -92,7 +96,7 @@ KILN_INLINE void widen(float* dst, const void* src, size_t n, const int dt) {
  * One row: x, w, b (b may be NULL) of dtype in_dt, out of dtype out_dt.
  * Returns mean (0 for rmsNorm) and rstd through the pointers.
  */
-KILN_INLINE void forward_row(const void* x, const void* w, const void* b, void* out, size_t dim, float eps, const int layer,
+KILN_INLINE void forward_row(const void* x, const void* w, const void* b, void* out, size_t dim, float eps, float w_offset, const int layer,
                              float* mean_out, float* rstd_out, const int in_dt, const int out_dt) {
   const size_t body = dim & ~(size_t)3;
   const int tail = (int)(dim - body);
@@ -133,10 +137,11 @@ KILN_INLINE void forward_row(const void* x, const void* w, const void* b, void* 
   *rstd_out = rstd;
 
   const v128_t vrstd = wasm_f32x4_splat(rstd);
+  const v128_t voff = wasm_f32x4_splat(w_offset);
   for (size_t k = 0; k < dim; k += 4) {
     const int n = dim - k >= 4 ? 4 : (int)(dim - k);
     const v128_t xhat = wasm_f32x4_mul(wasm_f32x4_sub(LOAD(x, k, n, in_dt), vmean), vrstd);
-    v128_t y = wasm_f32x4_mul(xhat, LOAD(w, k, n, in_dt));
+    v128_t y = wasm_f32x4_mul(xhat, wasm_f32x4_add(LOAD(w, k, n, in_dt), voff));
     if (b) y = wasm_f32x4_add(y, LOAD(b, k, n, in_dt));
     STORE(out, k, y, n, out_dt);
   }
@@ -165,7 +170,7 @@ KILN_INLINE void forward_rows(const NormForwardArgs* a, size_t r0, size_t r1, co
   const size_t esize = dt == KILN_DT_F32 ? 4 : 2;
   for (size_t r = r0; r < r1; r++) {
     float mean, rstd;
-    forward_row(input_row(a, r, dim, dt), a->weight, a->bias, (char*)a->out + r * dim * esize, dim, a->eps, layer, &mean, &rstd, dt, dt);
+    forward_row(input_row(a, r, dim, dt), a->weight, a->bias, (char*)a->out + r * dim * esize, dim, a->eps, a->weight_offset, layer, &mean, &rstd, dt, dt);
     if (layer) a->mean[r] = mean;
     a->rstd[r] = rstd;
   }
@@ -183,7 +188,7 @@ KILN_INLINE void forward_rows_staged(const NormForwardArgs* a, size_t r0, size_t
   for (size_t r = r0; r < r1; r++) {
     float mean, rstd;
     widen(xf, input_row(a, r, dim, dt), dim, dt);
-    forward_row(xf, wf, a->bias ? bf : NULL, (char*)a->out + r * dim * 2, dim, a->eps, layer, &mean, &rstd, KILN_DT_F32, dt);
+    forward_row(xf, wf, a->bias ? bf : NULL, (char*)a->out + r * dim * 2, dim, a->eps, a->weight_offset, layer, &mean, &rstd, KILN_DT_F32, dt);
     if (layer) a->mean[r] = mean;
     a->rstd[r] = rstd;
   }
@@ -220,16 +225,17 @@ void kiln_rms_norm_forward(const NormForwardArgs* a, int thread, int nthreads) {
  * NULL: none). Past the end of the row the tail lanes load 0, so they add 0 to every sum.
  */
 KILN_INLINE void backward_row(const void* dout, const void* x, const void* w, void* dx, const void* dres, float* pw, float* pb, float* px,
-                              size_t dim, float mean, float rstd, const int layer, const int in_dt, const int out_dt) {
+                              size_t dim, float mean, float rstd, float w_offset, const int layer, const int in_dt, const int out_dt) {
   const float inv_dim = 1.0f / (float)dim;
   const v128_t vmean = wasm_f32x4_splat(mean);
   const v128_t vrstd = wasm_f32x4_splat(rstd);
+  const v128_t voff = wasm_f32x4_splat(w_offset);
   v128_t sg = wasm_f32x4_splat(0.0f), sgx = sg;
   for (size_t k = 0; k < dim; k += 4) {
     const int n = dim - k >= 4 ? 4 : (int)(dim - k);
     const v128_t d = LOAD(dout, k, n, in_dt);
     const v128_t xhat = wasm_f32x4_mul(wasm_f32x4_sub(LOAD(x, k, n, in_dt), vmean), vrstd);
-    const v128_t g = wasm_f32x4_mul(d, LOAD(w, k, n, in_dt));
+    const v128_t g = wasm_f32x4_mul(d, wasm_f32x4_add(LOAD(w, k, n, in_dt), voff));
     sg = wasm_f32x4_add(sg, g);
     sgx = KILN_MADD(sgx, g, xhat);
     wasm_v128_store(pw + k, KILN_MADD(wasm_v128_load(pw + k), d, xhat));
@@ -240,7 +246,7 @@ KILN_INLINE void backward_row(const void* dout, const void* x, const void* w, vo
   for (size_t k = 0; k < dim; k += 4) {
     const int n = dim - k >= 4 ? 4 : (int)(dim - k);
     const v128_t xhat = wasm_f32x4_mul(wasm_f32x4_sub(LOAD(x, k, n, in_dt), vmean), vrstd);
-    const v128_t g = wasm_f32x4_mul(LOAD(dout, k, n, in_dt), LOAD(w, k, n, in_dt));
+    const v128_t g = wasm_f32x4_mul(LOAD(dout, k, n, in_dt), wasm_f32x4_add(LOAD(w, k, n, in_dt), voff));
     v128_t v = wasm_f32x4_mul(vrstd, wasm_f32x4_sub(wasm_f32x4_sub(g, gmean), wasm_f32x4_mul(xhat, gxmean)));
     if (dres) v = wasm_f32x4_add(v, LOAD(dres, k, n, out_dt));
     STORE(dx, k, v, n, out_dt);
@@ -254,7 +260,7 @@ KILN_INLINE void backward_rows(const NormBackwardArgs* a, size_t r0, size_t r1, 
   for (size_t r = r0; r < r1; r++) {
     const size_t o = r * dim * esize;
     backward_row((const char*)a->dout + o, (const char*)a->x + o, a->weight, (char*)a->dx + o, a->dres ? (const char*)a->dres + o : NULL, pw, pb,
-                 px, dim, layer ? a->mean[r] : 0.0f, a->rstd[r], layer, dt, dt);
+                 px, dim, layer ? a->mean[r] : 0.0f, a->rstd[r], a->weight_offset, layer, dt, dt);
   }
 }
 
@@ -272,7 +278,7 @@ KILN_INLINE void backward_rows_staged(const NormBackwardArgs* a, size_t r0, size
     widen(df, (const char*)a->dout + o, dim, dt);
     widen(xf, (const char*)a->x + o, dim, dt);
     backward_row(df, xf, wf, (char*)a->dx + o, a->dres ? (const char*)a->dres + o : NULL, pw, pb, px, dim, layer ? a->mean[r] : 0.0f, a->rstd[r],
-                 layer, KILN_DT_F32, dt);
+                 a->weight_offset, layer, KILN_DT_F32, dt);
   }
 }
 

@@ -36,8 +36,9 @@ interface Slots {
 }
 
 /** One element-wise activation kernel: check, resolve the operands into their slots, run. */
-function activation<A extends { n: number; dtype: string }>(spec: KernelSpec<A>, entry: KernelName, slots: Slots) {
+function activation<A extends { n: number; dtype: string }>(spec: KernelSpec<A>, entryOf: KernelName | ((args: A) => KernelName), slots: Slots) {
   return (ctx: WasmKernelContext, args: A): void => {
+    const entry = typeof entryOf === "function" ? entryOf(args) : entryOf;
     spec.check(args);
     const dtype = storageDtypeCode(spec.name, args.dtype as never);
     const at = operandAddresses(spec, ctx.memory, args);
@@ -72,7 +73,10 @@ function unaryBackward(spec: KernelSpec<UnaryBackwardArgs>, entry: KernelName) {
   };
 }
 
-/** GELU (tanh approximation), SiLU and SwiGLU (csrc/activation.c), forward and backward, in f32, bf16 and f16. */
+/** The gated unit's entry: SwiGLU, or GeGLU for activation "gelu". */
+const gated = (swiglu: KernelName, geglu: KernelName) => (args: { activation?: string }) => (args.activation === "gelu" ? geglu : swiglu);
+
+/** GELU (tanh approximation), SiLU, SwiGLU and GeGLU (csrc/activation.c), forward and backward, in f32, bf16 and f16. */
 export const ACTIVATION_KERNELS = {
   geluForward: { dtypes: FLOAT_DTYPES, run: activation<UnaryForwardArgs>(geluForwardSpec, "kiln_gelu_forward", FORWARD) },
   geluBackward: { dtypes: FLOAT_DTYPES, run: unaryBackward(geluBackwardSpec, "kiln_gelu_backward") },
@@ -80,10 +84,10 @@ export const ACTIVATION_KERNELS = {
   siluBackward: { dtypes: FLOAT_DTYPES, run: unaryBackward(siluBackwardSpec, "kiln_silu_backward") },
   swiGluForward: {
     dtypes: FLOAT_DTYPES,
-    run: activation<SwiGluForwardArgs>(swiGluForwardSpec, "kiln_swiglu_forward", { in0: "gate", in1: "up", out0: "out" }),
+    run: activation<SwiGluForwardArgs>(swiGluForwardSpec, gated("kiln_swiglu_forward", "kiln_geglu_forward"), { in0: "gate", in1: "up", out0: "out" }),
   },
   swiGluBackward: {
     dtypes: FLOAT_DTYPES,
-    run: activation<SwiGluBackwardArgs>(swiGluBackwardSpec, "kiln_swiglu_backward", { in0: "gate", in1: "up", in2: "dOut", out0: "dGate", out1: "dUp" }),
+    run: activation<SwiGluBackwardArgs>(swiGluBackwardSpec, gated("kiln_swiglu_backward", "kiln_geglu_backward"), { in0: "gate", in1: "up", in2: "dOut", out0: "dGate", out1: "dUp" }),
   },
 } satisfies WasmKernelTable;

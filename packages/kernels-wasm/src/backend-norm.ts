@@ -16,11 +16,11 @@ import { gradDtypeCode, storageDtypeCode } from "./storage-dtype.js";
 import { threadsForWork } from "./work-threads.js";
 
 /** Word index of each field of NormForwardArgs in csrc/norm.c. */
-const FWD = { rows: 0, dim: 1, dtype: 2, eps: 3, x: 4, weight: 5, bias: 6, out: 7, mean: 8, rstd: 9, residual: 10, sum: 11 } as const;
+const FWD = { rows: 0, dim: 1, dtype: 2, eps: 3, x: 4, weight: 5, bias: 6, out: 7, mean: 8, rstd: 9, residual: 10, sum: 11, weightOffset: 12 } as const;
 /** Word index of each field of NormBackwardArgs in csrc/norm.c. */
 const BWD = {
   rows: 0, dim: 1, dtype: 2, partials: 3, dOut: 4, x: 5, weight: 6, mean: 7, rstd: 8,
-  dX: 9, dWeight: 10, dBias: 11, scratch: 12, scratchStride: 13, gradDtype: 14, dResidual: 15, dXColSums: 16,
+  dX: 9, dWeight: 10, dBias: 11, scratch: 12, scratchStride: 13, gradDtype: 14, dResidual: 15, dXColSums: 16, weightOffset: 17,
 } as const;
 
 /** Rough cost of one element in flops, to decide how many threads to wake. */
@@ -60,6 +60,7 @@ function writeForwardArgs(ctx: WasmKernelContext, args: RmsNormForwardArgs, dtyp
   u32[FWD.rstd] = at.rstd.ptr;
   u32[FWD.residual] = at.residual?.ptr ?? 0;
   u32[FWD.sum] = at.sum?.ptr ?? 0;
+  f32[FWD.weightOffset] = args.weightOffset ?? 0;
 }
 
 /**
@@ -74,7 +75,8 @@ function runNormBackward(ctx: WasmKernelContext, args: RmsNormBackwardArgs, dtyp
   // dWeight, dBias and dX's column-sum partials, whole cache lines
   const strideFloats = Math.ceil(((args.dXColSums ? 3 : 2) * dim4) / 16) * 16;
   const scratch = callScratch(rt, threads * strideFloats * 4);
-  const { u32 } = rt.argsViews();
+  const { u32, f32 } = rt.argsViews();
+  f32[BWD.weightOffset] = args.weightOffset ?? 0;
   u32[BWD.rows] = args.rows;
   u32[BWD.dim] = args.dim;
   u32[BWD.dtype] = dtype;

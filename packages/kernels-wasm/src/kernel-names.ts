@@ -34,6 +34,8 @@ export const KERNEL_NAMES = [
   "kiln_silu_backward",
   "kiln_swiglu_forward",
   "kiln_swiglu_backward",
+  "kiln_geglu_forward",
+  "kiln_geglu_backward",
   "kiln_rope",
   "kiln_embedding_forward",
   "kiln_embedding_group",

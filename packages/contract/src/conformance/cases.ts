@@ -23,6 +23,12 @@ const unarySizes = (name: string): Def[] => [
   d("in-place", { n: 257 }, { inPlace: name.endsWith("Forward") ? ["out", "x"] : ["dX", "dOut"] }),
 ];
 
+/** The gated unit with SiLU (SwiGLU) and with the tanh GELU (GeGLU) at every size. */
+const gatedSizes = (name: string): Def[] => {
+  const sizes = unarySizes(name).filter((s) => s.shape !== "in-place");
+  return [...sizes, ...sizes.map((s) => ({ ...s, args: { ...s.args, activation: "gelu" }, label: "GeGLU" }))];
+};
+
 const normShapes: Def[] = [
   d("one", { rows: 1, dim: 1 }),
   d("prime", { rows: 7, dim: 13 }),
@@ -67,6 +73,17 @@ const residualGradientShapes: Def[] = [
   d("in-place", { rows: 37, dim: 264 }, { present: ["dResidual", "dXColSums"], inPlace: ["dX", "dResidual"], label: "whole 16-byte rows, into dResidual, dX's column sums" }),
   d("large", { rows: 300, dim: 264 }, { present: ["dXColSums"], label: "whole 16-byte rows, dX's column sums over chunks" }),
   d("large", { rows: 20, dim: 1000 }, { present: ["dXColSums"], label: "whole 16-byte rows of 1000, dX's column sums" }),
+];
+
+/**
+ * Gemma's RMSNorm, weight + 1: rows of one block and past a block's registers, whole
+ * 16-byte rows, a norm over each head (dim 12), and one with a residual.
+ */
+const weightOffsetShapes: Def[] = [
+  d("options", { rows: 33, dim: 65, weightOffset: 1 }, { label: "1 + weight" }),
+  d("options", { rows: 40, dim: 12, weightOffset: 1 }, { label: "1 + weight, per-head rows" }),
+  d("long", { rows: 3, dim: 4099, weightOffset: 1 }, { label: "1 + weight" }),
+  d("large", { rows: 37, dim: 264, weightOffset: -0.5 }, { label: "weight - 0.5, whole 16-byte rows" }),
 ];
 
 /** Saved statistics for a backward case, computed by the oracle's forward from the case's inputs. */
@@ -469,15 +486,16 @@ const CASES: Record<KernelName, Defs> = {
     ...normShapes.map((s) => ({ ...s, args: { ...s.args, eps: 1e-6 } })),
     d("in-place", { rows: 9, dim: 31, eps: 1e-6 }, { inPlace: ["out", "x"] }),
     ...residualForwardShapes.map((s) => ({ ...s, args: { ...s.args, eps: 1e-6 } })),
+    ...weightOffsetShapes.map((s) => ({ ...s, args: { ...s.args, eps: 1e-6 } })),
   ],
   rmsNormBackward: withF32Grads(() =>
-    [...normShapes, ...residualGradientShapes].map((s) => ({ ...s, args: { ...s.args, eps: 1e-6 }, derive: deriveFrom("rmsNormForward", { rstd: "rstd" }) })), "gradDtype", ["prime", "odd", "large"]),
+    [...normShapes, ...residualGradientShapes, ...weightOffsetShapes].map((s) => ({ ...s, args: { ...s.args, eps: 1e-6 }, derive: deriveFrom("rmsNormForward", { rstd: "rstd" }) })), "gradDtype", ["prime", "odd", "large"]),
   geluForward: () => unarySizes("geluForward"),
   geluBackward: withF32Grads(() => [...unarySizes("geluBackward"), ...columnSumShapes], "gradDtype", [], columnSumShapes.slice(0, 2)),
   siluForward: () => unarySizes("siluForward"),
   siluBackward: withF32Grads(() => [...unarySizes("siluBackward"), ...columnSumShapes], "gradDtype", [], columnSumShapes.slice(0, 2)),
-  swiGluForward: () => unarySizes("swiGluForward").filter((s) => s.shape !== "in-place"),
-  swiGluBackward: () => unarySizes("swiGluBackward").filter((s) => s.shape !== "in-place"),
+  swiGluForward: () => gatedSizes("swiGluForward"),
+  swiGluBackward: () => gatedSizes("swiGluBackward"),
   ropeForward: () => ropeShapes,
   ropeBackward: () => ropeShapes,
   attentionForward: () => [...attentionShapes, packedQkv(false), ...vHeadShapes, packedKv(false), ...peakedAttentionShapes, ...windowShapes, packedQkvWindow(false)],

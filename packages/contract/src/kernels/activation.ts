@@ -69,15 +69,27 @@ export const siluForwardSpec = unaryForwardSpec("siluForward");
 export const siluBackwardSpec = unaryBackwardSpec("siluBackward");
 
 /**
- * SwiGLU gate (Llama MLP): out = silu(gate) * up, over n elements.
- * gate and up may be slices of one (rows, 2*inner) buffer only when each is contiguous.
+ * Gated linear unit of the Llama MLP: out = act(gate) * up, over n elements, with act
+ * SiLU (SwiGLU, the default) or `activation: "gelu"`, the tanh GELU (GeGLU: Gemma's
+ * gelu_pytorch_tanh). gate and up may be slices of one (rows, 2*inner) buffer only when each
+ * is contiguous.
  */
 export interface SwiGluForwardArgs {
   gate: Operand;
   up: Operand;
   out: Operand;
   n: number;
+  /** The gate's activation: "silu" (default) or "gelu" (tanh approximation). */
+  activation?: GateActivation;
   dtype: FloatDType;
+}
+
+export const GATE_ACTIVATIONS = ["silu", "gelu"] as const;
+export type GateActivation = (typeof GATE_ACTIVATIONS)[number];
+
+function checkGate(name: string, a: { n: number; activation?: string }): void {
+  positiveInts(name, { n: a.n });
+  require(name, a.activation === undefined || (GATE_ACTIVATIONS as readonly string[]).includes(a.activation), `activation must be one of ${GATE_ACTIVATIONS.join(", ")}, got ${String(a.activation)}`);
 }
 
 export const swiGluForwardSpec: KernelSpec<SwiGluForwardArgs> = {
@@ -87,10 +99,10 @@ export const swiGluForwardSpec: KernelSpec<SwiGluForwardArgs> = {
     operand("up", "in", a.dtype, a.n),
     operand("out", "out", a.dtype, a.n),
   ],
-  check: (a) => positiveInts("swiGluForward", { n: a.n }),
+  check: (a) => checkGate("swiGluForward", a),
 };
 
-/** dGate = dOut * up * silu'(gate);  dUp = dOut * silu(gate). Both overwritten. */
+/** dGate = dOut * up * act'(gate);  dUp = dOut * act(gate). Both overwritten. */
 export interface SwiGluBackwardArgs {
   gate: Operand;
   up: Operand;
@@ -98,6 +110,7 @@ export interface SwiGluBackwardArgs {
   dGate: Operand;
   dUp: Operand;
   n: number;
+  activation?: GateActivation;
   dtype: FloatDType;
 }
 
@@ -110,5 +123,5 @@ export const swiGluBackwardSpec: KernelSpec<SwiGluBackwardArgs> = {
     operand("dGate", "out", a.dtype, a.n),
     operand("dUp", "out", a.dtype, a.n),
   ],
-  check: (a) => positiveInts("swiGluBackward", { n: a.n }),
+  check: (a) => checkGate("swiGluBackward", a),
 };

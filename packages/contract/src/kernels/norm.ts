@@ -113,9 +113,11 @@ export const layerNormBackwardSpec: KernelSpec<LayerNormBackwardArgs> = {
 };
 
 /**
- * rmsNormForward, per row r of x (rows, dim):
- *   rstd[r] = 1 / sqrt(sum_j x[r,j]^2 / dim + eps);  out[r,j] = x[r,j] * rstd[r] * weight[j]
+ * rmsNormForward, per row r of x (rows, dim), with w[j] = weight[j] + weightOffset:
+ *   rstd[r] = 1 / sqrt(sum_j x[r,j]^2 / dim + eps);  out[r,j] = x[r,j] * rstd[r] * w[j]
  * rstd is f32 (rows). out may alias x. `residual` and `sum` as in layerNormForward.
+ * weightOffset (default 0) is Gemma's norm: its weight stored as w - 1 (zeros scale by 1);
+ * the sum is taken in f32.
  */
 export interface RmsNormForwardArgs {
   x: Operand;
@@ -128,6 +130,8 @@ export interface RmsNormForwardArgs {
   rows: number;
   dim: number;
   eps: number;
+  /** Added to every weight (Gemma: 1); default 0. */
+  weightOffset?: number;
   dtype: FloatDType;
 }
 
@@ -149,7 +153,7 @@ export const rmsNormForwardSpec: KernelSpec<RmsNormForwardArgs> = {
 };
 
 /**
- * rmsNormBackward, with xhat = x * rstd and g = dOut * weight:
+ * rmsNormBackward, with xhat = x * rstd and g = dOut * (weight + weightOffset):
  *   dX[r,j]     = dResidual[r,j] + rstd[r] * (g[r,j] - xhat[r,j] * mean_j(g[r,:] * xhat[r,:]))
  *   dWeight[j] += sum_r dOut[r,j] * xhat[r,j]
  * dX is overwritten (dResidual as in layerNormBackward; dX may alias it); dWeight
@@ -168,6 +172,8 @@ export interface RmsNormBackwardArgs {
   dXColSums?: Operand;
   rows: number;
   dim: number;
+  /** As in the forward; default 0. */
+  weightOffset?: number;
   dtype: FloatDType;
   /** Dtype of the parameter gradients written here: `dtype` (default) or f32 (mixed precision). */
   gradDtype?: FloatDType;

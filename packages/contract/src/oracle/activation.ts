@@ -43,14 +43,18 @@ export const geluBackwardOracle = unaryBackward(geluGrad);
 export const siluForwardOracle = unaryForward(silu);
 export const siluBackwardOracle = unaryBackward(siluGrad);
 
+const gateOf = (a: { activation?: string }) => (a.activation === "gelu" ? { f: gelu, df: geluGrad } : { f: silu, df: siluGrad });
+
 export const swiGluForwardOracle: OracleKernel<SwiGluForwardArgs> = (a, v) => {
-  for (let i = 0; i < a.n; i++) v.out[i] = silu(v.gate[i]) * v.up[i];
+  const { f } = gateOf(a);
+  for (let i = 0; i < a.n; i++) v.out[i] = f(v.gate[i]) * v.up[i];
 };
 
 export const swiGluBackwardOracle: OracleKernel<SwiGluBackwardArgs> = (a, v) => {
+  const { f, df } = gateOf(a);
   for (let i = 0; i < a.n; i++) {
     const g = v.gate[i], d = v.dOut[i];
-    v.dGate[i] = d * v.up[i] * siluGrad(g);
-    v.dUp[i] = d * silu(g);
+    v.dGate[i] = d * v.up[i] * df(g);
+    v.dUp[i] = d * f(g);
   }
 };

@@ -64,22 +64,23 @@ export const rmsNormForwardOracle: OracleKernel<RmsNormForwardArgs> = (a, v) => 
     let ms = 0;
     for (let j = 0; j < dim; j++) ms += x[o + j] ** 2;
     const rstd = 1 / Math.sqrt(ms / dim + a.eps);
-    for (let j = 0; j < dim; j++) v.out[o + j] = x[o + j] * rstd * v.weight[j];
+    for (let j = 0; j < dim; j++) v.out[o + j] = x[o + j] * rstd * (v.weight[j] + (a.weightOffset ?? 0));
     v.rstd[r] = rstd;
   }
 };
 
 export const rmsNormBackwardOracle: OracleKernel<RmsNormBackwardArgs> = (a, v) => {
   const { rows, dim } = a;
+  const w = (j: number) => v.weight[j] + (a.weightOffset ?? 0);
   for (let r = 0; r < rows; r++) {
     const o = r * dim;
     const rstd = v.rstd[r];
     let gxMean = 0;
-    for (let j = 0; j < dim; j++) gxMean += v.dOut[o + j] * v.weight[j] * v.x[o + j] * rstd;
+    for (let j = 0; j < dim; j++) gxMean += v.dOut[o + j] * w(j) * v.x[o + j] * rstd;
     gxMean /= dim;
     for (let j = 0; j < dim; j++) {
       const xhat = v.x[o + j] * rstd;
-      v.dX[o + j] = (v.dResidual ? v.dResidual[o + j] : 0) + rstd * (v.dOut[o + j] * v.weight[j] - xhat * gxMean);
+      v.dX[o + j] = (v.dResidual ? v.dResidual[o + j] : 0) + rstd * (v.dOut[o + j] * w(j) - xhat * gxMean);
       if (v.dXColSums) v.dXColSums[j] += v.dX[o + j];
       v.dWeight[j] += v.dOut[o + j] * xhat;
     }
