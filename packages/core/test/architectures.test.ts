@@ -55,6 +55,8 @@ describe("architecture registry", () => {
     expect(modelConfigProblem({ ...small("mistral"), slidingWindow: 4, layerTypes: [...sliding] })).toMatchObject({ field: "layerTypes", message: expect.stringContaining("every layer") });
     expect(modelConfigProblem({ ...small("qwen2"), slidingWindow: 4, layerTypes: ["sliding_attention"] })).toMatchObject({ field: "layerTypes", message: "layer_types lists 1 layers; the model has 2" });
     expect(modelConfigProblem({ ...small("qwen2"), layerTypes: [...sliding] })).toMatchObject({ field: "layerTypes", message: expect.stringContaining("sliding_window is not set") });
+    expect(modelConfigProblem({ ...small("gemma3"), slidingWindow: 4, layerTypes: [...sliding] })).toBeUndefined();
+    expect(modelConfigProblem({ ...small("llama"), queryPreAttnScalar: 24 })).toMatchObject({ field: "queryPreAttnScalar", message: "query_pre_attn_scalar is a Gemma 3 setting; llama does not use it" });
   });
 
   it("passes each layer's window to its attention, and counts a window's keys in the FLOPs", () => {

@@ -125,6 +125,30 @@ describe("Hugging Face config.json", () => {
     expect(modelConfigFromHf({ ...mistral, sliding_window: null }, "config.json").slidingWindow).toBeUndefined();
   });
 
+  it("reads Gemma 3 1B's config.json (sliding_window_pattern, rope_local_base_freq) and writes Gemma3ForCausalLM", () => {
+    // gemma-3-1b-pt's config.json, as published (the keys kiln reads).
+    const gemma = {
+      architectures: ["Gemma3ForCausalLM"], model_type: "gemma3_text", vocab_size: 262144, hidden_size: 1152, intermediate_size: 6912, num_hidden_layers: 26,
+      num_attention_heads: 4, num_key_value_heads: 1, head_dim: 256, max_position_embeddings: 32768, rms_norm_eps: 1e-6, query_pre_attn_scalar: 256,
+      rope_theta: 1000000, rope_local_base_freq: 10000, rope_scaling: null, sliding_window: 512, sliding_window_pattern: 6, hidden_activation: "gelu_pytorch_tanh",
+      final_logit_softcapping: null, attn_logit_softcapping: null, attention_bias: false,
+    };
+    const m = modelConfigFromHf(gemma, "config.json");
+    expect(m).toMatchObject({ arch: "gemma3", headDim: 256, kvHeads: 1, ropeTheta: 1e6, ropeLocalTheta: 1e4, slidingWindow: 512, queryPreAttnScalar: 256, tieEmbeddings: true });
+    expect(m.layerTypes?.map((t) => t[0]).join("")).toBe("sssssfsssssfsssssfsssssfss");
+    const written = hfConfigOf(m, "bfloat16");
+    expect(written).toMatchObject({ sliding_window_pattern: 6, rope_local_base_freq: 10000, rope_parameters: { full_attention: { rope_type: "default", rope_theta: 1e6 }, sliding_attention: { rope_type: "default", rope_theta: 1e4 } } });
+    expect(Object.keys(gemma).filter((k) => !(k in written))).toEqual([]);
+    expect(modelConfigFromHf(written, "config.json")).toEqual(m);
+    const { rope_theta: _, rope_local_base_freq: __, rope_scaling: ___, ...v5 } = written;
+    expect(modelConfigFromHf(v5, "config.json")).toEqual(m);
+    const scaled = modelConfigFromHf({ ...gemma, rope_scaling: { rope_type: "linear", factor: 8 } }, "config.json");
+    expect(scaled.ropeScaling).toEqual({ type: "linear", factor: 8 });
+    expect(refusal({ ...gemma, final_logit_softcapping: 30 }).where).toBe("m/config.json (final_logit_softcapping)");
+    expect(refusal({ ...gemma, hidden_activation: "gelu" }).where).toBe("m/config.json (hidden_activation)");
+    expect(refusal({ ...gemma, layer_types: ["full_attention"] }).where).toBe("m/config.json (layer_types)");
+  });
+
   it("refuses by key what kiln cannot represent", () => {
     const { rope_parameters: _v5, ...base } = hfConfigOf(llama, "float32");
     const yarn = refusal({ ...base, rope_scaling: { rope_type: "yarn", factor: 4, original_max_position_embeddings: 8 } });

@@ -28,6 +28,7 @@ const FOLDERS: [string, string][] = [
   ["qwen3-window-tiny", "qwen3"],
   ["qwen2-window-tiny", "qwen2"],
   ["mistral-tiny", "mistral"],
+  ["gemma3-tiny", "gemma3"],
 ];
 const sim = cudaStatus().simulator;
 const BACKENDS: [string, () => Backend | Promise<Backend>][] = [

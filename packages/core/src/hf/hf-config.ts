@@ -1,6 +1,7 @@
 import { CheckpointError } from "@kiln/contract";
 import { type Arch, ARCH_NAMES, modelConfigProblem, resolveModelConfig } from "../model/architectures.js";
 import type { ModelConfig } from "../model/config.js";
+import { gemma3Hf } from "./families/gemma3.js";
 import { gpt2Hf } from "./families/gpt2.js";
 import type { HfFamily } from "./families/hf-family.js";
 import { llamaHf } from "./families/llama.js";
@@ -9,7 +10,7 @@ import { qwen2Hf, qwen3Hf } from "./families/qwen.js";
 import { HfConfigReader, type Json } from "./hf-config-reader.js";
 
 /** The transformers class of each architecture kiln trains, with its config.json mapping. */
-export const HF_FAMILIES: Record<Arch, HfFamily> = { gpt2: gpt2Hf, llama: llamaHf, qwen2: qwen2Hf, qwen3: qwen3Hf, mistral: mistralHf };
+export const HF_FAMILIES: Record<Arch, HfFamily> = { gpt2: gpt2Hf, llama: llamaHf, qwen2: qwen2Hf, qwen3: qwen3Hf, mistral: mistralHf, gemma3: gemma3Hf };
 
 /** What transformers calls each architecture kiln trains. */
 export const HF_ARCHITECTURES = Object.fromEntries(ARCH_NAMES.map((a) => [a, HF_FAMILIES[a].architecture])) as Record<Arch, string>;

@@ -1,10 +1,11 @@
 import type { ArchDef, ConfigProblem } from "./arch-def.js";
 import type { ModelConfig, ModelConfigInput } from "./config.js";
+import { gemma3 } from "./gemma3.js";
 import { gpt2 } from "./gpt2.js";
 import { llama, mistral, qwen2, qwen3 } from "./llama.js";
 
 /** The architectures kiln trains, by the name a config's `arch` gives. */
-export const ARCHITECTURES = { gpt2, llama, qwen2, qwen3, mistral } as const satisfies Record<string, ArchDef>;
+export const ARCHITECTURES = { gpt2, llama, qwen2, qwen3, mistral, gemma3 } as const satisfies Record<string, ArchDef>;
 
 export type Arch = keyof typeof ARCHITECTURES;
 
@@ -27,6 +28,9 @@ export function modelConfigProblem(c: ModelConfig): ConfigProblem | undefined {
   }
   if (c.numHeads % c.kvHeads !== 0) {
     return { field: "kvHeads", message: `${c.numHeads} attention heads are not a multiple of the ${c.kvHeads} key/value heads`, hint: "kv_heads must divide num_heads (grouped-query attention)" };
+  }
+  for (const [field, key] of [["queryPreAttnScalar", "query_pre_attn_scalar"], ["ropeLocalTheta", "rope_local_base_freq"]] as const) {
+    if (c.arch !== "gemma3" && c[field] !== undefined) return { field, message: `${key} is a Gemma 3 setting; ${c.arch} does not use it`, hint: `remove ${key}, or use arch: gemma3` };
   }
   return archOf(c).check(c);
 }

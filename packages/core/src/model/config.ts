@@ -30,6 +30,10 @@ export interface ModelConfig {
   slidingWindow?: number;
   /** Per layer, "sliding_attention" or "full_attention" (transformers' layer_types). */
   layerTypes?: LayerType[];
+  /** Attention scores scaled by queryPreAttnScalar^-1/2 in place of headDim^-1/2 (Gemma 3's query_pre_attn_scalar). */
+  queryPreAttnScalar?: number;
+  /** RoPE base of the sliding-window layers, unscaled (Gemma 3's rope_local_base_freq); ropeTheta and ropeScaling are the full layers'. */
+  ropeLocalTheta?: number;
   /** RoPE base (Llama). */
   ropeTheta: number;
   /** RoPE frequency scaling (Llama 3.x's `llama3`, or `linear`); absent: none. */

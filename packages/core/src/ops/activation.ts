@@ -1,3 +1,4 @@
+import type { GateActivation } from "@kiln/contract";
 import type { Graph } from "../graph/graph.js";
 import { addKernelNode } from "../graph/kernel-node.js";
 import { type GradRule, kernelAttrs, operandOf } from "./grad-rule.js";
@@ -25,10 +26,11 @@ export const [gelu, geluGrad] = unaryActivation("geluForward", "geluBackward", "
 /** SiLU, x·sigmoid(x), element-wise (Mamba2 after its convolution). */
 export const [silu, siluGrad] = unaryActivation("siluForward", "siluBackward", "silu");
 
-/** SwiGLU: silu(gate) * up, element-wise (Llama's MLP). */
-export function swiGlu(g: Graph, gate: number, up: number, name: string): number {
+/** SwiGLU: silu(gate) * up, element-wise (Llama's MLP); GeGLU, gelu(gate) * up, with activation "gelu" (Gemma's). */
+export function swiGlu(g: Graph, gate: number, up: number, name: string, activation: GateActivation = "silu"): number {
   const out = g.tensor(g.info(gate).shape, g.info(gate).dtype, "activation", name);
-  addKernelNode(g, "swiGluForward", { gate, up, out }, { n: g.elements(gate), dtype: g.info(gate).dtype }, { grad: "swiGlu" });
+  const args = { n: g.elements(gate), dtype: g.info(gate).dtype, ...(activation !== "silu" ? { activation } : {}) };
+  addKernelNode(g, "swiGluForward", { gate, up, out }, args, { grad: "swiGlu" });
   return out;
 }
 

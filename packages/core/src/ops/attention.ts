@@ -13,6 +13,8 @@ export interface AttentionShape {
   vHeadDim?: number;
   /** Keys each query sees, its own included (sliding-window attention); absent: all before it. */
   window?: number;
+  /** Score scale; absent: 1/sqrt(headDim). */
+  scale?: number;
 }
 
 /**

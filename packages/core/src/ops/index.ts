@@ -1,6 +1,7 @@
 import { linearGrad } from "./linear.js";
 import { embeddingGrad } from "./embedding.js";
 import { addGrad } from "./residual.js";
+import { scaleGrad } from "./scale.js";
 import { layerNormGrad, rmsNormGrad } from "./norm.js";
 import { geluGrad, siluGrad, swiGluGrad } from "./activation.js";
 import { conv1dCausalGrad } from "./conv1d.js";
@@ -18,6 +19,7 @@ export const gradRules: Readonly<Record<string, GradRule>> = {
   linear: linearGrad,
   embedding: embeddingGrad,
   add: addGrad,
+  scale: scaleGrad,
   layerNorm: layerNormGrad,
   rmsNorm: rmsNormGrad,
   gelu: geluGrad,
@@ -39,6 +41,7 @@ export const gradRules: Readonly<Record<string, GradRule>> = {
 export { linear, linearPerHead, linearRows, type WeightLayout } from "./linear.js";
 export { embedding } from "./embedding.js";
 export { add } from "./residual.js";
+export { scaleBy } from "./scale.js";
 export { layerNorm, rmsNorm } from "./norm.js";
 export { gelu, silu, swiGlu } from "./activation.js";
 export { conv1dCausal } from "./conv1d.js";

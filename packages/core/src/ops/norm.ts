@@ -16,7 +16,7 @@ export function layerNorm(g: Graph, x: number, weight: number, bias: number | un
 
 export const layerNormGrad: GradRule = (node, b, [dOut]) => {
   if (dOut === undefined) return;
-  const { rows, dim, dtype } = kernelAttrs(node).args as { rows: number; dim: number; dtype: FloatDType };
+  const { rows, dim, dtype, weightOffset } = kernelAttrs(node).args as { rows: number; dim: number; dtype: FloatDType; weightOffset?: number };
   const x = operandOf(node, "x");
   const weight = operandOf(node, "weight");
   const bias = kernelAttrs(node).operands.bias?.id;
@@ -34,16 +34,17 @@ export const layerNormGrad: GradRule = (node, b, [dOut]) => {
       dWeight: b.paramGrad(weight),
       ...(bias === undefined ? {} : { dBias: b.paramGrad(bias) }),
     },
-    { rows, dim, dtype, ...gradDtypeArg(b.graph, b.paramGrad(weight), dtype) },
+    { rows, dim, dtype, ...(weightOffset ? { weightOffset } : {}), ...gradDtypeArg(b.graph, b.paramGrad(weight), dtype) },
   );
   b.addGrad(x, dX);
 };
 
 /**
  * RMSNorm over the last dim of x (rows, dim); saves rstd. With `groupSize`, over each run of
- * groupSize elements instead (rows·dim / groupSize rows; Mamba3 normalises B and C per group).
+ * groupSize elements instead (rows·dim / groupSize rows; Mamba3 normalises B and C per group,
+ * Qwen3 and Gemma 3 each head). `weightOffset` is added to the weight (Gemma's 1 + weight).
  */
-export function rmsNorm(g: Graph, x: number, weight: number, eps: number, name: string, groupSize?: number): number {
+export function rmsNorm(g: Graph, x: number, weight: number, eps: number, name: string, groupSize?: number, weightOffset?: number): number {
   const shape = g.info(x).shape;
   const dim = groupSize ?? shape[shape.length - 1];
   const rows = g.elements(x) / dim;
@@ -51,13 +52,13 @@ export function rmsNorm(g: Graph, x: number, weight: number, eps: number, name: 
   const dtype = g.info(x).dtype;
   const out = g.tensor(shape, dtype, "activation", name);
   const rstd = g.tensor([rows], "f32", "activation", `${name}.rstd`);
-  addKernelNode(g, "rmsNormForward", { x, weight, out, rstd }, { rows, dim, eps, dtype }, { grad: "rmsNorm" });
+  addKernelNode(g, "rmsNormForward", { x, weight, out, rstd }, { rows, dim, eps, dtype, ...(weightOffset ? { weightOffset } : {}) }, { grad: "rmsNorm" });
   return out;
 }
 
 export const rmsNormGrad: GradRule = (node, b, [dOut]) => {
   if (dOut === undefined) return;
-  const { rows, dim, dtype } = kernelAttrs(node).args as { rows: number; dim: number; dtype: FloatDType };
+  const { rows, dim, dtype, weightOffset } = kernelAttrs(node).args as { rows: number; dim: number; dtype: FloatDType; weightOffset?: number };
   const x = operandOf(node, "x");
   const weight = operandOf(node, "weight");
   const dX = b.activation(b.graph.info(x).shape, x, `d(${b.graph.info(x).name})`);
@@ -65,7 +66,7 @@ export const rmsNormGrad: GradRule = (node, b, [dOut]) => {
     b.graph,
     "rmsNormBackward",
     { dOut, x, weight, rstd: operandOf(node, "rstd"), dX, dWeight: b.paramGrad(weight) },
-    { rows, dim, dtype, ...gradDtypeArg(b.graph, b.paramGrad(weight), dtype) },
+    { rows, dim, dtype, ...(weightOffset ? { weightOffset } : {}), ...gradDtypeArg(b.graph, b.paramGrad(weight), dtype) },
   );
   b.addGrad(x, dX);
 };

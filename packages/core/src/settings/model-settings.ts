@@ -8,7 +8,7 @@ import { nonNegativeInt, positiveInt, setting } from "./setting.js";
  * config file is the model (or --init-from brings it). Each key sets the ModelConfig field it names.
  */
 export const MODEL_SETTINGS = {
-  arch: setting("arch", z.enum(ARCH_NAMES).optional(), { help: "architecture: gpt2, llama, qwen2 (Llama with q/k/v biases), qwen3 (Llama with q/k norms per head) or mistral (Llama with a sliding window) (default llama)" }),
+  arch: setting("arch", z.enum(ARCH_NAMES).optional(), { help: "architecture: gpt2, llama, qwen2 (Llama with q/k/v biases), qwen3 (Llama with q/k norms per head), mistral (Llama with a sliding window) or gemma3 (Gemma 3 text) (default llama)" }),
   vocab_size: setting("vocabSize", positiveInt, { help: "token ids the model knows (at least the tokenizer's)" }),
   hidden_size: setting("hiddenSize", positiveInt, { help: "width of the residual stream", otherNames: ["n_embd", "d_model"] }),
   num_layers: setting("numLayers", positiveInt, { help: "transformer blocks", otherNames: ["n_layer", "num_hidden_layers"] }),
@@ -19,8 +19,10 @@ export const MODEL_SETTINGS = {
   intermediate_size: setting("intermediateSize", positiveInt.optional(), { help: "MLP inner width (default: GPT-2 4 x hidden, Llama's SwiGLU rule)" }),
   attention_bias: setting("attentionBias", z.boolean().optional(), { help: "biases on the q, k, v and o projections (Llama family; default false)" }),
   mlp_bias: setting("mlpBias", z.boolean().optional(), { help: "biases on the MLP's gate, up and down projections (Llama family, dense MLP; default false)" }),
-  sliding_window: setting("slidingWindow", positiveInt.optional(), { help: "sliding-window attention: keys each query sees, its own included (mistral: every layer; qwen2, qwen3: the layer_types marked sliding_attention)" }),
-  layer_types: setting("layerTypes", z.array(z.enum(LAYER_TYPES)).optional(), { help: "per layer, full_attention or sliding_attention (qwen2, qwen3; with sliding_window)" }),
+  sliding_window: setting("slidingWindow", positiveInt.optional(), { help: "sliding-window attention: keys each query sees, its own included (mistral: every layer; qwen2, qwen3, gemma3: the layer_types marked sliding_attention)" }),
+  layer_types: setting("layerTypes", z.array(z.enum(LAYER_TYPES)).optional(), { help: "per layer, full_attention or sliding_attention (qwen2, qwen3, gemma3; with sliding_window)" }),
+  query_pre_attn_scalar: setting("queryPreAttnScalar", z.number().positive().optional(), { help: "gemma3: attention scores scaled by its -1/2 power (default head_dim)" }),
+  rope_local_base_freq: setting("ropeLocalTheta", z.number().positive().optional(), { help: "gemma3: RoPE base of the sliding-window layers (default 10000; rope_theta is the full layers')" }),
   rope_theta: setting("ropeTheta", z.number().positive().optional(), { help: "RoPE base (Llama; default 10000)" }),
   norm_eps: setting("normEps", z.number().positive().optional(), { help: "LayerNorm / RMSNorm epsilon", otherNames: ["rms_norm_eps", "layer_norm_epsilon"] }),
   tie_embeddings: setting("tieEmbeddings", z.boolean().optional(), { help: "the output head shares the token embedding", otherNames: ["tie_word_embeddings"] }),

@@ -2,14 +2,19 @@ import { LAYER_TYPES, type LayerType, type ModelConfig, type ModelConfigInput, h
 import type { HfConfigReader, Json } from "../hf-config-reader.js";
 import { readRope, ropeKeys } from "./rope-keys.js";
 
-type LlamaLikeArch = "llama" | "qwen2" | "qwen3" | "mistral";
+type LlamaLikeArch = "llama" | "qwen2" | "qwen3" | "mistral" | "gemma3";
 
 /**
  * The keys every Llama-like config.json shares (LlamaConfig, Qwen2Config, Qwen3Config,
- * MistralConfig): sizes, heads (head_dim where given), RoPE, RMSNorm epsilon, tying.
+ * MistralConfig): the SiLU MLP, the sizes (readSizes) and RoPE.
  */
 export function readLlamaLike(r: HfConfigReader, arch: LlamaLikeArch): ModelConfigInput {
   r.expect("hidden_act", "silu", "silu", "SwiGLU MLP");
+  return { ...readSizes(r, arch), ...readRope(r) };
+}
+
+/** Sizes, heads (head_dim where given), RMSNorm epsilon and tying, in the Llama family's keys. */
+export function readSizes(r: HfConfigReader, arch: LlamaLikeArch): ModelConfigInput {
   const heads = r.int("num_attention_heads");
   const hidden = r.int("hidden_size");
   // Qwen3 and Gemma 3 (and some Llamas) size heads apart from hidden_size / num_attention_heads.
@@ -24,9 +29,8 @@ export function readLlamaLike(r: HfConfigReader, arch: LlamaLikeArch): ModelConf
     kvHeads: r.int("num_key_value_heads", heads),
     maxSeqLen: r.int("max_position_embeddings"),
     intermediateSize: r.int("intermediate_size"),
-    ...readRope(r),
     normEps: r.num("rms_norm_eps", 1e-6),
-    tieEmbeddings: r.bool("tie_word_embeddings", false),
+    tieEmbeddings: r.bool("tie_word_embeddings", arch === "gemma3"),
   };
 }
 

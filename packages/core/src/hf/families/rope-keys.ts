@@ -30,7 +30,8 @@ function readRopeOf(r: HfConfigReader, key: string, scalingKeys: Json | undefine
   return { ropeTheta: theta as number, ...(scaling ? { ropeScaling: scaling } : {}) };
 }
 
-function ropeScalingOf(r: HfConfigReader, key: string, v: Json | undefined): RopeScaling | undefined {
+/** The scaling of one rope_scaling / rope_parameters object (`key` names it in errors). */
+export function ropeScalingOf(r: HfConfigReader, key: string, v: Json | undefined): RopeScaling | undefined {
   if (v === undefined) return undefined;
   // transformers 4 wrote "type" in older configs; "rope_type" since.
   const type = v.rope_type ?? v.type ?? "default";
@@ -60,7 +61,7 @@ function ropeScalingOf(r: HfConfigReader, key: string, v: Json | undefined): Rop
 }
 
 /** rope_scaling's keys for `s` (transformers 4), without rope_theta. */
-function scalingKeys(s: RopeScaling | undefined): Json | null {
+export function scalingKeys(s: RopeScaling | undefined): Json | null {
   if (!s) return null;
   if (s.type === "linear") return { factor: s.factor, rope_type: "linear" };
   return { factor: s.factor, high_freq_factor: s.highFreqFactor, low_freq_factor: s.lowFreqFactor, original_max_position_embeddings: s.originalMaxPositions, rope_type: "llama3" };
