@@ -144,3 +144,25 @@ describe.each(FAMILIES)("the %s folder from transformers", (name, exportedConfig
     expect(Math.abs(hf.loss - kiln.loss) / kiln.loss).toBeLessThan(1e-6);
   });
 });
+
+/** Every fixture folder, the families' variants beside the ones above (kiln eval alone). */
+const ALL_FOLDERS = ["qwen2-tiny", "qwen2-tied-tiny", "qwen2-window-tiny", "llama3-tiny", "llama-linear-tiny", "llama-headdim-tiny", "llama-bias-tiny", "qwen3-tiny", "qwen3-window-tiny", "mistral-tiny", "gemma3-tiny"];
+
+describe("kiln eval on every fixture folder", () => {
+  let ws: Workspace;
+  beforeAll(async () => {
+    ws = await Workspace.create("hf-family-eval");
+  });
+  afterAll(() => ws.remove());
+
+  it.each(ALL_FOLDERS)("%s: the loss transformers computes, to 1e-5", async (name) => {
+    const r = await openSafetensors(path.join(FIXTURES, name, "reference.safetensors"));
+    const loss = new Float32Array((await r.read("loss")).data.slice().buffer)[0];
+    const sequence = Uint32Array.from(new Float32Array((await r.read("sequence")).data.slice().buffer));
+    const seqLen = Number(r.metadata.seq_len);
+    await r.close();
+    await ws.writeTokens(`${name}.bin`, sequence);
+    const out = expectSuccess(await ws.run(["eval", "--checkpoint", path.join(FIXTURES, name), "-d", `${name}.bin`, "--seq-len", String(seqLen), "--json"]), "kiln eval");
+    expect(Math.abs((JSON.parse(out.stdout) as { loss: number }).loss - loss) / loss).toBeLessThan(1e-5);
+  });
+});
