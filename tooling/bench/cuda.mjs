@@ -1,6 +1,6 @@
 // GPU benchmark of @kiln/kernels-cuda: GEMM TFLOP/s per dtype (4096^3), the grouped
 // GEMMs of a mixture-of-experts layer beside one dense GEMM of the same size, causal
-// attention forward/backward, and training steps of bench-small and gpt2-small
+// attention forward/backward (and a sliding window of 128 beside full attention at seq 1024), and training steps of bench-small and gpt2-small
 // (f32 and bf16; gpt2-small-accum8: bf16 with models/gpt2-small.yaml's 8 micro-batches
 // a step, kiln only) with MFU and the step's roofline (each of its kernel calls at the card's
 // peak FLOP/s or memory bandwidth, whichever binds), each beside the same work through PyTorch on the same
@@ -148,8 +148,10 @@ async function attention(dtype, shape = { batch: 8, seqLen: 1024, heads: 12, kvH
   const fwd = await time(() => on.kernels.attentionForward({ q, k, v, out, lse, ...shape, dtype }), on);
   const bwd = await time(() => on.kernels.attentionBackward({ dOut, q, k, v, out, lse, dQ, dK, dV, ...shape, dtype }), on);
   [q, k, v, out, dOut, dQ, dK, dV, lse].forEach((x) => on.free(x));
-  const flops = 4 * shape.batch * shape.heads * shape.headDim * ((shape.seqLen * (shape.seqLen + 1)) / 2);
-  return progress({ dtype, path, ...shape, forward_tflops_median: flops / fwd.median / 1e12, backward_tflops_median: (2.5 * flops) / bwd.median / 1e12, forward_tflops_pipelined: flops / fwd.pipelined / 1e12, backward_tflops_pipelined: (2.5 * flops) / bwd.pipelined / 1e12, forward_cold_ms: fwd.cold * 1e3, backward_cold_ms: bwd.cold * 1e3 });
+  // The contract's counts: the pairs the causal mask (or the window) keeps.
+  const flops = kernelSpecs.attentionForward.flops({ ...shape, dtype });
+  const backwardFlops = kernelSpecs.attentionBackward.flops({ ...shape, dtype });
+  return progress({ dtype, path, ...shape, forward_tflops_median: flops / fwd.median / 1e12, backward_tflops_median: backwardFlops / bwd.median / 1e12, forward_tflops_pipelined: flops / fwd.pipelined / 1e12, backward_tflops_pipelined: backwardFlops / bwd.pipelined / 1e12, forward_ms_median: fwd.median * 1e3, backward_ms_median: bwd.median * 1e3, forward_cold_ms: fwd.cold * 1e3, backward_cold_ms: bwd.cold * 1e3 });
 }
 
 /** Mamba2's selective scan (ssdScanForward / ssdScanBackward), FLOPs as the contract counts them. */
@@ -381,6 +383,14 @@ if (runs("attention")) {
     wgmma128.dispose();
   }
 }
+// Sliding-window attention (window 128) beside full causal attention at seq 1024, bf16: the time ratio.
+const slidingWindow = runs("attention")
+  ? await (async () => {
+      const full = attentions[0];
+      const win = await attention("bf16", { batch: 8, seqLen: 1024, heads: 12, kvHeads: 12, headDim: 64, window: 128 }, backend, "window-128");
+      return { seqLen: 1024, window: 128, dtype: "bf16", window_run: win, forward_full_over_window: full.forward_ms_median / win.forward_ms_median, backward_full_over_window: full.backward_ms_median / win.backward_ms_median };
+    })()
+  : undefined;
 const ssdScans = runs("ssd") ? [await ssdScan("bf16"), await ssdScan("f32")] : [];
 const embeddings = runs("embedding") ? [await embeddingBackward("uniform"), await embeddingBackward("zipf")] : [];
 const torchKernels = runs("gemm") || runs("attention") ? torchReference("cuda_kernels_torch.py", ["--calls", String(CALLS)]) : undefined;
@@ -394,6 +404,7 @@ const report = {
   own_gemm_ratio_vs_cublaslt: ownGemms.length ? ownGemms.slice(0, 3).map((o, i) => ({ dtype: o.dtype, tflops_median: o.tflops_median / gemms[i].tflops_median, tflops_pipelined: o.tflops_pipelined / gemms[i].tflops_pipelined })) : undefined,
   grouped_gemm: groupedGemms,
   attention: [...attentions, ...attentionsWmma],
+  sliding_window_attention: slidingWindow,
   ssd_scan: ssdScans,
   embedding_backward: embeddings,
   torch_kernels: torchKernels,
