@@ -62,9 +62,17 @@ export function registerSample(program: Command): void {
         process.stdout.write(f.prompt);
         const generated: number[] = [];
         let printed = "";
+        // The continuation is decoded after the prompt's tokens, not alone: decoders that
+        // join words with spaces or turn a leading "▁" into one (SentencePiece) drop the
+        // separator at the start of a text.
+        const promptText = tokenizer.decode(prompt);
+        const continuation = () => {
+          const whole = tokenizer.decode([...prompt, ...generated]);
+          return whole.startsWith(promptText) ? whole.slice(promptText.length) : tokenizer.decode(generated);
+        };
         await session.generate(prompt, f.maxTokens, { temperature: f.temperature, topK: f.topK, seed: f.seed }, (id) => {
           generated.push(id);
-          const text = tokenizer.decode(generated);
+          const text = continuation();
           // Print only complete characters: a multi-byte character may span tokens.
           const stable = text.endsWith("\uFFFD") ? text.slice(0, -1) : text;
           if (stable.length > printed.length) {
