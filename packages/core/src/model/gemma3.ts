@@ -1,6 +1,7 @@
 import { bf16ToF32, f16ToF32, f64ToBf16, f64ToF16, type FloatDType } from "@kiln/contract";
 import { add, attention, embedding, linear, rmsNorm, rope, scaleBy, swiGlu } from "../ops/index.js";
 import type { ArchDef, ConfigProblem } from "./arch-def.js";
+import { gqaAttentionParams } from "./attention-params.js";
 import { type ModelConfig, attentionWindow, headDim, mambaOf, moeOf, ropeFrequencies } from "./config.js";
 import { mlaOf } from "./mla.js";
 import type { ParamSpec } from "./param-layout.js";
@@ -66,26 +67,16 @@ export function embedScale(hidden: number, dtype: FloatDType): number {
 }
 
 function gemma3Params(c: ModelConfig): ParamSpec[] {
-  const C = c.hiddenSize, D = headDim(c), F = c.intermediateSize;
+  const C = c.hiddenSize, F = c.intermediateSize;
   const w = (name: string, shape: number[]): ParamSpec => ({ name, shape, decay: true, init: { kind: "normal", std: 0.02 } });
   // 1 + weight: zeros are the identity scale.
-  const norm = (name: string, size = C): ParamSpec => ({ name, shape: [size], decay: false, init: { kind: "zeros" } });
-  const bias = (name: string, size: number): ParamSpec[] => (c.attentionBias ? [{ name, shape: [size], decay: false, init: { kind: "zeros" } }] : []);
+  const norm = (name: string): ParamSpec => ({ name, shape: [C], decay: false, init: { kind: "zeros" } });
   const specs: ParamSpec[] = [{ name: "model.embed_tokens.weight", shape: [c.vocabSize, C], decay: false, init: { kind: "normal", std: 0.02 } }];
   for (let i = 0; i < c.numLayers; i++) {
     const p = `model.layers.${i}`;
     specs.push(
       norm(`${p}.input_layernorm.weight`),
-      w(`${p}.self_attn.q_proj.weight`, [c.numHeads * D, C]),
-      ...bias(`${p}.self_attn.q_proj.bias`, c.numHeads * D),
-      w(`${p}.self_attn.k_proj.weight`, [c.kvHeads * D, C]),
-      ...bias(`${p}.self_attn.k_proj.bias`, c.kvHeads * D),
-      w(`${p}.self_attn.v_proj.weight`, [c.kvHeads * D, C]),
-      ...bias(`${p}.self_attn.v_proj.bias`, c.kvHeads * D),
-      w(`${p}.self_attn.o_proj.weight`, [C, c.numHeads * D]),
-      ...bias(`${p}.self_attn.o_proj.bias`, C),
-      norm(`${p}.self_attn.q_norm.weight`, D),
-      norm(`${p}.self_attn.k_norm.weight`, D),
+      ...gqaAttentionParams(`${p}.self_attn`, c, { qkvBias: c.attentionBias === true, oBias: c.attentionBias === true, qkNorm: "zeros" }),
       norm(`${p}.post_attention_layernorm.weight`),
       norm(`${p}.pre_feedforward_layernorm.weight`),
       w(`${p}.mlp.gate_proj.weight`, [F, C]),

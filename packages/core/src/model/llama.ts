@@ -1,5 +1,6 @@
 import { add, attention, embedding, linear, rmsNorm, rope } from "../ops/index.js";
 import type { ArchDef, ConfigProblem } from "./arch-def.js";
+import { gqaAttentionParams } from "./attention-params.js";
 import { type ModelConfig, attentionWindow, headDim, mamba3Of, mambaOf, moeOf, ropeFrequencies } from "./config.js";
 import { mamba2Mixer, mamba2Params, mamba2Problem } from "./mamba2.js";
 import { mamba3Mixer, mamba3Params, mamba3Problem } from "./mamba3.js";
@@ -84,13 +85,12 @@ interface FamilyTraits {
 const hasQkvBias = (c: ModelConfig, f: FamilyTraits) => f.qkvBias || c.attentionBias === true;
 
 function llamaParams(c: ModelConfig, f: FamilyTraits): ParamSpec[] {
-  const C = c.hiddenSize, D = headDim(c);
+  const C = c.hiddenSize;
   const qkvBias = hasQkvBias(c, f);
   const moe = moeOf(c);
   const mamba = mambaOf(c);
   const w = (name: string, shape: number[]): ParamSpec => ({ name, shape, decay: true, init: { kind: "normal", std: 0.02 } });
-  const norm = (name: string, size = C): ParamSpec => ({ name, shape: [size], decay: false, init: { kind: "ones" } });
-  const bias = (name: string, size: number, on = qkvBias): ParamSpec[] => (on ? [{ name, shape: [size], decay: false, init: { kind: "zeros" } }] : []);
+  const norm = (name: string): ParamSpec => ({ name, shape: [C], decay: false, init: { kind: "ones" } });
   const specs: ParamSpec[] = [{ name: "model.embed_tokens.weight", shape: [c.vocabSize, C], decay: false, init: { kind: "normal", std: 0.02 } }];
   for (let i = 0; i < c.numLayers; i++) {
     const p = `model.layers.${i}`;
@@ -100,17 +100,7 @@ function llamaParams(c: ModelConfig, f: FamilyTraits): ParamSpec[] {
         ? (mamba3Of(c) ? mamba3Params : mamba2Params)(`${p}.mamba`, c)
         : mlaOf(c)
         ? mlaParams(`${p}.self_attn`, c)
-        : [
-            w(`${p}.self_attn.q_proj.weight`, [c.numHeads * D, C]),
-            ...bias(`${p}.self_attn.q_proj.bias`, c.numHeads * D),
-            w(`${p}.self_attn.k_proj.weight`, [c.kvHeads * D, C]),
-            ...bias(`${p}.self_attn.k_proj.bias`, c.kvHeads * D),
-            w(`${p}.self_attn.v_proj.weight`, [c.kvHeads * D, C]),
-            ...bias(`${p}.self_attn.v_proj.bias`, c.kvHeads * D),
-            w(`${p}.self_attn.o_proj.weight`, [C, c.numHeads * D]),
-            ...bias(`${p}.self_attn.o_proj.bias`, C, c.attentionBias === true),
-            ...(f.qkNorm ? [norm(`${p}.self_attn.q_norm.weight`, D), norm(`${p}.self_attn.k_norm.weight`, D)] : []),
-          ]),
+        : gqaAttentionParams(`${p}.self_attn`, c, { qkvBias, oBias: c.attentionBias === true, ...(f.qkNorm ? { qkNorm: "ones" as const } : {}) })),
       norm(`${p}.post_attention_layernorm.weight`),
       ...(moe ? moeMlpParams(`${p}.mlp`, c, moe.numExperts, moe.shared) : swiGluMlpParams(`${p}.mlp`, c, c.mlpBias === true)),
     );
