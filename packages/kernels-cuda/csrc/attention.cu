@@ -2,8 +2,9 @@
 // forward kernel here, the backward in attention_backward.cu, shared tiles in
 // attention_tiles.h.
 //
-// Math, for query head h reading kv head g = h / (heads / kvHeads):
-//   s[t,u] = scale * q[t]·k[u] for u <= t;  p = softmax_u(s);  out[t] = sum_u p[t,u] v[u]
+// Math, for query head h reading kv head g = h / (heads / kvHeads), W the window (seqLen
+// unless a sliding window is given):
+//   s[t,u] = scale * q[t]·k[u] for t - W < u <= t;  p = softmax_u(s);  out[t] = sum_u p[t,u] v[u]
 //   lse[t] = log sum_u exp(s[t,u])
 // Backward, with D[t] = dOut[t]·out[t] and p recomputed as exp(s - lse):
 //   dP = dOut v^T;  dS = p (dP - D);  dQ = scale dS k;  dK = scale dS^T q;  dV = p^T dOut
@@ -32,7 +33,11 @@
 //       thread columns blk*32 + cg*4 + e.
 // Tile sizes and register accumulators are chosen at launch from max(D, DV) (buckets
 // 32, 64, 128, 256); nothing of size T x T exists beyond one tile. Tiles above the
-// causal diagonal are skipped.
+// causal diagonal are skipped, and so are tiles wholly before a sliding window (query t
+// sees keys t - W < u <= t: attention_tiles.h's window helpers): a query tile starting
+// at q0 starts at key tile floor(max(0, q0 - W + 1) / BK), a key tile ending at key u
+// stops at the query tile holding u + W - 1; pairs before the window inside edge tiles
+// are masked as the diagonal's are.
 //
 // Kernels:
 //   forward:  one block per (query tile, head, batch), online softmax over kv tiles;
@@ -57,7 +62,7 @@ template <typename T, int DMAX, int RM, int NW, int BK>
 __global__ void __launch_bounds__(NW * 32, 1)
     attention_forward_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ out,
                              float* __restrict__ lse, int batch, int seq, int heads, int kv_heads, int d, int dv,
-                             int64_t q_stride, int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale) {
+                             int64_t q_stride, int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale, int window) {
   constexpr int RW = 4 * RM, BQ = NW * RW, NB = DMAX / 32, NC = BK / 8, PS = BK + 4;
   // Every tile has the row pitch and zero padding of the wider head size; each product
   // runs the depth (dp4) or column blocks (nblk) of its own: gm for q/k, gv for v/dO.
@@ -91,8 +96,8 @@ __global__ void __launch_bounds__(NW * 32, 1)
   }
 
   const int n_kt = (q0 + nq - 1) / BK + 1;
-  const int wlast = q0 + warp * RW + RW - 1;  // last query row of this warp
-  for (int kt = 0; kt < n_kt; kt++) {
+  const int wfirst = q0 + warp * RW, wlast = wfirst + RW - 1;  // this warp's query rows
+  for (int kt = first_key_tile(q0, window, BK); kt < n_kt; kt++) {
     const int kv0 = kt * BK, nk = min(BK, seq - kv0);
     __syncthreads();  // the previous tile's K and V are no longer read
     load_tile<T, NW>(ks, ds, kb + int64_t{kv0} * kv_stride, kv_stride, BK, nk, d, gw.dw, 1.0f);
@@ -106,7 +111,8 @@ __global__ void __launch_bounds__(NW * 32, 1)
       for (int j = 0; j < NC; j++) s[i][j] = 0.0f;
     nt_product<RM, NC>(s, qs + row0 * ds, ds, ks + cg * ds, ds, gm.dp4);
 
-    // Online softmax. Tile 0 holds key 0 <= t for every row, so m is finite from then on.
+    // Online softmax. A row may meet tiles with no key in its window before its first
+    // live key (m = -inf); its exponentials then take base 0 (p = 0, alpha = 0, never NaN).
 #pragma unroll
     for (int i = 0; i < RM; i++) {
       const int t = q0 + row0 + i;
@@ -114,16 +120,16 @@ __global__ void __launch_bounds__(NW * 32, 1)
 #pragma unroll
       for (int j = 0; j < NC; j++) {
         const int u = kv0 + j * 8 + cg;
-        if (u > t || u >= seq) s[i][j] = neg_inf();
+        if (u > t || u >= seq || before_window(t, u, window)) s[i][j] = neg_inf();
         mx = fmaxf(mx, s[i][j]);
       }
       mx = max8(mx);
-      const float m_new = fmaxf(m[i], mx);
-      const float alpha = exp2f(m[i] - m_new);
+      const float m_new = fmaxf(m[i], mx), base = m_new == neg_inf() ? 0.0f : m_new;
+      const float alpha = exp2f(m[i] - base);
       float rs = 0.0f;
 #pragma unroll
       for (int j = 0; j < NC; j++) {
-        const float p = exp2f(s[i][j] - m_new);
+        const float p = exp2f(s[i][j] - base);
         rs += p;
         pw[i * PS + j * 8 + cg] = p;
       }
@@ -134,9 +140,9 @@ __global__ void __launch_bounds__(NW * 32, 1)
       for (int c = 0; c < NB * 4; c++) o[i][c] *= alpha;
     }
     __syncwarp();
-    // Keys past the warp's last query have p = 0: skip them.
-    const int depth = min(BK, (wlast - kv0 + 1 + 3) & ~3);
-    if (depth > 0) nn_product<RM, NB>(o, pw, PS, vs + cg * 4, ds, 0, depth, gv.nblk);
+    // Keys past the warp's last query, or before its first query's window, have p = 0: skip them.
+    const int k0 = min(max(wfirst - window + 1 - kv0, 0) & ~3, BK), depth = min(BK, (wlast - kv0 + 1 + 3) & ~3);
+    if (k0 < depth) nn_product<RM, NB>(o, pw, PS, vs + cg * 4, ds, k0, depth, gv.nblk);
     __syncwarp();
   }
 
@@ -151,7 +157,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
 }
 
 // attentionForward: q, k, v, out, lse | batch, seqLen, heads, kvHeads, headDim, vHeadDim, qRowStride, kvRowStride, vRowStride,
-//                   outRowStride, scale, dtype
+//                   outRowStride, scale, dtype, window
 void launch_attention_forward(const KernelCall& c) {
   if (launch_attention_forward_tensor_cores(c)) return;
   const Args a = read_args(c, 5);
@@ -167,7 +173,7 @@ void launch_attention_forward(const KernelCall& c) {
       const unsigned grid = ceil_div(a.seq, BQ) * static_cast<unsigned>(a.heads * a.batch);
       launch("attentionForward", kernel, dim3(grid), dim3(kWarps * 32), smem, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
              c.ptr<const T>(2), c.ptr<T>(3), c.ptr<float>(4), a.batch, a.seq, a.heads, a.kv_heads, a.d, a.dv, a.q_stride,
-             a.kv_stride, a.v_stride, a.out_stride, a.scale);
+             a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window);
     });
   });
 }

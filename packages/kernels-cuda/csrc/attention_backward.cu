@@ -42,7 +42,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
     attention_dkdv_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                           const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dk, T* __restrict__ dv_out,
                           int batch, int seq, int heads, int kv_heads, int d, int dv, int64_t q_stride, int64_t kv_stride,
-                          int64_t v_stride, int64_t out_stride, float scale) {
+                          int64_t v_stride, int64_t out_stride, float scale, int window) {
   constexpr int RW = 4 * RM, BKV = NW * RW, NB = DMAX / 32, NC = BQ / 8, PS = BQ + 4;
   // Every tile has the row pitch and zero padding of the wider head size; each product
   // runs the depth (dp4) or column blocks (nblk) of its own: gm for q/k, gv for v/dO.
@@ -76,7 +76,8 @@ __global__ void __launch_bounds__(NW * 32, 1)
 #pragma unroll
     for (int c = 0; c < NB * 4; c++) ak[i][c] = av[i][c] = 0.0f;
 
-  const int n_qt = (seq + BQ - 1) / BQ, qt0 = kv0 / BQ;
+  // Query tiles from the one holding the block's first key to the last one whose queries see its keys.
+  const int qt0 = kv0 / BQ, n_qt = min((seq + BQ - 1) / BQ, qt0 + window_query_tiles(BKV, window, BQ));
   const int wfirst = kv0 + warp * RW;  // first key row of this warp
   for (int hh = 0; hh < group; hh++) {
     const int h = g * group + hh;
@@ -103,14 +104,15 @@ __global__ void __launch_bounds__(NW * 32, 1)
 #pragma unroll
         for (int j = 0; j < NC; j++) {
           const int tl = j * 8 + cg, t = q0 + tl;
-          const float p = (t >= u && t < seq && u < seq) ? exp2f(st[i][j] * kLog2e - ls[tl]) : 0.0f;
+          const float p = (t >= u && t < seq && u < seq && !before_window(t, u, window)) ? exp2f(st[i][j] * kLog2e - ls[tl]) : 0.0f;
           ptw[i * PS + tl] = p;
           dstw[i * PS + tl] = p * (dpt[i][j] - dl[tl]);
         }
       }
       __syncwarp();
-      // Queries before the warp's first key have p = 0; rows past nq are zero.
-      const int k0 = min(max(wfirst - q0, 0) & ~3, BQ), k1 = (nq + 3) & ~3;
+      // Queries before the warp's first key, or past its last key's window (wfirst + RW - 1 + window - 1),
+      // have p = 0; rows past nq are zero.
+      const int k0 = min(max(wfirst - q0, 0) & ~3, BQ), k1 = min((nq + 3) & ~3, (wfirst + RW - 1 + window - q0 + 3) & ~3);
       if (k0 < k1) {
         nn_product<RM, NB>(av, ptw, PS, dos + cg * 4, ds, k0, k1, gv.nblk);
         nn_product<RM, NB>(ak, dstw, PS, qs + cg * 4, ds, k0, k1, gm.nblk);
@@ -136,7 +138,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
     attention_dq_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                         const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dq, int batch, int seq,
                         int heads, int kv_heads, int d, int dv, int64_t q_stride, int64_t kv_stride, int64_t v_stride,
-                        int64_t out_stride, float scale) {
+                        int64_t out_stride, float scale, int window) {
   constexpr int RW = 4 * RM, BQ = NW * RW, NB = DMAX / 32, NC = BK / 8, PS = BK + 4;
   // Every tile has the row pitch and zero padding of the wider head size; each product
   // runs the depth (dp4) or column blocks (nblk) of its own: gm for q/k, gv for v/dO.
@@ -174,8 +176,8 @@ __global__ void __launch_bounds__(NW * 32, 1)
   }
 
   const int n_kt = (q0 + nq - 1) / BK + 1;
-  const int wlast = q0 + warp * RW + RW - 1;
-  for (int kt = 0; kt < n_kt; kt++) {
+  const int wfirst = q0 + warp * RW, wlast = wfirst + RW - 1;  // this warp's query rows
+  for (int kt = first_key_tile(q0, window, BK); kt < n_kt; kt++) {
     const int kv0 = kt * BK, nk = min(BK, seq - kv0);
     __syncthreads();
     load_tile<T, NW>(ks, ds, kb + int64_t{kv0} * kv_stride, kv_stride, BK, nk, d, gw.dw, 1.0f);
@@ -195,13 +197,14 @@ __global__ void __launch_bounds__(NW * 32, 1)
 #pragma unroll
       for (int j = 0; j < NC; j++) {
         const int u = kv0 + j * 8 + cg;
-        const float p = (u <= t && t < seq && u < seq) ? exp2f(s[i][j] - lr[i]) : 0.0f;
+        const float p = (u <= t && t < seq && u < seq && !before_window(t, u, window)) ? exp2f(s[i][j] - lr[i]) : 0.0f;
         dsw[i * PS + j * 8 + cg] = p * (dp[i][j] - dr[i]);
       }
     }
     __syncwarp();
-    const int depth = min(BK, (wlast - kv0 + 1 + 3) & ~3);
-    if (depth > 0) nn_product<RM, NB>(acc, dsw, PS, ks + cg * 4, ds, 0, depth, gm.nblk);
+    // Keys past the warp's last query, or before its first query's window, have dS = 0.
+    const int k0 = min(max(wfirst - window + 1 - kv0, 0) & ~3, BK), depth = min(BK, (wlast - kv0 + 1 + 3) & ~3);
+    if (k0 < depth) nn_product<RM, NB>(acc, dsw, PS, ks + cg * 4, ds, k0, depth, gm.nblk);
     __syncwarp();
   }
 
@@ -213,7 +216,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
 }
 
 // attentionBackward: dOut, q, k, v, out, lse, dQ, dK, dV | batch, seqLen, heads, kvHeads, headDim, vHeadDim, qRowStride,
-//                    kvRowStride, vRowStride, outRowStride, scale, dtype
+//                    kvRowStride, vRowStride, outRowStride, scale, dtype, window
 void launch_attention_backward(const KernelCall& c) {
   const Args a = read_args(c, 9);
   const int64_t items = int64_t{a.batch} * a.seq * a.heads;
@@ -245,7 +248,7 @@ void launch_attention_backward(const KernelCall& c) {
         const unsigned grid = ceil_div(a.seq, BKV) * static_cast<unsigned>(a.kv_heads * a.batch);
         launch("attentionBackward", kernel, dim3(grid), dim3(kWarps * 32), smem, c.stream, dout, q, k, v, lse,
                static_cast<const float*>(dvec), dk, dv, a.batch, a.seq, a.heads, a.kv_heads, a.d, a.dv, a.q_stride,
-               a.kv_stride, a.v_stride, a.out_stride, a.scale);
+               a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window);
       }
       {
         constexpr int RM = Config<DMAX>::kQRM, BK = Config<DMAX>::kQBK, BQ = kWarps * 4 * RM;
@@ -255,7 +258,7 @@ void launch_attention_backward(const KernelCall& c) {
         const unsigned grid = ceil_div(a.seq, BQ) * static_cast<unsigned>(a.heads * a.batch);
         launch("attentionBackward", kernel, dim3(grid), dim3(kWarps * 32), smem, c.stream, dout, q, k, v, lse,
                static_cast<const float*>(dvec), dq, a.batch, a.seq, a.heads, a.kv_heads, a.d, a.dv, a.q_stride,
-               a.kv_stride, a.v_stride, a.out_stride, a.scale);
+               a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window);
       }
     });
   });

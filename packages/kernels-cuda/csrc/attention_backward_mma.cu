@@ -18,8 +18,11 @@
 //   keeps Q_w and dO_w as A fragments (DP 64), dQ_w as accumulators; for every tile of keys
 //   at or before them (K and V double buffered): S = Q_w K^T, dP = dO_w V^T, dS as
 //   above (per query row), dQ_w += dS K.
-// dK and dQ are scaled once at the end. Tiles are copied by cp.async when every row
-// allows 16-byte copies (VEC), else by plain loads. Every sum runs in a fixed order:
+// Under a sliding window of W keys the dK/dV loop stops at the query tile holding the
+// block's last key + W - 1 and the dQ loop starts at the key tile holding the block's
+// first query - W + 1; pairs before a query's window are dead like those above the
+// diagonal. dK and dQ are scaled once at the end. Tiles are copied by cp.async when every
+// row allows 16-byte copies (VEC), else by plain loads. Every sum runs in a fixed order:
 // deterministic.
 #include "attention_mma.h"
 
@@ -64,18 +67,18 @@ struct OwnRows<T, DP, false> {
 };
 
 /**
- * Zeroes dS of a dQ tile where the key is after the row's query or either is past the
- * sequence: this lane's rows t_lo (x[j][0], x[j][1]) and t_hi (x[j][2], x[j][3]), keys
- * kv0 + 8 j + 2 qd and the one after. Only tiles that reach such pairs need it.
+ * Zeroes dS of a dQ tile where the key is after the row's query or before its window, or
+ * either is past the sequence: this lane's rows t_lo (x[j][0], x[j][1]) and t_hi (x[j][2],
+ * x[j][3]), keys kv0 + 8 j + 2 qd and the one after. Only tiles that reach such pairs need it.
  */
 template <int NS>
-__device__ __forceinline__ void zero_dead_dq_pairs(float (&x)[NS][4], int kv0, int qd, int t_lo, int t_hi, int seq) {
+__device__ __forceinline__ void zero_dead_dq_pairs(float (&x)[NS][4], int kv0, int qd, int t_lo, int t_hi, int seq, int window) {
 #pragma unroll
   for (int j = 0; j < NS; j++) {
 #pragma unroll
     for (int e = 0; e < 4; e++) {
       const int key = kv0 + j * 8 + 2 * qd + (e & 1), t = e < 2 ? t_lo : t_hi;
-      if (!(key <= t && t < seq && key < seq)) x[j][e] = 0.0f;
+      if (!(key <= t && t < seq && key < seq) || before_window(t, key, window)) x[j][e] = 0.0f;
     }
   }
 }
@@ -95,7 +98,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
     attention_dkdv_mma_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                               const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dk, T* __restrict__ dv_out,
                               T* __restrict__ ds_out, int batch, int seq, int heads, int kv_heads, int d, int dv, int64_t q_stride,
-                              int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale) {
+                              int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale, int window) {
 #if defined(KILN_ATTENTION_TC)
   using C = BmConfig<DP>;
   constexpr int kTile = C::kTile, NS = kTile / 8, LD = C::LD, TILE = kTile * LD;
@@ -111,8 +114,10 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
   const float s_mul = scale * kLog2e;
   const int key_lo = kv0 + wrow + g, key_hi = key_lo + 8;  // this lane's two key rows
 
-  // Every (query head, query tile) pair the block visits, in order: tiles from the one holding its first key.
-  const int qt0 = kv0 / kTile, n_qt = (seq + kTile - 1) / kTile, per_head = n_qt - qt0, steps = group * per_head;
+  // Every (query head, query tile) pair the block visits, in order: tiles from the one holding its first key
+  // to the last one holding a query whose window reaches its last key.
+  const int qt0 = kv0 / kTile, n_qt = (seq + kTile - 1) / kTile;
+  const int per_head = min(n_qt - qt0, window_query_tiles(kBmRows, window, kTile)), steps = group * per_head;
   auto copy_step = [&](int step) {
     const int h = gh * group + step / per_head, q0 = (qt0 + step % per_head) * kTile, nq = min(kTile, seq - q0);
     unsigned char* buf = buffer(step & 1);
@@ -142,7 +147,9 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
     const T* dot = qt + TILE;
     const float* ls = reinterpret_cast<const float*>(buf + 2 * C::tile_bytes);
     const float* dl = ls + kTile;
-    if (q0 + kTile - 1 >= kv0 + wrow) {  // else every query of the tile is before every key of this warp
+    // Else every query of the tile is before every key of this warp, or past every key's window (a
+    // warp storing dS goes on: the dQ pass reads every piece of the tiles the block visits).
+    if (q0 + kTile - 1 >= kv0 + wrow && (STORE_DS || !before_window(q0, kv0 + wrow + 15, window))) {
       float st[NS][4], dpt[NS][4];
       kw.nt(st, qt, lane);
       vw.nt(dpt, dot, lane);
@@ -154,14 +161,15 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
 #pragma unroll
         for (int e = 0; e < 4; e++) p_and_ds(st[j][e], dpt[j][e], s_mul, e & 1 ? lse_pair.y : lse_pair.x, e & 1 ? d_pair.y : d_pair.x);
       }
-      // Pairs with the query before the key or either past the sequence: only in tiles that reach them.
-      if (q0 < kv0 + wrow + 15 || q0 + kTile > seq || kv0 + wrow + 16 > seq) {
+      // Pairs with the query before the key, past the key's window, or either past the sequence: only
+      // in tiles that reach them (the tile's last query past the window of the warp's first key).
+      if (q0 < kv0 + wrow + 15 || q0 + kTile > seq || kv0 + wrow + 16 > seq || before_window(q0 + kTile - 1, kv0 + wrow, window)) {
 #pragma unroll
         for (int j = 0; j < NS; j++) {
 #pragma unroll
           for (int e = 0; e < 4; e++) {
             const int query = q0 + j * 8 + 2 * qd + (e & 1), key = e < 2 ? key_lo : key_hi;
-            if (!(query >= key && query < seq && key < seq)) st[j][e] = dpt[j][e] = 0.0f;
+            if (!(query >= key && query < seq && key < seq) || before_window(query, key, window)) st[j][e] = dpt[j][e] = 0.0f;
           }
         }
       }
@@ -172,7 +180,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
         // each 16 queries (2 kc, 2 kc + 1), the 8 x 8 blocks (queries 16 kc.., keys g) (16 kc + 8.., g)
         // (16 kc.., g + 8) (16 kc + 8.., g + 8) as one 16-byte store a lane (stored_ds_piece).
         const int h = gh * group + step / per_head;
-        T* tile_ds = ds_out + stored_ds_offset(b, h, heads, seq, q0 / kStoredDsTile, kv0 / kStoredDsTile);
+        T* tile_ds = ds_out + stored_ds_offset(b, h, heads, seq, window, q0 / kStoredDsTile, kv0 / kStoredDsTile);
         uint32_t dsf[NS / 2][4];
 #pragma unroll
         for (int kc = 0; kc < NS / 2; kc++) {
@@ -196,7 +204,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
   }
 #else
   (void)dout; (void)q; (void)k; (void)v; (void)lse; (void)dvec; (void)dk; (void)dv_out; (void)ds_out; (void)batch; (void)seq; (void)heads;
-  (void)kv_heads; (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
+  (void)kv_heads; (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale; (void)window;
 #endif
 }
 
@@ -205,7 +213,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
     attention_dq_mma_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                             const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dq, int batch, int seq,
                             int heads, int kv_heads, int d, int dv, int64_t q_stride, int64_t kv_stride, int64_t v_stride,
-                            int64_t out_stride, float scale) {
+                            int64_t out_stride, float scale, int window) {
 #if defined(KILN_ATTENTION_TC)
   using C = BmConfig<DP>;
   constexpr int kTile = C::kTile, NS = kTile / 8, LD = C::LD, TILE = kTile * LD;
@@ -225,7 +233,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
   const T* kb = k + tok0 * kv_stride + int64_t{tile.kv_head} * d;
   const T* vb = v + tok0 * v_stride + int64_t{tile.kv_head} * dv;
 
-  const int n_kt = (q0 + nq - 1) / kTile + 1;
+  const int kt0 = first_key_tile(q0, window, kTile), n_kt = (q0 + nq - 1) / kTile + 1;  // tiles before kt0: before every query's window
   auto copy_keys = [&](int kt) {
     const int kv0 = kt * kTile, nk = min(kTile, seq - kv0);
     T* buf = buffer(kt & 1);
@@ -234,20 +242,21 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
   };
   copy_tile<T, DP, VEC>(qs, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, kBmRows, nq, d);
   copy_tile<T, DP, VEC>(dos, dout + (tok0 + q0) * out_stride + int64_t{h} * dv, out_stride, kBmRows, nq, dv);
-  copy_keys(0);
+  copy_keys(kt0);
   tile_copies_visible<VEC, 0>();
   const OwnRows<T, DP, C::kFragments> qw(qs + wrow * LD, lane), dw(dos + wrow * LD, lane);
   float aq[DP / 8][4];
 #pragma unroll
   for (int j = 0; j < DP / 8; j++) aq[j][0] = aq[j][1] = aq[j][2] = aq[j][3] = 0.0f;
 
-  for (int kt = 0; kt < n_kt; kt++) {
+  for (int kt = kt0; kt < n_kt; kt++) {
     const int kv0 = kt * kTile;
     if (kt + 1 < n_kt) copy_keys(kt + 1);  // into the buffer last read in iteration kt - 1
     tile_copies_visible<VEC, 1>();  // this step's tiles, not the next one's
     const T* ks = buffer(kt & 1);
     const T* vs = ks + TILE;
-    if (kv0 <= q0 + wrow + 15) {  // else every key of the tile is after every query of this warp
+    // Else every key of the tile is after every query of this warp, or before every query's window.
+    if (kv0 <= q0 + wrow + 15 && !before_window(q0 + wrow, kv0 + kTile - 1, window)) {
       float s[NS][4], dp[NS][4];
       qw.nt(s, ks, lane);
       dw.nt(dp, vs, lane);
@@ -257,8 +266,10 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
 #pragma unroll
         for (int e = 0; e < 4; e++) p_and_ds(s[j][e], dp[j][e], s_mul, e < 2 ? ls_lo : ls_hi, e < 2 ? dl_lo : dl_hi);
       }
-      // Pairs with the key after the query or either past the sequence: only in tiles that reach them (P is not read again).
-      if (kv0 + kTile - 1 > q0 + wrow || kv0 + kTile > seq || q0 + wrow + 16 > seq) zero_dead_dq_pairs(dp, kv0, qd, t_lo, t_hi, seq);
+      // Pairs with the key after the query or before its window, or either past the sequence: only in tiles
+      // that reach them (P is not read again).
+      if (kv0 + kTile - 1 > q0 + wrow || kv0 + kTile > seq || q0 + wrow + 16 > seq || before_window(q0 + wrow + 15, kv0, window))
+        zero_dead_dq_pairs(dp, kv0, qd, t_lo, t_hi, seq, window);
       warp_mma_nn<T, DP, NS>(aq, dp, ks, lane);
     }
     __syncthreads();  // this buffer is free for tile kt + 2
@@ -266,7 +277,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
   store_dq_rows<T, DP>(dq + tok0 * q_stride + int64_t{h} * d, q_stride, aq, t_lo, t_hi, qd, seq, d, scale);
 #else
   (void)dout; (void)q; (void)k; (void)v; (void)lse; (void)dvec; (void)dq; (void)batch; (void)seq; (void)heads; (void)kv_heads;
-  (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
+  (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale; (void)window;
 #endif
 }
 
@@ -281,7 +292,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
 template <typename T, bool VEC>
 __global__ void __launch_bounds__(kMmaWarps * 32, 1)
     attention_dq_from_ds_mma_kernel(const T* __restrict__ k, const T* __restrict__ ds, T* __restrict__ dq, int batch, int seq, int heads,
-                                    int kv_heads, int d, int64_t q_stride, int64_t kv_stride, float scale) {
+                                    int kv_heads, int d, int64_t q_stride, int64_t kv_stride, float scale, int window) {
 #if defined(KILN_ATTENTION_TC)
   constexpr int DP = 64, kTile = kStoredDsTile, NS = kTile / 8, LD = DP + 8, TILE = kTile * LD;
   KILN_DYNAMIC_SHARED(T, kbuf);  // two K tiles
@@ -291,26 +302,31 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
   const int64_t tok0 = tile.tok0;
   const int t_lo = q0 + wrow + g, t_hi = t_lo + 8;  // this lane's two query rows
   const T* kb = k + tok0 * kv_stride + int64_t{tile.kv_head} * d;
-  const int n_kt = (q0 + nq - 1) / kTile + 1;
+  // The key tiles of query tile q0 / kTile's row of the stored dS, which lie one after another from row_ds.
+  const int kt0 = first_key_tile(q0, window, kTile), n_kt = (q0 + nq - 1) / kTile + 1;
+  const T* row_ds = ds + stored_ds_offset(b, h, heads, seq, window, q0 / kTile, kt0);
   auto copy_keys = [&](int kt) {
     const int kv0 = kt * kTile;
     copy_tile<T, DP, VEC>(kbuf + (kt & 1) * TILE, kb + int64_t{kv0} * kv_stride, kv_stride, kTile, min(kTile, seq - kv0), d);
   };
-  copy_keys(0);
+  copy_keys(kt0);
   tile_copies_visible<VEC, 0>();
   float aq[DP / 8][4];
 #pragma unroll
   for (int j = 0; j < DP / 8; j++) aq[j][0] = aq[j][1] = aq[j][2] = aq[j][3] = 0.0f;
 
-  for (int kt = 0; kt < n_kt; kt++) {
+  for (int kt = kt0; kt < n_kt; kt++) {
     const int kv0 = kt * kTile;
     if (kt + 1 < n_kt) copy_keys(kt + 1);  // into the buffer last read in iteration kt - 1
     tile_copies_visible<VEC, 1>();
-    if (kv0 <= q0 + wrow + 15) {  // else every key of the tile is after every query of this warp
-      const T* tile_ds = ds + stored_ds_offset(b, h, heads, seq, q0 / kTile, kt);
+    // Else every key of the tile is after every query of this warp (pieces before a warp's window are
+    // zeros and multiplied as they are: a test for them would cost the kernel registers).
+    if (kv0 <= q0 + wrow + 15) {
+      const T* tile_ds = row_ds + int64_t{kt - kt0} * (kTile * kTile);
       // Each 16 keys' piece, one 16-byte load a lane, its four 8 x 8 blocks of dS^T transposed: the
       // A fragment of dS for those keys (rows g, g + 8; keys 2 qd.., 8 + 2 qd..). Dead pairs (a key
-      // after its query, either past the sequence) hold zeros, as the dK/dV pass wrote them.
+      // after its query or before its window, either past the sequence) hold zeros, as the dK/dV pass
+      // wrote them.
       uint32_t dsf[NS / 2][4];
 #pragma unroll
       for (int kk = 0; kk < NS / 2; kk++) {
@@ -327,6 +343,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
   store_dq_rows<T, DP>(dq + tok0 * q_stride + int64_t{h} * d, q_stride, aq, t_lo, t_hi, qd, seq, d, scale);
 #else
   (void)k; (void)ds; (void)dq; (void)batch; (void)seq; (void)heads; (void)kv_heads; (void)d; (void)q_stride; (void)kv_stride; (void)scale;
+  (void)window;
 #endif
 }
 
@@ -345,13 +362,14 @@ void launch_backward_mma(const KernelCall& c, const Args& a, const float* dvec) 
   allow_shared(dkdv, smem);
   launch("attentionBackward", dkdv, dim3(kv_grid), dim3(kMmaWarps * 32), smem, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
          c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(7), c.ptr<T>(8), ds, a.batch, a.seq, a.heads,
-         a.kv_heads, a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale);
+         a.kv_heads, a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window);
   const unsigned q_grid = ceil_div(a.seq, kBmRows) * static_cast<unsigned>(a.heads * a.batch);
   if constexpr (DP == kStoredDsTile) {
     if (stored) {
       constexpr size_t dq_smem = size_t{2} * kStoredDsTile * (DP + 8) * sizeof(T);  // two K tiles
       launch("attentionBackward", attention_dq_from_ds_mma_kernel<T, VEC>, dim3(q_grid), dim3(kMmaWarps * 32), dq_smem, c.stream,
-             c.ptr<const T>(2), static_cast<const T*>(ds), c.ptr<T>(6), a.batch, a.seq, a.heads, a.kv_heads, a.d, a.q_stride, a.kv_stride, a.scale);
+             c.ptr<const T>(2), static_cast<const T*>(ds), c.ptr<T>(6), a.batch, a.seq, a.heads, a.kv_heads, a.d, a.q_stride, a.kv_stride, a.scale,
+             a.window);
       return;
     }
   }
@@ -359,7 +377,7 @@ void launch_backward_mma(const KernelCall& c, const Args& a, const float* dvec) 
   allow_shared(dqk, smem);
   launch("attentionBackward", dqk, dim3(q_grid), dim3(kMmaWarps * 32), smem, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
          c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(6), a.batch, a.seq, a.heads, a.kv_heads, a.d,
-         a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale);
+         a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window);
 }
 
 template <typename T, int DP>

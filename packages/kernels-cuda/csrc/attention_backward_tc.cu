@@ -69,13 +69,13 @@ struct BwShared {
  */
 template <typename T, typename Pos>
 __device__ __forceinline__ void p_and_ds(const float* s, const float* dp, T* p_out, T* ds_out, int row, int half, float s_mul,
-                                         const float* lse_log2, const float* dvec, int seq, Pos pos) {
+                                         const float* lse_log2, const float* dvec, int seq, int window, Pos pos) {
   constexpr int LS = kBwTile + 4, LP = kBwTile + 8;
 #pragma unroll
   for (int c = half * 16; c < half * 16 + 16; c++) {
     int key, query, vi;  // vi: index of the query's lse and D
     pos(row, c, key, query, vi);
-    const bool live = query >= key && query < seq && key < seq;
+    const bool live = query >= key && query < seq && key < seq && !before_window(query, key, window);
     const float p = live ? exp2f(s[row * LS + c] * s_mul - lse_log2[vi]) : 0.0f;
     p_out[row * LP + c] = from_f32<T>(p);
     ds_out[row * LP + c] = from_f32<T>(p * (dp[row * LS + c] - dvec[vi]));
@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
     attention_dkdv_tc_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                              const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dk, T* __restrict__ dv_out,
                              int batch, int seq, int heads, int kv_heads, int d, int dv, int64_t q_stride, int64_t kv_stride,
-                             int64_t v_stride, int64_t out_stride, float scale) {
+                             int64_t v_stride, int64_t out_stride, float scale, int window) {
 #if defined(KILN_ATTENTION_TC)
   using namespace nvcuda;
   using L = BwLayout<DP>;
@@ -113,7 +113,8 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
     wmma::fill_fragment(av[j], 0.0f);
   }
 
-  const int n_qt = (seq + kBwTile - 1) / kBwTile, qt0 = kv0 / kBwTile;
+  // Query tiles from the one holding the block's first key to the last one whose queries see its keys.
+  const int qt0 = kv0 / kBwTile, n_qt = min((seq + kBwTile - 1) / kBwTile, qt0 + window_query_tiles(kBwRows, window, kBwTile));
   for (int hh = 0; hh < group; hh++) {
     const int h = g * group + hh;
     const int64_t lrow = (int64_t{b} * heads + h) * seq;
@@ -124,7 +125,8 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
       load_tile_t<T, DP>(dos, L::LQ, dout + (tok0 + q0) * out_stride + int64_t{h} * dv, out_stride, kBwTile, nq, dv);
       load_row_stats<kTcWarps * 32>(ls, dl, lse + lrow + q0, dvec + lrow + q0, kBwTile, nq);
       __syncthreads();
-      if (q0 + kBwTile - 1 < kv0 + wrow) continue;  // every query of the tile is before every key of this warp
+      // Every query of the tile is before every key of this warp, or past every key's window.
+      if (q0 + kBwTile - 1 < kv0 + wrow || before_window(q0, kv0 + wrow + 15, window)) continue;
 
       float* sw = sh.s + wrow * L::LS;
       float* dpw = sh.dp + wrow * L::LS;
@@ -133,7 +135,7 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
       warp_product_nt<T, DP, kBwTile>(sw, L::LS, ks + wrow * L::LQ, L::LQ, qs, L::LQ);
       warp_product_nt<T, DP, kBwTile>(dpw, L::LS, vs + wrow * L::LQ, L::LQ, dos, L::LQ);
       __syncwarp();
-      p_and_ds<T>(sw, dpw, pw, dsw, r, half, s_mul, ls, dl, seq, [&](int row, int col, int& key, int& query, int& vi) {
+      p_and_ds<T>(sw, dpw, pw, dsw, r, half, s_mul, ls, dl, seq, window, [&](int row, int col, int& key, int& query, int& vi) {
         key = kv0 + wrow + row;
         query = q0 + col;
         vi = col;
@@ -152,7 +154,7 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
   warp_store_rows<T, DP / 16>(dv_out + tok * v_stride + int64_t{g} * dv, v_stride, valid, dv, av, stage, 1.0f);
 #else
   (void)dout; (void)q; (void)k; (void)v; (void)lse; (void)dvec; (void)dk; (void)dv_out; (void)batch; (void)seq; (void)heads;
-  (void)kv_heads; (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
+  (void)kv_heads; (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale; (void)window;
 #endif
 }
 
@@ -161,7 +163,7 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
     attention_dq_tc_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                            const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dq, int batch, int seq,
                            int heads, int kv_heads, int d, int dv, int64_t q_stride, int64_t kv_stride, int64_t v_stride,
-                           int64_t out_stride, float scale) {
+                           int64_t out_stride, float scale, int window) {
 #if defined(KILN_ATTENTION_TC)
   using namespace nvcuda;
   using L = BwLayout<DP>;
@@ -187,13 +189,14 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
   for (int j = 0; j < DP / 16; j++) wmma::fill_fragment(aq[j], 0.0f);
 
   const int n_kt = (q0 + nq - 1) / kBwTile + 1;
-  for (int kt = 0; kt < n_kt; kt++) {
+  for (int kt = first_key_tile(q0, window, kBwTile); kt < n_kt; kt++) {
     const int kv0 = kt * kBwTile, nk = min(kBwTile, seq - kv0);
     __syncthreads();  // the previous key tile is no longer read (and the block's rows are in place)
     load_tile_t<T, DP>(ks, L::LQ, kb + int64_t{kv0} * kv_stride, kv_stride, kBwTile, nk, d);
     load_tile_t<T, DP>(vs, L::LQ, vb + int64_t{kv0} * v_stride, v_stride, kBwTile, nk, dv);
     __syncthreads();
-    if (kv0 > q0 + wrow + 15) continue;  // every key of the tile is after every query of this warp
+    // Every key of the tile is after every query of this warp, or before every query's window.
+    if (kv0 > q0 + wrow + 15 || before_window(q0 + wrow, kv0 + kBwTile - 1, window)) continue;
 
     float* sw = sh.s + wrow * L::LS;
     float* dpw = sh.dp + wrow * L::LS;
@@ -202,7 +205,7 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
     warp_product_nt<T, DP, kBwTile>(sw, L::LS, qs + wrow * L::LQ, L::LQ, ks, L::LQ);
     warp_product_nt<T, DP, kBwTile>(dpw, L::LS, dos + wrow * L::LQ, L::LQ, vs, L::LQ);
     __syncwarp();
-    p_and_ds<T>(sw, dpw, pw, dsw, r, half, s_mul, ls + wrow, dl + wrow, seq, [&](int row, int col, int& key, int& query, int& vi) {
+    p_and_ds<T>(sw, dpw, pw, dsw, r, half, s_mul, ls + wrow, dl + wrow, seq, window, [&](int row, int col, int& key, int& query, int& vi) {
       key = kv0 + col;
       query = q0 + wrow + row;
       vi = row;
@@ -217,7 +220,7 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
   warp_store_rows<T, DP / 16>(dq + off, q_stride, valid, d, aq, sh.stage + wrow * (DP + 4), scale);
 #else
   (void)dout; (void)q; (void)k; (void)v; (void)lse; (void)dvec; (void)dq; (void)batch; (void)seq; (void)heads; (void)kv_heads;
-  (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
+  (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale; (void)window;
 #endif
 }
 
@@ -229,13 +232,13 @@ void launch_backward_tc(const KernelCall& c, const Args& a, const float* dvec) {
   allow_shared(dkdv, L::total);
   launch("attentionBackward", dkdv, dim3(kv_grid), dim3(kTcWarps * 32), L::total, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
          c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(7), c.ptr<T>(8), a.batch, a.seq, a.heads, a.kv_heads,
-         a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale);
+         a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window);
   const unsigned q_grid = ceil_div(a.seq, kBwRows) * static_cast<unsigned>(a.heads * a.batch);
   auto dqk = attention_dq_tc_kernel<T, DP>;
   allow_shared(dqk, L::total);
   launch("attentionBackward", dqk, dim3(q_grid), dim3(kTcWarps * 32), L::total, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
          c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(6), a.batch, a.seq, a.heads, a.kv_heads, a.d,
-         a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale);
+         a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window);
 }
 
 }  // namespace

@@ -29,9 +29,11 @@
 // banks). Key tile kt + 1 is copied into the other buffer while tile kt is used: by
 // cp.async (16-byte pieces, zero fill past the sequence and the head size) when every
 // row and head offset allows 16-byte copies (VEC), else by plain loads before tile kt.
-// Tiles wholly after a warp's last row are skipped by that warp; tiles that reach
-// past its first row or past the sequence are masked. Scores are scaled in f32
-// after the product (scale * log2 e, exponentials base 2).
+// Tiles wholly after a warp's last row, or before its first row's window, are skipped
+// by that warp (and tiles before the window of the block's first row by the block);
+// tiles that reach past its first row, past the sequence or before its last row's
+// window are masked. Scores are scaled in f32 after the product (scale * log2 e,
+// exponentials base 2).
 // One writer per output element and a fixed order of every sum: deterministic.
 #include "attention_mma.h"
 
@@ -57,7 +59,7 @@ template <typename T, int DP, bool WIDE, bool VOWN, bool VEC>
 __global__ void __launch_bounds__(kMmaWarps * 32, 1)
     attention_forward_mma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ out,
                                  float* __restrict__ lse, int batch, int seq, int heads, int kv_heads, int d, int dv,
-                                 int64_t q_stride, int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale) {
+                                 int64_t q_stride, int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale, int window) {
 #if defined(KILN_ATTENTION_TC)
   using L = MmaLayout<DP, WIDE>;
   constexpr int MI = L::MI, KEYS = L::KEYS;
@@ -79,7 +81,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
   const T* kb = k + tok0 * kv_stride + int64_t{tile.kv_head} * d;
   const T* vb = v + tok0 * vstride + int64_t{tile.kv_head} * dvo;
 
-  const int n_kt = (q0 + nq - 1) / KEYS + 1;
+  const int kt0 = first_key_tile(q0, window, KEYS), n_kt = (q0 + nq - 1) / KEYS + 1;  // tiles before kt0: before every row's window
   auto copy_keys = [&](int kt) {
     const int kv0 = kt * KEYS, nk = min(KEYS, seq - kv0);
     T* buf = kvs + (kt & 1) * 2 * TILE;
@@ -87,7 +89,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
     copy_tile<T, DP, VEC>(buf + TILE, vb + int64_t{kv0} * vstride, vstride, KEYS, nk, dvo);
   };
   copy_tile<T, DP, VEC>(qs, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, L::ROWS, nq, d);
-  copy_keys(0);
+  copy_keys(kt0);
   tile_copies_visible<VEC, 0>();
   // One row tile: Q_w's A fragments stay in registers for the whole loop; two: they are
   // read from shared memory per key tile (the registers hold the second tile's S and O).
@@ -104,24 +106,27 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
 #pragma unroll
   for (int i = 0; i < MI; i++) m[i][0] = m[i][1] = neg_inf(), l[i][0] = l[i][1] = 0.0f;
 
-  for (int kt = 0; kt < n_kt; kt++) {
+  for (int kt = kt0; kt < n_kt; kt++) {
     const int kv0 = kt * KEYS;
     // Tile kt + 1 into the other buffer (last read in iteration kt - 1, before its closing barrier).
     if (kt + 1 < n_kt) copy_keys(kt + 1);
     tile_copies_visible<VEC, 1>();  // tile kt, not tile kt + 1 (plain loads of tile kt: the previous closing barrier)
     const T* ks = kvs + (kt & 1) * 2 * TILE;
     const T* vs = ks + TILE;
-    if (kv0 <= q0 + wrow + 16 * MI - 1) {  // else every key of the tile is after every row of this warp
+    // Else every key of the tile is after every row of this warp, or before every row's window.
+    if (kv0 <= q0 + wrow + 16 * MI - 1 && !before_window(q0 + wrow, kv0 + KEYS - 1, window)) {
       // S_w = Q_w K^T
       float s[MI][NS][4];
       if constexpr (MI == 1) warp_mma_nt<T, DP, NS, 1>(s, qf, ks, lane);
       else warp_mma_nt<T, DP, NS, MI>(s, qs + wrow * L::LD, ks, lane);
 
-      // Online softmax per row tile (attention_mma.h): masked tiles reach keys after a row or past the sequence.
+      // Online softmax per row tile (attention_mma.h): masked tiles reach keys after a row, past the
+      // sequence, or before the window of a row (of the last row r0 + 15 first).
 #pragma unroll
       for (int i = 0; i < MI; i++) {
         const int r0 = q0 + wrow + 16 * i;  // the row tile's first row
-        online_softmax_tile(flat(s[i]), flat(o[i]), m[i], l[i], kv0, r0 + g, qd, seq, kv0 + KEYS - 1 > r0 || kv0 + KEYS > seq, s_mul);
+        const bool masked = kv0 + KEYS - 1 > r0 || kv0 + KEYS > seq || before_window(r0 + 15, kv0, window);
+        online_softmax_tile(flat(s[i]), flat(o[i]), m[i], l[i], kv0, r0 + g, qd, seq, window, masked, s_mul);
       }
 
       // O_w += P_w V
@@ -145,7 +150,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
     }
 #else
   (void)q; (void)k; (void)v; (void)out; (void)lse; (void)batch; (void)seq; (void)heads; (void)kv_heads; (void)d; (void)dv;
-  (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
+  (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale; (void)window;
 #endif
 }
 
@@ -163,7 +168,7 @@ void launch_mma(const KernelCall& c, const Args& a) {
   const unsigned grid = ceil_div(a.seq, L::ROWS) * static_cast<unsigned>(a.heads * a.batch);
   launch("attentionForward", kernel, dim3(grid), dim3(kMmaWarps * 32), L::total, c.stream, c.ptr<const T>(0),
          c.ptr<const T>(1), c.ptr<const T>(2), c.ptr<T>(3), c.ptr<float>(4), a.batch, a.seq, a.heads, a.kv_heads, a.d, a.dv,
-         a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale);
+         a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window);
 }
 
 }  // namespace

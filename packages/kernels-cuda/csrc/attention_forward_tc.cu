@@ -41,7 +41,7 @@ template <typename T, int DP, bool VOWN>
 __global__ void __launch_bounds__(kTcWarps * 32, 1)
     attention_forward_tc_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ out,
                                 float* __restrict__ lse, int batch, int seq, int heads, int kv_heads, int d, int dv,
-                                int64_t q_stride, int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale) {
+                                int64_t q_stride, int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale, int window) {
 #if defined(KILN_ATTENTION_TC)
   using namespace nvcuda;
   using L = TcLayout<DP>;
@@ -68,27 +68,31 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
   const T* kb = k + tok0 * kv_stride + int64_t{g} * d;
   const T* vb = v + tok0 * vstride + int64_t{g} * dvo;
 
-  float m = neg_inf(), l = 0.0f;
+  // m starts at the lowest finite float, not -inf: a row whose keys so far all lie before its window
+  // (mx = -inf) then takes p = 2^-inf = 0 and alpha = 1, never NaN; later tiles' finite scores pass it.
+  float m = -3.402823466e38f, l = 0.0f;
   const int n_kt = (q0 + nq - 1) / kTcKeys + 1;
-  for (int kt = 0; kt < n_kt; kt++) {
+  for (int kt = first_key_tile(q0, window, kTcKeys); kt < n_kt; kt++) {
     const int kv0 = kt * kTcKeys, nk = min(kTcKeys, seq - kv0);
     __syncthreads();  // the previous tile's K and V are no longer read (and Q, O are in place)
     load_tile_t<T, DP>(ks, L::LQ, kb + int64_t{kv0} * kv_stride, kv_stride, kTcKeys, nk, d);
     load_tile_t<T, DP>(vs, L::LQ, vb + int64_t{kv0} * vstride, vstride, kTcKeys, nk, dvo);
     __syncthreads();
-    if (kv0 > q0 + wrow + 15) continue;  // every key of the tile is after every row of this warp
+    // Every key of the tile is after every row of this warp. (A warp whose rows all lie past the tile's
+    // window masks it whole: skipping it too cost the f16 kernel 23 registers on sm_80, for edge tiles.)
+    if (kv0 > q0 + wrow + 15) continue;
 
     // S_w = Q_w K^T
     warp_product_nt<T, DP, kTcKeys>(ss + wrow * L::LS, L::LS, qs + wrow * L::LQ, L::LQ, ks, L::LQ);
     __syncwarp();
 
-    // Online softmax over this lane's 16 columns of row r; tile 0 holds key 0 <= t, so m is finite after it.
+    // Online softmax over this lane's 16 columns of row r.
     const float* srow = ss + (wrow + r) * L::LS + half * 16;
     float sv[16], mx = neg_inf();
 #pragma unroll
     for (int c = 0; c < 16; c++) {
       const int u = kv0 + half * 16 + c;
-      sv[c] = (u > t || u >= seq) ? neg_inf() : srow[c] * s_mul;
+      sv[c] = (u > t || u >= seq || before_window(t, u, window)) ? neg_inf() : srow[c] * s_mul;
       mx = fmaxf(mx, sv[c]);
     }
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
@@ -127,7 +131,7 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
   }
 #else
   (void)q; (void)k; (void)v; (void)out; (void)lse; (void)batch; (void)seq; (void)heads; (void)kv_heads; (void)d; (void)dv;
-  (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
+  (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale; (void)window;
 #endif
 }
 
@@ -139,7 +143,7 @@ void launch_tc(const KernelCall& c, const Args& a) {
   const unsigned grid = ceil_div(a.seq, kTcRows) * static_cast<unsigned>(a.heads * a.batch);
   launch("attentionForward", kernel, dim3(grid), dim3(kTcWarps * 32), TcLayout<DP>::total, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
          c.ptr<const T>(2), c.ptr<T>(3), c.ptr<float>(4), a.batch, a.seq, a.heads, a.kv_heads, a.d, a.dv, a.q_stride, a.kv_stride,
-         a.v_stride, a.out_stride, a.scale);
+         a.v_stride, a.out_stride, a.scale, a.window);
 }
 
 }  // namespace

@@ -26,10 +26,12 @@
 // has them: Q (A) and K (B) K-major, V (B) MN-major.
 // Key tile kt + 1 is copied (cp.async, zero fill past the sequence and the head sizes)
 // while tile kt is used; the barrier at the end of an iteration frees tile kt's buffer.
-// Tiles wholly after a warpgroup's last row are skipped by it; tiles reaching past its
-// first row or the sequence are masked. Scores are scaled in f32 after the product
-// (scale * log2 e, exponentials base 2). One writer per output element, every sum in a
-// fixed order: deterministic, and the same for any block order.
+// Tiles wholly after a warpgroup's last row or before its first row's window are skipped
+// by it (tiles before the block's first row's window by the block); tiles reaching past
+// its first row or the sequence, or before its last row's window, are masked. Scores
+// are scaled in f32 after the product (scale * log2 e, exponentials base 2). One writer
+// per output element, every sum in a fixed order: deterministic, and the same for any
+// block order.
 #include "attention_wgmma.h"
 
 namespace kiln {
@@ -51,7 +53,7 @@ template <typename T, int DP, int NWG>
 __global__ void __launch_bounds__(128 * NWG, 1)
     attention_forward_wgmma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ out,
                                    float* __restrict__ lse, int batch, int seq, int heads, int kv_heads, int d, int dv, int64_t q_stride,
-                                   int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale) {
+                                   int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale, int window) {
 #if defined(KILN_HAS_WGMMA)
   using L = WgmmaLayout<DP, NWG>;
   using QTile = typename L::QTile;
@@ -71,10 +73,10 @@ __global__ void __launch_bounds__(128 * NWG, 1)
   const T* kb = k + tok0 * kv_stride + int64_t{tile.kv_head} * d;
   const T* vb = v + tok0 * v_stride + int64_t{tile.kv_head} * dv;
 
-  const int n_kt = (q0 + nq - 1) / KEYS + 1;
+  const int kt0 = first_key_tile(q0, window, KEYS), n_kt = (q0 + nq - 1) / KEYS + 1;  // tiles before kt0: before every row's window
   auto copy_keys = [&](int kt) { copy_key_tile<T, KvTile, KEYS, DP, NT>(kvs, kb, vb, kv_stride, v_stride, kt, seq, d, dv); };
   copy_sw128<T, QTile, ROWS, DP, NT>(qs, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, nq, d);
-  copy_keys(0);
+  copy_keys(kt0);
   ptx::cp_async_commit();
 
   // Descriptors: this warpgroup's 64 rows of Q; K and V of buffer 0 (buffer 1 is 2 KvTile::kElems further).
@@ -89,11 +91,12 @@ __global__ void __launch_bounds__(128 * NWG, 1)
   // Per half (rows row_lo, row_hi): the reference max (base-2 scaled scores) and this lane's share of the sum.
   float m[2] = {neg_inf(), neg_inf()}, l[2] = {0.0f, 0.0f};
 
-  for (int kt = 0; kt < n_kt; kt++) {
+  for (int kt = kt0; kt < n_kt; kt++) {
     const int kv0 = kt * KEYS;
     if (kt + 1 < n_kt) copy_keys(kt + 1);  // into the buffer read in iteration kt - 1 (freed by its closing barrier)
     commit_and_land_all_but_newest();  // tile kt (and Q), everyone's; tile kt + 1 may be in flight
-    if (kv0 <= wg_last && wg_first < seq) {  // uniform in the warpgroup: else every key is after every row, or no row is real
+    // Uniform in the warpgroup: else every key is after every row or before every row's window, or no row is real.
+    if (kv0 <= wg_last && wg_first < seq && !before_window(wg_first, kv0 + KEYS - 1, window)) {
       const uint64_t buf = (kt & 1) * kBufferStep;
       // S_g = Q_g K^T
       float s[KEYS / 2];
@@ -104,8 +107,9 @@ __global__ void __launch_bounds__(128 * NWG, 1)
         ptx::wgmma_m64k16<T, KEYS, false, false>(s, desc_q + k_major_step<QTile>(kk), desc_k0 + buf + k_major_step<KvTile>(kk));
       wgmma_commit_and_wait(s);
 
-      // Online softmax (attention_mma.h): masked tiles reach keys after a row or past the sequence.
-      online_softmax_tile(s, o, m, l, kv0, row_lo, qd, seq, kv0 + KEYS - 1 > wg_first || kv0 + KEYS > seq, s_mul);
+      // Online softmax (attention_mma.h): masked tiles reach keys after a row, past the sequence or before a row's window.
+      const bool masked = kv0 + KEYS - 1 > wg_first || kv0 + KEYS > seq || before_window(wg_last, kv0, window);
+      online_softmax_tile(s, o, m, l, kv0, row_lo, qd, seq, window, masked, s_mul);
 
       // O_g += P_g V
       uint32_t p[KEYS / 16][4];
@@ -136,7 +140,7 @@ __global__ void __launch_bounds__(128 * NWG, 1)
   }
 #else
   (void)q; (void)k; (void)v; (void)out; (void)lse; (void)batch; (void)seq; (void)heads; (void)kv_heads; (void)d; (void)dv;
-  (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale;
+  (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale; (void)window;
 #if defined(__CUDA_ARCH__)
   __trap();  // only the sm_90a build has wgmma; the host never launches this elsewhere
 #endif
@@ -151,7 +155,7 @@ void launch_wgmma(const KernelCall& c, const Args& a) {
   const unsigned grid = ceil_div(a.seq, L::ROWS) * static_cast<unsigned>(a.heads * a.batch);
   launch("attentionForward", kernel, dim3(grid), dim3(L::NT), L::total, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
          c.ptr<const T>(2), c.ptr<T>(3), c.ptr<float>(4), a.batch, a.seq, a.heads, a.kv_heads, a.d, a.dv, a.q_stride, a.kv_stride,
-         a.v_stride, a.out_stride, a.scale);
+         a.v_stride, a.out_stride, a.scale, a.window);
 }
 
 template <int NWG>

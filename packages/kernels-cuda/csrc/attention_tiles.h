@@ -219,18 +219,40 @@ template <> struct Config<256> {
 };
 constexpr int kWarps = 4;
 
+// ---- sliding window ----------------------------------------------------------------
+// Query t sees keys t - window < u <= t. A call whose window covers the sequence runs
+// with kNoWindow, which no distance between two rows of a launch (padding rows included)
+// reaches: every window test below is then false and the causal kernels run as before.
+constexpr int kNoWindow = 1 << 30;
+
+/** Key u lies before query t's window (t - u >= window); never under kNoWindow. */
+__host__ __device__ __forceinline__ bool before_window(int t, int u, int window) { return t - u >= window; }
+
+/** The tile (of `tile` keys) holding query q0's first key: no query from q0 on sees a key before it. */
+__host__ __device__ __forceinline__ int first_key_tile(int q0, int window, int tile) { return (q0 >= window ? q0 - window + 1 : 0) / tile; }
+
+/**
+ * Query tiles (of `tile` rows) that a block of `own` keys starting at a multiple of `tile`
+ * visits at most: from the one holding its first key to the one holding its last key +
+ * window - 1, the last query that sees it (the sequence's end may come first).
+ */
+__host__ __device__ __forceinline__ int window_query_tiles(int own, int window, int tile) { return (own + window - 2) / tile + 1; }
+
 /** d: query/key head size; dv: value/output head size (Multi-head Latent Attention: dv != d). */
 struct Args {
   int batch, seq, heads, kv_heads, d, dv;
   int64_t q_stride, kv_stride, v_stride, out_stride;
   float scale;
   int dtype;
+  /** Keys a query sees, its own included: the contract's window below seqLen, else kNoWindow. */
+  int window;
   /** The wider of the two head sizes: what picks the tile bucket. */
   int d_max() const { return d > dv ? d : dv; }
 };
 
 // Scalars after the operands, in src/kernel-call.ts's order: batch, seqLen, heads, kvHeads,
-// headDim, vHeadDim, qRowStride, kvRowStride, vRowStride, outRowStride, scale, dtype.
+// headDim, vHeadDim, qRowStride, kvRowStride, vRowStride, outRowStride, scale, dtype, window
+// (min(window, seqLen)).
 Args read_args(const KernelCall& c, int first) {
   Args a;
   a.batch = c.i32(first);
@@ -245,30 +267,42 @@ Args read_args(const KernelCall& c, int first) {
   a.out_stride = c.i64(first + 9);
   a.scale = c.f32(first + 10);
   a.dtype = c.i32(first + 11);
+  const int window = c.i32(first + 12);
+  a.window = window < a.seq ? window : kNoWindow;
   return a;
 }
 
 /**
  * The stored dS of the mma.sync backward (KILN_ATTENTION_DQ=stored-ds): for each (batch,
- * head) the 64 x 64 tiles of (query tile i, key tile j), j <= i, T, lying row by row of
- * the lower triangle: (0,0), (1,0), (1,1), (2,0), ... Inside a tile, 16 pieces of 512
- * bytes (stored_ds_piece): piece (w, kk) holds dS of queries 16 w.. 16 w + 15 and keys
- * 16 kk.. 16 kk + 15, lane by lane 16 bytes each, in the order the dK/dV pass's warp kk
- * holds them (8 x 8 blocks of dS^T in mma accumulator layout; the dQ pass's warp w
- * transposes each block by movmatrix into its A fragments). Both passes move a piece
- * as one 16-byte access a lane.
+ * head) the 64 x 64 tiles (query tile i, key tile j) the mask reaches, j from
+ * first_key_tile(64 i) to i, lying row by row: (0,0), (1,0), (1,1), (2,0), ... (the lower
+ * triangle; under a window, its band of stored_ds_band tiles below the diagonal). Inside
+ * a tile, 16 pieces of 512 bytes (stored_ds_piece): piece (w, kk) holds dS of queries
+ * 16 w.. 16 w + 15 and keys 16 kk.. 16 kk + 15, lane by lane 16 bytes each, in the order
+ * the dK/dV pass's warp kk holds them (8 x 8 blocks of dS^T in mma accumulator layout;
+ * the dQ pass's warp w transposes each block by movmatrix into its A fragments). Both
+ * passes move a piece as one 16-byte access a lane.
  */
 constexpr int kStoredDsTile = 64;
 constexpr size_t kStoredDsMostBytes = size_t{512} << 20;  // past this the dQ pass recomputes dS instead
 
-__host__ __device__ inline int64_t stored_ds_tiles(int seq) {
-  const int64_t n = (seq + kStoredDsTile - 1) / kStoredDsTile;
-  return n * (n + 1) / 2;
+/** Key tiles before the diagonal that a query tile reaches: ceil((window - 1) / 64) (kNoWindow: more than any sequence has). */
+__host__ __device__ inline int stored_ds_band(int window) { return (window - 1 + kStoredDsTile - 1) / kStoredDsTile; }
+
+/** Stored tiles of query tiles 0 .. i - 1: row r holds min(r, band) + 1 tiles. */
+__host__ __device__ inline int64_t stored_ds_rows_before(int i, int band) {
+  const int64_t n = i, c = band;
+  return n + (n <= c ? n * (n - 1) / 2 : c * (c - 1) / 2 + c * (n - c));
+}
+
+/** Stored tiles of one (batch, head). */
+__host__ __device__ inline int64_t stored_ds_tiles(int seq, int window) {
+  return stored_ds_rows_before((seq + kStoredDsTile - 1) / kStoredDsTile, stored_ds_band(window));
 }
 
 /** Bytes of the stored dS of a call (16-bit elements). */
-inline size_t stored_ds_bytes(int batch, int heads, int seq) {
-  return static_cast<size_t>(int64_t{batch} * heads * stored_ds_tiles(seq)) * kStoredDsTile * kStoredDsTile * 2;
+inline size_t stored_ds_bytes(int batch, int heads, int seq, int window) {
+  return static_cast<size_t>(int64_t{batch} * heads * stored_ds_tiles(seq, window)) * kStoredDsTile * kStoredDsTile * 2;
 }
 
 /**
@@ -278,7 +312,7 @@ inline size_t stored_ds_bytes(int batch, int heads, int seq) {
  */
 inline bool stored_ds_wanted(const KernelCall& c, const Args& a) {
   return c.dq_from_stored_ds && !c.simt_attention && !c.wmma_attention && !c.wgmma_attention && (a.dtype == kBF16 || a.dtype == kF16) &&
-         a.d_max() <= kStoredDsTile && stored_ds_bytes(a.batch, a.heads, a.seq) <= kStoredDsMostBytes;
+         a.d_max() <= kStoredDsTile && stored_ds_bytes(a.batch, a.heads, a.seq, a.window) <= kStoredDsMostBytes;
 }
 
 /**
@@ -287,7 +321,7 @@ inline bool stored_ds_wanted(const KernelCall& c, const Args& a) {
  */
 inline size_t stored_ds_offset_bytes(const Args& a) { return (static_cast<size_t>(int64_t{a.batch} * a.seq * a.heads) * sizeof(float) + 255) / 256 * 256; }
 inline size_t backward_scratch_bytes(const KernelCall& c, const Args& a) {
-  return stored_ds_wanted(c, a) ? stored_ds_offset_bytes(a) + stored_ds_bytes(a.batch, a.heads, a.seq)
+  return stored_ds_wanted(c, a) ? stored_ds_offset_bytes(a) + stored_ds_bytes(a.batch, a.heads, a.seq, a.window)
                                 : static_cast<size_t>(int64_t{a.batch} * a.seq * a.heads) * sizeof(float);
 }
 /** The stored dS in the backward's scratch that starts with D at `dvec`. */
@@ -299,9 +333,15 @@ T* stored_ds_of(const float* dvec, const Args& a) {
 /** Element offset, inside a tile, of lane `lane`'s 16 bytes of piece (queries 16 w.., keys 16 kk..). */
 __device__ __forceinline__ int stored_ds_piece(int w, int kk, int lane) { return ((w * (kStoredDsTile / 16) + kk) * 32 + lane) * 8; }
 
-/** Element offset of tile (i, j) of (batch b, head h). */
-__device__ __forceinline__ int64_t stored_ds_offset(int b, int h, int heads, int seq, int i, int j) {
-  return ((int64_t{b} * heads + h) * stored_ds_tiles(seq) + int64_t{i} * (i + 1) / 2 + j) * (kStoredDsTile * kStoredDsTile);
+/**
+ * Element offset of tile (i, j) of (batch b, head h). Row i starts at tile i (i + 1) / 2 with
+ * key tile 0 while i <= band; past that it starts at key tile i - band, and tile (i, j) is
+ * stored_ds_rows_before(i, band) + j - (i - band) = band i - band (band - 1) / 2 + j.
+ */
+__device__ __forceinline__ int64_t stored_ds_offset(int b, int h, int heads, int seq, int window, int i, int j) {
+  const int64_t n = i, c = stored_ds_band(window);
+  const int64_t tile = j + (n <= c ? n * (n + 1) / 2 : c * n - c * (c - 1) / 2);
+  return ((int64_t{b} * heads + h) * stored_ds_tiles(seq, window) + tile) * (kStoredDsTile * kStoredDsTile);
 }
 
 size_t row_floats(int d) { return static_cast<size_t>((d + 31) / 32 * 32 + 4); }

@@ -1,4 +1,5 @@
 import {
+  type AttentionDims,
   type DType,
   type FloatDType,
   type KernelArgsMap,
@@ -43,6 +44,12 @@ const mamba3Scalars = (a: Mamba3ScanDims & { dtype: DType }) => {
 const ropeScalingArgs = (sc: RopeScaling | undefined) =>
   !sc ? [0, 1, 1, 1, 1] : sc.type === "linear" ? [1, sc.factor, 1, 1, 1] : [2, sc.factor, sc.lowFreqFactor, sc.highFreqFactor, sc.originalMaxPositions];
 
+/** attentionForward / attentionBackward: the dimensions, row strides and scale with defaults filled in, the dtype, then the window (at most seqLen). */
+const attentionScalars = (a: AttentionDims & { dtype: DType }) => {
+  const l = attentionLayout(a);
+  return [a.batch, a.seqLen, a.heads, a.kvHeads, a.headDim, l.vHeadDim, l.qRowStride, l.kvRowStride, l.vRowStride, l.outRowStride, l.scale, code(a.dtype), l.window];
+};
+
 /**
  * Each kernel's scalars, in the order its launcher in csrc/<family>.cu reads them
  * (after the operand addresses, which come in the order of the kernel's spec).
@@ -67,14 +74,8 @@ const SCALARS: { [K in KernelName]: (a: KernelArgsMap[K]) => number[] } = {
   swiGluBackward: (a) => [a.n, code(a.dtype)],
   ropeForward: (a) => [a.batch, a.seqLen, a.heads, a.headDim, ropeRowStride(a), a.posOffset ?? 0, a.theta, code(a.dtype), ...ropeScalingArgs(a.scaling)],
   ropeBackward: (a) => [a.batch, a.seqLen, a.heads, a.headDim, ropeRowStride(a), a.posOffset ?? 0, a.theta, code(a.dtype), ...ropeScalingArgs(a.scaling)],
-  attentionForward: (a) => {
-    const l = attentionLayout(a);
-    return [a.batch, a.seqLen, a.heads, a.kvHeads, a.headDim, l.vHeadDim, l.qRowStride, l.kvRowStride, l.vRowStride, l.outRowStride, l.scale, code(a.dtype)];
-  },
-  attentionBackward: (a) => {
-    const l = attentionLayout(a);
-    return [a.batch, a.seqLen, a.heads, a.kvHeads, a.headDim, l.vHeadDim, l.qRowStride, l.kvRowStride, l.vRowStride, l.outRowStride, l.scale, code(a.dtype)];
-  },
+  attentionForward: (a) => attentionScalars(a),
+  attentionBackward: (a) => attentionScalars(a),
   crossEntropyForward: (a) => [a.rows, a.vocab, code(a.dtype), a.lossScale ?? 1],
   crossEntropyBackward: (a) => [a.rows, a.vocab, a.lossScale, code(a.dtype)],
   softmaxForward: (a) => [a.rows, a.dim, a.temperature ?? 1, code(a.dtype)],

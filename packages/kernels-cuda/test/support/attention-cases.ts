@@ -6,7 +6,9 @@ import { type ConformanceCase, conformanceCases } from "@kiln/contract/conforman
 // and 128) forward and backward, grouped-query heads (the dK/dV blocks loop over every
 // head of the group), a packed qkv buffer, a value head size apart from the query/key
 // one, and layouts that rule out 16-byte copies (the plain-load path of the mma.sync
-// kernels).
+// kernels); and sliding windows shorter than the sequence, so that every path skips
+// whole key tiles before the window (forward, dQ) and query tiles past it (dK/dV) and
+// masks the window's edge inside tiles.
 
 export const attentionCases: ConformanceCase[] = [
   // DP 128, cp.async: 4 key tiles (the last of 8 keys), 4 query tiles, 2 query heads on one kv head.
@@ -29,6 +31,13 @@ export const attentionCases: ConformanceCase[] = [
   // Rows not 16-byte aligned, head size not a multiple of 8: plain loads.
   { kernel: "attentionForward", dtype: "bf16", shape: "strided", label: "qRowStride 44 (plain loads)", args: { batch: 1, seqLen: 150, heads: 1, kvHeads: 1, headDim: 40, qRowStride: 44 } },
   { kernel: "attentionForward", dtype: "f16", shape: "odd", label: "headDim 100 (plain loads)", args: { batch: 1, seqLen: 90, heads: 2, kvHeads: 2, headDim: 100 } },
+  // Sliding windows: the last 128-row query tile starts at key 187 (two 64-key tiles, one of 128, skipped), gqa 2:1.
+  { kernel: "attentionForward", dtype: "bf16", shape: "long", label: "headDim 64 gqa 2:1, window 70", args: { batch: 1, seqLen: 300, heads: 2, kvHeads: 1, headDim: 64, window: 70 } },
+  // DP 128: query tiles of 64 from row 128 skip key tile 0 and more; the window's edge inside a tile.
+  { kernel: "attentionForward", dtype: "f16", shape: "long", label: "headDim 128, window 40", args: { batch: 2, seqLen: 200, heads: 2, kvHeads: 2, headDim: 128, window: 40 } },
+  // A window of 5 keys (most rows of a tile see none of its first keys), vHeadDim > headDim.
+  { kernel: "attentionForward", dtype: "f16", shape: "odd", label: "headDim 64 vHeadDim 128, window 5", args: { batch: 1, seqLen: 170, heads: 2, kvHeads: 1, headDim: 64, vHeadDim: 128, window: 5 } },
+  { kernel: "attentionForward", dtype: "bf16", shape: "strided", label: "qRowStride 44 (plain loads), window 17", args: { batch: 1, seqLen: 150, heads: 1, kvHeads: 1, headDim: 40, qRowStride: 44, window: 17 } },
 ];
 
 // The backward's saved statistics (out, lse) come from the reference forward, as in the conformance suite.
@@ -55,5 +64,12 @@ attentionCases.push(
   // Multi-head latent attention's sizes: query/key heads of 96 (64 + a RoPE slice of 32), value heads of 64.
   backward({ dtype: "bf16", shape: "odd", label: "headDim 96 vHeadDim 64", args: { batch: 2, seqLen: 70, heads: 2, kvHeads: 2, headDim: 96, vHeadDim: 64, scale: 0.125 } }),
   backward({ dtype: "f16", shape: "odd", label: "headDim 100 (plain loads, DP 128)", args: { batch: 1, seqLen: 45, heads: 1, kvHeads: 1, headDim: 100 } }),
+  // Sliding windows: key tiles visit only the query tiles that see them, query tiles only the key tiles they see
+  // (the stored dS keeps the window's band of tiles: two below the diagonal at window 70).
+  backward({ dtype: "bf16", shape: "long", label: "headDim 64 gqa 3:1, window 70", args: { batch: 1, seqLen: 300, heads: 3, kvHeads: 1, headDim: 64, window: 70 } }),
+  backward({ dtype: "f16", shape: "long", label: "headDim 32, window 64, two batch items", args: { batch: 2, seqLen: 257, heads: 2, kvHeads: 2, headDim: 32, window: 64 } }),
+  backward({ dtype: "f16", shape: "long", label: "headDim 128 gqa 2:1, tiles of 32, window 50", args: { batch: 1, seqLen: 200, heads: 2, kvHeads: 1, headDim: 128, window: 50 } }),
+  backward({ dtype: "bf16", shape: "odd", label: "headDim 96 vHeadDim 64, window 30", args: { batch: 1, seqLen: 150, heads: 2, kvHeads: 2, headDim: 96, vHeadDim: 64, window: 30 } }),
+  backward({ dtype: "bf16", shape: "strided", label: "headDim 20 (plain loads), window 33", args: { batch: 1, seqLen: 160, heads: 2, kvHeads: 2, headDim: 20, window: 33 } }),
 );
 
