@@ -12,7 +12,7 @@ export { CompiledStep, type ParameterBinding } from "./exec/compiled-step.js";
 export { StepProfiler, describeKernelArgs, kernelCost, type KernelCost, type ProfiledStep, type KernelEvent, type DataEvent, type KernelRegion } from "./exec/step-profiler.js";
 export { summarizeProfile, type ProfileSummary, type ProfileRow } from "./exec/profile-summary.js";
 export { trainingStepCosts, rooflineSeconds, stepRoofline, type TrainingStepCosts, type KernelCallCost } from "./train/step-costs.js";
-export { mamba3Of, mambaOf, moeOf, type ModelConfig, type ModelConfigInput } from "./model/config.js";
+export { attentionWindow, mamba3Of, mambaOf, moeOf, type LayerType, type ModelConfig, type ModelConfigInput } from "./model/config.js";
 export { mlaOf } from "./model/mla.js";
 export * from "./settings/index.js";
 export * from "./run/index.js";

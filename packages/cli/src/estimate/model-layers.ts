@@ -1,8 +1,16 @@
-import { type ModelConfig, mamba3Of, mambaOf, mlaOf, moeOf } from "@kiln/core";
+import { type ModelConfig, attentionWindow, mamba3Of, mambaOf, mlaOf, moeOf } from "@kiln/core";
 
-/** What a model's layers are beyond dense attention: its Mamba, latent attention and expert parts ("" for none); kiln train's banner and kiln estimate show it. */
+/** What a model's layers are beyond dense attention: its Mamba, latent attention, sliding-window and expert parts ("" for none); kiln train's banner and kiln estimate show it. */
 export function modelLayersOf(m: ModelConfig): string {
-  return `${mambaLayersOf(m)}${latentAttentionOf(m)}${expertsOf(m)}`;
+  return `${mambaLayersOf(m)}${latentAttentionOf(m)}${slidingWindowOf(m)}${expertsOf(m)}`;
+}
+
+/** ", sliding window 512 in 22 of 26 layers" (or "in every layer"), else "". */
+function slidingWindowOf(m: ModelConfig): string {
+  if (m.slidingWindow === undefined) return "";
+  const mamba = mambaOf(m);
+  const sliding = Array.from({ length: m.numLayers }, (_, i) => i).filter((i) => !mamba?.layers.has(i) && attentionWindow(m, i) !== undefined).length;
+  return sliding === 0 ? "" : `, sliding window ${m.slidingWindow} in ${sliding === m.numLayers ? "every layer" : `${sliding} of ${m.numLayers} layers`}`;
 }
 
 /** ", latent attention (kv 32, q 48, rope 8)" for multi-head latent attention, else "". */
