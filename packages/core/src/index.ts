@@ -1,4 +1,5 @@
 export * from "./checkpoint/index.js";
+export * from "./gguf/index.js";
 export * from "./fs/index.js";
 export { Graph, type GraphNode } from "./graph/graph.js";
 export type { TensorInfo, TensorKind } from "./graph/tensor.js";
