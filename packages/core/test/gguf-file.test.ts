@@ -4,7 +4,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CheckpointError } from "@kiln/contract";
-import { type GgufValue, decodeGgml, encodeGgml, readGgufHeader, writeGguf } from "../src/gguf/index.js";
+import { type GgufValue, decodeGgml, encodeGgml, interleaveRopeRows, readGgufHeader, writeGguf } from "../src/gguf/index.js";
 
 // kiln's GGUF reader and writer against a file llama.cpp's own Python writer (the gguf
 // package) wrote: tooling/fixtures/gguf_fixture.py, whose values these tests rebuild.
@@ -102,5 +102,14 @@ describe("GGUF files", () => {
     const unknown = await refusal(bad);
     expect(unknown.where).toBe(`${bad} (byte ${at})`);
     expect(unknown.message).toMatch(/value type 99 is not one GGUF defines/);
+  });
+});
+
+describe("llama.cpp's RoPE row layout", () => {
+  it("interleaves each head's halves: rows (i, i + D/2) become (2i, 2i + 1)", () => {
+    // 2 heads of D = 4, rows of 2 columns: head h row r holds [10h + r, -(10h + r)].
+    const w = Float32Array.from({ length: 16 }, (_, k) => (k % 2 ? -1 : 1) * (10 * Math.floor(k / 8) + (Math.floor(k / 2) % 4)));
+    const rows = (a: Float32Array) => Array.from({ length: a.length / 2 }, (_, r) => a[2 * r]);
+    expect(rows(interleaveRopeRows(w, 2, 2))).toEqual([0, 2, 1, 3, 10, 12, 11, 13]);
   });
 });

@@ -1,23 +1,37 @@
 import { type Command, Option } from "commander";
-import { FLOAT_DTYPES, type FloatDType } from "@kiln/contract";
-import { exportHfFolder } from "@kiln/core";
+import { ConfigError, FLOAT_DTYPES, type FloatDType } from "@kiln/contract";
+import { type GgmlType, exportGguf, exportHfFolder } from "@kiln/core";
 import { oneOf } from "./parse-flags.js";
+
+const FORMATS = ["hf", "gguf"] as const;
+const GGUF_TYPES = ["f32", "f16", "bf16", "q8_0"] as const satisfies readonly GgmlType[];
 
 interface ExportFlags {
   checkpoint: string;
   out: string;
-  dtype: FloatDType;
+  format: (typeof FORMATS)[number];
+  dtype: GgmlType;
 }
 
 export function registerExport(program: Command): void {
   program
     .command("export")
-    .description("write a checkpoint as a Hugging Face model folder (transformers loads it)")
+    .description("write a checkpoint as a Hugging Face model folder (transformers loads it) or a GGUF file (llama.cpp loads it)")
     .requiredOption("--checkpoint <file>", "a .safetensors written by kiln train (final.safetensors or step_N.safetensors)")
-    .requiredOption("--out <dir>", "the folder to create (it must not exist, or be empty)")
-    .addOption(new Option("--dtype <dtype>", "dtype of model.safetensors").argParser(oneOf(FLOAT_DTYPES)).default("f32"))
+    .requiredOption("--out <path>", "the folder to create (it must not exist, or be empty), or with --format gguf the file")
+    .addOption(new Option("--format <format>", "hf: a Hugging Face folder; gguf: one GGUF file (dense Llama models, the gpt2 tokenizer)").argParser(oneOf(FORMATS)).default("hf"))
+    .addOption(new Option("--dtype <dtype>", "dtype of the weights: f32, bf16 or f16 (hf); f32, f16, bf16 or q8_0 (gguf)").argParser(oneOf(GGUF_TYPES)).default("f32"))
     .action(async (f: ExportFlags) => {
-      const files = await exportHfFolder(f.checkpoint, f.out, f.dtype);
+      if (f.format === "gguf") {
+        const done = await exportGguf(f.checkpoint, f.out, f.dtype);
+        const types = Object.entries(done.byType).map(([t, n]) => `${n} ${t}`).join(", ");
+        process.stdout.write(`wrote ${f.out}: ${done.tensors} tensors (${types})\n`);
+        return;
+      }
+      if (!(FLOAT_DTYPES as readonly string[]).includes(f.dtype)) {
+        throw new ConfigError(`--dtype ${f.dtype} is a GGUF quantization; a Hugging Face folder holds f32, bf16 or f16`, { where: "kiln export --dtype", hint: "add --format gguf, or pick --dtype f32, bf16 or f16" });
+      }
+      const files = await exportHfFolder(f.checkpoint, f.out, f.dtype as FloatDType);
       process.stdout.write(`wrote ${f.out}: ${files.join(", ")}\n`);
     });
 }
