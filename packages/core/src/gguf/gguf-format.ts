@@ -1,5 +1,5 @@
 /**
- * The GGUF container (version 3), from its specification (ggml's docs/gguf.md), all
+ * The GGUF container (version 3), from its specification (the gguf document in ggml's repository), all
  * little-endian:
  *   u32 magic "GGUF", u32 version, u64 tensor count, u64 metadata count;
  *   metadata: string key, u32 value type, value (strings are u64 length + UTF-8 bytes;
