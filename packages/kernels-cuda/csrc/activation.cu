@@ -1,4 +1,4 @@
-// activation.cu: element-wise GELU (tanh approximation), SiLU and SwiGLU, forward
+// activation.cu: element-wise GELU (tanh approximation), SiLU, SwiGLU and GeGLU, forward
 // and backward, in f32 / bf16 / f16 storage with f32 arithmetic.
 //
 //   gelu(x)  = 0.5 x (1 + tanh(u)),  u = sqrt(2/pi) (x + 0.044715 x^3)
@@ -6,6 +6,8 @@
 //   gelu'(x) = s + x s (1 - s) z',   s = sigmoid(z),  z' = 2 sqrt(2/pi) (1 + 3 * 0.044715 x^2)
 //   silu(x)  = x s,  silu'(x) = s (1 + x (1 - s)) = s + x s (1 - s),  s = sigmoid(x)
 //   swiglu:  out = silu(gate) * up;  dGate = dOut * up * silu'(gate),  dUp = dOut * silu(gate)
+//   geglu:   the same with gelu in place of silu (swiGlu* with activation "gelu": Gemma's MLP);
+//            the gate's activation is chosen per launch (a kernel template argument)
 //
 // sigmoid(z) is formed from e = exp(-|z|) <= 1 (never overflows), which gives both
 // s and 1 - s without cancellation: z >= 0: s = 1 / (1 + e), 1 - s = e s;
@@ -35,11 +37,14 @@ namespace {
 
 constexpr int kThreads = 256;
 
-enum Op : int { kGeluFwd, kGeluBwd, kSiluFwd, kSiluBwd, kSwiGluFwd, kSwiGluBwd };
+enum Op : int { kGeluFwd, kGeluBwd, kSiluFwd, kSiluBwd, kSwiGluFwd, kSwiGluBwd, kGeGluFwd, kGeGluBwd };
 
 constexpr bool reads_in1(int op) { return op != kGeluFwd && op != kSiluFwd; }
-constexpr bool reads_in2(int op) { return op == kSwiGluBwd; }
-constexpr bool writes_out1(int op) { return op == kSwiGluBwd; }
+constexpr bool reads_in2(int op) { return op == kSwiGluBwd || op == kGeGluBwd; }
+constexpr bool writes_out1(int op) { return op == kSwiGluBwd || op == kGeGluBwd; }
+
+/** The swiGlu* kernels' activation codes (src/kernel-call.ts sends them after the dtype). */
+enum GateActivation : int { kGateSilu = 0, kGateGelu = 1 };
 
 struct Sigmoid {
   float s;   // sigmoid(z)
@@ -61,14 +66,22 @@ template <bool FAST>
 __device__ __forceinline__ float gelu_fwd(float x) { return x * sigmoid<FAST>(x * fmaf(kGeluK1, x * x, kGeluK0)).s; }
 
 // Past |x| = 1e4 the second term is exactly 0 (s or 1 - s underflows); the clamp keeps x^2 finite.
+// s: sigmoid(z), the same there as unclamped (exactly 0 or 1), so gelu(x_in) = x_in s (GeGLU's dUp).
 template <bool FAST>
-__device__ __forceinline__ float gelu_grad(float x_in) {
+__device__ __forceinline__ float gelu_grad(float x_in, float& s) {
   const float x = fminf(fmaxf(x_in, -1e4f), 1e4f);
   const float x2 = x * x;
   const Sigmoid sg = sigmoid<FAST>(x * fmaf(kGeluK1, x2, kGeluK0));
   const float dz = fmaf(3.0f * kGeluK1, x2, kGeluK0);
+  s = sg.s;
   // fmaxf/fminf drop a NaN input: keep it
   return x_in != x_in ? x_in : fmaf(x * sg.s, sg.s1 * dz, sg.s);
+}
+
+template <bool FAST>
+__device__ __forceinline__ float gelu_grad(float x_in) {
+  float s;
+  return gelu_grad<FAST>(x_in, s);
 }
 
 __device__ __forceinline__ float silu_grad(float x, Sigmoid sg) { return fmaf(x * sg.s, sg.s1, sg.s); }
@@ -86,10 +99,16 @@ __device__ __forceinline__ void apply(float a, float b, float c, float& o0, floa
     o0 = silu_grad(a, sigmoid<FAST>(a)) * b;
   } else if constexpr (kOp == kSwiGluFwd) {
     o0 = a * sigmoid<FAST>(a).s * b;
-  } else {
+  } else if constexpr (kOp == kSwiGluBwd) {
     const Sigmoid sg = sigmoid<FAST>(a);
     o0 = c * b * silu_grad(a, sg);
     o1 = c * (a * sg.s);
+  } else if constexpr (kOp == kGeGluFwd) {
+    o0 = gelu_fwd<FAST>(a) * b;
+  } else {
+    float s;
+    o0 = c * b * gelu_grad<FAST>(a, s);
+    o1 = c * (a * s);
   }
 }
 
@@ -237,14 +256,22 @@ void launch_silu_forward(const KernelCall& c) { run<kSiluFwd>("siluForward", c, 
 
 void launch_silu_backward(const KernelCall& c) { run_backward<kSiluBwd>("siluBackward", c); }
 
-// swiGluForward: gate, up, out | n, dtype
+// swiGluForward: gate, up, out | n, dtype, activation (0 silu, 1 gelu)
 void launch_swiglu_forward(const KernelCall& c) {
-  run<kSwiGluFwd>("swiGluForward", c, c.ptr<void>(0), c.ptr<void>(1), nullptr, c.ptr<void>(2), nullptr, c.i64(3), c.i32(4));
+  const char* name = "swiGluForward";
+  auto go = [&](auto op) { run<decltype(op)::value>(name, c, c.ptr<void>(0), c.ptr<void>(1), nullptr, c.ptr<void>(2), nullptr, c.i64(3), c.i32(4)); };
+  if (c.i32(5) == kGateGelu) go(std::integral_constant<int, kGeGluFwd>{});
+  else go(std::integral_constant<int, kSwiGluFwd>{});
 }
 
-// swiGluBackward: gate, up, dOut, dGate, dUp | n, dtype
+// swiGluBackward: gate, up, dOut, dGate, dUp | n, dtype, activation (0 silu, 1 gelu)
 void launch_swiglu_backward(const KernelCall& c) {
-  run<kSwiGluBwd>("swiGluBackward", c, c.ptr<void>(0), c.ptr<void>(1), c.ptr<void>(2), c.ptr<void>(3), c.ptr<void>(4), c.i64(5), c.i32(6));
+  const char* name = "swiGluBackward";
+  auto go = [&](auto op) {
+    run<decltype(op)::value>(name, c, c.ptr<void>(0), c.ptr<void>(1), c.ptr<void>(2), c.ptr<void>(3), c.ptr<void>(4), c.i64(5), c.i32(6));
+  };
+  if (c.i32(7) == kGateGelu) go(std::integral_constant<int, kGeGluBwd>{});
+  else go(std::integral_constant<int, kSwiGluBwd>{});
 }
 
 }  // namespace

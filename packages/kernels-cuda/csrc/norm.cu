@@ -7,6 +7,8 @@
 //                      rstd = 1 / sqrt(sum_j (x_j - mean)^2 / dim + eps)   (two passes)
 //                      out_j = (x_j - mean) rstd w_j (+ b_j)
 //   rmsNorm forward:   rstd = 1 / sqrt(sum_j x_j^2 / dim + eps);  out_j = x_j rstd w_j
+//   rmsNorm's w_j is weight_j + weightOffset (Gemma stores weight - 1), added in f32 where
+//   the weight is read; layerNorm's kernels add nothing
 //   with a residual, both forwards normalize sum_j = x_j + residual_j rounded to the
 //   storage dtype, which they write first (by the thread that later reads it back)
 //   backward, xhat_j = (x_j - mean) rstd (mean = 0 for rmsNorm), g_j = dOut_j w_j:
@@ -109,8 +111,9 @@ __device__ __forceinline__ void row_sum(float (&v)[N], float* red, int tpr) {
 
 template <typename T, bool kLayer, int kV>
 __global__ void __launch_bounds__(kMaxTpr, 1) norm_forward_kernel(const T* x, const T* w, const T* b, T* out, float* mean_out, float* rstd_out,
-                                                               const T* res, T* sum, int64_t rows, int dim, float eps, int tpr) {
+                                                               const T* res, T* sum, int64_t rows, int dim, float eps, float weight_offset, int tpr) {
   __shared__ float red[32];
+  const float w_off = kLayer ? -0.0f : weight_offset;  // LayerNorm: x + -0.0f folds away (x + 0.0f would not)
   const int rpb = blockDim.x / tpr;
   const int slot = threadIdx.x / tpr;
   const int t = threadIdx.x - slot * tpr;
@@ -156,7 +159,7 @@ __global__ void __launch_bounds__(kMaxTpr, 1) norm_forward_kernel(const T* x, co
         for (int k = 0; k < kV; k++) {
           const int j = t + k * tpr;
           if (j < dim) {
-            float y = (v[k] - mean) * rstd * to_f32(w[j]);
+            float y = (v[k] - mean) * rstd * (to_f32(w[j]) + w_off);
             if (b) y += to_f32(b[j]);
             outr[j] = from_f32<T>(y);
           }
@@ -180,7 +183,7 @@ __global__ void __launch_bounds__(kMaxTpr, 1) norm_forward_kernel(const T* x, co
       rstd = 1.0f / sqrtf(q[0] / fdim + eps);
       if (live)
         for (int j = t; j < dim; j += tpr) {
-          float y = (to_f32(xr[j]) - mean) * rstd * to_f32(w[j]);
+          float y = (to_f32(xr[j]) - mean) * rstd * (to_f32(w[j]) + w_off);
           if (b) y += to_f32(b[j]);
           outr[j] = from_f32<T>(y);
         }
@@ -196,8 +199,9 @@ __global__ void __launch_bounds__(kMaxTpr, 1) norm_forward_kernel(const T* x, co
 
 template <typename T, bool kLayer, bool kBias, int kV>
 __global__ void __launch_bounds__(kMaxTpr, 1) norm_backward_kernel(const T* dout, const T* x, const T* w, const float* mean, const float* rstd, T* dx,
-                                                                const T* dres, float* pw, float* pb, float* px, int64_t rows, int dim, int tpr,
-                                                                int64_t rows_per_chunk) {
+                                                                const T* dres, float* pw, float* pb, float* px, int64_t rows, int dim, float weight_offset,
+                                                                int tpr, int64_t rows_per_chunk) {
+  const float w_off = kLayer ? -0.0f : weight_offset;  // LayerNorm: x + -0.0f folds away (x + 0.0f would not)
   __shared__ float red[64];
   __shared__ float sw[kMinBlock * kVpt];
   __shared__ float sb[kMinBlock * kVpt];
@@ -220,7 +224,7 @@ __global__ void __launch_bounds__(kMaxTpr, 1) norm_backward_kernel(const T* dout
 #pragma unroll
     for (int k = 0; k < kV; k++) {
       const int j = t + k * tpr;
-      if constexpr (kKeepW) wv[k] = j < dim ? to_f32(w[j]) : 0.0f;
+      if constexpr (kKeepW) wv[k] = j < dim ? to_f32(w[j]) + w_off : 0.0f;
       aw[k] = 0.0f;
       ab[k] = 0.0f;
       ax[k] = 0.0f;
@@ -241,7 +245,7 @@ __global__ void __launch_bounds__(kMaxTpr, 1) norm_backward_kernel(const T* dout
         xh[k] = in ? (to_f32(x[off + j]) - m) * rs : 0.0f;
         float wj;
         if constexpr (kKeepW) wj = wv[k];
-        else wj = in ? to_f32(w[j]) : 0.0f;
+        else wj = in ? to_f32(w[j]) + w_off : 0.0f;
         g[k] = d * wj;
         aw[k] = fmaf(d, xh[k], aw[k]);
         if constexpr (kBias) ab[k] += d;
@@ -311,7 +315,7 @@ __global__ void __launch_bounds__(kMaxTpr, 1) norm_backward_kernel(const T* dout
       const float rs = rstd[row];
       float s[2] = {0.0f, 0.0f};
       for (int j = t; j < dim; j += tpr) {
-        const float g = to_f32(dout[off + j]) * to_f32(w[j]);
+        const float g = to_f32(dout[off + j]) * (to_f32(w[j]) + w_off);
         s[0] += g;
         s[1] = fmaf(g, (to_f32(x[off + j]) - m) * rs, s[1]);
       }
@@ -321,7 +325,7 @@ __global__ void __launch_bounds__(kMaxTpr, 1) norm_backward_kernel(const T* dout
       for (int j = t; j < dim; j += tpr) {
         const float d = to_f32(dout[off + j]);
         const float xh = (to_f32(x[off + j]) - m) * rs;
-        const float g = d * to_f32(w[j]);
+        const float g = d * (to_f32(w[j]) + w_off);
         const T v = from_f32<T>(rs * (g - mg - xh * mgx) + (dres ? to_f32(dres[off + j]) : 0.0f));
         dx[off + j] = v;
         if (pxr) pxr[j] += to_f32(v);
@@ -337,7 +341,7 @@ __global__ void __launch_bounds__(kMaxTpr, 1) norm_backward_kernel(const T* dout
 /** The forward on the warp-per-row kernel when the rows and operands fit it; false otherwise. */
 template <bool kLayer>
 bool warp_rows_forward(const char* name, const KernelCall& c, const void* x, const void* w, const void* b, void* out, float* mean, float* rstd,
-                       const void* res, void* sum, int64_t rows, int dim, float eps, int dtype) {
+                       const void* res, void* sum, int64_t rows, int dim, float eps, float w_off, int dtype) {
   namespace wr = norm_warp_rows;
   bool taken = false;
   dispatch_float(dtype, name, [&](auto tag) {
@@ -350,7 +354,7 @@ bool warp_rows_forward(const char* name, const KernelCall& c, const void* x, con
     const unsigned grid = static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8);
     wr::with_vecs(vecs, [&](auto v) {
       launch(name, wr::forward_kernel<T, kLayer, decltype(v)::value>, grid, wr::kThreads, 0, c.stream, static_cast<const T*>(x), static_cast<const T*>(w),
-             static_cast<const T*>(b), static_cast<T*>(out), mean, rstd, static_cast<const T*>(res), static_cast<T*>(sum), rows, dim, eps);
+             static_cast<const T*>(b), static_cast<T*>(out), mean, rstd, static_cast<const T*>(res), static_cast<T*>(sum), rows, dim, eps, w_off);
     });
     taken = true;
   });
@@ -359,8 +363,8 @@ bool warp_rows_forward(const char* name, const KernelCall& c, const void* x, con
 
 template <bool kLayer>
 void run_forward(const char* name, const KernelCall& c, const void* x, const void* w, const void* b, void* out, float* mean, float* rstd,
-                 const void* res, void* sum, int64_t rows, int dim, float eps, int dtype) {
-  if (warp_rows_forward<kLayer>(name, c, x, w, b, out, mean, rstd, res, sum, rows, dim, eps, dtype)) return;
+                 const void* res, void* sum, int64_t rows, int dim, float eps, float w_off, int dtype) {
+  if (warp_rows_forward<kLayer>(name, c, x, w, b, out, mean, rstd, res, sum, rows, dim, eps, w_off, dtype)) return;
   const Layout l = layout_for(dim);
   const int64_t groups = (rows + l.rpb - 1) / l.rpb;
   const unsigned grid = static_cast<unsigned>(groups < 65535 * 8 ? groups : 65535 * 8);
@@ -368,7 +372,7 @@ void run_forward(const char* name, const KernelCall& c, const void* x, const voi
     using T = decltype(tag);
     auto go = [&](auto kernel) {
       launch(name, kernel, grid, l.threads, 0, c.stream, static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(b),
-             static_cast<T*>(out), mean, rstd, static_cast<const T*>(res), static_cast<T*>(sum), rows, dim, eps, l.tpr);
+             static_cast<T*>(out), mean, rstd, static_cast<const T*>(res), static_cast<T*>(sum), rows, dim, eps, w_off, l.tpr);
     };
     if (l.vpt == kVpt) go(norm_forward_kernel<T, kLayer, kVpt>);
     else if (l.vpt == 2 * kVpt) go(norm_forward_kernel<T, kLayer, 2 * kVpt>);
@@ -378,7 +382,7 @@ void run_forward(const char* name, const KernelCall& c, const void* x, const voi
 
 template <bool kLayer>
 void run_backward(const char* name, const KernelCall& c, const void* dout, const void* x, const void* w, const float* mean, const float* rstd, void* dx,
-                  void* dw, void* db, const void* dres, void* dxs, int64_t rows, int dim, int dtype, int grad_dtype) {
+                  void* dw, void* db, const void* dres, void* dxs, int64_t rows, int dim, float w_off, int dtype, int grad_dtype) {
   namespace wr = norm_warp_rows;
   dispatch_float_grad(dtype, grad_dtype, name, [&](auto tag, auto grad_tag) {
     using T = decltype(tag);
@@ -411,7 +415,7 @@ void run_backward(const char* name, const KernelCall& c, const void* dout, const
           auto go = [&](auto kernel) {
             launch(name, kernel, static_cast<unsigned>(chunks), wr::kThreads, sizeof(float) * wr::kRowsPerBlock * static_cast<size_t>(dim), c.stream,
                    static_cast<const T*>(dout), static_cast<const T*>(x), static_cast<const T*>(w), mean, rstd, static_cast<T*>(dx),
-                   static_cast<const T*>(dres), pw, pb, px, rows, dim, rows_per_chunk);
+                   static_cast<const T*>(dres), pw, pb, px, rows, dim, w_off, rows_per_chunk);
           };
           // dX's column sums: a third row of accumulators, only where it fits in registers.
           if constexpr (wr::sums_fit(kV, sizeof(T))) {
@@ -423,7 +427,7 @@ void run_backward(const char* name, const KernelCall& c, const void* dout, const
       }
       auto go = [&](auto kernel) {
         launch(name, kernel, static_cast<unsigned>(chunks), l.threads, 0, c.stream, static_cast<const T*>(dout), static_cast<const T*>(x),
-               static_cast<const T*>(w), mean, rstd, static_cast<T*>(dx), static_cast<const T*>(dres), pw, pb, px, rows, dim, l.tpr, rows_per_chunk);
+               static_cast<const T*>(w), mean, rstd, static_cast<T*>(dx), static_cast<const T*>(dres), pw, pb, px, rows, dim, w_off, l.tpr, rows_per_chunk);
       };
       // Rows over 8 values per thread take the uncached path: 16 values per thread of
       // x, dOut and weight exceed sm_100's 128 registers at 512 threads and spill.
@@ -448,26 +452,27 @@ void run_backward(const char* name, const KernelCall& c, const void* dout, const
 // layerNormForward: x, weight, bias, out, mean, rstd, residual, sum | rows, dim, eps, dtype
 void launch_layer_norm_forward(const KernelCall& c) {
   run_forward<true>("layerNormForward", c, c.ptr<void>(0), c.ptr<void>(1), c.ptr<void>(2), c.ptr<void>(3), c.ptr<float>(4), c.ptr<float>(5),
-                    c.ptr<const void>(6), c.ptr<void>(7), c.i64(8), c.i32(9), c.f32(10), c.i32(11));
+                    c.ptr<const void>(6), c.ptr<void>(7), c.i64(8), c.i32(9), c.f32(10), 0.0f, c.i32(11));
 }
 
 // layerNormBackward: dOut, x, weight, mean, rstd, dX, dWeight, dBias, dResidual, dXColSums | rows, dim, dtype,
 // gradDtype (dWeight's, dBias's and dXColSums')
 void launch_layer_norm_backward(const KernelCall& c) {
   run_backward<true>("layerNormBackward", c, c.ptr<void>(0), c.ptr<void>(1), c.ptr<void>(2), c.ptr<const float>(3), c.ptr<const float>(4),
-                     c.ptr<void>(5), c.ptr<void>(6), c.ptr<void>(7), c.ptr<const void>(8), c.ptr<void>(9), c.i64(10), c.i32(11), c.i32(12), c.i32(13));
+                     c.ptr<void>(5), c.ptr<void>(6), c.ptr<void>(7), c.ptr<const void>(8), c.ptr<void>(9), c.i64(10), c.i32(11), 0.0f, c.i32(12), c.i32(13));
 }
 
-// rmsNormForward: x, weight, out, rstd, residual, sum | rows, dim, eps, dtype
+// rmsNormForward: x, weight, out, rstd, residual, sum | rows, dim, eps, dtype, weightOffset
 void launch_rms_norm_forward(const KernelCall& c) {
   run_forward<false>("rmsNormForward", c, c.ptr<void>(0), c.ptr<void>(1), nullptr, c.ptr<void>(2), nullptr, c.ptr<float>(3), c.ptr<const void>(4),
-                     c.ptr<void>(5), c.i64(6), c.i32(7), c.f32(8), c.i32(9));
+                     c.ptr<void>(5), c.i64(6), c.i32(7), c.f32(8), c.f32(10), c.i32(9));
 }
 
-// rmsNormBackward: dOut, x, weight, rstd, dX, dWeight, dResidual, dXColSums | rows, dim, dtype, gradDtype (dWeight's and dXColSums')
+// rmsNormBackward: dOut, x, weight, rstd, dX, dWeight, dResidual, dXColSums | rows, dim, dtype, gradDtype (dWeight's and dXColSums'),
+// weightOffset
 void launch_rms_norm_backward(const KernelCall& c) {
   run_backward<false>("rmsNormBackward", c, c.ptr<void>(0), c.ptr<void>(1), c.ptr<void>(2), nullptr, c.ptr<const float>(3), c.ptr<void>(4),
-                      c.ptr<void>(5), nullptr, c.ptr<const void>(6), c.ptr<void>(7), c.i64(8), c.i32(9), c.i32(10), c.i32(11));
+                      c.ptr<void>(5), nullptr, c.ptr<const void>(6), c.ptr<void>(7), c.i64(8), c.i32(9), c.f32(12), c.i32(10), c.i32(11));
 }
 
 }  // namespace

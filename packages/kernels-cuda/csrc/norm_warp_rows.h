@@ -16,6 +16,7 @@
 // into the chunk's f32 partial rows, which chunk_partials.h's kernel sums over chunks.
 // With a residual, the forward writes x + residual (rounded to T) as it loads the row
 // and normalizes that; the backward adds dResidual into dX as it writes it.
+// RMSNorm's weightOffset is added to each weight as it is loaded.
 #pragma once
 #include <type_traits>
 
@@ -33,7 +34,8 @@ constexpr int kTargetChunks = 256;  // backward partial rows at most
 
 template <typename T, bool kLayer, int kV>
 __global__ void __launch_bounds__(kThreads) forward_kernel(const T* x, const T* w, const T* b, T* out, float* mean_out, float* rstd_out, const T* res,
-                                                          T* sum, int64_t rows, int dim, float eps) {
+                                                          T* sum, int64_t rows, int dim, float eps, float weight_offset) {
+  const float w_off = kLayer ? -0.0f : weight_offset;  // LayerNorm: x + -0.0f folds away (x + 0.0f would not)
   constexpr int W = Group<T>::N;
   const int lane = threadIdx.x & 31;
   const int nvec = dim / W;
@@ -87,7 +89,7 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const T* x, const T* 
         float wv[W], y[W];
         load_group(w + vi * W, true, wv);
 #pragma unroll
-        for (int e = 0; e < W; e++) y[e] = (v[k][e] - mean) * rstd * wv[e];
+        for (int e = 0; e < W; e++) y[e] = (v[k][e] - mean) * rstd * (wv[e] + w_off);
         if (b) {
           float bv[W];
           load_group(b + vi * W, true, bv);
@@ -136,7 +138,8 @@ constexpr bool sums_fit(int vecs, size_t elem) { return !(vecs == kVecs && elem 
 template <typename T, bool kLayer, bool kBias, int kV, bool kSums>
 __global__ void __launch_bounds__(kThreads, 2) backward_kernel(const T* dout, const T* x, const T* w, const float* mean, const float* rstd, T* dx,
                                                            const T* dres, float* pw, float* pb, float* px, int64_t rows, int dim,
-                                                           int64_t rows_per_chunk) {
+                                                           float weight_offset, int64_t rows_per_chunk) {
+  const float w_off = kLayer ? -0.0f : weight_offset;  // LayerNorm: x + -0.0f folds away (x + 0.0f would not)
   constexpr int W = Group<T>::N;
   KILN_DYNAMIC_SHARED(float, part);  // [kRowsPerBlock][dim]: each warp's parameter-gradient sums
   const int lane = threadIdx.x & 31;
@@ -178,7 +181,7 @@ __global__ void __launch_bounds__(kThreads, 2) backward_kernel(const T* dout, co
         load_group(w + vi * W, true, wv);
 #pragma unroll
         for (int e = 0; e < W; e++) {
-          const float g = to_f32(dg[k].e[e]) * wv[e];
+          const float g = to_f32(dg[k].e[e]) * (wv[e] + w_off);
           sg += g;
           sgx = fmaf(g, (to_f32(xg[k].e[e]) - m) * rs, sgx);
         }
@@ -203,7 +206,7 @@ __global__ void __launch_bounds__(kThreads, 2) backward_kernel(const T* dout, co
         for (int e = 0; e < W; e++) {
           const float d = to_f32(dg[k].e[e]);
           const float xh = (to_f32(xg[k].e[e]) - m) * rs;
-          out[e] += rs * (d * wv[e] - mg - xh * mgx);
+          out[e] += rs * (d * (wv[e] + w_off) - mg - xh * mgx);
           aw[k][e] = fmaf(d, xh, aw[k][e]);
           if constexpr (kBias) ab[k][e] += d;
         }

@@ -2,6 +2,7 @@ import {
   type AttentionDims,
   type DType,
   type FloatDType,
+  type GateActivation,
   type KernelArgsMap,
   type KernelName,
   type Mamba3ScanDims,
@@ -27,6 +28,9 @@ const bit = (b: boolean | undefined) => (b ? 1 : 0);
 
 /** A gradient-writing kernel's gradient dtype (the contract's cDtype / gradDtype; default the kernel's dtype), sent after its dtype. */
 const gradCode = (a: { dtype: FloatDType }, chosen: FloatDType | undefined) => code(wideDtype(a.dtype, chosen));
+
+/** swiGluForward / swiGluBackward after the dtype: the gate's activation, as csrc/activation.cu's GateActivation codes. */
+const GATE_CODES: Record<GateActivation, number> = { silu: 0, gelu: 1 };
 
 /** ssdScanForward / ssdScanBackward: batch, seqLen, heads, headDim, groups, stateSize, chunkSize, the three row strides, dtype. */
 const ssdScalars = (a: SsdScanDims & { dtype: DType }) => {
@@ -64,14 +68,14 @@ const SCALARS: { [K in KernelName]: (a: KernelArgsMap[K]) => number[] } = {
   embeddingBackward: (a) => [a.count, a.vocab, a.dim, code(a.dtype), gradCode(a, a.gradDtype)],
   layerNormForward: (a) => [a.rows, a.dim, a.eps, code(a.dtype)],
   layerNormBackward: (a) => [a.rows, a.dim, code(a.dtype), gradCode(a, a.gradDtype)],
-  rmsNormForward: (a) => [a.rows, a.dim, a.eps, code(a.dtype)],
-  rmsNormBackward: (a) => [a.rows, a.dim, code(a.dtype), gradCode(a, a.gradDtype)],
+  rmsNormForward: (a) => [a.rows, a.dim, a.eps, code(a.dtype), a.weightOffset ?? 0],
+  rmsNormBackward: (a) => [a.rows, a.dim, code(a.dtype), gradCode(a, a.gradDtype), a.weightOffset ?? 0],
   geluForward: (a) => [a.n, code(a.dtype)],
   geluBackward: (a) => [a.n, a.cols ?? 0, code(a.dtype), gradCode(a, a.gradDtype)],
   siluForward: (a) => [a.n, code(a.dtype)],
   siluBackward: (a) => [a.n, a.cols ?? 0, code(a.dtype), gradCode(a, a.gradDtype)],
-  swiGluForward: (a) => [a.n, code(a.dtype)],
-  swiGluBackward: (a) => [a.n, code(a.dtype)],
+  swiGluForward: (a) => [a.n, code(a.dtype), GATE_CODES[a.activation ?? "silu"]],
+  swiGluBackward: (a) => [a.n, code(a.dtype), GATE_CODES[a.activation ?? "silu"]],
   ropeForward: (a) => [a.batch, a.seqLen, a.heads, a.headDim, ropeRowStride(a), a.posOffset ?? 0, a.theta, code(a.dtype), ...ropeScalingArgs(a.scaling)],
   ropeBackward: (a) => [a.batch, a.seqLen, a.heads, a.headDim, ropeRowStride(a), a.posOffset ?? 0, a.theta, code(a.dtype), ...ropeScalingArgs(a.scaling)],
   attentionForward: (a) => attentionScalars(a),
