@@ -19,7 +19,7 @@ export function archOf(c: Pick<ModelConfig, "arch">): ArchDef {
 /**
  * The first shape of `c` kiln cannot build: the checks every architecture shares
  * (heads divide the hidden size unless the head size is given, key/value heads divide the
- * heads), then its own.
+ * heads, layer_types fit the layers and have a window, Gemma's keys only on gemma3), then its own.
  */
 export function modelConfigProblem(c: ModelConfig): ConfigProblem | undefined {
   if (c.headDim === undefined && c.hiddenSize % c.numHeads !== 0) {
@@ -28,6 +28,12 @@ export function modelConfigProblem(c: ModelConfig): ConfigProblem | undefined {
   }
   if (c.numHeads % c.kvHeads !== 0) {
     return { field: "kvHeads", message: `${c.numHeads} attention heads are not a multiple of the ${c.kvHeads} key/value heads`, hint: "kv_heads must divide num_heads (grouped-query attention)" };
+  }
+  if (c.layerTypes !== undefined && c.layerTypes.length !== c.numLayers) {
+    return { field: "layerTypes", message: `layer_types lists ${c.layerTypes.length} layers; the model has ${c.numLayers}`, hint: "give one type per layer, or remove layer_types" };
+  }
+  if (c.slidingWindow === undefined && c.layerTypes?.includes("sliding_attention")) {
+    return { field: "layerTypes", message: "layer_types marks sliding_attention layers but sliding_window is not set", hint: "set sliding_window (the keys each query sees), or mark every layer full_attention" };
   }
   for (const [field, key] of [["queryPreAttnScalar", "query_pre_attn_scalar"], ["ropeLocalTheta", "rope_local_base_freq"]] as const) {
     if (c.arch !== "gemma3" && c[field] !== undefined) return { field, message: `${key} is a Gemma 3 setting; ${c.arch} does not use it`, hint: `remove ${key}, or use arch: gemma3` };

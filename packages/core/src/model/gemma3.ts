@@ -101,12 +101,6 @@ function gemma3Problem(c: ModelConfig): ConfigProblem | undefined {
   for (const [field, set, what] of other) {
     if (set) return { field, message: `gemma3 has no ${what}`, hint: "remove it, or use arch: llama" };
   }
-  if (c.layerTypes !== undefined && c.layerTypes.length !== c.numLayers) {
-    return { field: "layerTypes", message: `layer_types lists ${c.layerTypes.length} layers; the model has ${c.numLayers}`, hint: "give one type per layer, or remove layer_types" };
-  }
-  if (c.slidingWindow === undefined && c.layerTypes?.includes("sliding_attention")) {
-    return { field: "layerTypes", message: "layer_types marks sliding_attention layers but sliding_window is not set", hint: "set sliding_window (the keys each query sees), or mark every layer full_attention" };
-  }
   return undefined;
 }
 

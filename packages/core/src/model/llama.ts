@@ -124,16 +124,9 @@ function llamaFamily(name: string, f: FamilyTraits): ArchDef {
   };
 }
 
-/** Sliding-window settings the family (`name`) does not compute, or layer types that do not fit the model. */
+/** Sliding-window settings the family (`name`) does not compute (layer_types' own checks are modelConfigProblem's). */
 function slidingWindowProblem(c: ModelConfig, name: string, f: FamilyTraits): ConfigProblem | undefined {
-  if (c.layerTypes !== undefined && c.layerTypes.length !== c.numLayers) {
-    return { field: "layerTypes", message: `layer_types lists ${c.layerTypes.length} layers; the model has ${c.numLayers}`, hint: "give one type per layer, or remove layer_types" };
-  }
-  if (c.slidingWindow === undefined) {
-    return c.layerTypes?.includes("sliding_attention")
-      ? { field: "layerTypes", message: "layer_types marks sliding_attention layers but sliding_window is not set", hint: "set sliding_window (the keys each query sees), or mark every layer full_attention" }
-      : undefined;
-  }
+  if (c.slidingWindow === undefined) return undefined;
   if (f.slidingWindow === "none") {
     return { field: "slidingWindow", message: `${name} computes full attention; sliding_window is for arch mistral (every layer), qwen2 and qwen3 (with layer_types)`, hint: "remove sliding_window, or pick one of those architectures" };
   }
