@@ -115,7 +115,7 @@ describe("kiln train --init-from", () => {
 
     for (const [dir, change, where, what] of [
       ["scaled", { rope_scaling: { rope_type: "yarn", factor: 2 } }, "scaled/config\\.json \\(rope_scaling\\.rope_type\\)", 'RoPE scaling of type "yarn" is not one kiln computes'],
-      ["mistral", { model_type: "mistral" }, "mistral/config\\.json \\(model_type\\)", 'model_type "mistral" is not one kiln trains'],
+      ["falcon", { model_type: "falcon" }, "falcon/config\\.json \\(model_type\\)", 'model_type "falcon" is not one kiln trains'],
     ] as const) {
       await cp(ws.path("hf"), ws.path(dir), { recursive: true });
       await writeFile(ws.path(dir, "config.json"), JSON.stringify({ ...config, ...change }));
