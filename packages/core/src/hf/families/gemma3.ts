@@ -1,7 +1,7 @@
-import { LAYER_TYPES, type LayerType, type ModelConfig, headDim } from "../../model/config.js";
+import { type LayerType, type ModelConfig, headDim } from "../../model/config.js";
 import type { HfConfigReader, Json } from "../hf-config-reader.js";
 import type { HfFamily } from "./hf-family.js";
-import { readSizes } from "./llama-like.js";
+import { readLayerTypes, readSizes } from "./llama-like.js";
 import { ropeScalingOf, scalingKeys } from "./rope-keys.js";
 
 const GELU_TANH = "gelu_pytorch_tanh";
@@ -28,16 +28,11 @@ function readGemmaRope(r: HfConfigReader): Pick<ModelConfig, "ropeTheta" | "rope
 }
 
 /** layer_types, or the older sliding_window_pattern: every pattern-th layer full, the others sliding. */
-function readLayerTypes(r: HfConfigReader, numLayers: number): LayerType[] {
-  const types = r.json.layer_types;
-  if (types === undefined || types === null) {
-    const pattern = r.int("sliding_window_pattern", 6);
-    return Array.from({ length: numLayers }, (_, i) => ((i + 1) % pattern ? "sliding_attention" : "full_attention"));
-  }
-  if (!Array.isArray(types) || types.length !== numLayers || !types.every((t) => (LAYER_TYPES as readonly unknown[]).includes(t))) {
-    return r.fail("layer_types", `layer_types is ${JSON.stringify(types)}, not one of ${LAYER_TYPES.join(" / ")} for each of the ${numLayers} layers`, "fix the value in config.json");
-  }
-  return types as LayerType[];
+function gemmaLayerTypes(r: HfConfigReader, numLayers: number): LayerType[] {
+  const listed = readLayerTypes(r, numLayers);
+  if (listed) return listed;
+  const pattern = r.int("sliding_window_pattern", 6);
+  return Array.from({ length: numLayers }, (_, i) => ((i + 1) % pattern ? "sliding_attention" : "full_attention"));
 }
 
 /** The pattern p (every p-th layer full) that gives `types`, if one does. */
@@ -61,7 +56,7 @@ export const gemma3Hf: HfFamily = {
     const base = readSizes(r, "gemma3");
     const numLayers = base.numLayers;
     const attentionBias = r.bool("attention_bias", false);
-    const layerTypes = readLayerTypes(r, numLayers);
+    const layerTypes = gemmaLayerTypes(r, numLayers);
     const slides = layerTypes.includes("sliding_attention");
     return {
       ...base,

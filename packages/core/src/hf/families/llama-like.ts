@@ -63,15 +63,22 @@ export function writeLlamaLike(m: ModelConfig, common: Json): Json {
 export function readQwenWindow(r: HfConfigReader, numLayers: number): Pick<ModelConfig, "slidingWindow" | "layerTypes"> {
   if (!r.bool("use_sliding_window", false)) return {};
   const window = r.int("sliding_window");
-  const types = r.json.layer_types;
-  if (types === undefined || types === null) {
+  const types = readLayerTypes(r, numLayers);
+  if (types === undefined) {
     const from = r.int("max_window_layers", 28);
     return { slidingWindow: window, layerTypes: Array.from({ length: numLayers }, (_, i) => (i >= from ? "sliding_attention" : "full_attention")) };
   }
+  return { slidingWindow: window, layerTypes: types };
+}
+
+/** config.json's layer_types, one of full_attention / sliding_attention per layer; undefined when absent. */
+export function readLayerTypes(r: HfConfigReader, numLayers: number): LayerType[] | undefined {
+  const types = r.json.layer_types;
+  if (types === undefined || types === null) return undefined;
   if (!Array.isArray(types) || types.length !== numLayers || !types.every((t) => (LAYER_TYPES as readonly unknown[]).includes(t))) {
     return r.fail("layer_types", `layer_types is ${JSON.stringify(types)}, not one of ${LAYER_TYPES.join(" / ")} for each of the ${numLayers} layers`, "fix the value in config.json");
   }
-  return { slidingWindow: window, layerTypes: types as LayerType[] };
+  return types as LayerType[];
 }
 
 /**
