@@ -19,13 +19,14 @@ export function registerExport(program: Command): void {
     .description("write a checkpoint as a Hugging Face model folder (transformers loads it) or a GGUF file (llama.cpp loads it)")
     .requiredOption("--checkpoint <file>", "a .safetensors written by kiln train (final.safetensors or step_N.safetensors)")
     .requiredOption("--out <path>", "the folder to create (it must not exist, or be empty), or with --format gguf the file")
-    .addOption(new Option("--format <format>", "hf: a Hugging Face folder; gguf: one GGUF file (dense Llama models, the gpt2 tokenizer)").argParser(oneOf(FORMATS)).default("hf"))
+    .addOption(new Option("--format <format>", "hf: a Hugging Face folder; gguf: one GGUF file (GPT-2, Llama, Mistral, Qwen2, Qwen3, Gemma 3; dense)").argParser(oneOf(FORMATS)).default("hf"))
     .addOption(new Option("--dtype <dtype>", "dtype of the weights: f32, bf16 or f16 (hf); f32, f16, bf16 or q8_0 (gguf)").argParser(oneOf(GGUF_TYPES)).default("f32"))
     .action(async (f: ExportFlags) => {
       if (f.format === "gguf") {
         const done = await exportGguf(f.checkpoint, f.out, f.dtype);
         const types = Object.entries(done.byType).map(([t, n]) => `${n} ${t}`).join(", ");
-        process.stdout.write(`wrote ${f.out}: ${done.tensors} tensors (${types})\n`);
+        process.stdout.write(`wrote ${f.out}: llama.cpp architecture ${done.arch}, ${done.tensors} tensors (${types})\n`);
+        for (const note of done.notes) process.stdout.write(`note: ${note}\n`);
         return;
       }
       if (!(FLOAT_DTYPES as readonly string[]).includes(f.dtype)) {

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { CheckpointError } from "@kiln/contract";
 import { stat } from "node:fs/promises";
-import { InferenceSession, META_TOKENIZER, META_TOKENIZER_FILES, PretrainedWeights, TOKENIZER_NAMES, openTokenizer, tokenizerOfCheckpoint } from "@kiln/core";
+import { InferenceSession, META_TOKENIZER, META_TOKENIZER_FILES, PretrainedWeights, TOKENIZER_NAMES, TokenGenerator, isGgufFile, openGgufWeights, openTokenizer, tokenizerOfCheckpoint } from "@kiln/core";
 import { openBackend } from "../train/open-backend.js";
 import { nonNegativeInt, positiveInt } from "./parse-flags.js";
 
@@ -22,9 +22,10 @@ function temperature(value: string): number {
   return t;
 }
 
-/** A checkpoint file runs in its stored dtype; a Hugging Face folder in f32. */
-async function openSession(backend: Parameters<typeof InferenceSession.fromCheckpoint>[0], location: string): Promise<InferenceSession> {
+/** A checkpoint file runs in its stored dtype; a Hugging Face folder and a GGUF file (dequantized) in f32. */
+async function openSession(backend: Parameters<typeof InferenceSession.fromCheckpoint>[0], location: string): Promise<TokenGenerator> {
   const isFolder = await stat(location).then((s) => s.isDirectory(), () => false);
+  if (!isFolder && (await isGgufFile(location))) return TokenGenerator.fromTensors(backend, await openGgufWeights(location), location);
   if (!isFolder) return InferenceSession.fromCheckpoint(backend, location);
   const weights = await PretrainedWeights.open(location);
   try {
@@ -38,7 +39,7 @@ export function registerSample(program: Command): void {
   program
     .command("sample")
     .description("generate text from a checkpoint")
-    .requiredOption("--checkpoint <path>", "a .safetensors written by kiln train, or a Hugging Face model folder")
+    .requiredOption("--checkpoint <path>", "a .safetensors written by kiln train, a Hugging Face model folder, or a .gguf written by kiln export")
     .option("--prompt <text>", "text to continue", "\n")
     .option("--max-tokens <n>", "tokens to generate", positiveInt, 200)
     .option("--temperature <t>", "0 = greedy; higher = more varied", temperature, 0.8)

@@ -27,7 +27,7 @@ describe("kiln export --format gguf", () => {
     ["q8_0", 0.02],
   ] as const)("writes %s: llama.cpp's keys, the gpt2 tokenizer padded to the model's vocabulary, every tensor", async (type, tolerance) => {
     const r = expectSuccess(await ws.run(["export", "--checkpoint", "out/final.safetensors", "--format", "gguf", "--dtype", type, "--out", `m-${type}.gguf`]), "kiln export");
-    expect(r.stdout).toMatch(new RegExp(`wrote m-${type}\\.gguf: 21 tensors`));
+    expect(r.stdout).toMatch(new RegExp(`wrote m-${type}\\.gguf: llama\\.cpp architecture llama, 21 tensors`));
     const g = await readGgufHeader(ws.path(`m-${type}.gguf`));
     const meta = (key: string) => g.metadata.get(key);
     expect(meta("general.architecture")).toEqual({ type: "string", value: "llama" });
@@ -63,17 +63,36 @@ describe("kiln export --format gguf", () => {
     await ckpt.close();
   });
 
-  it("refuses q8_0 for a Hugging Face folder, and a tokenizer it cannot write yet, writing nothing", async () => {
+  it("refuses q8_0 for a Hugging Face folder, and layers kiln does not write as GGUF, writing nothing", async () => {
     const hf = await ws.run(["export", "--checkpoint", "out/final.safetensors", "--dtype", "q8_0", "--out", "hf"]);
     expect(hf.code).not.toBe(0);
     expect(hf.stderr).toMatch(/--dtype q8_0 is a GGUF quantization; a Hugging Face folder holds f32, bf16 or f16/);
     expect(existsSync(ws.path("hf"))).toBe(false);
+    await ws.writeConfig("moe.yaml", { model: { ...MODEL, vocab_size: 256, num_experts: 4, experts_per_tok: 2 }, trainer: { max_steps: 1, seq_len: 32, batch_size: 2, eval_interval: 1000 } });
     await ws.writeTokens("bytes.bin", Uint32Array.from({ length: 400 }, (_, i) => i % 200));
-    await ws.writeConfig("small.yaml", { model: { ...MODEL, vocab_size: 256 }, trainer: { max_steps: 1, seq_len: 32, batch_size: 2, eval_interval: 1000 } });
-    expectSuccess(await ws.run(["train", "-f", "small.yaml", "-d", "bytes.bin", "--output-dir", "bytes-out", "--headless"]), "kiln train");
-    const r = await ws.run(["export", "--checkpoint", "bytes-out/final.safetensors", "--format", "gguf", "--out", "bytes.gguf"]);
+    expectSuccess(await ws.run(["train", "-f", "moe.yaml", "-d", "bytes.bin", "--output-dir", "moe-out", "--headless"]), "kiln train");
+    const r = await ws.run(["export", "--checkpoint", "moe-out/final.safetensors", "--format", "gguf", "--out", "moe.gguf"]);
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toMatch(/kiln writes the gpt2 tokenizer into GGUF files so far/);
-    expect(existsSync(ws.path("bytes.gguf"))).toBe(false);
+    expect(r.stderr).toMatch(/kiln writes GGUF files for dense models so far; this checkpoint has mixture-of-experts MLPs/);
+    expect(r.stderr).toMatch(/--format hf/);
+    expect(existsSync(ws.path("moe.gguf"))).toBe(false);
+  });
+
+  it("kiln sample runs the GGUF file as it runs the checkpoint, and refuses a corrupt or truncated one naming the byte", async () => {
+    const args = ["--prompt", "The fox", "--temperature", "0", "--max-tokens", "12"];
+    const fromCheckpoint = expectSuccess(await ws.run(["sample", "--checkpoint", "out/final.safetensors", ...args]), "kiln sample").stdout;
+    expect(expectSuccess(await ws.run(["sample", "--checkpoint", "m-f32.gguf", ...args]), "kiln sample").stdout).toBe(fromCheckpoint);
+    const whole = new Uint8Array(await readFile(ws.path("m-f32.gguf")));
+    await ws.write("truncated.gguf", whole.subarray(0, whole.length - 1000));
+    const truncated = await ws.run(["sample", "--checkpoint", "truncated.gguf", ...args]);
+    expect(truncated.code).not.toBe(0);
+    expect(truncated.stderr).toMatch(/truncated\.gguf \(byte \d+\)/);
+    expect(truncated.stderr).toMatch(/runs past the end of the file/);
+    const corrupt = whole.slice(0, 4096);
+    new DataView(corrupt.buffer).setUint32(4, 99, true); // an unknown version
+    await ws.write("corrupt.gguf", corrupt);
+    const bad = await ws.run(["sample", "--checkpoint", "corrupt.gguf", ...args]);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/corrupt\.gguf \(byte 4\)/);
   });
 });

@@ -78,7 +78,7 @@ function lastMerge(bytes: Uint8Array, rank: number, rankOf: Map<string, number>)
 }
 
 /** GPT-2's bytes_to_unicode: printable bytes stand for themselves, the others for characters from U+0100 on. */
-function byteSpelling(): string[] {
+export function byteSpelling(): string[] {
   const printable = (b: number) => (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
   const out: string[] = [];
   let next = 0;

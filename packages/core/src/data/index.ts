@@ -18,6 +18,7 @@ export { Prefetcher } from "./prefetcher.js";
 export { getTokenizer, isTokenizerName, TOKENIZER_NAMES, type Tokenizer, type TokenizerName } from "./tokenizer.js";
 export { openTokenizer, tokenizerOfCheckpoint } from "./open-tokenizer.js";
 export { HfTokenizer } from "./hf-tokenizer.js";
+export { gpt2TokenizerFiles } from "./gpt2-tokenizer-files.js";
 export { TOKENIZER_FILE_NAMES, TOKENIZER_JSON, readTokenizerFiles, sameTokenizer, tokenizerIdentity, type TokenizerFiles } from "./tokenizer-files.js";
 export { readDataSidecar, writeDataSidecar, dataSidecarPath, type DataSidecar } from "./data-sidecar.js";
 export { TokenFileWriter } from "./token-file-writer.js";

@@ -3,4 +3,5 @@ export { readGgufHeader, type GgufContents, type GgufTensorInfo } from "./gguf-r
 export { writeGguf, type GgufTensorData } from "./gguf-write.js";
 export { decodeGgml, encodeGgml } from "./ggml-encode.js";
 export { exportGguf, type GgufExport } from "./export-gguf.js";
-export { interleaveRopeRows } from "./llama-gguf.js";
+export { interleaveRopeRows } from "./gguf-tensor-map.js";
+export { openGgufWeights, isGgufFile } from "./gguf-weights.js";

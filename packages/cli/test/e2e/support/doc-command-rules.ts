@@ -17,6 +17,9 @@ import { REPO_ROOT } from "./paths.js";
  * - `cp` and `mkdir`, run in the workspace as written.
  * - `tensorboard --logdir DIR`: TensorBoard is not part of kiln; DIR must hold the event
  *   file the commands before it wrote.
+ * - `ollama create NAME -f FILE` and `ollama run NAME ...`: Ollama is not part of kiln; FILE
+ *   gets the document's `Modelfile` block, whose FROM must name a GGUF file the commands
+ *   before it wrote (kiln's reader reads it); `run` must name a model created before it.
  * Any other command has no rule and fails the test, so that a new kind gets a decision.
  */
 export type CommandRule =
@@ -24,7 +27,8 @@ export type CommandRule =
   | { kind: "kiln"; words: 1 | 2 }
   | { kind: "developer"; check: () => void }
   | { kind: "file-command" }
-  | { kind: "tensorboard"; logdir: string };
+  | { kind: "tensorboard"; logdir: string }
+  | { kind: "ollama"; action: "create" | "run"; model: string; modelfile?: string };
 
 interface PackageJson {
   name?: string;
@@ -122,5 +126,7 @@ export function ruleFor(cmd: DocCommand): CommandRule {
   if (w[0] === "python3" || w[0] === "/usr/bin/python3" || /^\.venv[\w-]*\/bin\/python3?$/.test(w[0])) return { kind: "developer", check: () => checkScriptFile(cmd, w[1]) };
   if (w[0] === "cp" || w[0] === "mkdir") return { kind: "file-command" };
   if (w[0] === "tensorboard" && w[1] === "--logdir" && w[2]) return { kind: "tensorboard", logdir: w[2] };
+  if (w[0] === "ollama" && w[1] === "create" && w[2] && w[3] === "-f" && w[4]) return { kind: "ollama", action: "create", model: w[2], modelfile: w[4] };
+  if (w[0] === "ollama" && w[1] === "run" && w[2]) return { kind: "ollama", action: "run", model: w[2] };
   return fail(cmd, "no rule says how to check this command (see doc-command-rules.ts)");
 }

@@ -3,13 +3,13 @@ import { createHash } from "node:crypto";
 import { existsSync, readdirSync } from "node:fs";
 import { cp, mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { generateStories } from "@kiln/core";
+import { generateStories, readGgufHeader } from "@kiln/core";
 import { globSync } from "tinyglobby";
 import { parse, stringify } from "yaml";
-import { ruleFor } from "./doc-command-rules.js";
+import { type CommandRule, ruleFor } from "./doc-command-rules.js";
 import type { KilnResult } from "./kiln-process.js";
-import type { DocCommand, ShellWord } from "./markdown-commands.js";
-import { MODELS_DIR } from "./paths.js";
+import { type DocCommand, type ShellWord, fencedBlocks } from "./markdown-commands.js";
+import { MODELS_DIR, REPO_ROOT } from "./paths.js";
 import { Workspace } from "./workspace.js";
 
 /*
@@ -103,12 +103,32 @@ export class DocumentRun {
       execFileSync(words[0], words.slice(1), { cwd: this.ws.dir, stdio: "pipe" });
       return;
     }
+    if (rule.kind === "ollama") return this.ollama(cmd, rule);
     if (rule.kind === "tensorboard") {
       const dir = this.ws.path(rule.logdir);
       if (!existsSync(dir) || !readdirSync(dir).some((f) => f.startsWith("events.out.tfevents."))) this.fail(cmd, `${rule.logdir} holds no TensorBoard event file`);
       return;
     }
     await this.runKiln(cmd, words.slice(rule.words));
+  }
+
+  /** Ollama's models created so far in this document. */
+  private readonly ollamaModels = new Set<string>();
+
+  private async ollama(cmd: DocCommand, rule: Extract<CommandRule, { kind: "ollama" }>): Promise<void> {
+    if (rule.action === "run") {
+      if (!this.ollamaModels.has(rule.model)) this.fail(cmd, `no ollama create made ${rule.model} before this command`);
+      return;
+    }
+    const blocks = fencedBlocks(await readFile(path.join(REPO_ROOT, cmd.file), "utf8"), "Modelfile");
+    if (blocks.length !== 1) this.fail(cmd, `the document has ${blocks.length} Modelfile blocks; ollama create needs exactly one`);
+    await this.ws.write(rule.modelfile!, blocks[0]);
+    const from = /^FROM\s+(\S+)\s*$/m.exec(blocks[0])?.[1];
+    if (!from) this.fail(cmd, "the Modelfile block has no FROM line");
+    const gguf = path.join(path.dirname(this.ws.path(rule.modelfile!)), from);
+    const header = await readGgufHeader(gguf).catch((err: Error) => this.fail(cmd, `the Modelfile's FROM ${from} is not a GGUF file kiln reads: ${err.message}`));
+    if (header.metadata.get("general.architecture")?.type !== "string") this.fail(cmd, `${from} names no general.architecture`);
+    this.ollamaModels.add(rule.model);
   }
 
   private fail(cmd: DocCommand, why: string, r?: KilnResult, ran?: string[]): never {

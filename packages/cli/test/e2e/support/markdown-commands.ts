@@ -94,6 +94,15 @@ export function documentCommands(file: string, markdown: string): DocCommand[] {
   return out;
 }
 
+/** The text of every fenced block tagged `lang` (e.g. Modelfile), in order. */
+export function fencedBlocks(markdown: string, lang: string): string[] {
+  const out: string[] = [];
+  marked.walkTokens(marked.lexer(markdown), (token: Token) => {
+    if (token.type === "code" && ((token as Tokens.Code).lang ?? "").trim().split(/\s+/)[0] === lang) out.push((token as Tokens.Code).text);
+  });
+  return out;
+}
+
 /** Words that start a command: a block without a shell language whose first line starts with one is a command block left untagged. */
 const COMMAND_START = /^(\$ |kiln |pnpm |node |bash |npx |npm )/;
 
