@@ -91,11 +91,15 @@ describe.each(FAMILIES)("a $name model exported as GGUF runs in llama.cpp as in 
   const checkpoint = `${out}/final.safetensors`;
   let prompts: number[][];
   let kilnGreedy32: number[][];
+  let logitTokens: number[];
+  let kilnLogits32: Float32Array;
   beforeAll(async () => {
     await ws.writeConfig(`${family.name}.yaml`, { model: { ...BASE, ...family.model }, trainer: { ...TRAINER, max_steps: family.steps } });
     expectSuccess(await ws.run(["train", "-f", `${family.name}.yaml`, "-d", "data.bin", "--output-dir", out, "--headless"]), "kiln train");
     prompts = PROMPTS.map((p) => gpt2.encode(p));
     kilnGreedy32 = await kilnGreedyIds(checkpoint, prompts);
+    logitTokens = gpt2.encode(PARAGRAPH).slice(0, family.logitTokens ?? 40);
+    kilnLogits32 = await kilnLogits(checkpoint, logitTokens);
   });
 
   /** The f32 file through the command a user runs; f16 and q8_0 through the same function in this process. */
@@ -110,22 +114,21 @@ describe.each(FAMILIES)("a $name model exported as GGUF runs in llama.cpp as in 
     return file;
   }
 
-  it.each(["f32", "f16"] as const)("%s: greedy completions, tokenization and next-token logits", async (type) => {
+  it.each(["f32", "f16", "bf16"] as const)("%s: greedy completions, tokenization and next-token logits", async (type) => {
     const file = await exportAs(type);
     const llama = await LlamaCpp.load(ws.path(file));
     try {
       expect(llama.tokenize(PARAGRAPH)).toEqual(gpt2.encode(PARAGRAPH));
-      const ours = kilnGreedy32;
+      // kiln on the same file (16-bit weights widened), as `kiln sample --checkpoint FILE` runs it.
+      const ours = type === "f32" ? kilnGreedy32 : await kilnGreedyIds(file, prompts);
       for (const [i, prompt] of prompts.entries()) expect((await llama.greedy(prompt, GREEDY)).ids, `prompt ${JSON.stringify(PROMPTS[i])}`).toEqual(ours[i]);
       if (type === "f32") {
         // The command itself, once: kiln sample prints what llama.cpp completes.
         expect(await kilnGreedy(checkpoint, PROMPTS[0])).toBe((await llama.greedy(prompts[0], GREEDY)).text);
-        const tokens = gpt2.encode(PARAGRAPH).slice(0, family.logitTokens ?? 40);
-        const logits = await kilnLogits(checkpoint, tokens);
-        expect(relativeError(await llama.nextLogits(tokens, BASE.vocab_size), logits)).toBeLessThan(1e-3);
-        // kiln reads the GGUF file back: the same logits.
-        expect(relativeError(await kilnLogits(file, tokens), logits)).toBeLessThan(1e-6);
+        expect(relativeError(await llama.nextLogits(logitTokens, BASE.vocab_size), kilnLogits32)).toBeLessThan(1e-3);
       }
+      // kiln reads the GGUF file back: f32's logits exactly, the 16-bit files' within their rounding.
+      expect(relativeError(await kilnLogits(file, logitTokens), kilnLogits32)).toBeLessThan(type === "f32" ? 1e-6 : 0.02);
     } finally {
       await llama.dispose();
     }
@@ -140,8 +143,7 @@ describe.each(FAMILIES)("a $name model exported as GGUF runs in llama.cpp as in 
     } finally {
       await llama.dispose();
     }
-    const tokens = gpt2.encode(PARAGRAPH).slice(0, family.logitTokens ?? 40);
-    expect(relativeError(await kilnLogits(file, tokens), await kilnLogits(checkpoint, tokens))).toBeLessThan(0.02);
+    expect(relativeError(await kilnLogits(file, logitTokens), kilnLogits32)).toBeLessThan(0.02);
   });
 });
 
@@ -165,6 +167,27 @@ describe("tokenizers written into GGUF files", () => {
     }
   });
 
+  // tiktoken's encodings as kiln's built-in cl100k and o200k encode: llama.cpp's llama-bpe and
+  // gpt-4o pre-tokenizers with the merges rebuilt from the ranks.
+  it.each([
+    ["cl100k", 100352, "llama-bpe"],
+    ["o200k", 200064, "gpt-4o"],
+  ] as const)("the built-in %s tokenizer", async (name, vocab, pre) => {
+    expectSuccess(await ws.run(["prepare", "-i", "short.txt", "-o", `${name}.bin`, "--tokenizer", name]), "kiln prepare");
+    await ws.writeConfig(`${name}.yaml`, { model: { ...small, vocab_size: vocab }, trainer: { ...TRAINER, max_steps: 1 } });
+    expectSuccess(await ws.run(["train", "-f", `${name}.yaml`, "-d", `${name}.bin`, "--output-dir", `${name}-out`, "--headless"]), "kiln train");
+    expectSuccess(await ws.run(["export", "--checkpoint", `${name}-out/final.safetensors`, "--format", "gguf", "--dtype", "f16", "--out", `${name}.gguf`]), "kiln export");
+    expect((await readGgufHeader(ws.path(`${name}.gguf`))).metadata.get("tokenizer.ggml.pre")).toEqual({ type: "string", value: pre });
+    const ours = await getTokenizer(name);
+    const llama = await LlamaCpp.load(ws.path(`${name}.gguf`));
+    try {
+      const text = `${PARAGRAPH} In 2024 they counted 1234567 stars, I'M sure you'LL see\r\n  them. Ünïcödé — 日本語`;
+      expect(llama.tokenize(text)).toEqual(ours.encode(text));
+    } finally {
+      await llama.dispose();
+    }
+  });
+
   // A byte-level BPE tokenizer folder that splits text as Llama 3 or Qwen2 does (their
   // pre-tokenizer patterns, GPT-2's merges): llama.cpp's pre-tokenizer named in the file
   // splits the same, digits and all.
@@ -181,17 +204,18 @@ describe("tokenizers written into GGUF files", () => {
         { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: false },
       ],
     };
-    await mkdir(ws.path(pre), { recursive: true });
-    await ws.write(`${pre}/tokenizer.json`, JSON.stringify(json));
-    await ws.write(`${pre}/tokenizer_config.json`, files["tokenizer_config.json"]!);
-    expectSuccess(await ws.run(["prepare", "-i", "short.txt", "-o", `${pre}.bin`, "--tokenizer", `./${pre}`]), "kiln prepare");
-    await ws.writeConfig(`${pre}.yaml`, { model: small, trainer: { ...TRAINER, max_steps: 1 } });
-    expectSuccess(await ws.run(["train", "-f", `${pre}.yaml`, "-d", `${pre}.bin`, "--output-dir", `${pre}-out`, "--headless"]), "kiln train");
-    expectSuccess(await ws.run(["export", "--checkpoint", `${pre}-out/final.safetensors`, "--format", "gguf", "--out", `${pre}.gguf`]), "kiln export");
-    const header = await readGgufHeader(ws.path(`${pre}.gguf`));
+    const dir = `tokenizer-${pre}`;
+    await mkdir(ws.path(dir), { recursive: true });
+    await ws.write(`${dir}/tokenizer.json`, JSON.stringify(json));
+    await ws.write(`${dir}/tokenizer_config.json`, files["tokenizer_config.json"]!);
+    expectSuccess(await ws.run(["prepare", "-i", "short.txt", "-o", `${dir}.bin`, "--tokenizer", `./${dir}`]), "kiln prepare");
+    await ws.writeConfig(`${dir}.yaml`, { model: small, trainer: { ...TRAINER, max_steps: 1 } });
+    expectSuccess(await ws.run(["train", "-f", `${dir}.yaml`, "-d", `${dir}.bin`, "--output-dir", `${dir}-out`, "--headless"]), "kiln train");
+    expectSuccess(await ws.run(["export", "--checkpoint", `${dir}-out/final.safetensors`, "--format", "gguf", "--out", `${dir}.gguf`]), "kiln export");
+    const header = await readGgufHeader(ws.path(`${dir}.gguf`));
     expect(header.metadata.get("tokenizer.ggml.pre")).toEqual({ type: "string", value: pre });
     const ours = HfTokenizer.fromFiles(pre, { "tokenizer.json": JSON.stringify(json), "tokenizer_config.json": files["tokenizer_config.json"] });
-    const llama = await LlamaCpp.load(ws.path(`${pre}.gguf`));
+    const llama = await LlamaCpp.load(ws.path(`${dir}.gguf`));
     try {
       const text = `${PARAGRAPH} In 2024 they counted 1234567 stars, I'M sure you'LL see\r\n  them.`;
       expect(llama.tokenize(text)).toEqual(ours.encode(text));

@@ -1,5 +1,6 @@
 import { CheckpointError } from "@kiln/contract";
-import { byteSpelling, gpt2TokenizerFiles } from "../data/gpt2-tokenizer-files.js";
+import { byteLevelBpeTables, byteSpelling } from "../data/bpe-rank-tables.js";
+import { gpt2TokenizerFiles } from "../data/gpt2-tokenizer-files.js";
 import type { Tokenizer } from "../data/tokenizer.js";
 import { TOKENIZER_JSON } from "../data/tokenizer-files.js";
 import type { GgufValue } from "./gguf-format.js";
@@ -42,7 +43,7 @@ interface BpeTables {
 const refuse = (where: string, what: string): never => {
   throw new CheckpointError(`kiln cannot write this checkpoint's tokenizer into a GGUF file: ${what}`, {
     where,
-    hint: "export a Hugging Face folder instead (kiln export --format hf); GGUF takes the gpt2 and bytes tokenizers and byte-level BPE tokenizer folders (GPT-2, Llama 3 or Qwen2 splitting)",
+    hint: "export a Hugging Face folder instead (kiln export --format hf); GGUF takes the built-in tokenizers (gpt2, cl100k, o200k, bytes) and byte-level BPE tokenizer folders (GPT-2, Llama 3 or Qwen2 splitting)",
   });
 };
 
@@ -76,16 +77,26 @@ async function tablesOf(tokenizer: Tokenizer | undefined, where: string): Promis
     return { tokens: byteSpelling(), types: new Array<number>(256).fill(NORMAL), merges: [], pre: "gpt-2" };
   }
   if (tokenizer?.name === "gpt2") return tablesOfJson(JSON.parse((await gpt2TokenizerFiles())[TOKENIZER_JSON]!) as BpeJson, where);
+  if (tokenizer?.name === "cl100k" || tokenizer?.name === "o200k") {
+    // tiktoken's encodings: cl100k splits text as Llama 3 does (it took cl100k's pattern), o200k as GPT-4o.
+    // kiln's data holds no special token but the document separator <|endoftext|>; the other special ids stay unused.
+    const { vocab, merges } = await byteLevelBpeTables(tokenizer.name);
+    const tokens: string[] = [];
+    for (const [text, id] of Object.entries(vocab)) tokens[id] = text;
+    const types = tokens.map(() => NORMAL);
+    if (tokenizer.endOfText !== undefined) [tokens[tokenizer.endOfText], types[tokenizer.endOfText]] = ["<|endoftext|>", CONTROL];
+    return { tokens, types, merges, pre: tokenizer.name === "cl100k" ? "llama-bpe" : "gpt-4o" };
+  }
   const json = tokenizer?.files?.[TOKENIZER_JSON];
   if (json !== undefined) return tablesOfJson(JSON.parse(json) as BpeJson, where);
-  return refuse(where, tokenizer ? `"${tokenizer.name}" is not written as GGUF yet (planned)` : "the checkpoint names no tokenizer kiln knows");
+  return refuse(where, "the checkpoint names no tokenizer kiln knows");
 }
 
 /**
  * The tokenizer.ggml.* keys for the tokenizer a run's data used, its vocabulary padded with
  * unused "[PAD<i>]" tokens up to the model's (llama.cpp's converter does the same): the
- * built-in gpt2 (pre-tokenizer "gpt-2"), the bytes tokenizer (the 256 bytes as tokens), or a
- * byte-level BPE tokenizer folder. No BOS is added: kiln sample feeds the prompt's tokens alone.
+ * built-in gpt2 (pre-tokenizer "gpt-2"), cl100k ("llama-bpe"), o200k ("gpt-4o"), the bytes
+ * tokenizer (the 256 bytes as tokens), or a byte-level BPE tokenizer folder. No BOS is added: kiln sample feeds the prompt's tokens alone.
  */
 export async function ggufTokenizer(tokenizer: Tokenizer | undefined, vocabSize: number, where: string): Promise<[string, GgufValue][]> {
   const { tokens, types, merges, pre } = await tablesOf(tokenizer, where);
