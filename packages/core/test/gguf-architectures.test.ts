@@ -35,6 +35,17 @@ describe("the GGUF tensor mapping of each architecture", () => {
     }
   });
 
+  it("writes a kiln mixture of experts as llama.cpp's llama with Mixtral's expert tensors (ne reversed: a row, then the expert's rows, then the experts)", () => {
+    const m = { ...small("llama"), numExperts: 4, expertsPerToken: 2 };
+    const g = ggufModelOf(m, "test");
+    expect(g.metadata.filter(([k]) => k.startsWith("llama.expert"))).toEqual([["llama.expert_count", { type: "u32", value: 4 }], ["llama.expert_used_count", { type: "u32", value: 2 }]]);
+    const rule = (name: string) => g.tensors.find((r) => r.gguf === name)!;
+    expect(ggufShape(rule("blk.0.ffn_gate_exps.weight"))).toEqual([24, m.intermediateSize, 4]);
+    expect(ggufShape(rule("blk.0.ffn_down_exps.weight"))).toEqual([m.intermediateSize, 24, 4]);
+    expect(ggufShape(rule("blk.1.ffn_gate_inp.weight"))).toEqual([24, 4]);
+    expect(g.tensors.some((r) => r.gguf === "blk.0.ffn_gate.weight")).toBe(false);
+  });
+
   it("names llama.cpp's architectures: Mistral as llama (RoPE rows interleaved), Qwen and Gemma rows copied", () => {
     const archOf = (a: Arch) => ggufModelOf(small(a), "test");
     expect(ARCH_NAMES.map((a) => [a, archOf(a).arch])).toEqual([["gpt2", "gpt2"], ["llama", "llama"], ["qwen2", "qwen2"], ["qwen3", "qwen3"], ["mistral", "llama"], ["gemma3", "gemma3"]]);
@@ -62,8 +73,10 @@ describe("the GGUF tensor mapping of each architecture", () => {
   });
 
   it("refuses what llama.cpp or kiln's writer does not map, naming it", () => {
-    expect(() => ggufModelOf({ ...small("llama"), numExperts: 4, expertsPerToken: 2 }, "ck")).toThrow(/dense models so far; this checkpoint has mixture-of-experts MLPs/);
-    expect(() => ggufModelOf({ ...small("llama"), mambaLayers: [1] }, "ck")).toThrow(/Mamba layers/);
+    expect(() => ggufModelOf({ ...small("llama"), numExperts: 4, expertsPerToken: 2, sharedExpert: true }, "ck")).toThrow(/llama.cpp's llama architecture has no ungated shared expert/);
+    expect(() => ggufModelOf({ ...small("qwen3"), numExperts: 4, expertsPerToken: 2 }, "ck")).toThrow(/qwen3 architecture has no mixture-of-experts MLP/);
+    expect(() => ggufModelOf({ ...small("llama"), mambaLayers: [1] }, "ck")).toThrow(/kiln does not write Mamba layers as GGUF yet/);
+    expect(() => ggufModelOf({ ...small("llama"), kvLatentDim: 8 }, "ck")).toThrow(/multi-head latent attention/);
     expect(() => ggufModelOf({ ...small("qwen2"), mlpBias: true }, "ck")).toThrow(/llama.cpp's qwen2 architecture has no MLP biases/);
     expect(() => ggufModelOf({ ...small("qwen3"), ropeScaling: { type: "llama3", factor: 8, lowFreqFactor: 1, highFreqFactor: 4, originalMaxPositions: 8 } }, "ck")).toThrow(/no Llama 3 RoPE scaling/);
     expect(() => ggufModelOf({ ...small("gemma3"), queryPreAttnScalar: 12 }, "ck")).toThrow(/scales queries by 1\/sqrt\(6\)/);

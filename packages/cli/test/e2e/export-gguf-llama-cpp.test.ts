@@ -9,10 +9,11 @@ import { Workspace } from "./support/workspace.js";
 
 // GGUF files kiln writes, run by llama.cpp (node-llama-cpp's prebuilt CPU build): for a GPT-2
 // and a Llama (GQA) trained a few hundred steps on stories with the gpt2 tokenizer, and for
-// Mistral, Qwen2, Qwen3 and Gemma 3 models, llama.cpp's greedy completions equal
-// `kiln sample --temperature 0`, its tokenization equals kiln's, its next-token logits
-// equal kiln's to 1e-3 of their scale; q8_0 files agree on 16 greedy tokens and kiln's
-// own dequantized logits stay within 2% of f32's.
+// a Llama mixture of experts (Mixtral's layout), Mistral, Qwen2, Qwen3 and Gemma 3 models:
+// llama.cpp's greedy completions equal kiln's (`kiln sample --temperature 0`) in f32, f16
+// and bf16, its tokenization equals kiln's, its next-token logits equal kiln's to 1e-3 of
+// their scale; q8_0 files agree on 16 greedy tokens and kiln's own dequantized logits stay
+// within 2% of f32's. Then the tokenizers: bytes, cl100k, o200k and tokenizer folders.
 const PROMPTS = ["Once upon a time", "The little dog", "She looked at the"];
 const PARAGRAPH = "Once upon a time, in a small town by the sea, there lived a girl named Lily. She loved to play outside; every day at 3 o'clock she ran to the park (with her dog, Max!) and said: \"Hello, world!\"\n\nThe end.";
 const GREEDY = 16;
@@ -31,6 +32,7 @@ interface Family {
 const FAMILIES: Family[] = [
   { name: "gpt2", model: { arch: "gpt2" }, steps: 200, arch: "gpt2" },
   { name: "llama", model: { arch: "llama", kv_heads: 2, intermediate_size: 128 }, steps: 200, arch: "llama" },
+  { name: "llama-moe", model: { arch: "llama", kv_heads: 2, intermediate_size: 64, num_experts: 4, experts_per_tok: 2 }, steps: 200, arch: "llama" },
   { name: "mistral", model: { arch: "mistral", kv_heads: 2, intermediate_size: 128, sliding_window: 32 }, steps: 60, arch: "llama", logitTokens: 32 },
   { name: "qwen2", model: { arch: "qwen2", kv_heads: 2, intermediate_size: 128 }, steps: 60, arch: "qwen2" },
   { name: "qwen3", model: { arch: "qwen3", kv_heads: 2, intermediate_size: 128, head_dim: 32 }, steps: 60, arch: "qwen3" },

@@ -63,17 +63,17 @@ describe("kiln export --format gguf", () => {
     await ckpt.close();
   });
 
-  it("refuses q8_0 for a Hugging Face folder, and layers kiln does not write as GGUF, writing nothing", async () => {
+  it("refuses q8_0 for a Hugging Face folder, and layers llama.cpp has no architecture for, writing nothing", async () => {
     const hf = await ws.run(["export", "--checkpoint", "out/final.safetensors", "--dtype", "q8_0", "--out", "hf"]);
     expect(hf.code).not.toBe(0);
     expect(hf.stderr).toMatch(/--dtype q8_0 is a GGUF quantization; a Hugging Face folder holds f32, bf16 or f16/);
     expect(existsSync(ws.path("hf"))).toBe(false);
-    await ws.writeConfig("moe.yaml", { model: { ...MODEL, vocab_size: 256, num_experts: 4, experts_per_tok: 2 }, trainer: { max_steps: 1, seq_len: 32, batch_size: 2, eval_interval: 1000 } });
+    await ws.writeConfig("moe.yaml", { model: { ...MODEL, vocab_size: 256, num_experts: 4, experts_per_tok: 2, shared_expert_enabled: true }, trainer: { max_steps: 1, seq_len: 32, batch_size: 2, eval_interval: 1000 } });
     await ws.writeTokens("bytes.bin", Uint32Array.from({ length: 400 }, (_, i) => i % 200));
     expectSuccess(await ws.run(["train", "-f", "moe.yaml", "-d", "bytes.bin", "--output-dir", "moe-out", "--headless"]), "kiln train");
     const r = await ws.run(["export", "--checkpoint", "moe-out/final.safetensors", "--format", "gguf", "--out", "moe.gguf"]);
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toMatch(/kiln writes GGUF files for dense models so far; this checkpoint has mixture-of-experts MLPs/);
+    expect(r.stderr).toMatch(/llama\.cpp's llama architecture has no ungated shared expert, which this llama checkpoint has/);
     expect(r.stderr).toMatch(/--format hf/);
     expect(existsSync(ws.path("moe.gguf"))).toBe(false);
   });

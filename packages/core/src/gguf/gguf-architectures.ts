@@ -7,7 +7,6 @@ import type { GgufModel } from "./gguf-tensor-map.js";
 
 /** The layer kind of `m` kiln's GGUF writer does not map to a llama.cpp architecture yet, if any. */
 function unsupportedLayers(m: ModelConfig): string | undefined {
-  if (m.numExperts) return "mixture-of-experts MLPs";
   if (m.kvLatentDim) return "multi-head latent attention";
   if (m.mambaLayers?.length) return "Mamba layers";
   return undefined;
@@ -21,7 +20,7 @@ function unsupportedLayers(m: ModelConfig): string | undefined {
 export function ggufModelOf(m: ModelConfig, where: string): GgufModel {
   const layers = unsupportedLayers(m);
   if (layers) {
-    throw new CheckpointError(`kiln writes GGUF files for dense models so far; this checkpoint has ${layers}`, {
+    throw new CheckpointError(`kiln does not write ${layers} as GGUF yet; this checkpoint has them`, {
       where,
       hint: "export a Hugging Face folder instead (kiln export --format hf); GGUF for these layers is planned",
     });

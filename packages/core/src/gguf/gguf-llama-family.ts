@@ -1,5 +1,5 @@
 import { CheckpointError, ropeInvFreq } from "@kiln/contract";
-import { type ModelConfig, attentionWindow, headDim } from "../model/config.js";
+import { type ModelConfig, attentionWindow, headDim, moeOf } from "../model/config.js";
 import type { GgufValue } from "./gguf-format.js";
 import { type GgufModel, type GgufTensorRule, type GgufTransform, f32, str, u32 } from "./gguf-tensor-map.js";
 
@@ -20,8 +20,8 @@ function shortestWindow(m: ModelConfig): number | undefined {
 }
 
 /**
- * A dense Llama, Mistral, Qwen2 or Qwen3 in GGUF terms: llama.cpp's hyperparameter keys and
- * tensor names, Llama 3's RoPE scaling as the rope_freqs factors (each base frequency over its
+ * A Llama, Mistral, Qwen2 or Qwen3 in GGUF terms (Llama and Mistral also with experts, as
+ * Mixtral's): llama.cpp's hyperparameter keys and tensor names, Llama 3's RoPE scaling as the rope_freqs factors (each base frequency over its
  * scaled one). llama.cpp computes full attention for these architectures, so a model with a
  * sliding window gets the window as its context length, where the two agree.
  */
@@ -37,6 +37,10 @@ export function llamaLikeGguf(m: ModelConfig & { arch: LlamaLikeArch }, where: s
   if (m.attentionBias) refuse("output-projection bias (attention_bias)");
   if (m.mlpBias) refuse("MLP biases (mlp_bias)");
   if (m.ropeScaling?.type === "llama3" && a !== "llama") refuse("Llama 3 RoPE scaling");
+  // kiln's experts route as Mixtral's do (softmax, top k, renormalised over the k): llama.cpp's llama runs them.
+  const moe = moeOf(m);
+  if (moe && a !== "llama") refuse("mixture-of-experts MLP (its qwen2moe/qwen3moe route and gate differently)");
+  if (moe?.shared) refuse("ungated shared expert");
 
   const window = shortestWindow(m);
   const metadata: [string, GgufValue][] = [
@@ -54,6 +58,7 @@ export function llamaLikeGguf(m: ModelConfig & { arch: LlamaLikeArch }, where: s
     [`${a}.rope.freq_base`, f32(m.ropeTheta)],
   ];
   if (m.ropeScaling?.type === "linear") metadata.push([`${a}.rope.scaling.type`, str("linear")], [`${a}.rope.scaling.factor`, f32(m.ropeScaling.factor)]);
+  if (moe) metadata.push([`${a}.expert_count`, u32(moe.numExperts)], [`${a}.expert_used_count`, u32(moe.topK)]);
 
   const rope = (heads: number): GgufTransform => (a === "llama" ? { kind: "ropeRows", heads } : { kind: "copy" });
   const matrix = (gguf: string, kiln: string, rows: number, cols: number, transform: GgufTransform = { kind: "copy" }): GgufTensorRule => ({ gguf, kiln, shape: [rows, cols], transform, keepF32: false });
@@ -74,10 +79,22 @@ export function llamaLikeGguf(m: ModelConfig & { arch: LlamaLikeArch }, where: s
     tensors.push(
       matrix(`${g}.attn_output.weight`, `${att}.o_proj.weight`, C, H * D),
       vector(`${g}.ffn_norm.weight`, `${hf}.post_attention_layernorm.weight`),
-      matrix(`${g}.ffn_gate.weight`, `${hf}.mlp.gate_proj.weight`, F, C),
-      matrix(`${g}.ffn_up.weight`, `${hf}.mlp.up_proj.weight`, F, C),
-      matrix(`${g}.ffn_down.weight`, `${hf}.mlp.down_proj.weight`, C, F),
     );
+    if (moe) {
+      const E = moe.numExperts, experts = (gguf: string, kiln: string, shape: number[]): GgufTensorRule => ({ gguf, kiln, shape, transform: { kind: "copy" }, keepF32: false });
+      tensors.push(
+        matrix(`${g}.ffn_gate_inp.weight`, `${hf}.mlp.gate.weight`, E, C),
+        experts(`${g}.ffn_gate_exps.weight`, `${hf}.mlp.experts.gate_proj.weight`, [E, F, C]),
+        experts(`${g}.ffn_up_exps.weight`, `${hf}.mlp.experts.up_proj.weight`, [E, F, C]),
+        experts(`${g}.ffn_down_exps.weight`, `${hf}.mlp.experts.down_proj.weight`, [E, C, F]),
+      );
+    } else {
+      tensors.push(
+        matrix(`${g}.ffn_gate.weight`, `${hf}.mlp.gate_proj.weight`, F, C),
+        matrix(`${g}.ffn_up.weight`, `${hf}.mlp.up_proj.weight`, F, C),
+        matrix(`${g}.ffn_down.weight`, `${hf}.mlp.down_proj.weight`, C, F),
+      );
+    }
   }
   tensors.push(vector("output_norm.weight", "model.norm.weight"));
   if (!m.tieEmbeddings) tensors.push(matrix("output.weight", "lm_head.weight", m.vocabSize, C));

@@ -45,11 +45,9 @@ export const u32 = (value: number): GgufValue => ({ type: "u32", value });
 export const f32 = (value: number): GgufValue => ({ type: "f32", value });
 export const str = (value: string): GgufValue => ({ type: "string", value });
 
-/** ggml's ne of a rule's tensor: a row's length first. */
+/** ggml's ne of a rule's tensor: a row's length first (kiln's shape reversed, or kept for a transposed matrix). */
 export function ggufShape(rule: GgufTensorRule): number[] {
-  const [a, b] = rule.shape;
-  if (rule.shape.length === 1) return [a];
-  return rule.transform.kind === "transpose" ? [a, b] : [b, a];
+  return rule.transform.kind === "transpose" ? [...rule.shape] : [...rule.shape].reverse();
 }
 
 /**
@@ -81,7 +79,7 @@ function transpose(w: Float32Array, rows: number, cols: number): Float32Array {
 /** A kiln parameter's values as the rule's GGUF tensor holds them. */
 export function toGguf(rule: GgufTensorRule, w: Float32Array): Float32Array {
   const t = rule.transform;
-  const cols = rule.shape.length === 1 ? 1 : rule.shape[1];
+  const cols = rule.shape.length === 1 ? 1 : rule.shape[rule.shape.length - 1];
   if (t.kind === "ropeRows") return interleaveRopeRows(w, t.heads, cols);
   if (t.kind === "transpose") return transpose(w, rule.shape[0], rule.shape[1]);
   if (t.kind === "plusOne") return Float32Array.from(w, (x) => x + 1);
@@ -91,7 +89,7 @@ export function toGguf(rule: GgufTensorRule, w: Float32Array): Float32Array {
 /** The kiln parameter's values from the rule's GGUF tensor. */
 export function fromGguf(rule: GgufTensorRule, g: Float32Array): Float32Array {
   const t = rule.transform;
-  const cols = rule.shape.length === 1 ? 1 : rule.shape[1];
+  const cols = rule.shape.length === 1 ? 1 : rule.shape[rule.shape.length - 1];
   if (t.kind === "ropeRows") return interleaveRopeRows(g, t.heads, cols, true);
   if (t.kind === "transpose") return transpose(g, rule.shape[1], rule.shape[0]);
   if (t.kind === "plusOne") return Float32Array.from(g, (x) => x - 1);
