@@ -222,6 +222,10 @@ describe("tokenizers written into GGUF files", () => {
       const text = `${PARAGRAPH} In 2024 they counted 1234567 stars, I'M sure you'LL see\r\n  them.`;
       expect(llama.tokenize(text)).toEqual(ours.encode(text));
       expect(ours.encode(text)).not.toEqual(gpt2.encode(text));
+      // The file carries the folder's tokenizer for kiln sample as a checkpoint does.
+      const sampled = expectSuccess(await ws.run(["sample", "--checkpoint", `${dir}.gguf`, "--prompt", "Once", "--temperature", "0", "--max-tokens", "4"]), "kiln sample");
+      const fromCheckpoint = expectSuccess(await ws.run(["sample", "--checkpoint", `${dir}-out/final.safetensors`, "--prompt", "Once", "--temperature", "0", "--max-tokens", "4"]), "kiln sample");
+      expect(sampled.stdout).toBe(fromCheckpoint.stdout);
     } finally {
       await llama.dispose();
     }
