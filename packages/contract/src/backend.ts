@@ -68,6 +68,18 @@ export interface DeviceDescription {
   computeCapability?: string;
   /** Vendor libraries the kernels call, e.g. "matmul: cuBLASLt 13.1.1"; absent when none. */
   libraries?: string;
+  /** CPU: the kernels that run as native machine code beside the portable ones, or why none do. */
+  native?: NativeKernels;
+}
+
+/** Kernels a CPU backend runs natively (a Node addon) instead of in its portable build. */
+export interface NativeKernels {
+  /** Contract kernels that run natively, e.g. ["matmul"]; empty when none do. */
+  kernels: readonly KernelName[];
+  /** The instruction set they run on, e.g. "avx512" or "avx2"; absent when none run. */
+  isa?: string;
+  /** Why no kernel runs natively, e.g. "KILN_NATIVE=0"; absent when some do. */
+  reason?: string;
 }
 
 export interface Capabilities {

@@ -1,14 +1,18 @@
 import { KernelArgumentError, type MatmulArgs, bytesPerElement, matmulSpec, matmulStrides, wideDtype } from "@kiln/contract";
 import type { BackendMemory } from "./backend-memory.js";
 import type { KernelRuntime } from "./kernel-runtime.js";
-import { type MatmulDType, runMatmul } from "./matmul-call.js";
+import type { MatmulDType } from "./matmul-call.js";
+import { dispatchMatmul } from "./matmul-dispatch.js";
 
 /** Inclusive-exclusive byte ranges overlap. */
 const overlaps = (a0: number, a1: number, b0: number, b1: number) => a0 < b1 && b0 < a1;
 
 const MATMUL_DTYPES: readonly MatmulDType[] = ["f32", "bf16", "f16"];
 
-/** The contract's matmul kernel (f32, bf16 or f16 storage, C also f32 with `cDtype`, f32 sums) on the wasm runtime. */
+/**
+ * The contract's matmul kernel (f32, bf16 or f16 storage, C also f32 with `cDtype`, f32 sums) on the
+ * wasm runtime: the native kernels when the runtime has them, else the WebAssembly one.
+ */
 export function backendMatmul(rt: KernelRuntime, memory: BackendMemory, args: MatmulArgs): void {
   matmulSpec.check(args);
   const dtype = args.dtype as MatmulDType;
@@ -34,7 +38,7 @@ export function backendMatmul(rt: KernelRuntime, memory: BackendMemory, args: Ma
       throw new KernelArgumentError(`matmul.c overlaps matmul.${key}`, { where: "matmul", hint: "write C into a separate buffer" });
     }
   }
-  runMatmul(rt, {
+  dispatchMatmul(rt, {
     m: args.m,
     n: args.n,
     k: args.k,

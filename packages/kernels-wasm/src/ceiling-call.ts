@@ -28,3 +28,27 @@ export function measureCeiling(rt: KernelRuntime, iterations: number, threads: n
     rt.heap.release(out);
   }
 }
+
+/**
+ * The native kernels' register-only fused multiply-add throughput (the addon's own loop, on
+ * the instruction set they run) on `threads` threads of the pool: the ceiling of the
+ * kernels that run natively. Throws when the runtime runs none.
+ */
+export function measureNativeCeiling(rt: KernelRuntime, iterations: number, threads: number): CeilingResult {
+  const native = rt.native;
+  if (!native) throw new Error(`the native kernels are not running (${rt.info.native.reason ?? "unknown reason"})`);
+  const n = Math.max(1, Math.min(threads, rt.info.threads));
+  const out = rt.heap.alloc(4 * n);
+  try {
+    const view = new DataView(rt.memory.buffer, rt.argsPtr, 8);
+    view.setInt32(0, iterations, true);
+    view.setUint32(4, out, true);
+    const t0 = performance.now();
+    rt.run("kiln_native_ceiling", n);
+    const seconds = (performance.now() - t0) / 1000;
+    const flops = iterations * native.kernels.ceilingFlopsPerIteration * n;
+    return { threads: n, seconds, flops, gflops: flops / seconds / 1e9 };
+  } finally {
+    rt.heap.release(out);
+  }
+}

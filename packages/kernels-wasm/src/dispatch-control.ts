@@ -42,4 +42,6 @@ export interface WorkerInit {
   /** The longest a waiting thread polls before it sleeps (SpinWait in spin-wait.js). */
   spinMicroseconds: number;
   closedFlag: number;
+  /** The native kernels' addon and instruction set, when kernelNames include native ones (Node only). */
+  native?: { path: string; isa: string };
 }

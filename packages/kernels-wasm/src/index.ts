@@ -5,5 +5,6 @@ export type { CeilingResult } from "./ceiling-call.js";
 export { SharedHeap, type HeapStats, WASM32_MAX_BYTES } from "./shared-heap.js";
 export { createKernelRuntime, type KernelRuntime, type RuntimeOptions, type RuntimeInfo } from "./kernel-runtime.js";
 export { runMatmul, type MatmulCall } from "./matmul-call.js";
+export type { NativeIsa } from "./native-addon-types.js";
 export type { SimdVariant } from "./simd-support.js";
 export { createWasmBackend, type PeakFlopsSource, type WasmBackendOptions } from "./wasm-backend.js";

@@ -1,3 +1,5 @@
+import { NATIVE_KERNEL_NAMES, type NativeKernelName } from "./native-entries.js";
+
 /**
  * Entry points every kernel module exports with the pool calling convention
  * `(argsPtr, thread, nthreads)`. A kernel is addressed by its index here,
@@ -61,6 +63,10 @@ export const KERNEL_NAMES = [
 
 export type KernelName = (typeof KERNEL_NAMES)[number];
 
-export function kernelIndex(name: KernelName): number {
-  return KERNEL_NAMES.indexOf(name);
+/** What a pool may run: the module's kernels, then the native ones (native-entries.js) where they are loaded. */
+export type PoolKernelName = KernelName | NativeKernelName;
+export const POOL_KERNEL_NAMES: readonly PoolKernelName[] = [...KERNEL_NAMES, ...NATIVE_KERNEL_NAMES];
+
+export function kernelIndex(name: PoolKernelName): number {
+  return POOL_KERNEL_NAMES.indexOf(name);
 }

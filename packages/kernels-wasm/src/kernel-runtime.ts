@@ -1,5 +1,8 @@
-import { instantiateKernels, kernelEntry, type KernelExports } from "./kernel-instance.js";
-import { KERNEL_NAMES, kernelIndex, type KernelName } from "./kernel-names.js";
+import type { NativeKernels } from "@kiln/contract";
+import { instantiateKernels, kernelEntry, type KernelEntry, type KernelExports } from "./kernel-instance.js";
+import { KERNEL_NAMES, kernelIndex, POOL_KERNEL_NAMES, type PoolKernelName } from "./kernel-names.js";
+import { nativeEntries } from "./native-entries.js";
+import { chooseNative, type NativeSetup } from "./native-setup.js";
 import { warmUpMatmul } from "./warm-up.js";
 import { SharedHeap, WASM32_MAX_BYTES, WASM_PAGE_BYTES } from "./shared-heap.js";
 import { chooseSimdVariant, type SimdVariant } from "./simd-support.js";
@@ -22,8 +25,15 @@ export interface RuntimeOptions {
   spinMicroseconds?: number;
   /** Work (flops) a thread must get before another one is woken for a call (default 2^17). */
   minFlopsPerThread?: number;
-  /** Run the matmul on a small problem until V8 has optimised it (up to ~150 ms; default true). */
+  /** Run the matmul on a small problem until V8 has optimised it (up to ~150 ms; default true; skipped when the matmul runs natively). */
   warmUp?: boolean;
+  /**
+   * Run the matmul as native machine code (AVX-512 or AVX2, this package's Node addon) on
+   * the pool's threads, where the addon is built and the CPU runs it; otherwise, and always
+   * in browsers, the WebAssembly kernel runs. Default false here, true in createWasmBackend.
+   * KILN_NATIVE=0 turns it off whatever this says; KILN_NATIVE_ISA=avx2 forces AVX2.
+   */
+  native?: boolean;
   /**
    * Node 20 validates relaxed SIMD only after v8.setFlagsFromString("--experimental-wasm-relaxed-simd"),
    * which applies to the whole process. Default true; false never sets it, and the plain SIMD build
@@ -44,6 +54,8 @@ export interface RuntimeInfo {
   matmulTile: { mr: number; nr: number; kc: number };
   maxMemoryBytes: number;
   minFlopsPerThread: number;
+  /** The kernels that run natively and on which instruction set, or why none do. */
+  native: NativeKernels;
 }
 
 /** Bytes of stack each thread's instance gets; kernels keep big buffers in scratch, not on the stack. */
@@ -71,8 +83,10 @@ export interface KernelRuntime {
   readonly matmulScratchStride: number;
   /** Views of the argument block (little-endian words), valid until the memory grows. */
   argsViews(): { u32: Uint32Array; f32: Float32Array };
+  /** The native kernels every thread of the pool runs, when they are in use. */
+  readonly native?: NativeSetup;
   /** Runs `name` on `active` threads (clamped to the pool) with the argument block at argsPtr. */
-  run(name: KernelName, active: number): void;
+  run(name: PoolKernelName, active: number): void;
   dispose(): Promise<void>;
 }
 
@@ -127,7 +141,13 @@ export async function createKernelRuntime(options: RuntimeOptions = {}): Promise
   const argsPtr = heap.alloc(ARGS_BLOCK_BYTES);
   const matmulScratchStride = Math.ceil(exports.kiln_matmul_scratch_bytes() / 64) * 64;
   const matmulScratch = heap.alloc(matmulScratchStride * threads);
-  const callerKernels = KERNEL_NAMES.map((name) => kernelEntry(exports, name));
+  const native = chooseNative(
+    options.native === true || (options.native === false ? "native: false" : "not asked for: createKernels({ native: true }) runs the matmul natively"),
+    memoryKind === "shared",
+  );
+  const kernelNames = native.setup ? POOL_KERNEL_NAMES : KERNEL_NAMES;
+  const nativeKernels: Record<string, KernelEntry> = native.setup ? nativeEntries(native.setup.kernels, memory) : {};
+  const callerKernels = kernelNames.map((name) => nativeKernels[name] ?? kernelEntry(exports, name));
   const spinMicroseconds = options.spinMicroseconds ?? DEFAULT_SPIN_MICROSECONDS;
   if (!(spinMicroseconds >= 0)) throw new RangeError(`spinMicroseconds must be a number >= 0, got ${options.spinMicroseconds}`);
   const pool: ThreadPool =
@@ -136,8 +156,9 @@ export async function createKernelRuntime(options: RuntimeOptions = {}): Promise
       : await createWorkerPool({
           module,
           memory,
-          kernelNames: KERNEL_NAMES,
+          kernelNames,
           callerKernels,
+          ...(native.setup ? { native: { path: native.setup.path, isa: native.setup.isa } } : {}),
           stackTops,
           threads,
           spinMicroseconds,
@@ -154,6 +175,7 @@ export async function createKernelRuntime(options: RuntimeOptions = {}): Promise
     matmulTile: { mr: tile & 0xff, nr: (tile >> 8) & 0xff, kc: tile >>> 16 },
     maxMemoryBytes: grantedMax,
     minFlopsPerThread: options.minFlopsPerThread ?? DEFAULT_MIN_FLOPS_PER_THREAD,
+    native: native.info,
   };
 
   let argsBuffer: ArrayBufferLike | undefined;
@@ -165,6 +187,7 @@ export async function createKernelRuntime(options: RuntimeOptions = {}): Promise
     heap,
     exports,
     argsPtr,
+    ...(native.setup ? { native: native.setup } : {}),
     matmulScratch,
     matmulScratchStride,
     argsViews() {
@@ -181,7 +204,7 @@ export async function createKernelRuntime(options: RuntimeOptions = {}): Promise
     },
     dispose: () => pool.dispose(),
   };
-  if (options.warmUp !== false) warmUpMatmul(runtime);
+  if (options.warmUp !== false && !native.setup) warmUpMatmul(runtime);
   runtime.heap.resetPeak();
   return runtime;
 }

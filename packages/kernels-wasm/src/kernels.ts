@@ -1,9 +1,9 @@
-import { measureCeiling, type CeilingResult } from "./ceiling-call.js";
+import { measureCeiling, measureNativeCeiling, type CeilingResult } from "./ceiling-call.js";
 import { ArrayCalls } from "./array-calls.js";
 import { ArrayKernels } from "./array-kernels.js";
 import { F32Buffer } from "./f32-buffer.js";
 import { createKernelRuntime, type KernelRuntime, type RuntimeInfo, type RuntimeOptions } from "./kernel-runtime.js";
-import { runMatmul } from "./matmul-call.js";
+import { dispatchMatmul } from "./matmul-dispatch.js";
 import { matmulExtents, resolveMatmulShape, type MatmulOptions } from "./matmul-options.js";
 import type { HeapStats } from "./shared-heap.js";
 
@@ -37,7 +37,7 @@ export class Kernels extends ArrayKernels {
     super(new ArrayCalls(rt));
   }
 
-  /** The SIMD variant, thread count and memory setup in use. */
+  /** The SIMD variant, thread count, memory setup and native kernels in use. */
   get info(): KernelsInfo {
     return this.rt.info;
   }
@@ -96,7 +96,7 @@ export class Kernels extends ArrayKernels {
     checkLength("b", buffers.b.length, ext.b);
     checkLength("c", buffers.c.length, ext.c);
     if (buffers.bias) checkLength("bias", buffers.bias.length, ext.bias);
-    runMatmul(
+    dispatchMatmul(
       this.rt,
       {
         m: shape.m,
@@ -123,6 +123,11 @@ export class Kernels extends ArrayKernels {
   /** Register-only multiply-add throughput on `threads` threads: this build's ceiling. */
   measureCeiling(iterations: number, threads = this.rt.info.threads): CeilingResult {
     return measureCeiling(this.rt, iterations, threads);
+  }
+
+  /** The native kernels' register-only FMA throughput on `threads` threads (createKernels({ native: true }) only). */
+  measureNativeCeiling(iterations: number, threads = this.rt.info.threads): CeilingResult {
+    return measureNativeCeiling(this.rt, iterations, threads);
   }
 
   memoryStats(): HeapStats {

@@ -101,9 +101,13 @@ export function threadsFor(flops: number, available: number, minFlopsPerThread: 
   return Math.max(1, Math.min(cap, Math.floor(flops / minFlopsPerThread)));
 }
 
-/** Runs one matmul on the runtime's pool; `maxThreads` caps the threads used. */
+/** Threads a matmul wakes: one per minFlopsPerThread of its work, at most `maxThreads` and the pool's. */
+export function matmulThreads(rt: KernelRuntime, call: MatmulCall, maxThreads?: number): number {
+  return threadsFor(2 * call.m * call.n * call.k * call.batch, rt.info.threads, rt.info.minFlopsPerThread, maxThreads);
+}
+
+/** Runs one matmul on the runtime's pool with the WebAssembly kernel; `maxThreads` caps the threads used. */
 export function runMatmul(rt: KernelRuntime, call: MatmulCall, maxThreads?: number): void {
   writeMatmulArgs(rt, call);
-  const flops = 2 * call.m * call.n * call.k * call.batch;
-  rt.run(ENTRY[call.dtype ?? "f32"], threadsFor(flops, rt.info.threads, rt.info.minFlopsPerThread, maxThreads));
+  rt.run(ENTRY[call.dtype ?? "f32"], matmulThreads(rt, call, maxThreads));
 }

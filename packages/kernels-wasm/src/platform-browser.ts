@@ -45,4 +45,6 @@ export const platform: Platform = {
   },
   enableRelaxedSimd() {},
   spawnWorker,
+  loadNativeAddon: () => ({ reason: "native kernels run in Node only" }),
+  env: () => undefined,
 };

@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import { setFlagsFromString } from "node:v8";
 import { Worker } from "node:worker_threads";
+import { loadNativeAddon } from "./native-addon-node.js";
 import type { KernelWorker, Platform } from "./platform-types.js";
 
 function spawnWorker(): KernelWorker {
@@ -39,4 +40,6 @@ export const platform: Platform = {
     }
   },
   spawnWorker,
+  loadNativeAddon,
+  env: (name) => process.env[name],
 };

@@ -1,3 +1,5 @@
+import type { NativeAddonLoad } from "./native-addon-types.js";
+
 /** A started kernel worker, as the pool drives it (worker_threads in Node, a module Web Worker in browsers). */
 export interface KernelWorker {
   post(message: unknown): void;
@@ -22,4 +24,8 @@ export interface Platform {
   enableRelaxedSimd(): void;
   /** Starts one kernel worker. */
   spawnWorker(): KernelWorker;
+  /** The native kernels' addon (Node, where it was built), or why there is none (browsers: never). */
+  loadNativeAddon(): NativeAddonLoad;
+  /** An environment variable (Node's process.env); undefined in browsers. */
+  env(name: string): string | undefined;
 }

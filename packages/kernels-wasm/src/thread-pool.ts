@@ -35,6 +35,8 @@ export interface WorkerThreadOptions {
   /** Sleeps inside kernels that ran out (kiln_wait_timeouts), and how long one is (ms). */
   kernelWaitTimeouts: () => number;
   kernelSleepMs: number;
+  /** The native addon each worker loads for the native names in kernelNames (Node only). */
+  native?: { path: string; isa: string };
 }
 
 /** Runs every call on the calling thread: no SharedArrayBuffer needed. */
@@ -82,6 +84,7 @@ export async function createWorkerPool(opts: WorkerThreadOptions): Promise<Threa
           stackTop: opts.stackTops[i + 1],
           spinMicroseconds: opts.spinMicroseconds,
           closedFlag: CALL_CLOSED,
+          ...(opts.native ? { native: opts.native } : {}),
         };
         port.post(init);
       }),

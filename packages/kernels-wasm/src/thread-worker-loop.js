@@ -8,18 +8,25 @@ import { SpinWait } from "./spin-wait.js";
 
 /**
  * @typedef {{ postMessage(message: unknown): void, close(): void }} WorkerPort
+ * @typedef {(init: import("./dispatch-control.js").WorkerInit) => Record<string, Function>} ExtraKernels
  */
 
 /**
  * Runs kernels until told to stop, then closes `port`.
  * @param {import("./dispatch-control.js").WorkerInit} init
  * @param {WorkerPort} port
+ * @param {ExtraKernels | undefined} extraKernels  entry points that are not the module's (the native ones in Node)
  */
-function serve(init, port) {
+function serve(init, port, extraKernels) {
   const { layout: L, threadIndex, closedFlag: CLOSED } = init;
   const instance = new WebAssembly.Instance(init.module, { env: { memory: init.memory } });
   instance.exports.__stack_pointer.value = init.stackTop;
-  const kernels = init.kernelNames.map((name) => instance.exports[name]);
+  const extra = extraKernels ? extraKernels(init) : {};
+  const kernels = init.kernelNames.map((name) => {
+    const kernel = instance.exports[name] ?? extra[name];
+    if (typeof kernel !== "function") throw new Error(`this worker has no kernel ${name}`);
+    return kernel;
+  });
   const control = new Int32Array(init.control);
   const waiter = new SpinWait(init.spinMicroseconds / 1000);
   // Read the generation before saying ready: the caller may start a call as
@@ -61,10 +68,11 @@ function serve(init, port) {
  * Serves the first message `port` receives; a failure to start is reported, not thrown.
  * @param {import("./dispatch-control.js").WorkerInit} init
  * @param {WorkerPort} port
+ * @param {ExtraKernels} [extraKernels]
  */
-export function serveKernels(init, port) {
+export function serveKernels(init, port, extraKernels) {
   try {
-    serve(init, port);
+    serve(init, port, extraKernels);
   } catch (error) {
     port.postMessage({ type: "failed", threadIndex: init?.threadIndex, message: String(error?.stack ?? error) });
   }

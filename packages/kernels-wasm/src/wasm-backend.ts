@@ -10,17 +10,23 @@ import {
 } from "@kiln/contract";
 import { BackendMemory } from "./backend-memory.js";
 import { WASM_KERNELS, type WasmKernel } from "./kernel-table.js";
-import { type CeilingResult, measureCeiling } from "./ceiling-call.js";
+import { type CeilingResult, measureCeiling, measureNativeCeiling } from "./ceiling-call.js";
 import { createKernelRuntime, type KernelRuntime, type RuntimeInfo, type RuntimeOptions } from "./kernel-runtime.js";
 
 /**
- * Supplies capabilities().peakFlops.f32 for a runtime with this SIMD variant and thread
- * count, e.g. from a cache, calling `ceiling` (multiply-add throughput on every thread,
- * `iterations` rounds per thread) to measure when it has no figure.
+ * Supplies capabilities().peakFlops.f32 for a runtime with this SIMD variant, thread count
+ * and native kernels (info.native), e.g. from a cache, calling `ceiling` (multiply-add
+ * throughput on every thread, `iterations` rounds per thread: the native kernels' own FMA
+ * loop when the matmul runs natively, else the WebAssembly one) to measure when it has no figure.
  */
 export type PeakFlopsSource = (info: RuntimeInfo, ceiling: (iterations: number) => CeilingResult) => number | undefined;
 
 export interface WasmBackendOptions extends RuntimeOptions {
+  /**
+   * Run the matmul natively (AVX-512 or AVX2, the package's Node addon) where it is built
+   * and the CPU runs it (default true); false, KILN_NATIVE=0 or a browser: the WebAssembly kernel.
+   */
+  native?: boolean;
   /** Measure the multiply-add ceiling at creation for capabilities().peakFlops (about 30 ms; default true). */
   measurePeak?: boolean;
   /** Where the f32 peak comes from instead of the start-up measurement (`measurePeak` is then ignored). */
@@ -31,10 +37,21 @@ function bytesOf(data: ArrayBufferView): Uint8Array {
   return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
 }
 
+/** The ceiling of the kernels the matmul runs on: the native FMA loop, or the wasm one. */
+function ceilingOf(rt: KernelRuntime): (iterations: number) => CeilingResult {
+  return rt.native ? (iterations) => measureNativeCeiling(rt, iterations, rt.info.threads) : (iterations) => measureCeiling(rt, iterations, rt.info.threads);
+}
+
 /** V8 runs a wasm function in its baseline tier until it has been called often: warm up, then measure. */
 function measurePeakFlops(rt: KernelRuntime): number {
-  for (let i = 0; i < 400; i++) measureCeiling(rt, 200, rt.info.threads);
-  return measureCeiling(rt, 200_000, rt.info.threads).gflops * 1e9;
+  const ceiling = ceilingOf(rt);
+  if (rt.native) {
+    // Machine code needs no warm-up beyond a few calls for the clock to settle: about 20 ms.
+    for (let i = 0; i < 10; i++) ceiling(20_000);
+    return ceiling(400_000).gflops * 1e9;
+  }
+  for (let i = 0; i < 400; i++) ceiling(200);
+  return ceiling(200_000).gflops * 1e9;
 }
 
 /**
@@ -43,10 +60,10 @@ function measurePeakFlops(rt: KernelRuntime): number {
  * pool's workers, so every call is complete when it returns.
  */
 export async function createWasmBackend(options: WasmBackendOptions = {}): Promise<Backend> {
-  const rt = await createKernelRuntime(options);
+  const rt = await createKernelRuntime({ ...options, native: options.native ?? true });
   const memory = new BackendMemory(rt.heap);
   const peakF32 = options.peakFlops
-    ? options.peakFlops(rt.info, (iterations) => measureCeiling(rt, iterations, rt.info.threads))
+    ? options.peakFlops(rt.info, ceilingOf(rt))
     : options.measurePeak === false
       ? undefined
       : measurePeakFlops(rt);
@@ -75,11 +92,12 @@ export async function createWasmBackend(options: WasmBackendOptions = {}): Promi
     name: "wasm",
     capabilities: () => ({
       device: {
-        name: `WebAssembly SIMD (${rt.info.simd}) x ${rt.info.threads} thread${rt.info.threads > 1 ? "s" : ""}`,
+        name: `WebAssembly SIMD (${rt.info.simd})${rt.native ? `, native matmul (${rt.native.isa})` : ""} x ${rt.info.threads} thread${rt.info.threads > 1 ? "s" : ""}`,
         kind: "cpu",
         memoryBytes: rt.info.maxMemoryBytes,
         parallelism: rt.info.threads,
         simd: simdName,
+        native: rt.info.native,
       },
       kernelDTypes,
       peakFlops: peakF32 === undefined ? {} : { f32: peakF32 },

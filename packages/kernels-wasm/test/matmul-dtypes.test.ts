@@ -2,6 +2,7 @@ import { type Backend, type FloatDType, decodeElements, encodeToBytes } from "@k
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createWasmBackend } from "../src/index.js";
 import { randomArray, referenceMatmul } from "./reference-matmul.js";
+import { nativeMatmulOnly, nativeSkipReason } from "./support/native.js";
 
 interface Shape {
   name: string;
@@ -83,18 +84,21 @@ async function run(backend: Backend, dtype: FloatDType, cDtype: FloatDType, s: S
   }
 }
 
-// The plain build has its own register tile (4x8 instead of 3x12).
-const setups = [
-  { threads: 1, simd: "auto" },
-  { threads: 2, simd: "auto" },
-  { threads: 2, simd: "plain" },
-] as const;
+// The plain build has its own register tile (4x8 instead of 3x12); the native kernels
+// (where this machine built them) their own again.
+const setups: { threads: number; simd: "auto" | "plain"; native: boolean }[] = [
+  { threads: 1, simd: "auto", native: false },
+  { threads: 2, simd: "auto", native: false },
+  { threads: 2, simd: "plain", native: false },
+  ...(nativeSkipReason() === undefined ? [{ threads: 2, simd: "auto" as const, native: true }] : []),
+];
 
-for (const { threads, simd } of setups) {
-  describe(`matmul in bf16 and f16 on ${threads} thread${threads > 1 ? "s" : ""}${simd === "plain" ? ", plain SIMD" : ""}`, () => {
+for (const { threads, simd, native } of setups) {
+  describe(`matmul in bf16 and f16 on ${threads} thread${threads > 1 ? "s" : ""}${simd === "plain" ? ", plain SIMD" : ""}${native ? ", native" : ""}`, () => {
     let backend: Backend;
     beforeAll(async () => {
-      backend = await createWasmBackend({ threads, simd, minFlopsPerThread: 0, measurePeak: false });
+      const made = await createWasmBackend({ threads, simd, native, minFlopsPerThread: 0, measurePeak: false });
+      backend = native ? nativeMatmulOnly(made) : made;
     });
     afterAll(() => backend.dispose());
 

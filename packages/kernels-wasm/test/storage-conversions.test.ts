@@ -36,7 +36,8 @@ for (const simd of ["auto", "plain"] as const) {
     const empty = (bytes: number) => buffers.empty(bytes);
 
     beforeAll(async () => {
-      backend = await createWasmBackend({ threads: 2, simd, minFlopsPerThread: 0, measurePeak: false });
+      // native: false: these are the WebAssembly kernels' conversions (native-conversions.test.ts has the native ones).
+      backend = await createWasmBackend({ threads: 2, simd, native: false, minFlopsPerThread: 0, measurePeak: false });
     });
     afterAll(() => {
       buffers.freeAll();

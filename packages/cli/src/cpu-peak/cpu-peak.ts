@@ -22,14 +22,16 @@ function errorText(err: unknown): string {
  * measureStablePeak) and cached. `notice` hears about a measurement or a cache that
  * cannot be written.
  */
-export function cpuPeak(info: { simd: string; threads: number }, ceiling: (iterations: number) => CeilingResult, notice: (text: string) => void): CpuPeak {
+export function cpuPeak(info: { simd: string; threads: number; native?: { isa?: string } }, ceiling: (iterations: number) => CeilingResult, notice: (text: string) => void): CpuPeak {
   const file = peakCacheFile();
-  const key = peakKey(info.simd, info.threads);
+  // The native matmul's peak is the machine's FMA loop, not the WebAssembly one: a key of its own.
+  const simd = info.native?.isa ? `native ${info.native.isa}` : info.simd;
+  const key = peakKey(simd, info.threads);
   const hit = readCachedPeak(file, key);
   if (hit) return { ...hit, cached: true, file, key };
-  notice(`measuring this CPU's peak FLOP/s once (${info.simd} SIMD, ${info.threads} thread${info.threads === 1 ? "" : "s"}; kept in ${file})`);
+  notice(`measuring this CPU's peak FLOP/s once (${info.native?.isa ? `${simd} matmul` : `${simd} SIMD`}, ${info.threads} thread${info.threads === 1 ? "" : "s"}; kept in ${file})`);
   const m = measureStablePeak(ceiling);
-  const entry: CachedPeak = { flopsPerSecond: m.flopsPerSecond, measuredAt: new Date().toISOString(), cpu: cpuModel(), simd: info.simd, threads: info.threads };
+  const entry: CachedPeak = { flopsPerSecond: m.flopsPerSecond, measuredAt: new Date().toISOString(), cpu: cpuModel(), simd, threads: info.threads };
   try {
     writeCachedPeak(file, key, entry);
   } catch (err) {

@@ -15,6 +15,9 @@ export function formatDoctorReport(r: DoctorReport): string {
         : `unavailable: ${r.wasm.error}`,
     ],
     ...(r.wasm.ok
+      ? [["native kernels", r.wasm.native.kernels.length > 0 ? `${r.wasm.native.kernels.join(", ")} (${r.wasm.native.isa}); the others in WebAssembly` : `none: ${r.wasm.native.reason ?? "unknown"}`] as [string, string]]
+      : []),
+    ...(r.wasm.ok
       ? [["cpu peak", `${(r.wasm.peak.flopsPerSecond / 1e9).toFixed(1)} GFLOP/s f32 on ${r.wasm.threads} thread${r.wasm.threads === 1 ? "" : "s"}, for MFU (${r.wasm.peak.cached ? "measured" : "measured now"} ${r.wasm.peak.measuredAt.slice(0, 16).replace("T", " ")} UTC, kept in ${r.wasm.peak.file})`] as [string, string]]
       : []),
     ...cudaRows(r.cuda),

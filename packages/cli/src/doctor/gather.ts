@@ -18,7 +18,7 @@ export interface DoctorReport {
   node: { version: string; platform: string; arch: string };
   cpu: { model: string; cores: number; memoryBytes: number };
   wasm:
-    | { ok: true; simd: string; threads: number; sharedMemory: boolean; note?: string; peak: CpuPeakReport }
+    | { ok: true; simd: string; threads: number; sharedMemory: boolean; note?: string; native: { kernels: readonly string[]; isa?: string; reason?: string }; peak: CpuPeakReport }
     | { ok: false; error: string };
   /** Absent when @kiln/kernels-cuda is not installed. */
   cuda: CudaStatus | { missing: string };
@@ -39,15 +39,19 @@ export async function gatherDoctorReport(): Promise<DoctorReport> {
 
 async function probeWasm(): Promise<DoctorReport["wasm"]> {
   try {
-    const kernels = await createKernels();
+    // As kiln train opens them: the matmul natively where the addon runs, its peak the native FMA loop's.
+    const kernels = await createKernels({ native: true });
     try {
       const info = kernels.info;
-      const peak = cpuPeak(info, (iterations) => kernels.measureCeiling(iterations), (text) => process.stderr.write(`${text}\n`));
+      const native = info.native.kernels.length > 0;
+      const ceiling = (iterations: number) => (native ? kernels.measureNativeCeiling(iterations) : kernels.measureCeiling(iterations));
+      const peak = cpuPeak(info, ceiling, (text) => process.stderr.write(`${text}\n`));
       return {
         ok: true,
         simd: info.simd === "relaxed" ? "relaxed SIMD (fused multiply-add)" : "SIMD128",
         threads: info.threads,
         sharedMemory: info.sharedMemory,
+        native: info.native,
         ...(info.threadLimitReason ? { note: info.threadLimitReason } : {}),
         peak: { flopsPerSecond: peak.flopsPerSecond, measuredAt: peak.measuredAt, cached: peak.cached, file: peak.file },
       };

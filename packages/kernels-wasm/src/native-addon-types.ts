@@ -1,0 +1,36 @@
+/**
+ * The native kernels' addon (native/src/addon.cc, built by scripts/build-native.mjs) as
+ * JavaScript sees it. Its functions take a Uint8Array over the WebAssembly memory and
+ * byte offsets into it, with the pool calling convention of the wasm kernels.
+ */
+export interface NativeIsaKernels {
+  readonly isa: NativeIsa;
+  /** Register tile (MR x NR) and k block of the GEMM. */
+  readonly mr: number;
+  readonly nr: number;
+  readonly kc: number;
+  /** Flops of one round of the register-only FMA loop on one thread. */
+  readonly ceilingFlopsPerIteration: number;
+  /** One part of the matmul whose argument block (csrc/matmul_gemm.h) is at argsPtr; dtype: 0 f32, 1 bf16, 2 f16. */
+  matmul(memory: Uint8Array, argsPtr: number, part: number, parts: number, dtype: number): void;
+  /** One part of the FMA ceiling (CeilingArgs of csrc/ceiling.c at argsPtr). */
+  ceiling(memory: Uint8Array, argsPtr: number, part: number, parts: number): void;
+  /** The GEMM's own conversions: 16-bit patterns to f32, and f32 rounded to 16-bit (dtype 1 bf16, 2 f16). */
+  widen(input: Uint16Array, output: Float32Array, dtype: number): void;
+  narrow(input: Float32Array, output: Uint16Array, dtype: number): void;
+}
+
+/** Instruction sets the addon has kernels for, best first. */
+export const NATIVE_ISAS = ["avx512", "avx2"] as const;
+export type NativeIsa = (typeof NATIVE_ISAS)[number];
+
+export interface NativeAddon {
+  /** The instruction sets this CPU and build run, best first. */
+  isas(): NativeIsa[];
+  /** "x64", or "other" for a build with no kernels for its CPU yet. */
+  readonly arch: string;
+  kernels(isa: NativeIsa): NativeIsaKernels;
+}
+
+/** The addon, where it was loaded from; or why there is none. */
+export type NativeAddonLoad = { addon: NativeAddon; path: string } | { reason: string };
