@@ -1,7 +1,22 @@
-import { mkdir, stat } from "node:fs/promises";
+import { mkdir, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { DataError, KilnError } from "@kiln/contract";
-import { type DataSidecar, type SkippedInput, convertU16TokenFile, dataSidecarPath, fileWriteError, openTokenizer, tokenizeFiles } from "@kiln/core";
+import {
+  ChatTemplate,
+  type DataSidecar,
+  type ExampleFormat,
+  type LongExamplePolicy,
+  type PreparedExamples,
+  type SkippedInput,
+  convertU16TokenFile,
+  dataSidecarPath,
+  exampleMaskPath,
+  fileWriteError,
+  isExampleFile,
+  openTokenizer,
+  prepareExamples,
+  tokenizeFiles,
+} from "@kiln/core";
 import { expandInputs } from "./expand-inputs.js";
 import { type PrepareProgress, prepareProgress } from "./prepare-progress.js";
 
@@ -16,6 +31,13 @@ export interface PrepareRequest {
   strict: boolean;
   /** Replace an existing output file and sidecar. */
   overwrite: boolean;
+  /** Example rows (chat, instruct, text) rather than text files; detected when every input is a .jsonl, .json or .parquet file. */
+  format?: ExampleFormat;
+  /** A Jinja chat template file in place of the tokenizer's. */
+  chatTemplate?: string;
+  /** Examples longer than seqLen + 1 tokens are cut or dropped (longExamples). */
+  seqLen?: number;
+  longExamples?: LongExamplePolicy;
 }
 
 export interface PrepareResult {
@@ -24,6 +46,8 @@ export interface PrepareResult {
   skipped: SkippedInput[];
   /** The 16-bit token file converted, when that was asked. */
   fromU16?: string;
+  /** For example rows: their formats and counts. */
+  examples?: Omit<PreparedExamples, "sidecar">;
 }
 
 /** Ctrl-C or a termination signal stopped `kiln prepare`; nothing was written. */
@@ -46,7 +70,13 @@ export async function runPrepare(request: PrepareRequest): Promise<PrepareResult
     });
   }
   const files = request.fromU16 !== undefined ? [request.fromU16] : await expandInputs(request.inputs);
+  const asExamples = request.fromU16 === undefined && exampleInputs(files, request);
+  if (!asExamples && (request.chatTemplate !== undefined || request.seqLen !== undefined || request.longExamples !== undefined)) {
+    const flag = request.chatTemplate !== undefined ? "--chat-template" : request.seqLen !== undefined ? "--seq-len" : "--long-examples";
+    throw new DataError(`${flag} applies to example rows (.jsonl, .json, .parquet or --format), and these inputs are text files`, { where: flag, hint: "Leave the flag out, or pass --format chat|instruct|text." });
+  }
   const tokenizer = await openTokenizer(request.tokenizer);
+  const template = request.chatTemplate !== undefined ? await ChatTemplate.fromFile(request.chatTemplate, tokenizer.files) : undefined;
   await checkOutput(output, files, request.overwrite);
 
   const controller = new AbortController();
@@ -63,6 +93,22 @@ export async function runPrepare(request: PrepareRequest): Promise<PrepareResult
       const sidecar = await convertU16TokenFile({ input: request.fromU16, output, tokenizer, valFraction, signal: controller.signal, onStart: () => makeOutputDirectory(output) });
       return { sidecar, skipped, fromU16: request.fromU16 };
     }
+    if (asExamples) {
+      process.stderr.write(`kiln prepare: tokenizing the examples of ${files.length} file${files.length === 1 ? "" : "s"} with ${tokenizer.name}\n`);
+      const { sidecar, ...examples } = await prepareExamples({
+        files,
+        output,
+        tokenizer,
+        ...(request.format !== undefined ? { format: request.format } : {}),
+        ...(template !== undefined ? { chatTemplate: template } : {}),
+        ...(request.seqLen !== undefined ? { seqLen: request.seqLen } : {}),
+        ...(request.longExamples !== undefined ? { longExamples: request.longExamples } : {}),
+        valFraction,
+        signal: controller.signal,
+        onStart: () => makeOutputDirectory(output),
+      });
+      return { sidecar, skipped, examples };
+    }
     const sidecar = await tokenizeFiles({
       files,
       output,
@@ -76,6 +122,8 @@ export async function runPrepare(request: PrepareRequest): Promise<PrepareResult
       },
       onProgress: (p) => progress?.update(p),
     });
+    // An example file's mask replaced by plain tokens (--overwrite) would be stale.
+    await rm(exampleMaskPath(output), { force: true });
     return { sidecar, skipped };
   } finally {
     progress?.stop();
@@ -83,6 +131,18 @@ export async function runPrepare(request: PrepareRequest): Promise<PrepareResult
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
   }
+}
+
+/** Whether the inputs are example rows: --format says so, or every file is .jsonl, .json or .parquet (a mix is refused). */
+function exampleInputs(files: readonly string[], request: PrepareRequest): boolean {
+  if (request.format !== undefined) return true;
+  const rows = files.filter(isExampleFile);
+  if (rows.length === 0) return false;
+  if (rows.length < files.length) {
+    const text = files.find((f) => !isExampleFile(f))!;
+    throw new DataError(`the inputs mix example files (${rows[0]}) with text files (${text})`, { where: text, hint: "Prepare the example rows and the text files apart, each with its own -o." });
+  }
+  return true;
 }
 
 /** The inputs left out, one a line, after their count. */
@@ -101,9 +161,12 @@ async function checkOutput(output: string, inputs: string[], overwrite: boolean)
   if (existing?.isDirectory()) throw new DataError("output path is a directory", { where: output, hint: "Give a file name, such as data/corpus.bin." });
   if (!overwrite) {
     const sidecar = dataSidecarPath(output);
-    const taken = existing !== undefined ? output : (await stat(sidecar).catch(() => undefined)) !== undefined ? sidecar : undefined;
+    const mask = exampleMaskPath(output);
+    const exists = async (p: string) => (await stat(p).catch(() => undefined)) !== undefined;
+    const taken = existing !== undefined ? output : (await exists(sidecar)) ? sidecar : (await exists(mask)) ? mask : undefined;
     if (taken !== undefined) {
-      throw new DataError(taken === output ? "the output file already exists; kiln prepare does not replace it unasked" : "the output's sidecar already exists; kiln prepare does not replace it unasked", {
+      const what = taken === output ? "the output file" : taken === sidecar ? "the output's sidecar" : "the output's loss mask";
+      throw new DataError(`${what} already exists; kiln prepare does not replace it unasked`, {
         where: taken,
         hint: "Pass --overwrite to replace the token file and its sidecar, or name another output with -o.",
       });

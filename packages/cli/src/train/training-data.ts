@@ -48,6 +48,16 @@ export async function openTrainingData(s: RunSettings, ranks: { rank: number; wo
     file,
     tokenizer: dataset.sidecar?.tokenizer ?? (s.dataPath === undefined ? (s.tokenizer ?? "bytes") : s.tokenizer),
     tokenizerPath: dataset.sidecar?.tokenizer_path,
-    description: `${description}: ${dataset.tokenCount.toLocaleString("en-US")} tokens (${dataset.format}), ${train.windowCount} training windows${split}`,
+    description: `${description}: ${dataset.tokenCount.toLocaleString("en-US")} tokens (${dataset.format}), ${dataset.examples !== undefined ? exampleRows(dataset, train, val) : `${train.windowCount} training windows`}${split}`,
   };
+}
+
+/** How an example file trains: its examples, one a row, padded, and how many rows cut. */
+function exampleRows(dataset: TokenDataset, train: BatchSampler, val: BatchSampler): string {
+  const cut = train.examplesCut() + val.examplesCut();
+  const trained = dataset.sidecar?.trained_tokens;
+  return (
+    `${dataset.examples!.count.toLocaleString("en-US")} examples (${train.windowCount.toLocaleString("en-US")} for training), one a row, padded to seq_len ${train.seqLen} ` +
+    `(attention never crosses examples)${trained !== undefined ? `; loss on ${trained.toLocaleString("en-US")} masked-in tokens` : ""}${cut > 0 ? `; ${cut} longer than ${train.seqLen + 1} tokens cut` : ""}`
+  );
 }

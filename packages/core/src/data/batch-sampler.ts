@@ -1,5 +1,7 @@
 import { ConfigError, DataError } from "@kiln/contract";
 import type { Batch } from "./batch.js";
+import { TRAINED } from "./examples/example-mask.js";
+import { splitExamples } from "./examples/example-split.js";
 import type { TokenDataset } from "./token-dataset.js";
 import { DEFAULT_VAL_FRACTION, type DataSplit, splitTokens, windowsIn } from "./token-split.js";
 import { WindowPermutation } from "./window-permutation.js";
@@ -39,6 +41,12 @@ export interface BatchPlan {
  * each, so ids = tokens[s, s+seqLen) and targets = tokens[s+1, s+seqLen]); each epoch
  * visits every window once, in an order that depends only on (seed, epoch). The
  * cursor says how far the sampler has gone, so a resumed run continues exactly.
+ *
+ * An example file (the dataset has `examples`) is drawn by examples instead: each
+ * row holds one example from its first token (cut to seqLen + 1 tokens), padded
+ * after it with ignored targets, and a target counts only where the loss mask
+ * trains it; so attention never crosses from one example into another. The
+ * validation split is the last examples.
  */
 export class BatchSampler {
   readonly batchSize: number;
@@ -55,6 +63,8 @@ export class BatchSampler {
   /** Windows per epoch. */
   readonly windowCount: number;
 
+  /** Index of the split's first example, for an example file. */
+  private readonly firstExample: number = 0;
   /** Windows handed out since epoch 0 began, over all ranks. */
   private position = 0;
   private permutation: WindowPermutation | undefined;
@@ -78,10 +88,20 @@ export class BatchSampler {
     this.rank = rank;
     this.worldSize = worldSize;
 
-    const { trainTokens, valTokens } = splitTokens(dataset.tokenCount, seqLen, valFraction, dataset.path);
-    this.splitStart = split === "train" ? 0 : trainTokens;
-    this.splitTokens = split === "train" ? trainTokens : valTokens;
-    this.windowCount = windowsIn(this.splitTokens, seqLen);
+    const examples = dataset.examples;
+    if (examples !== undefined) {
+      const { trainExamples, valExamples } = splitExamples(examples.count, valFraction, dataset.path);
+      const first = split === "train" ? 0 : trainExamples;
+      this.windowCount = split === "train" ? trainExamples : valExamples;
+      this.splitStart = examples.starts[first];
+      this.splitTokens = examples.starts[first + this.windowCount] - this.splitStart;
+      this.firstExample = first;
+    } else {
+      const { trainTokens, valTokens } = splitTokens(dataset.tokenCount, seqLen, valFraction, dataset.path);
+      this.splitStart = split === "train" ? 0 : trainTokens;
+      this.splitTokens = split === "train" ? trainTokens : valTokens;
+      this.windowCount = windowsIn(this.splitTokens, seqLen);
+    }
     if (this.windowCount === 0) {
       throw new DataError(
         valFraction === 0
@@ -135,7 +155,18 @@ export class BatchSampler {
       }
       window = this.permutation.at(index);
     }
+    const examples = this.dataset.examples;
+    if (examples !== undefined) return examples.starts[this.firstExample + window];
     return this.splitStart + window * this.seqLen;
+  }
+
+  /** Examples of the split longer than a row (seqLen + 1 tokens), which rows cut; 0 for a token file. */
+  examplesCut(): number {
+    const examples = this.dataset.examples;
+    let n = 0;
+    if (examples === undefined) return n;
+    for (let i = this.firstExample; i < this.firstExample + this.windowCount; i++) if (examples.starts[i + 1] - examples.starts[i] > this.seqLen + 1) n++;
+    return n;
   }
 
   /** Chooses this rank's windows of the next global batch and moves the cursor past all ranks' windows. */
@@ -160,6 +191,14 @@ export class BatchSampler {
     }
     const span = seqLen + 1;
     const scratch = this.scratchPool.pop() ?? new Int32Array(batchSize * span);
+    if (this.dataset.examples !== undefined) {
+      try {
+        await this.loadExamples(plan, into, scratch);
+      } finally {
+        this.scratchPool.push(scratch);
+      }
+      return into;
+    }
     try {
       await Promise.all(Array.from(plan.starts, (start, row) => this.dataset.read(start, span, scratch.subarray(row * span, (row + 1) * span))));
       for (let row = 0; row < batchSize; row++) {
@@ -170,6 +209,24 @@ export class BatchSampler {
       this.scratchPool.push(scratch);
     }
     return into;
+  }
+
+  /** Each row: one example from its start, padded; targets kept where the loss mask trains them (else -1). */
+  private async loadExamples(plan: BatchPlan, into: Batch, scratch: Int32Array): Promise<void> {
+    const { batchSize, seqLen } = this;
+    const { mask, starts } = this.dataset.examples!;
+    const span = seqLen + 1;
+    const lengths = Array.from(plan.starts, (start) => Math.min(exampleEnd(starts, start) - start, span));
+    await Promise.all(Array.from(plan.starts, (start, row) => this.dataset.read(start, lengths[row], scratch.subarray(row * span, (row + 1) * span))));
+    into.ids.fill(0);
+    into.targets.fill(-1);
+    for (let row = 0; row < batchSize; row++) {
+      const start = plan.starts[row];
+      const n = lengths[row];
+      const base = row * seqLen;
+      into.ids.set(scratch.subarray(row * span, row * span + n - 1), base);
+      for (let j = 0; j + 1 < n; j++) if (mask[start + j + 1] & TRAINED) into.targets[base + j] = scratch[row * span + j + 1];
+    }
   }
 
   /** The next batch, read now. */
@@ -185,6 +242,18 @@ export class BatchSampler {
   private cursorAt(position: number): SamplerCursor {
     return { epoch: Math.floor(position / this.windowCount), index: position % this.windowCount };
   }
+}
+
+/** The end of the example that starts at token `start` (binary search over the example starts). */
+function exampleEnd(starts: Float64Array, start: number): number {
+  let lo = 0;
+  let hi = starts.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (starts[mid] <= start) lo = mid + 1;
+    else hi = mid;
+  }
+  return starts[lo];
 }
 
 function positiveInteger(value: number, key: string): void {

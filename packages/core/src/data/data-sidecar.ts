@@ -21,6 +21,10 @@ export interface DataSidecar {
   /** The inputs the tokens came from, in order. */
   sources: string[];
   format: TokenFileFormat;
+  /** An example file (chat, instruct or text rows): how many examples, each trained on its own row; its loss mask is `<file>.mask`. */
+  examples?: number;
+  /** Tokens the loss mask trains on. */
+  trained_tokens?: number;
 }
 
 const SIDECAR = { what: "token file sidecar", error: DataError };
@@ -73,6 +77,8 @@ function checkSidecar(value: unknown, file: string): DataSidecar {
   if (typeof v.val_fraction !== "number" || !(v.val_fraction >= 0 && v.val_fraction < 1)) fail("val_fraction", "a number in [0, 1)");
   if (!Array.isArray(v.sources) || !v.sources.every((s) => typeof s === "string")) fail("sources", "an array of strings");
   if (!FORMATS.includes(v.format as TokenFileFormat)) fail("format", `one of ${FORMATS.join(", ")}`);
+  if (v.examples !== undefined && (!isCount(v.examples) || v.examples === 0)) fail("examples", "a positive integer");
+  if (v.trained_tokens !== undefined && !isCount(v.trained_tokens)) fail("trained_tokens", "a non-negative integer");
   return {
     tokenizer: v.tokenizer as string,
     ...(typeof v.tokenizer_path === "string" ? { tokenizer_path: v.tokenizer_path } : {}),
@@ -81,6 +87,8 @@ function checkSidecar(value: unknown, file: string): DataSidecar {
     val_fraction: v.val_fraction as number,
     sources: v.sources as string[],
     format: v.format as TokenFileFormat,
+    ...(v.examples !== undefined ? { examples: v.examples as number } : {}),
+    ...(v.trained_tokens !== undefined ? { trained_tokens: v.trained_tokens as number } : {}),
   };
 }
 

@@ -29,3 +29,9 @@ export { tokenizeFiles, type SkippedInput, type TokenizeFilesOptions, type Token
 export { builtinCorpus, builtinCorpusSource, DEFAULT_BUILTIN_CORPUS_CHARS, type BuiltinCorpus, type BuiltinCorpusOptions } from "./builtin-corpus.js";
 export { generateStories, generateStory, STORY_GRAMMAR_VERSION } from "./stories/story-generator.js";
 export { StoryRandom } from "./stories/story-random.js";
+export { prepareExamples, LONG_EXAMPLE_POLICIES, type LongExamplePolicy, type PrepareExamplesOptions, type PreparedExamples } from "./examples/prepare-examples.js";
+export { EXAMPLE_FORMATS, type ExampleFormat } from "./examples/example-formats.js";
+export { ChatTemplate, CHAT_ROLES, type ChatMessage, type ChatRole, type TextSegment } from "./examples/chat-template.js";
+export { isExampleFile, readExampleRows, EXAMPLE_FILE_ENDINGS, type ExampleRow } from "./examples/example-rows.js";
+export { EXAMPLE_START, TRAINED, exampleMaskPath, readExampleIndex, type ExampleIndex } from "./examples/example-mask.js";
+export { ExampleFileWriter, type TokenSegment } from "./examples/example-file-writer.js";

@@ -3,6 +3,7 @@ import path from "node:path";
 import { ConfigError, DataError } from "@kiln/contract";
 import { type FileErrorContext, fileReadError } from "../fs/file-errors.js";
 import { readDataSidecar, type DataSidecar } from "./data-sidecar.js";
+import { type ExampleIndex, readExampleIndex } from "./examples/example-mask.js";
 import { findTokenAtOrAbove } from "./token-id-scan.js";
 import { LLMC_HEADER_BYTES, detectTokenFileLayout, isLlmcShard, type TokenFileFormat, type TokenFileLayout } from "./token-file-format.js";
 import { readTokensInto } from "./token-reader.js";
@@ -17,6 +18,8 @@ export interface TokenDataset {
   readonly tokenCount: number;
   /** The file's `<path>.json` sidecar, when it has one. */
   readonly sidecar: DataSidecar | undefined;
+  /** An example file's loss mask and example starts (its sidecar records examples); each example trains on its own row. */
+  readonly examples?: ExampleIndex | undefined;
   /** Reads tokens [startToken, startToken + count) into `into[0 .. count)`. */
   read(startToken: number, count: number, into: Int32Array): Promise<void>;
   close(): Promise<void>;
@@ -63,7 +66,8 @@ export async function openTokenDataset(filePath: string, options: OpenTokenDatas
       });
     }
     if (validate) await checkTokenIds(file, layout, filePath, vocabSize, sidecar);
-    return new FileTokenDataset(filePath, layout, sidecar, file);
+    const examples = sidecar?.examples !== undefined ? await readExampleIndex(filePath, layout.tokenCount, sidecar.examples) : undefined;
+    return new FileTokenDataset(filePath, layout, sidecar, examples, file);
   } catch (err) {
     await file.close().catch(() => undefined);
     throw fileReadError(err, filePath, TOKEN_FILE);
@@ -107,6 +111,7 @@ class FileTokenDataset implements TokenDataset {
     readonly path: string,
     private readonly layout: TokenFileLayout,
     readonly sidecar: DataSidecar | undefined,
+    readonly examples: ExampleIndex | undefined,
     private readonly file: FileHandle,
   ) {
     this.format = layout.format;

@@ -9,7 +9,7 @@ import { fileReadError } from "../fs/file-errors.js";
 export const TOKENIZER_JSON = "tokenizer.json";
 
 /** The files of a Hugging Face tokenizer kiln reads, keeps in checkpoints and exports; tokenizer.json is required. */
-export const TOKENIZER_FILE_NAMES = [TOKENIZER_JSON, "tokenizer_config.json", "special_tokens_map.json"] as const;
+export const TOKENIZER_FILE_NAMES = [TOKENIZER_JSON, "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja"] as const;
 
 /** A tokenizer's files by name, as text. */
 export type TokenizerFiles = Partial<Record<(typeof TOKENIZER_FILE_NAMES)[number], string>>;

@@ -22,6 +22,8 @@ export interface Tokenizer {
   readonly vocabSize: number;
   /** The id that separates documents (`<|endoftext|>`), where the tokenizer has one. */
   readonly endOfText: number | undefined;
+  /** The id that ends a reply (a folder tokenizer's eos_token); endOfText where it has none. */
+  readonly eos?: number | undefined;
   /** Encodes text as ordinary text: special-token strings in it are not special. */
   encode(text: string): number[];
   decode(ids: Iterable<number>): string;
