@@ -1,0 +1,81 @@
+import { cp, readFile } from "node:fs/promises";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expectRefused, treeChanges } from "./support/expectations.js";
+import { jsonLines } from "./support/kiln-process.js";
+import { REPO_ROOT } from "./support/paths.js";
+import { expectSuccess } from "./support/runs.js";
+import { Workspace } from "./support/workspace.js";
+
+// kiln prepare turns chat, instruct and text rows into tokens with a loss mask;
+// kiln train draws one example a row and takes the loss where the mask says.
+
+/** A byte-level BPE tokenizer (392 ids) with ChatML turn markers and a ChatML chat template, and rows for it (tooling/fixtures/chat_fixture.py). */
+const CHAT = path.join(REPO_ROOT, "packages", "core", "test", "fixtures", "chat");
+
+let ws: Workspace;
+beforeAll(async () => {
+  ws = await Workspace.create("instruction-data");
+  await cp(path.join(CHAT, "tokenizer"), ws.path("tok"), { recursive: true });
+  for (const f of ["chat.jsonl", "chat.parquet"]) await cp(path.join(CHAT, f), ws.path(f));
+  // Many copies of the fixture's four conversations, to train on.
+  const rows = (await readFile(path.join(CHAT, "chat.jsonl"), "utf8")).trim().split("\n");
+  await ws.write("many.jsonl", `${Array.from({ length: 40 }, () => rows).flat().join("\n")}\n`);
+});
+afterAll(() => ws.remove());
+
+describe("chat rows through kiln prepare and kiln train", () => {
+  it("prepares the same tokens and mask from JSON Lines and from Parquet, and says what it wrote", async () => {
+    const a = expectSuccess(await ws.run(["prepare", "-i", "chat.jsonl", "-o", "a.bin", "--tokenizer", "tok", "--val", "0"]), "kiln prepare (jsonl)");
+    expect(a.stdout).toMatch(/^wrote a\.bin: 106 tokens in 4 examples \(chat\) from 4 rows of 1 file, 26 trained \(tokenizer tok@sha256:[0-9a-f]{16}, vocab 392, validation 0\); sidecar a\.bin\.json, loss mask a\.bin\.mask\n$/);
+    expectSuccess(await ws.run(["prepare", "-i", "chat.parquet", "-o", "b.bin", "--tokenizer", "tok", "--val", "0"]), "kiln prepare (parquet)");
+    expect(await readFile(ws.path("b.bin"))).toEqual(await readFile(ws.path("a.bin")));
+    expect(await readFile(ws.path("b.bin.mask"))).toEqual(await readFile(ws.path("a.bin.mask")));
+    const sidecar = JSON.parse(await readFile(ws.path("a.bin.json"), "utf8"));
+    expect(sidecar).toMatchObject({ examples: 4, trained_tokens: 26, tokens: 106, sources: ["chat.jsonl"] });
+  });
+
+  it("trains one example a row, padded, on the assistant's tokens only, and the loss falls", async () => {
+    expectSuccess(await ws.run(["prepare", "-i", "many.jsonl", "-o", "many.bin", "--tokenizer", "tok", "--seq-len", "48"]), "kiln prepare");
+    await ws.write(
+      "chat.yaml",
+      "model: { arch: llama, vocab_size: 400, hidden_size: 32, num_layers: 1, num_heads: 2, max_seq_len: 48 }\n" +
+        "trainer: { batch_size: 4, seq_len: 48, max_steps: 40, learning_rate: 0.01, log_interval: 1, eval_interval: 1000, save_interval: 1000, seed: 3 }\n",
+    );
+    const r = expectSuccess(await ws.run(["train", "-f", "chat.yaml", "-d", "many.bin", "--output-dir", "out", "--headless"]), "kiln train");
+    expect(`${r.stdout}${r.stderr}`).toMatch(/160 examples \(158 for training\), one a row, padded to seq_len 48 \(attention never crosses examples\); loss on 1,040 masked-in tokens/);
+    const losses = jsonLines(r.stdout).flatMap((l) => (typeof l.loss === "number" ? [l.loss] : []));
+    expect(losses.length).toBe(40);
+    // Replies are short and repeat: the loss on them falls far below a uniform guess (ln 400 = 6.0).
+    expect(losses[0]).toBeGreaterThan(5);
+    expect(losses.at(-1)!).toBeLessThan(2);
+  });
+
+  it("refuses an unknown role naming the file and line, and writes nothing", async () => {
+    await ws.write("bad.jsonl", `${JSON.stringify({ messages: [{ role: "user", content: "q" }, { role: "assistant", content: "a" }] })}\n${JSON.stringify({ messages: [{ role: "robot", content: "q" }] })}\n`);
+    const before = await ws.snapshot();
+    expectRefused(await ws.run(["prepare", "-i", "bad.jsonl", "-o", "bad.bin", "--tokenizer", "tok"]), {
+      kind: "DataError",
+      where: "bad.jsonl:2",
+      message: /messages\[0\]\.role is "robot"; a role is one of system, user, assistant/,
+      hint: /Rename the role/,
+    });
+    expect(treeChanges(before, await ws.snapshot())).toEqual([]);
+  });
+
+  it("refuses chat rows for a tokenizer without a chat template, and example flags for text files", async () => {
+    expectRefused(await ws.run(["prepare", "-i", "chat.jsonl", "-o", "c.bin", "--tokenizer", "gpt2"]), {
+      kind: "DataError",
+      where: "chat.jsonl",
+      message: /chat rows need a chat template, and the tokenizer gpt2 has none/,
+      hint: /--chat-template FILE/,
+    });
+    await ws.write("story.txt", "once upon a time\n");
+    expectRefused(await ws.run(["prepare", "-i", "story.txt", "-o", "s.bin", "--seq-len", "64"]), {
+      kind: "DataError",
+      where: "--seq-len",
+      message: /--seq-len applies to example rows/,
+      hint: /--format chat\|instruct\|text/,
+    });
+  });
+});
