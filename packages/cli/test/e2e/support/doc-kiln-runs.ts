@@ -63,7 +63,10 @@ function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
-/** A document's workspace: `models/` (the repository's configs) and `corpus/` (text standing for the reader's own files). */
+/**
+ * A document's workspace: `models/` (the repository's configs), `corpus/` (text standing
+ * for the reader's own files) and `chats.jsonl` (conversations standing for theirs).
+ */
 export async function documentWorkspace(label: string): Promise<Workspace> {
   const ws = await Workspace.create(label);
   await cp(MODELS_DIR, ws.path("models"), { recursive: true });
@@ -71,6 +74,8 @@ export async function documentWorkspace(label: string): Promise<Workspace> {
   const text = [...generateStories(2, 120_000)].join("\n");
   await ws.write(path.join("corpus", "stories-1.txt"), text.slice(0, text.length / 2));
   await ws.write(path.join("corpus", "stories-2.txt"), text.slice(text.length / 2));
+  const chats = [...generateStories(3, 40_000)].map((story) => ({ messages: [{ role: "user", content: "Tell me a story." }, { role: "assistant", content: story.slice(0, 90) }] }));
+  await ws.write("chats.jsonl", chats.map((c) => `${JSON.stringify(c)}\n`).join(""));
   return ws;
 }
 
