@@ -49,6 +49,12 @@ describe("chat rows through kiln prepare and kiln train", () => {
     // Replies are short and repeat: the loss on them falls far below a uniform guess (ln 400 = 6.0).
     expect(losses[0]).toBeGreaterThan(5);
     expect(losses.at(-1)!).toBeLessThan(2);
+
+    // kiln eval scores an example file one example a window, over the trained targets only.
+    const e = expectSuccess(await ws.run(["eval", "--checkpoint", "out/final.safetensors", "-d", "a.bin", "--json"]), "kiln eval");
+    const scored = JSON.parse(e.stdout) as { loss: number; tokens: number; windows: number; examples: number };
+    expect([scored.tokens, scored.windows, scored.examples]).toEqual([26, 4, 4]);
+    expect(scored.loss).toBeLessThan(2);
   });
 
   it("refuses an unknown role naming the file and line, and writes nothing", async () => {
