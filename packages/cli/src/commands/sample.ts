@@ -1,6 +1,7 @@
 import type { Command } from "commander";
-import { CheckpointError } from "@kiln/contract";
+import { CheckpointError, ConfigError } from "@kiln/contract";
 import { stat } from "node:fs/promises";
+import { chatPrompt, type ChatPrompt } from "../sample/chat-prompt.js";
 import { InferenceSession, META_TOKENIZER, META_TOKENIZER_FILES, PretrainedWeights, TOKENIZER_NAMES, TokenGenerator, isGgufFile, openGgufWeights, openTokenizer, tokenizerOfCheckpoint } from "@kiln/core";
 import { openBackend } from "../train/open-backend.js";
 import { nonNegativeInt, positiveInt } from "./parse-flags.js";
@@ -14,6 +15,9 @@ interface SampleFlags {
   seed: number;
   tokenizer?: string;
   threads?: number;
+  chat?: boolean;
+  messages?: string;
+  chatTemplate?: string;
 }
 
 function temperature(value: string): number {
@@ -35,6 +39,12 @@ async function openSession(backend: Parameters<typeof InferenceSession.fromCheck
   }
 }
 
+/** How many characters at the end of `text` begin `marker` (and may yet become it). */
+function heldBack(text: string, marker: string): number {
+  for (let n = Math.min(marker.length - 1, text.length); n > 0; n--) if (marker.startsWith(text.slice(text.length - n))) return n;
+  return 0;
+}
+
 export function registerSample(program: Command): void {
   program
     .command("sample")
@@ -47,7 +57,13 @@ export function registerSample(program: Command): void {
     .option("--seed <n>", "sampling seed", nonNegativeInt, 0)
     .option("--tokenizer <name>", `override the checkpoint's tokenizer: ${TOKENIZER_NAMES.join(", ")}, or a Hugging Face tokenizer folder`)
     .option("--threads <n>", "CPU threads", positiveInt)
-    .action(async (f: SampleFlags) => {
+    .option("--chat", "answer as the assistant: --prompt is the user's message (or --messages a conversation), rendered with the tokenizer's chat template; prints the reply, stopping at the end of the turn")
+    .option("--messages <file>", "with --chat: a JSON file of the conversation so far, [{\"role\", \"content\"}, ...] or {\"messages\": [...]}")
+    .option("--chat-template <file>", "with --chat: a Jinja chat template in place of the tokenizer's")
+    .action(async (f: SampleFlags, command: Command) => {
+      if (!f.chat && (f.messages !== undefined || f.chatTemplate !== undefined)) {
+        throw new ConfigError(`${f.messages !== undefined ? "--messages" : "--chat-template"} needs --chat`, { where: f.messages !== undefined ? "--messages" : "--chat-template", hint: "Add --chat to answer as the assistant." });
+      }
       const { backend } = await openBackend("cpu", { ...(f.threads ? { threads: f.threads } : {}) });
       try {
         const session = await openSession(backend, f.checkpoint);
@@ -59,8 +75,10 @@ export function registerSample(program: Command): void {
           });
         }
         const tokenizer = f.tokenizer !== undefined ? await openTokenizer(f.tokenizer) : await tokenizerOfCheckpoint(recorded!, session.metadata[META_TOKENIZER_FILES], f.checkpoint);
-        const prompt = tokenizer.encode(f.prompt);
-        process.stdout.write(f.prompt);
+        const promptGiven = command.getOptionValueSource("prompt") === "cli";
+        const chat: ChatPrompt | undefined = f.chat ? await chatPrompt(tokenizer, { ...(promptGiven ? { prompt: f.prompt } : {}), messages: f.messages, chatTemplate: f.chatTemplate, checkpoint: f.checkpoint }) : undefined;
+        const prompt = tokenizer.encode(chat?.text ?? f.prompt);
+        if (chat === undefined) process.stdout.write(f.prompt);
         const generated: number[] = [];
         let printed = "";
         // The continuation is decoded after the prompt's tokens, not alone: decoders that
@@ -72,14 +90,20 @@ export function registerSample(program: Command): void {
           return whole.startsWith(promptText) ? whole.slice(promptText.length) : tokenizer.decode(generated);
         };
         await session.generate(prompt, f.maxTokens, { temperature: f.temperature, topK: f.topK, seed: f.seed }, (id) => {
+          if (chat !== undefined && chat.endIds.includes(id)) return false;
           generated.push(id);
-          const text = continuation();
-          // Print only complete characters: a multi-byte character may span tokens.
-          const stable = text.endsWith("\uFFFD") ? text.slice(0, -1) : text;
+          let text = continuation();
+          const end = chat?.endText ? text.indexOf(chat.endText) : -1;
+          if (end >= 0) text = text.slice(0, end);
+          // Print only complete characters: a multi-byte character may span tokens; in a chat,
+          // hold back what may be the start of the end-of-turn text.
+          let stable = text.endsWith("\uFFFD") ? text.slice(0, -1) : text;
+          if (chat?.endText && end < 0) stable = stable.slice(0, stable.length - heldBack(stable, chat.endText));
           if (stable.length > printed.length) {
             process.stdout.write(stable.slice(printed.length));
             printed = stable;
           }
+          return end < 0;
         });
         process.stdout.write("\n");
         session.dispose();

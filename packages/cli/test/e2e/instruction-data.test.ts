@@ -35,17 +35,17 @@ describe("chat rows through kiln prepare and kiln train", () => {
     expect(sidecar).toMatchObject({ examples: 4, trained_tokens: 26, tokens: 106, sources: ["chat.jsonl"] });
   });
 
-  it("trains one example a row, padded, on the assistant's tokens only, and the loss falls", async () => {
+  it("trains one example a row, padded, on the assistant's tokens only; the loss falls and kiln sample --chat answers as trained", async () => {
     expectSuccess(await ws.run(["prepare", "-i", "many.jsonl", "-o", "many.bin", "--tokenizer", "tok", "--seq-len", "48"]), "kiln prepare");
     await ws.write(
       "chat.yaml",
       "model: { arch: llama, vocab_size: 400, hidden_size: 32, num_layers: 1, num_heads: 2, max_seq_len: 48 }\n" +
-        "trainer: { batch_size: 4, seq_len: 48, max_steps: 40, learning_rate: 0.01, log_interval: 1, eval_interval: 1000, save_interval: 1000, seed: 3 }\n",
+        "trainer: { batch_size: 4, seq_len: 48, max_steps: 100, learning_rate: 0.01, log_interval: 1, eval_interval: 1000, save_interval: 1000, seed: 3 }\n",
     );
     const r = expectSuccess(await ws.run(["train", "-f", "chat.yaml", "-d", "many.bin", "--output-dir", "out", "--headless"]), "kiln train");
     expect(`${r.stdout}${r.stderr}`).toMatch(/160 examples \(158 for training\), one a row, padded to seq_len 48 \(attention never crosses examples\); loss on 1,040 masked-in tokens/);
     const losses = jsonLines(r.stdout).flatMap((l) => (typeof l.loss === "number" ? [l.loss] : []));
-    expect(losses.length).toBe(40);
+    expect(losses.length).toBe(100);
     // Replies are short and repeat: the loss on them falls far below a uniform guess (ln 400 = 6.0).
     expect(losses[0]).toBeGreaterThan(5);
     expect(losses.at(-1)!).toBeLessThan(2);
@@ -55,6 +55,19 @@ describe("chat rows through kiln prepare and kiln train", () => {
     const scored = JSON.parse(e.stdout) as { loss: number; tokens: number; windows: number; examples: number };
     expect([scored.tokens, scored.windows, scored.examples]).toEqual([26, 4, 4]);
     expect(scored.loss).toBeLessThan(2);
+
+    // kiln sample --chat renders the user's message with the checkpoint's template and prints the reply up to the end of the turn.
+    const answer = async (args: string[]) => expectSuccess(await ws.run(["sample", "--chat", "--checkpoint", "out/final.safetensors", "--temperature", "0", "--max-tokens", "40", ...args]), "kiln sample --chat").stdout;
+    expect(await answer(["--prompt", "What is the capital of France?"])).toBe("The capital of France is Paris.\n");
+    expect(await answer(["--prompt", "Count to three."])).toBe("One, two, three.\n");
+    await ws.write("sky.json", JSON.stringify([{ role: "system", content: "You answer in one word." }, { role: "user", content: "Which colour is the sky?" }]));
+    expect(await answer(["--messages", "sky.json"])).toBe("Blue.\n");
+    expectRefused(await ws.run(["sample", "--chat", "--checkpoint", "out/final.safetensors", "--tokenizer", "gpt2", "--prompt", "hi"]), {
+      kind: "DataError",
+      where: "out/final.safetensors",
+      message: /--chat needs a chat template, and the tokenizer gpt2 has none/,
+      hint: /--chat-template FILE/,
+    });
   });
 
   it("refuses an unknown role naming the file and line, and writes nothing", async () => {
