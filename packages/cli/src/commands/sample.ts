@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { CheckpointError, ConfigError } from "@kiln/contract";
 import { stat } from "node:fs/promises";
 import { chatPrompt, type ChatPrompt } from "../sample/chat-prompt.js";
-import { InferenceSession, META_TOKENIZER, META_TOKENIZER_FILES, PretrainedWeights, TOKENIZER_NAMES, TokenGenerator, isGgufFile, openGgufWeights, openTokenizer, tokenizerOfCheckpoint } from "@kiln/core";
+import { InferenceSession, META_CHAT_TEMPLATE, META_TOKENIZER, META_TOKENIZER_FILES, PretrainedWeights, TOKENIZER_NAMES, TokenGenerator, isGgufFile, openGgufWeights, openTokenizer, tokenizerOfCheckpoint } from "@kiln/core";
 import { openBackend } from "../train/open-backend.js";
 import { nonNegativeInt, positiveInt } from "./parse-flags.js";
 
@@ -76,8 +76,15 @@ export function registerSample(program: Command): void {
         }
         const tokenizer = f.tokenizer !== undefined ? await openTokenizer(f.tokenizer) : await tokenizerOfCheckpoint(recorded!, session.metadata[META_TOKENIZER_FILES], f.checkpoint);
         const promptGiven = command.getOptionValueSource("prompt") === "cli";
-        const chat: ChatPrompt | undefined = f.chat ? await chatPrompt(tokenizer, { ...(promptGiven ? { prompt: f.prompt } : {}), messages: f.messages, chatTemplate: f.chatTemplate, checkpoint: f.checkpoint }) : undefined;
+        const chat: ChatPrompt | undefined = f.chat ? await chatPrompt(tokenizer, { ...(promptGiven ? { prompt: f.prompt } : {}), messages: f.messages, chatTemplate: f.chatTemplate, checkpoint: f.checkpoint, recorded: session.metadata[META_CHAT_TEMPLATE] }) : undefined;
         const prompt = tokenizer.encode(chat?.text ?? f.prompt);
+        const outside = prompt.find((id) => id >= session.model.vocabSize);
+        if (outside !== undefined) {
+          throw new CheckpointError(`the tokenizer ${tokenizer.name} encodes the prompt into id ${outside}, outside the model's vocab_size ${session.model.vocabSize}: it is not the tokenizer the model was trained with`, {
+            where: f.checkpoint,
+            hint: f.tokenizer !== undefined ? "Leave --tokenizer out to use the checkpoint's, or give the one the model was trained with." : "Pass the tokenizer the model was trained with: --tokenizer NAME or a tokenizer folder.",
+          });
+        }
         if (chat === undefined) process.stdout.write(f.prompt);
         const generated: number[] = [];
         let printed = "";

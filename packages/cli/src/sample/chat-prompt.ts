@@ -14,11 +14,17 @@ export interface ChatPrompt {
 
 /**
  * The conversation (--messages, or --prompt as one user message) rendered with the
- * chat template (--chat-template, else the tokenizer's), and how the assistant's
+ * chat template (--chat-template, else the one the checkpoint was trained with, else
+ * the tokenizer's), and how the assistant's
  * turn ends: the tokenizer's end token and the text the template closes a reply with.
  */
-export async function chatPrompt(tokenizer: Tokenizer, o: { prompt?: string; messages?: string; chatTemplate?: string; checkpoint: string }): Promise<ChatPrompt> {
-  const template = o.chatTemplate !== undefined ? await ChatTemplate.fromFile(o.chatTemplate, tokenizer.files) : ChatTemplate.fromTokenizer(tokenizer.files, tokenizer.location ?? tokenizer.name);
+export async function chatPrompt(tokenizer: Tokenizer, o: { prompt?: string; messages?: string; chatTemplate?: string; checkpoint: string; recorded?: string }): Promise<ChatPrompt> {
+  const template =
+    o.chatTemplate !== undefined
+      ? await ChatTemplate.fromFile(o.chatTemplate, tokenizer.files)
+      : o.recorded !== undefined
+        ? ChatTemplate.fromText(o.recorded, `${o.checkpoint} (the chat template it was trained with)`, tokenizer.files)
+        : ChatTemplate.fromTokenizer(tokenizer.files, tokenizer.location ?? tokenizer.name);
   if (template === undefined) {
     throw new DataError(`--chat needs a chat template, and the tokenizer ${tokenizer.name} has none`, {
       where: o.checkpoint,

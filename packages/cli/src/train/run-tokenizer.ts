@@ -1,5 +1,5 @@
 import { DataError } from "@kiln/contract";
-import { META_TOKENIZER, META_TOKENIZER_FILES, dataSidecarPath, isTokenizerName, readTokenizerFiles, sameTokenizer, tokenizerIdentity } from "@kiln/core";
+import { META_CHAT_TEMPLATE, META_TOKENIZER, META_TOKENIZER_FILES, dataSidecarPath, isTokenizerName, readTokenizerFiles, sameTokenizer, tokenizerIdentity } from "@kiln/core";
 import type { TrainingData } from "./training-data.js";
 
 /** The tokenizer the weights a run starts from were trained with, from their metadata (META_TOKENIZER, META_TOKENIZER_FILES). */
@@ -23,14 +23,17 @@ export async function runTokenizer(data: TrainingData, model: ModelTokenizer | u
       hint: `tokenize the data with the model's tokenizer (kiln prepare --tokenizer ${isTokenizerName(modelId) ? modelId : model!.source} ...), or start from weights trained with the data's`,
     });
   }
+  // The chat template of the data's chat rows, else the one the starting weights carry.
+  const template = data.chatTemplate ?? model?.metadata[META_CHAT_TEMPLATE];
+  const chat: Record<string, string> = template !== undefined ? { [META_CHAT_TEMPLATE]: template } : {};
   const identity = dataId ?? modelId;
-  if (identity === undefined) return {};
-  if (isTokenizerName(identity)) return { [META_TOKENIZER]: identity };
+  if (identity === undefined) return chat;
+  if (isTokenizerName(identity)) return { [META_TOKENIZER]: identity, ...chat };
   const files = model?.metadata[META_TOKENIZER_FILES] ?? (await sidecarTokenizerFiles(identity, data.tokenizerPath));
   if (files === undefined) {
     warn(`warning: the files of tokenizer ${identity} were not found${data.tokenizerPath ? ` (${data.tokenizerPath} is gone or changed)` : ""}; checkpoints name it without them, so kiln sample and kiln export need it given again`);
   }
-  return { [META_TOKENIZER]: identity, ...(files !== undefined ? { [META_TOKENIZER_FILES]: files } : {}) };
+  return { [META_TOKENIZER]: identity, ...(files !== undefined ? { [META_TOKENIZER_FILES]: files } : {}), ...chat };
 }
 
 /** The files of the folder a data sidecar names, as JSON, when they are still the tokenizer `identity` names. */

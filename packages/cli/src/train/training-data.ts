@@ -13,6 +13,8 @@ export interface TrainingData {
   tokenizer: string | undefined;
   /** A folder tokenizer's folder, as the sidecar records it. */
   tokenizerPath: string | undefined;
+  /** The chat template the data's chat rows were rendered with (its sidecar's). */
+  chatTemplate: string | undefined;
   /** One line for the banner. */
   description: string;
 }
@@ -48,6 +50,7 @@ export async function openTrainingData(s: RunSettings, ranks: { rank: number; wo
     file,
     tokenizer: dataset.sidecar?.tokenizer ?? (s.dataPath === undefined ? (s.tokenizer ?? "bytes") : s.tokenizer),
     tokenizerPath: dataset.sidecar?.tokenizer_path,
+    chatTemplate: dataset.sidecar?.chat_template,
     description: `${description}: ${dataset.tokenCount.toLocaleString("en-US")} tokens (${dataset.format}), ${dataset.examples !== undefined ? exampleRows(dataset, train, val) : `${train.windowCount} training windows`}${split}`,
   };
 }

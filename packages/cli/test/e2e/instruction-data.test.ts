@@ -1,9 +1,10 @@
 import { cp, readFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readCheckpoint } from "./support/checkpoints.js";
 import { expectRefused, treeChanges } from "./support/expectations.js";
 import { jsonLines } from "./support/kiln-process.js";
-import { REPO_ROOT } from "./support/paths.js";
+import { MODELS_DIR, REPO_ROOT } from "./support/paths.js";
 import { expectSuccess } from "./support/runs.js";
 import { Workspace } from "./support/workspace.js";
 
@@ -63,9 +64,36 @@ describe("chat rows through kiln prepare and kiln train", () => {
     await ws.write("sky.json", JSON.stringify([{ role: "system", content: "You answer in one word." }, { role: "user", content: "Which colour is the sky?" }]));
     expect(await answer(["--messages", "sky.json"])).toBe("Blue.\n");
     expectRefused(await ws.run(["sample", "--chat", "--checkpoint", "out/final.safetensors", "--tokenizer", "gpt2", "--prompt", "hi"]), {
-      kind: "DataError",
+      kind: "CheckpointError",
       where: "out/final.safetensors",
-      message: /--chat needs a chat template, and the tokenizer gpt2 has none/,
+      message: /the tokenizer gpt2 encodes the prompt into id \d+, outside the model's vocab_size 400/,
+      hint: /Leave --tokenizer out/,
+    });
+  });
+
+  it("keeps the chat template in checkpoints and exports: --chat-template's for a built-in tokenizer, the folder's as chat_template.jinja", async () => {
+    const chatml = await readFile(path.join(MODELS_DIR, "chatml.jinja"), "utf8");
+    await cp(path.join(MODELS_DIR, "chatml.jinja"), ws.path("chatml.jinja"));
+    expectSuccess(await ws.run(["prepare", "-i", "many.jsonl", "-o", "bytes.bin", "--tokenizer", "bytes", "--chat-template", "chatml.jinja", "--seq-len", "160"]), "kiln prepare");
+    expect(JSON.parse(await readFile(ws.path("bytes.bin.json"), "utf8")).chat_template).toBe(chatml);
+    await ws.write("bytes.yaml", "model: { arch: gpt2, vocab_size: 256, hidden_size: 16, num_layers: 1, num_heads: 2, max_seq_len: 160 }\ntrainer: { batch_size: 2, seq_len: 160, max_steps: 2, save_interval: 1000 }\n");
+    expectSuccess(await ws.run(["train", "-f", "bytes.yaml", "-d", "bytes.bin", "--output-dir", "bytes-out", "--headless"]), "kiln train");
+    expect((await readCheckpoint(ws.path("bytes-out", "final.safetensors"))).metadata["kiln.chat_template"]).toBe(chatml);
+    // No --chat-template: the checkpoint's own.
+    expectSuccess(await ws.run(["sample", "--chat", "--checkpoint", "bytes-out/final.safetensors", "--prompt", "hi", "--max-tokens", "4"]), "kiln sample --chat");
+
+    expectSuccess(await ws.run(["export", "--checkpoint", "out/final.safetensors", "--out", "hf"]), "kiln export");
+    const config = JSON.parse(await readFile(ws.path("hf", "tokenizer_config.json"), "utf8")) as { chat_template: string };
+    expect(await readFile(ws.path("hf", "chat_template.jinja"), "utf8")).toBe(config.chat_template);
+
+    // A run on text has no template to answer with.
+    await ws.write("story.txt", "once upon a time there was a cat. ".repeat(40));
+    expectSuccess(await ws.run(["prepare", "-i", "story.txt", "-o", "story.bin", "--tokenizer", "bytes"]), "kiln prepare");
+    expectSuccess(await ws.run(["train", "-f", "bytes.yaml", "-d", "story.bin", "--output-dir", "story-out", "--headless", "--max-steps", "1"]), "kiln train");
+    expectRefused(await ws.run(["sample", "--chat", "--checkpoint", "story-out/final.safetensors", "--prompt", "hi"]), {
+      kind: "DataError",
+      where: "story-out/final.safetensors",
+      message: /--chat needs a chat template, and the tokenizer bytes has none/,
       hint: /--chat-template FILE/,
     });
   });

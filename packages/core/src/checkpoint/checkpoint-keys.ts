@@ -11,6 +11,8 @@ export const META_MODEL = "kiln.model";
 export const META_TOKENIZER = "kiln.tokenizer";
 /** A folder tokenizer's files (a JSON object, file name -> text): sampling and export need no other copy. */
 export const META_TOKENIZER_FILES = "kiln.tokenizer_files";
+/** The chat template (Jinja text) the run's chat examples were rendered with: kiln sample --chat and kiln export use it. */
+export const META_CHAT_TEMPLATE = "kiln.chat_template";
 /** The run's config file as YAML text: a run resumed from the checkpoint, or a page that loads it, reads its settings from here. */
 export const META_CONFIG = "kiln.config";
 /** What the run trained on (a file, or the built-in corpus), for model cards. */

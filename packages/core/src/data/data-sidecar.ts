@@ -25,6 +25,8 @@ export interface DataSidecar {
   examples?: number;
   /** Tokens the loss mask trains on. */
   trained_tokens?: number;
+  /** The chat template (Jinja text) chat rows were rendered with, for checkpoints to carry. */
+  chat_template?: string;
 }
 
 const SIDECAR = { what: "token file sidecar", error: DataError };
@@ -79,6 +81,7 @@ function checkSidecar(value: unknown, file: string): DataSidecar {
   if (!FORMATS.includes(v.format as TokenFileFormat)) fail("format", `one of ${FORMATS.join(", ")}`);
   if (v.examples !== undefined && (!isCount(v.examples) || v.examples === 0)) fail("examples", "a positive integer");
   if (v.trained_tokens !== undefined && !isCount(v.trained_tokens)) fail("trained_tokens", "a non-negative integer");
+  if (v.chat_template !== undefined && typeof v.chat_template !== "string") fail("chat_template", "a string");
   return {
     tokenizer: v.tokenizer as string,
     ...(typeof v.tokenizer_path === "string" ? { tokenizer_path: v.tokenizer_path } : {}),
@@ -89,6 +92,7 @@ function checkSidecar(value: unknown, file: string): DataSidecar {
     format: v.format as TokenFileFormat,
     ...(v.examples !== undefined ? { examples: v.examples as number } : {}),
     ...(v.trained_tokens !== undefined ? { trained_tokens: v.trained_tokens as number } : {}),
+    ...(typeof v.chat_template === "string" ? { chat_template: v.chat_template } : {}),
   };
 }
 

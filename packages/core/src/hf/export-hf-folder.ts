@@ -8,7 +8,7 @@ import { HfTokenizer } from "../data/hf-tokenizer.js";
 import type { Tokenizer } from "../data/tokenizer.js";
 import { writeDirectoryAtomically, writeFileAtomically } from "../fs/write-atomically.js";
 import { paramLayout } from "../model/param-layout.js";
-import { META_DATA, META_STEP } from "../checkpoint/checkpoint-keys.js";
+import { META_CHAT_TEMPLATE, META_DATA, META_STEP } from "../checkpoint/checkpoint-keys.js";
 import { HF_CONFIG_FILE, HF_WEIGHTS_FILE } from "./hf-shards.js";
 import { type SpecialTokens, hfConfigOf, hfGenerationConfigOf } from "./hf-config.js";
 import { type ModelCardFacts, modelCard } from "./model-card.js";
@@ -41,6 +41,13 @@ export async function exportHfFolder(checkpoint: string, out: string, dtype: Flo
     const tokens = specialTokens(tokenizer);
     // A folder tokenizer's own files, as they were read (tokenizer.json, tokenizer_config.json, ...); the built-in gpt2's as transformers saves GPT-2's.
     const tokenizerFiles = Object.entries(tokenizer?.files ?? (tokenizer?.name === "gpt2" ? await gpt2TokenizerFiles() : {}));
+    // The chat template the run trained with, as transformers reads it beside the tokenizer.
+    const template = meta[META_CHAT_TEMPLATE];
+    if (template !== undefined && tokenizerFiles.length > 0) {
+      const at = tokenizerFiles.findIndex(([name]) => name === "chat_template.jinja");
+      if (at >= 0) tokenizerFiles[at] = ["chat_template.jinja", template];
+      else tokenizerFiles.push(["chat_template.jinja", template]);
+    }
     const facts: ModelCardFacts = {
       tokenizerFiles: tokenizerFiles.length > 0,
       model: source.model,

@@ -25,6 +25,8 @@ export interface TextSegment {
  */
 export class ChatTemplate {
   private constructor(
+    /** The template's Jinja source. */
+    readonly text: string,
     private readonly template: Template,
     /** Where the template came from, for messages. */
     readonly source: string,
@@ -44,6 +46,11 @@ export class ChatTemplate {
       if (typeof named?.template === "string") return ChatTemplate.compile(named.template, `${folder}/tokenizer_config.json (chat_template "default")`, config);
     }
     return undefined;
+  }
+
+  /** A template's text (a checkpoint's META_CHAT_TEMPLATE), with the tokenizer's special tokens; `source` names it in messages. */
+  static fromText(text: string, source: string, files: TokenizerFiles | undefined): ChatTemplate {
+    return ChatTemplate.compile(text, source, parseConfig(files?.["tokenizer_config.json"]));
   }
 
   /** A template file given on the command line (--chat-template), with the tokenizer's special tokens. */
@@ -70,7 +77,7 @@ export class ChatTemplate {
       const content = typeof v === "string" ? v : typeof (v as { content?: unknown } | null)?.content === "string" ? ((v as { content: string }).content) : undefined;
       if (content !== undefined) specials[key] = content;
     }
-    return new ChatTemplate(template, source, specials);
+    return new ChatTemplate(text, template, source, specials);
   }
 
   /** The conversation as text; `where` names the row for a template that fails. */

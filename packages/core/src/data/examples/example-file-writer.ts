@@ -68,7 +68,7 @@ export class ExampleFileWriter {
   }
 
   /** Writes the sidecar and moves the token file, the mask and the sidecar into place, in that order. */
-  async commit(info: { valFraction: number; sources: string[] }): Promise<DataSidecar> {
+  async commit(info: { valFraction: number; sources: string[]; chatTemplate?: string }): Promise<DataSidecar> {
     try {
       if (this.examples === 0) {
         throw new DataError("no example is left to train on", { where: info.sources.join(", "), hint: "Check the input rows, --seq-len and --long-examples." });
@@ -84,6 +84,7 @@ export class ExampleFileWriter {
         format: "u32",
         examples: this.examples,
         trained_tokens: this.trainedTokens,
+        ...(info.chatTemplate !== undefined ? { chat_template: info.chatTemplate } : {}),
       };
       await this.tokens.commit();
       await this.mask.commit();

@@ -108,7 +108,8 @@ export async function prepareExamples(options: PrepareExamplesOptions): Promise<
       formats.push(format);
     }
     signal?.throwIfAborted();
-    const sidecar = await writer.commit({ valFraction, sources: [...files] });
+    const usedTemplate = formats.includes("chat") ? template?.text : undefined;
+    const sidecar = await writer.commit({ valFraction, sources: [...files], ...(usedTemplate !== undefined ? { chatTemplate: usedTemplate } : {}) });
     return { sidecar, formats, rows, truncated, dropped };
   } catch (err) {
     await writer.abort();
