@@ -1,9 +1,8 @@
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { DataError } from "@kiln/contract";
 import { describe, expect, it } from "vitest";
 import { BatchSampler, ChatTemplate, EXAMPLE_START, TRAINED, exampleMaskPath, openTokenDataset, openTokenizer, prepareExamples, type Tokenizer } from "../src/data/index.js";
-import { tempDir } from "./data-fixtures.js";
+import { dataRefusal as refusal, tempDir } from "./data-fixtures.js";
 
 const CHAT = path.join(import.meta.dirname, "fixtures", "chat");
 const expected = JSON.parse(await readFile(path.join(CHAT, "expected.json"), "utf8")) as { conversations: { input_ids: number[]; assistant_masks: number[] }[] };
@@ -23,15 +22,6 @@ async function writeRows(rows: unknown[], name = "rows.jsonl"): Promise<string> 
   const file = path.join(await tempDir(), name);
   await writeFile(file, rows.map((r) => JSON.stringify(r)).join("\n") + "\n");
   return file;
-}
-
-async function refusal(promise: Promise<unknown>): Promise<DataError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(DataError);
-  return err as DataError;
 }
 
 describe("kiln prepare's example rows", () => {

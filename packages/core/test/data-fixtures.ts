@@ -1,7 +1,8 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterEach } from "vitest";
+import { DataError } from "@kiln/contract";
+import { afterEach, expect } from "vitest";
 import { encodeLlmcHeader } from "../src/data/index.js";
 
 const dirs: string[] = [];
@@ -42,4 +43,14 @@ export async function writeU32File(dir: string, name: string, ids: ArrayLike<num
 /** Ids 0, 1, 2, ... n-1 (mod `modulo`): a token's value says where it came from. */
 export function countingIds(n: number, modulo = 2 ** 31): Uint32Array {
   return Uint32Array.from({ length: n }, (_, i) => i % modulo);
+}
+
+/** The DataError `promise` is refused with (the test fails when it resolves or throws another error). */
+export async function dataRefusal(promise: Promise<unknown>): Promise<DataError> {
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(DataError);
+  return err as DataError;
 }

@@ -3,15 +3,10 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { DataError } from "@kiln/contract";
 import { LLMC_U16_MAGIC, encodeLlmcHeader, openTokenDataset } from "../src/data/index.js";
-import { tempDir, u16ShardBytes, u32Bytes, writeU32File } from "./data-fixtures.js";
+import { dataRefusal, tempDir, u16ShardBytes, u32Bytes, writeU32File } from "./data-fixtures.js";
 
-async function openError(file: string, vocabSize = 1000): Promise<DataError> {
-  const err = await openTokenDataset(file, { vocabSize }).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(DataError);
-  return err as DataError;
+function openError(file: string, vocabSize = 1000): Promise<DataError> {
+  return dataRefusal(openTokenDataset(file, { vocabSize }));
 }
 
 describe("token file formats", () => {

@@ -4,6 +4,7 @@ import { errorCode } from "../fs/errno-table.js";
 import { fileReadError } from "../fs/file-errors.js";
 import { writeFileAtomically } from "../fs/write-atomically.js";
 import type { TokenFileFormat } from "./token-file-format.js";
+import type { Tokenizer } from "./tokenizer.js";
 
 /**
  * What a token file holds, stored beside it as `<file>.json`: training checks
@@ -31,6 +32,19 @@ export interface DataSidecar {
 
 const SIDECAR = { what: "token file sidecar", error: DataError };
 const FORMATS: readonly TokenFileFormat[] = ["u32", "llmc-u16", "llmc-u32"];
+
+/** The sidecar of a u32 token file of `tokens` tokens that `tokenizer` wrote from `sources`. */
+export function u32Sidecar(tokenizer: Tokenizer, tokens: number, info: { valFraction: number; sources: string[] }): DataSidecar {
+  return {
+    tokenizer: tokenizer.name,
+    ...(tokenizer.location !== undefined ? { tokenizer_path: tokenizer.location } : {}),
+    vocab_size: tokenizer.vocabSize,
+    tokens,
+    val_fraction: info.valFraction,
+    sources: info.sources,
+    format: "u32",
+  };
+}
 
 /** `data/my.bin` -> `data/my.bin.json`. */
 export function dataSidecarPath(binPath: string): string {

@@ -1,5 +1,5 @@
 import { DataError } from "@kiln/contract";
-import { writeDataSidecar, type DataSidecar } from "./data-sidecar.js";
+import { type DataSidecar, u32Sidecar, writeDataSidecar } from "./data-sidecar.js";
 import { findSafeCut } from "./text-cut.js";
 import { TokenFileWriter } from "./token-file-writer.js";
 import type { Tokenizer } from "./tokenizer.js";
@@ -88,15 +88,7 @@ export class TextTokenWriter {
           hint: "Give input files that contain text.",
         });
       }
-      const sidecar: DataSidecar = {
-        tokenizer: this.tokenizer.name,
-        ...(this.tokenizer.location !== undefined ? { tokenizer_path: this.tokenizer.location } : {}),
-        vocab_size: this.tokenizer.vocabSize,
-        tokens: this.file.tokenCount,
-        val_fraction: info.valFraction,
-        sources: info.sources,
-        format: "u32",
-      };
+      const sidecar = u32Sidecar(this.tokenizer, this.file.tokenCount, info);
       await this.file.commit();
       await writeDataSidecar(this.target, sidecar);
       return sidecar;

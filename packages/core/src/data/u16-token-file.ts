@@ -4,7 +4,7 @@ import { open } from "node:fs/promises";
 import path from "node:path";
 import { DataError } from "@kiln/contract";
 import { type FileErrorContext, fileReadError } from "../fs/file-errors.js";
-import { type DataSidecar, writeDataSidecar } from "./data-sidecar.js";
+import { type DataSidecar, u32Sidecar, writeDataSidecar } from "./data-sidecar.js";
 import { LLMC_HEADER_BYTES, isLlmcShard, type TokenFileLayout } from "./token-file-format.js";
 import { TokenFileWriter } from "./token-file-writer.js";
 import type { Tokenizer } from "./tokenizer.js";
@@ -120,15 +120,7 @@ export async function convertU16TokenFile(options: ConvertU16Options): Promise<D
       throw fileReadError(err, input, U16_FILE);
     }
     signal?.throwIfAborted();
-    const sidecar: DataSidecar = {
-      tokenizer: tokenizer.name,
-      ...(tokenizer.location !== undefined ? { tokenizer_path: tokenizer.location } : {}),
-      vocab_size: tokenizer.vocabSize,
-      tokens: writer.tokenCount,
-      val_fraction: valFraction,
-      sources: [input],
-      format: "u32",
-    };
+    const sidecar = u32Sidecar(tokenizer, writer.tokenCount, { valFraction, sources: [input] });
     await writer.commit();
     await writeDataSidecar(output, sidecar);
     return sidecar;

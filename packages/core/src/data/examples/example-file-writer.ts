@@ -1,6 +1,6 @@
 import { DataError } from "@kiln/contract";
 import { AtomicOutputFile } from "../../fs/write-atomically.js";
-import { type DataSidecar, writeDataSidecar } from "../data-sidecar.js";
+import { type DataSidecar, u32Sidecar, writeDataSidecar } from "../data-sidecar.js";
 import { TokenFileWriter } from "../token-file-writer.js";
 import type { Tokenizer } from "../tokenizer.js";
 import { EXAMPLE_START, TRAINED, exampleMaskPath } from "./example-mask.js";
@@ -75,13 +75,7 @@ export class ExampleFileWriter {
       }
       await this.flushMask();
       const sidecar: DataSidecar = {
-        tokenizer: this.tokenizer.name,
-        ...(this.tokenizer.location !== undefined ? { tokenizer_path: this.tokenizer.location } : {}),
-        vocab_size: this.tokenizer.vocabSize,
-        tokens: this.tokens.tokenCount,
-        val_fraction: info.valFraction,
-        sources: info.sources,
-        format: "u32",
+        ...u32Sidecar(this.tokenizer, this.tokens.tokenCount, info),
         examples: this.examples,
         trained_tokens: this.trainedTokens,
         ...(info.chatTemplate !== undefined ? { chat_template: info.chatTemplate } : {}),
