@@ -50,6 +50,8 @@ export class StarGroup {
     readonly timeoutMs: number,
     /** Rank 0: the socket of each other rank; elsewhere: [rank 0's socket]. */
     private readonly peers: (net.Socket | undefined)[],
+    /** Each rank's address, as rank 0 sees it (failures name the host of the rank that failed). */
+    private readonly hosts: readonly string[],
   ) {
     peers.forEach((socket, peer) => socket && this.attach(socket, peer));
   }
@@ -57,8 +59,12 @@ export class StarGroup {
   /** Joins the group: rank 0 waits for every other rank to connect, the others connect to rank 0 (retrying until the timeout). */
   static async connect(o: StarGroupOptions): Promise<StarGroup> {
     checkRank(o.rank, o.worldSize);
-    if (o.rank === 0) return new StarGroup(0, o.worldSize, o.timeoutMs, await acceptRanks(o));
-    return new StarGroup(o.rank, o.worldSize, o.timeoutMs, [await joinRankZero(o)]);
+    if (o.rank === 0) {
+      const { peers, hosts } = await acceptRanks(o);
+      return new StarGroup(0, o.worldSize, o.timeoutMs, peers, hosts);
+    }
+    const { socket, hosts } = await joinRankZero(o);
+    return new StarGroup(o.rank, o.worldSize, o.timeoutMs, [socket], hosts);
   }
 
   /**
@@ -97,8 +103,7 @@ export class StarGroup {
   /** The address of this machine that the group's connections use (what other ranks can reach it at). */
   get localAddress(): string {
     const socket = this.peers.find((s) => s !== undefined);
-    const address = socket?.localAddress ?? "127.0.0.1";
-    return address.startsWith("::ffff:") ? address.slice(7) : address;
+    return plainAddress(socket?.localAddress ?? "127.0.0.1");
   }
 
   /** Closes every connection; collectives called later fail. */
@@ -197,8 +202,9 @@ export class StarGroup {
   private fail(culprit: number, message: string): void {
     if (this.failure) return;
     const seenBy = culprit === this.rank ? "" : `, seen by rank ${this.rank}`;
+    const host = this.hosts[culprit] ? ` on ${this.hosts[culprit]}` : "";
     this.failure = new TrainingError(message, {
-      where: `data-parallel rank ${culprit} of ${this.worldSize}${seenBy}`,
+      where: `data-parallel rank ${culprit} of ${this.worldSize}${host}${seenBy}`,
       hint: culprit === this.rank ? undefined : `see rank ${culprit}'s own output for why it stopped; checkpoints written so far are complete, and --resume auto continues from the newest`,
     });
     if (this.rank === 0 && !this.closing) {
@@ -235,9 +241,17 @@ function checkRank(rank: number, worldSize: number): void {
   if (!Number.isSafeInteger(rank) || rank < 0 || rank >= worldSize) throw new RangeError(`rank ${rank} is outside [0, ${worldSize})`);
 }
 
-/** Rank 0: listens on host:port until every other rank has said hello, then welcomes them all. */
-async function acceptRanks(o: StarGroupOptions): Promise<(net.Socket | undefined)[]> {
-  if (o.worldSize === 1) return [undefined]; // a group of one: nothing to listen for
+/** An address as a socket reports it, without the IPv4-mapped prefix. */
+function plainAddress(address: string | undefined): string {
+  return address?.startsWith("::ffff:") ? address.slice(7) : (address ?? "");
+}
+
+/**
+ * Rank 0: listens on host:port until every other rank has said hello, then welcomes them
+ * all, telling each the address of every rank (its own as the others reach it).
+ */
+async function acceptRanks(o: StarGroupOptions): Promise<{ peers: (net.Socket | undefined)[]; hosts: string[] }> {
+  if (o.worldSize === 1) return { peers: [undefined], hosts: [] }; // a group of one: nothing to listen for
   const server = net.createServer();
   await new Promise<void>((resolve, reject) => {
     server.once("error", (err: NodeJS.ErrnoException) =>
@@ -246,8 +260,9 @@ async function acceptRanks(o: StarGroupOptions): Promise<(net.Socket | undefined
     server.listen(o.port, o.host, () => resolve());
   });
   const peers = new Array<net.Socket | undefined>(o.worldSize);
+  const hosts: string[] = [];
   try {
-    return await new Promise<(net.Socket | undefined)[]>((resolve, reject) => {
+    const joined = await new Promise<(net.Socket | undefined)[]>((resolve, reject) => {
       const timer = setTimeout(() => {
         const missing = [...Array(o.worldSize).keys()].filter((r) => r > 0 && !peers[r]);
         reject(new TrainingError(`rank${missing.length > 1 ? "s" : ""} ${missing.join(", ")} did not connect to ${o.host}:${o.port} within ${seconds(o.timeoutMs)}`, {
@@ -274,13 +289,16 @@ async function acceptRanks(o: StarGroupOptions): Promise<(net.Socket | undefined
           peers[hello!.rank] = socket;
           if (peers.filter(Boolean).length === o.worldSize - 1) {
             clearTimeout(timer);
-            for (const s of peers) if (s) send(s, FrameType.Welcome, 0, 0, new Uint8Array(0));
+            hosts.push(plainAddress(peers[1]!.localAddress), ...peers.slice(1).map((p) => plainAddress(p!.remoteAddress)));
+            const welcome = new TextEncoder().encode(JSON.stringify({ hosts }));
+            for (const s of peers) if (s) send(s, FrameType.Welcome, 0, 0, welcome);
             resolve(peers);
           }
         });
         socket.on("data", (chunk: Buffer) => reader.push(chunk));
       });
     });
+    return { peers: joined, hosts };
   } catch (err) {
     for (const s of peers) s?.destroy();
     throw err;
@@ -289,8 +307,8 @@ async function acceptRanks(o: StarGroupOptions): Promise<(net.Socket | undefined
   }
 }
 
-/** Ranks other than 0: connects to rank 0 (retrying while it is not listening yet), says hello, and waits to be welcomed. */
-async function joinRankZero(o: StarGroupOptions): Promise<net.Socket> {
+/** Ranks other than 0: connects to rank 0 (retrying while it is not listening yet), says hello, and waits to be welcomed (with every rank's address). */
+async function joinRankZero(o: StarGroupOptions): Promise<{ socket: net.Socket; hosts: string[] }> {
   const deadline = Date.now() + o.timeoutMs;
   const unreachable = (why: string) =>
     new TrainingError(`rank ${o.rank} could not join rank 0 at ${o.host}:${o.port} within ${seconds(o.timeoutMs)}: ${why}`, {
@@ -332,6 +350,7 @@ async function joinRankZero(o: StarGroupOptions): Promise<net.Socket> {
       throw new TrainingError(message, { where: `data-parallel rank ${o.rank} of ${o.worldSize}`, hint: "start every rank with the same WORLD_SIZE and its own RANK" });
     }
     socket.removeAllListeners("error");
-    return socket;
+    const hosts = answer.payload.byteLength > 0 ? ((JSON.parse(new TextDecoder().decode(answer.payload)) as { hosts?: string[] }).hosts ?? []) : [];
+    return { socket, hosts };
   }
 }

@@ -79,7 +79,8 @@ describe.each([
     const errors = await Promise.all([0, 2].map((r) => comms[r].allReduce(backends[r], ats[r], 8, "f32", "sum").catch((e: unknown) => e)));
     expect(Date.now() - started).toBeLessThan(3000);
     for (const e of errors) expect((e as Error).message).toMatch(/^rank 1 did not reach all-reduce \(sum\) of 8 f32 .*within 0\.4 s/);
-    expect((errors[1] as TrainingError).where).toBe("data-parallel rank 1 of 3, seen by rank 2");
+    // Over TCP the rank's host is named; through shared memory every rank is on this one.
+    expect((errors[1] as TrainingError).where).toBe(`data-parallel rank 1 of 3${sharedMemory ? "" : " on 127.0.0.1"}, seen by rank 2`);
   });
 });
 
@@ -108,7 +109,7 @@ describe("cpu communicator (TCP control)", () => {
     for (const [r, e] of errors.entries()) {
       expect(e).toBeInstanceOf(TrainingError);
       expect((e as TrainingError).message).toMatch(/^rank 2 disconnected/);
-      expect((e as TrainingError).where).toBe(`data-parallel rank 2 of 3, seen by rank ${r}`);
+      expect((e as TrainingError).where).toBe(`data-parallel rank 2 of 3 on 127.0.0.1, seen by rank ${r}`);
     }
   });
 
@@ -119,7 +120,7 @@ describe("cpu communicator (TCP control)", () => {
     const errors = await Promise.all([comms[0], comms[2]].map((c) => c.barrier().catch((e: unknown) => e)));
     expect(Date.now() - started).toBeLessThan(3000);
     for (const e of errors) expect((e as Error).message).toMatch(/^rank 1 did not reach barrier \(collective #\d+\) within 0\.4 s/);
-    expect((errors[1] as TrainingError).where).toBe("data-parallel rank 1 of 3, seen by rank 2");
+    expect((errors[1] as TrainingError).where).toBe("data-parallel rank 1 of 3 on 127.0.0.1, seen by rank 2");
   });
 
   it("names the ranks that never connected", async () => {

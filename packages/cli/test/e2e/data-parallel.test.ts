@@ -134,7 +134,7 @@ describe("ranks started as torchrun does (WORLD_SIZE, RANK, MASTER_PORT)", () =>
     const r0 = await ranks[0].exited;
     expect(Date.now() - killedAt).toBeLessThan(10_000);
     expect(r0.code).toBe(1);
-    expect(r0.stderr).toMatch(/TrainingError in data-parallel rank 1 of 2, seen by rank 0: rank 1 disconnected: its process exited or was killed/);
+    expect(r0.stderr).toMatch(/TrainingError in data-parallel rank 1 of 2 on 127.0.0.1, seen by rank 0: rank 1 disconnected: its process exited or was killed/);
     const saved = await stepCheckpoints(ws.path("killed"));
     expect(saved.length).toBeGreaterThan(1);
     for (const c of saved) await readCheckpoint(c.file);

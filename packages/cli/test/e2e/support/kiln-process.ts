@@ -16,6 +16,8 @@ export interface KilnOptions {
   env?: Record<string, string>;
   /** false: leave the backend to the CLI's own choice (BACKEND_ENV is not applied). */
   pinBackend?: boolean;
+  /** A command that runs node in its place (`ip netns exec HOST ...`): its words come first. */
+  prefix?: readonly string[];
 }
 
 export interface KilnResult {
@@ -47,7 +49,8 @@ export class KilnProcess {
   private readonly waiters = new Set<() => void>();
 
   constructor(args: readonly string[], o: KilnOptions) {
-    this.child = spawn(process.execPath, [KILN_BIN, ...args], { cwd: o.cwd, env: environment(o), stdio: ["ignore", "pipe", "pipe"] });
+    const [command, ...rest] = [...(o.prefix ?? []), process.execPath, KILN_BIN, ...args];
+    this.child = spawn(command, rest, { cwd: o.cwd, env: environment(o), stdio: ["ignore", "pipe", "pipe"] });
     this.child.stdout!.setEncoding("utf8").on("data", (s: string) => {
       this.stdout += s;
       this.notify();

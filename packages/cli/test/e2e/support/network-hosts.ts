@@ -1,0 +1,96 @@
+import { execFileSync } from "node:child_process";
+
+/**
+ * Hosts for multi-machine tests on one box: network namespaces joined by veth pairs
+ * to a bridge, each with its own address (10.N.0.i/24) and, for the processes run in
+ * it, its own host name (a UTS namespace), so that kiln's ranks there see other
+ * machines: other addresses, other host names. Traffic stays between the namespaces
+ * made here; remove() deletes them (and the bridge), also after a failed test.
+ * Needs root and iproute2's `ip`; hostsUnavailable() says why not.
+ */
+export interface NetworkHost {
+  /** The namespace's name, also the host name its processes see. */
+  name: string;
+  address: string;
+  /** The host's end of its link (inside its namespace). */
+  link: string;
+}
+
+const ip = (...args: string[]) => execFileSync("ip", args, { stdio: ["ignore", "pipe", "pipe"] }).toString();
+
+/** Why hosts cannot be made here, or undefined when they can. */
+export function hostsUnavailable(): string | undefined {
+  if (process.getuid?.() !== 0) return "network namespaces need root";
+  try {
+    ip("netns", "list");
+    execFileSync("unshare", ["--version"], { stdio: "ignore" });
+  } catch (err) {
+    return `iproute2 or unshare is missing (${(err as Error).message.split("\n")[0]})`;
+  }
+  return undefined;
+}
+
+export class NetworkHosts {
+  private constructor(
+    readonly hosts: NetworkHost[],
+    private readonly bridge: string,
+  ) {}
+
+  /** `count` hosts on one bridge; `tag` (a few letters) keeps the names of concurrent test files apart. */
+  static create(count: number, tag: string): NetworkHosts {
+    // Names and the subnet from the process id: two test processes never share them.
+    const id = `${tag}${process.pid % 10000}`;
+    const subnet = 100 + (process.pid % 100);
+    const bridge = `kb${id}`;
+    const made = new NetworkHosts([], bridge);
+    try {
+      ip("link", "add", bridge, "type", "bridge");
+      ip("link", "set", bridge, "up");
+      for (let i = 0; i < count; i++) {
+        const name = `kh${id}-${i}`;
+        const link = `kv${id}${i}`;
+        const peer = `kp${id}${i}`;
+        ip("netns", "add", name);
+        made.hosts.push({ name, address: `10.${subnet}.0.${i + 1}`, link });
+        ip("link", "add", link, "type", "veth", "peer", "name", peer);
+        ip("link", "set", link, "netns", name);
+        ip("link", "set", peer, "master", bridge);
+        ip("link", "set", peer, "up");
+        ip("netns", "exec", name, "ip", "addr", "add", `10.${subnet}.0.${i + 1}/24`, "dev", link);
+        ip("netns", "exec", name, "ip", "link", "set", link, "up");
+        ip("netns", "exec", name, "ip", "link", "set", "lo", "up");
+      }
+    } catch (err) {
+      made.remove();
+      throw err;
+    }
+    return made;
+  }
+
+  /** The words that run a command on host `i`, in its namespace under its own host name. */
+  prefix(i: number): string[] {
+    const { name } = this.hosts[i];
+    return ["ip", "netns", "exec", name, "unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', name];
+  }
+
+  /** Takes host `i`'s link down (its cable pulled) or up again. */
+  setLink(i: number, up: boolean): void {
+    const { name, link } = this.hosts[i];
+    ip("netns", "exec", name, "ip", "link", "set", link, up ? "up" : "down");
+  }
+
+  remove(): void {
+    for (const h of this.hosts) {
+      try {
+        ip("netns", "delete", h.name);
+      } catch {
+        // already gone
+      }
+    }
+    try {
+      ip("link", "delete", this.bridge);
+    } catch {
+      // already gone
+    }
+  }
+}
