@@ -11,6 +11,8 @@ export interface RankEnvironment {
   /** Where rank 0 listens for the others. */
   masterAddr: string;
   masterPort: number;
+  /** Started by torchrun (TORCHELASTIC_RUN_ID is set): its store holds MASTER_PORT, so kiln's rank 0 listens on the next port. */
+  torchrun: boolean;
 }
 
 export const DEFAULT_MASTER_ADDR = "127.0.0.1";
@@ -20,6 +22,8 @@ export const DEFAULT_MASTER_PORT = 29500;
  * Reads torchrun's variables: WORLD_SIZE, RANK, LOCAL_RANK, LOCAL_WORLD_SIZE,
  * MASTER_ADDR, MASTER_PORT. Undefined when WORLD_SIZE is unset (not a rank of a
  * data-parallel run); a ConfigError naming the variable when one is malformed.
+ * Under torchrun (TORCHELASTIC_RUN_ID set) the launcher's own store listens on
+ * MASTER_PORT, so kiln's rank 0 takes MASTER_PORT + 1, or KILN_MASTER_PORT when set.
  */
 export function rankEnvironment(env: Readonly<Record<string, string | undefined>> = process.env): RankEnvironment | undefined {
   if (env.WORLD_SIZE === undefined) return undefined;
@@ -35,6 +39,7 @@ export function rankEnvironment(env: Readonly<Record<string, string | undefined>
     }
     return n;
   };
+  const torchrun = env.TORCHELASTIC_RUN_ID !== undefined;
   const worldSize = int("WORLD_SIZE", 1, 65536);
   const rank = int("RANK", 0, worldSize - 1);
   const localWorldSize = int("LOCAL_WORLD_SIZE", 1, worldSize, worldSize);
@@ -44,6 +49,11 @@ export function rankEnvironment(env: Readonly<Record<string, string | undefined>
     localRank: int("LOCAL_RANK", 0, localWorldSize - 1, rank % localWorldSize),
     localWorldSize,
     masterAddr: env.MASTER_ADDR || DEFAULT_MASTER_ADDR,
-    masterPort: int("MASTER_PORT", 1, 65535, DEFAULT_MASTER_PORT),
+    masterPort: torchrun
+      ? env.KILN_MASTER_PORT !== undefined
+        ? int("KILN_MASTER_PORT", 1, 65535)
+        : int("MASTER_PORT", 1, 65534, DEFAULT_MASTER_PORT) + 1
+      : int("MASTER_PORT", 1, 65535, DEFAULT_MASTER_PORT),
+    torchrun,
   };
 }

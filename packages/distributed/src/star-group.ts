@@ -255,7 +255,7 @@ async function acceptRanks(o: StarGroupOptions): Promise<{ peers: (net.Socket | 
   const server = net.createServer();
   await new Promise<void>((resolve, reject) => {
     server.once("error", (err: NodeJS.ErrnoException) =>
-      reject(new TrainingError(`rank 0 cannot listen on ${o.host}:${o.port} (${err.code ?? err.message})`, { where: "--master-addr/--master-port (MASTER_ADDR, MASTER_PORT)", hint: "choose a free port on an address of this machine" })),
+      reject(new TrainingError(`rank 0 cannot listen on ${o.host}:${o.port} (${err.code ?? err.message})`, { where: "--master-addr/--master-port (MASTER_ADDR, MASTER_PORT)", hint: "choose a free port on an address of this machine (under torchrun, kiln's rank 0 listens on MASTER_PORT + 1, or on KILN_MASTER_PORT when set)" })),
     );
     server.listen(o.port, o.host, () => resolve());
   });
