@@ -22,10 +22,15 @@ const ip = (...args: string[]) => execFileSync("ip", args, { stdio: ["ignore", "
 export function hostsUnavailable(): string | undefined {
   if (process.getuid?.() !== 0) return "network namespaces need root";
   try {
-    ip("netns", "list");
     execFileSync("unshare", ["--version"], { stdio: "ignore" });
   } catch (err) {
-    return `iproute2 or unshare is missing (${(err as Error).message.split("\n")[0]})`;
+    return `unshare is missing (${(err as Error).message.split("\n")[0]})`;
+  }
+  // A namespace and a bridge made and removed: what create() needs, tried once.
+  try {
+    NetworkHosts.create(1, "pr").remove();
+  } catch (err) {
+    return `network namespaces cannot be made here (${(err as Error).message.split("\n")[0]})`;
   }
   return undefined;
 }
