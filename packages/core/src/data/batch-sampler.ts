@@ -1,6 +1,6 @@
 import { ConfigError, DataError } from "@kiln/contract";
 import type { Batch } from "./batch.js";
-import { TRAINED } from "./examples/example-mask.js";
+import { TRAINED } from "./examples/example-mask-bits.js";
 import { splitExamples } from "./examples/example-split.js";
 import type { TokenDataset } from "./token-dataset.js";
 import { DEFAULT_VAL_FRACTION, type DataSplit, splitTokens, windowsIn } from "./token-split.js";

@@ -1,5 +1,5 @@
 import { type Backend, DataError } from "@kiln/contract";
-import { TRAINED } from "../data/examples/example-mask.js";
+import { TRAINED } from "../data/examples/example-mask-bits.js";
 import type { TokenDataset } from "../data/token-dataset.js";
 import type { PretrainedWeights } from "../hf/pretrained-weights.js";
 import { ForwardRunner } from "../train/forward-runner.js";
