@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cp } from "node:fs/promises";
 import { freePort, glooStatus } from "@kiln/distributed";
-import { readCheckpoint, stepCheckpoints } from "./support/checkpoints.js";
+import { maxAbsDiff, readCheckpoint, stepCheckpoints } from "./support/checkpoints.js";
 import { jsonLines } from "./support/kiln-process.js";
 import { expectSuccess } from "./support/runs.js";
 import { Workspace, textTokens } from "./support/workspace.js";
@@ -18,14 +18,6 @@ afterAll(() => ws.remove());
 
 const TRAIN = ["train", "-f", "tiny.yaml", "-d", "data.bin", "--headless", "--target-device", "cpu"];
 const training = (stdout: string) => jsonLines(stdout).filter((l) => "loss" in l || "val_loss" in l);
-
-function maxAbsDiff(a: Uint8Array, b: Uint8Array): number {
-  const x = new Float32Array(a.slice().buffer);
-  const y = new Float32Array(b.slice().buffer);
-  let worst = 0;
-  for (let i = 0; i < x.length; i++) worst = Math.max(worst, Math.abs(x[i] - y[i]));
-  return worst;
-}
 
 // The one-rank run every data-parallel run is compared with, made once.
 let oneRank: Promise<Awaited<ReturnType<Workspace["run"]>>> | undefined;

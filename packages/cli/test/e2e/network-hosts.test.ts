@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { glooStatus } from "@kiln/distributed";
-import { readCheckpoint, stepCheckpoints } from "./support/checkpoints.js";
+import { maxAbsDiff, readCheckpoint, stepCheckpoints } from "./support/checkpoints.js";
 import { type KilnResult, jsonLines } from "./support/kiln-process.js";
 import { NetworkHosts, hostsUnavailable } from "./support/network-hosts.js";
 import { expectSuccess } from "./support/runs.js";
@@ -28,14 +28,6 @@ afterAll(async () => {
 
 const TRAIN = ["train", "-f", "tiny.yaml", "-d", "data.bin", "--headless", "--target-device", "cpu", "--threads", "1"];
 const PORT = "29500";
-
-function maxAbsDiff(a: Uint8Array, b: Uint8Array): number {
-  const x = new Float32Array(a.slice().buffer);
-  const y = new Float32Array(b.slice().buffer);
-  let worst = 0;
-  for (let i = 0; i < x.length; i++) worst = Math.max(worst, Math.abs(x[i] - y[i]));
-  return worst;
-}
 
 /** Ranks 0 .. n-1, one on each of the first n hosts, rank 0's host the master. */
 function onHosts(n: number, extra: string[], out: string): Promise<KilnResult[]> {

@@ -49,3 +49,12 @@ export async function metricsLog(dir: string): Promise<Record<string, unknown>[]
     .filter((l) => l !== "")
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
+
+/** The largest |a[i] - b[i]| of two tensors' f32 bytes. */
+export function maxAbsDiff(a: Uint8Array, b: Uint8Array): number {
+  const x = new Float32Array(a.slice().buffer);
+  const y = new Float32Array(b.slice().buffer);
+  let worst = 0;
+  for (let i = 0; i < x.length; i++) worst = Math.max(worst, Math.abs(x[i] - y[i]));
+  return worst;
+}
