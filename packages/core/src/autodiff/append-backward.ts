@@ -31,6 +31,7 @@ export function appendBackward(g: Graph, start: BackwardStart): BackwardResult {
   const contributions = new Map<number, number[]>();
   const paramGrads = new Map<number, number>("paramGrads" in start ? start.paramGrads : []);
   if ("grads" in start) for (const [id, grad] of start.grads) contributions.set(id, [grad]);
+  const unusedGrads = new Map<number, number>();
 
   const builder: BackwardBuilder = {
     graph: g,
@@ -42,6 +43,16 @@ export function appendBackward(g: Graph, start: BackwardStart): BackwardResult {
       else contributions.set(id, [grad]);
     },
     paramGrad(id) {
+      // A frozen parameter's gradient, where a kernel makes it beside others (a norm's
+      // dWeight beside its dX), lands in an activation nothing reads.
+      if (g.info(id).frozen) {
+        let sink = unusedGrads.get(id);
+        if (sink === undefined) {
+          sink = g.tensor(g.info(id).shape, "f32", "activation", `unused grad(${g.info(id).name})`);
+          unusedGrads.set(id, sink);
+        }
+        return sink;
+      }
       let grad = paramGrads.get(id);
       if (grad === undefined) {
         grad = paramGradTensor(g, id);
@@ -92,10 +103,10 @@ export function appendBackward(g: Graph, start: BackwardStart): BackwardResult {
   return { paramGrads };
 }
 
-/** Parameters, and every output of a differentiable node that reads one, before node `end`. */
+/** Parameters not frozen, and every output of a differentiable node that reads one, before node `end`. */
 function tensorsRequiringGrad(g: Graph, end: number): Set<number> {
   const requires = new Set<number>();
-  for (const t of g.tensors) if (t.kind === "param") requires.add(t.id);
+  for (const t of g.tensors) if (t.kind === "param" && !t.frozen) requires.add(t.id);
   for (let i = 0; i < end; i++) {
     const node = g.nodes[i];
     if (!(node.attrs as unknown as KernelNodeAttrs).grad) continue;

@@ -13,6 +13,14 @@ export interface GraphNode {
   readonly backward: boolean;
 }
 
+/** A LoRA pair on a weight: A (rank, in), B (out, rank), the branch scaled by alpha / rank. */
+export interface LowRankAdapter {
+  a: number;
+  b: number;
+  scale: number;
+  applied: boolean;
+}
+
 /**
  * A training or inference step as data: tensors and the nodes between them, in
  * execution order. Forward nodes are traced from a model; autodiff appends the
@@ -21,15 +29,20 @@ export interface GraphNode {
 export class Graph {
   readonly tensors: TensorInfo[] = [];
   readonly nodes: GraphNode[] = [];
+  /**
+   * Low-rank adapters (LoRA) by the id of the weight they wrap: a linear layer through that
+   * weight adds scale·(x·A^T)·B^T to its product (ops/linear.ts) and marks the adapter applied.
+   */
+  readonly adapters = new Map<number, LowRankAdapter>();
   private scopes: string[] = [];
   private inBackward = false;
 
-  tensor(shape: readonly number[], dtype: DType, kind: TensorKind, name: string, gradOf?: number): number {
+  tensor(shape: readonly number[], dtype: DType, kind: TensorKind, name: string, gradOf?: number, frozen?: boolean): number {
     const id = this.tensors.length;
     for (const d of shape) {
       if (!Number.isSafeInteger(d) || d < 1) throw new Error(`tensor ${name}: bad shape [${shape}]`);
     }
-    this.tensors.push({ id, shape: [...shape], dtype, kind, name, ...(gradOf === undefined ? {} : { gradOf }) });
+    this.tensors.push({ id, shape: [...shape], dtype, kind, name, ...(gradOf === undefined ? {} : { gradOf }), ...(frozen ? { frozen } : {}) });
     return id;
   }
 

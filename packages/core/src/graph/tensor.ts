@@ -21,6 +21,8 @@ export interface TensorInfo {
   readonly name: string;
   /** For grads: the parameter they belong to. */
   readonly gradOf?: number;
+  /** For parameters: not trained (no gradient is made for it). */
+  readonly frozen?: boolean;
 }
 
 export function elementCount(shape: readonly number[]): number {

@@ -1,6 +1,7 @@
 import type { ModelConfig, ModelConfigInput } from "./config.js";
 import type { ParamSpec } from "./param-layout.js";
 import type { Trace } from "./trace.js";
+import type { WeightLayout } from "../ops/linear.js";
 
 /** A shape an architecture cannot build: the config field at fault, what is wrong, what to do. */
 export interface ConfigProblem {
@@ -29,6 +30,10 @@ export interface ArchDef {
    * is the logits; the graph builders make the logits (or the loss by row chunks) from them.
    */
   forward(t: Trace, ids: number, positions: number | undefined): { hidden: number; head: number };
+  /** How its linear layers store their weights: (out, in) as torch.nn.Linear, or (in, out) as GPT-2's Conv1D. */
+  linearLayout: WeightLayout;
+  /** Module names LoRA wraps when a run names none: the attention and MLP projections. */
+  loraTargets: readonly string[];
   /** Scope prefix of the repeated blocks ("model.layers" for "model.layers.3"): the unit of `--recompute blocks`. */
   blockPrefix: string;
   /**

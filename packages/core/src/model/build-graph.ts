@@ -10,7 +10,7 @@ import { crossEntropyLoss, linear } from "../ops/index.js";
 import type { ModelConfig } from "./config.js";
 import { archOf } from "./architectures.js";
 import type { ParamLayout } from "./param-layout.js";
-import { startTrace } from "./trace.js";
+import { checkAdaptersApplied, startTrace } from "./trace.js";
 
 export interface ModelGraph {
   graph: Graph;
@@ -37,6 +37,7 @@ function forward(config: ModelConfig, layout: ParamLayout, batch: number, seqLen
   const arch = archOf(config);
   const positions = arch.positionIds ? t.g.tensor([batch * seqLen], "i32", "constant", "position_ids") : undefined;
   const { hidden, head } = arch.forward(t, ids, positions);
+  checkAdaptersApplied(t);
   return { t, ids, positions, hidden, head };
 }
 
@@ -85,7 +86,7 @@ export function buildTrainingGraph(
   const before = t.g.nodes.length;
   const { lossSum, dHidden, headGrad } = t.g.withScope("loss", () => chunkedClassifierLoss(t.g, hidden, head, targets, "loss", undefined, logitsChunkBytes(device, lossChunkBytes), lossVocabMultiple(device)));
   const auxLoss = t.auxLosses.length > 0 ? sumOfScalars(t.g, t.auxLosses, "aux_loss") : undefined;
-  const { paramGrads } = appendBackward(t.g, { before, grads: new Map([[hidden, dHidden]]), paramGrads: new Map([[head, headGrad]]) });
+  const { paramGrads } = appendBackward(t.g, { before, grads: new Map([[hidden, dHidden]]), paramGrads: new Map(headGrad === undefined ? [] : [[head, headGrad]]) });
   rematerialize(t.g, recompute, archOf(config).blockPrefix);
   fuseResidualNorms(t.g);
   fuseBiasGradients(t.g);

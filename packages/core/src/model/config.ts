@@ -90,6 +90,20 @@ export interface ModelConfig {
   mamba3MimoRank?: number;
   /** Mamba3: the causal convolution on x, B and C as in Mamba2; default false. */
   mamba3UseConv?: boolean;
+  /**
+   * Low-rank adapters (LoRA): every weight whose module name is one of `targets` gets
+   * y = W·x + (alpha / rank)·B·(A·x), A (rank, in) and B (out, rank) trained, the rest
+   * of the model frozen. Absent: every weight trains.
+   */
+  lora?: LoraConfig;
+}
+
+/** LoRA's shape: the rank of each adapter, its alpha (the branch is scaled by alpha / rank), the module names it wraps. */
+export interface LoraConfig {
+  rank: number;
+  alpha: number;
+  /** Module names (the last part before `.weight`: q_proj, c_attn, ...). */
+  targets: string[];
 }
 
 export const LAYER_TYPES = ["full_attention", "sliding_attention"] as const;

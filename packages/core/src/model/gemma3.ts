@@ -1,5 +1,6 @@
 import { bf16ToF32, f16ToF32, f64ToBf16, f64ToF16, type FloatDType } from "@kiln/contract";
 import { add, attention, embedding, linear, rmsNorm, rope, scaleBy, swiGlu } from "../ops/index.js";
+import { LLAMA_LORA_TARGETS } from "./llama.js";
 import type { ArchDef, ConfigProblem } from "./arch-def.js";
 import { gqaAttentionParams } from "./attention-params.js";
 import { type ModelConfig, attentionWindow, headDim, mambaOf, moeOf, ropeFrequencies } from "./config.js";
@@ -115,6 +116,8 @@ export const gemma3: ArchDef = {
   params: gemma3Params,
   positionIds: false,
   forward: gemma3Forward,
+  linearLayout: "out_in",
+  loraTargets: LLAMA_LORA_TARGETS,
   blockPrefix: "model.layers",
   inactiveParams: () => 0,
 };

@@ -97,6 +97,8 @@ export const gpt2: ArchDef = {
   params: gpt2Params,
   positionIds: true,
   forward: (t, ids, positions) => gpt2Forward(t, ids, positions!),
+  linearLayout: "in_out",
+  loraTargets: ["c_attn", "c_proj", "c_fc"],
   blockPrefix: "transformer.h",
   inactiveParams: (c) => c.maxSeqLen * c.hiddenSize,
 };

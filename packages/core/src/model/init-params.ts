@@ -9,6 +9,11 @@ function fillInit(values: Float32Array, s: ParamSpec, seed: number, firstElement
   switch (s.init.kind) {
     case "normal":
       return fillNormal(values, seed, stream, s.init.std, firstElement);
+    case "uniform": {
+      const bound = s.init.bound;
+      fillUniform(values, seed, stream, firstElement);
+      return values.forEach((u, i) => (values[i] = (2 * u - 1) * bound));
+    }
     case "ssmDecayLog":
       fillUniform(values, seed, stream, firstElement);
       return values.forEach((u, i) => (values[i] = Math.log(1 + 15 * u)));

@@ -71,6 +71,9 @@ function llamaForward(t: Trace, ids: number, f: FamilyTraits): { hidden: number;
   }
 }
 
+/** The projections LoRA wraps by default in the Llama family (PEFT's usual choice for them): attention and MLP. */
+export const LLAMA_LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"] as const;
+
 /** What sets a member of the Llama family apart. */
 interface FamilyTraits {
   /** Biases on the q, k and v projections always (Qwen2). */
@@ -171,6 +174,8 @@ const llamaShared: Omit<ArchDef, "params" | "forward"> = {
     return mamba3Problem(c) ?? mamba2Problem(c);
   },
   positionIds: false,
+  linearLayout: "out_in",
+  loraTargets: LLAMA_LORA_TARGETS,
   blockPrefix: "model.layers",
   // A token multiplies only its top k experts' weights (and the router's and shared expert's).
   inactiveParams: (c) => {

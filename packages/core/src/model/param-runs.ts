@@ -18,7 +18,8 @@ export interface ParamRun {
  */
 export function paramRuns(layouts: readonly ParamLayout[], together: (run: ParamSpec, next: ParamSpec) => boolean = () => true): ParamRun[] {
   const runs: ParamRun[] = [];
-  for (const s of layouts[0].stored) {
+  // Parameters every layout holds: a trained-only layout (gradients, optimizer state) leaves out the frozen ones.
+  for (const s of layouts[0].stored.filter((p) => layouts.every((l) => l.offsets.has(p.name)))) {
     const last = runs.at(-1);
     const adjoins =
       last !== undefined &&

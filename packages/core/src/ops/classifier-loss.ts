@@ -69,8 +69,8 @@ export interface ClassifierLoss {
   lossSum: number;
   /** d(loss)/d(hidden), (rows, hidden): where the rest of the backward pass starts. */
   dHidden: number;
-  /** The head weight's gradient tensor, already holding this loss's contribution. */
-  headGrad: number;
+  /** The head weight's gradient tensor, already holding this loss's contribution; absent when the head is frozen. */
+  headGrad?: number;
 }
 
 /**
@@ -104,7 +104,7 @@ export function chunkedClassifierLoss(
   const chunk = chunkRows ?? logitsChunkRows(rows, padded, bytesPerElement(dtype), chunkBytes);
   const losses = g.tensor([rows], "f32", "activation", `${name}.rows`);
   const dHidden = g.tensor([rows, width], dtype, "activation", `d(${g.info(hidden).name})`);
-  const headGrad = paramGradTensor(g, head);
+  const headGrad = g.info(head).frozen ? undefined : paramGradTensor(g, head);
   const pad = padded === vocab ? undefined : paddedHead(g, head, padded, name);
   const weight = pad?.weight ?? head;
   // The backward products read the logits' gradient's rows padded wide (lda), their real columns alone.
@@ -121,7 +121,7 @@ export function chunkedClassifierLoss(
     addKernelNode(g, "crossEntropyForward", { logits, targets: t, losses: { id: losses, offset: r0 }, lse, dLogits }, { rows: n, vocab: padded, lossScale: 1, dtype }, { runtimeArgs: { lossScale: "lossScale" } });
     // d(hidden) rows = dLogits · W;  dW += dLogits^T · hidden rows (the real vocabulary's columns of dLogits)
     addKernelNode(g, "matmul", { a: dLogits, b: head, c: { id: dHidden, offset: r0 * width } }, { m: n, n: width, k: vocab, ...dLogitsRows, dtype });
-    addKernelNode(g, "matmul", { a: dLogits, b: x, c: headGrad }, { m: vocab, n: width, k: n, transA: true, ...dLogitsRows, accumulate: true, dtype, ...gradDtypeArg(g, headGrad, dtype, "cDtype") });
+    if (headGrad !== undefined) addKernelNode(g, "matmul", { a: dLogits, b: x, c: headGrad }, { m: vocab, n: width, k: n, transA: true, ...dLogitsRows, accumulate: true, dtype, ...gradDtypeArg(g, headGrad, dtype, "cDtype") });
   }
   const lossSum = g.tensor([1], "f32", "output", name);
   addKernelNode(g, "sum", { x: losses, out: lossSum }, { n: rows, dtype: "f32" });

@@ -1,4 +1,4 @@
-import type { Graph } from "../graph/graph.js";
+import type { Graph, LowRankAdapter } from "../graph/graph.js";
 import { addKernelNode } from "../graph/kernel-node.js";
 import { type GradRule, gradDtypeArg, kernelAttrs, operandOf } from "./grad-rule.js";
 
@@ -23,7 +23,31 @@ export function linear(g: Graph, x: number, w: number, bias: number | undefined,
     { m: rows, n: outF, k: inF, transB: layout === "out_in", dtype: g.info(x).dtype },
     { grad: "linear", extraAttrs: { layout } },
   );
+  const adapter = g.adapters.get(w);
+  if (adapter) addLowRankBranch(g, x, y, adapter, name);
   return y;
+}
+
+/**
+ * LoRA's branch: y += scale · (x · A^T) · B^T, A (rank, in), B (out, rank), whatever the
+ * base weight's layout. The second product adds into y (matmul's alpha and accumulate),
+ * so y has two writers; its gradient reaches both products, the base one's and this one's.
+ */
+function addLowRankBranch(g: Graph, x: number, y: number, adapter: LowRankAdapter, name: string): void {
+  const [rows, inF] = g.info(x).shape;
+  const [rank] = g.info(adapter.a).shape;
+  const outF = g.info(y).shape[1];
+  const dtype = g.info(x).dtype;
+  const down = g.tensor([rows, rank], dtype, "activation", `${name}.lora_a`);
+  addKernelNode(g, "matmul", { a: x, b: adapter.a, c: down }, { m: rows, n: rank, k: inF, transB: true, dtype }, { grad: "linear", extraAttrs: { layout: "out_in" } });
+  addKernelNode(
+    g,
+    "matmul",
+    { a: down, b: adapter.b, c: y },
+    { m: rows, n: outF, k: rank, transB: true, alpha: adapter.scale, accumulate: true, dtype },
+    { grad: "linear", extraAttrs: { layout: "out_in" } },
+  );
+  adapter.applied = true;
 }
 
 /**
@@ -79,10 +103,12 @@ export const linearGrad: GradRule = (node, b, [dY]) => {
   // A block of the weight's rows (linearRows): read and accumulate at the same place.
   const wOffset = a.operands.b.offset ?? 0;
   const dtype = g.info(x).dtype;
+  // A product scaled by alpha (LoRA's second) passes alpha on to both gradients.
+  const alpha = a.args.alpha === undefined || a.args.alpha === 1 ? {} : { alpha: a.args.alpha as number };
   if (b.needsGrad(x)) {
     const dX = b.activation([rows, inF], x, `d(${g.info(x).name})`);
     // dX (rows, in) = dY (rows, out) · W as (out, in)
-    addKernelNode(g, "matmul", { a: dY, b: { id: w, offset: wOffset }, c: dX }, { m: rows, n: inF, k: outF, transB: layout === "in_out", dtype });
+    addKernelNode(g, "matmul", { a: dY, b: { id: w, offset: wOffset }, c: dX }, { m: rows, n: inF, k: outF, transB: layout === "in_out", dtype, ...alpha });
     b.addGrad(x, dX);
   }
   if (b.needsGrad(w)) {
@@ -90,10 +116,10 @@ export const linearGrad: GradRule = (node, b, [dY]) => {
     const cDtype = gradDtypeArg(g, dW, dtype, "cDtype");
     if (layout === "out_in") {
       // dW (out, in) += dY^T · x
-      addKernelNode(g, "matmul", { a: dY, b: x, c: { id: dW, offset: wOffset } }, { m: outF, n: inF, k: rows, transA: true, accumulate: true, dtype, ...cDtype });
+      addKernelNode(g, "matmul", { a: dY, b: x, c: { id: dW, offset: wOffset } }, { m: outF, n: inF, k: rows, transA: true, accumulate: true, dtype, ...cDtype, ...alpha });
     } else {
       // dW (in, out) += x^T · dY
-      addKernelNode(g, "matmul", { a: x, b: dY, c: dW }, { m: inF, n: outF, k: rows, transA: true, accumulate: true, dtype, ...cDtype });
+      addKernelNode(g, "matmul", { a: x, b: dY, c: dW }, { m: inF, n: outF, k: rows, transA: true, accumulate: true, dtype, ...cDtype, ...alpha });
     }
   }
   const bias = a.operands.bias?.id;

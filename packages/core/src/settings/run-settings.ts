@@ -2,6 +2,7 @@ import { ConfigError } from "@kiln/contract";
 import type { ModelConfig } from "../model/config.js";
 import { CONFIG_LAYOUT, type ParsedConfig } from "./config-text.js";
 import { type InitModel, checkModelAgrees, modelOfSection } from "./model-section.js";
+import { withLoraSettings } from "./lora-settings.js";
 import type { SectionValues } from "./setting.js";
 import { type KilnConfig, SETTINGS } from "./settings-table.js";
 
@@ -107,13 +108,13 @@ export function resolveSettings(parsed: ParsedConfig, overrides: SettingOverride
   if (!init && !config.model) {
     throw new ConfigError("the config has no model section", { where: `${file} (model)`, hint: `add a model: section (${CONFIG_LAYOUT}), or start from trained weights with --init-from` });
   }
-  const model = init?.model ?? modelOfSection(config.model!, file);
   const values = {} as Record<string, unknown>;
   for (const section of ["trainer", "data"] as const) {
     const given = config[section] as Record<string, unknown>;
     for (const [key, s] of Object.entries(SETTINGS[section])) values[s.field] = given[key];
   }
   const t = values as unknown as TableValues;
+  const model = withLoraSettings(init?.model ?? modelOfSection(config.model!, file), t, whereOf);
   const seqLen = t.seqLen ?? model.maxSeqLen;
   if (seqLen > model.maxSeqLen) {
     throw new ConfigError(`seq_len ${seqLen} is longer than model.max_seq_len ${model.maxSeqLen}`, { where: whereOf("trainer.seq_len"), hint: `use --seq-len ${model.maxSeqLen} or less, or raise model.max_seq_len` });

@@ -23,6 +23,12 @@ export const DEFAULT_SYNC_TIMEOUT_SECONDS = 300;
  */
 export const DEFAULT_STOP_GRACE_SECONDS = 30;
 
+/** Module names, from a YAML list or a comma-separated flag ("q_proj,v_proj"). */
+const loraTargetList = z.preprocess(
+  (v) => (typeof v === "string" ? v.split(",").map((t) => t.trim()) : v),
+  z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "a module name such as q_proj")).min(1),
+);
+
 /** `trainer:`: Oxidizr's key names where they exist, plus kiln's. */
 export const TRAINER_SETTINGS = {
   learning_rate: setting("lr", z.number().positive().default(3e-4), { help: "peak learning rate", flag: "--learning-rate <lr>", aliases: ["--lr"], page: true }),
@@ -74,6 +80,20 @@ export const TRAINER_SETTINGS = {
     flag: "--load-balance-alpha <x>",
     page: true,
   }),
+  lora_rank: setting("loraRank", nonNegativeInt.default(0), {
+    help: "train LoRA adapters of this rank on the base weights, which stay frozen (0: train every weight)",
+    flag: "--lora-rank <r>",
+    otherNames: ["lora_r"],
+    also: ["estimate"],
+  }),
+  lora_alpha: setting("loraAlpha", z.number().positive().optional(), { help: "LoRA's alpha: the adapters' product is scaled by alpha / rank (default 2 x rank)", flag: "--lora-alpha <a>", also: ["estimate"] }),
+  lora_targets: setting("loraTargets", loraTargetList.optional(), {
+    help: "module names LoRA wraps, comma-separated (default: the attention and MLP projections, q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj; GPT-2 c_attn,c_proj,c_fc)",
+    flag: "--lora-targets <modules>",
+    otherNames: ["target_modules"],
+    also: ["estimate"],
+  }),
+  lora_dropout: setting("loraDropout", z.number().min(0).lt(1).default(0), { help: "dropout on the adapters' input (only 0 is trained today)", flag: "--lora-dropout <p>" }),
   seed: setting("seed", nonNegativeInt.default(1337), { help: "seed for initialisation and data order", flag: "--seed <n>", page: true }),
   prefetch: setting("prefetch", nonNegativeInt.default(2), { help: "batches read ahead of compute", flag: "--prefetch <n>", also: ["estimate"], page: true }),
   log_interval: setting("logInterval", positiveInt.default(10), { help: "steps between log lines", flag: "--log-interval <n>", otherNames: ["logging_steps"], page: true }),

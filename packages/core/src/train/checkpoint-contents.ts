@@ -1,4 +1,4 @@
-import { CheckpointError, type FloatDType, isFloatDType } from "@kiln/contract";
+import { CheckpointError, type FloatDType, encodeElements, isFloatDType } from "@kiln/contract";
 import { deviceTensorSource } from "../checkpoint/device-tensor-source.js";
 import { decodeSafetensors, encodeStreamedSafetensors } from "../checkpoint/safetensors-codec.js";
 import { type SafetensorsDType, toSafetensorsDType } from "../checkpoint/safetensors-dtype.js";
@@ -59,15 +59,20 @@ export async function trainerCheckpointContents(
   trainer: Trainer,
   metadata: Record<string, string> = {},
 ): Promise<{ tensors: StreamedTensorInput[]; metadata: Record<string, string> }> {
-  const { params, master, m, v } = trainer.stateBuffers;
-  const tensors: StreamedTensorInput[] = [];
-  for (const [prefix, buffer, layout] of [
-    ["", master ?? params, master ? trainer.stateLayout : trainer.layout],
-    [EXP_AVG, m, trainer.stateLayout],
-    [EXP_AVG_SQ, v, trainer.stateLayout],
+  const { m, v } = trainer.stateBuffers;
+  // The weights in f32 (frozen 16-bit ones widened exactly), then AdamW's state of the trained ones.
+  const tensors: StreamedTensorInput[] = trainer.weightSlots().map(({ spec, at, dtype }) => ({
+    name: spec.name,
+    dtype: "F32",
+    shape: spec.shape,
+    data: deviceTensorSource(trainer.backend, at, elementCount(spec.shape), "f32", dtype),
+  }));
+  for (const [prefix, buffer] of [
+    [EXP_AVG, m],
+    [EXP_AVG_SQ, v],
   ] as const) {
-    for (const s of layout.specs) {
-      const at = { buffer, byteOffset: layout.offsets.get(s.name)! };
+    for (const s of trainer.stateLayout.specs) {
+      const at = { buffer, byteOffset: trainer.stateLayout.offsets.get(s.name)! };
       tensors.push({ name: prefix + s.name, dtype: "F32", shape: s.shape, data: deviceTensorSource(trainer.backend, at, elementCount(s.shape)) });
     }
   }
@@ -94,13 +99,11 @@ export async function trainedWeightsContents(
   metadata: Record<string, string> = {},
   dtype: FloatDType = trainer.dtype,
 ): Promise<{ tensors: StreamedTensorInput[]; metadata: Record<string, string> }> {
-  const { params, master } = trainer.stateBuffers;
-  const [buffer, layout] = master ? [master, trainer.stateLayout] : [params, trainer.layout];
-  const tensors: StreamedTensorInput[] = layout.specs.map((s) => ({
-    name: s.name,
+  const tensors: StreamedTensorInput[] = trainer.weightSlots().map(({ spec, at, dtype: stored }) => ({
+    name: spec.name,
     dtype: toSafetensorsDType(dtype),
-    shape: s.shape,
-    data: deviceTensorSource(trainer.backend, { buffer, byteOffset: layout.offsets.get(s.name)! }, elementCount(s.shape), dtype),
+    shape: spec.shape,
+    data: deviceTensorSource(trainer.backend, at, elementCount(spec.shape), dtype, stored),
   }));
   return { tensors, metadata: { ...metadata, [META_STEP]: String(trainer.stepCount), [META_MODEL]: JSON.stringify(trainer.config.model), [META_DTYPE]: dtype, format: "pt" } };
 }
@@ -151,21 +154,27 @@ export async function restoreTrainerState(trainer: Trainer, source: TensorSource
     throw new CheckpointError(`metadata ${META_LOSS_SCALE} is ${JSON.stringify(meta[META_LOSS_SCALE])}, not a positive number`, { where, hint: "the checkpoint is damaged; resume from an earlier one" });
   }
   const goodSteps = counter(META_LOSS_SCALE_GOOD_STEPS, 0);
-  const { params, master, m, v } = trainer.stateBuffers;
-  const parts = [
-    ["", master ?? params, master ? trainer.stateLayout : trainer.layout],
-    [EXP_AVG, m, trainer.stateLayout],
-    [EXP_AVG_SQ, v, trainer.stateLayout],
-  ] as const;
+  const { m, v } = trainer.stateBuffers;
+  const state = trainer.stateLayout;
+  const slots = [
+    ...trainer.weightSlots().map((w) => ({ ...w, name: w.spec.name })),
+    ...[EXP_AVG, EXP_AVG_SQ].flatMap((prefix) =>
+      state.specs.map((spec) => ({ spec, name: prefix + spec.name, at: { buffer: prefix === EXP_AVG ? m : v, byteOffset: state.offsets.get(spec.name)! }, dtype: "f32" as FloatDType })),
+    ),
+  ];
   // Every name and shape, both ways, before any byte is loaded: a checkpoint of more layers is refused as one of fewer is.
-  const expected = parts.flatMap(([prefix, , layout]) => layout.specs.map((s) => ({ name: prefix + s.name, shape: s.shape })));
-  checkCheckpointShape(expected, source, where, trainer.config.model, recordedModel(meta));
-  for (const [prefix, buffer, layout] of parts) {
-    for (const s of layout.specs) {
-      const name = prefix + s.name;
-      const { data } = await source.read(name);
-      if (data.byteLength !== elementCount(s.shape) * 4) throw new CheckpointError(`tensor ${name} has the wrong size`, { where });
-      trainer.backend.upload({ buffer, byteOffset: layout.offsets.get(s.name)! }, data);
+  checkCheckpointShape(slots.map((s) => ({ name: s.name, shape: s.spec.shape })), source, where, trainer.config.model, recordedModel(meta));
+  for (const { spec, name, at, dtype } of slots) {
+    const { data } = await source.read(name);
+    const n = elementCount(spec.shape);
+    if (data.byteLength !== n * 4) throw new CheckpointError(`tensor ${name} has the wrong size`, { where });
+    if (dtype === "f32") {
+      trainer.backend.upload(at, data);
+    } else {
+      // A frozen parameter kept in the 16-bit training dtype: the file's f32 values rounded (exact when it was written by a run of that dtype).
+      const bytes = new Uint8Array(2 * n);
+      encodeElements(new Float32Array(data.slice().buffer), dtype, bytes);
+      trainer.backend.upload(at, bytes);
     }
   }
   trainer.roundMastersToParams();

@@ -3,7 +3,7 @@ import { type ModelConfig, attentionWindow, headDim, mamba3Of, mambaOf } from ".
 import { mamba2ScanFlopsPerToken } from "../model/mamba2.js";
 import { mamba3ExtraFlopsPerToken } from "../model/mamba3.js";
 import { buildEvalGraph, buildTrainingGraph } from "../model/build-graph.js";
-import { paramLayout } from "../model/param-layout.js";
+import { paramLayout, trainableLayout } from "../model/param-layout.js";
 import { archOf } from "../model/architectures.js";
 import { planStep } from "../plan/plan-step.js";
 import type { RecomputePolicy } from "../autodiff/rematerialize.js";
@@ -35,7 +35,8 @@ export function planTraining(
   lossChunkBytes?: number,
 ) {
   const layout = paramLayout(model, dtype);
-  const state = paramLayout(model, "f32");
+  // Gradients, AdamW state and master weights cover the trained parameters alone.
+  const state = trainableLayout(paramLayout(model, "f32"));
   const graph = buildTrainingGraph(model, layout, batchSize, seqLen, recompute, device, lossChunkBytes);
   const step = planStep(graph.graph);
   const mixed = dtype !== "f32";
@@ -51,7 +52,7 @@ export function planTraining(
 }
 
 /**
- * Training FLOPs per token: 6 per active parameter (all but ArchDef.inactiveParams:
+ * Training FLOPs per token: 6 per active parameter (4 per frozen one; all but ArchDef.inactiveParams:
  * GPT-2's position embedding, the experts a token is not routed to) plus attention's score and value products,
  * 12 * layers * heads * head size * seqLen (forward 4, backward 8; as in PaLM's MFU accounting), over the
  * attention layers, with a sliding window's keys in place of seqLen where it is shorter; Mamba2 layers add their scan's forward FLOPs (the contract's count for the chunked form) times 3,
@@ -66,7 +67,11 @@ export function trainingFlopsPerToken(model: ModelConfig, seqLen: number): numbe
   for (let i = 0; i < model.numLayers; i++) {
     if (!mamba?.layers.has(i)) attention += 12 * model.numHeads * headDim(model) * Math.min(attentionWindow(model, i) ?? seqLen, seqLen);
   }
-  return 6 * (layout.count - archOf(model).inactiveParams(model)) + attention + 3 * (mamba3Of(model) ? mamba3ExtraFlopsPerToken(model, seqLen) : mamba2ScanFlopsPerToken(model, seqLen));
+  // A frozen weight (LoRA's base, the inactive ones among them) has no weight gradient: 4 FLOPs a parameter, not 6.
+  const inactive = archOf(model).inactiveParams(model);
+  const frozen = layout.count - trainableLayout(layout).count;
+  const frozenActive = frozen > 0 ? frozen - inactive : 0;
+  return 6 * (layout.count - inactive) - 2 * frozenActive + attention + 3 * (mamba3Of(model) ? mamba3ExtraFlopsPerToken(model, seqLen) : mamba2ScanFlopsPerToken(model, seqLen));
 }
 
 /**

@@ -1,4 +1,4 @@
-import { type Backend, type BufferHandle, type FloatDType, type Kernels, KilnError, decodeElements } from "@kiln/contract";
+import { type Backend, type BufferHandle, type BufferSlice, type FloatDType, type Kernels, KilnError, bytesPerElement, decodeElements, encodeElements } from "@kiln/contract";
 import { CompiledStep } from "../exec/compiled-step.js";
 import type { Batch } from "../data/batch.js";
 import { withProfiledKernels } from "../exec/profiled-kernels.js";
@@ -6,7 +6,8 @@ import type { StepProfiler } from "../exec/step-profiler.js";
 import { type ModelConfig, moeOf } from "../model/config.js";
 import { type ModelGraph, positionIds } from "../model/build-graph.js";
 import { uploadInitialParams } from "../model/init-params.js";
-import type { ParamLayout } from "../model/param-layout.js";
+import type { ParamLayout, ParamSpec } from "../model/param-layout.js";
+import { elementCount } from "../graph/tensor.js";
 import type { ParameterPiece } from "../hf/pretrained-weights.js";
 import { AdamW, type AdamWConfig } from "../optim/adamw.js";
 import type { RecomputePolicy } from "../autodiff/rematerialize.js";
@@ -218,6 +219,8 @@ export class Trainer {
       // AdamW updates the masters in f32 from the f32 gradients and rounds them into the 16-bit parameters.
       const masters = (this.masters = new MasterWeights(exec, this.layout, this.stateLayout, params));
       this.adamw = new AdamW(exec, this.layout, this.stateLayout, { params, grads, m, v, master: masters.master }, config.optimizer);
+      // Frozen parameters have no master: they start in the 16-bit parameters themselves.
+      if (this.hasFrozen) uploadInitialParams(backend, params, this.layout, config.seed);
       uploadInitialParams(backend, masters.master, this.stateLayout, config.seed);
       masters.roundToParams();
     }
@@ -366,8 +369,11 @@ export class Trainer {
    */
   private async shareRankZeroState(dp: DataParallelSync): Promise<void> {
     const { params, m, v } = this.buffers;
-    const weights = this.masters ? { buffer: this.masters.master, bytes: this.stateLayout.bytes } : { buffer: params, bytes: this.layout.bytes };
-    await dp.broadcastFromRankZero([weights, { buffer: m, bytes: this.stateLayout.bytes }, { buffer: v, bytes: this.stateLayout.bytes }]);
+    // Under a 16-bit dtype the masters, and the parameters too when some are frozen (they have no master).
+    const weights = this.masters
+      ? [...(this.hasFrozen ? [{ buffer: params, bytes: this.layout.bytes }] : []), { buffer: this.masters.master, bytes: this.stateLayout.bytes }]
+      : [{ buffer: params, bytes: this.layout.bytes }];
+    await dp.broadcastFromRankZero([...weights, { buffer: m, bytes: this.stateLayout.bytes }, { buffer: v, bytes: this.stateLayout.bytes }]);
     this.masters?.roundToParams();
     this.stateShared = true;
   }
@@ -422,15 +428,35 @@ export class Trainer {
     }
   }
 
+  /** Whether some parameters are frozen (a LoRA run's base): they have no gradient, optimizer state or master. */
+  get hasFrozen(): boolean {
+    return this.stateLayout.count < this.layout.count;
+  }
+
+  /**
+   * Where each parameter's weights live, in the model's order: the f32 master weights of
+   * the trained ones under a 16-bit dtype, else the parameters themselves (frozen ones in
+   * the training dtype). Checkpoints read and write the weights there.
+   */
+  weightSlots(): { spec: ParamSpec; at: BufferSlice; dtype: FloatDType }[] {
+    const m = this.masters;
+    return this.layout.specs.map((spec) =>
+      m && this.stateLayout.offsets.has(spec.name)
+        ? { spec, at: { buffer: m.master, byteOffset: this.stateLayout.offsets.get(spec.name)! }, dtype: "f32" as const }
+        : { spec, at: { buffer: this.buffers.params, byteOffset: this.layout.offsets.get(spec.name)! }, dtype: this.layout.dtype },
+    );
+  }
+
   /**
    * Overwrites parameters by name (f32 values), e.g. from a checkpoint or a PyTorch
    * dump. Under a 16-bit dtype they become the master weights, rounded into the parameters.
    */
   loadParameters(values: ReadonlyMap<string, Float32Array>): void {
-    for (const s of this.uploadLayout()[1].specs) {
-      const v = values.get(s.name);
-      if (!v) throw new KilnError(`no value for parameter ${s.name}`, { where: s.name, hint: "the checkpoint does not match this model" });
-      this.uploadParameter(s.name, v);
+    for (const slot of this.weightSlots()) {
+      const v = values.get(slot.spec.name);
+      if (!v) throw new KilnError(`no value for parameter ${slot.spec.name}`, { where: slot.spec.name, hint: "the checkpoint does not match this model" });
+      if (v.length !== elementCount(slot.spec.shape)) throw new KilnError(`parameter ${slot.spec.name} has ${v.length} values, the model needs ${elementCount(slot.spec.shape)}`, { where: slot.spec.name });
+      this.uploadWeights(slot, 0, v);
     }
     this.masters?.roundToParams();
   }
@@ -441,59 +467,59 @@ export class Trainer {
    * parameter must be covered exactly.
    */
   async loadParametersFrom(pieces: AsyncIterable<ParameterPiece>): Promise<void> {
-    const [buffer, layout] = this.uploadLayout();
-    const loaded = new Map(layout.specs.map((s) => [s.name, 0]));
+    const slots = new Map(this.weightSlots().map((s) => [s.spec.name, s]));
+    const loaded = new Map([...slots.keys()].map((n) => [n, 0]));
     for await (const p of pieces) {
-      const done = loaded.get(p.name);
-      if (done === undefined) continue; // not a parameter of this model: the caller checked its source
-      const n = layout.specs.find((s) => s.name === p.name)!.shape.reduce((a, b) => a * b, 1);
+      const slot = slots.get(p.name);
+      if (slot === undefined) continue; // not a parameter of this model: the caller checked its source
+      const n = elementCount(slot.spec.shape);
       if (p.elements !== n || p.elementOffset + p.values.length > n) throw new KilnError(`parameter ${p.name} has ${p.elements} values, the model needs ${n}`, { where: p.name });
-      this.backend.upload({ buffer, byteOffset: layout.offsets.get(p.name)! + 4 * p.elementOffset }, p.values);
-      loaded.set(p.name, done + p.values.length);
+      this.uploadWeights(slot, p.elementOffset, p.values);
+      loaded.set(p.name, loaded.get(p.name)! + p.values.length);
     }
-    const short = layout.specs.find((s) => loaded.get(s.name) !== s.shape.reduce((a, b) => a * b, 1));
-    if (short) throw new KilnError(`no value (or not every value) for parameter ${short.name}`, { where: short.name, hint: "the checkpoint does not match this model" });
+    const short = [...slots.values()].find((s) => loaded.get(s.spec.name) !== elementCount(s.spec.shape));
+    if (short) throw new KilnError(`no value (or not every value) for parameter ${short.spec.name}`, { where: short.spec.name, hint: "the checkpoint does not match this model" });
     this.masters?.roundToParams();
   }
 
-  /** Where loaded parameters go: the f32 masters under a 16-bit dtype, else the parameters. */
-  private uploadLayout(): [BufferHandle, ParamLayout] {
-    return this.masters ? [this.masters.master, this.stateLayout] : [this.buffers.params, this.layout];
-  }
-
-  private uploadParameter(name: string, v: Float32Array): void {
-    const [buffer, layout] = this.uploadLayout();
-    const spec = layout.specs.find((s) => s.name === name)!;
-    const n = spec.shape.reduce((a, b) => a * b, 1);
-    if (v.length !== n) throw new KilnError(`parameter ${name} has ${v.length} values, the model needs ${n}`, { where: name });
-    this.backend.upload({ buffer, byteOffset: layout.offsets.get(name)! }, v);
+  /** f32 values into a weight slot from element `first` on, rounded to the slot's dtype when it is 16-bit. */
+  private uploadWeights(slot: { at: BufferSlice; dtype: FloatDType }, first: number, values: Float32Array): void {
+    const width = bytesPerElement(slot.dtype);
+    const at = { buffer: slot.at.buffer, byteOffset: slot.at.byteOffset + width * first };
+    if (slot.dtype === "f32") return this.backend.upload(at, values);
+    const bytes = new Uint8Array(values.length * width);
+    encodeElements(values, slot.dtype, bytes);
+    this.backend.upload(at, bytes);
   }
 
   /**
    * Every parameter as f32 values by name: the parameters in the training dtype
-   * (widened exactly), their f32 masters (16-bit dtypes; the parameters themselves
-   * under f32), the f32 gradients AdamW read last (unscaled under f16), or AdamW's m and v.
+   * (widened exactly), their weights (the f32 masters of the trained ones under a 16-bit
+   * dtype; the parameters themselves otherwise), or, for the trained parameters alone, the
+   * f32 gradients AdamW read last (unscaled under f16) or AdamW's m and v.
    */
   async readParameters(which: "params" | "master" | "grads" | "m" | "v" = "params"): Promise<Map<string, Float32Array>> {
-    const m = this.masters;
-    const [buffer, layout] =
-      which === "params" || (!m && which === "master") ? [this.buffers.params, this.layout] : [which === "master" ? m!.master : this.buffers[which], this.stateLayout];
+    const slots =
+      which === "master"
+        ? this.weightSlots()
+        : which === "params"
+        ? this.layout.specs.map((spec) => ({ spec, at: { buffer: this.buffers.params, byteOffset: this.layout.offsets.get(spec.name)! }, dtype: this.layout.dtype }))
+        : this.stateLayout.specs.map((spec) => ({ spec, at: { buffer: this.buffers[which], byteOffset: this.stateLayout.offsets.get(spec.name)! }, dtype: "f32" as const }));
     const unscale = which === "grads" ? this.lastLossScale : 1;
     const out = new Map<string, Float32Array>();
-    for (const s of layout.specs) {
-      const n = s.shape.reduce((a, b) => a * b, 1);
-      const at = { buffer, byteOffset: layout.offsets.get(s.name)! };
+    for (const { spec, at, dtype } of slots) {
+      const n = elementCount(spec.shape);
       let v: Float32Array;
-      if (layout.dtype === "f32") {
+      if (dtype === "f32") {
         v = new Float32Array(n);
         await this.backend.download(at, v);
       } else {
         const bytes = new Uint8Array(2 * n);
         await this.backend.download(at, bytes);
-        v = Float32Array.from(decodeElements(bytes, layout.dtype, n));
+        v = Float32Array.from(decodeElements(bytes, dtype, n));
       }
       if (unscale !== 1) for (let i = 0; i < n; i++) v[i] /= unscale;
-      out.set(s.name, v);
+      out.set(spec.name, v);
     }
     return out;
   }

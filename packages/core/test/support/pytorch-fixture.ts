@@ -15,9 +15,20 @@ export interface PytorchFixture {
   ids: Int32Array;
   labels: Int32Array;
   paramNames: string[];
+  /** The parameters PyTorch trained (every one, or a LoRA model's adapters alone): those with a `grad.` tensor. */
+  gradNames: string[];
 }
 
-export type FixtureName = "gpt2-tiny" | "llama-tiny" | "llama-moe-tiny" | "llama-mla-tiny" | "llama-hybrid-tiny" | "llama-mamba3-tiny" | "llama-mamba3-mimo-tiny";
+export type FixtureName =
+  | "gpt2-tiny"
+  | "llama-tiny"
+  | "llama-moe-tiny"
+  | "llama-mla-tiny"
+  | "llama-hybrid-tiny"
+  | "llama-mamba3-tiny"
+  | "llama-mamba3-mimo-tiny"
+  | "llama-lora-tiny"
+  | "gpt2-lora-tiny";
 
 export async function loadFixture(name: FixtureName): Promise<PytorchFixture> {
   const file = await readSafetensors(path.join(here, "..", "fixtures", `${name}.safetensors`));
@@ -34,6 +45,7 @@ export async function loadFixture(name: FixtureName): Promise<PytorchFixture> {
     ids: new Int32Array(raw("input_ids")),
     labels: new Int32Array(raw("labels")),
     paramNames: [...file.tensors.keys()].filter((n) => n.startsWith("after5.")).map((n) => n.slice("after5.".length)),
+    gradNames: [...file.tensors.keys()].filter((n) => n.startsWith("grad.")).map((n) => n.slice("grad.".length)),
   };
 }
 

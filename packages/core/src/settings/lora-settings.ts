@@ -1,0 +1,38 @@
+import { ConfigError } from "@kiln/contract";
+import { archOf } from "../model/architectures.js";
+import type { LoraConfig, ModelConfig } from "../model/config.js";
+
+/** The trainer settings that shape LoRA. */
+export interface LoraSettings {
+  loraRank: number;
+  loraAlpha?: number;
+  loraTargets?: string[];
+  loraDropout: number;
+}
+
+/**
+ * The run's model with its LoRA adapters: trainer.lora_rank > 0 adds them (alpha 2 x rank
+ * and the architecture's attention and MLP projections unless set). A model that already
+ * has adapters (--init-from a LoRA checkpoint) keeps them, and settings that would change
+ * them are refused. `whereOf` names a key's source for messages.
+ */
+export function withLoraSettings(model: ModelConfig, t: LoraSettings, whereOf: (key: string) => string): ModelConfig {
+  if (t.loraDropout !== 0) {
+    throw new ConfigError(`lora_dropout ${t.loraDropout}: kiln trains adapters without dropout today`, { where: whereOf("trainer.lora_dropout"), hint: "leave lora_dropout at 0 (adapter dropout is planned)" });
+  }
+  if (t.loraRank === 0) {
+    for (const [key, v] of [["trainer.lora_alpha", t.loraAlpha], ["trainer.lora_targets", t.loraTargets]] as const) {
+      if (v !== undefined && !model.lora) throw new ConfigError(`${key} is set but trainer.lora_rank is 0, so no adapters are trained`, { where: whereOf(key), hint: "set --lora-rank (8 or 16 are usual), or remove it" });
+    }
+    return model;
+  }
+  const lora: LoraConfig = { rank: t.loraRank, alpha: t.loraAlpha ?? 2 * t.loraRank, targets: t.loraTargets ?? [...archOf(model).loraTargets] };
+  if (model.lora && JSON.stringify(model.lora) !== JSON.stringify(lora)) {
+    const had = `rank ${model.lora.rank}, alpha ${model.lora.alpha}, targets ${model.lora.targets.join(",")}`;
+    throw new ConfigError(`the weights this run starts from carry LoRA adapters (${had}); the run asks for rank ${lora.rank}, alpha ${lora.alpha}, targets ${lora.targets.join(",")}`, {
+      where: whereOf("trainer.lora_rank"),
+      hint: "leave out the LoRA settings to go on training those adapters, or start from the merged model (kiln export) to train new ones",
+    });
+  }
+  return { ...model, lora };
+}

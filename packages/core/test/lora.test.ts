@@ -1,0 +1,102 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { ConfigError, createReferenceBackend } from "@kiln/contract";
+import type { ModelConfig } from "../src/model/config.js";
+import { paramLayout, trainableLayout } from "../src/model/param-layout.js";
+import { buildTrainingGraph } from "../src/model/build-graph.js";
+import { Trainer } from "../src/train/trainer.js";
+import { planTrainingMemory } from "../src/train/plan-training.js";
+import { loadTrainerCheckpoint, saveTrainerCheckpoint } from "../src/train/checkpoint-state.js";
+import { tinyModels } from "./support/tiny-models.js";
+import { constantLrConfig } from "./support/trainer-config.js";
+
+const lora = (model: ModelConfig, targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]): ModelConfig => ({ ...model, lora: { rank: 2, alpha: 4, targets } });
+
+function batch(seed: number, n: number, vocab: number) {
+  const ids = new Int32Array(n).map((_, i) => (seed * 7 + i * 5) % vocab);
+  const targets = new Int32Array(n).map((_, i) => (seed * 3 + i * 11 + 1) % vocab);
+  return { ids, targets };
+}
+
+describe("LoRA adapters", () => {
+  it("adds A (rank, in) and B (out, rank) per target, trained; the base frozen and stored after them", () => {
+    const layout = paramLayout(lora(tinyModels.llama), "bf16");
+    const q = layout.specs.find((s) => s.name === "model.layers.0.self_attn.q_proj.lora_A.weight")!;
+    expect(q.shape).toEqual([2, 24]);
+    expect(layout.specs.find((s) => s.name === "model.layers.0.mlp.down_proj.lora_B.weight")!.shape).toEqual([24, 2]);
+    expect(layout.specs.filter((s) => !s.frozen).every((s) => s.name.includes(".lora_"))).toBe(true);
+    expect(layout.specs.filter((s) => s.frozen).length).toBe(paramLayout(tinyModels.llama).specs.length);
+    // GPT-2's Conv1D weights are (in, out): c_fc (16, 64) gets A (2, 16) and B (64, 2).
+    const gpt2 = paramLayout(lora(tinyModels.gpt2, ["c_attn", "c_fc"]));
+    expect(gpt2.specs.find((s) => s.name === "transformer.h.0.mlp.c_fc.lora_A.weight")!.shape).toEqual([2, 16]);
+    expect(gpt2.specs.find((s) => s.name === "transformer.h.0.mlp.c_fc.lora_B.weight")!.shape).toEqual([64, 2]);
+    // The trained parameters are the buffer's prefix; the state layout holds them alone.
+    const state = trainableLayout(paramLayout(lora(tinyModels.llama), "f32"));
+    const firstFrozen = Math.min(...layout.specs.filter((s) => s.frozen).map((s) => paramLayout(lora(tinyModels.llama), "f32").offsets.get(s.name)!));
+    expect(state.bytes).toBeLessThanOrEqual(firstFrozen);
+    expect(state.specs.length).toBe(3 * 7 * 2);
+  });
+
+  it("makes no gradient for a frozen weight, and plans less memory than a full fine-tune", () => {
+    const model = lora(tinyModels.llama);
+    const g = buildTrainingGraph(model, paramLayout(model), 2, 8);
+    const graded = [...g.training!.paramGrads.keys()].map((id) => g.graph.info(id).name);
+    expect(graded.length).toBe(42);
+    expect(graded.every((n) => n.includes(".lora_"))).toBe(true);
+    const full = planTrainingMemory(tinyModels.llama, 2, 8);
+    const adapters = planTrainingMemory(model, 2, 8);
+    expect(adapters.gradients).toBeLessThan(full.gradients / 4);
+    expect(adapters.optimizerState).toBeLessThan(full.optimizerState / 4);
+  });
+
+  it("starts from the base model's outputs (B is zero) and trains only the adapters, in bf16 too", async () => {
+    for (const dtype of ["f32", "bf16"] as const) {
+      const backend = createReferenceBackend();
+      const base = new Trainer(backend, { ...constantLrConfig(tinyModels.llama, 2, 8, 5), dtype });
+      const tuned = new Trainer(backend, { ...constantLrConfig(lora(tinyModels.llama), 2, 8, 5), dtype });
+      const b = batch(1, 16, 24);
+      const baseLoss = await base.lossAndGradients(b);
+      const before = await tuned.readParameters("params");
+      expect(await tuned.lossAndGradients(b)).toBe(baseLoss);
+      for (let s = 0; s < 3; s++) await tuned.step([b]);
+      const after = await tuned.readParameters("params");
+      for (const [name, v] of after) {
+        if (name.includes(".lora_")) expect(v, name).not.toEqual(before.get(name));
+        else expect(v, name).toEqual(before.get(name));
+      }
+      expect(await tuned.lossAndGradients(b)).toBeLessThan(baseLoss);
+      base.dispose();
+      tuned.dispose();
+    }
+  });
+
+  it("resumes bit-exactly from a checkpoint that holds the frozen bf16 base and the adapters' AdamW state", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kiln-lora-"));
+    const config = { ...constantLrConfig(lora(tinyModels.llama), 2, 8, 9), dtype: "bf16" as const };
+    const backend = createReferenceBackend();
+    const a = new Trainer(backend, config);
+    for (let s = 0; s < 2; s++) await a.step([batch(s, 16, 24)]);
+    const file = path.join(dir, "step.safetensors");
+    await saveTrainerCheckpoint(a, file);
+    const b = new Trainer(backend, { ...config, seed: 77 });
+    await loadTrainerCheckpoint(b, file);
+    for (let s = 2; s < 4; s++) {
+      const ra = await a.step([batch(s, 16, 24)]);
+      const rb = await b.step([batch(s, 16, 24)]);
+      expect(rb.loss).toBe(ra.loss);
+    }
+    expect(await b.readParameters("master")).toEqual(await a.readParameters("master"));
+    a.dispose();
+    b.dispose();
+    fs.rmSync(dir, { recursive: true });
+  });
+
+  it("refuses a target the model does not have, or one it does not apply as a linear layer, naming it", () => {
+    expect(() => paramLayout(lora(tinyModels.llama, ["q_proj", "qkv"]))).toThrow(ConfigError);
+    expect(() => paramLayout(lora(tinyModels.llama, ["qkv"]))).toThrow(expect.objectContaining({ message: expect.stringMatching(/qkv names no weight matrix/), hint: expect.stringMatching(/q_proj, k_proj/) }));
+    const embed = lora(tinyModels.llama, ["embed_tokens"]);
+    expect(() => buildTrainingGraph(embed, paramLayout(embed), 1, 8)).toThrow(/LoRA cannot wrap model\.embed_tokens\.weight/);
+  });
+});
