@@ -15,5 +15,7 @@ if (!sim.built) {
     pytorchParity("llama-hybrid-tiny", () => createCudaSimBackend());
     pytorchParity("llama-mamba3-tiny", () => createCudaSimBackend());
     pytorchParity("llama-mamba3-mimo-tiny", () => createCudaSimBackend());
+    pytorchParity("llama-lora-tiny", () => createCudaSimBackend());
+    pytorchParity("gpt2-lora-tiny", () => createCudaSimBackend());
   });
 }

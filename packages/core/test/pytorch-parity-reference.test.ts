@@ -10,4 +10,6 @@ describe("PyTorch parity on the reference backend", () => {
   pytorchParity("llama-hybrid-tiny", () => createReferenceBackend());
   pytorchParity("llama-mamba3-tiny", () => createReferenceBackend());
   pytorchParity("llama-mamba3-mimo-tiny", () => createReferenceBackend());
+  pytorchParity("llama-lora-tiny", () => createReferenceBackend());
+  pytorchParity("gpt2-lora-tiny", () => createReferenceBackend());
 });

@@ -10,4 +10,6 @@ describe.each([1, 2])("PyTorch parity on the wasm backend, %i thread(s)", (threa
   pytorchParity("llama-hybrid-tiny", () => createWasmBackend({ threads, measurePeak: false }));
   pytorchParity("llama-mamba3-tiny", () => createWasmBackend({ threads, measurePeak: false }));
   pytorchParity("llama-mamba3-mimo-tiny", () => createWasmBackend({ threads, measurePeak: false }));
+  pytorchParity("llama-lora-tiny", () => createWasmBackend({ threads, measurePeak: false }));
+  pytorchParity("gpt2-lora-tiny", () => createWasmBackend({ threads, measurePeak: false }));
 });

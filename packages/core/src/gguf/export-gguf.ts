@@ -1,4 +1,5 @@
 import { PretrainedWeights } from "../hf/pretrained-weights.js";
+import { mergeAdapters, withoutAdapters } from "../model/merge-adapters.js";
 import { CheckpointError } from "@kiln/contract";
 import { paramLayout } from "../model/param-layout.js";
 import { META_TOKENIZER, META_TOKENIZER_FILES } from "../checkpoint/checkpoint-keys.js";
@@ -34,11 +35,12 @@ const str = (value: string): GgufValue => ({ type: "string", value });
 export async function exportGguf(checkpoint: string, out: string, type: GgmlType = "f32"): Promise<GgufExport> {
   const source = await PretrainedWeights.open(checkpoint);
   try {
-    const m = source.model;
+    // A LoRA checkpoint goes out merged: the plain model's tensors.
+    const m = withoutAdapters(source.model);
     const model = ggufModelOf(m, checkpoint);
     const tokenizer = await source.openTokenizer();
     const tokens = await ggufTokenizer(tokenizer, m.vocabSize, checkpoint);
-    const weights = await source.read();
+    const { weights } = mergeAdapters(source.model, await source.read());
     const get = (name: string) => {
       const w = weights.get(name);
       if (!w) throw new CheckpointError(`the checkpoint has no tensor ${name}`, { where: checkpoint, hint: "the checkpoint is damaged; export another one" });

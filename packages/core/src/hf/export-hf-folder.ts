@@ -8,6 +8,7 @@ import { HfTokenizer } from "../data/hf-tokenizer.js";
 import type { Tokenizer } from "../data/tokenizer.js";
 import { writeDirectoryAtomically, writeFileAtomically } from "../fs/write-atomically.js";
 import { paramLayout } from "../model/param-layout.js";
+import { mergeAdapters, withoutAdapters } from "../model/merge-adapters.js";
 import { META_CHAT_TEMPLATE, META_DATA, META_STEP } from "../checkpoint/checkpoint-keys.js";
 import { HF_CONFIG_FILE, HF_WEIGHTS_FILE } from "./hf-shards.js";
 import { type SpecialTokens, hfConfigOf, hfGenerationConfigOf } from "./hf-config.js";
@@ -27,7 +28,8 @@ const TORCH_DTYPES: Record<FloatDType, string> = { f32: "float32", bf16: "bfloat
 export async function exportHfFolder(checkpoint: string, out: string, dtype: FloatDType = "f32"): Promise<string[]> {
   const source = await PretrainedWeights.open(checkpoint);
   try {
-    const m = source.model;
+    // A LoRA checkpoint goes out merged (W + (alpha / rank)·B·A): the plain model's folder.
+    const m = withoutAdapters(source.model);
     const unexportable = m.numExperts ? "a mixture-of-experts model" : m.kvLatentDim ? "a model with multi-head latent attention" : m.mambaLayers?.length ? `a model with ${m.mamba3Enabled ? "Mamba3" : "Mamba2"} layers` : undefined;
     if (unexportable) {
       throw new CheckpointError(`the checkpoint holds ${unexportable}, which kiln cannot export to a Hugging Face folder yet`, {
@@ -36,7 +38,7 @@ export async function exportHfFolder(checkpoint: string, out: string, dtype: Flo
       });
     }
     const meta = source.metadata;
-    const layout = paramLayout(source.model);
+    const layout = paramLayout(m);
     const tokenizer = await source.openTokenizer();
     const tokens = specialTokens(tokenizer);
     // A folder tokenizer's own files, as they were read (tokenizer.json, tokenizer_config.json, ...); the built-in gpt2's as transformers saves GPT-2's.
@@ -50,7 +52,8 @@ export async function exportHfFolder(checkpoint: string, out: string, dtype: Flo
     }
     const facts: ModelCardFacts = {
       tokenizerFiles: tokenizerFiles.length > 0,
-      model: source.model,
+      model: m,
+      ...(source.model.lora ? { lora: source.model.lora } : {}),
       parameters: layout.count,
       dtype,
       ...(meta[META_STEP] !== undefined ? { step: Number(meta[META_STEP]) } : {}),
@@ -59,13 +62,13 @@ export async function exportHfFolder(checkpoint: string, out: string, dtype: Flo
       ...(await lastLosses(path.dirname(checkpoint))),
     };
     const files = {
-      [HF_CONFIG_FILE]: hfConfigOf(source.model, TORCH_DTYPES[dtype], tokens),
+      [HF_CONFIG_FILE]: hfConfigOf(m, TORCH_DTYPES[dtype], tokens),
       "generation_config.json": hfGenerationConfigOf(tokens),
     };
     await writeDirectoryAtomically(
       out,
       async (dir) => {
-        const weights = await source.read();
+        const { weights } = mergeAdapters(source.model, await source.read());
         for (const [name, json] of Object.entries(files)) await writeText(path.join(dir, name), `${JSON.stringify(json, null, 2)}\n`);
         await writeSafetensors(
           path.join(dir, HF_WEIGHTS_FILE),

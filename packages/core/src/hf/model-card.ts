@@ -1,5 +1,5 @@
 import type { FloatDType } from "@kiln/contract";
-import type { ModelConfig } from "../model/config.js";
+import type { LoraConfig, ModelConfig } from "../model/config.js";
 import { HF_ARCHITECTURES } from "./hf-config.js";
 
 /** What a model card says about an exported model; unknown facts are left out. */
@@ -7,6 +7,8 @@ export interface ModelCardFacts {
   model: ModelConfig;
   parameters: number;
   dtype: FloatDType;
+  /** The LoRA adapters merged into the weights, when the run trained adapters. */
+  lora?: LoraConfig;
   step?: number;
   tokenizer?: string;
   /** Whether the folder holds the tokenizer's files (tokenizer.json, ...). */
@@ -29,6 +31,7 @@ export function modelCard(f: ModelCardFacts): string {
     ["context", `${m.maxSeqLen} tokens`],
     ["vocabulary", `${m.vocabSize} tokens${f.tokenizer ? ` (tokenizer ${f.tokenizer})` : ""}`],
     ["weights", f.dtype],
+    ...(f.lora ? ([["fine-tuning", `LoRA rank ${f.lora.rank}, alpha ${f.lora.alpha} on ${f.lora.targets.join(", ")}, merged into the weights`]] as [string, string][]) : []),
   ];
   if (f.step !== undefined) rows.push(["training steps", String(f.step)]);
   if (f.data) rows.push(["data", f.data]);
