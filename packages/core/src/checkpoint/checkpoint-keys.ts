@@ -13,6 +13,8 @@ export const META_TOKENIZER = "kiln.tokenizer";
 export const META_TOKENIZER_FILES = "kiln.tokenizer_files";
 /** The chat template (Jinja text) the run's chat examples were rendered with: kiln sample --chat and kiln export use it. */
 export const META_CHAT_TEMPLATE = "kiln.chat_template";
+/** The weights a LoRA run's base came from (its --init-from, as given): an exported adapter names it as its base_model_name_or_path. */
+export const META_BASE_MODEL = "kiln.base_model";
 /** The run's config file as YAML text: a run resumed from the checkpoint, or a page that loads it, reads its settings from here. */
 export const META_CONFIG = "kiln.config";
 /** What the run trained on (a file, or the built-in corpus), for model cards. */

@@ -23,7 +23,7 @@ export interface ParameterPiece {
   values: Float32Array;
 }
 
-interface TensorSource {
+export interface TensorSource {
   reader: SafetensorsReader;
   name: string;
 }
@@ -36,7 +36,7 @@ interface TensorSource {
 export class PretrainedWeights {
   constructor(
     readonly path: string,
-    readonly kind: "huggingface" | "kiln",
+    readonly kind: "huggingface" | "kiln" | "peft",
     readonly model: ModelConfig,
     /** The file to name in messages about the model: config.json, or the checkpoint. */
     readonly modelSource: string,
@@ -202,7 +202,7 @@ async function openKilnCheckpoint(file: string): Promise<PretrainedWeights> {
 }
 
 /** A float tensor of the shape the model needs, or a CheckpointError naming file and tensor. */
-function checkTensor(reader: SafetensorsReader, name: string, shape: readonly number[], says: string): void {
+export function checkTensor(reader: SafetensorsReader, name: string, shape: readonly number[], says: string): void {
   const info = reader.info(name);
   const dtype = fromSafetensorsDType(info.dtype);
   if (dtype === undefined || !isFloatDType(dtype)) {

@@ -464,7 +464,7 @@ export class Trainer {
   /**
    * loadParameters from a stream of pieces (a run of one parameter's values each), each
    * uploaded as it comes, so that loading needs only one piece in host memory; every
-   * parameter must be covered exactly.
+   * parameter must be covered exactly, but for LoRA adapters left out whole (new ones).
    */
   async loadParametersFrom(pieces: AsyncIterable<ParameterPiece>): Promise<void> {
     const slots = new Map(this.weightSlots().map((s) => [s.spec.name, s]));
@@ -477,7 +477,9 @@ export class Trainer {
       this.uploadWeights(slot, p.elementOffset, p.values);
       loaded.set(p.name, loaded.get(p.name)! + p.values.length);
     }
-    const short = [...slots.values()].find((s) => loaded.get(s.spec.name) !== elementCount(s.spec.shape));
+    // LoRA adapters the pieces leave out keep their initial values: new adapters on loaded base weights.
+    const fresh = (s: { spec: ParamSpec }) => this.config.model.lora !== undefined && !s.spec.frozen && loaded.get(s.spec.name) === 0;
+    const short = [...slots.values()].find((s) => loaded.get(s.spec.name) !== elementCount(s.spec.shape) && !fresh(s));
     if (short) throw new KilnError(`no value (or not every value) for parameter ${short.spec.name}`, { where: short.spec.name, hint: "the checkpoint does not match this model" });
     this.masters?.roundToParams();
   }
