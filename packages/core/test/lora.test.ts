@@ -9,6 +9,10 @@ import { buildTrainingGraph } from "../src/model/build-graph.js";
 import { Trainer } from "../src/train/trainer.js";
 import { planTrainingMemory } from "../src/train/plan-training.js";
 import { loadTrainerCheckpoint, saveTrainerCheckpoint } from "../src/train/checkpoint-state.js";
+import { fileURLToPath } from "node:url";
+import { PretrainedWeights } from "../src/hf/pretrained-weights.js";
+import { openPeftAdapter } from "../src/hf/peft-adapter.js";
+import { loadFixture, scaledError } from "./support/pytorch-fixture.js";
 import { tinyModels } from "./support/tiny-models.js";
 import { constantLrConfig } from "./support/trainer-config.js";
 
@@ -98,5 +102,45 @@ describe("LoRA adapters", () => {
     expect(() => paramLayout(lora(tinyModels.llama, ["qkv"]))).toThrow(expect.objectContaining({ message: expect.stringMatching(/qkv names no weight matrix/), hint: expect.stringMatching(/q_proj, k_proj/) }));
     const embed = lora(tinyModels.llama, ["embed_tokens"]);
     expect(() => buildTrainingGraph(embed, paramLayout(embed), 1, 8)).toThrow(/LoRA cannot wrap model\.embed_tokens\.weight/);
+  });
+});
+
+describe("PEFT adapter folders", () => {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const fixtures = path.join(here, "fixtures");
+
+  it("reads an adapter PEFT saved over its base folder and computes PEFT's logits", async () => {
+    const f = await loadFixture("llama-lora-tiny");
+    const base = await PretrainedWeights.open(path.join(fixtures, "lora", "llama-base"));
+    const { lora, weights: adapter } = await openPeftAdapter(path.join(fixtures, "lora", "llama-adapter"), base.model);
+    expect(lora).toEqual({ rank: 3, alpha: 7, targets: ["down_proj", "gate_proj", "k_proj", "o_proj", "q_proj", "up_proj", "v_proj"] });
+    const backend = createReferenceBackend();
+    const trainer = new Trainer(backend, constantLrConfig(adapter.model, f.train.batch, f.train.seqLen, 0));
+    await trainer.loadParametersFrom((async function* () {
+      yield* base.pieces();
+      yield* adapter.pieces();
+    })());
+    const runner = trainer.forwardRunner(f.train.batch, f.train.seqLen);
+    await runner.run(f.ids, f.labels);
+    expect(scaledError(await runner.logits(), f.tensor("adapter_logits"))).toBeLessThan(1e-5);
+    runner.dispose();
+    trainer.dispose();
+    await base.close();
+    await adapter.close();
+  });
+
+  it("refuses an adapter of another base, naming the tensor, and PEFT settings kiln does not compute, naming the key", async () => {
+    const other = { ...tinyModels.llama, vocabSize: 64, hiddenSize: 32, numLayers: 2, numHeads: 4, kvHeads: 4, intermediateSize: 48 };
+    await expect(openPeftAdapter(path.join(fixtures, "lora", "llama-adapter"), other)).rejects.toThrow(/tensor base_model\.model\.model\.layers\.0\.self_attn\.k_proj\.lora_B\.weight has shape \[16, 3\].*\[32, 3\]/);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kiln-peft-"));
+    const config = JSON.parse(fs.readFileSync(path.join(fixtures, "lora", "llama-adapter", "adapter_config.json"), "utf8"));
+    fs.copyFileSync(path.join(fixtures, "lora", "llama-adapter", "adapter_model.safetensors"), path.join(dir, "adapter_model.safetensors"));
+    fs.writeFileSync(path.join(dir, "adapter_config.json"), JSON.stringify({ ...config, use_dora: true }));
+    const base = await PretrainedWeights.open(path.join(fixtures, "lora", "llama-base"));
+    await expect(openPeftAdapter(dir, base.model)).rejects.toThrow(expect.objectContaining({ message: expect.stringMatching(/^use_dora true: DoRA/), where: path.join(dir, "adapter_config.json") }));
+    fs.writeFileSync(path.join(dir, "adapter_config.json"), JSON.stringify({ ...config, target_modules: ["q_proj"] }));
+    await expect(openPeftAdapter(dir, base.model)).rejects.toThrow(/tensor base_model\.model\.model\.layers\.0\.mlp\.down_proj\.lora_A\.weight is not an adapter of this base model/);
+    await base.close();
+    fs.rmSync(dir, { recursive: true });
   });
 });

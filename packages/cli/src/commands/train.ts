@@ -13,6 +13,7 @@ export function trainOptions(cmd: Command): Command {
     .option("--resume <auto|path>", "continue from a checkpoint: auto = the newest good one in the output folder")
     .option("--overwrite", "start afresh in an output folder that holds an earlier run, moving that run into a dated earlier-run-* folder inside it")
     .option("--init-from <path>", "start from trained weights (optimizer fresh): a Hugging Face model folder or a kiln checkpoint; the model comes from it")
+    .option("--lora-from <dir>", "with --init-from BASE: go on training a PEFT LoRA adapter folder (adapter_config.json, adapter_model.safetensors) over that base; its rank, alpha and targets come from it")
     .addOption(new Option("--export-dtype <dtype>", "dtype of final.safetensors (default: the training dtype)").argParser(oneOf(FLOAT_DTYPES)))
     .option("--ranks <n>", "data-parallel training on the CPU: start N ranks on this machine, each with its slice of every batch (torchrun's WORLD_SIZE, RANK, MASTER_ADDR, MASTER_PORT are read too)", positiveInt)
     .option("--nnodes <n>", "data parallel across machines: run the same command on N machines, each starting its --ranks (default 1)", positiveInt)

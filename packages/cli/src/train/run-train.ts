@@ -1,9 +1,9 @@
 import { type Backend, MemoryError, TrainingError } from "@kiln/contract";
 import {
+  META_BASE_MODEL,
   META_DATA,
   META_DATA_CURSOR,
   META_DATA_CURSORS,
-  PretrainedWeights,
   Prefetcher,
   type RunSettings,
   ignoredKeysWarning,
@@ -37,6 +37,7 @@ import { ProgressDisplay } from "./progress-display.js";
 import { type TrainingData, openTrainingData } from "./training-data.js";
 import { PROFILE_DEFAULT_STEPS, StepProfiling } from "./step-profiling.js";
 import { type ModelTokenizer, runTokenizer } from "./run-tokenizer.js";
+import { type StartingWeights, closeStartingWeights, openStartingWeights, startingPieces } from "./starting-weights.js";
 import { type Communicator, type RankEnvironment, rankEnvironment } from "@kiln/distributed";
 import {
   type DataParallelFlags,
@@ -64,6 +65,7 @@ export interface TrainFlags extends DataParallelFlags {
   resume?: string;
   overwrite?: boolean;
   initFrom?: string;
+  loraFrom?: string;
   headless?: boolean;
   threads?: number;
   exportDtype?: FloatDType;
@@ -82,9 +84,9 @@ export async function runTrain(flags: TrainFlags): Promise<number> {
   if (env) checkRanksAgree(flags, env);
   const config = flags.file !== undefined ? loadConfigFile(flags.file) : weightsOnlyConfig(flags.initFrom, "train");
   // Weights to start from are opened and checked (model, every tensor) before anything is written.
-  const init = flags.initFrom === undefined ? undefined : await PretrainedWeights.open(flags.initFrom);
+  const init = await openStartingWeights(flags.initFrom, flags.loraFrom);
   try {
-    const s = resolveSettings(config, settingOverrides("train", flags), init && { model: init.model, source: init.modelSource });
+    const s = resolveSettings(config, settingOverrides("train", flags), init && { model: init.model, source: init.weights.modelSource });
     checkDataParallelFlags(flags, s.targetDevice);
     if (flags.gpus) s.targetDevice = "gpu";
     const reuse = { resume: flags.resume !== undefined, overwrite: flags.overwrite === true };
@@ -106,7 +108,7 @@ export async function runTrain(flags: TrainFlags): Promise<number> {
       lock?.release();
     }
   } finally {
-    await init?.close();
+    await closeStartingWeights(init);
   }
 }
 
@@ -114,7 +116,7 @@ function stderrLine(text: string): void {
   process.stderr.write(`${text}\n`);
 }
 
-async function openAndTrain(s: RunSettings, flags: TrainFlags, init: PretrainedWeights | undefined, env: RankEnvironment | undefined): Promise<number> {
+async function openAndTrain(s: RunSettings, flags: TrainFlags, init: StartingWeights | undefined, env: RankEnvironment | undefined): Promise<number> {
   // Ranks join first, so that one that cannot start is named before the others do any work.
   const onCuda = env !== undefined && (await trainsOnCuda(s.targetDevice));
   const sync = env ? await chooseSyncBackend(flags, env, onCuda) : undefined;
@@ -151,7 +153,7 @@ async function trainOn(
   backend: Backend,
   deviceNote: string | undefined,
   cpuPeak: CpuPeak | undefined,
-  init: PretrainedWeights | undefined,
+  init: StartingWeights | undefined,
   ranks: { comm: Communicator; row: string } | undefined,
 ): Promise<number> {
   const comm = ranks?.comm;
@@ -190,7 +192,7 @@ async function trainOn(
   const trainer = run.trainer;
   const { plan } = run;
   profiling?.setTotalSteps(run.totalSteps);
-  let startedFrom: ModelTokenizer | undefined = init && { metadata: init.metadata, source: init.path };
+  let startedFrom: ModelTokenizer | undefined = init && { metadata: init.weights.metadata, source: init.weights.path };
   try {
     if (lead) {
       // An earlier run's files are never written by a run that did not ask to continue it (checked once
@@ -204,12 +206,14 @@ async function trainOn(
       startedFrom = { metadata: meta, source: resumeFrom };
       await run.resumed(meta, comm?.rank ?? 0);
     } else if (init) {
-      await trainer.loadParametersFrom(init.pieces());
+      await trainer.loadParametersFrom(startingPieces(init));
     }
     // The data must be in the tokens of the model it trains; checkpoints record that tokenizer.
     const tokenizer = await runTokenizer(data, startedFrom, (text) => lead && process.stderr.write(`${text}\n`));
     // What the data was, for model cards, and its tokenizer.
-    const described = { [META_DATA]: s.dataPath ? path.basename(s.dataPath) : "kiln's built-in story corpus", ...tokenizer };
+    // A LoRA run records where its base came from: an exported adapter names it.
+    const base = startedFrom?.metadata[META_BASE_MODEL] ?? init?.baseModel;
+    const described = { [META_DATA]: s.dataPath ? path.basename(s.dataPath) : "kiln's built-in story corpus", ...tokenizer, ...(s.model.lora && base ? { [META_BASE_MODEL]: base } : {}) };
     run.describe(described);
     if (lead) removeStaleTempFiles(s.outputDir);
     const interactive = !flags.headless && process.stdout.isTTY === true;
@@ -226,7 +230,7 @@ async function trainOn(
       const ignored = ignoredKeysWarning(s.ignoredKeys);
       if (ignored) process.stderr.write(`${ignored}\n`);
       if (resumeFrom) (interactive ? process.stdout : process.stderr).write(`resumed from ${resumeFrom} at step ${trainer.stepCount}\n`);
-      else if (init) (interactive ? process.stdout : process.stderr).write(`weights from ${init.path} (optimizer state fresh)\n`);
+      else if (init) (interactive ? process.stdout : process.stderr).write(`weights from ${init.weights.path}${init.adapter ? `, LoRA adapters from ${init.adapter.path}` : ""} (optimizer state fresh)\n`);
     }
     const display = lead && interactive ? new ProgressDisplay(run.totalSteps, trainer.stepCount) : undefined;
     if (display) say = (text: string) => display.log(text);
