@@ -132,7 +132,7 @@ export async function openPeftAdapter(dir: string, base: ModelConfig): Promise<{
       if (name === undefined) {
         throw new CheckpointError(`tensor ${PEFT_PREFIX + s.name} is missing`, { where: file, hint: `${PEFT_CONFIG_FILE} targets ${lora.targets.join(", ")}, which this base model has here; the adapter belongs to another base model` });
       }
-      checkTensor(reader, name, s.shape, `the base model with r ${lora.rank}`);
+      checkTensor(reader, name, s.shape, `for this base (and the adapter's r ${lora.rank})`);
       sources.set(s.name, { reader, name });
     }
     const used = new Set([...sources.values()].map((t) => t.name));
