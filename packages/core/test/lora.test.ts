@@ -14,6 +14,8 @@ import { PretrainedWeights } from "../src/hf/pretrained-weights.js";
 import { openPeftAdapter } from "../src/hf/peft-adapter.js";
 import { loadFixture, scaledError } from "./support/pytorch-fixture.js";
 import { tinyModels } from "./support/tiny-models.js";
+import { resolveModelConfig } from "../src/model/architectures.js";
+import { withLoraSettings } from "../src/settings/lora-settings.js";
 import { constantLrConfig } from "./support/trainer-config.js";
 
 const lora = (model: ModelConfig, targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]): ModelConfig => ({ ...model, lora: { rank: 2, alpha: 4, targets } });
@@ -95,6 +97,34 @@ describe("LoRA adapters", () => {
     a.dispose();
     b.dispose();
     fs.rmSync(dir, { recursive: true });
+  });
+
+  it("trains with the default targets of every family kiln builds, and --recompute changes no number", async () => {
+    const families: ModelConfig[] = [
+      resolveModelConfig({ arch: "qwen2", vocabSize: 24, hiddenSize: 16, numLayers: 2, numHeads: 4, kvHeads: 2, maxSeqLen: 8 }),
+      resolveModelConfig({ arch: "qwen3", vocabSize: 24, hiddenSize: 16, numLayers: 2, numHeads: 4, kvHeads: 2, headDim: 6, maxSeqLen: 8 }),
+      resolveModelConfig({ arch: "gemma3", vocabSize: 24, hiddenSize: 16, numLayers: 2, numHeads: 2, kvHeads: 1, headDim: 8, maxSeqLen: 8, slidingWindow: 4, layerTypes: ["sliding_attention", "full_attention"] }),
+      resolveModelConfig({ arch: "mistral", vocabSize: 24, hiddenSize: 16, numLayers: 2, numHeads: 4, kvHeads: 2, maxSeqLen: 8, slidingWindow: 3 }),
+      resolveModelConfig({ arch: "llama", vocabSize: 24, hiddenSize: 16, numLayers: 2, numHeads: 4, maxSeqLen: 8, kvLatentDim: 6, ropeDim: 2, numExperts: 3, sharedExpert: true, intermediateSize: 12 }),
+      resolveModelConfig({ arch: "llama", vocabSize: 24, hiddenSize: 16, numLayers: 2, numHeads: 4, maxSeqLen: 8, mambaLayers: [0], mamba2HeadDim: 4, mamba2StateSize: 4, mamba2ChunkSize: 3 }),
+      tinyModels.gpt2,
+    ];
+    for (const base of families) {
+      const model = withLoraSettings(base, { loraRank: 2, loraDropout: 0 }, (k) => k);
+      const losses: Record<string, number[]> = {};
+      for (const recompute of ["none", "blocks"] as const) {
+        const t = new Trainer(createReferenceBackend(), { ...constantLrConfig(model, 2, 8, 4), recompute });
+        const before = await t.readParameters("params");
+        losses[recompute] = [];
+        for (let s = 0; s < 3; s++) losses[recompute].push((await t.step([batch(s, 16, 24)])).loss);
+        for (const [name, v] of await t.readParameters("params")) {
+          if (name.includes(".lora_B")) expect(v.some((x) => x !== 0), `${base.arch} ${name}`).toBe(true);
+          if (!name.includes(".lora_")) expect(v, `${base.arch} ${name}`).toEqual(before.get(name));
+        }
+        t.dispose();
+      }
+      expect(losses.blocks, base.arch).toEqual(losses.none);
+    }
   });
 
   it("refuses a target the model does not have, or one it does not apply as a linear layer, naming it", () => {

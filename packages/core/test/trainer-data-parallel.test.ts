@@ -122,6 +122,25 @@ describe("data-parallel Trainer (2 ranks x batch 4 vs 1 rank x batch 8)", () => 
     for (const t of [single, ...trainers]) t.dispose();
   });
 
+  it("trains LoRA adapters alike (bf16, the frozen base shared from rank 0 with the adapters), the ranks bit-identical", async () => {
+    const lora = { ...config, model: { ...config.model, lora: { rank: 2, alpha: 4, targets: ["q_proj", "v_proj", "down_proj"] } }, dtype: "bf16" as const };
+    const single = new Trainer(backend, lora);
+    const group = localSyncGroup(2);
+    const trainers = group.members.map((sync: GradientSync, r) => new Trainer(backend, { ...lora, batchSize: GLOBAL_ROWS / 2, seed: lora.seed + r, gradientSync: sync }));
+    for (let step = 0; step < 3; step++) {
+      const b = globalBatch(step, config.model.vocabSize);
+      const one = await single.step([b]);
+      const [r0, r1] = await Promise.all(trainers.map((t, r) => t.step([sliceOf(b, r, 2)])));
+      expect(r0.loss).toBe(r1.loss);
+      expect(Math.abs(r0.loss - one.loss) / one.loss).toBeLessThan(1e-2);
+    }
+    // Only the adapters' gradients travel.
+    expect(trainers[0].gradientBuckets.flatMap((b) => b.params).every((n) => n.includes(".lora_"))).toBe(true);
+    expect(maxAbsDiff(await trainers[0].readParameters("master"), await trainers[1].readParameters("master"))).toBe(0);
+    expect(maxAbsDiff(await trainers[0].readParameters("params"), await single.readParameters("params"))).toBeLessThan(2e-2);
+    for (const t of [single, ...trainers]) t.dispose();
+  });
+
   it("hands buckets to the communicator before backward has finished, the last layers first", async () => {
     let kernelCalls = 0;
     const counting: Backend = { ...backend, kernels: new Proxy(backend.kernels, { get: (k, name) => { const f = Reflect.get(k, name); return typeof f === "function" ? (...a: unknown[]) => { kernelCalls++; return f.apply(k, a); } : f; } }) };

@@ -1,6 +1,8 @@
 import { ConfigError } from "@kiln/contract";
 import { archOf } from "../model/architectures.js";
 import type { LoraConfig, ModelConfig } from "../model/config.js";
+import { paramLayout } from "../model/param-layout.js";
+import { withoutAdapters } from "../model/merge-adapters.js";
 
 /** The trainer settings that shape LoRA. */
 export interface LoraSettings {
@@ -12,7 +14,7 @@ export interface LoraSettings {
 
 /**
  * The run's model with its LoRA adapters: trainer.lora_rank > 0 adds them (alpha 2 x rank
- * and the architecture's attention and MLP projections unless set). A model that already
+ * and the architecture's attention and MLP projections the model has, unless set). A model that already
  * has adapters (--init-from a LoRA checkpoint) keeps them, and settings that would change
  * them are refused. `whereOf` names a key's source for messages.
  */
@@ -26,7 +28,7 @@ export function withLoraSettings(model: ModelConfig, t: LoraSettings, whereOf: (
     }
     return model;
   }
-  const lora: LoraConfig = { rank: t.loraRank, alpha: t.loraAlpha ?? 2 * t.loraRank, targets: t.loraTargets ?? [...archOf(model).loraTargets] };
+  const lora: LoraConfig = { rank: t.loraRank, alpha: t.loraAlpha ?? 2 * t.loraRank, targets: t.loraTargets ?? defaultTargets(model) };
   if (model.lora && JSON.stringify(model.lora) !== JSON.stringify(lora)) {
     const had = `rank ${model.lora.rank}, alpha ${model.lora.alpha}, targets ${model.lora.targets.join(",")}`;
     throw new ConfigError(`the weights this run starts from carry LoRA adapters (${had}); the run asks for rank ${lora.rank}, alpha ${lora.alpha}, targets ${lora.targets.join(",")}`, {
@@ -35,4 +37,10 @@ export function withLoraSettings(model: ModelConfig, t: LoraSettings, whereOf: (
     });
   }
   return { ...model, lora };
+}
+
+/** The architecture's default targets that this model has (multi-head latent attention has no q_proj, k_proj or v_proj; Mamba layers none of them). */
+function defaultTargets(model: ModelConfig): string[] {
+  const modules = new Set(paramLayout(withoutAdapters(model)).specs.filter((s) => s.shape.length === 2).map((s) => s.name.split(".").at(-2)));
+  return archOf(model).loraTargets.filter((t) => modules.has(t));
 }
