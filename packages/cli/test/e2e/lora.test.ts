@@ -69,6 +69,10 @@ describe("LoRA fine-tuning of a Llama folder", () => {
     expect(await answer("tuned/final.safetensors", "What is the capital of France?")).toBe("One, two, three.\n");
     expect(await answer("tuned/final.safetensors", "Count to three.")).toBe("Hello, hello!\n");
     expect(await answer("tuned/final.safetensors", "Say hello twice.")).toBe("The capital of France is Paris.\n");
+    // kiln eval scores the LoRA checkpoint directly, over the replies' tokens.
+    const scored = JSON.parse(expectSuccess(await ws.run(["eval", "--checkpoint", "tuned/final.safetensors", "-d", "swapped.bin", "--json"]), "kiln eval").stdout) as { loss: number; examples: number };
+    expect(scored.examples).toBe(160);
+    expect(scored.loss).toBeLessThan(0.2);
 
     const ckpt = await readCheckpoint(ws.path("tuned", "step_60.safetensors"));
     const base = await readCheckpoint(ws.path("base", "model.safetensors"));
@@ -120,6 +124,9 @@ describe("LoRA fine-tuning of a Llama folder", () => {
       expect(worst, name).toBeLessThan(1e-6);
     }
     expect(mergedCount).toBe(7);
+    // A GGUF of the checkpoint holds the merged model too, and answers as trained.
+    expectSuccess(await ws.run(["export", "--checkpoint", "tuned/final.safetensors", "--out", "tuned.gguf", "--format", "gguf"]), "kiln export --format gguf");
+    expect(await answer("tuned.gguf", "Count to three.")).toBe("Hello, hello!\n");
     // The merged folder answers as the LoRA checkpoint does.
     expectSuccess(await ws.run(["train", "--init-from", "merged", "-d", "swapped.bin", "--max-steps", "1", "--learning-rate", "1e-9", "--output-dir", "merged-run", "--headless"]), "kiln train --init-from merged");
     expect(await answer("merged-run/final.safetensors", "Count to three.")).toBe("Hello, hello!\n");
