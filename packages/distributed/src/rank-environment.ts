@@ -1,4 +1,5 @@
 import { ConfigError } from "@kiln/contract";
+import { slurmRanks } from "./slurm-environment.js";
 
 /** Where this process stands in a data-parallel run, as torchrun, Slurm or kiln's own launcher tell it through the environment. */
 export interface RankEnvironment {
@@ -13,6 +14,8 @@ export interface RankEnvironment {
   masterPort: number;
   /** Started by torchrun (TORCHELASTIC_RUN_ID is set): its store holds MASTER_PORT, so kiln's rank 0 listens on the next port. */
   torchrun: boolean;
+  /** Who set the variables, where it is not WORLD_SIZE and RANK themselves: srun (Slurm's). */
+  launcher?: "slurm";
 }
 
 export const DEFAULT_MASTER_ADDR = "127.0.0.1";
@@ -20,21 +23,33 @@ export const DEFAULT_MASTER_PORT = 29500;
 
 /**
  * Reads torchrun's variables: WORLD_SIZE, RANK, LOCAL_RANK, LOCAL_WORLD_SIZE,
- * MASTER_ADDR, MASTER_PORT. Undefined when WORLD_SIZE is unset (not a rank of a
- * data-parallel run); a ConfigError naming the variable when one is malformed.
+ * MASTER_ADDR, MASTER_PORT; without WORLD_SIZE, those srun gives a task of a Slurm
+ * step (slurmRanks). Undefined when neither is set (not a rank of a data-parallel
+ * run); a ConfigError naming the variable when one is malformed.
  * Under torchrun (TORCHELASTIC_RUN_ID set) the launcher's own store listens on
  * MASTER_PORT, so kiln's rank 0 takes MASTER_PORT + 1, or KILN_MASTER_PORT when set.
  */
 export function rankEnvironment(env: Readonly<Record<string, string | undefined>> = process.env): RankEnvironment | undefined {
-  if (env.WORLD_SIZE === undefined) return undefined;
+  if (env.WORLD_SIZE === undefined) {
+    const slurm = slurmRanks(env);
+    return slurm === undefined ? undefined : { ...ranksOf(slurm.values, slurm.names), launcher: "slurm" };
+  }
+  return ranksOf(env, {});
+}
+
+/** The ranks torchrun's variables in `env` describe; `names` the variables the user set instead, for messages (Slurm's). */
+function ranksOf(env: Readonly<Record<string, string | undefined>>, names: Readonly<Record<string, string>>): RankEnvironment {
   const int = (name: string, min: number, max: number, fallback?: number): number => {
     const text = env[name];
     if (text === undefined && fallback !== undefined) return fallback;
     const n = Number(text);
     if (text === undefined || text.trim() === "" || !Number.isSafeInteger(n) || n < min || n > max) {
-      throw new ConfigError(`${name}=${text ?? ""} is not an integer from ${min} to ${max}`, {
-        where: name,
-        hint: "a data-parallel rank needs WORLD_SIZE, RANK (0 to WORLD_SIZE - 1) and MASTER_PORT set as torchrun sets them; or let kiln start the ranks with --ranks N",
+      const variable = names[name] ?? name;
+      throw new ConfigError(`${variable}=${text ?? ""} is not an integer from ${min} to ${max}`, {
+        where: variable,
+        hint: names[name]
+          ? "srun sets SLURM_PROCID (0 to the step's tasks - 1) and SLURM_STEP_NUM_TASKS for each task; start kiln with srun, or set WORLD_SIZE and RANK yourself"
+          : "a data-parallel rank needs WORLD_SIZE, RANK (0 to WORLD_SIZE - 1) and MASTER_PORT set as torchrun sets them; or let kiln start the ranks with --ranks N",
       });
     }
     return n;

@@ -29,3 +29,27 @@ describe("rankEnvironment (torchrun's variables)", () => {
     expect(() => rankEnvironment(env)).toThrow(message);
   });
 });
+
+describe("rankEnvironment (Slurm's variables, as srun sets them for each task)", () => {
+  const task = { SLURM_STEP_ID: "0", SLURM_PROCID: "5", SLURM_STEP_NUM_TASKS: "8", SLURM_LOCALID: "1", SLURM_STEP_TASKS_PER_NODE: "4(x2)", SLURM_STEP_NODELIST: "gpu[07-08]", SLURM_JOB_NODELIST: "gpu[07-08],cpu1" };
+
+  it("reads the rank, the world, the node's share and rank 0's host (the step's first node)", () => {
+    expect(rankEnvironment(task)).toEqual({ rank: 5, worldSize: 8, localRank: 1, localWorldSize: 4, masterAddr: "gpu07", masterPort: 29500, torchrun: false, launcher: "slurm" });
+    expect(rankEnvironment({ ...task, MASTER_ADDR: "10.0.0.9", MASTER_PORT: "31000" })).toMatchObject({ masterAddr: "10.0.0.9", masterPort: 31000 });
+    const { SLURM_STEP_NODELIST: _, SLURM_STEP_NUM_TASKS: __, SLURM_STEP_TASKS_PER_NODE: ___, ...job } = task;
+    expect(rankEnvironment({ ...job, SLURM_NTASKS: "8", SLURM_TASKS_PER_NODE: "4(x2)" })).toMatchObject({ worldSize: 8, localWorldSize: 4, masterAddr: "gpu07" });
+    expect(rankEnvironment({ ...task, SLURM_STEP_NODELIST: "node1,node2" })).toMatchObject({ masterAddr: "node1" });
+  });
+
+  it("leaves a batch script's own shell alone (no step), and lets torchrun's variables win", () => {
+    expect(rankEnvironment({ SLURM_PROCID: "0", SLURM_NTASKS: "8", SLURM_JOB_NODELIST: "gpu[07-08]" })).toBeUndefined();
+    expect(rankEnvironment({ ...task, WORLD_SIZE: "2", RANK: "1" })).toMatchObject({ rank: 1, worldSize: 2 });
+  });
+
+  it("names Slurm's variable when one is malformed", () => {
+    expect(() => rankEnvironment({ ...task, SLURM_PROCID: "8" })).toThrow(/^SLURM_PROCID=8 is not an integer from 0 to 7/);
+    expect(() => rankEnvironment({ ...task, SLURM_STEP_NODELIST: "gpu[a-b]" })).toThrow(/^SLURM_STEP_NODELIST=gpu\[a-b\] is not a Slurm host list/);
+    const { SLURM_STEP_NUM_TASKS: _, ...noWorld } = task;
+    expect(() => rankEnvironment(noWorld)).toThrow(/neither SLURM_STEP_NUM_TASKS nor SLURM_NTASKS/);
+  });
+});
