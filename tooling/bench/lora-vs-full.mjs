@@ -6,7 +6,8 @@
 // The default model has Qwen2.5-0.5B's shape (qwen2: 24 layers, hidden 896, 14 heads, 2
 // key/value heads, intermediate 4864, vocabulary 151936, tied), weights random (the step
 // costs the same); LoRA rank 8, alpha 16, on q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj.
-// Usage: node tooling/bench/lora-vs-full.mjs [--model qwen2.5-0.5b|small] [--seq 256] [--batch 1]
+// A run the CPU backend's 4 GiB WebAssembly heap cannot hold is reported as refused, with its plan.
+// Usage: node tooling/bench/lora-vs-full.mjs [--model qwen2.5-0.5b|small] [--layers N] [--seq 256] [--batch 1]
 //        [--steps 3] [--rounds 2] [--rank 8] [--threads 2] [--dtype f32|bf16]
 // Needs the workspace built (pnpm turbo run build).
 import { execFileSync } from "node:child_process";
@@ -20,9 +21,10 @@ const MODELS = {
 };
 const TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"];
 
-const { values } = parseArgs({ options: Object.fromEntries(["model", "seq", "batch", "steps", "rounds", "rank", "threads", "dtype", "child"].map((k) => [k, { type: "string" }])) });
+const { values } = parseArgs({ options: Object.fromEntries(["model", "layers", "seq", "batch", "steps", "rounds", "rank", "threads", "dtype", "child"].map((k) => [k, { type: "string" }])) });
 const a = {
   model: values.model ?? "qwen2.5-0.5b",
+  layers: values.layers === undefined ? undefined : Number(values.layers),
   seq: Number(values.seq ?? 256),
   batch: Number(values.batch ?? 1),
   steps: Number(values.steps ?? 3),
@@ -35,12 +37,12 @@ if (!MODELS[a.model]) throw new Error(`unknown --model ${a.model}: use ${Object.
 
 if (values.child) {
   // One run: build the trainer, time each step from the first.
-  const { Trainer, resolveModelConfig } = await import("../../packages/core/dist/index.js");
+  const { Trainer, planTrainingMemory, resolveModelConfig } = await import("../../packages/core/dist/index.js");
   const { createWasmBackend } = await import("../../packages/kernels-wasm/dist/index.js");
-  const base = resolveModelConfig(MODELS[a.model]);
+  const base = resolveModelConfig({ ...MODELS[a.model], ...(a.layers ? { numLayers: a.layers } : {}) });
   const model = values.child === "lora" ? { ...base, lora: { rank: a.rank, alpha: 2 * a.rank, targets: TARGETS } } : base;
   const backend = await createWasmBackend({ threads: a.threads });
-  const trainer = new Trainer(backend, {
+  const make = () => new Trainer(backend, {
     model,
     batchSize: a.batch,
     seqLen: a.seq,
@@ -49,6 +51,15 @@ if (values.child) {
     seed: 0,
     dtype: a.dtype,
   });
+  let trainer;
+  try {
+    trainer = make();
+  } catch (err) {
+    // The CPU backend's memory is one WebAssembly heap of at most 4 GiB: a run that needs more is refused, and its plan says by how much.
+    if (err?.name !== "MemoryError") throw err;
+    console.log(JSON.stringify({ refused: err.message, plan: planTrainingMemory(model, a.batch, a.seq, a.dtype, "cheap"), backend: backend.capabilities().device.name }));
+    process.exit(0);
+  }
   let s = 1;
   const rand = () => ((s = (Math.imul(s, 1103515245) + 12345) >>> 0) % base.vocabSize);
   const batch = { ids: Int32Array.from({ length: a.batch * a.seq }, rand), targets: Int32Array.from({ length: a.batch * a.seq }, rand) };
@@ -66,7 +77,7 @@ if (values.child) {
 }
 
 const self = fileURLToPath(import.meta.url);
-const flags = Object.entries(a).flatMap(([k, v]) => [`--${k}`, String(v)]);
+const flags = Object.entries(a).flatMap(([k, v]) => (v === undefined ? [] : [`--${k}`, String(v)]));
 const runs = { full: [], lora: [] };
 for (let r = 0; r < a.rounds; r++) {
   for (const mode of r % 2 === 0 ? ["full", "lora"] : ["lora", "full"]) {
@@ -78,7 +89,8 @@ const median = (xs) => {
   const s = [...xs].sort((x, y) => x - y);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
-const summary = (rs) => ({
+const summary = (rs) =>
+  rs.every((r) => r.refused) ? { refused: rs[0].refused, planned: rs[0].plan } : {
   step_ms_median: median(rs.flatMap((r) => r.ms)),
   step_ms_best: Math.min(...rs.flatMap((r) => r.ms)),
   first_step_ms_median: median(rs.map((r) => r.ms[0])),
@@ -86,7 +98,7 @@ const summary = (rs) => ({
   planned: rs[0].plan,
   parameters: rs[0].params,
   trained_parameters: rs[0].trained,
-});
+};
 const full = summary(runs.full);
 const lora = summary(runs.lora);
 console.log(
@@ -97,11 +109,10 @@ console.log(
       backend: runs.full[0].backend,
       command: `node tooling/bench/lora-vs-full.mjs ${flags.join(" ")}`,
       lora_rank: a.rank,
-      steps_timed_each: runs.full.flatMap((r) => r.ms).length,
+      steps_timed_each: a.steps * a.rounds,
       full,
       lora,
-      lora_over_full_step_time: lora.step_ms_median / full.step_ms_median,
-      lora_over_full_peak_rss: lora.peak_rss_bytes_median / full.peak_rss_bytes_median,
+      ...(full.refused || lora.refused ? {} : { lora_over_full_step_time: lora.step_ms_median / full.step_ms_median, lora_over_full_peak_rss: lora.peak_rss_bytes_median / full.peak_rss_bytes_median }),
       lora_over_full_planned_memory: lora.planned.total / full.planned.total,
     },
     null,
