@@ -71,6 +71,26 @@ describe.skipIf(unavailable !== undefined).each([
   });
 });
 
+describe.skipIf(unavailable !== undefined)("launched as srun launches (Slurm's variables)", () => {
+  it("finds rank 0 at the first host of the step's node list and trains as one rank with the whole batch", async () => {
+    const hosts = net!;
+    // The hosts' addresses as a Slurm host list: 10.x.0.[1-2].
+    const [, prefix] = /^(.*\.)\d+$/.exec(hosts.hosts[0].address)!;
+    const runs = await Promise.all(
+      [0, 1].map((r) =>
+        ws.run([...TRAIN, "--batch-size", "2", "--sync-backend", "cpu", "--output-dir", "slurm"], {
+          prefix: hosts.prefix(r),
+          env: { SLURM_STEP_ID: "0", SLURM_PROCID: String(r), SLURM_LOCALID: "0", SLURM_STEP_NUM_TASKS: "2", SLURM_STEP_TASKS_PER_NODE: "1(x2)", SLURM_STEP_NODELIST: `${prefix}[1-2]`, MASTER_PORT: "29503" },
+        }),
+      ),
+    );
+    runs.forEach((r, i) => expectSuccess(r, `rank ${i}`));
+    expect(runs[0].stderr).toMatch(new RegExp(`rank 0 at ${hosts.hosts[0].address.replace(/\./g, "\\.")}:29503`));
+    const [x, y] = await Promise.all([readCheckpoint(ws.path("slurm", "final.safetensors")), one(2).then(() => readCheckpoint(ws.path("one-2", "final.safetensors")))]);
+    for (const [name, bytes] of y.tensors) expect(maxAbsDiff(x.tensors.get(name)!, bytes), name).toBeLessThan(1e-6);
+  });
+});
+
 describe.skipIf(unavailable !== undefined)("faults between hosts", () => {
   it("a rank that cannot reach rank 0's address says which address, within --sync-timeout", async () => {
     const started = Date.now();
@@ -80,6 +100,41 @@ describe.skipIf(unavailable !== undefined)("faults between hosts", () => {
     expect(r.stderr).toMatch(/check that rank 0 runs and that MASTER_ADDR and MASTER_PORT point at it/);
     expect(Date.now() - started).toBeLessThan(20_000);
   });
+
+  it.each([
+    ["SIGSTOP", 1],
+    ["SIGKILL", 1],
+    ["SIGKILL", 0],
+  ] as const)("a rank %s'd mid-run (rank %i) is named, with its host, by the other within the timeout; the newest checkpoint loads", async (signal, victim) => {
+    const hosts = net!;
+    const out = `signal-${signal}-${victim}`;
+    await ws.writeConfig("long.yaml", { trainer: { max_steps: 400, save_interval: 10, eval_interval: 1000 } });
+    // Started as torchrun starts ranks (the variables, no launcher process between), so that the signal reaches the rank itself.
+    const ranks = [0, 1].map((r) =>
+      ws.start(["train", "-f", "long.yaml", "-d", "data.bin", "--headless", "--target-device", "cpu", "--threads", "1", "--sync-backend", "cpu", "--sync-timeout", "3", "--output-dir", out], {
+        prefix: hosts.prefix(r),
+        env: { WORLD_SIZE: "2", RANK: String(r), MASTER_ADDR: hosts.hosts[0].address, MASTER_PORT: String(29510 + victim + (signal === "SIGSTOP" ? 2 : 0)) },
+      }),
+    );
+    const survivor = 1 - victim;
+    while (jsonLines(ranks[0].stdout).length < 25) {
+      if (ranks[0].child.exitCode !== null) throw new Error(`rank 0 stopped early:\n${ranks[0].stderr}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const sent = Date.now();
+    ranks[victim].child.kill(signal);
+    const r = await ranks[survivor].exited;
+    const took = (Date.now() - sent) / 1000;
+    ranks[victim].child.kill("SIGKILL");
+    await ranks[victim].exited;
+    expect(r.code, r.stderr).toBe(1);
+    const at = hosts.hosts[victim].address.replace(/\./g, "\\.");
+    expect(r.stderr).toMatch(new RegExp(`TrainingError in data-parallel rank ${victim} of 2 on ${at}, seen by rank ${survivor}: `));
+    expect(took).toBeLessThan(8);
+    const steps = await stepCheckpoints(ws.path(out));
+    expect(steps.length).toBeGreaterThan(0);
+    await readCheckpoint(steps.at(-1)!.file);
+  }, 60_000);
 
   it.each([
     ["cpu", true],
