@@ -26,6 +26,7 @@ export function trainOptions(cmd: Command): Command {
         "gradient sync between ranks: nccl (GPU ranks, on the devices; their default where NCCL is found), cpu (host staging: shared memory on one machine, else TCP through rank 0; the default on one machine), gloo (host staging over Gloo's TCP ring; the default across machines where installed)",
       ).argParser(oneOf(SYNC_BACKENDS)),
     )
+    .option("--max-restarts <n>", "data parallel with --ranks/--gpus/--nnodes: when a rank fails, start every rank again from the newest checkpoint (--resume auto), up to N times (default 0); under torchrun use its --max_restarts", nonNegativeInt)
     .option("--gpus <list>", "data parallel on GPUs: one rank per listed GPU ordinal, e.g. 0,1 (within CUDA_VISIBLE_DEVICES); implies --target-device gpu", gpuList)
     .option("--threads <n>", "CPU threads for kernels (default: every core, shared out between the ranks of this machine)", positiveInt)
     .option(

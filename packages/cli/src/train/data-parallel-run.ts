@@ -30,6 +30,8 @@ export interface DataParallelFlags {
   masterAddr?: string;
   masterPort?: number;
   syncBackend?: SyncChoice;
+  /** Times the ranks are started again, from the newest checkpoint, after one fails. */
+  maxRestarts?: number;
 }
 
 /** What --sync-backend takes. */
@@ -83,23 +85,48 @@ export function checkRanksAgree(flags: DataParallelFlags, env: RankEnvironment):
 /**
  * Starts this machine's ranks (one per --gpus entry, else --ranks) as processes of this same
  * command (torchrun's variables set: with --nnodes N --node-rank R they are ranks R x ranks ...
- * of N x ranks) and waits for them.
+ * of N x ranks) and waits for them. With --max-restarts K, when a rank fails (not when the run
+ * was stopped by a signal) every rank is started again, up to K times, resuming from the newest
+ * checkpoint in the output folder (--resume auto): resume is bit-exact, so the run ends with the
+ * weights an uninterrupted one has, and its metrics log keeps each step once.
  */
-export async function launchThisCommand(flags: DataParallelFlags, s: RunSettings): Promise<number> {
+export async function launchThisCommand(flags: DataParallelFlags, s: RunSettings, log: (line: string) => void = (line) => process.stderr.write(`${line}\n`)): Promise<number> {
   const ranks = ranksHere(flags);
   const nnodes = flags.nnodes ?? 1;
-  return launchRanks({
-    ranks,
-    firstRank: (flags.nodeRank ?? 0) * ranks,
-    worldSize: nnodes * ranks,
-    command: process.execPath,
-    args: [...process.execArgv, ...process.argv.slice(1)],
-    masterAddr: flags.masterAddr ?? DEFAULT_MASTER_ADDR,
-    // Across machines every node must know the port beforehand; on one machine any free one does.
-    masterPort: flags.masterPort ?? (nnodes > 1 ? DEFAULT_MASTER_PORT : await freePort()),
-    // A failed rank's peers notice within their timeout and stop, naming it; after that they are terminated.
-    graceMs: 1.5 * s.syncTimeout * 1000 + 5000,
-  });
+  const command = process.argv.slice(1);
+  const stopCodes = new Set<number>(Object.values(STOP_SIGNALS));
+  for (let restart = 0; ; restart++) {
+    const code = await launchRanks({
+      ranks,
+      firstRank: (flags.nodeRank ?? 0) * ranks,
+      worldSize: nnodes * ranks,
+      command: process.execPath,
+      args: [...process.execArgv, ...(restart === 0 ? command : resumingArgs(command))],
+      masterAddr: flags.masterAddr ?? DEFAULT_MASTER_ADDR,
+      // Across machines every node must know the port beforehand; on one machine any free one does (a new one each start).
+      masterPort: flags.masterPort ?? (nnodes > 1 ? DEFAULT_MASTER_PORT : await freePort()),
+      // A failed rank's peers notice within their timeout and stop, naming it; after that they are terminated.
+      graceMs: 1.5 * s.syncTimeout * 1000 + 5000,
+      log,
+    });
+    if (code === 0 || stopCodes.has(code) || restart >= (flags.maxRestarts ?? 0)) return code;
+    log(`restart ${restart + 1} of ${flags.maxRestarts}: every rank starts again from the newest checkpoint in ${s.outputDir} (--resume auto)`);
+  }
+}
+
+/** The command line of a restart: --resume auto in place of --resume and --overwrite (which would move the run being continued aside). */
+export function resumingArgs(args: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (a === "--overwrite" || a.startsWith("--resume=")) continue;
+    if (a === "--resume") {
+      i++;
+      continue;
+    }
+    out.push(a);
+  }
+  return [...out, "--resume", "auto"];
 }
 
 /**

@@ -89,6 +89,12 @@ export async function runTrain(flags: TrainFlags): Promise<number> {
     const s = resolveSettings(config, settingOverrides("train", flags), init && { model: init.model, source: init.weights.modelSource });
     checkDataParallelFlags(flags, s.targetDevice);
     if (flags.gpus) s.targetDevice = "gpu";
+    // torchrun's --max_restarts starts every rank again after one failed: they go on from the newest checkpoint.
+    if (env?.torchrun && Number(process.env.TORCHELASTIC_RESTART_COUNT ?? 0) > 0) {
+      if ((env.rank ?? 0) === 0) stderrLine(`torchrun restart ${process.env.TORCHELASTIC_RESTART_COUNT}: going on from the newest checkpoint in ${s.outputDir} (--resume auto)`);
+      flags.resume = "auto";
+      flags.overwrite = false;
+    }
     const reuse = { resume: flags.resume !== undefined, overwrite: flags.overwrite === true };
     checkReuseFlags(reuse);
     if (!env && startsRanks(flags)) {
