@@ -1,11 +1,13 @@
 import { execFileSync } from "node:child_process";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 
 /**
  * Hosts for multi-machine tests on one box: network namespaces joined by veth pairs
  * to a bridge, each with its own address (10.N.0.i/24) and, for the processes run in
  * it, its own host name (a UTS namespace), so that kiln's ranks there see other
  * machines: other addresses, other host names. Traffic stays between the namespaces
- * made here; remove() deletes them (and the bridge), also after a failed test.
+ * made here; each host's hosts file names them all. remove() deletes them (the bridge and
+ * the hosts files too), also after a failed test.
  * Needs root and iproute2's `ip`; hostsUnavailable() says why not.
  */
 export interface NetworkHost {
@@ -65,6 +67,13 @@ export class NetworkHosts {
         ip("netns", "exec", name, "ip", "link", "set", link, "up");
         ip("netns", "exec", name, "ip", "link", "set", "lo", "up");
       }
+      // Each host resolves every host's name, its own included (torchrun's c10d rendezvous looks its own up):
+      // `ip netns exec` shows /etc/netns/<name>/hosts as the namespace's /etc/hosts.
+      const table = ["127.0.0.1 localhost", ...made.hosts.map((h) => `${h.address} ${h.name}`)].join("\n");
+      for (const h of made.hosts) {
+        mkdirSync(`/etc/netns/${h.name}`, { recursive: true });
+        writeFileSync(`/etc/netns/${h.name}/hosts`, `${table}\n`);
+      }
     } catch (err) {
       made.remove();
       throw err;
@@ -91,6 +100,7 @@ export class NetworkHosts {
       } catch {
         // already gone
       }
+      rmSync(`/etc/netns/${h.name}`, { recursive: true, force: true });
     }
     try {
       ip("link", "delete", this.bridge);
