@@ -25,11 +25,18 @@ const trainer = new Trainer(backend, {
 let s = 1;
 const rand = () => ((s = (Math.imul(s, 1103515245) + 12345) >>> 0) % a.vocab);
 const batch = { ids: Int32Array.from({ length: a.batch * a.seq }, rand), targets: Int32Array.from({ length: a.batch * a.seq }, rand) };
-for (let i = 0; i < a.warmup; i++) await trainer.step([batch]);
-const t0 = performance.now();
+// Every step's time from the first (cold) one; the mean is over the steps after the warmup.
+const stepMs = [];
+const timedStep = async () => {
+  const t = performance.now();
+  const r = await trainer.step([batch]);
+  stepMs.push(performance.now() - t);
+  return r.loss;
+};
+for (let i = 0; i < a.warmup; i++) await timedStep();
 let loss = 0;
-for (let i = 0; i < a.steps; i++) loss = (await trainer.step([batch])).loss;
-const seconds = (performance.now() - t0) / 1000 / a.steps;
+for (let i = 0; i < a.steps; i++) loss = await timedStep();
+const seconds = stepMs.slice(a.warmup).reduce((x, y) => x + y, 0) / 1000 / a.steps;
 const tokensPerSecond = (a.batch * a.seq) / seconds;
 console.log(
   JSON.stringify({
@@ -37,6 +44,7 @@ console.log(
     backend: backend.capabilities().device.name,
     threads: a.threads,
     ms_per_step: seconds * 1000,
+    step_ms: stepMs,
     tokens_per_s: tokensPerSecond,
     effective_gflops: (tokensPerSecond * trainingFlopsPerToken(model, a.seq)) / 1e9,
     peak_rss_bytes: process.resourceUsage().maxRSS * 1024,

@@ -5,8 +5,8 @@ tied embeddings, tanh GELU, causal attention: scaled_dot_product_attention where
 the torch has it, else written out), AdamW, gradient clipping. f32, or bf16
 autocast over f32 weights (--dtype bf16). On CUDA (--device cuda) every step is
 synchronised and TF32 is off, so f32 is f32. Prints one JSON line: the mean step
-time (ms_per_step) and the median and best of the timed steps, and the first
-(cold) step.
+time (ms_per_step) and the median and best of the timed steps, the first (cold)
+step, and every step's time from the first on (step_ms).
 
 Usage: /usr/bin/python3 train_step_torch.py --layers 4 --heads 4 --hidden 256 --vocab 4096 --seq 128 --batch 8 --steps 10 --threads 2
        python3 train_step_torch.py --device cuda --dtype bf16 --layers 12 --heads 12 --hidden 768 --vocab 50257 --seq 1024 --batch 8
@@ -104,13 +104,17 @@ def main():
     t0 = time.perf_counter()
     step()
     cold = time.perf_counter() - t0
+    every = [cold]
     for _ in range(a.warmup - 1):
+        t0 = time.perf_counter()
         step()
+        every.append(time.perf_counter() - t0)
     each = []
     for _ in range(a.steps):
         t0 = time.perf_counter()
         loss = step()
         each.append(time.perf_counter() - t0)
+    every += each
     seconds = sum(each) / a.steps
     print(json.dumps({
         "impl": "pytorch",
@@ -122,6 +126,7 @@ def main():
         "ms_per_step": seconds * 1000,
         "ms_per_step_median": sorted(each)[len(each) // 2] * 1000,
         "ms_per_step_best": min(each) * 1000,
+        "step_ms": [x * 1000 for x in every],
         "peak_device_bytes": torch.cuda.max_memory_allocated() if cuda else None,
         "tokens_per_s": a.batch * a.seq / seconds,
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
