@@ -17,9 +17,11 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
 const { values: args } = parseArgs({ options: { ranks: { type: "string", default: "2" }, mb: { type: "string", default: "100" }, calls: { type: "string", default: "5" }, paths: { type: "string", default: "shm,tcp,gloo" } } });
-const ranks = Number(args.ranks);
-const bytes = Math.round(Number(args.mb) * 1e6 / 4) * 4;
-const calls = Number(args.calls);
+// A rank started by another script (hosts-sync.mjs, on network namespaces) gets its sizes and rank 0's host from the environment.
+const ranks = Number(process.env.BENCH_RANKS ?? args.ranks);
+const bytes = process.env.BENCH_BYTES ? Number(process.env.BENCH_BYTES) : Math.round(Number(args.mb) * 1e6 / 4) * 4;
+const calls = Number(process.env.BENCH_CALLS ?? args.calls);
+const host = process.env.BENCH_HOST ?? "127.0.0.1";
 
 async function load() {
   const url = (pkg) => new URL(`../../packages/${pkg}/dist/index.js`, import.meta.url).href;
@@ -31,13 +33,13 @@ async function load() {
 
 const TRANSPORT = {
   shm: "cpu sync: shared memory, host staging, slices summed in rank order",
-  tcp: "cpu sync: tcp loopback star, host staging, sum at rank 0 in rank order",
-  gloo: "gloo sync: Gloo tcp loopback ring, host staging",
+  tcp: `cpu sync: tcp ${host === "127.0.0.1" ? "loopback " : ""}star, host staging, sum at rank 0 in rank order`,
+  gloo: `gloo sync: Gloo tcp ${host === "127.0.0.1" ? "loopback " : ""}ring, host staging`,
 };
 
 async function rank(r, port, kind) {
   const [{ createReferenceBackend }, { createCpuCommunicator, createGlooCommunicator }] = await load();
-  const o = { rank: r, worldSize: ranks, host: "127.0.0.1", port, timeoutMs: 600_000 };
+  const o = { rank: r, worldSize: ranks, host, port, timeoutMs: 600_000 };
   const comm = kind === "gloo" ? await createGlooCommunicator(o) : await createCpuCommunicator({ ...o, sharedMemory: kind === "shm" });
   if (kind === "shm" && comm.dataPath !== "shared memory") throw new Error(`bench: no shared memory here: ${comm.dataPath}`);
   const backend = createReferenceBackend();
