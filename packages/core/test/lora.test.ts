@@ -174,3 +174,20 @@ describe("PEFT adapter folders", () => {
     fs.rmSync(dir, { recursive: true });
   });
 });
+
+describe("a LoRA checkpoint resumed without its adapters", () => {
+  it("is refused naming the LoRA flags it was trained with", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kiln-lora-resume-"));
+    const backend = createReferenceBackend();
+    const tuned = new Trainer(backend, constantLrConfig(lora(tinyModels.llama), 2, 8, 1));
+    const file = path.join(dir, "step.safetensors");
+    await saveTrainerCheckpoint(tuned, file);
+    const plain = new Trainer(backend, constantLrConfig(tinyModels.llama, 2, 8, 1));
+    await expect(loadTrainerCheckpoint(plain, file)).rejects.toThrow(
+      expect.objectContaining({ hint: expect.stringContaining("LoRA --lora-rank 2 --lora-alpha 4 --lora-targets q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj (this run: no LoRA)") }),
+    );
+    tuned.dispose();
+    plain.dispose();
+    fs.rmSync(dir, { recursive: true });
+  });
+});

@@ -60,5 +60,10 @@ function modelDifferences(theirs: ModelConfig, ours: ModelConfig): string[] {
   const fields = new Set([...Object.keys(theirs), ...Object.keys(ours)] as (keyof ModelConfig)[]);
   return [...fields]
     .filter((f) => JSON.stringify(theirs[f]) !== JSON.stringify(ours[f]))
-    .map((f) => `model.${yamlKeyOf(f)} ${JSON.stringify(theirs[f]) ?? "unset"} (this run: ${JSON.stringify(ours[f]) ?? "unset"})`);
+    .map((f) => (f === "lora" ? `${loraText(theirs.lora)} (this run: ${loraText(ours.lora)})` : `model.${yamlKeyOf(f)} ${JSON.stringify(theirs[f]) ?? "unset"} (this run: ${JSON.stringify(ours[f]) ?? "unset"})`));
+}
+
+/** A model's LoRA adapters as the flags that make them: "LoRA --lora-rank 8 --lora-alpha 16 --lora-targets q_proj,v_proj", or "no LoRA". */
+function loraText(lora: ModelConfig["lora"]): string {
+  return lora ? `LoRA --lora-rank ${lora.rank} --lora-alpha ${lora.alpha} --lora-targets ${lora.targets.join(",")}` : "no LoRA";
 }
