@@ -103,6 +103,9 @@ export async function runTrain(flags: TrainFlags): Promise<number> {
       return await launchThisCommand(flags, s);
     }
     if (!env || env.worldSize === 1) await checkOneRankSync(flags, s.targetDevice, stderrLine);
+    if (flags.maxRestarts !== undefined && !startsRanks(flags) && (env?.rank ?? 0) === 0) {
+      stderrLine(`warning: --max-restarts has no effect here: kiln's launcher restarts the ranks it starts (--ranks, --gpus, --nnodes)${env?.torchrun ? "; under torchrun use its --max_restarts" : ""}`);
+    }
     // One run per output folder: a second one stops here, before it reads or writes anything there. Rank 0 alone writes there.
     const lock = (env?.rank ?? 0) === 0 ? lockOutputDir(s.outputDir, stderrLine) : undefined;
     // A signal outside the training loop exits at once, the lock released (the loop saves first).

@@ -56,6 +56,11 @@ describe("--max-restarts", () => {
     expect(differingTensors(a, b)).toEqual([]);
   }, 120_000);
 
+  it("says it has no effect on a run kiln's launcher does not start", async () => {
+    const r = expectSuccess(await ws.run(["train", "-f", "run.yaml", "-d", "data.bin", "--headless", "--target-device", "cpu", "--max-steps", "2", "--max-restarts", "2", "--output-dir", "one"]), "one rank");
+    expect(r.stderr).toMatch(/warning: --max-restarts has no effect here: kiln's launcher restarts the ranks it starts \(--ranks, --gpus, --nnodes\)\n/);
+  });
+
   it("gives up after the restarts it was allowed, with the failing rank's code", async () => {
     const run = ws.start([...TRAIN, "--output-dir", "given-up"]);
     while (jsonLines(run.stdout).filter((l) => typeof l.loss === "number").length < 3) {
