@@ -9,7 +9,7 @@ import { formatBytes, formatCount, formatFlops, formatSeconds } from "../estimat
 import { formatProcessPeak } from "../estimate/process-peak.js";
 import { formatKernelRooflines } from "../estimate/kernel-roofline-table.js";
 import { modelLayersOf } from "../estimate/model-layers.js";
-import { loraLine } from "../estimate/lora-line.js";
+import { loraRows } from "../estimate/lora-line.js";
 
 interface EstimateFlags {
   [flag: string]: unknown;
@@ -54,7 +54,7 @@ export function registerEstimate(program: Command): void {
         ["layers", `${settings.model.numLayers}, hidden ${settings.model.hiddenSize}${modelLayersOf(settings.model)}`],
         ["step", `batch ${settings.batchSize} x seq ${settings.seqLen} x accum ${settings.gradAccum} = ${e.tokensPerStep} tokens, ${dtype}${settings.dtype === "auto" ? " (auto)" : ""}`],
         ["FLOPs", `${formatFlops(e.flopsPerToken)} per token, ${formatFlops(e.flopsPerStep)} per step`],
-        ...(loraLine(settings.model) ? ([["LoRA", loraLine(settings.model)!]] as [string, string][]) : []),
+        ...loraRows(settings.model),
         ["parameters", `${formatBytes(m.parameters)}${dtype === "f32" ? "" : " (incl. f32 master weights)"}`],
         ["gradients", `${formatBytes(m.gradients)}${dtype === "f32" ? "" : " (incl. their f32 sums)"}`],
         ["optimizer", `${formatBytes(m.optimizerState)} (AdamW m, v in f32)`],

@@ -1,12 +1,12 @@
 import { type ModelConfig, paramLayout, trainableLayout } from "@kiln/core";
 import { formatCount } from "./format-bytes.js";
 
-/** What a LoRA run trains, for the banner and kiln estimate: "rank 8, alpha 16 on q_proj, v_proj: 1.1M trained (0.22%), the 494M of the base frozen". */
-export function loraLine(model: ModelConfig): string | undefined {
+/** The banner's and kiln estimate's row of what a LoRA run trains ("LoRA", "rank 8, alpha 16 on q_proj, v_proj: 1.1M trained (0.22%), the 494M of the base frozen"); none without LoRA. */
+export function loraRows(model: ModelConfig): [string, string][] {
   const lora = model.lora;
-  if (!lora) return undefined;
+  if (!lora) return [];
   const layout = paramLayout(model);
   const trained = trainableLayout(layout).count;
   const share = (100 * trained) / layout.count;
-  return `rank ${lora.rank}, alpha ${lora.alpha} on ${lora.targets.join(", ")}: ${formatCount(trained)} trained (${share < 0.1 ? share.toPrecision(2) : share.toFixed(2)}%), the ${formatCount(layout.count - trained)} of the base frozen`;
+  return [["LoRA", `rank ${lora.rank}, alpha ${lora.alpha} on ${lora.targets.join(", ")}: ${formatCount(trained)} trained (${share < 0.1 ? share.toPrecision(2) : share.toFixed(2)}%), the ${formatCount(layout.count - trained)} of the base frozen`]];
 }

@@ -4,7 +4,7 @@ import type { RunSettings } from "@kiln/core";
 import { formatBytes, formatCount } from "../estimate/format-bytes.js";
 import { formatProcessPeak, processPeak } from "../estimate/process-peak.js";
 import { modelLayersOf } from "../estimate/model-layers.js";
-import { loraLine } from "../estimate/lora-line.js";
+import { loraRows } from "../estimate/lora-line.js";
 
 /**
  * The start-of-run summary: device, model size, dtype and why, tokens per step, the run's
@@ -32,7 +32,7 @@ export function formatBanner(
   const rows: [string, string][] = [
     ["device", `${dev.name}${dev.computeCapability ? `, compute ${dev.computeCapability}` : ""}${dev.libraries ? `; ${dev.libraries}` : ""}${s.cudaGraphs && backend.graphs ? "; each micro-batch one CUDA graph" : ""}${deviceNote ? ` (${deviceNote})` : ""}`],
     ["model", `${s.model.arch}, ${formatCount(parameters)} parameters, ${s.model.numLayers} layers, hidden ${s.model.hiddenSize}${modelLayersOf(s.model)}`],
-    ...(loraLine(s.model) ? ([["LoRA", loraLine(s.model)!]] as [string, string][]) : []),
+    ...loraRows(s.model),
     ["dtype", precision],
     ["step", `${s.batchSize} x ${s.seqLen} tokens x ${s.gradAccum} accumulation = ${s.batchSize * s.seqLen * s.gradAccum} tokens`],
     ["steps", steps],

@@ -90,7 +90,7 @@ export function checkRanksAgree(flags: DataParallelFlags, env: RankEnvironment):
  * checkpoint in the output folder (--resume auto): resume is bit-exact, so the run ends with the
  * weights an uninterrupted one has, and its metrics log keeps each step once.
  */
-export async function launchThisCommand(flags: DataParallelFlags, s: RunSettings, log: (line: string) => void = (line) => process.stderr.write(`${line}\n`)): Promise<number> {
+export async function launchThisCommand(flags: DataParallelFlags, s: RunSettings): Promise<number> {
   const ranks = ranksHere(flags);
   const nnodes = flags.nnodes ?? 1;
   const command = process.argv.slice(1);
@@ -107,10 +107,9 @@ export async function launchThisCommand(flags: DataParallelFlags, s: RunSettings
       masterPort: flags.masterPort ?? (nnodes > 1 ? DEFAULT_MASTER_PORT : await freePort()),
       // A failed rank's peers notice within their timeout and stop, naming it; after that they are terminated.
       graceMs: 1.5 * s.syncTimeout * 1000 + 5000,
-      log,
     });
     if (code === 0 || stopCodes.has(code) || restart >= (flags.maxRestarts ?? 0)) return code;
-    log(`restart ${restart + 1} of ${flags.maxRestarts}: every rank starts again from the newest checkpoint in ${s.outputDir} (--resume auto)`);
+    process.stderr.write(`restart ${restart + 1} of ${flags.maxRestarts}: every rank starts again from the newest checkpoint in ${s.outputDir} (--resume auto)\n`);
   }
 }
 

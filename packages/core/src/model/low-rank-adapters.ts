@@ -10,7 +10,12 @@ export function adapterNames(weightName: string): { a: string; b: string } {
 }
 
 /** The module name a LoRA target names: the last part of `<path>.<module>.weight`. */
-const moduleOf = (weightName: string) => weightName.split(".").at(-2)!;
+export const moduleOf = (weightName: string) => weightName.split(".").at(-2)!;
+
+/** The module names of the weight matrices among `specs`: what LoRA can target. */
+export function matrixModules(specs: readonly ParamSpec[]): string[] {
+  return [...new Set(specs.filter((s) => s.shape.length === 2 && s.name.endsWith(".weight")).map((s) => moduleOf(s.name)))];
+}
 
 /** Whether LoRA wraps this base parameter: a matrix `<path>.<target>.weight`. */
 export function isLoraTarget(s: ParamSpec, lora: LoraConfig): boolean {
@@ -39,7 +44,7 @@ export function withLowRankAdapters(base: readonly ParamSpec[], lora: LoraConfig
   }
   const missed = lora.targets.filter((t) => !hit.has(t));
   if (missed.length > 0) {
-    const modules = [...new Set(base.filter((s) => s.shape.length === 2 && s.name.endsWith(".weight")).map((s) => moduleOf(s.name)))];
+    const modules = matrixModules(base);
     throw new ConfigError(`LoRA target${missed.length === 1 ? "" : "s"} ${missed.join(", ")} name${missed.length === 1 ? "s" : ""} no weight matrix of this model`, {
       where: "--lora-targets",
       hint: `name modules the model has: ${modules.join(", ")}`,

@@ -1,4 +1,4 @@
-import { type FloatDType, bytesPerElement } from "@kiln/contract";
+import { type BufferHandle, type BufferSlice, type FloatDType, bytesPerElement } from "@kiln/contract";
 import { elementCount } from "../graph/tensor.js";
 import { alignUp } from "../plan/pack-arena.js";
 import { ARCHITECTURES, archOf } from "./architectures.js";
@@ -78,4 +78,16 @@ function layoutOf(specs: ParamSpec[], stored: ParamSpec[], dtype: FloatDType): P
     bytes += alignUp(n * bytesPerElement(dtype));
   }
   return { specs, stored, offsets, dtype, bytes, count };
+}
+
+/** Where one parameter's values lie in a device buffer, and their dtype there. */
+export interface ParamSlot {
+  spec: ParamSpec;
+  at: BufferSlice;
+  dtype: FloatDType;
+}
+
+/** Every parameter of `layout` in `buffer` (laid out as `layout` says), in the model's order. */
+export function slotsOf(layout: ParamLayout, buffer: BufferHandle): ParamSlot[] {
+  return layout.specs.map((spec) => ({ spec, at: { buffer, byteOffset: layout.offsets.get(spec.name)! }, dtype: layout.dtype }));
 }

@@ -2,7 +2,7 @@ import { ConfigError, type FloatDType } from "@kiln/contract";
 import { Graph } from "../graph/graph.js";
 import type { ModelConfig } from "./config.js";
 import type { ParamLayout } from "./param-layout.js";
-import { adapterNames, isLoraTarget } from "./low-rank-adapters.js";
+import { adapterNames, isLoraTarget, moduleOf } from "./low-rank-adapters.js";
 
 /** A graph being traced from a model, with its parameters registered by name. */
 export interface Trace {
@@ -26,7 +26,7 @@ export function checkAdaptersApplied(t: Trace): void {
     const name = t.g.info(w).name;
     throw new ConfigError(`LoRA cannot wrap ${name}: kiln applies it other than as one linear layer`, {
       where: "--lora-targets",
-      hint: `leave ${name.split(".").at(-2)} out of --lora-targets (the attention and MLP projections take adapters)`,
+      hint: `leave ${moduleOf(name)} out of --lora-targets (the attention and MLP projections take adapters)`,
     });
   }
 }

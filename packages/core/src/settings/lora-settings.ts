@@ -2,6 +2,7 @@ import { ConfigError } from "@kiln/contract";
 import { archOf } from "../model/architectures.js";
 import type { LoraConfig, ModelConfig } from "../model/config.js";
 import { paramLayout } from "../model/param-layout.js";
+import { matrixModules } from "../model/low-rank-adapters.js";
 import { withoutAdapters } from "../model/merge-adapters.js";
 
 /** The trainer settings that shape LoRA. */
@@ -41,6 +42,6 @@ export function withLoraSettings(model: ModelConfig, t: LoraSettings, whereOf: (
 
 /** The architecture's default targets that this model has (multi-head latent attention has no q_proj, k_proj or v_proj; Mamba layers none of them). */
 function defaultTargets(model: ModelConfig): string[] {
-  const modules = new Set(paramLayout(withoutAdapters(model)).specs.filter((s) => s.shape.length === 2).map((s) => s.name.split(".").at(-2)));
+  const modules = new Set(matrixModules(paramLayout(withoutAdapters(model)).specs));
   return archOf(model).loraTargets.filter((t) => modules.has(t));
 }

@@ -1,4 +1,4 @@
-import { CheckpointError, type FloatDType, encodeElements, isFloatDType } from "@kiln/contract";
+import { CheckpointError, type FloatDType, isFloatDType } from "@kiln/contract";
 import { deviceTensorSource } from "../checkpoint/device-tensor-source.js";
 import { decodeSafetensors, encodeStreamedSafetensors } from "../checkpoint/safetensors-codec.js";
 import { type SafetensorsDType, toSafetensorsDType } from "../checkpoint/safetensors-dtype.js";
@@ -16,6 +16,7 @@ import {
   META_WORLD_SIZE,
 } from "../checkpoint/checkpoint-keys.js";
 import type { Trainer } from "./trainer.js";
+import type { ParamSlot } from "../model/param-layout.js";
 import type { ModelConfig } from "../model/config.js";
 import { checkCheckpointShape } from "./checkpoint-shape.js";
 
@@ -71,9 +72,8 @@ export async function trainerCheckpointContents(
     [EXP_AVG, m],
     [EXP_AVG_SQ, v],
   ] as const) {
-    for (const s of trainer.stateLayout.specs) {
-      const at = { buffer, byteOffset: trainer.stateLayout.offsets.get(s.name)! };
-      tensors.push({ name: prefix + s.name, dtype: "F32", shape: s.shape, data: deviceTensorSource(trainer.backend, at, elementCount(s.shape)) });
+    for (const { spec, at } of trainer.stateSlots(buffer)) {
+      tensors.push({ name: prefix + spec.name, dtype: "F32", shape: spec.shape, data: deviceTensorSource(trainer.backend, at, elementCount(spec.shape)) });
     }
   }
   return {
@@ -155,27 +155,17 @@ export async function restoreTrainerState(trainer: Trainer, source: TensorSource
   }
   const goodSteps = counter(META_LOSS_SCALE_GOOD_STEPS, 0);
   const { m, v } = trainer.stateBuffers;
-  const state = trainer.stateLayout;
-  const slots = [
-    ...trainer.weightSlots().map((w) => ({ ...w, name: w.spec.name })),
-    ...[EXP_AVG, EXP_AVG_SQ].flatMap((prefix) =>
-      state.specs.map((spec) => ({ spec, name: prefix + spec.name, at: { buffer: prefix === EXP_AVG ? m : v, byteOffset: state.offsets.get(spec.name)! }, dtype: "f32" as FloatDType })),
-    ),
-  ];
+  const named = (prefix: string) => (s: ParamSlot) => ({ ...s, name: prefix + s.spec.name });
+  const slots = [...trainer.weightSlots().map(named("")), ...trainer.stateSlots(m).map(named(EXP_AVG)), ...trainer.stateSlots(v).map(named(EXP_AVG_SQ))];
   // Every name and shape, both ways, before any byte is loaded: a checkpoint of more layers is refused as one of fewer is.
   checkCheckpointShape(slots.map((s) => ({ name: s.name, shape: s.spec.shape })), source, where, trainer.config.model, recordedModel(meta));
   for (const { spec, name, at, dtype } of slots) {
     const { data } = await source.read(name);
     const n = elementCount(spec.shape);
     if (data.byteLength !== n * 4) throw new CheckpointError(`tensor ${name} has the wrong size`, { where });
-    if (dtype === "f32") {
-      trainer.backend.upload(at, data);
-    } else {
-      // A frozen parameter kept in the 16-bit training dtype: the file's f32 values rounded (exact when it was written by a run of that dtype).
-      const bytes = new Uint8Array(2 * n);
-      encodeElements(new Float32Array(data.slice().buffer), dtype, bytes);
-      trainer.backend.upload(at, bytes);
-    }
+    // A frozen parameter kept in the 16-bit training dtype takes the file's f32 values rounded (exact when a run of that dtype wrote them).
+    if (dtype === "f32") trainer.backend.upload(at, data);
+    else trainer.writeWeights({ at, dtype }, 0, new Float32Array(data.slice().buffer));
   }
   trainer.roundMastersToParams();
   trainer.stepCount = step;

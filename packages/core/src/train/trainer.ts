@@ -1,4 +1,4 @@
-import { type Backend, type BufferHandle, type BufferSlice, type FloatDType, type Kernels, KilnError, bytesPerElement, decodeElements, encodeElements } from "@kiln/contract";
+import { type Backend, type BufferHandle, type FloatDType, type Kernels, KilnError, bytesPerElement, decodeElements, encodeElements } from "@kiln/contract";
 import { CompiledStep } from "../exec/compiled-step.js";
 import type { Batch } from "../data/batch.js";
 import { withProfiledKernels } from "../exec/profiled-kernels.js";
@@ -6,7 +6,7 @@ import type { StepProfiler } from "../exec/step-profiler.js";
 import { type ModelConfig, moeOf } from "../model/config.js";
 import { type ModelGraph, positionIds } from "../model/build-graph.js";
 import { uploadInitialParams } from "../model/init-params.js";
-import type { ParamLayout, ParamSpec } from "../model/param-layout.js";
+import { type ParamLayout, type ParamSlot, type ParamSpec, slotsOf } from "../model/param-layout.js";
 import { elementCount } from "../graph/tensor.js";
 import type { ParameterPiece } from "../hf/pretrained-weights.js";
 import { AdamW, type AdamWConfig } from "../optim/adamw.js";
@@ -438,13 +438,16 @@ export class Trainer {
    * the trained ones under a 16-bit dtype, else the parameters themselves (frozen ones in
    * the training dtype). Checkpoints read and write the weights there.
    */
-  weightSlots(): { spec: ParamSpec; at: BufferSlice; dtype: FloatDType }[] {
+  weightSlots(): ParamSlot[] {
     const m = this.masters;
-    return this.layout.specs.map((spec) =>
-      m && this.stateLayout.offsets.has(spec.name)
-        ? { spec, at: { buffer: m.master, byteOffset: this.stateLayout.offsets.get(spec.name)! }, dtype: "f32" as const }
-        : { spec, at: { buffer: this.buffers.params, byteOffset: this.layout.offsets.get(spec.name)! }, dtype: this.layout.dtype },
-    );
+    if (!m) return slotsOf(this.layout, this.buffers.params);
+    const masters = new Map(slotsOf(this.stateLayout, m.master).map((s) => [s.spec.name, s]));
+    return slotsOf(this.layout, this.buffers.params).map((s) => masters.get(s.spec.name) ?? s);
+  }
+
+  /** A trained parameter's f32 state in `buffer` (gradients, AdamW's m or v): the state layout's slots. */
+  stateSlots(buffer: BufferHandle): ParamSlot[] {
+    return slotsOf(this.stateLayout, buffer);
   }
 
   /**
@@ -456,7 +459,7 @@ export class Trainer {
       const v = values.get(slot.spec.name);
       if (!v) throw new KilnError(`no value for parameter ${slot.spec.name}`, { where: slot.spec.name, hint: "the checkpoint does not match this model" });
       if (v.length !== elementCount(slot.spec.shape)) throw new KilnError(`parameter ${slot.spec.name} has ${v.length} values, the model needs ${elementCount(slot.spec.shape)}`, { where: slot.spec.name });
-      this.uploadWeights(slot, 0, v);
+      this.writeWeights(slot, 0, v);
     }
     this.masters?.roundToParams();
   }
@@ -474,7 +477,7 @@ export class Trainer {
       if (slot === undefined) continue; // not a parameter of this model: the caller checked its source
       const n = elementCount(slot.spec.shape);
       if (p.elements !== n || p.elementOffset + p.values.length > n) throw new KilnError(`parameter ${p.name} has ${p.elements} values, the model needs ${n}`, { where: p.name });
-      this.uploadWeights(slot, p.elementOffset, p.values);
+      this.writeWeights(slot, p.elementOffset, p.values);
       loaded.set(p.name, loaded.get(p.name)! + p.values.length);
     }
     // LoRA adapters the pieces leave out keep their initial values: new adapters on loaded base weights.
@@ -485,7 +488,7 @@ export class Trainer {
   }
 
   /** f32 values into a weight slot from element `first` on, rounded to the slot's dtype when it is 16-bit. */
-  private uploadWeights(slot: { at: BufferSlice; dtype: FloatDType }, first: number, values: Float32Array): void {
+  writeWeights(slot: Pick<ParamSlot, "at" | "dtype">, first: number, values: Float32Array): void {
     const width = bytesPerElement(slot.dtype);
     const at = { buffer: slot.at.buffer, byteOffset: slot.at.byteOffset + width * first };
     if (slot.dtype === "f32") return this.backend.upload(at, values);
@@ -501,12 +504,7 @@ export class Trainer {
    * f32 gradients AdamW read last (unscaled under f16) or AdamW's m and v.
    */
   async readParameters(which: "params" | "master" | "grads" | "m" | "v" = "params"): Promise<Map<string, Float32Array>> {
-    const slots =
-      which === "master"
-        ? this.weightSlots()
-        : which === "params"
-        ? this.layout.specs.map((spec) => ({ spec, at: { buffer: this.buffers.params, byteOffset: this.layout.offsets.get(spec.name)! }, dtype: this.layout.dtype }))
-        : this.stateLayout.specs.map((spec) => ({ spec, at: { buffer: this.buffers[which], byteOffset: this.stateLayout.offsets.get(spec.name)! }, dtype: "f32" as const }));
+    const slots = which === "master" ? this.weightSlots() : which === "params" ? slotsOf(this.layout, this.buffers.params) : this.stateSlots(this.buffers[which]);
     const unscale = which === "grads" ? this.lastLossScale : 1;
     const out = new Map<string, Float32Array>();
     for (const { spec, at, dtype } of slots) {
