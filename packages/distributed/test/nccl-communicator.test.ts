@@ -32,6 +32,14 @@ function fakeDevice(log: string[], behaviour: () => Promise<void> = async () => 
       log.push(`broadcast ${at.byteOffset} ${bytes} ${root}`);
       await behaviour();
     },
+    reduceScatter: async (at, n, dtype, op) => {
+      log.push(`reduceScatter ${at.byteOffset} ${n} ${dtype} ${op}`);
+      await behaviour();
+    },
+    allGather: async (at, bytes) => {
+      log.push(`allGather ${at.byteOffset} ${bytes}`);
+      await behaviour();
+    },
     close: () => log.push("close"),
   };
 }
@@ -47,10 +55,12 @@ describe("nccl communicator (control side)", () => {
     const buffer = backend.alloc(64);
     await Promise.all(comms.map((c) => c.allReduce(backend, { buffer, byteOffset: 16 }, 8, "bf16", "mean")));
     await Promise.all(comms.map((c) => c.broadcast(backend, { buffer, byteOffset: 0 }, 64, 0)));
+    await Promise.all(comms.map((c) => c.reduceScatter(backend, { buffer, byteOffset: 4 }, 5, "f32", "sum")));
+    await Promise.all(comms.map((c) => c.allGather(backend, { buffer, byteOffset: 1 }, 21)));
     const sums = await Promise.all(comms.map((c, r) => c.allReduceScalars(Float64Array.of(r, 1), "sum")));
     await Promise.all(comms.map((c) => c.barrier()));
     for (const s of sums) expect(Array.from(s)).toEqual([3, 3]);
-    for (const log of logs) expect(log).toEqual(["allReduce 16 8 bf16 mean", "broadcast 0 64 0"]);
+    for (const log of logs) expect(log).toEqual(["allReduce 16 8 bf16 mean", "broadcast 0 64 0", "reduceScatter 4 5 f32 sum", "allGather 1 21"]);
     expect(comms[0].kind).toBe("nccl");
   });
 

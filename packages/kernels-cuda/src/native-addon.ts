@@ -43,6 +43,10 @@ export interface NativeDevice {
 export interface NativeNccl {
   allReduce(address: number, count: number, dtypeCode: number, mean: boolean): Promise<void>;
   broadcast(address: number, bytes: number, root: number): Promise<void>;
+  /** `count` elements per rank; the address is the whole buffer's (the addon finds this rank's chunk). */
+  reduceScatter(address: number, count: number, dtypeCode: number, mean: boolean): Promise<void>;
+  /** `bytes` per rank; the address is the whole buffer's. */
+  allGather(address: number, bytes: number): Promise<void>;
   close(): void;
 }
 

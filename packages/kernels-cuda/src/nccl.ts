@@ -23,6 +23,17 @@ export interface NcclCollectives {
   allReduce(at: Operand, n: number, dtype: FloatDType, op: "sum" | "mean"): Promise<void>;
   /** In place: `bytes` bytes at `at` on every rank become rank `root`'s. Ordered like allReduce. */
   broadcast(at: Operand, bytes: number, root: number): Promise<void>;
+  /**
+   * In place: the `worldSize * n` elements at `at` are worldSize chunks of `n`; this
+   * rank's chunk (number `rank`) becomes the sum (or mean) over the ranks of their
+   * chunk `rank`; only that chunk holds a result afterwards. Ordered like allReduce.
+   */
+  reduceScatter(at: Operand, n: number, dtype: FloatDType, op: "sum" | "mean"): Promise<void>;
+  /**
+   * In place: the `worldSize * bytes` bytes at `at` are worldSize chunks; chunk r on
+   * every rank becomes rank r's chunk r. Ordered like allReduce.
+   */
+  allGather(at: Operand, bytes: number): Promise<void>;
   /** Releases the communicator (aborting collectives still in flight); later calls fail. */
   close(): void;
 }
@@ -210,6 +221,30 @@ function collectives(native: NativeNccl, memory: DeviceMemory, rank: number, wor
       if (bytes === 0) return;
       try {
         await native.broadcast(address, bytes, root);
+      } catch (err) {
+        throw ncclError(err, where);
+      }
+    },
+    async reduceScatter(at, n, dtype, op) {
+      open("reduceScatter");
+      checkInteger(n, "reduceScatter's element count (per rank)", 0);
+      if (!FLOAT_DTYPES.includes(dtype)) throw new KernelArgumentError(`reduceScatter takes f32, bf16 or f16, not ${dtype}`, { where: "reduceScatter" });
+      if (op !== "sum" && op !== "mean") throw new KernelArgumentError(`reduceScatter's op is "sum" or "mean", not ${String(op)}`, { where: "reduceScatter" });
+      const address = memory.address(at, worldSize * n * bytesPerElement(dtype), `reduceScatter of ${worldSize} x ${n} ${dtype}`);
+      if (n === 0) return;
+      try {
+        await native.reduceScatter(address, n, dtypeCode(dtype), op === "mean");
+      } catch (err) {
+        throw ncclError(err, where);
+      }
+    },
+    async allGather(at, bytes) {
+      open("allGather");
+      checkInteger(bytes, "allGather's byte count (per rank)", 0);
+      const address = memory.address(at, worldSize * bytes, `allGather of ${worldSize} x ${bytes} bytes`);
+      if (bytes === 0) return;
+      try {
+        await native.allGather(address, bytes);
       } catch (err) {
         throw ncclError(err, where);
       }

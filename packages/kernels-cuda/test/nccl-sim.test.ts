@@ -95,6 +95,55 @@ describe.skipIf(skip)(`NCCL collectives on the simulator${skip ? ` (skipped: ${s
     backend.free(buf);
   });
 
+  it("reduce-scatters and all-gathers in place on one rank, passing NCCL the per-rank count, its dtype and op", async () => {
+    const fake = useFake();
+    const nccl = await open();
+    const values = [3, -1.5, 0.25, 8, -6, 7, 2];
+    const buf = upload(backend, values, "bf16", 6);
+    const at = { buffer: buf, byteOffset: 6 };
+    const scattered = nccl.reduceScatter(at, values.length, "bf16", "sum");
+    backend.kernels.scale({ x: at, out: at, n: values.length, alpha: -2, dtype: "bf16" });
+    await scattered;
+    await nccl.reduceScatter(at, values.length, "bf16", "mean");
+    await nccl.allGather({ buffer: buf, byteOffset: 7 }, 5);
+    expect(await download(backend, at, values.length, "bf16")).toEqual(values.map((v) => -2 * v));
+    const f = upload(backend, [1, 2, 3], "f32");
+    await nccl.reduceScatter(f, 3, "f32", "mean");
+    await nccl.reduceScatter(f, 3, "f16", "sum");
+    await nccl.reduceScatter(f, 0, "f32", "sum"); // nothing to do: NCCL is not called
+    await nccl.allGather(f, 0);
+    nccl.close();
+    expect(fake.log().slice(1)).toEqual([
+      "reduceScatter count=7 type=9 op=0 inplace=1 stream=set",
+      "reduceScatter count=7 type=9 op=4 inplace=1 stream=set",
+      "allGather count=5 type=0 inplace=1 stream=set",
+      "reduceScatter count=3 type=7 op=4 inplace=1 stream=set",
+      "reduceScatter count=3 type=6 op=0 inplace=1 stream=set",
+      "destroy",
+    ]);
+    backend.free(buf);
+    backend.free(f);
+  });
+
+  it("checks reduce-scatter's and all-gather's arguments before NCCL sees them", async () => {
+    const fake = useFake();
+    const nccl = await open();
+    const buf = backend.alloc(16);
+    await expect(nccl.reduceScatter(buf, 5, "f32", "sum")).rejects.toThrow(/^reduceScatter of 1 x 5 f32 needs bytes \[0, 20\) of a 16-byte buffer$/);
+    await expect(nccl.reduceScatter({ buffer: buf, byteOffset: 4 }, 4, "f32", "sum")).rejects.toThrow(KernelArgumentError);
+    await expect(nccl.reduceScatter(buf, 1.5, "f32", "sum")).rejects.toThrow(/reduceScatter's element count \(per rank\) must be an integer between 0 and/);
+    await expect(nccl.reduceScatter(buf, -1, "bf16", "sum")).rejects.toThrow(KernelArgumentError);
+    await expect(nccl.reduceScatter(buf, 4, "i32" as FloatDType, "sum")).rejects.toThrow(/reduceScatter takes f32, bf16 or f16, not i32/);
+    await expect(nccl.reduceScatter(buf, 4, "f32", "max" as "sum")).rejects.toThrow(/reduceScatter's op is "sum" or "mean", not max/);
+    await expect(nccl.allGather(buf, 17)).rejects.toThrow(/^allGather of 1 x 17 bytes needs bytes \[0, 17\) of a 16-byte buffer$/);
+    await expect(nccl.allGather(buf, Number.NaN)).rejects.toThrow(/allGather's byte count \(per rank\) must be an integer between 0 and/);
+    nccl.close();
+    await expect(nccl.reduceScatter(buf, 4, "f32", "sum")).rejects.toThrow(/reduceScatter on a closed NCCL communicator/);
+    await expect(nccl.allGather(buf, 16)).rejects.toThrow(/allGather on a closed NCCL communicator/);
+    expect(fake.log()).toEqual(["init rank=0 nranks=1", "destroy"]);
+    backend.free(buf);
+  });
+
   it("checks its arguments before NCCL sees them", async () => {
     useFake();
     const nccl = await open();
@@ -122,6 +171,8 @@ describe.skipIf(skip)(`NCCL collectives on the simulator${skip ? ` (skipped: ${s
     expect(err).toBeInstanceOf(DeviceError);
     expect((err as DeviceError).message).toBe("allReduce of 4 f32 (sum) failed on rank 0: unhandled system error (fake) (ncclSystemError, 2)");
     expect((err as DeviceError).hint).toMatch(/NCCL_DEBUG=WARN/);
+    await expect(nccl.reduceScatter(buf, 2, "bf16", "mean")).rejects.toThrow("reduceScatter of 1 x 2 bf16 (mean) failed on rank 0: unhandled system error (fake) (ncclSystemError, 2)");
+    await expect(nccl.allGather(buf, 16)).rejects.toThrow("allGather of 1 x 16 bytes failed on rank 0: unhandled system error (fake) (ncclSystemError, 2)");
     nccl.close();
     backend.free(buf);
   });

@@ -89,6 +89,18 @@ Napi::Object communicator_object(Napi::Env env, CommPtr comm) {
           auto pending = guarded(env, [&] { return comm->broadcast(address_of(info[0]), size_of(info[1]), info[2].As<Napi::Number>().Int32Value()); });
           return wait_for(env, comm, pending);
         }));
+  o.Set("reduceScatter", Napi::Function::New(env, [comm](const Napi::CallbackInfo& info) -> Napi::Value {
+          Napi::Env env = info.Env();
+          auto pending = guarded(env, [&] {
+            return comm->reduce_scatter(address_of(info[0]), size_of(info[1]), info[2].As<Napi::Number>().Int32Value(), info[3].ToBoolean().Value());
+          });
+          return wait_for(env, comm, pending);
+        }));
+  o.Set("allGather", Napi::Function::New(env, [comm](const Napi::CallbackInfo& info) -> Napi::Value {
+          Napi::Env env = info.Env();
+          auto pending = guarded(env, [&] { return comm->all_gather(address_of(info[0]), size_of(info[1])); });
+          return wait_for(env, comm, pending);
+        }));
   o.Set("close", Napi::Function::New(env, [comm](const Napi::CallbackInfo& info) { guarded(info.Env(), [&] { comm->close(); }); }));
   return o;
 }

@@ -36,6 +36,9 @@ using GetUniqueIdFn = Result (*)(UniqueId* id);
 using CommInitRankFn = Result (*)(CommHandle* comm, int nranks, UniqueId id, int rank);
 using AllReduceFn = Result (*)(const void* send, void* recv, size_t count, int datatype, int op, CommHandle comm, void* stream);
 using BroadcastFn = Result (*)(const void* send, void* recv, size_t count, int datatype, int root, CommHandle comm, void* stream);
+// recvcount / sendcount: the elements one rank receives / sends (a chunk), not the whole buffer.
+using ReduceScatterFn = Result (*)(const void* send, void* recv, size_t recvcount, int datatype, int op, CommHandle comm, void* stream);
+using AllGatherFn = Result (*)(const void* send, void* recv, size_t sendcount, int datatype, CommHandle comm, void* stream);
 using CommDestroyFn = Result (*)(CommHandle comm);
 using CommAbortFn = Result (*)(CommHandle comm);
 using CommGetAsyncErrorFn = Result (*)(CommHandle comm, Result* async_error);

@@ -18,6 +18,10 @@ int nccl_type(int dtype) {
 }
 
 const char* dtype_name(int dtype) { return dtype == kF32 ? "f32" : dtype == kBF16 ? "bf16" : "f16"; }
+size_t element_bytes(int dtype) { return dtype == kF32 ? 4 : 2; }
+
+/** Chunk `index` of chunks of `chunk_bytes` bytes starting at `data`. */
+void* chunk(void* data, int index, size_t chunk_bytes) { return static_cast<char*>(data) + static_cast<size_t>(index) * chunk_bytes; }
 
 }  // namespace
 
@@ -91,6 +95,22 @@ std::shared_ptr<PendingCollective> NcclCommunicator::broadcast(void* data, size_
   }
   std::string what = "broadcast of " + std::to_string(bytes) + " bytes from rank " + std::to_string(root);
   return enqueue(what, [&](nccl::CommHandle comm) { return lib_.broadcast(data, data, bytes, nccl::kInt8, root, comm, stream_); });
+}
+
+// NCCL's in-place forms: reduce-scatter receives into this rank's chunk of the send
+// buffer, all-gather sends from this rank's chunk of the receive buffer.
+std::shared_ptr<PendingCollective> NcclCommunicator::reduce_scatter(void* data, size_t count, int dtype, bool mean) {
+  int type = nccl_type(dtype);
+  int op = mean ? nccl::kAvg : nccl::kSum;
+  void* mine = chunk(data, rank_, count * element_bytes(dtype));
+  std::string what = "reduceScatter of " + std::to_string(world_size_) + " x " + std::to_string(count) + " " + dtype_name(dtype) + " (" + (mean ? "mean" : "sum") + ")";
+  return enqueue(what, [&](nccl::CommHandle comm) { return lib_.reduce_scatter(data, mine, count, type, op, comm, stream_); });
+}
+
+std::shared_ptr<PendingCollective> NcclCommunicator::all_gather(void* data, size_t bytes) {
+  void* mine = chunk(data, rank_, bytes);
+  std::string what = "allGather of " + std::to_string(world_size_) + " x " + std::to_string(bytes) + " bytes";
+  return enqueue(what, [&](nccl::CommHandle comm) { return lib_.all_gather(mine, data, bytes, nccl::kInt8, comm, stream_); });
 }
 
 void NcclCommunicator::abort_and_throw(const std::string& code, const std::string& why) {

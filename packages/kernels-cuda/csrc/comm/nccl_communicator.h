@@ -49,6 +49,13 @@ class NcclCommunicator {
   std::shared_ptr<PendingCollective> all_reduce(void* data, size_t count, int dtype, bool mean);
   /** In-place broadcast of `bytes` bytes at `data` from rank `root`. */
   std::shared_ptr<PendingCollective> broadcast(void* data, size_t bytes, int root);
+  /**
+   * In-place reduce-scatter: `data` holds world-size chunks of `count` elements; this
+   * rank's chunk (number `rank`) becomes the sum (or mean) over the ranks of theirs.
+   */
+  std::shared_ptr<PendingCollective> reduce_scatter(void* data, size_t count, int dtype, bool mean);
+  /** In-place all-gather: `data` holds world-size chunks of `bytes` bytes; chunk r becomes rank r's on every rank. */
+  std::shared_ptr<PendingCollective> all_gather(void* data, size_t bytes);
   /** Blocks the calling thread until `c` completes; throws NcclFailure on an NCCL error or the timeout (after aborting). */
   void wait(const PendingCollective& c);
   /** Destroys the communicator (aborts it when collectives are still in flight); later calls fail. */

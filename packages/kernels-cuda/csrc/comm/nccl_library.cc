@@ -73,6 +73,8 @@ std::unique_ptr<NcclLibrary> open_library(const std::string& path) {
     l.comm_init_rank = symbol<nccl::CommInitRankFn>(lib, "ncclCommInitRank", l.path, l.version);
     l.all_reduce = symbol<nccl::AllReduceFn>(lib, "ncclAllReduce", l.path, l.version);
     l.broadcast = symbol<nccl::BroadcastFn>(lib, "ncclBroadcast", l.path, l.version);
+    l.reduce_scatter = symbol<nccl::ReduceScatterFn>(lib, "ncclReduceScatter", l.path, l.version);
+    l.all_gather = symbol<nccl::AllGatherFn>(lib, "ncclAllGather", l.path, l.version);
     l.comm_destroy = symbol<nccl::CommDestroyFn>(lib, "ncclCommDestroy", l.path, l.version);
     l.comm_abort = symbol<nccl::CommAbortFn>(lib, "ncclCommAbort", l.path, l.version);
     l.comm_get_async_error = symbol<nccl::CommGetAsyncErrorFn>(lib, "ncclCommGetAsyncError", l.path, l.version);

@@ -26,6 +26,8 @@ struct NcclLibrary {
   nccl::CommInitRankFn comm_init_rank;
   nccl::AllReduceFn all_reduce;
   nccl::BroadcastFn broadcast;
+  nccl::ReduceScatterFn reduce_scatter;
+  nccl::AllGatherFn all_gather;
   nccl::CommDestroyFn comm_destroy;
   nccl::CommAbortFn comm_abort;
   nccl::CommGetAsyncErrorFn comm_get_async_error;

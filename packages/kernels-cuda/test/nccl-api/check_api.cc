@@ -33,6 +33,8 @@ KILN_SAME(GetUniqueIdFn, ncclGetUniqueId);
 KILN_SAME(CommInitRankFn, ncclCommInitRank);
 KILN_SAME(AllReduceFn, ncclAllReduce);
 KILN_SAME(BroadcastFn, ncclBroadcast);
+KILN_SAME(ReduceScatterFn, ncclReduceScatter);
+KILN_SAME(AllGatherFn, ncclAllGather);
 KILN_SAME(CommDestroyFn, ncclCommDestroy);
 KILN_SAME(CommAbortFn, ncclCommAbort);
 KILN_SAME(CommGetAsyncErrorFn, ncclCommGetAsyncError);

@@ -6,7 +6,7 @@
  *   -DFAKE_NCCL_VERSION=23007       what ncclGetVersion reports (NCCL's encoding)
  *   -DFAKE_NCCL_WITHOUT_ASYNC_ERROR leaves out ncclCommGetAsyncError (a library missing a symbol)
  *   -DFAKE_NCCL_LOG='"file"'        appends one line per call (the tests read the arguments back)
- *   -DFAKE_NCCL_FAIL_ENQUEUE        ncclAllReduce/ncclBroadcast return ncclSystemError
+ *   -DFAKE_NCCL_FAIL_ENQUEUE        every collective returns ncclSystemError
  *   -DFAKE_NCCL_ASYNC=1             after a collective, ncclCommGetAsyncError says ncclInProgress for ever
  *   -DFAKE_NCCL_ASYNC=2             after a collective, ncclCommGetAsyncError says ncclRemoteError
  *   -DFAKE_NCCL_WAIT_SECONDS=60     how long a rank waits for the others (to join, at a collective)
@@ -15,7 +15,8 @@
  * World size N > 1 (the ranks in separate processes): the ranks meet in a POSIX shared
  * memory segment named by the unique id; each collective copies every rank's data
  * into its slot there, waits for all (a barrier), and each rank reduces the slots in
- * rank order (f32 accumulation), so every rank gets the same bits. The call returns
+ * rank order (f32 accumulation), so every rank gets the same bits. Reduce-scatter
+ * and all-gather take NCCL's in-place forms as well as separate buffers. The call returns
  * when the collective is done: the simulator has no asynchronous device.
  */
 #include <fcntl.h>
@@ -245,6 +246,56 @@ int ncclBroadcast(const void* send, void* recv, size_t count, int type, int root
   if (r) return r;
   if (c->rank != root) memcpy(recv, slot(c, root), count);
   else if (send != recv) memcpy(recv, send, count);
+  return barrier(c);
+}
+
+static size_t type_bytes(int type) { return type == type_f32 ? 4 : type == type_int8 ? 1 : 2; }
+
+/* send: nranks chunks of `count` elements; recv: `count` elements, the sum (or mean) of
+ * every rank's chunk `rank`. In place when recv is this rank's chunk of send. */
+int ncclReduceScatter(const void* send, void* recv, size_t count, int type, int op, struct ncclComm* c, void* stream) {
+  if (!c) return invalid_argument;
+  if (!valid_float_type(type) || (op != op_sum && op != op_avg)) return invalid_argument;
+  size_t chunk = count * type_bytes(type);
+  int inplace = (const unsigned char*)send + (size_t)c->rank * chunk == (unsigned char*)recv;
+  log_line("reduceScatter count=%zu type=%d op=%d inplace=%d stream=%s", count, type, op, inplace, stream ? "set" : "null");
+  if (FAIL_ENQUEUE) return system_error;
+  c->issued++;
+  if (c->nranks == 1) {
+    if (send != recv) memcpy(recv, send, chunk);
+    return ok;
+  }
+  if (chunk * (size_t)c->nranks > SLOT_BYTES) return invalid_argument;
+  memcpy(slot(c, c->rank), send, chunk * (size_t)c->nranks);
+  int r = barrier(c);
+  if (r) return r;
+  for (size_t i = 0; i < count; i++) {
+    float acc = 0.f;
+    for (int k = 0; k < c->nranks; k++) acc += load(slot(c, k) + (size_t)c->rank * chunk, i, type);
+    store(recv, i, type, op == op_avg ? acc / (float)c->nranks : acc);
+  }
+  return barrier(c);
+}
+
+/* send: `count` elements; recv: nranks chunks of `count`, chunk k rank k's send. In
+ * place when send is this rank's chunk of recv. */
+int ncclAllGather(const void* send, void* recv, size_t count, int type, struct ncclComm* c, void* stream) {
+  if (!c) return invalid_argument;
+  if (type != type_int8 && !valid_float_type(type)) return invalid_argument;
+  size_t chunk = count * type_bytes(type);
+  int inplace = (unsigned char*)recv + (size_t)c->rank * chunk == (const unsigned char*)send;
+  log_line("allGather count=%zu type=%d inplace=%d stream=%s", count, type, inplace, stream ? "set" : "null");
+  if (FAIL_ENQUEUE) return system_error;
+  c->issued++;
+  if (c->nranks == 1) {
+    if (!inplace) memcpy(recv, send, chunk);
+    return ok;
+  }
+  if (chunk > SLOT_BYTES) return invalid_argument;
+  memcpy(slot(c, c->rank), send, chunk);
+  int r = barrier(c);
+  if (r) return r;
+  for (int k = 0; k < c->nranks; k++) memcpy((unsigned char*)recv + (size_t)k * chunk, slot(c, k), chunk);
   return barrier(c);
 }
 
