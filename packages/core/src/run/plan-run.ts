@@ -15,6 +15,8 @@ export interface RunShape {
   batchSize: number;
   seqLen: number;
   recompute: RecomputeSetting;
+  /** Ranks the optimizer state is sharded over (`--shard-optimizer`; absent or 1: not sharded). */
+  shardRanks?: number;
   /** Where the settings came from, for the refusal (a config file's path). */
   configPath: string;
 }
@@ -32,7 +34,7 @@ export interface RunPlan {
 }
 
 function planWith(s: Omit<RunShape, "configPath">, dtype: FloatDType, recompute: RecomputePolicy, device: Pick<DeviceDescription, "kind" | "memoryBytes">, lossChunkBytes?: number): RunPlan {
-  const training = planTraining(s.model, s.batchSize, s.seqLen, dtype, recompute, device.kind, lossChunkBytes);
+  const training = planTraining(s.model, s.batchSize, s.seqLen, dtype, recompute, device.kind, lossChunkBytes, s.shardRanks);
   const evaluation = planForwardMemory(s.model, s.batchSize, s.seqLen, dtype, training.memory.activations);
   return { recompute, training, memory: { ...training.memory, evaluation }, need: training.memory.total + evaluation, available: device.memoryBytes };
 }

@@ -1,4 +1,4 @@
-import { CheckpointError, type FloatDType, isFloatDType } from "@kiln/contract";
+import { CheckpointError, type FloatDType, encodeElements, isFloatDType } from "@kiln/contract";
 import { deviceTensorSource } from "../checkpoint/device-tensor-source.js";
 import { decodeSafetensors, encodeStreamedSafetensors } from "../checkpoint/safetensors-codec.js";
 import { type SafetensorsDType, toSafetensorsDType } from "../checkpoint/safetensors-dtype.js";
@@ -15,7 +15,7 @@ import {
   META_STEP,
   META_WORLD_SIZE,
 } from "../checkpoint/checkpoint-keys.js";
-import type { Trainer } from "./trainer.js";
+import type { Trainer, WholeOptimizerState } from "./trainer.js";
 import type { ParamSlot } from "../model/param-layout.js";
 import type { ModelConfig } from "../model/config.js";
 import { checkCheckpointShape } from "./checkpoint-shape.js";
@@ -54,26 +54,26 @@ export function tensorSourceOfBytes(bytes: Uint8Array, fileName?: string): Tenso
 /**
  * The tensors and metadata of a training checkpoint: f32 weights (Hugging Face names), AdamW m and v, step, model, dtype.
  * Each tensor's bytes are read from the device as a writer asks for them (deviceTensorSource): none is copied
- * whole; write them before the trainer takes another step.
+ * whole; write them before the trainer takes another step. A trainer with a sharded optimizer passes
+ * the state its ranks gathered (`whole`: Trainer.wholeOptimizerState on rank 0), read from there instead.
  */
 export async function trainerCheckpointContents(
   trainer: Trainer,
   metadata: Record<string, string> = {},
+  whole?: WholeOptimizerState,
 ): Promise<{ tensors: StreamedTensorInput[]; metadata: Record<string, string> }> {
   const { m, v } = trainer.stateBuffers;
   // The weights in f32 (frozen 16-bit ones widened exactly), then AdamW's state of the trained ones.
-  const tensors: StreamedTensorInput[] = trainer.weightSlots().map(({ spec, at, dtype }) => ({
-    name: spec.name,
-    dtype: "F32",
-    shape: spec.shape,
-    data: deviceTensorSource(trainer.backend, at, elementCount(spec.shape), "f32", dtype),
-  }));
-  for (const [prefix, buffer] of [
-    [EXP_AVG, m],
-    [EXP_AVG_SQ, v],
+  const tensors: StreamedTensorInput[] = weightTensors(trainer, "f32", whole);
+  for (const [prefix, buffer, gathered] of [
+    [EXP_AVG, m, whole?.m],
+    [EXP_AVG_SQ, v, whole?.v],
   ] as const) {
+    if (trainer.optimizerShard && !gathered) throw new Error("a trainer with a sharded optimizer writes a checkpoint from its gathered state (Trainer.wholeOptimizerState)");
     for (const { spec, at } of trainer.stateSlots(buffer)) {
-      tensors.push({ name: prefix + spec.name, dtype: "F32", shape: spec.shape, data: deviceTensorSource(trainer.backend, at, elementCount(spec.shape)) });
+      const n = elementCount(spec.shape);
+      const data = gathered ? gathered.subarray(at.byteOffset / 4, at.byteOffset / 4 + n) : deviceTensorSource(trainer.backend, at, n);
+      tensors.push({ name: prefix + spec.name, dtype: "F32", shape: spec.shape, data });
     }
   }
   return {
@@ -98,14 +98,38 @@ export async function trainedWeightsContents(
   trainer: Trainer,
   metadata: Record<string, string> = {},
   dtype: FloatDType = trainer.dtype,
+  whole?: WholeOptimizerState,
 ): Promise<{ tensors: StreamedTensorInput[]; metadata: Record<string, string> }> {
-  const tensors: StreamedTensorInput[] = trainer.weightSlots().map(({ spec, at, dtype: stored }) => ({
-    name: spec.name,
-    dtype: toSafetensorsDType(dtype),
-    shape: spec.shape,
-    data: deviceTensorSource(trainer.backend, at, elementCount(spec.shape), dtype, stored),
-  }));
+  const tensors = weightTensors(trainer, dtype, whole);
   return { tensors, metadata: { ...metadata, [META_STEP]: String(trainer.stepCount), [META_MODEL]: JSON.stringify(trainer.config.model), [META_DTYPE]: dtype, format: "pt" } };
+}
+
+/**
+ * Every weight as a tensor of `dtype`, read from the trainer's weight slots; with a sharded optimizer
+ * under a 16-bit dtype, the trained ones in f32 come from the gathered masters (`whole.master`), the
+ * 16-bit parameters holding only their rounding.
+ */
+function weightTensors(trainer: Trainer, dtype: FloatDType, whole: WholeOptimizerState | undefined): StreamedTensorInput[] {
+  const masters = whole?.master;
+  const shardedMasters = trainer.optimizerShard !== undefined && trainer.dtype !== "f32";
+  if (shardedMasters && dtype !== trainer.dtype && !masters) throw new Error("a trainer with a sharded optimizer reads its f32 master weights from its gathered state (Trainer.wholeOptimizerState)");
+  const masterOffset = new Map(trainer.stateSlots(trainer.stateBuffers.grads).map((s) => [s.spec.name, s.at.byteOffset / 4]));
+  return trainer.weightSlots().map(({ spec, at, dtype: stored }) => {
+    const n = elementCount(spec.shape);
+    const first = masterOffset.get(spec.name);
+    if (shardedMasters && masters && first !== undefined) {
+      const values = masters.subarray(first, first + n);
+      return { name: spec.name, dtype: toSafetensorsDType(dtype), shape: spec.shape, data: dtype === "f32" ? values : encoded(values, dtype) };
+    }
+    return { name: spec.name, dtype: toSafetensorsDType(dtype), shape: spec.shape, data: deviceTensorSource(trainer.backend, at, n, dtype, stored) };
+  });
+}
+
+/** f32 values as the bytes of a 16-bit dtype, rounded to nearest even. */
+function encoded(values: Float32Array, dtype: FloatDType): Uint8Array {
+  const bytes = new Uint8Array(2 * values.length);
+  encodeElements(values, dtype, bytes);
+  return bytes;
 }
 
 /** The bytes of the .safetensors file saveTrainerCheckpoint writes: the same tensors, order and metadata. */
@@ -156,17 +180,20 @@ export async function restoreTrainerState(trainer: Trainer, source: TensorSource
   const goodSteps = counter(META_LOSS_SCALE_GOOD_STEPS, 0);
   const { m, v } = trainer.stateBuffers;
   const named = (prefix: string) => (s: ParamSlot) => ({ ...s, name: prefix + s.spec.name });
-  const slots = [...trainer.weightSlots().map(named("")), ...trainer.stateSlots(m).map(named(EXP_AVG)), ...trainer.stateSlots(v).map(named(EXP_AVG_SQ))];
+  const weights = trainer.weightSlots().map(named(""));
+  const state = [...trainer.stateSlots(m).map((s) => ({ ...named(EXP_AVG)(s), which: "m" as const })), ...trainer.stateSlots(v).map((s) => ({ ...named(EXP_AVG_SQ)(s), which: "v" as const }))];
+  const slots = [...weights, ...state];
   // Every name and shape, both ways, before any byte is loaded: a checkpoint of more layers is refused as one of fewer is.
   checkCheckpointShape(slots.map((s) => ({ name: s.name, shape: s.spec.shape })), source, where, trainer.config.model, recordedModel(meta));
-  for (const { spec, name, at, dtype } of slots) {
+  const valuesOf = async (name: string, n: number) => {
     const { data } = await source.read(name);
-    const n = elementCount(spec.shape);
     if (data.byteLength !== n * 4) throw new CheckpointError(`tensor ${name} has the wrong size`, { where });
-    // A frozen parameter kept in the 16-bit training dtype takes the file's f32 values rounded (exact when a run of that dtype wrote them).
-    if (dtype === "f32") trainer.backend.upload(at, data);
-    else trainer.writeWeights({ at, dtype }, 0, new Float32Array(data.slice().buffer));
-  }
+    return data.byteOffset % 4 === 0 ? new Float32Array(data.buffer, data.byteOffset, n) : new Float32Array(data.slice().buffer);
+  };
+  // A frozen parameter kept in the 16-bit training dtype takes the file's f32 values rounded (exact when a run of that dtype wrote them).
+  for (const slot of weights) trainer.writeWeights(slot, 0, await valuesOf(slot.name, elementCount(slot.spec.shape)));
+  // With a sharded optimizer each rank keeps the part of m and v it owns.
+  for (const { spec, name, which } of state) trainer.writeOptimizerState(which, spec, await valuesOf(name, elementCount(spec.shape)));
   trainer.roundMastersToParams();
   trainer.stepCount = step;
   trainer.skippedSteps = skippedSteps;

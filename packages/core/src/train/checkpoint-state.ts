@@ -2,7 +2,7 @@ import type { FloatDType } from "@kiln/contract";
 import { openSafetensors } from "../checkpoint/safetensors-reader.js";
 import { writeSafetensors } from "../checkpoint/safetensors-file.js";
 import { restoreTrainerState, trainedWeightsContents, trainerCheckpointContents } from "./checkpoint-contents.js";
-import type { Trainer } from "./trainer.js";
+import type { Trainer, WholeOptimizerState } from "./trainer.js";
 
 // Checkpoint files: what they hold is checkpoint-contents.ts's (also used without a file system).
 
@@ -12,9 +12,10 @@ import type { Trainer } from "./trainer.js";
  * parameters under f32, the f32 master weights under bf16/f16 (the 16-bit
  * parameters are those rounded). The dtype, skipped steps and f16 loss scaler
  * go in the metadata. `metadata` adds the caller's state (data cursor, config file, tokenizer).
+ * With a sharded optimizer, `whole` is the state its ranks gathered (Trainer.wholeOptimizerState).
  */
-export async function saveTrainerCheckpoint(trainer: Trainer, path: string, metadata: Record<string, string> = {}): Promise<void> {
-  const c = await trainerCheckpointContents(trainer, metadata);
+export async function saveTrainerCheckpoint(trainer: Trainer, path: string, metadata: Record<string, string> = {}, whole?: WholeOptimizerState): Promise<void> {
+  const c = await trainerCheckpointContents(trainer, metadata, whole);
   await writeSafetensors(path, c.tensors, c.metadata);
 }
 
@@ -38,9 +39,15 @@ export async function loadTrainerCheckpoint(trainer: Trainer, path: string): Pro
 /**
  * Writes the trained weights alone (Hugging Face names, no optimizer state) in
  * `dtype`: by default the training dtype, so a bf16 run exports its bf16
- * parameters; f32 exports the f32 master weights. Atomic, like every checkpoint.
+ * parameters; f32 exports the f32 master weights (with a sharded optimizer, from `whole`). Atomic, like every checkpoint.
  */
-export async function saveTrainedWeights(trainer: Trainer, path: string, metadata: Record<string, string> = {}, dtype: FloatDType = trainer.dtype): Promise<void> {
-  const c = await trainedWeightsContents(trainer, metadata, dtype);
+export async function saveTrainedWeights(
+  trainer: Trainer,
+  path: string,
+  metadata: Record<string, string> = {},
+  dtype: FloatDType = trainer.dtype,
+  whole?: WholeOptimizerState,
+): Promise<void> {
+  const c = await trainedWeightsContents(trainer, metadata, dtype, whole);
   await writeSafetensors(path, c.tensors, c.metadata);
 }

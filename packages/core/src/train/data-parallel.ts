@@ -2,6 +2,7 @@ import type { Backend, BufferHandle, FloatDType } from "@kiln/contract";
 import type { CompiledStep } from "../exec/compiled-step.js";
 import type { GradientBucket } from "./gradient-buckets.js";
 import type { GradientSync } from "./gradient-sync.js";
+import { type OptimizerShard, shardTail } from "./optimizer-shard.js";
 
 /** Lets the event loop run (socket I/O of collectives in flight) between parts of a step. */
 const yieldToEventLoop: () => Promise<void> =
@@ -25,6 +26,7 @@ export class DataParallelSync {
     /** The buffer the buckets cut: the gradients (f32), or their f32 sums under a 16-bit dtype. */
     private readonly gradients: BufferHandle,
     private readonly dtype: FloatDType,
+    readonly shard?: OptimizerShard,
   ) {}
 
   /** `x` summed over the ranks (f64, rank order): the same number on every rank. */
@@ -58,11 +60,19 @@ export class DataParallelSync {
 
   /** Hands off every bucket not handed off yet (all of them when backward did not run them out), then waits for all and starts the next step afresh. */
   async finish(): Promise<void> {
+    if (this.shard) return this.reduceScatter(this.shard);
     while (this.handedOff < this.buckets.length) this.handOff(this.handedOff++);
     const results = await Promise.allSettled(this.inFlight.splice(0));
     this.handedOff = 0;
     const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
     if (failed) throw failed.reason;
+  }
+
+  private async reduceScatter(shard: OptimizerShard): Promise<void> {
+    const grads = this.gradients;
+    const tail = shardTail(shard);
+    if (shard.chunk > 0) await this.sync.reduceScatter(this.backend, { buffer: grads, byteOffset: 0 }, shard.chunk, this.dtype, "sum");
+    if (tail.n > 0) await this.sync.allReduce(this.backend, { buffer: grads, byteOffset: 4 * tail.first }, tail.n, this.dtype, "sum");
   }
 
   private handOff(index: number): void {

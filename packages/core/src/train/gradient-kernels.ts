@@ -1,8 +1,9 @@
-import type { BufferHandle, Kernels } from "@kiln/contract";
+import type { BufferHandle, Kernels, Operand } from "@kiln/contract";
 
 /** The f32 gradient buffer of a step and the small scalar buffer its norm lands in. */
 export interface GradientBuffers {
-  grads: BufferHandle;
+  /** The gradients (or, with a sharded optimizer, where this rank's own part of them starts). */
+  grads: Operand;
   /** f32 squared norm at byte 0, the i32 not-finite flag at byte 4. */
   scalars: BufferHandle;
   /** f32 elements of the gradient buffer (the f32 layout's bytes / 4). */

@@ -20,6 +20,18 @@ export interface GradientSync {
   allReduce(backend: Backend, at: Operand, n: number, dtype: FloatDType, op: ReduceOp): Promise<void>;
   /** In place: `bytes` bytes at `at` on every rank become rank `root`'s. */
   broadcast(backend: Backend, at: Operand, bytes: number, root: number): Promise<void>;
+  /**
+   * In place, for a sharded optimizer: the `worldSize * n` elements of `dtype` at `at` are
+   * `worldSize` chunks of `n`; chunk `rank` of this rank becomes the sum (or mean) over the
+   * ranks of their chunk `rank` (what every rank's allReduce would put there, up to the
+   * order of the additions). The other chunks are left undefined.
+   */
+  reduceScatter(backend: Backend, at: Operand, n: number, dtype: FloatDType, op: ReduceOp): Promise<void>;
+  /**
+   * In place: the `worldSize * bytes` bytes at `at` are `worldSize` chunks of `bytes`; chunk
+   * r on every rank becomes rank r's chunk r (each rank's shard, gathered everywhere).
+   */
+  allGather(backend: Backend, at: Operand, bytes: number): Promise<void>;
   /** Host numbers, summed (or averaged) over the ranks in rank order in f64; every rank gets the same values. */
   allReduceScalars(values: Float64Array, op: ReduceOp): Promise<Float64Array>;
 }

@@ -8,6 +8,7 @@ import { archOf } from "../model/architectures.js";
 import { planStep } from "../plan/plan-step.js";
 import type { RecomputePolicy } from "../autodiff/rematerialize.js";
 import { type MemoryPlan, totalOf } from "./memory-plan.js";
+import { shardedMemory } from "./optimizer-shard.js";
 
 /** Bytes of the small scalar buffer a trainer keeps (gradient norm). */
 export const TRAINER_SCALAR_BYTES = 64;
@@ -24,7 +25,10 @@ export function planTrainingMemory(...args: Parameters<typeof planTraining>): Me
   return planTraining(...args).memory;
 }
 
-/** The training graph of (model, batch, seqLen) on a kind of device, its step plan and its memory plan. */
+/**
+ * The training graph of (model, batch, seqLen) on a kind of device, its step plan and its memory plan
+ * (of one rank whose optimizer state is sharded over `shardRanks` ranks, when more than 1: shardedMemory).
+ */
 export function planTraining(
   model: ModelConfig,
   batchSize: number,
@@ -33,6 +37,7 @@ export function planTraining(
   recompute: RecomputePolicy = "cheap",
   device: DeviceKind = "cpu",
   lossChunkBytes?: number,
+  shardRanks = 1,
 ) {
   const layout = paramLayout(model, dtype);
   // Gradients, AdamW state and master weights cover the trained parameters alone.
@@ -40,7 +45,7 @@ export function planTraining(
   const graph = buildTrainingGraph(model, layout, batchSize, seqLen, recompute, device, lossChunkBytes);
   const step = planStep(graph.graph);
   const mixed = dtype !== "f32";
-  const memory = totalOf({
+  const whole = totalOf({
     parameters: layout.bytes + (mixed ? state.bytes : 0),
     gradients: state.bytes,
     optimizerState: 2 * state.bytes,
@@ -48,6 +53,7 @@ export function planTraining(
     activationsUnpacked: step.arena.unpackedBytes,
     io: step.inputBytes + step.constantBytes + step.outputBytes + TRAINER_SCALAR_BYTES,
   });
+  const memory = shardRanks > 1 ? shardedMemory(whole, layout, state, shardRanks) : whole;
   return { layout, stateLayout: state, graph, step, memory };
 }
 

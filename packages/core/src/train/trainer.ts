@@ -1,4 +1,4 @@
-import { type Backend, type BufferHandle, type FloatDType, type Kernels, KilnError, bytesPerElement, decodeElements, encodeElements } from "@kiln/contract";
+import { type Backend, type BufferHandle, type BufferSlice, type FloatDType, type Kernels, KilnError, bytesPerElement, decodeElements, encodeElements } from "@kiln/contract";
 import { CompiledStep } from "../exec/compiled-step.js";
 import type { Batch } from "../data/batch.js";
 import { withProfiledKernels } from "../exec/profiled-kernels.js";
@@ -25,6 +25,8 @@ import { measureGradients, zeroGradients } from "./gradient-kernels.js";
 import { DataParallelSync } from "./data-parallel.js";
 import { DEFAULT_BUCKET_BYTES, planGradientBuckets } from "./gradient-buckets.js";
 import type { GradientSync } from "./gradient-sync.js";
+import { type OptimizerShard, optimizerShard, ownedElements, shardTail } from "./optimizer-shard.js";
+import { ShardedWeights, ownedPart } from "./sharded-weights.js";
 
 /** Byte offset of the micro-batch loss slots in the trainer's scalar buffer (after the gradient norm and the finite flag)... */
 const LOSS_SLOTS_OFFSET = 8;
@@ -71,6 +73,13 @@ export interface TrainerConfig {
    * Absent, or with one rank: no sync.
    */
   gradientSync?: GradientSync;
+  /**
+   * With a gradient sync of several ranks: shard AdamW's state (and the f32 masters under a
+   * 16-bit dtype) over the ranks (ZeRO stage 1, `--shard-optimizer`): gradients are
+   * reduce-scattered, each rank updates the elements it owns, and the parameters are
+   * all-gathered after the update. The plan (`plan`) must be made for as many ranks.
+   */
+  shardOptimizer?: boolean;
   /** Bytes of each gradient bucket handed to the communicator (default 25 MiB). */
   bucketBytes?: number;
   /**
@@ -87,6 +96,14 @@ export interface TrainerConfig {
 }
 
 export type { Batch } from "../data/batch.js";
+
+/** A sharded optimizer's state gathered whole (Trainer.wholeOptimizerState): f32 values in the state layout. */
+export interface WholeOptimizerState {
+  m: Float32Array;
+  v: Float32Array;
+  /** Under a 16-bit dtype: the f32 master weights. */
+  master?: Float32Array;
+}
 
 /** Micro-batches read one at a time (the previous one may be overwritten by the next). */
 export interface BatchSource {
@@ -149,6 +166,8 @@ export class Trainer {
   private readonly adamw: AdamW;
   /** Under a 16-bit dtype: f32 master weights and gradient sums. */
   private readonly masters: MasterWeights | undefined;
+  /** With a sharded optimizer: the owned masters (16-bit) and the all-gather of the parameters. */
+  private readonly sharded: ShardedWeights | undefined;
   /**
    * The scalar buffer as the host reads it: the squared gradient norm (f32), the
    * non-finite flag (i32), then one f32 slot per micro-batch loss not yet read back.
@@ -187,7 +206,9 @@ export class Trainer {
     }
     this.dtype = config.dtype ?? "f32";
     const device = backend.capabilities().device;
-    const runPlan = config.plan ?? chooseRunPlan({ model, batchSize, seqLen, recompute: config.recompute ?? "auto" }, this.dtype, device, config.lossChunkBytes);
+    const sync = config.gradientSync;
+    const shardRanks = config.shardOptimizer && sync && sync.worldSize > 1 ? sync.worldSize : 1;
+    const runPlan = config.plan ?? chooseRunPlan({ model, batchSize, seqLen, recompute: config.recompute ?? "auto", shardRanks }, this.dtype, device, config.lossChunkBytes);
     this.recompute = runPlan.recompute;
     const planned = runPlan.training;
     assertBackendTrains(backend, this.dtype, planned.graph.graph);
@@ -199,8 +220,11 @@ export class Trainer {
     const params = backend.alloc(this.layout.bytes);
     // Parameter gradients are f32 in every dtype: the f32 layout.
     const grads = backend.alloc(this.stateLayout.bytes);
-    const m = backend.alloc(this.stateLayout.bytes);
-    const v = backend.alloc(this.stateLayout.bytes);
+    // Sharded, m and v hold the owned state elements alone.
+    const shard = shardRanks > 1 ? optimizerShard(this.stateLayout.bytes / 4, sync!.rank, shardRanks) : undefined;
+    const stateBytes = shard ? Math.max(4, 4 * ownedElements(shard)) : this.stateLayout.bytes;
+    const m = backend.alloc(stateBytes);
+    const v = backend.alloc(stateBytes);
     const scalars = backend.alloc(TRAINER_SCALAR_BYTES);
     this.buffers = { params, grads, m, v, scalars };
     this.compiled = new CompiledStep(this.model.graph, plan, backend, { params, offsets: this.layout.offsets, grads: { buffer: grads, offsets: this.stateLayout.offsets } });
@@ -212,7 +236,17 @@ export class Trainer {
     const exec = this.profiler ? withProfiledKernels(backend, this.profiler, "optimizer") : backend;
     if (this.profiler) this.compiled.instrument(this.profiler);
     this.kernels = exec.kernels;
-    if (this.dtype === "f32") {
+    if (shard) {
+      const sw = (this.sharded = new ShardedWeights(backend, this.layout, this.stateLayout, params, shard));
+      const owned = { first: shard.first, end: shard.end, ...(sw.staging ? { paramsInStateOrder: sw.staging } : {}) };
+      this.adamw = new AdamW(exec, this.layout, this.stateLayout, { params, grads, m, v, ...(sw.master ? { master: sw.master } : {}) }, config.optimizer, owned);
+      uploadInitialParams(backend, params, this.layout, config.seed);
+      if (sw.master && ownedElements(shard) > 0) {
+        // The owned masters from the f32 initial values, laid out whole in the gradient buffer first.
+        uploadInitialParams(backend, grads, this.stateLayout, config.seed);
+        backend.copy({ buffer: grads, byteOffset: 4 * shard.first }, { buffer: sw.master, byteOffset: 0 }, 4 * ownedElements(shard));
+      }
+    } else if (this.dtype === "f32") {
       this.adamw = new AdamW(exec, this.layout, this.stateLayout, { params, grads, m, v }, config.optimizer);
       uploadInitialParams(backend, params, this.layout, config.seed);
     } else {
@@ -225,14 +259,13 @@ export class Trainer {
       masters.roundToParams();
     }
     this.lossScaler = this.dtype === "f16" ? new DynamicLossScaler({ ...DEFAULT_LOSS_SCALER, ...config.lossScaler }) : undefined;
-    backend.kernels.fill({ out: m, n: this.stateLayout.bytes / 4, value: 0, dtype: "f32" });
-    backend.kernels.fill({ out: v, n: this.stateLayout.bytes / 4, value: 0, dtype: "f32" });
+    backend.kernels.fill({ out: m, n: stateBytes / 4, value: 0, dtype: "f32" });
+    backend.kernels.fill({ out: v, n: stateBytes / 4, value: 0, dtype: "f32" });
     if (this.model.positions !== undefined) this.compiled.upload(this.model.positions, positionIds(batchSize, seqLen));
-    const sync = config.gradientSync;
     if (sync && sync.worldSize > 1) {
-      // The f32 gradients are what is synced, in every dtype: buckets of the f32 layout.
-      const buckets = planGradientBuckets(this.model.graph, this.stateLayout, config.bucketBytes ?? DEFAULT_BUCKET_BYTES);
-      this.dataParallel = new DataParallelSync(sync, backend, buckets, grads, "f32");
+      // The f32 gradients are what is synced, in every dtype: buckets of the f32 layout (sharded: one reduce-scatter instead).
+      const buckets = shard ? [] : planGradientBuckets(this.model.graph, this.stateLayout, config.bucketBytes ?? DEFAULT_BUCKET_BYTES);
+      this.dataParallel = new DataParallelSync(sync, backend, buckets, grads, "f32", shard);
     }
   }
 
@@ -264,6 +297,50 @@ export class Trainer {
   /** Under a 16-bit dtype: rounds the f32 master weights into the parameters (after they were written). */
   roundMastersToParams(): void {
     this.masters?.roundToParams();
+    this.sharded?.roundOwnedMasters();
+  }
+
+  /** With a sharded optimizer: this rank's part (absent otherwise). */
+  get optimizerShard(): OptimizerShard | undefined {
+    return this.sharded?.shard;
+  }
+
+  /**
+   * With a sharded optimizer, a collective (every rank calls it, between steps): AdamW's m
+   * and v and, under a 16-bit dtype, the f32 master weights, whole in the f32 state layout,
+   * gathered from their owners through the gradient buffer (whose values it overwrites) and
+   * read back on rank 0, which gets them; the other ranks get undefined, as does a trainer
+   * whose optimizer is not sharded (its own buffers hold the whole state).
+   */
+  async wholeOptimizerState(): Promise<WholeOptimizerState | undefined> {
+    const sw = this.sharded;
+    if (!sw) return undefined;
+    const read = async (which: "m" | "v" | "master") => {
+      const at = await this.gatherOwned(which);
+      if (this.rank !== 0) return undefined;
+      const values = new Float32Array(this.stateLayout.bytes / 4);
+      await this.backend.download(at, values);
+      return values;
+    };
+    const m = await read("m");
+    const v = await read("v");
+    const master = sw.master ? await read("master") : undefined;
+    return m && v ? { m, v, ...(master ? { master } : {}) } : undefined;
+  }
+
+  /** Sharded: every owner's m, v or masters into the whole gradient buffer (a collective), which it returns. */
+  private async gatherOwned(which: "m" | "v" | "master"): Promise<BufferSlice> {
+    const sw = this.sharded!;
+    const { shard } = sw;
+    const sync = this.dataParallel!.sync;
+    const grads = this.buffers.grads;
+    const own = which === "master" ? sw.master! : this.buffers[which];
+    const n = ownedElements(shard);
+    if (n > 0) this.backend.copy({ buffer: own, byteOffset: 0 }, { buffer: grads, byteOffset: 4 * shard.first }, 4 * n);
+    const tail = shardTail(shard);
+    if (shard.chunk > 0) await sync.allGather(this.backend, { buffer: grads, byteOffset: 0 }, 4 * shard.chunk);
+    if (tail.n > 0) await sync.broadcast(this.backend, { buffer: grads, byteOffset: 4 * tail.first }, 4 * tail.n, shard.ranks - 1);
+    return { buffer: grads, byteOffset: 0 };
   }
 
   /**
@@ -332,10 +409,18 @@ export class Trainer {
       loss = await dp.sum(loss);
       if (this.model.training!.auxLoss !== undefined) auxLoss = await dp.sum(auxLoss);
     }
-    measureGradients(this.kernels, { grads, scalars, elements: this.stateLayout.bytes / 4 }, this.lossScaler !== undefined);
+    const shard = this.sharded?.shard;
+    // Sharded: each rank measures the summed gradients it owns, and the ranks add their parts.
+    const measured = shard ? { grads: { buffer: grads, byteOffset: 4 * shard.first }, elements: ownedElements(shard) } : { grads, elements: this.stateLayout.bytes / 4 };
+    measureGradients(this.kernels, { ...measured, scalars }, this.lossScaler !== undefined);
     await this.settleProfiledKernels();
     await this.backend.download(scalars, new Uint8Array(this.scalarHost, 0, LOSS_SLOTS_OFFSET + 4 * pending.length));
     addPending(this.lossSlotsHost);
+    if (shard && dp) {
+      const [sumSquares, notFinite] = await dp.sync.allReduceScalars(Float64Array.of(this.sumSquaresHost[0], this.lossScaler ? this.notFiniteHost[0] : 0), "sum");
+      this.sumSquaresHost[0] = sumSquares;
+      this.notFiniteHost[0] = notFinite > 0 ? 1 : 0;
+    }
     const gradNorm = Math.sqrt(this.sumSquaresHost[0]) / lossScale;
     const lr = learningRateAt(this.config.schedule, this.stepCount);
     // Without loss scaling a non-finite gradient norm means non-finite gradients; a non-finite
@@ -351,6 +436,7 @@ export class Trainer {
       const clipScale = clip > 0 ? Math.min(1, clip / (gradNorm + 1e-6)) : 1;
       this.adamw.update(lr, this.stepCount - this.skippedSteps + 1, clipScale / lossScale);
       await this.settleProfiledKernels();
+      if (this.sharded && dp) await this.sharded.publish(dp.sync);
     }
     this.stepCount++;
     // The optimizer's calls stay in flight: the next step's host work (its batch, zeroing the
@@ -369,6 +455,20 @@ export class Trainer {
    */
   private async shareRankZeroState(dp: DataParallelSync): Promise<void> {
     const { params, m, v } = this.buffers;
+    const sw = this.sharded;
+    if (sw) {
+      // Sharded: rank 0's parameters and, under a 16-bit dtype, its f32 weights, which until the first step
+      // the gradient buffer holds whole (init and loads write them there): each rank keeps the masters it
+      // owns of them. m and v are each owner's alone (zero, or loaded from the same checkpoint by every rank).
+      const { grads } = this.buffers;
+      await dp.broadcastFromRankZero([{ buffer: params, bytes: this.layout.bytes }, ...(sw.master ? [{ buffer: grads, bytes: this.stateLayout.bytes }] : [])]);
+      const n = ownedElements(sw.shard);
+      if (sw.master && n > 0) this.backend.copy({ buffer: grads, byteOffset: 4 * sw.shard.first }, { buffer: sw.master, byteOffset: 0 }, 4 * n);
+      sw.roundOwnedMasters();
+      await this.sharded.publish(dp.sync);
+      this.stateShared = true;
+      return;
+    }
     // Under a 16-bit dtype the masters, and the parameters too when some are frozen (they have no master).
     const weights = this.masters
       ? [...(this.hasFrozen ? [{ buffer: params, bytes: this.layout.bytes }] : []), { buffer: this.masters.master, bytes: this.stateLayout.bytes }]
@@ -445,9 +545,19 @@ export class Trainer {
     return slotsOf(this.layout, this.buffers.params).map((s) => masters.get(s.spec.name) ?? s);
   }
 
-  /** A trained parameter's f32 state in `buffer` (gradients, AdamW's m or v): the state layout's slots. */
+  /** A trained parameter's f32 state in `buffer` (gradients, AdamW's m or v, whole): the state layout's slots. */
   stateSlots(buffer: BufferHandle): ParamSlot[] {
     return slotsOf(this.stateLayout, buffer);
+  }
+
+  /** A trained parameter's AdamW m or v (f32, whole), written where this rank keeps it: all of it, or with a sharded optimizer the owned part. */
+  writeOptimizerState(which: "m" | "v", spec: ParamSpec, values: Float32Array): void {
+    const e0 = this.stateLayout.offsets.get(spec.name)! / 4;
+    const buffer = this.buffers[which];
+    const shard = this.sharded?.shard;
+    if (!shard) return this.backend.upload({ buffer, byteOffset: 4 * e0 }, values);
+    const part = ownedPart(shard, e0, 0, values.length);
+    if (part) this.backend.upload({ buffer, byteOffset: 4 * part.ownOffset }, values.subarray(part.skip, part.skip + part.n));
   }
 
   /**
@@ -487,8 +597,20 @@ export class Trainer {
     this.masters?.roundToParams();
   }
 
-  /** f32 values into a weight slot from element `first` on, rounded to the slot's dtype when it is 16-bit. */
-  writeWeights(slot: Pick<ParamSlot, "at" | "dtype">, first: number, values: Float32Array): void {
+  /**
+   * f32 values into a weight slot from element `first` on, rounded to the slot's dtype when it is 16-bit.
+   * With a sharded optimizer under a 16-bit dtype, a trained parameter's values also go to the masters
+   * of the elements this rank owns (`spec` says which parameter).
+   */
+  writeWeights(slot: Pick<ParamSlot, "at" | "dtype"> & { spec?: ParamSpec }, first: number, values: Float32Array): void {
+    const sw = this.sharded;
+    if (sw?.master && slot.spec && !slot.spec.frozen) {
+      const e0 = this.stateLayout.offsets.get(slot.spec.name)! / 4;
+      const part = ownedPart(sw.shard, e0, first, values.length);
+      if (part) this.backend.upload({ buffer: sw.master, byteOffset: 4 * part.ownOffset }, values.subarray(part.skip, part.skip + part.n));
+      // Before the first step the gradient buffer holds the f32 weights whole, for rank 0 to share them.
+      if (!this.stateShared) this.backend.upload({ buffer: this.buffers.grads, byteOffset: 4 * (e0 + first) }, values);
+    }
     const width = bytesPerElement(slot.dtype);
     const at = { buffer: slot.at.buffer, byteOffset: slot.at.byteOffset + width * first };
     if (slot.dtype === "f32") return this.backend.upload(at, values);
@@ -504,6 +626,7 @@ export class Trainer {
    * f32 gradients AdamW read last (unscaled under f16) or AdamW's m and v.
    */
   async readParameters(which: "params" | "master" | "grads" | "m" | "v" = "params"): Promise<Map<string, Float32Array>> {
+    if (this.sharded && which !== "params" && (which !== "master" || this.sharded.master)) return this.readGathered(which);
     const slots = which === "master" ? this.weightSlots() : which === "params" ? slotsOf(this.layout, this.buffers.params) : this.stateSlots(this.buffers[which]);
     const unscale = which === "grads" ? this.lastLossScale : 1;
     const out = new Map<string, Float32Array>();
@@ -522,6 +645,26 @@ export class Trainer {
       out.set(spec.name, v);
     }
     return out;
+  }
+
+  /**
+   * readParameters of a sharded optimizer's state: a collective (every rank calls it) that gathers m, v
+   * or the masters whole through the gradient buffer. Gradients are refused: only the owned part is summed.
+   */
+  private async readGathered(which: "master" | "grads" | "m" | "v"): Promise<Map<string, Float32Array>> {
+    if (which === "grads") throw new Error("with a sharded optimizer each rank sums only the gradients it owns: read them from an unsharded trainer");
+    const at = await this.gatherOwned(which);
+    const out = new Map<string, Float32Array>();
+    for (const spec of this.stateLayout.specs) {
+      const v = new Float32Array(elementCount(spec.shape));
+      await this.backend.download({ buffer: at.buffer, byteOffset: this.stateLayout.offsets.get(spec.name)! }, v);
+      out.set(spec.name, v);
+    }
+    if (which === "master" && this.hasFrozen) {
+      // Frozen parameters have no master: their values are the parameters' own, widened exactly.
+      for (const [name, v] of await this.readParameters("params")) if (!out.has(name)) out.set(name, v);
+    }
+    return new Map(this.layout.specs.filter((s) => out.has(s.name)).map((s) => [s.name, out.get(s.name)!]));
   }
 
   /** Runs forward and backward on one batch without updating; returns its mean loss (readParameters("grads") reads the gradients). */
@@ -548,6 +691,7 @@ export class Trainer {
   dispose(): void {
     this.compiled.dispose();
     this.masters?.dispose();
+    this.sharded?.dispose();
     for (const b of Object.values(this.buffers)) this.backend.free(b);
   }
 

@@ -1,0 +1,170 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Backend } from "@kiln/contract";
+import { createWasmBackend } from "@kiln/kernels-wasm";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { type Batch, Trainer, type TrainerConfig } from "../src/train/trainer.js";
+import { loadTrainerCheckpoint, saveTrainerCheckpoint } from "../src/train/checkpoint-state.js";
+import { optimizerShard, ownedElements } from "../src/train/optimizer-shard.js";
+import { localSyncGroup } from "./support/local-sync-group.js";
+import { loadFixture } from "./support/pytorch-fixture.js";
+
+// ZeRO stage 1 on the wasm backend, llama-tiny: ranks with a sharded optimizer against the
+// same ranks unsharded, on the same global batches. The local sync group sums in rank order,
+// so the summed gradients are the same bits either way; only the gradient norm is added up
+// differently (per shard, then over the ranks), which moves the clip scale in the last bits.
+const SEQ = 8;
+const GLOBAL_ROWS = 6;
+
+let backend: Backend;
+let config: TrainerConfig;
+beforeAll(async () => {
+  backend = await createWasmBackend({ threads: 2, measurePeak: false });
+  const f = await loadFixture("llama-tiny");
+  config = {
+    model: f.config,
+    batchSize: GLOBAL_ROWS,
+    seqLen: SEQ,
+    optimizer: { beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 },
+    schedule: { kind: "cosine", peak: 1e-2, min: 1e-3, warmupSteps: 2, maxSteps: 20 },
+    seed: 5,
+  };
+});
+afterAll(() => backend?.dispose());
+
+function globalBatch(step: number, vocab: number): Batch {
+  const n = GLOBAL_ROWS * SEQ;
+  const ids = new Int32Array(n);
+  const targets = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    ids[i] = (i * 13 + step * 7 + ((i * i) % 5)) % vocab;
+    targets[i] = (i * 11 + step * 3 + 1) % vocab;
+  }
+  for (let i = 0; i < SEQ - 3; i++) targets[i] = -1;
+  return { ids, targets };
+}
+
+function sliceOf(b: Batch, rank: number, ranks: number): Batch {
+  const rows = (GLOBAL_ROWS / ranks) * SEQ;
+  return { ids: b.ids.slice(rank * rows, (rank + 1) * rows), targets: b.targets.slice(rank * rows, (rank + 1) * rows) };
+}
+
+function maxAbsDiff(a: Map<string, Float32Array>, b: Map<string, Float32Array>): number {
+  let worst = 0;
+  expect([...a.keys()]).toEqual([...b.keys()]);
+  for (const [name, x] of a) {
+    const y = b.get(name)!;
+    for (let i = 0; i < x.length; i++) worst = Math.max(worst, Math.abs(x[i] - y[i]));
+  }
+  return worst;
+}
+
+function rankTrainers(ranks: number, extra: Partial<TrainerConfig> = {}): Trainer[] {
+  const group = localSyncGroup(ranks);
+  return group.members.map((sync, r) => new Trainer(backend, { ...config, ...extra, batchSize: GLOBAL_ROWS / ranks, seed: config.seed + r, gradientSync: sync }));
+}
+
+async function stepAll(trainers: Trainer[], b: Batch) {
+  return Promise.all(trainers.map((t, r) => t.step([sliceOf(b, r, trainers.length)])));
+}
+
+describe("sharded optimizer (ZeRO stage 1)", () => {
+  for (const ranks of [2, 3]) {
+    it(`${ranks} ranks: 20 steps with the unsharded run's losses (1e-6 relative) and weights, m and v`, async () => {
+      const plain = rankTrainers(ranks);
+      const sharded = rankTrainers(ranks, { shardOptimizer: true });
+      const shard = sharded.map((t) => t.optimizerShard!);
+      // The owned ranges tile the state: each rank's AdamW state is its share.
+      expect(shard.map((s) => s.first)).toEqual(shard.map((s, r) => r * s.chunk));
+      expect(shard.at(-1)!.end).toBe(plain[0].stateLayout.bytes / 4);
+      expect(sharded[0].stateBuffers.m.byteLength).toBe(4 * ownedElements(shard[0]));
+      for (let step = 0; step < 20; step++) {
+        const b = globalBatch(step, config.model.vocabSize);
+        const [p, s] = [await stepAll(plain, b), await stepAll(sharded, b)];
+        for (const r of s) expect(r.loss).toBe(s[0].loss);
+        expect(Math.abs(s[0].loss - p[0].loss) / p[0].loss, `loss at step ${step + 1}`).toBeLessThan(1e-6);
+        expect(Math.abs(s[0].gradNorm - p[0].gradNorm) / p[0].gradNorm).toBeLessThan(1e-5);
+      }
+      const weights = await Promise.all(sharded.map((t) => t.readParameters()));
+      for (const w of weights) expect(maxAbsDiff(w, weights[0])).toBe(0);
+      expect(maxAbsDiff(weights[0], await plain[0].readParameters())).toBeLessThan(2e-6);
+      // Gathering m and v is a collective: every rank reads them at once.
+      const [m] = await Promise.all(sharded.map((t) => t.readParameters("m")));
+      const [v] = await Promise.all(sharded.map((t) => t.readParameters("v")));
+      expect(maxAbsDiff(m, await plain[0].readParameters("m"))).toBeLessThan(1e-6);
+      expect(maxAbsDiff(v, await plain[0].readParameters("v"))).toBeLessThan(1e-8);
+      for (const t of [...plain, ...sharded]) t.dispose();
+    });
+  }
+
+  it("bf16: the owned f32 masters and the all-gathered 16-bit parameters match the unsharded run", async () => {
+    const plain = rankTrainers(2, { dtype: "bf16" });
+    const sharded = rankTrainers(2, { dtype: "bf16", shardOptimizer: true });
+    for (let step = 0; step < 5; step++) {
+      const b = globalBatch(step, config.model.vocabSize);
+      const [p, s] = [await stepAll(plain, b), await stepAll(sharded, b)];
+      expect(s[1].loss).toBe(s[0].loss);
+      expect(Math.abs(s[0].loss - p[0].loss) / p[0].loss).toBeLessThan(1e-6);
+    }
+    const [masters] = await Promise.all(sharded.map((t) => t.readParameters("master")));
+    expect(maxAbsDiff(masters, await plain[0].readParameters("master"))).toBeLessThan(2e-6);
+    const params = await Promise.all(sharded.map((t) => t.readParameters("params")));
+    expect(maxAbsDiff(params[0], params[1])).toBe(0);
+    // The 16-bit parameters are the masters rounded: as close to the unsharded ones as bf16 allows.
+    expect(maxAbsDiff(params[0], await plain[0].readParameters("params"))).toBeLessThan(1e-2);
+    for (const t of [...plain, ...sharded]) t.dispose();
+  });
+
+  it("plans and allocates each rank's share of AdamW's state (and of the masters under bf16)", () => {
+    for (const dtype of ["f32", "bf16"] as const) {
+      const [plain] = rankTrainers(3, { dtype });
+      const sharded = rankTrainers(3, { dtype, shardOptimizer: true });
+      const elements = plain.stateLayout.bytes / 4;
+      const last = ownedElements(optimizerShard(elements, 2, 3));
+      expect(last).toBeLessThan(elements / 3 + 16 * 3);
+      expect(sharded[0].memoryPlan.optimizerState).toBe(8 * last);
+      expect(plain.memoryPlan.optimizerState).toBe(8 * elements);
+      // bf16: the owned masters and the parameters' 16-bit copy in state order replace the whole masters.
+      const extra = dtype === "bf16" ? 4 * last + 2 * elements - 4 * elements : 0;
+      expect(sharded[0].memoryPlan.parameters - plain.memoryPlan.parameters).toBe(extra);
+      expect(sharded[0].memoryPlan.gradients).toBe(plain.memoryPlan.gradients);
+      for (const t of [plain, ...sharded]) t.dispose();
+    }
+  });
+
+  it("writes whole checkpoints (gathered on save) that load into sharded and unsharded ranks alike", async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), "kiln-zero-"));
+    try {
+      const sharded = rankTrainers(2, { shardOptimizer: true, dtype: "bf16" });
+      for (let step = 0; step < 3; step++) await stepAll(sharded, globalBatch(step, config.model.vocabSize));
+      const file = path.join(dir, "step_3.safetensors");
+      const whole = await Promise.all(sharded.map((t) => t.wholeOptimizerState()));
+      expect(whole[1]).toBeUndefined();
+      await saveTrainerCheckpoint(sharded[0], file, {}, whole[0]);
+      // Unsharded ranks load it and write it back: the same bytes.
+      const plain = rankTrainers(2, { dtype: "bf16" });
+      await Promise.all(plain.map((t) => loadTrainerCheckpoint(t, file)));
+      const again = path.join(dir, "again.safetensors");
+      await saveTrainerCheckpoint(plain[0], again);
+      expect(Buffer.compare(await readFile(file), await readFile(again))).toBe(0);
+      // Sharded ranks load it (each its own part) and write it back: the same bytes.
+      const resumed = rankTrainers(2, { shardOptimizer: true, dtype: "bf16" });
+      await Promise.all(resumed.map((t) => loadTrainerCheckpoint(t, file)));
+      const wholeAgain = await Promise.all(resumed.map((t) => t.wholeOptimizerState()));
+      const third = path.join(dir, "third.safetensors");
+      await saveTrainerCheckpoint(resumed[0], third, {}, wholeAgain[0]);
+      expect(Buffer.compare(await readFile(file), await readFile(third))).toBe(0);
+      // Both go on alike.
+      for (let step = 3; step < 6; step++) {
+        const b = globalBatch(step, config.model.vocabSize);
+        const [p, s] = [await stepAll(plain, b), await stepAll(resumed, b)];
+        expect(Math.abs(s[0].loss - p[0].loss) / p[0].loss).toBeLessThan(1e-6);
+      }
+      await expect(saveTrainerCheckpoint(resumed[0], third)).rejects.toThrow(/gathered state/);
+      for (const t of [...sharded, ...plain, ...resumed]) t.dispose();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
