@@ -12,6 +12,10 @@ import { StarGroup, type StarGroupOptions } from "./star-group.js";
 export interface DeviceCollectives {
   allReduce(at: Operand, n: number, dtype: FloatDType, op: "sum" | "mean"): Promise<void>;
   broadcast(at: Operand, bytes: number, root: number): Promise<void>;
+  /** In place (ncclReduceScatter, receiving into this rank's chunk): chunk `rank` of the `worldSize * n` elements at `at` becomes the ranks' sum (or mean) of it. */
+  reduceScatter(at: Operand, n: number, dtype: FloatDType, op: "sum" | "mean"): Promise<void>;
+  /** In place (ncclAllGather, sending this rank's chunk): chunk r of the `worldSize * bytes` bytes at `at` becomes rank r's on every rank. */
+  allGather(at: Operand, bytes: number): Promise<void>;
   close(): void;
 }
 
@@ -82,6 +86,12 @@ export async function createNcclCommunicator(o: NcclCommunicatorOptions): Promis
     },
     broadcast(_backend: Backend, at: Operand, bytes: number, root: number) {
       return onDevice(`broadcast of ${bytes} bytes from rank ${root}`, (d) => d.broadcast(at, bytes, root));
+    },
+    reduceScatter(_backend: Backend, at: Operand, n: number, dtype: FloatDType, op: ReduceOp) {
+      return onDevice(`reduce-scatter (${op}) of ${worldSize} x ${n} ${dtype}`, (d) => d.reduceScatter(at, n, dtype, op));
+    },
+    allGather(_backend: Backend, at: Operand, bytes: number) {
+      return onDevice(`all-gather of ${worldSize} x ${bytes} bytes`, (d) => d.allGather(at, bytes));
     },
     allReduceScalars: (values: Float64Array, op: ReduceOp) => group.allReduceScalars(values, op),
     barrier: () => group.barrier(),
