@@ -1,4 +1,5 @@
 import { type Command, Option } from "commander";
+import { positiveInt } from "./parse-flags.js";
 import { loadConfigFile, weightsOnlyConfig } from "../config/load-config.js";
 import { TARGET_DEVICES, pretrainedModel, resolveSettings } from "@kiln/core";
 import { KNOWN_DEVICES, autoDTypeFor, plannedDevice } from "../estimate/devices.js";
@@ -18,6 +19,7 @@ interface EstimateFlags {
   deviceMemory?: number;
   json?: boolean;
   kernels?: boolean;
+  ranks?: number;
 }
 
 export function registerEstimate(program: Command): void {
@@ -30,6 +32,7 @@ export function registerEstimate(program: Command): void {
   // --target-device (--device) also takes a device of the GPU table here, checked by plannedDevice.
   addSettingFlags(estimate, "estimate", { "trainer.target_device": (name) => name.toLowerCase() })
     .option("--device-memory <size>", "memory of the device to plan for, e.g. 24GiB or 80GB: any other device, or a part of one", parseByteSize)
+    .option("--ranks <n>", "plan one of N data-parallel ranks (with --shard-optimizer, its share of the optimizer state; default 1)", positiveInt)
     .option("--json", "print the estimate as JSON")
     .option("--kernels", "also print the roofline step kernel by kernel: calls, bytes, FLOPs, least time and what bounds it (devices with a bandwidth figure)")
     .action(async (flags: EstimateFlags) => {
@@ -42,7 +45,11 @@ export function registerEstimate(program: Command): void {
       const settings = resolveSettings(config, overrides, flags.initFrom === undefined ? undefined : await pretrainedModel(flags.initFrom), { needsLength: false });
       const device = await plannedDevice(named?.name ?? settings.targetDevice, flags.deviceMemory, asked?.from ?? "--target-device", asked !== undefined);
       const dtype = settings.dtype === "auto" ? autoDTypeFor(device) : settings.dtype;
-      const e = estimateTraining(settings.model, settings.batchSize, settings.seqLen, settings.gradAccum, dtype, device, settings.recompute, settings.prefetch);
+      const ranks = flags.ranks ?? 1;
+      const shardRanks = settings.shardOptimizer ? ranks : 1;
+      const e = estimateTraining(settings.model, settings.batchSize, settings.seqLen, settings.gradAccum, dtype, device, settings.recompute, settings.prefetch, shardRanks);
+      // What the optimizer state of the same run would take unsharded, for the saving.
+      const unsharded = shardRanks > 1 ? estimateTraining(settings.model, settings.batchSize, settings.seqLen, settings.gradAccum, dtype, device, settings.recompute, settings.prefetch) : undefined;
       if (flags.json) {
         process.stdout.write(`${JSON.stringify(e, null, 2)}\n`);
         return;
@@ -57,7 +64,15 @@ export function registerEstimate(program: Command): void {
         ...loraRows(settings.model),
         ["parameters", `${formatBytes(m.parameters)}${dtype === "f32" ? "" : " (incl. f32 master weights)"}`],
         ["gradients", `${formatBytes(m.gradients)}${dtype === "f32" ? "" : " (incl. their f32 sums)"}`],
-        ["optimizer", `${formatBytes(m.optimizerState)} (AdamW m, v in f32)`],
+        [
+          "optimizer",
+          `${formatBytes(m.optimizerState)} (AdamW m, v in f32)` +
+            (unsharded
+              ? `: this rank's share of ${formatBytes(unsharded.memory.optimizerState)}, sharded over ${ranks} ranks (${formatBytes(unsharded.memory.total - m.total)} less a rank in all)`
+              : settings.shardOptimizer
+                ? "; --shard-optimizer needs --ranks N (N > 1) to plan a rank's share"
+                : ""),
+        ],
         ["activations", `${formatBytes(m.activations)} (${formatBytes(m.activationsUnpacked)} without reuse; recompute: ${e.recompute}${settings.recompute === "auto" ? ", auto" : ""})`],
         ["io", formatBytes(m.io)],
         ["total", `${formatBytes(m.total)} of ${formatBytes(device.memoryBytes)} on ${device.name} (${pct(m.total)})`],

@@ -71,12 +71,14 @@ export function estimateTraining(
   device: DeviceProfile,
   recompute: RecomputeSetting = "auto",
   prefetch = 2,
+  /** Ranks the optimizer state is sharded over (--shard-optimizer with --ranks): the plan is one rank's. */
+  shardRanks = 1,
 ): Estimate {
   const planOnHost = device.threads !== undefined;
   const kind = planOnHost ? "cpu" : "gpu";
-  const chosen = chooseRunPlan({ model, batchSize: batch, seqLen, recompute }, dtype, { kind, memoryBytes: device.memoryBytes });
+  const chosen = chooseRunPlan({ model, batchSize: batch, seqLen, recompute, shardRanks }, dtype, { kind, memoryBytes: device.memoryBytes });
   const policy = chosen.recompute;
-  const plan = (b: number) => planTrainingMemory(model, b, seqLen, dtype, policy, kind);
+  const plan = (b: number) => planTrainingMemory(model, b, seqLen, dtype, policy, kind, undefined, shardRanks);
   const memory = chosen.training.memory;
   const evaluation = chosen.memory.evaluation;
   const process = processPeak({ planned: memory.total + evaluation, planOnHost, threads: device.threads ?? 1, batchSize: batch, seqLen, prefetch });

@@ -252,6 +252,7 @@ export function ranksRow(comm: Communicator, s: RunSettings, threads: number, re
   const tokens = comm.worldSize * s.batchSize * s.seqLen * s.gradAccum;
   return (
     `  ranks   ${comm.worldSize} processes, ${comm.kind} sync (${why}) through ${comm.dataPath}, rank 0 at ${rendezvous}; ${threads} thread${threads === 1 ? "" : "s"} each; ` +
-    `global batch ${comm.worldSize} x ${s.batchSize} x ${s.seqLen} tokens x ${s.gradAccum} accumulation = ${tokens} tokens`
+    `global batch ${comm.worldSize} x ${s.batchSize} x ${s.seqLen} tokens x ${s.gradAccum} accumulation = ${tokens} tokens` +
+    (s.shardOptimizer ? `; optimizer state sharded over the ${comm.worldSize} ranks (ZeRO stage 1: gradients reduce-scattered, parameters all-gathered)` : "")
   );
 }

@@ -191,9 +191,11 @@ async function trainOn(
     ...(s.cudaGraphs && backend.graphs ? { kernelGraphs: true } : {}),
     save: async (kind, metadata) => {
       const cursors = comm ? await gatherCursors(comm, run.prefetcher.getCursor()) : undefined;
+      // --shard-optimizer: every rank sends rank 0 its share of the optimizer state.
+      const whole = await run.trainer.wholeOptimizerState();
       if (!lead) return;
       const file = kind === "best" ? path.join(s.outputDir, "best.safetensors") : checkpointPath(s.outputDir, run.trainer.stepCount);
-      await saveTrainerCheckpoint(run.trainer, file, metadata(cursors));
+      await saveTrainerCheckpoint(run.trainer, file, metadata(cursors), whole);
       if (kind === "step") pruneCheckpoints(s.outputDir, s.maxCheckpoints);
       say(`saved ${file}`);
     },
@@ -233,6 +235,7 @@ async function trainOn(
       // Headless stdout carries only JSON lines: the banner goes to stderr there.
       (interactive ? process.stdout : process.stderr).write(`kiln train ${s.configPath}\n${banner}\n${ranks ? `${ranks.row}\n` : ""}`);
       if (plan.need > 0.9 * plan.available) process.stderr.write(`warning: the plan uses ${((100 * plan.need) / plan.available).toFixed(0)}% of device memory\n`);
+      if (s.shardOptimizer && !comm) process.stderr.write("warning: trainer.shard_optimizer (--shard-optimizer) has no effect with one rank: it splits the optimizer state over data-parallel ranks (--ranks, --gpus, --nnodes)\n");
       if (s.cudaGraphs && !backend.graphs) process.stderr.write(`warning: trainer.cuda_graphs (--cuda-graphs) has no effect on ${backend.capabilities().device.name}: only the CUDA backend records graphs\n`);
       const warmup = warmupWarning(s.warmupSteps, run.totalSteps);
       if (warmup) process.stderr.write(`${warmup}\n`);
@@ -308,9 +311,12 @@ async function trainOn(
       const table = profiling?.finish();
       if (table) say(table);
       await run.finish();
+      // A sharded optimizer's f32 masters come from every rank (a 16-bit run's weights exported in f32).
+      const exportDtype = flags.exportDtype ?? dtype;
+      const whole = !stopped() && exportDtype !== dtype ? await trainer.wholeOptimizerState() : undefined;
       if (!stopped() && lead) {
         const final = path.join(s.outputDir, "final.safetensors");
-        await saveTrainedWeights(trainer, final, described, flags.exportDtype ?? dtype);
+        await saveTrainedWeights(trainer, final, described, exportDtype, whole);
         say(`wrote ${final}`);
         if (earlyStop !== undefined) say(earlyStop);
       }

@@ -76,7 +76,9 @@ export class TrainingRun {
   constructor(private readonly o: TrainingRunOptions) {
     // One plan for the run: the Trainer builds its step from it instead of planning again.
     const s = o.settings;
-    this.plan = planRun(s, o.dtype, o.backend.capabilities().device);
+    // --shard-optimizer: each rank plans and holds its share of the optimizer state.
+    const shardRanks = s.shardOptimizer && o.ranks ? o.ranks.sync.worldSize : 1;
+    this.plan = planRun({ ...s, shardRanks }, o.dtype, o.backend.capabilities().device);
     this.stepLimit = stepLimit(s, o.data.train.batchesPerEpoch);
     this.totalSteps = this.stepLimit.total;
     this.trainer = new Trainer(o.backend, {
@@ -89,7 +91,7 @@ export class TrainingRun {
       plan: this.plan,
       dtype: o.dtype,
       loadBalanceAlpha: s.loadBalanceAlpha,
-      ...(o.ranks ? { gradientSync: o.ranks.sync, bucketBytes: o.ranks.bucketBytes } : {}),
+      ...(o.ranks ? { gradientSync: o.ranks.sync, bucketBytes: o.ranks.bucketBytes, shardOptimizer: shardRanks > 1 } : {}),
       ...(o.profiler ? { profiler: o.profiler } : {}),
       ...(o.kernelGraphs ? { kernelGraphs: true } : {}),
     });

@@ -74,6 +74,11 @@ export const TRAINER_SETTINGS = {
     help: "data parallel: seconds a rank waits for the others before the run stops naming the missing rank",
     flag: "--sync-timeout <seconds>",
   }),
+  shard_optimizer: setting("shardOptimizer", z.boolean().default(false), {
+    help: "data parallel: split AdamW's state (and the f32 master weights under bf16/f16) over the ranks, each updating its share (ZeRO stage 1)",
+    flag: "--shard-optimizer",
+    also: ["estimate"],
+  }),
   bucket_mb: setting("bucketMb", z.number().positive().default(25), { help: "data parallel: MiB of gradients per all-reduce bucket (PyTorch DDP's bucket_cap_mb)", flag: "--bucket-mb <mib>", aliases: ["--bucket-cap-mb"] }),
   load_balance_alpha: setting("loadBalanceAlpha", z.number().nonnegative().default(DEFAULT_LOAD_BALANCE_ALPHA), {
     help: "mixture of experts: weight of the load-balancing loss added to the cross-entropy",
