@@ -1,13 +1,15 @@
 // N-API face of Gloo for the `gloo` sync backend: one full mesh of TCP pairs
 // per process, connected from addresses the ranks exchange through kiln's own
-// rendezvous (rank 0's star group), and the three collectives the trainer
-// needs on host buffers. Every collective runs on a libuv worker thread, so
+// rendezvous (rank 0's star group), and the collectives the trainer needs on
+// host buffers. Every collective runs on a libuv worker thread, so
 // Node's event loop (and with it the star group that watches the other
 // ranks) keeps running while Gloo waits on the network.
 #include <napi.h>
 
+#include "ring_reduce_scatter.h"
 #include "worker_job.h"
 
+#include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
@@ -52,6 +54,7 @@ class GlooGroup : public Napi::ObjectWrap<GlooGroup> {
     return DefineClass(env, "GlooGroup",
                        {InstanceMethod("addresses", &GlooGroup::Addresses), InstanceMethod("connect", &GlooGroup::Connect),
                         InstanceMethod("allReduceSum", &GlooGroup::AllReduceSum), InstanceMethod("broadcast", &GlooGroup::Broadcast),
+                        InstanceMethod("reduceScatterSum", &GlooGroup::ReduceScatterSum), InstanceMethod("allGather", &GlooGroup::AllGather),
                         InstanceMethod("barrier", &GlooGroup::Barrier), InstanceMethod("close", &GlooGroup::Close)});
   }
 
@@ -147,6 +150,38 @@ class GlooGroup : public Napi::ObjectWrap<GlooGroup> {
       o.setTag(tag);
       o.setTimeout(timeout);
       gloo::broadcast(o);
+    }, info[0]);
+  }
+
+  // reduceScatterSum(values: Float32Array, n): in place, chunk `rank` of the values (size chunks of n) becomes the ranks' sum of it.
+  Napi::Value ReduceScatterSum(const Napi::CallbackInfo& info) {
+    auto values = info[0].As<Napi::Float32Array>();
+    const size_t n = static_cast<size_t>(info[1].As<Napi::Number>().Int64Value());
+    if (n * size_ != values.ElementLength()) throw Napi::RangeError::New(info.Env(), "reduceScatterSum takes size chunks of n values");
+    float* data = values.Data();
+    auto context = live(info.Env());
+    auto timeout = timeout_;
+    uint32_t tag = nextTag_++;
+    return WorkerJob::start(info.Env(), [context, data, n, timeout, tag] { kiln::ringReduceScatterSum(context, data, n, tag, timeout); }, info[0]);
+  }
+
+  // allGather(bytes: Uint8Array, chunkBytes): in place, chunk r (of size chunks) becomes rank r's on every rank.
+  Napi::Value AllGather(const Napi::CallbackInfo& info) {
+    auto bytes = info[0].As<Napi::Uint8Array>();
+    const size_t chunk = static_cast<size_t>(info[1].As<Napi::Number>().Int64Value());
+    if (chunk * size_ != bytes.ByteLength()) throw Napi::RangeError::New(info.Env(), "allGather takes size chunks of chunkBytes bytes");
+    uint8_t* data = bytes.Data();
+    auto context = live(info.Env());
+    auto timeout = timeout_;
+    uint32_t tag = nextTag_++;
+    int size = size_;
+    return WorkerJob::start(info.Env(), [context, data, chunk, size, timeout, tag] {
+      if (size == 1 || chunk == 0) return;
+      gloo::AllgatherOptions o(context);
+      o.setOutput(data, chunk * size);
+      o.setTag(tag);
+      o.setTimeout(timeout);
+      gloo::allgather(o);
     }, info[0]);
   }
 

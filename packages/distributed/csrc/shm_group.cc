@@ -1,4 +1,4 @@
-// N-API face of the shared-memory all-reduce of the `cpu` sync backend, for
+// N-API face of the shared-memory collectives of the `cpu` sync backend, for
 // ranks that are processes on one machine. Rank 0 creates a POSIX shared
 // memory segment; every rank maps it. The segment holds two sets of
 // (worldSize slots + 1 result area) of chunkBytes each, used by alternate
@@ -12,6 +12,16 @@
 // generation word in the segment, waited on with futexes; each rank also
 // stamps the generation it reached, so a wait that times out names the ranks
 // that did not arrive.
+//
+// Reduce-scatter and all-gather need one barrier per round: a set's slots are
+// read only between that round's barrier and the rank's next barrier, and are
+// written again two rounds later, after every rank has passed the round in
+// between. Reduce-scatter, operand = worldSize chunks of n: round j takes
+// p = chunkBytes / 4 / worldSize values at offset j*p of every chunk c into slot
+// position c*p; after the barrier rank r sums chunk r's piece over the slots
+// in rank order, into its own data (the sums allReduceSum computes, bit for
+// bit). All-gather: round j copies up to chunkBytes of this rank's chunk into
+// its slot; after the barrier every rank copies out the others' pieces.
 #include <napi.h>
 
 #include "worker_job.h"
@@ -86,6 +96,8 @@ class Segment {
   }
   ~Segment() { munmap(base_, bytes_); }
 
+  int worldSize() const { return worldSize_; }
+
   void abort() {
     aborted_.store(true);
     futex(&header_->generation, FUTEX_WAKE, INT32_MAX, nullptr);
@@ -109,6 +121,39 @@ class Segment {
       }
       barrier();
       std::memcpy(data + at, result, m * sizeof(float));
+    }
+  }
+
+  // In place: chunk rank_ of the worldSize chunks of n values at data becomes the f32 sum over the ranks of their chunk rank_, in rank order.
+  void reduceScatterSum(float* data, size_t n) {
+    const size_t p = chunkBytes_ / sizeof(float) / worldSize_;
+    for (size_t at = 0; at < n; at += p) {
+      const size_t m = std::min(p, n - at);
+      const int set = parity_;
+      parity_ ^= 1;
+      float* mine = slot(set, rank_);
+      for (int c = 0; c < worldSize_; c++) std::memcpy(mine + c * p, data + c * n + at, m * sizeof(float));
+      barrier();
+      float* result = data + rank_ * n + at;
+      const size_t piece = rank_ * p;
+      std::memcpy(result, slot(set, 0) + piece, m * sizeof(float));
+      for (int q = 1; q < worldSize_; q++) {
+        const float* x = slot(set, q) + piece;
+        for (size_t i = 0; i < m; i++) result[i] += x[i];
+      }
+    }
+  }
+
+  // In place: chunk r of the worldSize chunks of `bytes` bytes at data becomes rank r's.
+  void allGather(char* data, size_t bytes) {
+    for (size_t at = 0; at < bytes; at += chunkBytes_) {
+      const size_t m = std::min(chunkBytes_, bytes - at);
+      const int set = parity_;
+      parity_ ^= 1;
+      std::memcpy(slotBytes(set, rank_), data + rank_ * bytes + at, m);
+      barrier();
+      for (int q = 0; q < worldSize_; q++)
+        if (q != rank_) std::memcpy(data + q * bytes + at, slotBytes(set, q), m);
     }
   }
 
@@ -138,7 +183,8 @@ class Segment {
 
  private:
   // Slot i (a rank's, or worldSize: the result) of set 0 or 1.
-  float* slot(int set, int i) { return reinterpret_cast<float*>(base_ + headerBytes() + (set * (worldSize_ + 1) + i) * chunkBytes_); }
+  char* slotBytes(int set, int i) { return base_ + headerBytes() + (set * (worldSize_ + 1) + i) * chunkBytes_; }
+  float* slot(int set, int i) { return reinterpret_cast<float*>(slotBytes(set, i)); }
   static long futex(std::atomic<uint32_t>* word, int op, uint32_t value, timespec* timeout) {
     return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, timeout, nullptr, 0);
   }
@@ -156,7 +202,8 @@ class ShmGroup : public Napi::ObjectWrap<ShmGroup> {
  public:
   static Napi::Function Define(Napi::Env env) {
     return DefineClass(env, "ShmGroup",
-                       {InstanceMethod("allReduceSum", &ShmGroup::AllReduceSum), InstanceMethod("abort", &ShmGroup::Abort),
+                       {InstanceMethod("allReduceSum", &ShmGroup::AllReduceSum), InstanceMethod("reduceScatterSum", &ShmGroup::ReduceScatterSum),
+                        InstanceMethod("allGather", &ShmGroup::AllGather), InstanceMethod("abort", &ShmGroup::Abort),
                         InstanceMethod("close", &ShmGroup::Close), StaticMethod("unlink", &ShmGroup::Unlink)});
   }
 
@@ -186,6 +233,28 @@ class ShmGroup : public Napi::ObjectWrap<ShmGroup> {
     size_t n = array.ElementLength();
     auto segment = segment_;
     return WorkerJob::start(info.Env(), [segment, data, n] { segment->allReduceSum(data, n); }, array);
+  }
+
+  // reduceScatterSum(values: Float32Array, n): in place, chunk `rank` of the values (worldSize chunks of n), on a worker thread.
+  Napi::Value ReduceScatterSum(const Napi::CallbackInfo& info) {
+    auto array = info[0].As<Napi::Float32Array>();
+    const size_t n = static_cast<size_t>(info[1].As<Napi::Number>().Int64Value());
+    if (!segment_) throw Napi::Error::New(info.Env(), "the shared-memory group was closed");
+    if (n * segment_->worldSize() != array.ElementLength()) throw Napi::RangeError::New(info.Env(), "reduceScatterSum takes worldSize chunks of n values");
+    float* data = array.Data();
+    auto segment = segment_;
+    return WorkerJob::start(info.Env(), [segment, data, n] { segment->reduceScatterSum(data, n); }, array);
+  }
+
+  // allGather(bytes: Uint8Array, chunkBytes): in place, every rank's chunk everywhere, on a worker thread.
+  Napi::Value AllGather(const Napi::CallbackInfo& info) {
+    auto array = info[0].As<Napi::Uint8Array>();
+    const size_t bytes = static_cast<size_t>(info[1].As<Napi::Number>().Int64Value());
+    if (!segment_) throw Napi::Error::New(info.Env(), "the shared-memory group was closed");
+    if (bytes * segment_->worldSize() != array.ByteLength()) throw Napi::RangeError::New(info.Env(), "allGather takes worldSize chunks of chunkBytes bytes");
+    char* data = reinterpret_cast<char*>(array.Data());
+    auto segment = segment_;
+    return WorkerJob::start(info.Env(), [segment, data, bytes] { segment->allGather(data, bytes); }, array);
   }
 
   // Makes a waiting collective (and every later one) fail at once: another rank failed.

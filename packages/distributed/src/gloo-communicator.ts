@@ -1,4 +1,4 @@
-import { type Backend, type FloatDType, type Operand, bytesPerElement } from "@kiln/contract";
+import { type Backend, type FloatDType, type Operand, bytesPerElement, sliceOperand } from "@kiln/contract";
 import type { ReduceOp } from "@kiln/core";
 import type { Communicator } from "./communicator.js";
 import { downloadToHost } from "./host-staging.js";
@@ -20,6 +20,9 @@ export interface GlooCommunicatorOptions extends StarGroupOptions {
  * Gloo collective fails, names the rank that died or stalled. A ring sums each
  * slice in a different order, so results can differ from the `cpu` backend's
  * rank-order sums in the last bit, but they are the same bits on every rank.
+ * Reduce-scatter is a ring on the same mesh (csrc/ring_reduce_scatter.h): each
+ * chunk is added along the ring from the rank after its owner, the same bits
+ * every run; all-gather is Gloo's ring allgather.
  */
 export async function createGlooCommunicator(o: GlooCommunicatorOptions): Promise<Communicator> {
   const addon = loadGloo();
@@ -77,6 +80,28 @@ export async function createGlooCommunicator(o: GlooCommunicatorOptions): Promis
         const b = await host;
         await mesh.broadcast(b, root);
         if (rank !== root) backend.upload(at, b);
+      });
+    },
+    reduceScatter(backend: Backend, at: Operand, n: number, dtype: FloatDType, op: ReduceOp) {
+      if (dtype !== "f32" && dtype !== "bf16") return Promise.reject(new RangeError(`reduce-scatter of ${dtype} is not supported: f32 and bf16 only`));
+      const bytes = n * bytesPerElement(dtype);
+      const host = downloadToHost(backend, at, worldSize * bytes);
+      return inOrder(`reduce-scatter (${op}) of ${worldSize} x ${n} ${dtype}`, async () => {
+        const b = await host;
+        const values = dtype === "f32" ? new Float32Array(b.buffer, 0, worldSize * n) : widenBf16(b);
+        if (worldSize > 1 && n > 0) await mesh.reduceScatterSum(values, n);
+        const sums = values.subarray(rank * n, (rank + 1) * n);
+        if (op === "mean") for (let i = 0; i < n; i++) sums[i] /= worldSize;
+        backend.upload(sliceOperand(at, rank * bytes), dtype === "f32" ? sums : narrowToBf16(sums));
+      });
+    },
+    allGather(backend: Backend, at: Operand, bytes: number) {
+      const all = new Uint8Array(worldSize * bytes);
+      const host = backend.download(sliceOperand(at, rank * bytes), all.subarray(rank * bytes, (rank + 1) * bytes));
+      return inOrder(`all-gather of ${worldSize} x ${bytes} bytes`, async () => {
+        await host;
+        if (worldSize > 1 && bytes > 0) await mesh.allGather(all, bytes);
+        backend.upload(at, all);
       });
     },
     async allReduceScalars(values: Float64Array, op: ReduceOp) {

@@ -13,6 +13,10 @@ export interface GlooGroupHandle {
   allReduceSum(values: Float32Array | Float64Array): Promise<void>;
   /** In place: rank `root`'s bytes on every rank. */
   broadcast(bytes: Uint8Array, root: number): Promise<void>;
+  /** In place: chunk `rank` of the values (worldSize chunks of n) becomes the ranks' f32 sum of it (a ring: deterministic, not in rank order). */
+  reduceScatterSum(values: Float32Array, n: number): Promise<void>;
+  /** In place: chunk r of the bytes (worldSize chunks of `bytes`) becomes rank r's (gloo::allgather). */
+  allGather(data: Uint8Array, bytes: number): Promise<void>;
   barrier(): Promise<void>;
   close(): void;
 }
@@ -21,6 +25,10 @@ export interface GlooGroupHandle {
 export interface ShmGroupHandle {
   /** In place: the f32 sum over the ranks, added in rank order. Rejects with "missing:<ranks>" after the timeout, or "aborted". */
   allReduceSum(values: Float32Array): Promise<void>;
+  /** In place: chunk `rank` of the values (worldSize chunks of n) becomes the ranks' f32 sum of it, added in rank order; the other chunks are left as they are. */
+  reduceScatterSum(values: Float32Array, n: number): Promise<void>;
+  /** In place: chunk r of the bytes (worldSize chunks of `bytes`) becomes rank r's. */
+  allGather(data: Uint8Array, bytes: number): Promise<void>;
   /** Fails the collective in progress and every later one at once. */
   abort(): void;
   close(): void;

@@ -1,8 +1,11 @@
-import { type FloatDType, f32BitsToBf16Bits } from "@kiln/contract";
+import { type FloatDType, bytesPerElement, f32BitsToBf16Bits } from "@kiln/contract";
 import type { ReduceOp } from "@kiln/core";
 
 /** Combines every rank's part of a collective (parts[r] from rank r) into the result every rank receives. */
 export type Combine = (parts: readonly Uint8Array[]) => Uint8Array;
+
+/** Combines every rank's part into one result per rank (results[r] goes to rank r). */
+export type CombineEach = (parts: readonly Uint8Array[]) => readonly Uint8Array[];
 
 /**
  * Element-wise sum (or mean) of the ranks' f32 or bf16 values, added in rank
@@ -21,6 +24,28 @@ export function sumInRankOrder(dtype: FloatDType, op: ReduceOp, worldSize: numbe
     if (op === "mean") for (let i = 0; i < acc.length; i++) acc[i] /= worldSize;
     return dtype === "f32" ? new Uint8Array(acc.buffer) : narrowToBf16(acc);
   };
+}
+
+/**
+ * Reduce-scatter: each part is worldSize chunks of `n` elements; rank r's result is
+ * the rank-order sum (or mean) of the ranks' chunk r, the same bits as those
+ * elements of sumInRankOrder over the whole parts.
+ */
+export function chunkSumsInRankOrder(dtype: FloatDType, op: ReduceOp, worldSize: number, n: number): CombineEach {
+  const sum = sumInRankOrder(dtype, op, worldSize);
+  const chunkBytes = n * bytesPerElement(dtype);
+  return (parts) => Array.from({ length: worldSize }, (_, r) => sum(parts.map((p) => p.subarray(r * chunkBytes, (r + 1) * chunkBytes))));
+}
+
+/** All-gather: part r is rank r's chunk; every rank receives them end to end, by rank. */
+export function concatenateByRank(parts: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((bytes, p) => bytes + p.byteLength, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
 }
 
 /** Sum (or mean) of host f64 numbers over the ranks, in rank order. */

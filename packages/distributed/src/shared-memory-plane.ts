@@ -13,10 +13,14 @@ import type { StarGroup } from "./star-group.js";
  */
 const chunkBytes = (worldSize: number) => Math.min(8, Math.max(1, Math.floor(48 / (2 * (worldSize + 1))))) * 2 ** 20;
 
-/** f32 sums of host values over the ranks, added in rank order. */
-export interface SumPlane {
-  /** In place (resolving to the same array once summed), the same bits on every rank; summed in call order. */
+/** Collectives on host values through the segment, run one at a time in call order; sums are f32, added in rank order. */
+export interface SharedMemoryPlane {
+  /** In place (resolving to the same array once summed), the same bits on every rank. */
   sum(values: Float32Array | Promise<Float32Array>, what: string): Promise<Float32Array>;
+  /** In place: of worldSize chunks of `n` values, chunk `rank` becomes the ranks' sum of it (the same bits as `sum` puts there). */
+  reduceScatterSum(values: Float32Array | Promise<Float32Array>, n: number, what: string): Promise<Float32Array>;
+  /** In place: of worldSize chunks of `bytes` bytes, chunk r becomes rank r's. */
+  allGather(data: Uint8Array | Promise<Uint8Array>, bytes: number, what: string): Promise<Uint8Array>;
   close(): void;
 }
 
@@ -28,7 +32,7 @@ export interface SumPlane {
  * Resolves to the plane, or to why not (ranks on several machines, the addon
  * missing, /dev/shm refusing): the caller then sums over TCP.
  */
-export async function joinSharedMemory(group: StarGroup, timeoutMs: number): Promise<SumPlane | { unavailable: string }> {
+export async function joinSharedMemory(group: StarGroup, timeoutMs: number): Promise<SharedMemoryPlane | { unavailable: string }> {
   const { rank, worldSize } = group;
   const addon = loadSharedMemory();
   const encode = (x: unknown) => new TextEncoder().encode(JSON.stringify(x));
@@ -73,27 +77,33 @@ export async function joinSharedMemory(group: StarGroup, timeoutMs: number): Pro
 
   // One collective at a time, in call order (the segment has one set of slots).
   let tail: Promise<unknown> = Promise.resolve();
-  return {
-    sum(values: Float32Array | Promise<Float32Array>, what: string) {
-      const next = tail.then(async () => {
-        const x = await values;
-        await segment.allReduceSum(x).catch((err: Error) => {
-          if (group.failed) throw group.failed;
-          const missing = /^missing:(\d+)/.exec(err.message);
-          if (missing) {
-            const culprit = Number(missing[1]);
-            throw new TrainingError(`rank ${culprit} did not reach ${what} within ${timeoutMs / 1000} s: it stalled, is far behind, or runs different code`, {
-              where: `data-parallel rank ${culprit} of ${worldSize}, seen by rank ${rank}`,
-              hint: `see rank ${culprit}'s own output for why it stopped; checkpoints written so far are complete, and --resume auto continues from the newest`,
-            });
-          }
-          throw new TrainingError(`${what} through shared memory failed: ${err.message}`, { where: `data-parallel rank ${rank} of ${worldSize}` });
-        });
-        return x;
+  const inTurn = <T>(input: T | Promise<T>, what: string, run: (x: T) => Promise<void>): Promise<T> => {
+    const next = tail.then(async () => {
+      const x = await input;
+      await run(x).catch((err: Error) => {
+        throw explain(err, what);
       });
-      tail = next.catch(() => undefined);
-      return next;
-    },
+      return x;
+    });
+    tail = next.catch(() => undefined);
+    return next;
+  };
+  const explain = (err: Error, what: string): Error => {
+    if (group.failed) return group.failed;
+    const missing = /^missing:(\d+)/.exec(err.message);
+    if (missing) {
+      const culprit = Number(missing[1]);
+      return new TrainingError(`rank ${culprit} did not reach ${what} within ${timeoutMs / 1000} s: it stalled, is far behind, or runs different code`, {
+        where: `data-parallel rank ${culprit} of ${worldSize}, seen by rank ${rank}`,
+        hint: `see rank ${culprit}'s own output for why it stopped; checkpoints written so far are complete, and --resume auto continues from the newest`,
+      });
+    }
+    return new TrainingError(`${what} through shared memory failed: ${err.message}`, { where: `data-parallel rank ${rank} of ${worldSize}` });
+  };
+  return {
+    sum: (values, what) => inTurn(values, what, (x) => segment.allReduceSum(x)),
+    reduceScatterSum: (values, n, what) => inTurn(values, what, (x) => segment.reduceScatterSum(x, n)),
+    allGather: (data, bytes, what) => inTurn(data, what, (x) => segment.allGather(x, bytes)),
     close() {
       segment.close();
     },

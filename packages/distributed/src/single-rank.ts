@@ -9,6 +9,8 @@ export function createSingleRankCommunicator(): Communicator {
     dataPath: "nothing (one rank)",
     allReduce: async () => {},
     broadcast: async () => {},
+    reduceScatter: async () => {},
+    allGather: async () => {},
     allReduceScalars: async (values) => values.slice(),
     barrier: async () => {},
     close: async () => {},

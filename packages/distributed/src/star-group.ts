@@ -1,7 +1,7 @@
 import net from "node:net";
 import { TrainingError } from "@kiln/contract";
 import { type Frame, FrameReader, FrameType, frameHeader } from "./frame-reader.js";
-import { type Combine, sumScalarsInRankOrder } from "./rank-order-reductions.js";
+import { type Combine, type CombineEach, sumScalarsInRankOrder } from "./rank-order-reductions.js";
 
 export interface StarGroupOptions {
   rank: number;
@@ -16,7 +16,7 @@ export interface StarGroupOptions {
 /** A collective on rank 0: the parts received so far, and rank 0's own call once it is made. */
 interface Gathering {
   parts: (Uint8Array | undefined)[];
-  call?: { what: string; combine: Combine; resolve: (r: Uint8Array) => void; reject: (e: Error) => void; timer: NodeJS.Timeout };
+  call?: { what: string; combine: CombineEach; resolve: (r: Uint8Array) => void; reject: (e: Error) => void; timer: NodeJS.Timeout };
 }
 
 interface Waiting {
@@ -31,8 +31,9 @@ const LEAF_PATIENCE = 1.5;
 /**
  * Ranks joined in a star over TCP: every collective gathers each rank's part at
  * rank 0, which combines them (in rank order: the result does not depend on
- * arrival order) and sends the result back. Collectives are numbered in call
- * order and several may be in flight, finishing in any order. Any failure (a rank that disconnects,
+ * arrival order) and sends the result back (the same to every rank, or each
+ * rank its own). Collectives are numbered in call order and several may be in
+ * flight, finishing in any order. Any failure (a rank that disconnects,
  * stalls past the timeout, or breaks the protocol) fails every pending and later
  * collective on every rank with one TrainingError naming the rank that caused it.
  */
@@ -73,6 +74,11 @@ export class StarGroup {
    * called, before `part` is ready, so collectives match across ranks in call order.
    */
   run(what: string, part: Uint8Array | Promise<Uint8Array>, combine: Combine, timeoutMs = this.timeoutMs): Promise<Uint8Array> {
+    return this.runEach(what, part, (parts) => new Array<Uint8Array>(this.worldSize).fill(combine(parts)), timeoutMs);
+  }
+
+  /** Like run, but rank 0 answers each rank r with its own result, `combine(parts)[r]` (reduce-scatter: rank r gets only its chunk). */
+  runEach(what: string, part: Uint8Array | Promise<Uint8Array>, combine: CombineEach, timeoutMs = this.timeoutMs): Promise<Uint8Array> {
     if (this.failure) return Promise.reject(this.failure);
     const seq = this.seq++;
     return Promise.resolve(part).then((bytes) => this.start(seq, what, bytes, combine, timeoutMs));
@@ -113,7 +119,7 @@ export class StarGroup {
     for (const s of this.peers) s?.end();
   }
 
-  private start(seq: number, what: string, part: Uint8Array, combine: Combine, timeoutMs: number): Promise<Uint8Array> {
+  private start(seq: number, what: string, part: Uint8Array, combine: CombineEach, timeoutMs: number): Promise<Uint8Array> {
     if (this.failure) return Promise.reject(this.failure);
     return new Promise<Uint8Array>((resolve, reject) => {
       if (this.rank === 0) {
@@ -179,14 +185,14 @@ export class StarGroup {
     for (let r = 0; r < this.worldSize; r++) if (g.parts[r] === undefined) return;
     this.gatherings.delete(seq);
     clearTimeout(g.call.timer);
-    let result: Uint8Array;
+    let results: readonly Uint8Array[];
     try {
-      result = g.call.combine(g.parts as Uint8Array[]);
+      results = g.call.combine(g.parts as Uint8Array[]);
     } catch (err) {
       return this.fail(0, `combining ${g.call.what} failed: ${(err as Error).message}`);
     }
-    for (let r = 1; r < this.worldSize; r++) send(this.peers[r]!, FrameType.Result, seq, 0, result);
-    g.call.resolve(result);
+    for (let r = 1; r < this.worldSize; r++) send(this.peers[r]!, FrameType.Result, seq, 0, results[r]);
+    g.call.resolve(results[0]);
   }
 
   /** Rank 0: collective `seq` timed out; the first rank missing from it is named. */

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { TrainingError, createReferenceBackend } from "@kiln/contract";
 import { type Communicator, createCpuCommunicator, sharedMemoryStatus } from "@kiln/distributed";
 import { freePort } from "../src/free-port.js";
-import { expectBf16SumRoundedOnce, f32Operand, valuesOf } from "./support/collective-cases.js";
+import { REDUCE_SCATTER_CASES, expectAllGathered, expectBf16SumRoundedOnce, expectedChunks, f32Operand, ownChunks, valuesOf } from "./support/collective-cases.js";
 
 // Ranks of the cpu communicator in one process, joined over loopback TCP: each rank has its own backend.
 let open: Communicator[] = [];
@@ -81,6 +81,63 @@ describe.each([
     for (const e of errors) expect((e as Error).message).toMatch(/^rank 1 did not reach all-reduce \(sum\) of 8 f32 .*within 0\.4 s/);
     // Over TCP the rank's host is named; through shared memory every rank is on this one.
     expect((errors[1] as TrainingError).where).toBe(`data-parallel rank 1 of 3${sharedMemory ? "" : " on 127.0.0.1"}, seen by rank 2`);
+  });
+});
+
+describe.each([
+  ["shared memory", true],
+  ["TCP through rank 0", false],
+] as const)("cpu communicator: reduce-scatter and all-gather through %s", (path, sharedMemory) => {
+  const run = shmAvailable || !sharedMemory;
+  for (const size of [2, 3]) {
+    it.runIf(run)(`reduce-scatters over ${size} ranks to the bits of each rank's chunk of allReduce (rank-order f32 sums, bf16 rounded once), sum and mean`, async () => {
+      const comms = await group(size, 20_000, undefined, sharedMemory);
+      for (const c of comms) expect(c.dataPath).toMatch(new RegExp(`^${path}`));
+      for (const { n, dtype, op } of REDUCE_SCATTER_CASES) {
+        const scattered = await ownChunks(comms, n, dtype, (c, b, at) => c.reduceScatter(b, at, n, dtype, op));
+        const reduced = await ownChunks(comms, n, dtype, (c, b, at) => c.allReduce(b, at, size * n, dtype, op));
+        const expected = expectedChunks(size, n, dtype, op, () => [...Array(size).keys()]);
+        for (let r = 0; r < size; r++) {
+          const what = `${op} of ${size} x ${n} ${dtype}, rank ${r}`;
+          expect(Buffer.from(scattered[r]).equals(Buffer.from(reduced[r])), `${what}: against allReduce`).toBe(true);
+          expect(Buffer.from(scattered[r]).equals(Buffer.from(expected[r])), `${what}: against rank-order sums`).toBe(true);
+        }
+      }
+    }, 120_000);
+
+    it.runIf(run)(`all-gathers odd byte counts over ${size} ranks`, async () => {
+      const comms = await group(size, 20_000, undefined, sharedMemory);
+      for (const bytes of [1, 3, 4099, 9_000_001]) await expectAllGathered(comms, bytes);
+    }, 60_000);
+  }
+
+  it.runIf(run)("keeps reduce-scatters, all-gathers and all-reduces called at once in call order", async () => {
+    const comms = await group(2, 5000, undefined, sharedMemory);
+    const backends = comms.map(() => createReferenceBackend());
+    const n = 1001;
+    const scattered = comms.map((_, r) => f32Operand(backends[r], valuesOf(r, 2 * n)));
+    const gathered = comms.map((_, r) => f32Operand(backends[r], Float32Array.from({ length: 2 * n }, (_, i) => (i < n) === (r === 0) ? r + 1 : -1)));
+    const reduced = comms.map((_, r) => f32Operand(backends[r], valuesOf(r, n)));
+    await Promise.all(
+      comms.flatMap((c, r) => [c.reduceScatter(backends[r], scattered[r], n, "f32", "sum"), c.allGather(backends[r], gathered[r], 4 * n), c.allReduce(backends[r], reduced[r], n, "f32", "mean")]),
+    );
+    const expected = expectedChunks(2, n, "f32", "sum", () => [0, 1]);
+    for (let r = 0; r < 2; r++) {
+      const chunk = new Uint8Array(4 * n);
+      await backends[r].download({ buffer: scattered[r].buffer, byteOffset: 16 + r * 4 * n }, chunk);
+      expect(Buffer.from(chunk).equals(Buffer.from(expected[r]))).toBe(true);
+      const all = new Float32Array(2 * n);
+      await backends[r].download(gathered[r], all);
+      expect([all[0], all[n - 1], all[n], all[2 * n - 1]]).toEqual([1, 1, 2, 2]);
+    }
+  });
+
+  it.runIf(run)("fails within the timeout, naming the rank, when one stalls in a reduce-scatter", async () => {
+    const comms = await group(3, 400, undefined, sharedMemory);
+    const backends = comms.map(() => createReferenceBackend());
+    const ats = comms.map((_, r) => f32Operand(backends[r], valuesOf(r, 24)));
+    const errors = await Promise.all([0, 2].map((r) => comms[r].reduceScatter(backends[r], ats[r], 8, "f32", "sum").catch((e: unknown) => e)));
+    for (const e of errors) expect((e as Error).message).toMatch(/^rank 1 did not reach reduce-scatter \(sum\) of 3 x 8 f32 .*within 0\.4 s/);
   });
 });
 

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { TrainingError, createReferenceBackend } from "@kiln/contract";
 import { type Communicator, createGlooCommunicator, glooStatus } from "@kiln/distributed";
 import { freePort } from "../src/free-port.js";
-import { expectBf16SumRoundedOnce, f32Operand, valuesOf } from "./support/collective-cases.js";
+import { REDUCE_SCATTER_CASES, expectAllGathered, expectBf16SumRoundedOnce, expectedChunks, f32Operand, ownChunks, valuesOf } from "./support/collective-cases.js";
 
 // Ranks of the gloo communicator in one process (each with its own backend and Gloo mesh) over loopback TCP.
 // Without Gloo installed (libgloo-dev) the addon is not built: these tests then check the clear refusal only.
@@ -17,7 +17,7 @@ afterEach(async () => {
   open = [];
 });
 
-async function group(worldSize: number, timeoutMs = 5000): Promise<Communicator[]> {
+async function group(worldSize: number, timeoutMs = 20_000): Promise<Communicator[]> {
   const port = await freePort();
   const comms = await Promise.all([...Array(worldSize).keys()].map((rank) => createGlooCommunicator({ rank, worldSize, host: "127.0.0.1", port, timeoutMs })));
   open.push(...comms);
@@ -77,10 +77,56 @@ withGloo("gloo communicator (Gloo TCP ring, host staging)", () => {
     expect(comms.map((c) => c.kind)).toEqual(["gloo", "gloo", "gloo"]);
   });
 
+  for (const size of [2, 3]) {
+    it(`reduce-scatters over ${size} ranks: each chunk added along the ring from the rank after its owner, bf16 rounded once, the same bits every run`, async () => {
+      const comms = await group(size);
+      const ring = (c: number) => Array.from({ length: size }, (_, k) => (c + 1 + k) % size);
+      for (const { n, dtype, op } of REDUCE_SCATTER_CASES) {
+        const first = await ownChunks(comms, n, dtype, (c, b, at) => c.reduceScatter(b, at, n, dtype, op));
+        const again = await ownChunks(comms, n, dtype, (c, b, at) => c.reduceScatter(b, at, n, dtype, op));
+        const expected = expectedChunks(size, n, dtype, op, ring);
+        for (let r = 0; r < size; r++) {
+          const what = `${op} of ${size} x ${n} ${dtype}, rank ${r}`;
+          expect(Buffer.from(first[r]).equals(Buffer.from(again[r])), `${what}: run again`).toBe(true);
+          expect(Buffer.from(first[r]).equals(Buffer.from(expected[r])), `${what}: against ring-order sums`).toBe(true);
+        }
+      }
+    }, 120_000);
+
+    it(`all-gathers odd byte counts over ${size} ranks`, async () => {
+      const comms = await group(size);
+      for (const bytes of [1, 3, 4099, 9_000_001]) await expectAllGathered(comms, bytes);
+    });
+  }
+
+  it("keeps reduce-scatters, all-gathers and all-reduces called at once in call order", async () => {
+    const comms = await group(3);
+    const backends = comms.map(() => createReferenceBackend());
+    const n = 1001;
+    const scattered = comms.map((_, r) => f32Operand(backends[r], valuesOf(r, 3 * n)));
+    const gathered = comms.map((_, r) => f32Operand(backends[r], Float32Array.from({ length: 3 * n }, (_, i) => (Math.floor(i / n) === r ? r + 1 : -1))));
+    await Promise.all(comms.flatMap((c, r) => [c.reduceScatter(backends[r], scattered[r], n, "f32", "sum"), c.allGather(backends[r], gathered[r], 4 * n), c.barrier()]));
+    const expected = expectedChunks(3, n, "f32", "sum", (c) => [1, 2, 3].map((k) => (c + k) % 3));
+    for (let r = 0; r < 3; r++) {
+      const chunk = new Uint8Array(4 * n);
+      await backends[r].download({ buffer: scattered[r].buffer, byteOffset: 16 + r * 4 * n }, chunk);
+      expect(Buffer.from(chunk).equals(Buffer.from(expected[r]))).toBe(true);
+      const all = new Float32Array(3 * n);
+      await backends[r].download(gathered[r], all);
+      expect([all[0], all[n], all[2 * n], all[3 * n - 1]]).toEqual([1, 2, 3, 3]);
+    }
+  });
+
+  type Collective = (c: Communicator, b: ReturnType<typeof createReferenceBackend>, at: ReturnType<typeof f32Operand>) => Promise<void>;
+  const allReduce: Collective = (c, b, at) => c.allReduce(b, at, 4, "f32", "sum");
+  const reduceScatter: Collective = (c, b, at) => c.reduceScatter(b, at, 2, "f32", "sum");
+  const allGather: Collective = (c, b, at) => c.allGather(b, at, 8);
   it.each([
-    ["killed with SIGKILL", "SIGKILL", /rank 1 disconnected/],
-    ["stalled (SIGSTOP)", "SIGSTOP", /rank 1 did not reach roll call/],
-  ] as const)("a rank %s fails the next collective on the others within the timeout (+ a roll call), naming it", async (_, signal, says) => {
+    ["killed with SIGKILL", "all-reduce", "SIGKILL", /rank 1 disconnected/, allReduce],
+    ["stalled (SIGSTOP)", "all-reduce", "SIGSTOP", /rank 1 did not reach roll call/, allReduce],
+    ["stalled (SIGSTOP)", "reduce-scatter", "SIGSTOP", /rank 1 did not reach roll call after a failed reduce-scatter/, reduceScatter],
+    ["killed with SIGKILL", "all-gather", "SIGKILL", /rank 1 disconnected/, allGather],
+  ] as const)("a rank %s fails the next collective (%s) on the others within the timeout (+ a roll call), naming it", async (_, _name, signal, says, collective) => {
     const port = await freePort();
     const timeoutMs = 3000;
     const child = spawn(process.execPath, [new URL("./support/gloo-rank.mjs", import.meta.url).pathname, "1", "2", String(port), String(timeoutMs)], { stdio: ["ignore", "pipe", "inherit"] });
@@ -93,7 +139,7 @@ withGloo("gloo communicator (Gloo TCP ring, host staging)", () => {
       await Promise.all([comm.allReduce(backend, at, 4, "f32", "sum"), ready]);
       child.kill(signal);
       const started = Date.now();
-      const err = await comm.allReduce(backend, at, 4, "f32", "sum").then(() => undefined, (e: unknown) => e);
+      const err = await collective(comm, backend, at).then(() => undefined, (e: unknown) => e);
       expect(err).toBeInstanceOf(TrainingError);
       expect((err as TrainingError).message).toMatch(says);
       expect(String((err as TrainingError).where)).toMatch(/rank 1 of 2/);

@@ -9,6 +9,8 @@ it("leaves every value as it is when there is one rank", async () => {
   backend.upload(buf, new Float32Array([1, -2, 3.5]));
   await comm.allReduce(backend, { buffer: buf, byteOffset: 0 }, 3, "f32", "mean");
   await comm.broadcast(backend, { buffer: buf, byteOffset: 0 }, 12, 0);
+  await comm.reduceScatter(backend, { buffer: buf, byteOffset: 0 }, 3, "f32", "mean");
+  await comm.allGather(backend, { buffer: buf, byteOffset: 0 }, 12);
   const out = new Float32Array(3);
   await backend.download(buf, out);
   expect(Array.from(out)).toEqual([1, -2, 3.5]);
