@@ -1,25 +1,42 @@
 #!/usr/bin/env node
-// All-reduce bandwidth of the host-staged sync backends of @kiln/distributed: `cpu`
-// through shared memory (ranks on one machine), `cpu` over TCP (kiln's star, summed at
-// rank 0, what ranks on several machines use without Gloo) and `gloo` (Gloo's TCP
-// ring): N rank processes on this machine all-reduce (sum) one f32 buffer; rank 0
-// prints one JSON object per path, measured one after the other in the same run.
+// All-reduce, reduce-scatter and all-gather bandwidth of the host-staged sync backends
+// of @kiln/distributed: `cpu` through shared memory (ranks on one machine), `cpu` over
+// TCP (kiln's star, summed at rank 0, what ranks on several machines use without Gloo)
+// and `gloo` (Gloo's TCP ring; its ring reduce-scatter and allgather): N rank processes
+// on this machine run each collective on one f32 buffer (all-reduce and reduce-scatter:
+// sum); rank 0 prints one JSON object per path and collective, measured one after the
+// other in the same run.
 //
 //   node tooling/bench/allreduce-cpu.mjs [--ranks 2] [--mb 100] [--calls 5] [--paths shm,tcp,gloo]
+//     [--collectives allreduce,reducescatter,allgather]
 //
 // Needs the packages built: pnpm --filter "@kiln/distributed..." build
 // Each rank stages its buffer through the reference backend's host memory, as
 // the trainer's buckets go through a CPU backend. GB/s is the algorithm bandwidth,
-// buffer bytes / seconds per call (what a training step waits for). The first call
-// (cold: connections, allocation) is reported apart; the rest as median and best.
+// buffer bytes / seconds per call (what a training step waits for); for reduce-scatter
+// and all-gather the buffer is the whole one, N chunks (as nccl-tests counts them), so
+// the three figures compare directly. The first call (cold: connections, allocation)
+// is reported apart; the rest as median and best.
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
-const { values: args } = parseArgs({ options: { ranks: { type: "string", default: "2" }, mb: { type: "string", default: "100" }, calls: { type: "string", default: "5" }, paths: { type: "string", default: "shm,tcp,gloo" } } });
+const { values: args } = parseArgs({
+  options: {
+    ranks: { type: "string", default: "2" },
+    mb: { type: "string", default: "100" },
+    calls: { type: "string", default: "5" },
+    paths: { type: "string", default: "shm,tcp,gloo" },
+    collectives: { type: "string", default: "allreduce,reducescatter,allgather" },
+  },
+});
 // A rank started by another script (hosts-sync.mjs, on network namespaces) gets its sizes and rank 0's host from the environment.
 const ranks = Number(process.env.BENCH_RANKS ?? args.ranks);
-const bytes = process.env.BENCH_BYTES ? Number(process.env.BENCH_BYTES) : Math.round(Number(args.mb) * 1e6 / 4) * 4;
+// Whole f32 chunks per rank, so that reduce-scatter and all-gather split the buffer evenly.
+const requested = process.env.BENCH_BYTES ? Number(process.env.BENCH_BYTES) : Number(args.mb) * 1e6;
+const chunk = Math.round(requested / 4 / ranks);
+const bytes = chunk * 4 * ranks;
+const collectives = (process.env.BENCH_COLLECTIVES ?? args.collectives).split(",");
 const calls = Number(process.env.BENCH_CALLS ?? args.calls);
 const host = process.env.BENCH_HOST ?? "127.0.0.1";
 
@@ -46,28 +63,37 @@ async function rank(r, port, kind) {
   const buffer = backend.alloc(bytes);
   backend.upload(buffer, new Float32Array(bytes / 4).fill(r + 1));
   const at = { buffer, byteOffset: 0 };
-  const seconds = [];
-  for (let i = 0; i <= calls; i++) {
-    await comm.barrier();
-    const t0 = performance.now();
-    await comm.allReduce(backend, at, bytes / 4, "f32", "sum");
-    seconds.push((performance.now() - t0) / 1000);
+  const CALL = {
+    allreduce: () => comm.allReduce(backend, at, bytes / 4, "f32", "sum"),
+    reducescatter: () => comm.reduceScatter(backend, at, chunk, "f32", "sum"),
+    allgather: () => comm.allGather(backend, at, chunk * 4),
+  };
+  for (const collective of collectives) {
+    if (!CALL[collective]) throw new Error(`bench: unknown collective ${collective} (allreduce, reducescatter, allgather)`);
+    backend.upload(buffer, new Float32Array(bytes / 4).fill(r + 1));
+    const seconds = [];
+    for (let i = 0; i <= calls; i++) {
+      await comm.barrier();
+      const t0 = performance.now();
+      await CALL[collective]();
+      seconds.push((performance.now() - t0) / 1000);
+    }
+    const check = new Float32Array(1);
+    await backend.download({ buffer, byteOffset: r * chunk * 4 }, check);
+    if (r !== 0) continue;
+    const [cold, ...warm] = seconds;
+    const sorted = [...warm].sort((a, b) => a - b);
+    const median = sorted[Math.floor(sorted.length / 2)];
+    const gbps = (s) => Number((bytes / s / 1e9).toFixed(3));
+    console.log(JSON.stringify({
+      bench: "allreduce-cpu", collective, path: kind, transport: TRANSPORT[kind], ranks, bytes, calls,
+      cold_seconds: Number(cold.toFixed(4)), median_seconds: Number(median.toFixed(4)), best_seconds: Number(sorted[0].toFixed(4)),
+      gb_per_s_median: gbps(median), gb_per_s_best: gbps(sorted[0]), gb_per_s_cold: gbps(cold),
+      checked: Number.isFinite(check[0]),
+    }));
   }
-  const check = new Float32Array(1);
-  await backend.download(at, check);
   await comm.barrier();
   await comm.close();
-  if (r !== 0) return;
-  const [cold, ...warm] = seconds;
-  const sorted = [...warm].sort((a, b) => a - b);
-  const median = sorted[Math.floor(sorted.length / 2)];
-  const gbps = (s) => Number((bytes / s / 1e9).toFixed(3));
-  console.log(JSON.stringify({
-    bench: "allreduce-cpu", path: kind, transport: TRANSPORT[kind], ranks, bytes, calls,
-    cold_seconds: Number(cold.toFixed(4)), median_seconds: Number(median.toFixed(4)), best_seconds: Number(sorted[0].toFixed(4)),
-    gb_per_s_median: gbps(median), gb_per_s_best: gbps(sorted[0]), gb_per_s_cold: gbps(cold),
-    checked: Number.isFinite(check[0]),
-  }));
 }
 
 if (process.env.BENCH_RANK !== undefined) {

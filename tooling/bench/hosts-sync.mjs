@@ -1,12 +1,11 @@
 // Data parallel between two hosts of this box (network namespaces joined by a bridge, each
 // with its own address: tooling/netns), as root:
-//  1. all-reduce bandwidth between the hosts for each sync backend that crosses machines:
-//     kiln's cpu sync over TCP (a star through rank 0) and Gloo's TCP ring
-//     (allreduce-cpu.mjs's measurement, its ranks in the two namespaces);
+//  1. all-reduce, reduce-scatter and all-gather bandwidth between the hosts for each sync
+//     backend that crosses machines: kiln's cpu sync over TCP (a star through rank 0) and
+//     Gloo's TCP ring (allreduce-cpu.mjs's measurement, its ranks in the two namespaces);
 //  2. the step time of bench-tiny (models/bench-tiny.yaml) on 2 hosts x 1 rank (batch 4 each,
 //     1 thread each) against 1 host x 1 rank (batch 8, 2 threads), the same global batch:
 //     kiln train's median it/s over the logged steps after the first, as a ratio.
-// Reduce-scatter is not measured: kiln does not shard optimizer state yet.
 // Usage: sudo node tooling/bench/hosts-sync.mjs [--mb 100] [--calls 5] [--steps 30]
 // Needs the workspace built (pnpm turbo run build).
 import { execFileSync, spawn } from "node:child_process";
@@ -43,13 +42,16 @@ const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
-const report = { machine: `${os.cpus()[0].model.trim()}, ${os.availableParallelism()} cores`, hosts: net.hosts.map((h) => h.address), allreduce: [], step: {} };
+const report = { machine: `${os.cpus()[0].model.trim()}, ${os.availableParallelism()} cores`, hosts: net.hosts.map((h) => h.address), allreduce: [], reducescatter: [], allgather: [], step: {} };
 try {
   const bytes = Math.round((Number(values.mb) * 1e6) / 4) * 4;
   for (const [sync, port] of [["tcp", 29600], ["gloo", 29601]]) {
-    const env = (r) => ({ BENCH_RANK: String(r), BENCH_PORT: String(port), BENCH_SYNC: sync, BENCH_HOST: net.hosts[0].address, BENCH_RANKS: "2", BENCH_BYTES: String(bytes), BENCH_CALLS: values.calls });
+    const env = (r) => ({ BENCH_RANK: String(r), BENCH_PORT: String(port), BENCH_SYNC: sync, BENCH_HOST: net.hosts[0].address, BENCH_RANKS: "2", BENCH_BYTES: String(bytes), BENCH_CALLS: values.calls, BENCH_COLLECTIVES: "allreduce,reducescatter,allgather" });
     const [out] = await Promise.all([0, 1].map((r) => onHost(r, [path.join(here, "allreduce-cpu.mjs")], env(r))));
-    report.allreduce.push(JSON.parse(out.trim().split("\n").at(-1)));
+    for (const line of out.trim().split("\n").filter((l) => l.startsWith("{"))) {
+      const figure = JSON.parse(line);
+      report[figure.collective].push(figure);
+    }
   }
 
   const dir = mkdtempSync(path.join(os.tmpdir(), "kiln-hosts-sync-"));
