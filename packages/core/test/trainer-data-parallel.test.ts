@@ -162,7 +162,7 @@ describe("data-parallel Trainer (2 ranks x batch 4 vs 1 rank x batch 8)", () => 
     for (const t of trainers) t.dispose();
   });
 
-  it("saves the world size in checkpoints and refuses to resume with another", async () => {
+  it("saves the world size in checkpoints and refuses to resume with another unless each global batch keeps its rows", async () => {
     const dir = await mkdtemp(path.join(tmpdir(), "kiln-dp-"));
     try {
       const { trainers } = rankTrainers(2);
@@ -170,10 +170,16 @@ describe("data-parallel Trainer (2 ranks x batch 4 vs 1 rank x batch 8)", () => 
       await Promise.all(trainers.map((t, r) => t.step([sliceOf(b, r, 2)])));
       const file = path.join(dir, "step_1.safetensors");
       await saveTrainerCheckpoint(trainers[0], file);
-      const single = new Trainer(backend, config);
+      const single = new Trainer(backend, { ...config, batchSize: GLOBAL_ROWS / 2 });
       const refused = await loadTrainerCheckpoint(single, file).catch((e: unknown) => e);
       expect(refused).toBeInstanceOf(CheckpointError);
       expect((refused as Error).message).toMatch(/trained by 2 data-parallel ranks, this run has 1/);
+      expect((refused as CheckpointError).hint).toMatch(new RegExp(`or with 1 at --batch-size ${GLOBAL_ROWS} \\(${GLOBAL_ROWS} rows a global batch, as it was\\)`));
+      // One rank with the whole global batch takes the run on.
+      const whole = new Trainer(backend, config);
+      await loadTrainerCheckpoint(whole, file);
+      expect(whole.stepCount).toBe(1);
+      whole.dispose();
       const { trainers: again } = rankTrainers(2);
       await Promise.all(again.map((t) => loadTrainerCheckpoint(t, file)));
       expect(again[1].stepCount).toBe(1);

@@ -98,9 +98,9 @@ describe("sharded optimizer (ZeRO stage 1)", () => {
     });
   }
 
-  it("bf16: the owned f32 masters and the all-gathered 16-bit parameters match the unsharded run", async () => {
-    const plain = rankTrainers(2, { dtype: "bf16" });
-    const sharded = rankTrainers(2, { dtype: "bf16", shardOptimizer: true });
+  it.each([2, 3])("bf16, %i ranks: the owned f32 masters and the all-gathered 16-bit parameters match the unsharded run", async (ranks) => {
+    const plain = rankTrainers(ranks, { dtype: "bf16" });
+    const sharded = rankTrainers(ranks, { dtype: "bf16", shardOptimizer: true });
     for (let step = 0; step < 5; step++) {
       const b = globalBatch(step, config.model.vocabSize);
       const [p, s] = [await stepAll(plain, b), await stepAll(sharded, b)];
@@ -110,7 +110,7 @@ describe("sharded optimizer (ZeRO stage 1)", () => {
     const [masters] = await Promise.all(sharded.map((t) => t.readParameters("master")));
     expect(maxAbsDiff(masters, await plain[0].readParameters("master"))).toBeLessThan(2e-6);
     const params = await Promise.all(sharded.map((t) => t.readParameters("params")));
-    expect(maxAbsDiff(params[0], params[1])).toBe(0);
+    for (const p of params) expect(maxAbsDiff(p, params[0])).toBe(0);
     // The 16-bit parameters are the masters rounded: as close to the unsharded ones as bf16 allows.
     expect(maxAbsDiff(params[0], await plain[0].readParameters("params"))).toBeLessThan(1e-2);
     for (const t of [...plain, ...sharded]) t.dispose();
@@ -162,6 +162,29 @@ describe("sharded optimizer (ZeRO stage 1)", () => {
         expect(Math.abs(s[0].loss - p[0].loss) / p[0].loss).toBeLessThan(1e-6);
       }
       await expect(saveTrainerCheckpoint(resumed[0], third)).rejects.toThrow(/gathered state/);
+      // Another number of ranks over the same global batch rows (3 x 2 for 2 x 3): each rank takes its share of the
+      // whole state, sharded or not, and the two go on alike; the state they load is the file's to the bit.
+      const three = rankTrainers(3, { shardOptimizer: true, dtype: "bf16" });
+      const threePlain = rankTrainers(3, { dtype: "bf16" });
+      await Promise.all([...three, ...threePlain].map((t) => loadTrainerCheckpoint(t, file)));
+      // (Reading the state gathers it through the gradient buffer, where until the first step the weights wait to be shared.)
+      const [w3] = await Promise.all(three.map((t) => t.readParameters("master")));
+      expect(maxAbsDiff(w3, await threePlain[0].readParameters("master"))).toBe(0);
+      const [v3] = await Promise.all(three.map((t) => t.readParameters("v")));
+      expect(maxAbsDiff(v3, await threePlain[0].readParameters("v"))).toBe(0);
+      const [m3] = await Promise.all(three.map((t) => t.readParameters("m")));
+      expect(maxAbsDiff(m3, await threePlain[0].readParameters("m"))).toBe(0);
+      expect(maxAbsDiff(await three[2].readParameters("params"), await threePlain[0].readParameters("params"))).toBe(0);
+      for (let step = 3; step < 6; step++) {
+        const b = globalBatch(step, config.model.vocabSize);
+        const [p, s] = [await stepAll(threePlain, b), await stepAll(three, b)];
+        expect(Math.abs(s[0].loss - p[0].loss) / p[0].loss, `loss at step ${step + 1} on 3 ranks`).toBeLessThan(1e-6);
+      }
+      // 1 rank x 6 rows keeps the rows too; 1 rank x 3 does not, and is refused with the batch size that would.
+      const refused = await loadTrainerCheckpoint(new Trainer(backend, { ...config, batchSize: 3, dtype: "bf16" }), file).catch((e: unknown) => e as Error);
+      expect(refused.message).toMatch(/trained by 2 data-parallel ranks, this run has 1/);
+      expect((refused as unknown as { hint: string }).hint).toMatch(/or with 1 at --batch-size 6 \(6 rows a global batch, as it was\)/);
+      for (const t of [...three, ...threePlain]) t.dispose();
       for (const t of [...sharded, ...plain, ...resumed]) t.dispose();
     } finally {
       await rm(dir, { recursive: true, force: true });

@@ -26,8 +26,10 @@ export const META_SKIPPED_STEPS = "kiln.skipped_steps";
 /** f16: the dynamic loss scaler's scale and its finite steps since the scale last changed. */
 export const META_LOSS_SCALE = "kiln.loss_scale";
 export const META_LOSS_SCALE_GOOD_STEPS = "kiln.loss_scale_good_steps";
-/** Data-parallel ranks that trained the run (absent: 1). A run resumes only with as many. */
+/** Data-parallel ranks that trained the run (absent: 1). A run resumes with as many, or with others over the same global batch rows. */
 export const META_WORLD_SIZE = "kiln.world_size";
+/** Rows of a global micro-batch: ranks x batch size. Another number of ranks may resume the run when it keeps this. */
+export const META_GLOBAL_BATCH_ROWS = "kiln.global_batch_rows";
 /** Where the training data stands: the sampler's cursor ({epoch, index}, over every rank's windows). */
 export const META_DATA_CURSOR = "kiln.data_cursor";
 /** The data cursor of every rank, by rank (JSON array): each rank resumes from its own. */

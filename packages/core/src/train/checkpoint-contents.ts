@@ -14,6 +14,7 @@ import {
   META_SKIPPED_STEPS,
   META_STEP,
   META_WORLD_SIZE,
+  META_GLOBAL_BATCH_ROWS,
 } from "../checkpoint/checkpoint-keys.js";
 import type { Trainer, WholeOptimizerState } from "./trainer.js";
 import type { ParamSlot } from "../model/param-layout.js";
@@ -85,6 +86,7 @@ export async function trainerCheckpointContents(
       [META_DTYPE]: trainer.dtype,
       [META_SKIPPED_STEPS]: String(trainer.skippedSteps),
       [META_WORLD_SIZE]: String(trainer.worldSize),
+      [META_GLOBAL_BATCH_ROWS]: String(trainer.worldSize * trainer.config.batchSize),
       ...(trainer.lossScaler
         ? { [META_LOSS_SCALE]: String(trainer.lossScaler.scale), [META_LOSS_SCALE_GOOD_STEPS]: String(trainer.lossScaler.goodSteps) }
         : {}),
@@ -167,10 +169,18 @@ export async function restoreTrainerState(trainer: Trainer, source: TensorSource
   }
   const skippedSteps = counter(META_SKIPPED_STEPS, 0, step);
   const worldSize = counter(META_WORLD_SIZE, 1);
-  if (worldSize !== trainer.worldSize) {
+  // Another number of ranks continues the run when each global batch keeps its rows (ranks x batch size):
+  // the windows are chosen over all ranks, so the same global batches come in the same order.
+  const globalRows = meta[META_GLOBAL_BATCH_ROWS] === undefined ? undefined : counter(META_GLOBAL_BATCH_ROWS, 0);
+  const rowsHere = trainer.worldSize * trainer.config.batchSize;
+  if (worldSize !== trainer.worldSize && globalRows !== rowsHere) {
+    const perRank = globalRows !== undefined && globalRows % trainer.worldSize === 0 ? globalRows / trainer.worldSize : undefined;
     throw new CheckpointError(`the checkpoint was trained by ${worldSize} data-parallel rank${worldSize === 1 ? "" : "s"}, this run has ${trainer.worldSize}`, {
       where,
-      hint: `resume with ${worldSize} rank${worldSize === 1 ? "" : "s"} (--ranks ${worldSize}), so each step sees the same global batch; or start a new run from its weights with --init-from`,
+      hint:
+        `resume with ${worldSize} rank${worldSize === 1 ? "" : "s"} (--ranks ${worldSize})` +
+        (perRank !== undefined ? `, or with ${trainer.worldSize} at --batch-size ${perRank} (${globalRows} rows a global batch, as it was)` : "") +
+        `, so each step sees the same global batch; or start a new run from its weights with --init-from`,
     });
   }
   const scale = meta[META_LOSS_SCALE] === undefined ? undefined : Number(meta[META_LOSS_SCALE]);

@@ -187,6 +187,11 @@ export class Trainer {
   private readonly dataParallel: DataParallelSync | undefined;
   /** Whether every rank holds rank 0's weights and optimizer state (done by the first step). */
   private stateShared = false;
+  /**
+   * Sharded under a 16-bit dtype, before the first step: whether the gradient buffer holds the f32
+   * weights whole (init and loads write them there for rank 0 to share; a gather overwrites them).
+   */
+  private weightsInGradients = false;
   private readonly profiler: StepProfiler | undefined;
   /** Micro-batches run so far by this trainer (kernel graphs start after the first, so that whatever a kernel sets up at its first call happens outside a recording). */
   private microBatchesRun = 0;
@@ -241,10 +246,11 @@ export class Trainer {
       const owned = { first: shard.first, end: shard.end, ...(sw.staging ? { paramsInStateOrder: sw.staging } : {}) };
       this.adamw = new AdamW(exec, this.layout, this.stateLayout, { params, grads, m, v, ...(sw.master ? { master: sw.master } : {}) }, config.optimizer, owned);
       uploadInitialParams(backend, params, this.layout, config.seed);
-      if (sw.master && ownedElements(shard) > 0) {
+      if (sw.master) {
         // The owned masters from the f32 initial values, laid out whole in the gradient buffer first.
         uploadInitialParams(backend, grads, this.stateLayout, config.seed);
-        backend.copy({ buffer: grads, byteOffset: 4 * shard.first }, { buffer: sw.master, byteOffset: 0 }, 4 * ownedElements(shard));
+        this.weightsInGradients = true;
+        if (ownedElements(shard) > 0) backend.copy({ buffer: grads, byteOffset: 4 * shard.first }, { buffer: sw.master, byteOffset: 0 }, 4 * ownedElements(shard));
       }
     } else if (this.dtype === "f32") {
       this.adamw = new AdamW(exec, this.layout, this.stateLayout, { params, grads, m, v }, config.optimizer);
@@ -336,6 +342,7 @@ export class Trainer {
     const grads = this.buffers.grads;
     const own = which === "master" ? sw.master! : this.buffers[which];
     const n = ownedElements(shard);
+    this.weightsInGradients = false;
     if (n > 0) this.backend.copy({ buffer: own, byteOffset: 0 }, { buffer: grads, byteOffset: 4 * shard.first }, 4 * n);
     const tail = shardTail(shard);
     if (shard.chunk > 0) await sync.allGather(this.backend, { buffer: grads, byteOffset: 0 }, 4 * shard.chunk);
@@ -461,9 +468,11 @@ export class Trainer {
       // the gradient buffer holds whole (init and loads write them there): each rank keeps the masters it
       // owns of them. m and v are each owner's alone (zero, or loaded from the same checkpoint by every rank).
       const { grads } = this.buffers;
-      await dp.broadcastFromRankZero([{ buffer: params, bytes: this.layout.bytes }, ...(sw.master ? [{ buffer: grads, bytes: this.stateLayout.bytes }] : [])]);
+      // (When a gather overwrote them, each owner's masters stand, and the all-gather below agrees the ranks.)
+      const share = sw.master !== undefined && this.weightsInGradients;
+      await dp.broadcastFromRankZero([{ buffer: params, bytes: this.layout.bytes }, ...(share ? [{ buffer: grads, bytes: this.stateLayout.bytes }] : [])]);
       const n = ownedElements(sw.shard);
-      if (sw.master && n > 0) this.backend.copy({ buffer: grads, byteOffset: 4 * sw.shard.first }, { buffer: sw.master, byteOffset: 0 }, 4 * n);
+      if (share && n > 0) this.backend.copy({ buffer: grads, byteOffset: 4 * sw.shard.first }, { buffer: sw.master, byteOffset: 0 }, 4 * n);
       sw.roundOwnedMasters();
       await this.sharded.publish(dp.sync);
       this.stateShared = true;
@@ -609,7 +618,7 @@ export class Trainer {
       const part = ownedPart(sw.shard, e0, first, values.length);
       if (part) this.backend.upload({ buffer: sw.master, byteOffset: 4 * part.ownOffset }, values.subarray(part.skip, part.skip + part.n));
       // Before the first step the gradient buffer holds the f32 weights whole, for rank 0 to share them.
-      if (!this.stateShared) this.backend.upload({ buffer: this.buffers.grads, byteOffset: 4 * (e0 + first) }, values);
+      if (!this.stateShared && this.weightsInGradients) this.backend.upload({ buffer: this.buffers.grads, byteOffset: 4 * (e0 + first) }, values);
     }
     const width = bytesPerElement(slot.dtype);
     const at = { buffer: slot.at.buffer, byteOffset: slot.at.byteOffset + width * first };
