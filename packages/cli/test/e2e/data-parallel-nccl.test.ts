@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cudaStatus } from "@kiln/kernels-cuda";
-import { readCheckpoint } from "./support/checkpoints.js";
+import { metricsLog, readCheckpoint } from "./support/checkpoints.js";
 import { jsonLines } from "./support/kiln-process.js";
 import { REPO_ROOT } from "./support/paths.js";
 import { expectSuccess } from "./support/runs.js";
@@ -43,6 +43,22 @@ describe.skipIf(skip !== undefined)(`kiln train --gpus 0,1 on the CUDA simulator
     expect(a).toHaveLength(3);
     for (const [i, x] of a.entries()) expect(Math.abs(x - b[i]) / b[i], `loss at step ${i + 1}`).toBeLessThan(2e-6);
     const [wa, wb] = await Promise.all([readCheckpoint(ws.path("two", "final.safetensors")), readCheckpoint(ws.path("one", "final.safetensors"))]);
+    for (const [name, bytes] of wb.tensors) {
+      const x = new Float32Array(wa.tensors.get(name)!.slice().buffer);
+      const y = new Float32Array(bytes.slice().buffer);
+      expect(Math.max(...x.map((v, i) => Math.abs(v - y[i]))), name).toBeLessThan(1e-6);
+    }
+  }, 300_000);
+
+  it("shards the optimizer state over the GPUs (--shard-optimizer): NCCL's reduce-scatter and all-gather, the unsharded run's losses and weights", async () => {
+    const env = { KILN_BACKEND: "cuda-sim", KILN_NCCL_LIBRARY: fakeNccl };
+    const sharded = expectSuccess(await ws.run([...TRAIN, "--gpus", "0,1", "--batch-size", "2", "--shard-optimizer", "--output-dir", "sharded"], { env }), "2 GPUs sharded");
+    expect(sharded.stderr).toMatch(/optimizer state sharded over the 2 ranks \(ZeRO stage 1/);
+    // "two": the first test's unsharded run of the same ranks.
+    const [a, b] = [losses(sharded.stdout), (await metricsLog(ws.path("two"))).filter((l) => "loss" in l).map((l) => l.loss as number)];
+    expect(a).toHaveLength(3);
+    for (const [i, x] of a.entries()) expect(Math.abs(x - b[i]) / b[i], `loss at step ${i + 1}`).toBeLessThan(2e-6);
+    const [wa, wb] = await Promise.all([readCheckpoint(ws.path("sharded", "final.safetensors")), readCheckpoint(ws.path("two", "final.safetensors"))]);
     for (const [name, bytes] of wb.tensors) {
       const x = new Float32Array(wa.tensors.get(name)!.slice().buffer);
       const y = new Float32Array(bytes.slice().buffer);
