@@ -1,6 +1,7 @@
 /*
  * attention: fused causal scaled-dot-product attention (flash style), GQA aware,
- * optionally with a sliding window of W keys.
+ * optionally with a sliding window of W keys, and in packed rows of several
+ * documents (doc_starts) with no query seeing a key of an earlier document.
  *
  * Math, for query head h reading kv head g = h / (heads / kv_heads):
  *   s[t,u] = scale * q[t]·k[u]  for t - W < u <= t  (W = seq_len without a window)
@@ -31,7 +32,9 @@
  * K^T and V^T are kept per key tile as (dpad x BK) and (vpad x BK). On tiles
  * that cross the diagonal, each row sliver skips the columns and depth the
  * causal mask removes. A window skips the key tiles wholly before it and masks
- * the keys before it inside its first tile (scores -inf, p and dS zero).
+ * the keys before it inside its first tile (scores -inf, p and dS zero); a
+ * document's start does the same (doc_starts is non-decreasing along a row, so a
+ * query block's first query has the block's earliest first key).
  * Nothing larger than BQ x BK scores exists at once.
  *
  * Threads:
@@ -89,6 +92,7 @@ typedef struct {
   uint8_t* scratch;
   uint32_t scratch_stride; /* bytes */
   int32_t window;          /* keys each query sees, 1..seq_len */
+  const int32_t* doc_starts; /* (batch, seq_len): where each token's document begins in its row; null: one document a row */
 } AttentionArgs;
 
 KILN_INLINE int round_up(int x, int m) { return (x + m - 1) / m * m; }
@@ -332,8 +336,14 @@ static void put_transposed(const float* row, int npad, int u, float* tiles) {
   for (int c = 0; c < npad; c++) col[(size_t)c * BK] = row[c];
 }
 
-/* First key tile a block of queries from q0 needs: the one holding q0's first key. */
+/* First key tile a block of queries from q0 needs: the one holding q0's first key (cost estimates: without documents). */
 KILN_INLINE int first_tile(const Dims* d, int q0) { return kiln_max(q0 - d->W + 1, 0) / BK; }
+
+/* The first key query q of row b sees: its window's first, or its document's start when later. */
+KILN_INLINE int first_key(const AttentionArgs* a, const Dims* d, int b, int q) {
+  const int lo = kiln_max(q - d->W + 1, 0);
+  return a->doc_starts ? kiln_max(lo, a->doc_starts[(size_t)b * d->T + q]) : lo;
+}
 
 /* Key tiles a block of queries from q0 reads. */
 KILN_INLINE int block_tiles(const Dims* d, int q0) {
@@ -405,7 +415,7 @@ static NOINLINE void softmax_tile_row(Work* w, const Dims* d, int i, int lo, int
 
 static void forward_block(const AttentionArgs* a, const Dims* d, Work* w, KvCache* cache, int b, int h, int q0) {
   const int nq = kiln_min(BQ, d->T - q0), mq = round_up(nq, MR);
-  const int t0 = first_tile(d, q0), tiles = (q0 + nq - 1) / BK + 1;
+  const int t0 = first_key(a, d, b, q0) / BK, tiles = (q0 + nq - 1) / BK + 1;
   forward_keys(a, d, w, cache, b, h / d->group, tiles * BK);
   load_query_block(a->q, d->q_stride, d->D, d->dpad, a->dtype, d, b, h, q0, nq, mq, a->scale * LOG2E, w->q);
   for (int i = 0; i < mq; i++) {
@@ -418,8 +428,8 @@ static void forward_block(const AttentionArgs* a, const Dims* d, Work* w, KvCach
     const int k0 = t * BK, kn = kiln_min(BK, d->T - k0), delta = q0 - k0;
     gemm(mq, round_up(kn, 4), d->dpad, w->q, d->dpad, 0, w->kt + (size_t)t * d->dpad * BK, BK, w->s, BK, 0, KEY_COLS, delta);
     for (int i = 0; i < mq; i++) {
-      /* Row i sees this tile's keys [lo, valid): after the window's start, up to its own position. */
-      const int lo = kiln_max(i + delta - d->W + 1, 0);
+      /* Row i sees this tile's keys [lo, valid): from its window's (or document's) start, up to its own position. */
+      const int lo = i < nq ? kiln_max(first_key(a, d, b, q0 + i) - k0, 0) : 0;
       const int valid = i < nq ? kiln_min(kn, i + delta + 1) : 0;
       if (valid > lo) softmax_tile_row(w, d, i, lo, valid);
       else zero_floats(w->s + (size_t)i * BK, BK);
@@ -495,7 +505,7 @@ static NOINLINE void gradient_tile_row(Work* w, int i, int lo, int valid, float 
 
 static void backward_block(const AttentionArgs* a, const Dims* d, Work* w, int b, int h, int q0) {
   const int nq = kiln_min(BQ, d->T - q0), mq = round_up(nq, MR);
-  const int t0 = first_tile(d, q0), tiles = (q0 + nq - 1) / BK + 1;
+  const int t0 = first_key(a, d, b, q0) / BK, tiles = (q0 + nq - 1) / BK + 1;
   const float c = a->scale * LOG2E;
   load_query_block(a->q, d->q_stride, d->D, d->dpad, a->dtype, d, b, h, q0, nq, mq, 1.0f, w->q);
   load_query_block(a->d_out, d->out_stride, d->DV, d->vpad, a->dtype, d, b, h, q0, nq, mq, 1.0f, w->dout);
@@ -522,7 +532,7 @@ static void backward_block(const AttentionArgs* a, const Dims* d, Work* w, int b
     gemm(mq, round_up(kn, 4), d->dpad, w->q, d->dpad, 0, kt, BK, w->s, BK, 0, KEY_COLS, delta);
     gemm(mq, round_up(kn, 4), d->vpad, w->dout, d->vpad, 0, vt, BK, w->dp, BK, 0, KEY_COLS, delta);
     for (int i = 0; i < mq; i++) {
-      const int lo = kiln_max(i + delta - d->W + 1, 0);
+      const int lo = i < nq ? kiln_max(first_key(a, d, b, q0 + i) - k0, 0) : 0;
       const int valid = i < nq ? kiln_min(kn, i + delta + 1) : 0;
       if (valid > lo) {
         gradient_tile_row(w, i, lo, valid, c);

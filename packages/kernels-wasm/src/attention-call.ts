@@ -32,6 +32,8 @@ export interface AttentionCall {
   dQ: number;
   dK: number;
   dV: number;
+  /** Packed rows: where each token's document begins (i32, batch x seqLen); 0 without. */
+  docStarts: number;
 }
 
 /** Index (in 4-byte words) of each field of AttentionArgs in csrc/attention.c. */
@@ -39,7 +41,7 @@ const FIELD = {
   batch: 0, seqLen: 1, heads: 2, kvHeads: 3, headDim: 4, vHeadDim: 5,
   qRowStride: 6, kvRowStride: 7, vRowStride: 8, outRowStride: 9, scale: 10, dtype: 11,
   q: 12, k: 13, v: 14, out: 15, lse: 16, dOut: 17, dQ: 18, dK: 19, dV: 20,
-  scratch: 21, scratchStride: 22, window: 23,
+  scratch: 21, scratchStride: 22, window: 23, docStarts: 24,
 } as const;
 
 /** Per-thread scratch of the attention kernels, grown on demand and kept with the runtime. */
@@ -72,6 +74,7 @@ function writeAttentionArgs(rt: KernelRuntime, call: AttentionCall, scratch: { p
   u32[FIELD.scratch] = scratch.ptr;
   u32[FIELD.scratchStride] = scratch.stride;
   u32[FIELD.window] = call.window;
+  u32[FIELD.docStarts] = call.docStarts;
 }
 
 /** Multiply-adds x 2 of the forward over the pairs the mask keeps (the contract's count): q·k over headDim, p·v over vHeadDim. */

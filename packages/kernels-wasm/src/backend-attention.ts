@@ -48,6 +48,7 @@ function placeOperands<A extends AttentionDims>(spec: KernelSpec<A>, memory: Bac
   for (const s of spec.operands(args)) {
     const op = (args as unknown as Record<string, Operand | undefined>)[s.key];
     if (op === undefined) {
+      if (s.optional) continue;
       throw new KernelArgumentError(`${spec.name}.${s.key} is missing`, { where: spec.name, hint: `pass a buffer for ${s.key}` });
     }
     const esize = bytesPerElement(s.dtype);
@@ -96,12 +97,13 @@ function callOf(args: AttentionDims, at: Record<string, number>): AttentionCall 
     dQ: at.dQ ?? 0,
     dK: at.dK ?? 0,
     dV: at.dV ?? 0,
+    docStarts: at.docStarts ?? 0,
   };
 }
 
 const DTYPES = ["f32", "bf16", "f16"] as const;
 
-/** Causal and sliding-window attention forward and backward (f32, bf16, f16 storage; f32 compute). */
+/** Causal, sliding-window and document-masked (docStarts) attention forward and backward (f32, bf16, f16 storage; f32 compute). */
 export const ATTENTION_KERNELS: WasmKernelTable = {
   attentionForward: {
     dtypes: DTYPES,

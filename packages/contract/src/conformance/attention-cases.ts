@@ -78,7 +78,36 @@ const packedQkvWindow = (backward: boolean): Def => {
   return { ...s, args: { ...s.args, window: 3 }, label: "one packed qkv buffer, sliding window" };
 };
 
+/**
+ * Packed rows (docStarts): documents of one token up to half a row, rows left whole; edges
+ * inside and across key tiles (64, 128), with a sliding window too, GQA, a value head of
+ * its own, GPT-2's packed qkv, peaked scores.
+ */
+const documentShapes = (backward: boolean): Def[] => {
+  const docs = (def: Def, label: string): Def => ({ ...def, present: ["docStarts"], label });
+  return [
+    docs(d("one", { batch: 1, seqLen: 1, heads: 1, kvHeads: 1, headDim: 3 }), "documents"),
+    docs(d("prime", { batch: 3, seqLen: 7, heads: 2, kvHeads: 2, headDim: 5 }), "documents"),
+    docs(d("odd", { batch: 2, seqLen: 13, heads: 4, kvHeads: 2, headDim: 6 }), "documents, gqa"),
+    docs(d("odd", { batch: 2, seqLen: 37, heads: 4, kvHeads: 2, headDim: 40, vHeadDim: 56 }), "documents, vHeadDim > headDim"),
+    docs(d("long", { batch: 2, seqLen: 130, heads: 2, kvHeads: 1, headDim: 16 }), "documents across key tiles"),
+    docs(d("long", { batch: 1, seqLen: 300, heads: 2, kvHeads: 1, headDim: 64, window: 100 }), "documents, sliding window"),
+    docs(d("large", { batch: 2, seqLen: 256, heads: 2, kvHeads: 2, headDim: 64 }), "documents"),
+    docs(packedQkv(backward), "documents, one packed qkv buffer"),
+    ...(backward ? [] : [docs(d("options", { batch: 1, seqLen: 130, heads: 2, kvHeads: 1, headDim: 64, scale: 4 }), "documents, scale=4")]),
+  ];
+};
+
 /** Every attention case, in order; `backward` shares dQ, dK, dV in the packed ones too. */
 export function attentionCases(backward: boolean): Def[] {
-  return [...attentionShapes, packedQkv(backward), ...vHeadShapes, packedKv(backward), ...(backward ? [] : peakedAttentionShapes), ...windowShapes, packedQkvWindow(backward)];
+  return [
+    ...attentionShapes,
+    packedQkv(backward),
+    ...vHeadShapes,
+    packedKv(backward),
+    ...(backward ? [] : peakedAttentionShapes),
+    ...windowShapes,
+    packedQkvWindow(backward),
+    ...documentShapes(backward),
+  ];
 }

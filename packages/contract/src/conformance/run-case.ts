@@ -69,6 +69,18 @@ function fillInit(v: Float64Array, init: OperandInit, rand: () => number): void 
         [v[i], v[j]] = [v[j], v[i]];
       }
       return;
+    case "documentStarts": {
+      // Documents of 1 to about seqLen / 2 tokens (a few of one token), and now and then a row left whole.
+      for (let row = 0; row * init.seqLen < n; row++) {
+        const whole = rand() < 0.15;
+        let start = 0;
+        for (let t = 0; t < init.seqLen; t++) {
+          if (t > 0 && !whole && rand() < Math.max(0.08, 3 / init.seqLen)) start = t;
+          v[row * init.seqLen + t] = start;
+        }
+      }
+      return;
+    }
     case "offsets": {
       // Sorted cut points; about one in four repeats the one before (an empty group).
       const cuts = Array.from({ length: n - 2 }, () => Math.floor(rand() * (init.total + 1))).sort((x, y) => x - y);

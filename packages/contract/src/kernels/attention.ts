@@ -25,6 +25,11 @@ import { type KernelSpec, operand, positiveInts, require, stridedExtent } from "
  * window W (sliding-window attention, Mistral's sliding_window): query t sees only keys
  * t-W < u <= t, the last W positions including its own; undefined, or W >= seqLen, is
  * the full causal mask. Kernels skip key tiles wholly outside the window.
+ * docStarts (packed rows of several documents): i32 per token (batch, seqLen), the position
+ * in its row where the token's document begins; query t then sees only keys
+ * max(docStarts[t], t-W+1) <= u <= t, never a key of an earlier document. Documents are
+ * contiguous: docStarts[t] <= t, and docStarts[u] = docStarts[t] for docStarts[t] <= u <= t
+ * (so it is non-decreasing along a row). Absent: every row is one document.
  */
 export interface AttentionForwardArgs {
   q: Operand;
@@ -49,6 +54,8 @@ export interface AttentionForwardArgs {
   scale?: number;
   /** Keys each query sees, its own included (sliding window); default seqLen. */
   window?: number;
+  /** Packed rows: where each token's document begins in its row (i32, batch x seqLen). */
+  docStarts?: Operand;
   dtype: FloatDType;
 }
 
@@ -81,10 +88,11 @@ export interface AttentionBackwardArgs {
   outRowStride?: number;
   scale?: number;
   window?: number;
+  docStarts?: Operand;
   dtype: FloatDType;
 }
 
-export type AttentionDims = Omit<AttentionForwardArgs, "q" | "k" | "v" | "out" | "lse">;
+export type AttentionDims = Omit<AttentionForwardArgs, "q" | "k" | "v" | "out" | "lse" | "docStarts">;
 
 /** Value head size, strides and scale with defaults filled in. */
 export function attentionLayout(a: AttentionDims) {
@@ -103,8 +111,8 @@ export function attentionLayout(a: AttentionDims) {
   };
 }
 
-/** The first key query t sees under a window of W keys. */
-export const firstKey = (t: number, window: number) => Math.max(0, t - window + 1);
+/** The first key query t sees under a window of W keys (and, in a packed row, from its document's start on). */
+export const firstKey = (t: number, window: number, docStart = 0) => Math.max(0, t - window + 1, docStart);
 
 function extents(a: AttentionDims) {
   const l = attentionLayout(a);
@@ -146,6 +154,8 @@ const attentionFlops = (a: AttentionDims) => 2 * attentionPairs(a) * (a.headDim 
 /** Recomputed q·k, dQ and dK (headDim each); dP = dOut·v and dV (vHeadDim each). */
 const attentionBackwardFlops = (a: AttentionDims) => 2 * attentionPairs(a) * (3 * a.headDim + 2 * attentionLayout(a).vHeadDim);
 
+const documentStarts = (a: AttentionDims) => operand("docStarts", "in", "i32", a.batch * a.seqLen, { optional: true, init: { kind: "documentStarts", seqLen: a.seqLen } });
+
 export const attentionForwardSpec: KernelSpec<AttentionForwardArgs> = {
   name: "attentionForward",
   operands: (a) => {
@@ -156,6 +166,7 @@ export const attentionForwardSpec: KernelSpec<AttentionForwardArgs> = {
       operand("v", "in", a.dtype, e.v, { strided: true }),
       operand("out", "out", a.dtype, e.out, { strided: true }),
       operand("lse", "out", "f32", e.lse),
+      documentStarts(a),
     ];
   },
   check: (a) => checkAttention("attentionForward", a),
@@ -176,6 +187,7 @@ export const attentionBackwardSpec: KernelSpec<AttentionBackwardArgs> = {
       operand("dQ", "out", a.dtype, e.q, { strided: true }),
       operand("dK", "out", a.dtype, e.k, { strided: true }),
       operand("dV", "out", a.dtype, e.v, { strided: true }),
+      documentStarts(a),
     ];
   },
   check: (a) => checkAttention("attentionBackward", a),

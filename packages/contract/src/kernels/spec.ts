@@ -13,7 +13,9 @@ export type OperandInit =
   /** a random permutation of 0..n-1 (n the operand's elements) */
   | { kind: "permutation" }
   /** group boundaries: 0 = o[0] <= o[1] <= ... <= o[n-1] = total, some groups empty */
-  | { kind: "offsets"; total: number };
+  | { kind: "offsets"; total: number }
+  /** rows of seqLen tokens cut into documents: each token's value is where its document begins in its row */
+  | { kind: "documentStarts"; seqLen: number };
 
 /** One buffer argument of a kernel: which key, read or written, its dtype and element count. */
 export interface OperandSpec {

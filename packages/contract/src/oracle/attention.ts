@@ -19,7 +19,7 @@ export const attentionForwardOracle: OracleKernel<AttentionForwardArgs> = (a, v)
       const kvh = Math.floor(h / l.group);
       for (let t = 0; t < T; t++) {
         const qo = (b * T + t) * l.qRowStride + h * D;
-        const u0 = firstKey(t, l.window);
+        const u0 = firstKey(t, l.window, v.docStarts?.[b * T + t]);
         let max = -Infinity;
         for (let u = u0; u <= t; u++) {
           scores[u] = l.scale * dot(v.q, qo, v.k, (b * T + u) * l.kvRowStride + kvh * D, D);
@@ -59,7 +59,7 @@ export const attentionBackwardOracle: OracleKernel<AttentionBackwardArgs> = (a, 
         const oo = (b * T + t) * l.outRowStride + h * DV;
         const lse = v.lse[(b * H + h) * T + t];
         const dOutDotOut = dot(v.dOut, oo, v.out, oo, DV);
-        for (let u = firstKey(t, l.window); u <= t; u++) {
+        for (let u = firstKey(t, l.window, v.docStarts?.[b * T + t]); u <= t; u++) {
           const ko = (b * T + u) * l.kvRowStride + kvh * D;
           const vo = (b * T + u) * l.vRowStride + kvh * DV;
           const p = Math.exp(l.scale * dot(v.q, qo, v.k, ko, D) - lse);
