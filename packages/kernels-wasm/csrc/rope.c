@@ -4,7 +4,7 @@
  * x and out are (batch, seqLen, heads, headDim) in the storage dtype (f32, bf16
  * or f16) with token rows row_stride elements apart (a row's heads are contiguous,
  * head h at h * headDim). For the token at sequence index t, position
- * p = pos_offset + t, and i < half = headDim / 2:
+ * p = pos_offset + t (minus doc_starts[t] in packed rows), and i < half = headDim / 2:
  *   a_i = sign * p * inv_freq[i]          inv_freq[i] = theta^(-2i/headDim), scaled (f64, from the host: ropeInvFreq)
  *   out[i]        = x[i] cos a_i - x[i+half] sin a_i
  *   out[i+half]   = x[i+half] cos a_i + x[i] sin a_i
@@ -36,6 +36,7 @@ typedef struct {
   const double* inv_freq; /* head_dim / 2 entries */
   const void* x;
   void* out;
+  const int32_t* doc_starts; /* (batch, seq_len): packed rows, positions count from each document's start; null: from the row's */
 } RopeArgs;
 
 /* Frequencies whose cos / sin are computed together, then applied to every head. */
@@ -62,7 +63,7 @@ KILN_INLINE void rope_rows(const RopeArgs* a, size_t r0, size_t r1, const int dt
   float cs[FREQ_BLOCK + 4] __attribute__((aligned(16)));
   float sn[FREQ_BLOCK + 4] __attribute__((aligned(16)));
   for (size_t r = r0; r < r1; r++) {
-    const double pos = a->pos_offset + (double)(r % (size_t)a->seq_len);
+    const double pos = a->pos_offset + (double)(r % (size_t)a->seq_len) - (a->doc_starts ? (double)a->doc_starts[r] : 0.0);
     const size_t row = r * (size_t)a->row_stride;
     for (size_t f0 = 0; f0 < half; f0 += FREQ_BLOCK) {
       const size_t nf = half - f0 < FREQ_BLOCK ? half - f0 : FREQ_BLOCK;

@@ -5,7 +5,7 @@ import { storageDtypeCode } from "./storage-dtype.js";
 import { threadsForWork } from "./work-threads.js";
 
 /** Word index of each field of RopeArgs in csrc/rope.c, and the byte offset of its f64 pos_offset. */
-const FIELD = { batch: 0, seqLen: 1, heads: 2, headDim: 3, rowStride: 4, dtype: 5, sign: 6, invFreq: 10, x: 11, out: 12 } as const;
+const FIELD = { batch: 0, seqLen: 1, heads: 2, headDim: 3, rowStride: 4, dtype: 5, sign: 6, invFreq: 10, x: 11, out: 12, docStarts: 13 } as const;
 const POS_OFFSET_BYTE = 32;
 
 /** Rough cost in flops of one rotated pair and of one cos/sin pair, to decide how many threads to wake. */
@@ -25,6 +25,7 @@ function runRope(ctx: WasmKernelContext, spec: KernelSpec<RopeArgs>, args: RopeA
   const bytes = ((rows - 1) * rowStride + args.heads * args.headDim) * bytesPerElement(args.dtype);
   const x = memory.address(args.x, bytes, `${spec.name}.x`);
   const out = memory.address(args.out, bytes, `${spec.name}.out`);
+  const docStarts = args.docStarts ? memory.address(args.docStarts, rows * 4, `${spec.name}.docStarts`) : 0;
   // theta^(-2i/headDim) and any rope scaling in f64, as the contract computes them.
   const half = args.headDim / 2;
   const invFreq = callScratch(rt, half * 8);
@@ -41,6 +42,7 @@ function runRope(ctx: WasmKernelContext, spec: KernelSpec<RopeArgs>, args: RopeA
   u32[FIELD.invFreq] = invFreq;
   u32[FIELD.x] = x;
   u32[FIELD.out] = out;
+  u32[FIELD.docStarts] = docStarts;
   rt.run("kiln_rope", threadsForWork(rt, rows, half * (ANGLE_COST + PAIR_COST * args.heads)));
 }
 

@@ -109,6 +109,10 @@ const ropeShapes: Def[] = [
   d("options", { batch: 1, seqLen: 33, heads: 2, headDim: 64, posOffset: 9000, theta: 500000, scaling: LLAMA3_SCALING }, { label: "llama3 scaling" }),
   d("options", { batch: 2, seqLen: 7, heads: 3, headDim: 10, theta: 10000, scaling: { ...LLAMA3_SCALING, originalMaxPositions: 64 } }, { label: "llama3 scaling, small head" }),
   d("options", { batch: 1, seqLen: 13, heads: 2, headDim: 6, posOffset: 40, theta: 10000, scaling: { type: "linear", factor: 4 } }, { label: "linear scaling" }),
+  // Packed rows: positions count from each token's document start.
+  d("prime", { batch: 3, seqLen: 7, heads: 3, headDim: 6, theta: 10000 }, { present: ["docStarts"], label: "documents" }),
+  d("strided", { batch: 2, seqLen: 40, heads: 2, headDim: 10, rowStride: 60, posOffset: 3, theta: 500000, scaling: LLAMA3_SCALING }, { present: ["docStarts"], label: "documents, packed, llama3 scaling" }),
+  d("in-place", { batch: 2, seqLen: 9, heads: 2, headDim: 8, theta: 10000 }, { inPlace: ["out", "x"], present: ["docStarts"], label: "documents" }),
 ];
 
 const ceShapes = (backward: boolean): Def[] => {

@@ -6,7 +6,8 @@ import { type KernelSpec, operand, positiveInts, require, stridedExtent } from "
  * Rotary position embedding, "rotate half" pairing (Hugging Face Llama):
  * x is (batch, seqLen, heads, headDim), token rows `rowStride` elements apart
  * (default heads*headDim; 3*hidden addresses q or k inside a packed qkv buffer).
- * For token t at position p = posOffset + t and i < headDim/2:
+ * For token t at position p = posOffset + t (in packed rows, p = posOffset + t - docStarts[t]:
+ * each document's tokens count from 0, docStarts as in attention) and i < headDim/2:
  *   freq_i = theta^(-2i/headDim),  a = p * freq_i
  *   out[i]           = x[i] cos a - x[i+half] sin a
  *   out[i+half]      = x[i+half] cos a + x[i] sin a
@@ -23,6 +24,8 @@ export interface RopeArgs {
   headDim: number;
   rowStride?: number;
   posOffset?: number;
+  /** Packed rows: where each token's document begins in its row (i32, batch x seqLen); positions count from there. */
+  docStarts?: Operand;
   theta: number;
   scaling?: RopeScaling;
   dtype: FloatDType;
@@ -76,7 +79,7 @@ export type RopeForwardArgs = RopeArgs;
 /** Same layout as RopeArgs with x = dOut and out = dX. */
 export type RopeBackwardArgs = RopeArgs;
 
-export function ropeRowStride(a: Omit<RopeArgs, "x" | "out">): number {
+export function ropeRowStride(a: Omit<RopeArgs, "x" | "out" | "docStarts">): number {
   return a.rowStride ?? a.heads * a.headDim;
 }
 
@@ -85,7 +88,11 @@ function ropeSpec(name: string): KernelSpec<RopeArgs> {
     name,
     operands: (a) => {
       const ext = stridedExtent(a.batch * a.seqLen, a.heads * a.headDim, ropeRowStride(a));
-      return [operand("x", "in", a.dtype, ext, { strided: true }), operand("out", "out", a.dtype, ext, { strided: true })];
+      return [
+        operand("x", "in", a.dtype, ext, { strided: true }),
+        operand("out", "out", a.dtype, ext, { strided: true }),
+        operand("docStarts", "in", "i32", a.batch * a.seqLen, { optional: true, init: { kind: "documentStarts", seqLen: a.seqLen } }),
+      ];
     },
     check: (a) => {
       positiveInts(name, { batch: a.batch, seqLen: a.seqLen, heads: a.heads, headDim: a.headDim });

@@ -2,13 +2,13 @@ import { type RopeArgs, ropeInvFreq, ropeRowStride } from "../kernels/rope.js";
 import type { OracleKernel } from "./types.js";
 
 /** Rotates each head's (i, i+half) pairs by sign * angle(position, i). */
-function rotate(a: RopeArgs, src: Float64Array, dst: Float64Array, sign: number): void {
+function rotate(a: RopeArgs, src: Float64Array, dst: Float64Array, sign: number, v: Record<string, Float64Array>): void {
   const half = a.headDim / 2;
   const stride = ropeRowStride(a);
   const rows = a.batch * a.seqLen;
   const freq = ropeInvFreq(a);
   for (let r = 0; r < rows; r++) {
-    const pos = (a.posOffset ?? 0) + (r % a.seqLen);
+    const pos = (a.posOffset ?? 0) + (r % a.seqLen) - (v.docStarts?.[r] ?? 0);
     for (let h = 0; h < a.heads; h++) {
       const o = r * stride + h * a.headDim;
       for (let i = 0; i < half; i++) {
@@ -22,5 +22,5 @@ function rotate(a: RopeArgs, src: Float64Array, dst: Float64Array, sign: number)
   }
 }
 
-export const ropeForwardOracle: OracleKernel<RopeArgs> = (a, v) => rotate(a, v.x, v.out, 1);
-export const ropeBackwardOracle: OracleKernel<RopeArgs> = (a, v) => rotate(a, v.x, v.out, -1);
+export const ropeForwardOracle: OracleKernel<RopeArgs> = (a, v) => rotate(a, v.x, v.out, 1, v);
+export const ropeBackwardOracle: OracleKernel<RopeArgs> = (a, v) => rotate(a, v.x, v.out, -1, v);
