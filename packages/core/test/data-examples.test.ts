@@ -152,6 +152,41 @@ describe("training rows of an example file", () => {
     await data.close();
   });
 
+  it("packed (pack): consecutive examples fill each row at the positions they take alone, docStarts saying where each begins", async () => {
+    const r = await prepared([path.join(CHAT, "chat.jsonl")], { valFraction: 0 });
+    const data = await openTokenDataset(r.output, { vocabSize: tokenizer.vocabSize });
+    const seqLen = 64;
+    const packed = new BatchSampler(data, { batchSize: 1, seqLen, seed: 1, valFraction: 0, shuffle: false, pack: true });
+    const alone = new BatchSampler(data, { batchSize: 1, seqLen, seed: 1, valFraction: 0, shuffle: false });
+    // Each example takes its length less one position (at most seqLen); rows take them in order while they fit.
+    const takes = expected.conversations.map((c) => Math.min(c.input_ids.length, seqLen + 1) - 1);
+    const rows: number[][] = [];
+    for (const [e, n] of takes.entries()) {
+      const last = rows.at(-1);
+      if (last && last.reduce((s, i) => s + takes[i], 0) + n <= seqLen) last.push(e);
+      else rows.push([e]);
+    }
+    expect(rows.length).toBeLessThan(4);
+    expect(packed.packing).toEqual({ examples: 4, rows: rows.length });
+    expect(packed.windowCount).toBe(rows.length);
+    const singles = [];
+    for (let e = 0; e < 4; e++) singles.push(await alone.next());
+    for (const row of rows) {
+      const b = await packed.next();
+      let at = 0;
+      for (const e of row) {
+        const n = takes[e];
+        expect(Array.from(b.ids.subarray(at, at + n))).toEqual(Array.from(singles[e].ids.subarray(0, n)));
+        expect(Array.from(b.targets.subarray(at, at + n))).toEqual(Array.from(singles[e].targets.subarray(0, n)));
+        expect(Array.from(b.docStarts!.subarray(at, at + n))).toEqual(Array(n).fill(at));
+        at += n;
+      }
+      expect(Array.from(b.targets.subarray(at))).toEqual(Array(seqLen - at).fill(-1));
+      expect(Array.from(b.docStarts!.subarray(at))).toEqual(Array(seqLen - at).fill(at));
+    }
+    await data.close();
+  });
+
   it("refuses a mask that does not fit its token file, naming the mask", async () => {
     const r = await prepared([path.join(CHAT, "chat.jsonl")]);
     const mask = exampleMaskPath(r.output);

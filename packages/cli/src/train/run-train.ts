@@ -235,6 +235,7 @@ async function trainOn(
       // Headless stdout carries only JSON lines: the banner goes to stderr there.
       (interactive ? process.stdout : process.stderr).write(`kiln train ${s.configPath}\n${banner}\n${ranks ? `${ranks.row}\n` : ""}`);
       if (plan.need > 0.9 * plan.available) process.stderr.write(`warning: the plan uses ${((100 * plan.need) / plan.available).toFixed(0)}% of device memory\n`);
+      if (s.pack && data.train.packing === undefined) process.stderr.write("warning: trainer.pack (--pack) has no effect on a token file: its rows are windows of one stream; it packs the examples of a chat or instruct file (kiln prepare --format)\n");
       if (s.shardOptimizer && !comm) process.stderr.write("warning: trainer.shard_optimizer (--shard-optimizer) has no effect with one rank: it splits the optimizer state over data-parallel ranks (--ranks, --gpus, --nnodes)\n");
       if (s.cudaGraphs && !backend.graphs) process.stderr.write(`warning: trainer.cuda_graphs (--cuda-graphs) has no effect on ${backend.capabilities().device.name}: only the CUDA backend records graphs\n`);
       const warmup = warmupWarning(s.warmupSteps, run.totalSteps);

@@ -41,8 +41,10 @@ export async function openTrainingData(s: RunSettings, ranks: { rank: number; wo
   const valFraction = flag || recorded === undefined ? s.valFraction : recorded;
   const split = flag && recorded !== undefined && recorded !== s.valFraction ? `; validation share ${s.valFraction} from ${flag.from} over the data's recorded ${recorded}` : "";
   const common = { batchSize: s.batchSize, seqLen: s.seqLen, seed: s.seed, valFraction, ...ranks };
-  const train = new BatchSampler(dataset, { ...common, split: "train" });
-  const val = new BatchSampler(dataset, { ...common, split: "val", shuffle: false });
+  // trainer.pack: example files only (a token file's rows are windows of one stream).
+  const pack = s.pack && dataset.examples !== undefined;
+  const train = new BatchSampler(dataset, { ...common, split: "train", pack });
+  const val = new BatchSampler(dataset, { ...common, split: "val", shuffle: false, pack });
   return {
     dataset,
     train,
@@ -55,12 +57,16 @@ export async function openTrainingData(s: RunSettings, ranks: { rank: number; wo
   };
 }
 
-/** How an example file trains: its examples, one a row, padded, and how many rows cut. */
+/** How an example file trains: its examples, one a row padded or packed into rows, and how many rows cut. */
 function exampleRows(dataset: TokenDataset, train: BatchSampler, val: BatchSampler): string {
   const cut = train.examplesCut() + val.examplesCut();
   const trained = dataset.sidecar?.trained_tokens;
+  const packed = train.packing;
+  const rows = packed
+    ? `${packed.examples.toLocaleString("en-US")} for training packed into ${packed.rows.toLocaleString("en-US")} rows of seq_len ${train.seqLen} (--pack: attention and positions kept inside each example by the kernels' document starts)`
+    : `${train.windowCount.toLocaleString("en-US")} for training, one a row, padded to seq_len ${train.seqLen} (attention never crosses examples; --pack fills rows)`;
   return (
-    `${dataset.examples!.count.toLocaleString("en-US")} examples (${train.windowCount.toLocaleString("en-US")} for training), one a row, padded to seq_len ${train.seqLen} ` +
-    `(attention never crosses examples)${trained !== undefined ? `; loss on ${trained.toLocaleString("en-US")} masked-in tokens` : ""}${cut > 0 ? `; ${cut} longer than ${train.seqLen + 1} tokens cut` : ""}`
+    `${dataset.examples!.count.toLocaleString("en-US")} examples (${rows})${trained !== undefined ? `; loss on ${trained.toLocaleString("en-US")} masked-in tokens` : ""}` +
+    `${cut > 0 ? `; ${cut} longer than ${train.seqLen + 1} tokens cut` : ""}`
   );
 }

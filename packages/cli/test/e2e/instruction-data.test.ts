@@ -44,7 +44,7 @@ describe("chat rows through kiln prepare and kiln train", () => {
         "trainer: { batch_size: 4, seq_len: 48, max_steps: 100, learning_rate: 0.01, log_interval: 1, eval_interval: 1000, save_interval: 1000, seed: 3 }\n",
     );
     const r = expectSuccess(await ws.run(["train", "-f", "chat.yaml", "-d", "many.bin", "--output-dir", "out", "--headless"]), "kiln train");
-    expect(`${r.stdout}${r.stderr}`).toMatch(/160 examples \(158 for training\), one a row, padded to seq_len 48 \(attention never crosses examples\); loss on 1,040 masked-in tokens/);
+    expect(`${r.stdout}${r.stderr}`).toMatch(/160 examples \(158 for training, one a row, padded to seq_len 48 \(attention never crosses examples; --pack fills rows\)\); loss on 1,040 masked-in tokens/);
     const losses = jsonLines(r.stdout).flatMap((l) => (typeof l.loss === "number" ? [l.loss] : []));
     expect(losses.length).toBe(100);
     // Replies are short and repeat: the loss on them falls far below a uniform guess (ln 400 = 6.0).

@@ -19,6 +19,12 @@ export interface BatchSamplerOptions {
   /** Data-parallel rank and number of ranks: each rank gets its own windows of every global batch. */
   rank?: number;
   worldSize?: number;
+  /**
+   * An example file: pack consecutive examples into each row (as many as fit, in file order;
+   * the rows are then what an epoch visits) instead of one example a row, with the batches'
+   * docStarts saying where each example begins (default false).
+   */
+  pack?: boolean;
 }
 
 /** Where a sampler is: `index` windows of epoch `epoch` have been handed out (by all ranks). JSON-serializable. */
@@ -46,7 +52,10 @@ export interface BatchPlan {
  * row holds one example from its first token (cut to seqLen + 1 tokens), padded
  * after it with ignored targets, and a target counts only where the loss mask
  * trains it; so attention never crosses from one example into another. The
- * validation split is the last examples.
+ * validation split is the last examples. Packed (`pack`), each row holds consecutive
+ * examples, each at the positions it would take alone (its tokens but the last as ids,
+ * the next ones as targets), the rest of the row padding, and the batches' docStarts
+ * keep attention inside each example.
  */
 export class BatchSampler {
   readonly batchSize: number;
@@ -63,8 +72,11 @@ export class BatchSampler {
   /** Windows per epoch. */
   readonly windowCount: number;
 
-  /** Index of the split's first example, for an example file. */
+  /** Index of the split's first example, for an example file, and how many the split holds. */
   private readonly firstExample: number = 0;
+  private readonly exampleCount: number = 0;
+  /** Packed: the first example of each row (split-relative), and one more entry: the split's example count. */
+  private readonly packedRows: Int32Array | undefined;
   /** Windows handed out since epoch 0 began, over all ranks. */
   private position = 0;
   private permutation: WindowPermutation | undefined;
@@ -96,6 +108,11 @@ export class BatchSampler {
       this.splitStart = examples.starts[first];
       this.splitTokens = examples.starts[first + this.windowCount] - this.splitStart;
       this.firstExample = first;
+      this.exampleCount = this.windowCount;
+      if (options.pack) {
+        this.packedRows = packExamples(examples.starts, first, this.windowCount, seqLen);
+        this.windowCount = this.packedRows.length - 1;
+      }
     } else {
       const { trainTokens, valTokens } = splitTokens(dataset.tokenCount, seqLen, valFraction, dataset.path);
       this.splitStart = split === "train" ? 0 : trainTokens;
@@ -156,6 +173,8 @@ export class BatchSampler {
       window = this.permutation.at(index);
     }
     const examples = this.dataset.examples;
+    // Packed rows are named by their index (loadPacked reads their examples).
+    if (this.packedRows !== undefined) return window;
     if (examples !== undefined) return examples.starts[this.firstExample + window];
     return this.splitStart + window * this.seqLen;
   }
@@ -165,7 +184,7 @@ export class BatchSampler {
     const examples = this.dataset.examples;
     let n = 0;
     if (examples === undefined) return n;
-    for (let i = this.firstExample; i < this.firstExample + this.windowCount; i++) if (examples.starts[i + 1] - examples.starts[i] > this.seqLen + 1) n++;
+    for (let i = this.firstExample; i < this.firstExample + this.exampleCount; i++) if (examples.starts[i + 1] - examples.starts[i] > this.seqLen + 1) n++;
     return n;
   }
 
@@ -193,7 +212,8 @@ export class BatchSampler {
     const scratch = this.scratchPool.pop() ?? new Int32Array(batchSize * span);
     if (this.dataset.examples !== undefined) {
       try {
-        await this.loadExamples(plan, into, scratch);
+        if (this.packedRows !== undefined) await this.loadPacked(plan, into, scratch);
+        else await this.loadExamples(plan, into, scratch);
       } finally {
         this.scratchPool.push(scratch);
       }
@@ -229,6 +249,43 @@ export class BatchSampler {
     }
   }
 
+  /**
+   * Each row: its examples one after another, each where it would start a row of its own moved
+   * to where the one before ended, the row's end padding; docStarts says where each begins.
+   */
+  private async loadPacked(plan: BatchPlan, into: Batch, scratch: Int32Array): Promise<void> {
+    const { batchSize, seqLen } = this;
+    const rows = this.packedRows!;
+    const { mask, starts } = this.dataset.examples!;
+    const span = seqLen + 1;
+    const docStarts = (into.docStarts ??= new Int32Array(batchSize * seqLen));
+    into.ids.fill(0);
+    into.targets.fill(-1);
+    for (let row = 0; row < batchSize; row++) {
+      const base = row * seqLen;
+      const row0 = plan.starts[row];
+      let at = 0;
+      for (let e = rows[row0]; e < rows[row0 + 1]; e++) {
+        const start = starts[this.firstExample + e];
+        const n = Math.min(starts[this.firstExample + e + 1] - start, span);
+        const tokens = scratch.subarray(0, n);
+        await this.dataset.read(start, n, tokens);
+        into.ids.set(tokens.subarray(0, n - 1), base + at);
+        for (let j = 0; j + 1 < n; j++) if (mask[start + j + 1] & TRAINED) into.targets[base + at + j] = tokens[j + 1];
+        docStarts.fill(at, base + at, base + at + n - 1);
+        at += n - 1;
+      }
+      // The padding after the last example: a document of its own, which nothing trains.
+      docStarts.fill(at, base + at, base + seqLen);
+    }
+  }
+
+  /** Examples in the split, and the rows they are packed into (equal without packing). */
+  get packing(): { examples: number; rows: number } | undefined {
+    const rows = this.packedRows;
+    return rows === undefined ? undefined : { examples: rows[rows.length - 1], rows: rows.length - 1 };
+  }
+
   /** The next batch, read now. */
   next(into?: Batch): Promise<Batch> {
     return this.load(this.planNext(), into);
@@ -236,12 +293,32 @@ export class BatchSampler {
 
   allocateBatch(): Batch {
     const n = this.batchSize * this.seqLen;
-    return { ids: new Int32Array(n), targets: new Int32Array(n) };
+    return { ids: new Int32Array(n), targets: new Int32Array(n), ...(this.packedRows ? { docStarts: new Int32Array(n) } : {}) };
   }
 
   private cursorAt(position: number): SamplerCursor {
     return { epoch: Math.floor(position / this.windowCount), index: position % this.windowCount };
   }
+}
+
+/**
+ * Consecutive examples [first, first + count) packed into rows of seqLen positions, in order:
+ * an example of n tokens takes min(n, seqLen + 1) - 1 positions (its ids), and a row takes the
+ * next example while it fits. Returns each row's first example relative to `first`, then `count`.
+ */
+function packExamples(starts: Float64Array, first: number, count: number, seqLen: number): Int32Array {
+  const rowStarts: number[] = [];
+  let used = seqLen; // no row open yet
+  for (let e = 0; e < count; e++) {
+    const takes = Math.min(starts[first + e + 1] - starts[first + e], seqLen + 1) - 1;
+    if (used + takes > seqLen || rowStarts.length === 0) {
+      rowStarts.push(e);
+      used = 0;
+    }
+    used += takes;
+  }
+  rowStarts.push(count);
+  return Int32Array.from(rowStarts);
 }
 
 /** The end of the example that starts at token `start` (binary search over the example starts). */

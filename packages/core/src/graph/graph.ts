@@ -34,6 +34,12 @@ export class Graph {
    * weight adds scale·(x·A^T)·B^T to its product (ops/linear.ts) and marks the adapter applied.
    */
   readonly adapters = new Map<number, LowRankAdapter>();
+  /**
+   * Rows packed with several documents: the i32 (batch*seqLen) input saying where each token's
+   * document begins in its row. Attention and rotary embeddings traced while it is set take it
+   * (no query sees an earlier document; positions count from the document's start).
+   */
+  documentStarts: number | undefined;
   private scopes: string[] = [];
   private inBackward = false;
 

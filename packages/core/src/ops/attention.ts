@@ -18,7 +18,7 @@ export interface AttentionShape {
 }
 
 /**
- * Causal (or sliding-window) attention. q, k, v are separate (batch*seqLen, heads*headDim) tensors, or
+ * Causal (or sliding-window) attention, inside each document of a packed row (g.documentStarts). q, k, v are separate (batch*seqLen, heads*headDim) tensors, or
  * slices of one packed qkv tensor (GPT-2's c_attn output) given with element
  * offsets and `rowStride`. Returns out (batch*seqLen, heads*vHeadDim), vHeadDim defaulting to headDim.
  */
@@ -35,14 +35,15 @@ export function attention(
   const rows = shape.batch * shape.seqLen;
   const out = g.tensor([rows, shape.heads * (shape.vHeadDim ?? shape.headDim)], dtype, "activation", name);
   const lse = g.tensor([shape.batch * shape.heads * shape.seqLen], "f32", "activation", `${name}.lse`);
-  addKernelNode(g, "attentionForward", { q, k, v, out, lse }, { ...shape, ...strides, dtype }, { grad: "attention" });
+  const docStarts = g.documentStarts;
+  addKernelNode(g, "attentionForward", { q, k, v, out, lse, ...(docStarts === undefined ? {} : { docStarts }) }, { ...shape, ...strides, dtype }, { grad: "attention" });
   return out;
 }
 
 export const attentionGrad: GradRule = (node, b, [dOut]) => {
   if (dOut === undefined) return;
   const a = kernelAttrs(node);
-  const { q, k, v, out, lse } = a.operands;
+  const { q, k, v, out, lse, docStarts } = a.operands;
   const g = b.graph;
   const packed = q.id === k.id && k.id === v.id;
   let dQ: BoundOperand, dK: BoundOperand, dV: BoundOperand;
@@ -56,7 +57,7 @@ export const attentionGrad: GradRule = (node, b, [dOut]) => {
     dK = { id: b.activation(g.info(k.id).shape, k.id, `d(${g.info(k.id).name})`) };
     dV = { id: b.activation(g.info(v.id).shape, v.id, `d(${g.info(v.id).name})`) };
   }
-  addKernelNode(g, "attentionBackward", { dOut, q, k, v, out, lse, dQ, dK, dV }, { ...a.args });
+  addKernelNode(g, "attentionBackward", { dOut, q, k, v, out, lse, dQ, dK, dV, ...(docStarts ? { docStarts } : {}) }, { ...a.args });
   if (packed) b.addGrad(q.id, dQ.id);
   else {
     b.addGrad(q.id, dQ.id);

@@ -13,7 +13,7 @@ export async function evaluate(runner: ForwardRunner, val: BatchSampler, iters: 
   const batch = val.allocateBatch();
   for (let i = 0; i < iters; i++) {
     await val.next(batch);
-    loss += await runner.run(batch.ids, batch.targets);
+    loss += await runner.run(batch.ids, batch.targets, batch.docStarts);
     for (const t of batch.targets) if (t >= 0) rows++;
   }
   if (sumOverRanks) [loss, rows] = await sumOverRanks(Float64Array.of(loss, rows));

@@ -17,6 +17,8 @@ export interface RunShape {
   recompute: RecomputeSetting;
   /** Ranks the optimizer state is sharded over (`--shard-optimizer`; absent or 1: not sharded). */
   shardRanks?: number;
+  /** Rows packed with several examples (trainer.pack on example data). */
+  packed?: boolean;
   /** Where the settings came from, for the refusal (a config file's path). */
   configPath: string;
 }
@@ -34,8 +36,8 @@ export interface RunPlan {
 }
 
 function planWith(s: Omit<RunShape, "configPath">, dtype: FloatDType, recompute: RecomputePolicy, device: Pick<DeviceDescription, "kind" | "memoryBytes">, lossChunkBytes?: number): RunPlan {
-  const training = planTraining(s.model, s.batchSize, s.seqLen, dtype, recompute, device.kind, lossChunkBytes, s.shardRanks);
-  const evaluation = planForwardMemory(s.model, s.batchSize, s.seqLen, dtype, training.memory.activations);
+  const training = planTraining(s.model, s.batchSize, s.seqLen, dtype, recompute, device.kind, lossChunkBytes, s.shardRanks, s.packed);
+  const evaluation = planForwardMemory(s.model, s.batchSize, s.seqLen, dtype, training.memory.activations, s.packed);
   return { recompute, training, memory: { ...training.memory, evaluation }, need: training.memory.total + evaluation, available: device.memoryBytes };
 }
 

@@ -78,7 +78,9 @@ export class TrainingRun {
     const s = o.settings;
     // --shard-optimizer: each rank plans and holds its share of the optimizer state.
     const shardRanks = s.shardOptimizer && o.ranks ? o.ranks.sync.worldSize : 1;
-    this.plan = planRun({ ...s, shardRanks }, o.dtype, o.backend.capabilities().device);
+    // trainer.pack on example data: the samplers pack rows, and the step takes their document starts.
+    const packed = o.data.train.packing !== undefined;
+    this.plan = planRun({ ...s, shardRanks, packed }, o.dtype, o.backend.capabilities().device);
     this.stepLimit = stepLimit(s, o.data.train.batchesPerEpoch);
     this.totalSteps = this.stepLimit.total;
     this.trainer = new Trainer(o.backend, {
@@ -91,6 +93,7 @@ export class TrainingRun {
       plan: this.plan,
       dtype: o.dtype,
       loadBalanceAlpha: s.loadBalanceAlpha,
+      packed,
       ...(o.ranks ? { gradientSync: o.ranks.sync, bucketBytes: o.ranks.bucketBytes, shardOptimizer: shardRanks > 1 } : {}),
       ...(o.profiler ? { profiler: o.profiler } : {}),
       ...(o.kernelGraphs ? { kernelGraphs: true } : {}),

@@ -74,6 +74,11 @@ export const TRAINER_SETTINGS = {
     help: "data parallel: seconds a rank waits for the others before the run stops naming the missing rank",
     flag: "--sync-timeout <seconds>",
   }),
+  pack: setting("pack", z.boolean().default(false), {
+    help: "example data (chat, instruct): pack consecutive examples into each row, attention and positions kept inside each example, instead of one example a row padded",
+    flag: "--pack",
+    otherNames: ["sample_packing"],
+  }),
   shard_optimizer: setting("shardOptimizer", z.boolean().default(false), {
     help: "data parallel: split AdamW's state (and the f32 master weights under bf16/f16) over the ranks, each updating its share (ZeRO stage 1)",
     flag: "--shard-optimizer",

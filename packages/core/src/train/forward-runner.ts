@@ -1,7 +1,7 @@
 import { type Backend, type BufferHandle, bf16ToF32, f16ToF32 } from "@kiln/contract";
 import { CompiledStep } from "../exec/compiled-step.js";
 import type { ModelConfig } from "../model/config.js";
-import { buildEvalGraph, positionIds } from "../model/build-graph.js";
+import { type ModelGraph, buildEvalGraph, positionIds, positionsInRows } from "../model/build-graph.js";
 import type { ParamLayout } from "../model/param-layout.js";
 import { planStep } from "../plan/plan-step.js";
 
@@ -29,12 +29,14 @@ export class ForwardRunner {
     readonly batchSize: number,
     readonly seqLen: number,
     sharedArena?: BufferHandle,
+    /** Rows packed with several documents: run() takes their starts. */
+    readonly packed = false,
   ) {
-    this.graph = buildEvalGraph(model, layout, batchSize, seqLen);
+    this.graph = buildEvalGraph(model, layout, batchSize, seqLen, packed);
     const plan = planStep(this.graph.graph);
     const shares = sharedArena !== undefined && sharedArena.byteLength >= plan.arena.bytes;
     this.compiled = new CompiledStep(this.graph.graph, plan, backend, { params, offsets: layout.offsets }, shares ? sharedArena : undefined);
-    if (this.graph.positions !== undefined) this.compiled.upload(this.graph.positions, positionIds(batchSize, seqLen));
+    if (this.graph.positions !== undefined && !packed) this.compiled.upload(this.graph.positions, positionIds(batchSize, seqLen));
   }
 
   /** Device bytes this runner allocated (its I/O, and its arena unless it shares one). */
@@ -42,8 +44,9 @@ export class ForwardRunner {
     return this.compiled.allocatedBytes;
   }
 
-  /** Runs the forward pass; returns the summed loss over targets >= 0 (all -1 targets give 0). */
-  async run(ids: Int32Array, targets?: Int32Array): Promise<number> {
+  /** Runs the forward pass; returns the summed loss over targets >= 0 (all -1 targets give 0). Packed rows need their docStarts. */
+  async run(ids: Int32Array, targets?: Int32Array, docStarts?: Int32Array): Promise<number> {
+    uploadDocuments(this.compiled, this.graph, docStarts);
     this.compiled.upload(this.graph.ids, ids);
     this.compiled.upload(this.graph.eval.targets, targets ?? new Int32Array(ids.length).fill(-1));
     this.compiled.run();
@@ -68,4 +71,12 @@ export class ForwardRunner {
   dispose(): void {
     this.compiled.dispose();
   }
+}
+
+/** A packed graph's document starts, and its learned positions counted from them, for the next run. */
+export function uploadDocuments(compiled: CompiledStep, graph: ModelGraph, docStarts: Int32Array | undefined): void {
+  if (graph.docStarts === undefined) return;
+  if (docStarts === undefined) throw new Error("a graph of packed rows runs on batches with docStarts");
+  compiled.upload(graph.docStarts, docStarts);
+  if (graph.positions !== undefined) compiled.upload(graph.positions, positionsInRows(docStarts, graph.seqLen));
 }

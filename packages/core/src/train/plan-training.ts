@@ -38,11 +38,13 @@ export function planTraining(
   device: DeviceKind = "cpu",
   lossChunkBytes?: number,
   shardRanks = 1,
+  /** Rows packed with several documents (their starts an input of attention and rotary embeddings). */
+  packed = false,
 ) {
   const layout = paramLayout(model, dtype);
   // Gradients, AdamW state and master weights cover the trained parameters alone.
   const state = trainableLayout(paramLayout(model, "f32"));
-  const graph = buildTrainingGraph(model, layout, batchSize, seqLen, recompute, device, lossChunkBytes);
+  const graph = buildTrainingGraph(model, layout, batchSize, seqLen, recompute, device, lossChunkBytes, packed);
   const step = planStep(graph.graph);
   const mixed = dtype !== "f32";
   const whole = totalOf({
@@ -85,8 +87,8 @@ export function trainingFlopsPerToken(model: ModelConfig, seqLen: number): numbe
  * its I/O, and its arena unless it shares one of `sharedArenaBytes` that holds it
  * (a trainer's runner shares the training arena: pass the plan's `activations`).
  */
-export function planForwardMemory(model: ModelConfig, batchSize: number, seqLen: number, dtype: FloatDType = "f32", sharedArenaBytes = 0): number {
-  const g = buildEvalGraph(model, paramLayout(model, dtype), batchSize, seqLen);
+export function planForwardMemory(model: ModelConfig, batchSize: number, seqLen: number, dtype: FloatDType = "f32", sharedArenaBytes = 0, packed = false): number {
+  const g = buildEvalGraph(model, paramLayout(model, dtype), batchSize, seqLen, packed);
   const p = planStep(g.graph);
   const shares = sharedArenaBytes > 0 && p.arena.bytes <= sharedArenaBytes;
   return (shares ? 0 : p.arena.bytes) + p.inputBytes + p.constantBytes + p.outputBytes;

@@ -12,7 +12,7 @@ import type { ParameterPiece } from "../hf/pretrained-weights.js";
 import { AdamW, type AdamWConfig } from "../optim/adamw.js";
 import type { RecomputePolicy } from "../autodiff/rematerialize.js";
 import { type LrScheduleConfig, learningRateAt } from "../optim/lr-schedule.js";
-import { ForwardRunner } from "./forward-runner.js";
+import { ForwardRunner, uploadDocuments } from "./forward-runner.js";
 import { DEFAULT_LOSS_SCALER, DynamicLossScaler, type LossScalerConfig } from "./loss-scaler.js";
 import { MasterWeights } from "./master-weights.js";
 import { assertBackendTrains } from "./training-dtype.js";
@@ -80,6 +80,11 @@ export interface TrainerConfig {
    * all-gathered after the update. The plan (`plan`) must be made for as many ranks.
    */
   shardOptimizer?: boolean;
+  /**
+   * Rows packed with several documents: every batch carries docStarts, which the attention and
+   * rotary kernels take (and learned positions count from). The plan (`plan`) must be made so too.
+   */
+  packed?: boolean;
   /** Bytes of each gradient bucket handed to the communicator (default 25 MiB). */
   bucketBytes?: number;
   /**
@@ -213,7 +218,8 @@ export class Trainer {
     const device = backend.capabilities().device;
     const sync = config.gradientSync;
     const shardRanks = config.shardOptimizer && sync && sync.worldSize > 1 ? sync.worldSize : 1;
-    const runPlan = config.plan ?? chooseRunPlan({ model, batchSize, seqLen, recompute: config.recompute ?? "auto", shardRanks }, this.dtype, device, config.lossChunkBytes);
+    const runPlan =
+      config.plan ?? chooseRunPlan({ model, batchSize, seqLen, recompute: config.recompute ?? "auto", shardRanks, packed: config.packed === true }, this.dtype, device, config.lossChunkBytes);
     this.recompute = runPlan.recompute;
     const planned = runPlan.training;
     assertBackendTrains(backend, this.dtype, planned.graph.graph);
@@ -267,7 +273,7 @@ export class Trainer {
     this.lossScaler = this.dtype === "f16" ? new DynamicLossScaler({ ...DEFAULT_LOSS_SCALER, ...config.lossScaler }) : undefined;
     backend.kernels.fill({ out: m, n: stateBytes / 4, value: 0, dtype: "f32" });
     backend.kernels.fill({ out: v, n: stateBytes / 4, value: 0, dtype: "f32" });
-    if (this.model.positions !== undefined) this.compiled.upload(this.model.positions, positionIds(batchSize, seqLen));
+    if (this.model.positions !== undefined && this.model.docStarts === undefined) this.compiled.upload(this.model.positions, positionIds(batchSize, seqLen));
     if (sync && sync.worldSize > 1) {
       // The f32 gradients are what is synced, in every dtype: buckets of the f32 layout (sharded: one reduce-scatter instead).
       const buckets = shard ? [] : planGradientBuckets(this.model.graph, this.stateLayout, config.bucketBytes ?? DEFAULT_BUCKET_BYTES);
@@ -520,6 +526,7 @@ export class Trainer {
     this.compiled.runtime.auxScale = auxScale;
     const p = this.profiler;
     const uploadStart = p?.now();
+    uploadDocuments(this.compiled, this.model, batch.docStarts);
     this.compiled.upload(this.model.ids, batch.ids);
     this.compiled.upload(this.model.training!.targets, batch.targets);
     if (uploadStart !== undefined) p!.data("upload", uploadStart);
@@ -694,7 +701,7 @@ export class Trainer {
    * while one is under way.
    */
   forwardRunner(batchSize: number, seqLen: number): ForwardRunner {
-    return new ForwardRunner(this.backend, this.config.model, this.layout, this.buffers.params, batchSize, seqLen, this.compiled.arena);
+    return new ForwardRunner(this.backend, this.config.model, this.layout, this.buffers.params, batchSize, seqLen, this.compiled.arena, this.model.docStarts !== undefined);
   }
 
   dispose(): void {
