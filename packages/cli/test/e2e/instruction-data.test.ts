@@ -71,6 +71,26 @@ describe("chat rows through kiln prepare and kiln train", () => {
     });
   });
 
+  it("packs examples into rows with --pack (attention and positions inside each example): the loss falls and kiln sample --chat answers as trained", async () => {
+    // many.bin and chat.yaml: the test before's.
+    const r = expectSuccess(await ws.run(["train", "-f", "chat.yaml", "-d", "many.bin", "--pack", "--max-steps", "60", "--output-dir", "packed", "--headless"]), "kiln train --pack");
+    const [, rows] = /160 examples \(158 for training packed into (\d+) rows of seq_len 48 \(--pack: attention and positions kept inside each example/.exec(`${r.stdout}${r.stderr}`) ?? [];
+    // Four conversations of about 19, 43, 21 and 22 positions, repeated: three rows for every four.
+    expect(Number(rows)).toBeLessThan(0.8 * 158);
+    const losses = jsonLines(r.stdout).flatMap((l) => (typeof l.loss === "number" ? [l.loss] : []));
+    expect(losses[0]).toBeGreaterThan(5);
+    expect(losses.at(-1)!).toBeLessThan(2);
+    // Generation runs one conversation from position 0: what a packed row taught each example.
+    const answer = async (prompt: string) =>
+      expectSuccess(await ws.run(["sample", "--chat", "--checkpoint", "packed/final.safetensors", "--temperature", "0", "--max-tokens", "40", "--prompt", prompt]), "kiln sample --chat").stdout;
+    expect(await answer("What is the capital of France?")).toBe("The capital of France is Paris.\n");
+    expect(await answer("Count to three.")).toBe("One, two, three.\n");
+    // A token file has no examples to pack: said, and trained as before.
+    await ws.write("plain.bin", new Uint8Array(new Uint32Array(Array.from({ length: 4000 }, (_, i) => (i * 7) % 300)).buffer));
+    const plain = expectSuccess(await ws.run(["train", "-f", "chat.yaml", "-d", "plain.bin", "--pack", "--max-steps", "1", "--output-dir", "plain", "--headless"]), "kiln train --pack, token file");
+    expect(plain.stderr).toMatch(/warning: trainer\.pack \(--pack\) has no effect on a token file/);
+  });
+
   it("keeps the chat template in checkpoints and exports: --chat-template's for a built-in tokenizer, the folder's as chat_template.jinja", async () => {
     const chatml = await readFile(path.join(MODELS_DIR, "chatml.jinja"), "utf8");
     await cp(path.join(MODELS_DIR, "chatml.jinja"), ws.path("chatml.jinja"));
