@@ -3,6 +3,7 @@ import { type Backend, ConfigError, createReferenceBackend } from "@kiln/contrac
 import { createWasmBackend } from "@kiln/kernels-wasm";
 import { type Batch, Trainer, type TrainerConfig } from "../src/train/trainer.js";
 import { loadFixture } from "./support/pytorch-fixture.js";
+import { maxAbsDiff } from "./support/data-parallel-batches.js";
 
 // Packed rows (trainer.pack): documents one after another in a row, attention and positions
 // kept inside each by the kernels' docStarts, must train exactly as the same documents each
@@ -51,15 +52,6 @@ function separateBatch(vocab: number): Batch {
     targets.set(doc.targets, r * SEQ);
   });
   return { ids, targets };
-}
-
-function maxAbsDiff(a: Map<string, Float32Array>, b: Map<string, Float32Array>): number {
-  let worst = 0;
-  for (const [name, x] of a) {
-    const y = b.get(name)!;
-    for (let i = 0; i < x.length; i++) worst = Math.max(worst, Math.abs(x[i] - y[i]));
-  }
-  return worst;
 }
 
 describe.each([

@@ -9,6 +9,8 @@ import { loadTrainerCheckpoint, saveTrainerCheckpoint } from "../src/train/check
 import type { GradientSync } from "../src/train/gradient-sync.js";
 import { loadFixture } from "./support/pytorch-fixture.js";
 import { localSyncGroup } from "./support/local-sync-group.js";
+import { globalBatch as batchOf, maxAbsDiff, sliceOf as rankSlice } from "./support/data-parallel-batches.js";
+
 
 // Data parallel on the wasm backend, llama-tiny: 2 ranks x batch 4 against 1 rank x batch 8
 // on the same global batches. The same windows in the same order give the same run, up to
@@ -16,6 +18,8 @@ import { localSyncGroup } from "./support/local-sync-group.js";
 // Measured here: losses within 1e-7 relative, weights within 1.1e-6 after 5 steps at lr 1e-2.
 const SEQ = 8;
 const GLOBAL_ROWS = 8;
+const globalBatch = (step: number, vocab: number) => batchOf(step, vocab, GLOBAL_ROWS, SEQ, 2 * SEQ - 3);
+const sliceOf = (b: Batch, rank: number, ranks: number) => rankSlice(b, rank, ranks, GLOBAL_ROWS, SEQ);
 const STEPS = 5;
 
 let backend: Backend;
@@ -33,34 +37,6 @@ beforeAll(async () => {
   };
 });
 afterAll(() => backend?.dispose());
-
-/** Global batch `step`: GLOBAL_ROWS rows of ids and next-token targets; the first rows have ignored targets (so ranks see different valid counts). */
-function globalBatch(step: number, vocab: number): Batch {
-  const n = GLOBAL_ROWS * SEQ;
-  const ids = new Int32Array(n);
-  const targets = new Int32Array(n);
-  for (let i = 0; i < n; i++) {
-    ids[i] = (i * 13 + step * 7 + ((i * i) % 5)) % vocab;
-    targets[i] = (i * 11 + step * 3 + 1) % vocab;
-  }
-  for (let i = 0; i < 2 * SEQ - 3; i++) targets[i] = -1;
-  return { ids, targets };
-}
-
-/** Rank `rank`'s slice of a global batch (its rows, in order). */
-function sliceOf(b: Batch, rank: number, ranks: number): Batch {
-  const rows = (GLOBAL_ROWS / ranks) * SEQ;
-  return { ids: b.ids.slice(rank * rows, (rank + 1) * rows), targets: b.targets.slice(rank * rows, (rank + 1) * rows) };
-}
-
-function maxAbsDiff(a: Map<string, Float32Array>, b: Map<string, Float32Array>): number {
-  let worst = 0;
-  for (const [name, x] of a) {
-    const y = b.get(name)!;
-    for (let i = 0; i < x.length; i++) worst = Math.max(worst, Math.abs(x[i] - y[i]));
-  }
-  return worst;
-}
 
 function rankTrainers(ranks: number, extra: Partial<TrainerConfig> = {}): { trainers: Trainer[]; group: ReturnType<typeof localSyncGroup> } {
   const group = localSyncGroup(ranks);

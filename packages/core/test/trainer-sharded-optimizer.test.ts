@@ -8,6 +8,7 @@ import { type Batch, Trainer, type TrainerConfig } from "../src/train/trainer.js
 import { loadTrainerCheckpoint, saveTrainerCheckpoint } from "../src/train/checkpoint-state.js";
 import { optimizerShard, ownedElements } from "../src/train/optimizer-shard.js";
 import { localSyncGroup } from "./support/local-sync-group.js";
+import { globalBatch as batchOf, maxAbsDiff, sliceOf as rankSlice } from "./support/data-parallel-batches.js";
 import { loadFixture } from "./support/pytorch-fixture.js";
 
 // ZeRO stage 1 on the wasm backend, llama-tiny: ranks with a sharded optimizer against the
@@ -16,6 +17,8 @@ import { loadFixture } from "./support/pytorch-fixture.js";
 // differently (per shard, then over the ranks), which moves the clip scale in the last bits.
 const SEQ = 8;
 const GLOBAL_ROWS = 6;
+const globalBatch = (step: number, vocab: number) => batchOf(step, vocab, GLOBAL_ROWS, SEQ, SEQ - 3);
+const sliceOf = (b: Batch, rank: number, ranks: number) => rankSlice(b, rank, ranks, GLOBAL_ROWS, SEQ);
 
 let backend: Backend;
 let config: TrainerConfig;
@@ -32,33 +35,6 @@ beforeAll(async () => {
   };
 });
 afterAll(() => backend?.dispose());
-
-function globalBatch(step: number, vocab: number): Batch {
-  const n = GLOBAL_ROWS * SEQ;
-  const ids = new Int32Array(n);
-  const targets = new Int32Array(n);
-  for (let i = 0; i < n; i++) {
-    ids[i] = (i * 13 + step * 7 + ((i * i) % 5)) % vocab;
-    targets[i] = (i * 11 + step * 3 + 1) % vocab;
-  }
-  for (let i = 0; i < SEQ - 3; i++) targets[i] = -1;
-  return { ids, targets };
-}
-
-function sliceOf(b: Batch, rank: number, ranks: number): Batch {
-  const rows = (GLOBAL_ROWS / ranks) * SEQ;
-  return { ids: b.ids.slice(rank * rows, (rank + 1) * rows), targets: b.targets.slice(rank * rows, (rank + 1) * rows) };
-}
-
-function maxAbsDiff(a: Map<string, Float32Array>, b: Map<string, Float32Array>): number {
-  let worst = 0;
-  expect([...a.keys()]).toEqual([...b.keys()]);
-  for (const [name, x] of a) {
-    const y = b.get(name)!;
-    for (let i = 0; i < x.length; i++) worst = Math.max(worst, Math.abs(x[i] - y[i]));
-  }
-  return worst;
-}
 
 function rankTrainers(ranks: number, extra: Partial<TrainerConfig> = {}): Trainer[] {
   const group = localSyncGroup(ranks);
