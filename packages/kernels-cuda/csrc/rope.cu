@@ -3,7 +3,8 @@
 //
 // x and out are (batch, seqLen, heads, headDim), token rows row_stride elements
 // apart (a row's heads contiguous, head h at h * headDim). For the token row r,
-// position p = posOffset + r % seqLen, and i < half = headDim / 2:
+// position p = posOffset + r % seqLen (minus docStarts[r] in packed rows: each document's
+// tokens count from 0), and i < half = headDim / 2:
 //   a_i = sign * p * inv_freq[i],   inv_freq[i] = theta^(-2i/headDim), then scaled
 // (the contract's ropeInvFreq: linear divides by factor; llama3 keeps wavelengths
 // 2 pi / f below L / high, divides those above L / low by factor, blends between).
@@ -85,13 +86,13 @@ __device__ __forceinline__ void cos_sin(double a, float& c, float& s) {
 
 template <typename T, bool kBackward>
 __global__ void __launch_bounds__(kThreads) rope_kernel(const T* x, T* out, const double* inv_freq, int64_t rows, int64_t seq_len, int heads,
-                                                        int head_dim, int64_t row_stride, double pos_offset) {
+                                                        int head_dim, int64_t row_stride, double pos_offset, const int* __restrict__ doc_starts) {
   __shared__ float cs[kThreads];
   __shared__ float sn[kThreads];
   const int half = head_dim / 2;
   const int tid = threadIdx.x;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const double pos = pos_offset + static_cast<double>(row % seq_len);
+    const double pos = pos_offset + static_cast<double>(row % seq_len) - (doc_starts ? static_cast<double>(doc_starts[row]) : 0.0);
     const int64_t base = row * row_stride;
     for (int f0 = 0; f0 < half; f0 += kThreads) {
       const int nf = min(kThreads, half - f0);
@@ -119,24 +120,25 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(const T* x, T* out, cons
 
 template <bool kBackward>
 void run(const char* name, const KernelCall& c) {
-  const int64_t batch = c.i64(2), seq_len = c.i64(3);
-  const int heads = c.i32(4), head_dim = c.i32(5);
-  const int64_t row_stride = c.i64(6);
-  const double pos_offset = c.at(7), theta = c.at(8);
-  const RopeScaling scaling{c.i32(10), c.at(11), c.at(12), c.at(13), c.at(14)};
+  const int* doc_starts = c.ptr<const int>(2);  // null without packed rows
+  const int64_t batch = c.i64(3), seq_len = c.i64(4);
+  const int heads = c.i32(5), head_dim = c.i32(6);
+  const int64_t row_stride = c.i64(7);
+  const double pos_offset = c.at(8), theta = c.at(9);
+  const RopeScaling scaling{c.i32(11), c.at(12), c.at(13), c.at(14), c.at(15)};
   const int half = head_dim / 2;
   const int64_t rows = batch * seq_len;
   const unsigned grid = static_cast<unsigned>(rows < 65535 * 8 ? rows : 65535 * 8);
-  dispatch_float(c.i32(9), name, [&](auto tag) {
+  dispatch_float(c.i32(10), name, [&](auto tag) {
     using T = decltype(tag);
     double* inv_freq = static_cast<double*>(c.scratch(sizeof(double) * static_cast<size_t>(half)));
     launch(name, rope_freq_kernel, ceil_div(half, kThreads), kThreads, 0, c.stream, inv_freq, half, head_dim, theta, scaling);
     launch(name, rope_kernel<T, kBackward>, grid, kThreads, 0, c.stream, c.ptr<const T>(0), c.ptr<T>(1), static_cast<const double*>(inv_freq), rows,
-           seq_len, heads, head_dim, row_stride, pos_offset);
+           seq_len, heads, head_dim, row_stride, pos_offset, doc_starts);
   });
 }
 
-// ropeForward: x, out | batch, seqLen, heads, headDim, rowStride, posOffset, theta, dtype, scaling kind, factor, low, high, original
+// ropeForward: x, out, docStarts | batch, seqLen, heads, headDim, rowStride, posOffset, theta, dtype, scaling kind, factor, low, high, original
 void launch_rope_forward(const KernelCall& c) { run<false>("ropeForward", c); }
 
 // ropeBackward: the same as ropeForward
