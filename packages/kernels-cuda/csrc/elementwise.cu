@@ -1,4 +1,4 @@
-// elementwise.cu: add (out = a + b) and scale (out = alpha * x) over n elements,
+// elementwise.cu: add (out = a + b), scale (out = alpha * x) and dropout over n elements,
 // in f32 / bf16 / f16 storage with f32 arithmetic. When every pointer of a call is
 // 16-byte aligned, each thread moves 16 bytes per operand at a time (vector_io.h:
 // 4 f32 or 8 bf16/f16), the last n % 8 (or % 4) elements one by one; otherwise one
@@ -48,6 +48,37 @@ void run(const char* name, const KernelCall& c, const void* a, const void* b, vo
   });
 }
 
+// The contract's dropout hash (Wellons' lowbias32), in u32 arithmetic.
+__host__ __device__ inline uint32_t dropout_mix(uint32_t z) {
+  z ^= z >> 16;
+  z *= 0x7feb352du;
+  z ^= z >> 15;
+  z *= 0x846ca68bu;
+  return z ^ (z >> 16);
+}
+
+/** out[i] = keep(i) ? x[i] * scale : 0, keep(i) when (mix(i ^ key) >> 8) >= threshold, key = mix(seed). */
+template <typename T>
+__global__ void dropout_kernel(const T* x, T* out, int64_t n, uint32_t key, uint32_t threshold, float scale) {
+  const int64_t stride = int64_t{gridDim.x} * kThreads;
+  for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < n; i += stride) {
+    const bool keep = (dropout_mix(static_cast<uint32_t>(i) ^ key) >> 8) >= threshold;
+    out[i] = from_f32<T>(keep ? to_f32(x[i]) * scale : 0.0f);
+  }
+}
+
+// dropout: x, out | n, seed, threshold (ceil(p * 2^24)), scale (1 / (1 - p)), dtype
+void launch_dropout(const KernelCall& c) {
+  const int64_t n = c.i64(2);
+  const uint32_t seed = static_cast<uint32_t>(c.at(3)), threshold = static_cast<uint32_t>(c.at(4));
+  const float scale = c.f32(5);
+  const uint32_t key = dropout_mix(seed);  // once, on the host
+  dispatch_float(c.i32(6), "dropout", [&](auto tag) {
+    using T = decltype(tag);
+    launch("dropout", dropout_kernel<T>, grid_stride_blocks(n, kThreads), kThreads, 0, c.stream, c.ptr<const T>(0), c.ptr<T>(1), n, key, threshold, scale);
+  });
+}
+
 // add: a, b, out | n, dtype
 void launch_add(const KernelCall& c) { run<false>("add", c, c.ptr<const void>(0), c.ptr<const void>(1), c.ptr<void>(2), c.i64(3), 0.0f, c.i32(4)); }
 
@@ -58,5 +89,6 @@ void launch_scale(const KernelCall& c) { run<true>("scale", c, c.ptr<const void>
 
 KILN_REGISTER_KERNEL("add", launch_add);
 KILN_REGISTER_KERNEL("scale", launch_scale);
+KILN_REGISTER_KERNEL("dropout", launch_dropout);
 
 }  // namespace kiln

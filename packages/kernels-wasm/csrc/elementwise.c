@@ -73,3 +73,58 @@ void kiln_scale(const ElementwiseArgs* g, int thread, int nthreads) {
   kiln_split((size_t)g->n, CHUNK_ALIGN, thread, nthreads, &lo, &hi);
   DISPATCH_DTYPE(scale_range, g, lo, hi)
 }
+
+/*
+ * dropout (the contract's): out[i] = keep(i) ? x[i] * scale : 0, keep(i) when
+ * (mix(i ^ mix(seed)) >> 8) >= threshold, mix the 32-bit hash below. Four
+ * elements at a time, their hashes in i32x4 lanes (u32 arithmetic wraps alike).
+ */
+typedef struct {
+  const void* x;
+  void* out;
+  int32_t n;
+  int32_t dtype;
+  uint32_t seed;
+  uint32_t threshold; /* ceil(p * 2^24) */
+  float scale;        /* 1 / (1 - p) in f32 */
+} DropoutArgs;
+
+static uint32_t dropout_mix(uint32_t z) {
+  z ^= z >> 16;
+  z *= 0x7feb352du;
+  z ^= z >> 15;
+  z *= 0x846ca68bu;
+  return z ^ (z >> 16);
+}
+
+KILN_INLINE v128_t dropout_mix4(v128_t z) {
+  z = wasm_v128_xor(z, wasm_u32x4_shr(z, 16));
+  z = wasm_i32x4_mul(z, wasm_i32x4_splat((int32_t)0x7feb352d));
+  z = wasm_v128_xor(z, wasm_u32x4_shr(z, 15));
+  z = wasm_i32x4_mul(z, wasm_i32x4_splat((int32_t)0x846ca68b));
+  return wasm_v128_xor(z, wasm_u32x4_shr(z, 16));
+}
+
+KILN_INLINE void dropout_range(const DropoutArgs* g, size_t lo, size_t hi, int dt) {
+  const v128_t key = wasm_i32x4_splat((int32_t)dropout_mix(g->seed));
+  const v128_t threshold = wasm_i32x4_splat((int32_t)g->threshold);
+  const v128_t scale = wasm_f32x4_splat(g->scale);
+  const v128_t lanes = wasm_i32x4_make(0, 1, 2, 3);
+  for (size_t i = lo; i < hi; i += 4) {
+    const v128_t index = wasm_i32x4_add(wasm_i32x4_splat((int32_t)i), lanes);
+    /* 24-bit values: a signed compare is an unsigned one */
+    const v128_t keep = wasm_i32x4_ge(wasm_u32x4_shr(dropout_mix4(wasm_v128_xor(index, key)), 8), threshold);
+    const size_t count = hi - i < 4 ? hi - i : 4;
+    const v128_t x = count == 4 ? kiln_load4(g->x, i, dt) : kiln_load_partial(g->x, i, count, dt, 0.0f);
+    const v128_t y = wasm_v128_and(wasm_f32x4_mul(x, scale), keep);
+    if (count == 4) kiln_store4(g->out, i, y, dt);
+    else kiln_store_partial(g->out, i, y, count, dt);
+  }
+}
+
+KILN_EXPORT(kiln_dropout)
+void kiln_dropout(const DropoutArgs* g, int thread, int nthreads) {
+  size_t lo, hi;
+  kiln_split((size_t)g->n, CHUNK_ALIGN, thread, nthreads, &lo, &hi);
+  DISPATCH_DTYPE(dropout_range, g, lo, hi)
+}

@@ -1,4 +1,4 @@
-import { type AddArgs, FLOAT_DTYPES, type ScaleArgs, addSpec, scaleSpec } from "@kiln/contract";
+import { type AddArgs, type DropoutArgs, FLOAT_DTYPES, type ScaleArgs, addSpec, dropoutScale, dropoutSpec, dropoutThreshold, scaleSpec } from "@kiln/contract";
 import type { WasmKernelContext, WasmKernelTable } from "./kernel-table.js";
 import { operandAddresses } from "./operand-addresses.js";
 import { storageDtypeCode } from "./storage-dtype.js";
@@ -39,8 +39,28 @@ function runScale(ctx: WasmKernelContext, args: ScaleArgs): void {
   ctx.rt.run("kiln_scale", threadsForWork(ctx.rt, Math.ceil(args.n / CHUNK), CHUNK * SCALE_COST));
 }
 
-/** add and scale (csrc/elementwise.c) in f32, bf16 and f16. */
+/** Word index of each field of DropoutArgs in csrc/elementwise.c. */
+const DROPOUT = { x: 0, out: 1, n: 2, dtype: 3, seed: 4, threshold: 5, scale: 6 } as const;
+const DROPOUT_COST = 24;
+
+function runDropout(ctx: WasmKernelContext, args: DropoutArgs): void {
+  dropoutSpec.check(args);
+  const dtype = storageDtypeCode("dropout", args.dtype);
+  const at = operandAddresses(dropoutSpec, ctx.memory, args);
+  const { u32, f32 } = ctx.rt.argsViews();
+  u32[DROPOUT.x] = at.x.ptr;
+  u32[DROPOUT.out] = at.out.ptr;
+  u32[DROPOUT.n] = args.n;
+  u32[DROPOUT.dtype] = dtype;
+  u32[DROPOUT.seed] = args.seed;
+  u32[DROPOUT.threshold] = dropoutThreshold(args.p);
+  f32[DROPOUT.scale] = dropoutScale(args.p);
+  ctx.rt.run("kiln_dropout", threadsForWork(ctx.rt, Math.ceil(args.n / CHUNK), CHUNK * DROPOUT_COST));
+}
+
+/** add, scale and dropout (csrc/elementwise.c) in f32, bf16 and f16. */
 export const ELEMENTWISE_KERNELS = {
   add: { dtypes: FLOAT_DTYPES, run: runAdd },
   scale: { dtypes: FLOAT_DTYPES, run: runScale },
+  dropout: { dtypes: FLOAT_DTYPES, run: runDropout },
 } satisfies WasmKernelTable;

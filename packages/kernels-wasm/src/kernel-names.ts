@@ -14,6 +14,7 @@ export const KERNEL_NAMES = [
   "kiln_softmax_forward",
   "kiln_add",
   "kiln_scale",
+  "kiln_dropout",
   "kiln_sum",
   "kiln_sum_squares",
   "kiln_sum_rows",

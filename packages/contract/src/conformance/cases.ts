@@ -449,6 +449,12 @@ const CASES: Record<KernelName, Defs> = {
     ...unarySizes("scaleForward").map((s) => ({ ...s, args: { ...s.args, alpha: -0.37 } })),
     d("odd", { n: 1023, alpha: 1.5 }, { shared: [{ x: 5 }], label: "n=1023 x at an odd offset" }),
   ],
+  dropout: () => [
+    ...unarySizes("dropoutForward").map((s) => ({ ...s, args: { ...s.args, p: 0.1, seed: 12345 } })),
+    d("options", { n: 4099, p: 0, seed: 7 }, { label: "p=0: a copy" }),
+    d("options", { n: 4099, p: 0.5, seed: 0xffffffff }, { label: "p=0.5, the largest seed" }),
+    d("odd", { n: 1023, p: 0.3, seed: 99 }, { shared: [{ x: 5 }], label: "n=1023 x at an odd offset" }),
+  ],
   sum: () => [d("one", { n: 1 }), d("prime", { n: 37 }), d("long", { n: 4099, accumulate: true }), d("large", { n: 100_003 })],
   sumSquares: () => [d("one", { n: 1 }), d("prime", { n: 37 }), d("long", { n: 4099, accumulate: true }), d("large", { n: 100_003 })],
   adamW: (dtype) => {

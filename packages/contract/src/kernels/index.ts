@@ -12,6 +12,8 @@ import type { CopyStridedArgs } from "./copy.js";
 import { copyStridedSpec } from "./copy.js";
 import type { CrossEntropyBackwardArgs, CrossEntropyForwardArgs, SoftmaxForwardArgs } from "./cross-entropy.js";
 import { crossEntropyBackwardSpec, crossEntropyForwardSpec, softmaxForwardSpec } from "./cross-entropy.js";
+import type { DropoutArgs } from "./dropout.js";
+import { dropoutSpec } from "./dropout.js";
 import type { AddArgs, ScaleArgs } from "./elementwise.js";
 import { addSpec, scaleSpec } from "./elementwise.js";
 import type { EmbeddingBackwardArgs, EmbeddingForwardArgs } from "./embedding.js";
@@ -59,6 +61,7 @@ export interface KernelArgsMap {
   softmaxForward: SoftmaxForwardArgs;
   add: AddArgs;
   scale: ScaleArgs;
+  dropout: DropoutArgs;
   sum: ReduceArgs;
   sumSquares: ReduceArgs;
   adamW: AdamWArgs;
@@ -111,6 +114,7 @@ export const kernelSpecs: { readonly [K in KernelName]: KernelSpec<KernelArgsMap
   softmaxForward: softmaxForwardSpec,
   add: addSpec,
   scale: scaleSpec,
+  dropout: dropoutSpec,
   sum: sumSpec,
   sumSquares: sumSquaresSpec,
   adamW: adamWSpec,
@@ -162,6 +166,8 @@ export const BACKWARD_OF: Readonly<Partial<Record<KernelName, KernelName>>> = {
   conv1dCausalForward: "conv1dCausalBackward",
   ssdScanForward: "ssdScanBackward",
   mamba3ScanForward: "mamba3ScanBackward",
+  // dropout's backward is the same mask on the gradient: the same call.
+  dropout: "dropout",
 };
 
 export type { KernelSpec, OperandSpec, OperandRole, OperandInit } from "./spec.js";
@@ -172,6 +178,7 @@ export * from "./convert.js";
 export * from "./conv1d.js";
 export * from "./copy.js";
 export * from "./cross-entropy.js";
+export * from "./dropout.js";
 export * from "./elementwise.js";
 export * from "./embedding.js";
 export * from "./grouped-matmul.js";

@@ -1,3 +1,4 @@
+import { type DropoutArgs, dropoutKeeps, dropoutScale } from "../kernels/dropout.js";
 import type { AddArgs, ScaleArgs } from "../kernels/elementwise.js";
 import type { ReduceArgs } from "../kernels/reduce.js";
 import type { OracleKernel } from "./types.js";
@@ -8,6 +9,11 @@ export const addOracle: OracleKernel<AddArgs> = (a, v) => {
 
 export const scaleOracle: OracleKernel<ScaleArgs> = (a, v) => {
   for (let i = 0; i < a.n; i++) v.out[i] = a.alpha * v.x[i];
+};
+
+export const dropoutOracle: OracleKernel<DropoutArgs> = (a, v) => {
+  const scale = dropoutScale(a.p);
+  for (let i = 0; i < a.n; i++) v.out[i] = dropoutKeeps(a.p, a.seed, i) ? scale * v.x[i] : 0;
 };
 
 export const sumOracle: OracleKernel<ReduceArgs> = (a, v) => {

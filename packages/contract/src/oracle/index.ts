@@ -6,7 +6,7 @@ import { castOracle, checkFiniteOracle, fillOracle } from "./convert.js";
 import { conv1dCausalBackwardOracle, conv1dCausalForwardOracle } from "./conv1d.js";
 import { copyStridedOracle } from "./copy.js";
 import { crossEntropyBackwardOracle, crossEntropyForwardOracle, softmaxForwardOracle } from "./cross-entropy.js";
-import { addOracle, scaleOracle, sumOracle, sumSquaresOracle } from "./elementwise.js";
+import { addOracle, dropoutOracle, scaleOracle, sumOracle, sumSquaresOracle } from "./elementwise.js";
 import { embeddingBackwardOracle, embeddingForwardOracle } from "./embedding.js";
 import { matmulOracle, sumRowsOracle } from "./matmul.js";
 import { layerNormBackwardOracle, layerNormForwardOracle, rmsNormBackwardOracle, rmsNormForwardOracle } from "./norm.js";
@@ -42,6 +42,7 @@ export const oracle: { readonly [K in KernelName]: OracleKernel<KernelArgsMap[K]
   softmaxForward: softmaxForwardOracle,
   add: addOracle,
   scale: scaleOracle,
+  dropout: dropoutOracle,
   sum: sumOracle,
   sumSquares: sumSquaresOracle,
   adamW: adamWOracle,
