@@ -3,9 +3,10 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, createReferenceBackend } from "@kiln/contract";
+import { createWasmBackend } from "@kiln/kernels-wasm";
 import type { ModelConfig } from "../src/model/config.js";
 import { paramLayout, trainableLayout } from "../src/model/param-layout.js";
-import { buildTrainingGraph } from "../src/model/build-graph.js";
+import { buildEvalGraph, buildTrainingGraph } from "../src/model/build-graph.js";
 import { Trainer } from "../src/train/trainer.js";
 import { planTrainingMemory } from "../src/train/plan-training.js";
 import { loadTrainerCheckpoint, saveTrainerCheckpoint } from "../src/train/checkpoint-state.js";
@@ -172,6 +173,70 @@ describe("PEFT adapter folders", () => {
     await expect(openPeftAdapter(dir, base.model)).rejects.toThrow(/tensor base_model\.model\.model\.layers\.0\.mlp\.down_proj\.lora_A\.weight is not an adapter of this base model/);
     await base.close();
     fs.rmSync(dir, { recursive: true });
+  });
+});
+
+describe("LoRA dropout", () => {
+  const dropped = (m: ModelConfig, p = 0.25): ModelConfig => ({ ...m, lora: { rank: 2, alpha: 4, targets: ["q_proj", "v_proj", "down_proj"], dropout: p } });
+  // B starts at zero, so the branch adds nothing at first: weights after a few steps make the masks show in the loss too.
+  async function trained(config: ReturnType<typeof constantLrConfig>, backend = createReferenceBackend()) {
+    const t = new Trainer(backend, config);
+    for (let s = 0; s < 3; s++) await t.step([batch(s, 16, 24)]);
+    return t;
+  }
+
+  it("drops each adapter's input while training, the same masks on WebAssembly as on the f64 reference, none in evaluation", async () => {
+    const config = constantLrConfig(dropped(tinyModels.llama), 2, 8, 5);
+    const wasm = await createWasmBackend({ threads: 2, measurePeak: false });
+    const [ref, onWasm] = [await trained(config), await trained(config, wasm)];
+    const plain = await trained(constantLrConfig({ ...tinyModels.llama, lora: { rank: 2, alpha: 4, targets: ["q_proj", "v_proj", "down_proj"] } }, 2, 8, 5));
+    const b = batch(9, 16, 24);
+    const [lr, lw, lp] = [await ref.lossAndGradients(b), await onWasm.lossAndGradients(b), await plain.lossAndGradients(b)];
+    expect(Math.abs(lw - lr) / lr).toBeLessThan(1e-5);
+    expect(lp).not.toBe(lr);
+    const [gr, gw, gp] = [await ref.readParameters("grads"), await onWasm.readParameters("grads"), await plain.readParameters("grads")];
+    for (const [name, g] of gr) expect(scaledError(gw.get(name)!, g), name).toBeLessThan(1e-4);
+    // The adapters' gradients see the dropped inputs: far from those without dropout.
+    for (const name of [...gr.keys()].filter((n) => n.includes("lora_B"))) expect(scaledError(gp.get(name)!, gr.get(name)!), name).toBeGreaterThan(0.05);
+    // A dropout node (and its backward) per adapter in training; evaluation runs the adapters whole
+    const layout = paramLayout(config.model);
+    const count = (g: { nodes: { attrs: unknown }[] }) => g.nodes.filter((n) => (n.attrs as { kernel?: string }).kernel === "dropout").length;
+    const adapters = layout.specs.filter((s) => s.name.endsWith("lora_A.weight")).length;
+    // (but layer 0's q_proj and v_proj: only frozen weights lie before their input, which wants no gradient).
+    expect(count(buildTrainingGraph(config.model, layout, 2, 8).graph)).toBe(2 * adapters - 2);
+    expect(count(buildEvalGraph(config.model, layout, 2, 8).graph)).toBe(0);
+    const runner = ref.forwardRunner(2, 8);
+    const noDropout = new Trainer(createReferenceBackend(), { ...config, model: { ...config.model, lora: { ...config.model.lora!, dropout: undefined } } });
+    noDropout.loadParameters(await ref.readParameters("params"));
+    expect(await runner.run(b.ids, b.targets)).toBeCloseTo(16 * (await noDropout.lossAndGradients(b)), 4);
+    // Each step draws new masks: the same weights and batch at another step give another loss.
+    const again = new Trainer(createReferenceBackend(), config);
+    again.loadParameters(await ref.readParameters("params"));
+    again.stepCount = ref.stepCount + 1;
+    expect(await again.lossAndGradients(b)).not.toBe(lr);
+    for (const t of [ref, onWasm, plain, noDropout, again]) t.dispose();
+    wasm.dispose();
+  });
+
+  it("resumes bit-exactly: the masks follow from the run's seed and the step", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kiln-lora-dropout-"));
+    const config = { ...constantLrConfig(dropped(tinyModels.llama, 0.1), 2, 8, 9), dtype: "bf16" as const };
+    const a = await trained(config);
+    const file = path.join(dir, "step.safetensors");
+    await saveTrainerCheckpoint(a, file);
+    const b = new Trainer(createReferenceBackend(), config);
+    await loadTrainerCheckpoint(b, file);
+    for (let s = 3; s < 5; s++) expect((await b.step([batch(s, 16, 24)])).loss).toBe((await a.step([batch(s, 16, 24)])).loss);
+    expect(await b.readParameters("master")).toEqual(await a.readParameters("master"));
+    a.dispose();
+    b.dispose();
+    fs.rmSync(dir, { recursive: true });
+  });
+
+  it("is written to and read from a PEFT adapter's lora_dropout", async () => {
+    const model = dropped(tinyModels.llama, 0.05);
+    const { peftAdapterConfig } = await import("../src/hf/peft-adapter.js");
+    expect(peftAdapterConfig(model as ModelConfig & { lora: NonNullable<ModelConfig["lora"]> }, null).lora_dropout).toBe(0.05);
   });
 });
 

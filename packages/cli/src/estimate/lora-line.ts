@@ -8,5 +8,6 @@ export function loraRows(model: ModelConfig): [string, string][] {
   const layout = paramLayout(model);
   const trained = trainableLayout(layout).count;
   const share = (100 * trained) / layout.count;
-  return [["LoRA", `rank ${lora.rank}, alpha ${lora.alpha} on ${lora.targets.join(", ")}: ${formatCount(trained)} trained (${share < 0.1 ? share.toPrecision(2) : share.toFixed(2)}%), the ${formatCount(layout.count - trained)} of the base frozen`]];
+  const dropout = lora.dropout ? `, dropout ${lora.dropout}` : "";
+  return [["LoRA", `rank ${lora.rank}, alpha ${lora.alpha}${dropout} on ${lora.targets.join(", ")}: ${formatCount(trained)} trained (${share < 0.1 ? share.toPrecision(2) : share.toFixed(2)}%), the ${formatCount(layout.count - trained)} of the base frozen`]];
 }

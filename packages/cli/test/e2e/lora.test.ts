@@ -142,6 +142,13 @@ describe("LoRA fine-tuning of a Llama folder", () => {
     expect(Math.max(...peft.map((v, i) => Math.abs(v - plain[i]))) / scale).toBeLessThan(1e-5);
   });
 
+  it("trains with --lora-dropout, says so, and writes it into the exported adapter's config", async () => {
+    const r = expectSuccess(await ws.run(["train", "-f", "tune.yaml", "--init-from", "base", "-d", "swapped.bin", "--lora-rank", "4", "--lora-dropout", "0.1", "--max-steps", "3", "--output-dir", "dropped", "--headless"]), "kiln train --lora-dropout");
+    expect(r.stderr).toMatch(/LoRA +rank 4, alpha 8, dropout 0\.1 on /);
+    expectSuccess(await ws.run(["export", "--checkpoint", "dropped/final.safetensors", "--out", "dropped-adapter", "--adapter-only"]), "kiln export --adapter-only");
+    expect(JSON.parse(await readFile(ws.path("dropped-adapter", "adapter_config.json"), "utf8")).lora_dropout).toBe(0.1);
+  });
+
   it("goes on training an adapter from its PEFT folder (--lora-from), and plans less memory than a full fine-tune", async () => {
     const fresh = expectSuccess(await ws.run(["train", "-f", "tune.yaml", "--init-from", "base", "-d", "swapped.bin", "--lora-rank", "4", "--max-steps", "1", "--output-dir", "fresh", "--headless"]), "kiln train");
     const r = expectSuccess(await ws.run(["train", "-f", "tune.yaml", "--init-from", "base", "--lora-from", "adapter", "-d", "swapped.bin", "--max-steps", "1", "--output-dir", "again", "--headless"]), "kiln train --lora-from");

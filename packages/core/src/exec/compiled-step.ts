@@ -28,7 +28,7 @@ export interface ParameterBinding {
  * other's activations.
  */
 export class CompiledStep {
-  readonly runtime: RuntimeScalars = { lossScale: 1, auxScale: 0, loadBalanceAlpha: 0 };
+  readonly runtime: RuntimeScalars = { lossScale: 1, auxScale: 0, loadBalanceAlpha: 0, dropoutSeed: 0 };
   /** calls[i]: the kernel call of node i. */
   private readonly calls: (() => void)[];
   /** The activation arena: this step's own, or the one it shares. */
@@ -117,7 +117,7 @@ export class CompiledStep {
       this.run();
       return false;
     }
-    const key = `${this.runtime.lossScale} ${this.runtime.auxScale} ${this.runtime.loadBalanceAlpha}`;
+    const key = `${this.runtime.lossScale} ${this.runtime.auxScale} ${this.runtime.loadBalanceAlpha} ${this.runtime.dropoutSeed}`;
     const cached = this.graphs.get(key);
     if (cached && graphs.launch(cached)) {
       this.graphMisses = 0;

@@ -18,6 +18,8 @@ export interface LowRankAdapter {
   a: number;
   b: number;
   scale: number;
+  /** Dropout on the branch's input while training (0: none; evaluation graphs have none). */
+  dropout: number;
   applied: boolean;
 }
 

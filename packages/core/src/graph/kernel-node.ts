@@ -15,6 +15,8 @@ export interface KernelNodeAttrs {
   args: Record<string, unknown>;
   /** Kernel arguments read from the runtime scalars at each run, e.g. { lossScale: "lossScale" }. */
   runtimeArgs?: Record<string, keyof RuntimeScalars>;
+  /** Runtime u32 arguments taken xor a fixed value of the node's (a dropout seed xor the node's own salt). */
+  runtimeXor?: Record<string, number>;
   /** The gradient rule of this node (a key of `gradRules` in ops/index.ts); absent = not differentiable. */
   grad?: string;
 }
@@ -71,10 +73,14 @@ export function compileKernelNode(node: GraphNode, ctx: CompileContext): () => v
   // Fixed arguments: checked and resolved once where the backend prepares calls.
   if (runtime.length === 0) return ctx.prepare ? ctx.prepare(a.kernel, args as never) : () => call(args);
   // Runtime scalars are read at each call: their scratch (which no scalar sizes) is reserved now.
-  for (const [key, name] of runtime) args[key] = ctx.runtime[name];
+  const xor = a.runtimeXor ?? {};
+  const read = () => {
+    for (const [key, name] of runtime) args[key] = key in xor ? (ctx.runtime[name] ^ xor[key]) >>> 0 : ctx.runtime[name];
+  };
+  read();
   ctx.reserveScratch?.(a.kernel, args as never);
   return () => {
-    for (const [key, name] of runtime) args[key] = ctx.runtime[name];
+    read();
     call(args);
   };
 }

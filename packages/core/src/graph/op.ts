@@ -9,6 +9,8 @@ export interface RuntimeScalars {
   auxScale: number;
   /** The load-balancing loss coefficient (trainer.load_balance_alpha). */
   loadBalanceAlpha: number;
+  /** u32 seed of this micro-batch's dropout masks (LoRA dropout), new at each. */
+  dropoutSeed: number;
 }
 
 /** What compiling a node into its kernel call needs (compileKernelNode). */

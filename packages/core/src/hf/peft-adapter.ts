@@ -32,7 +32,7 @@ export function peftAdapterConfig(model: ModelConfig & { lora: LoraConfig }, bas
     r: model.lora.rank,
     lora_alpha: model.lora.alpha,
     target_modules: [...model.lora.targets].sort(),
-    lora_dropout: 0.0,
+    lora_dropout: model.lora.dropout ?? 0.0,
     bias: "none",
     // GPT-2's Conv1D stores weights (in, out): PEFT transposes when it merges.
     fan_in_fan_out: archOf(model).linearLayout === "in_out",
@@ -108,7 +108,8 @@ function loraOfPeftConfig(raw: unknown, file: string, model: ModelConfig): LoraC
   if (c.fan_in_fan_out !== undefined && c.fan_in_fan_out !== transposed) {
     refuse("fan_in_fan_out", `a ${model.arch} model's weights are stored ${transposed ? "(in, out)" : "(out, in)"}`, "the adapter belongs to another kind of model");
   }
-  return { rank: c.r as number, alpha: c.lora_alpha as number, targets: c.target_modules as string[] };
+  const dropout = typeof c.lora_dropout === "number" && c.lora_dropout > 0 && c.lora_dropout < 1 ? c.lora_dropout : undefined;
+  return { rank: c.r as number, alpha: c.lora_alpha as number, targets: c.target_modules as string[], ...(dropout === undefined ? {} : { dropout }) };
 }
 
 /**

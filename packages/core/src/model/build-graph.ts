@@ -40,8 +40,8 @@ export interface ModelGraph {
  * The forward pass up to the final hidden states and the output weight. `packed`: rows of
  * several documents, whose starts are an input the attention and rotary kernels take.
  */
-function forward(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number, packed: boolean) {
-  const t = startTrace(config, layout, batch, seqLen);
+function forward(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number, packed: boolean, training = false) {
+  const t = startTrace(config, layout, batch, seqLen, training);
   const ids = t.g.tensor([batch * seqLen], "i32", "input", "input_ids");
   const arch = archOf(config);
   if (packed) {
@@ -101,7 +101,7 @@ export function buildTrainingGraph(
   lossChunkBytes?: number,
   packed = false,
 ): ModelGraph {
-  const { t, ids, positions, hidden, head } = forward(config, layout, batch, seqLen, packed);
+  const { t, ids, positions, hidden, head } = forward(config, layout, batch, seqLen, packed, true);
   const targets = t.g.tensor([batch * seqLen], "i32", "input", "labels");
   const before = t.g.nodes.length;
   const { lossSum, dHidden, headGrad } = t.g.withScope("loss", () => chunkedClassifierLoss(t.g, hidden, head, targets, "loss", undefined, logitsChunkBytes(device, lossChunkBytes), lossVocabMultiple(device)));

@@ -104,6 +104,8 @@ export interface LoraConfig {
   alpha: number;
   /** Module names (the last part before `.weight`: q_proj, c_attn, ...). */
   targets: string[];
+  /** Dropout on each adapter's input while training (PEFT's lora_dropout); absent: 0. */
+  dropout?: number;
 }
 
 export const LAYER_TYPES = ["full_attention", "sliding_attention"] as const;

@@ -31,7 +31,7 @@ export function checkAdaptersApplied(t: Trace): void {
   }
 }
 
-export function startTrace(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number): Trace {
+export function startTrace(config: ModelConfig, layout: ParamLayout, batch: number, seqLen: number, training = false): Trace {
   const g = new Graph();
   const params = new Map<string, number>();
   for (const s of layout.specs) params.set(s.name, g.tensor(s.shape, layout.dtype, "param", s.name, undefined, s.frozen));
@@ -40,7 +40,7 @@ export function startTrace(config: ModelConfig, layout: ParamLayout, batch: numb
     for (const s of layout.specs) {
       if (!s.frozen || !isLoraTarget(s, lora)) continue;
       const { a, b } = adapterNames(s.name);
-      g.adapters.set(params.get(s.name)!, { a: params.get(a)!, b: params.get(b)!, scale: lora.alpha / lora.rank, applied: false });
+      g.adapters.set(params.get(s.name)!, { a: params.get(a)!, b: params.get(b)!, scale: lora.alpha / lora.rank, dropout: training ? (lora.dropout ?? 0) : 0, applied: false });
     }
   }
   return {

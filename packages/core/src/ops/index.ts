@@ -8,6 +8,7 @@ import { conv1dCausalGrad } from "./conv1d.js";
 import { ssdScanGrad } from "./ssd.js";
 import { mamba3ScanGrad } from "./mamba3.js";
 import { ropeGrad } from "./rope.js";
+import { dropoutGrad } from "./dropout.js";
 import { attentionGrad } from "./attention.js";
 import { copyStridedGrad } from "./copy.js";
 import { crossEntropyGrad } from "./loss.js";
@@ -29,6 +30,7 @@ export const gradRules: Readonly<Record<string, GradRule>> = {
   mamba3Scan: mamba3ScanGrad,
   swiGlu: swiGluGrad,
   rope: ropeGrad,
+  dropout: dropoutGrad,
   attention: attentionGrad,
   copyStrided: copyStridedGrad,
   crossEntropy: crossEntropyGrad,
@@ -48,6 +50,7 @@ export { conv1dCausal } from "./conv1d.js";
 export { ssdScan, type SsdParams } from "./ssd.js";
 export { mamba3Scan, type Mamba3ScanInputs, type Mamba3ScanParams } from "./mamba3.js";
 export { rope } from "./rope.js";
+export { dropout } from "./dropout.js";
 export { attention, type AttentionShape } from "./attention.js";
 export { assembleBlocks, type BlockLayout, type BlockShape, denseBlock, gatherBlock } from "./copy.js";
 export { crossEntropyLoss } from "./loss.js";

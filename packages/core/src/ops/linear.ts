@@ -1,4 +1,5 @@
 import type { Graph, LowRankAdapter } from "../graph/graph.js";
+import { dropout } from "./dropout.js";
 import { addKernelNode } from "../graph/kernel-node.js";
 import { type GradRule, gradDtypeArg, kernelAttrs, operandOf } from "./grad-rule.js";
 
@@ -29,7 +30,7 @@ export function linear(g: Graph, x: number, w: number, bias: number | undefined,
 }
 
 /**
- * LoRA's branch: y += scale · (x · A^T) · B^T, A (rank, in), B (out, rank), whatever the
+ * LoRA's branch: y += scale · (dropout(x) · A^T) · B^T (dropout while training only), A (rank, in), B (out, rank), whatever the
  * base weight's layout. The second product adds into y (matmul's alpha and accumulate),
  * so y has two writers; its gradient reaches both products, the base one's and this one's.
  */
@@ -39,7 +40,9 @@ function addLowRankBranch(g: Graph, x: number, y: number, adapter: LowRankAdapte
   const outF = g.info(y).shape[1];
   const dtype = g.info(x).dtype;
   const down = g.tensor([rows, rank], dtype, "activation", `${name}.lora_a`);
-  addKernelNode(g, "matmul", { a: x, b: adapter.a, c: down }, { m: rows, n: rank, k: inF, transB: true, dtype }, { grad: "linear", extraAttrs: { layout: "out_in" } });
+  // LoRA's dropout acts on the branch's input alone; each branch draws its own mask (salted by its node's index).
+  const input = adapter.dropout > 0 ? dropout(g, x, adapter.dropout, g.nodes.length + 1, `${name}.lora_dropout`) : x;
+  addKernelNode(g, "matmul", { a: input, b: adapter.a, c: down }, { m: rows, n: rank, k: inF, transB: true, dtype }, { grad: "linear", extraAttrs: { layout: "out_in" } });
   addKernelNode(
     g,
     "matmul",

@@ -20,19 +20,22 @@ export interface LoraSettings {
  * them are refused. `whereOf` names a key's source for messages.
  */
 export function withLoraSettings(model: ModelConfig, t: LoraSettings, whereOf: (key: string) => string): ModelConfig {
-  if (t.loraDropout !== 0) {
-    throw new ConfigError(`lora_dropout ${t.loraDropout}: kiln trains adapters without dropout today`, { where: whereOf("trainer.lora_dropout"), hint: "leave lora_dropout at 0 (adapter dropout is planned)" });
-  }
   if (t.loraRank === 0) {
-    for (const [key, v] of [["trainer.lora_alpha", t.loraAlpha], ["trainer.lora_targets", t.loraTargets]] as const) {
+    for (const [key, v] of [["trainer.lora_alpha", t.loraAlpha], ["trainer.lora_targets", t.loraTargets], ["trainer.lora_dropout", t.loraDropout || undefined]] as const) {
       if (v !== undefined && !model.lora) throw new ConfigError(`${key} is set but trainer.lora_rank is 0, so no adapters are trained`, { where: whereOf(key), hint: "set --lora-rank (8 or 16 are usual), or remove it" });
     }
     return model;
   }
-  const lora: LoraConfig = { rank: t.loraRank, alpha: t.loraAlpha ?? 2 * t.loraRank, targets: t.loraTargets ?? defaultTargets(model) };
+  const lora: LoraConfig = {
+    rank: t.loraRank,
+    alpha: t.loraAlpha ?? 2 * t.loraRank,
+    targets: t.loraTargets ?? defaultTargets(model),
+    ...(t.loraDropout > 0 ? { dropout: t.loraDropout } : {}),
+  };
   if (model.lora && JSON.stringify(model.lora) !== JSON.stringify(lora)) {
-    const had = `rank ${model.lora.rank}, alpha ${model.lora.alpha}, targets ${model.lora.targets.join(",")}`;
-    throw new ConfigError(`the weights this run starts from carry LoRA adapters (${had}); the run asks for rank ${lora.rank}, alpha ${lora.alpha}, targets ${lora.targets.join(",")}`, {
+    const shape = (l: LoraConfig) => `rank ${l.rank}, alpha ${l.alpha}, targets ${l.targets.join(",")}${l.dropout ? `, dropout ${l.dropout}` : ""}`;
+    const had = shape(model.lora);
+    throw new ConfigError(`the weights this run starts from carry LoRA adapters (${had}); the run asks for ${shape(lora)}`, {
       where: whereOf("trainer.lora_rank"),
       hint: "leave out the LoRA settings to go on training those adapters, or start from the merged model (kiln export) to train new ones",
     });

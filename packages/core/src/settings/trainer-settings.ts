@@ -103,7 +103,7 @@ export const TRAINER_SETTINGS = {
     otherNames: ["target_modules"],
     also: ["estimate"],
   }),
-  lora_dropout: setting("loraDropout", z.number().min(0).lt(1).default(0), { help: "dropout on the adapters' input (only 0 is trained today)", flag: "--lora-dropout <p>" }),
+  lora_dropout: setting("loraDropout", z.number().min(0).lt(1).default(0), { help: "LoRA: dropout on each adapter's input while training (PEFT's lora_dropout; 0.05 and 0.1 are usual)", flag: "--lora-dropout <p>", also: ["estimate"] }),
   seed: setting("seed", nonNegativeInt.default(1337), { help: "seed for initialisation and data order", flag: "--seed <n>", page: true }),
   prefetch: setting("prefetch", nonNegativeInt.default(2), { help: "batches read ahead of compute", flag: "--prefetch <n>", also: ["estimate"], page: true }),
   log_interval: setting("logInterval", positiveInt.default(10), { help: "steps between log lines", flag: "--log-interval <n>", otherNames: ["logging_steps"], page: true }),

@@ -1,4 +1,4 @@
-import { type Backend, type BufferHandle, type BufferSlice, type FloatDType, type Kernels, KilnError, bytesPerElement, decodeElements, encodeElements } from "@kiln/contract";
+import { type Backend, type BufferHandle, type BufferSlice, type FloatDType, dropoutMix, type Kernels, KilnError, bytesPerElement, decodeElements, encodeElements } from "@kiln/contract";
 import { CompiledStep } from "../exec/compiled-step.js";
 import type { Batch } from "../data/batch.js";
 import { withProfiledKernels } from "../exec/profiled-kernels.js";
@@ -411,6 +411,7 @@ export class Trainer {
       const handOff = dp && i === count - 1 ? dp : undefined;
       if (pending.length === LOSS_SLOTS) await readPending();
       // The auxiliary loss is a mean over the micro-batches of every rank.
+      this.compiled.runtime.dropoutSeed = dropoutSeedOf(this.config.seed, this.stepCount, i, this.rank);
       await this.forwardBackward(batch, lossScale / denominator, lossScale / (count * worldSize), pending.length, handOff);
       pending.push(denominator);
       auxLoss += this.lastAuxLoss / (count * worldSize);
@@ -690,6 +691,7 @@ export class Trainer {
     this.lastLossScale = lossScale;
     this.zeroGradients();
     if (valid === 0) return 0;
+    this.compiled.runtime.dropoutSeed = dropoutSeedOf(this.config.seed, this.stepCount, 0, this.rank);
     await this.forwardBackward(batch, lossScale / valid, lossScale, 0);
     return (await this.readLossSlots(1))[0] / valid;
   }
@@ -717,6 +719,16 @@ export class Trainer {
       throw new Error(`a batch needs ${n} ids and targets (batch ${this.config.batchSize} x seq ${this.config.seqLen}), got ${b.ids.length} and ${b.targets.length}`);
     }
   }
+}
+
+/**
+ * The dropout seed of micro-batch `micro` of step `step` on `rank` (LoRA dropout): from the run's
+ * seed and those alone, so a resumed run draws the masks the uninterrupted one would have.
+ */
+function dropoutSeedOf(seed: number, step: number, micro: number, rank: number): number {
+  let z = dropoutMix((seed ^ 0x9e3779b9) >>> 0);
+  for (const part of [step, micro, rank]) z = dropoutMix((z ^ part) >>> 0);
+  return z;
 }
 
 function countValid(targets: Int32Array): number {
