@@ -11,7 +11,8 @@ import {
   bytesPerElement,
 } from "@kiln/contract";
 import type { BackendMemory } from "./backend-memory.js";
-import { type AttentionCall, runAttentionBackward, runAttentionForward } from "./attention-call.js";
+import type { AttentionCall } from "./attention-call.js";
+import { dispatchAttentionBackward, dispatchAttentionForward } from "./attention-dispatch.js";
 import type { WasmKernelTable } from "./kernel-table.js";
 
 /** Bytes an operand spans in linear memory, with its row period (stride) and the bytes used per row. */
@@ -109,14 +110,14 @@ export const ATTENTION_KERNELS: WasmKernelTable = {
     dtypes: DTYPES,
     run(ctx, args: AttentionForwardArgs) {
       attentionForwardSpec.check(args);
-      runAttentionForward(ctx.rt, callOf(args, placeOperands(attentionForwardSpec, ctx.memory, args)));
+      dispatchAttentionForward(ctx.rt, callOf(args, placeOperands(attentionForwardSpec, ctx.memory, args)));
     },
   },
   attentionBackward: {
     dtypes: DTYPES,
     run(ctx, args: AttentionBackwardArgs) {
       attentionBackwardSpec.check(args);
-      runAttentionBackward(ctx.rt, callOf(args, placeOperands(attentionBackwardSpec, ctx.memory, args)));
+      dispatchAttentionBackward(ctx.rt, callOf(args, placeOperands(attentionBackwardSpec, ctx.memory, args)));
     },
   },
 };

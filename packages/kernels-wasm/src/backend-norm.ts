@@ -14,6 +14,9 @@ import type { WasmKernelContext, WasmKernelTable } from "./kernel-table.js";
 import { operandAddresses } from "./operand-addresses.js";
 import { gradDtypeCode, storageDtypeCode } from "./storage-dtype.js";
 import { threadsForWork } from "./work-threads.js";
+import type { KernelName, PoolKernelName } from "./kernel-names.js";
+import type { KernelRuntime } from "./kernel-runtime.js";
+import type { NativeKernelName } from "./native-entries.js";
 
 /** Word index of each field of NormForwardArgs in csrc/norm.c. */
 const FWD = { rows: 0, dim: 1, dtype: 2, eps: 3, x: 4, weight: 5, bias: 6, out: 7, mean: 8, rstd: 9, residual: 10, sum: 11, weightOffset: 12 } as const;
@@ -22,6 +25,31 @@ const BWD = {
   rows: 0, dim: 1, dtype: 2, partials: 3, dOut: 4, x: 5, weight: 6, mean: 7, rstd: 8,
   dX: 9, dWeight: 10, dBias: 11, scratch: 12, scratchStride: 13, gradDtype: 14, dResidual: 15, dXColSums: 16, weightOffset: 17,
 } as const;
+
+/** The native backward's partial rows (at most; native/src/nest_norm.h), and its counter's word. */
+const NATIVE_PARTIALS = 32;
+const NATIVE_TICKETS = 32;
+
+const NATIVE_ENTRY = {
+  kiln_layer_norm_forward: "kiln_native_layer_norm_forward",
+  kiln_layer_norm_backward: "kiln_native_layer_norm_backward",
+  kiln_rms_norm_forward: "kiln_native_rms_norm_forward",
+  kiln_rms_norm_backward: "kiln_native_rms_norm_backward",
+} as const satisfies Partial<Record<KernelName, NativeKernelName>>;
+
+let nativeCalls = 0;
+
+/** Norm calls this process has run on the native kernels so far (tests check that the native path ran). */
+export function nativeNormCalls(): number {
+  return nativeCalls;
+}
+
+/** The native kernel for `entry` when the runtime runs the norms natively (they read csrc/norm.c's blocks as they are), else `entry`. */
+function normEntry(rt: KernelRuntime, entry: keyof typeof NATIVE_ENTRY): PoolKernelName {
+  if (!rt.native?.norm) return entry;
+  nativeCalls++;
+  return NATIVE_ENTRY[entry];
+}
 
 /** Rough cost of one element in flops, to decide how many threads to wake. */
 const FORWARD_COST = 8;
@@ -32,7 +60,7 @@ function runLayerNormForward(ctx: WasmKernelContext, args: LayerNormForwardArgs)
   const dtype = storageDtypeCode("layerNormForward", args.dtype);
   const at = operandAddresses(layerNormForwardSpec, ctx.memory, args);
   writeForwardArgs(ctx, args, dtype, at);
-  ctx.rt.run("kiln_layer_norm_forward", threadsForWork(ctx.rt, args.rows, args.dim * FORWARD_COST));
+  ctx.rt.run(normEntry(ctx.rt, "kiln_layer_norm_forward"), threadsForWork(ctx.rt, args.rows, args.dim * FORWARD_COST));
 }
 
 function runRmsNormForward(ctx: WasmKernelContext, args: RmsNormForwardArgs): void {
@@ -40,7 +68,7 @@ function runRmsNormForward(ctx: WasmKernelContext, args: RmsNormForwardArgs): vo
   const dtype = storageDtypeCode("rmsNormForward", args.dtype);
   const at = operandAddresses(rmsNormForwardSpec, ctx.memory, args);
   writeForwardArgs(ctx, args, dtype, at);
-  ctx.rt.run("kiln_rms_norm_forward", threadsForWork(ctx.rt, args.rows, args.dim * FORWARD_COST));
+  ctx.rt.run(normEntry(ctx.rt, "kiln_rms_norm_forward"), threadsForWork(ctx.rt, args.rows, args.dim * FORWARD_COST));
 }
 
 type Ranges = ReturnType<typeof operandAddresses>;
@@ -70,17 +98,20 @@ function writeForwardArgs(ctx: WasmKernelContext, args: RmsNormForwardArgs, dtyp
  */
 function runNormBackward(ctx: WasmKernelContext, args: RmsNormBackwardArgs, dtype: number, gradDtype: number, at: Ranges, layer: boolean): void {
   const { rt } = ctx;
-  const threads = threadsForWork(rt, args.rows, args.dim * BACKWARD_COST);
+  // Natively, partials fixed by the rows (drawn by the threads), so the sums do not depend on the threads.
+  const native = rt.native?.norm === true;
+  const partials = native ? Math.min(args.rows, NATIVE_PARTIALS) : threadsForWork(rt, args.rows, args.dim * BACKWARD_COST);
+  const threads = native ? Math.min(partials, threadsForWork(rt, args.rows, args.dim * BACKWARD_COST)) : partials;
   const dim4 = Math.ceil(args.dim / 4) * 4;
   // dWeight, dBias and dX's column-sum partials, whole cache lines
   const strideFloats = Math.ceil(((args.dXColSums ? 3 : 2) * dim4) / 16) * 16;
-  const scratch = callScratch(rt, threads * strideFloats * 4);
+  const scratch = callScratch(rt, partials * strideFloats * 4);
   const { u32, f32 } = rt.argsViews();
   f32[BWD.weightOffset] = args.weightOffset ?? 0;
   u32[BWD.rows] = args.rows;
   u32[BWD.dim] = args.dim;
   u32[BWD.dtype] = dtype;
-  u32[BWD.partials] = threads;
+  u32[BWD.partials] = partials;
   u32[BWD.dOut] = at.dOut.ptr;
   u32[BWD.x] = at.x.ptr;
   u32[BWD.weight] = at.weight.ptr;
@@ -94,8 +125,9 @@ function runNormBackward(ctx: WasmKernelContext, args: RmsNormBackwardArgs, dtyp
   u32[BWD.gradDtype] = gradDtype;
   u32[BWD.dResidual] = at.dResidual?.ptr ?? 0;
   u32[BWD.dXColSums] = at.dXColSums?.ptr ?? 0;
-  rt.run(layer ? "kiln_layer_norm_backward" : "kiln_rms_norm_backward", threads);
-  rt.run("kiln_norm_param_grad_reduce", threadsForWork(rt, Math.ceil(args.dim / 4), 8 * threads));
+  u32[NATIVE_TICKETS] = 0;
+  rt.run(normEntry(rt, layer ? "kiln_layer_norm_backward" : "kiln_rms_norm_backward"), threads);
+  rt.run("kiln_norm_param_grad_reduce", threadsForWork(rt, Math.ceil(args.dim / 4), 8 * partials));
 }
 
 function runLayerNormBackward(ctx: WasmKernelContext, args: LayerNormBackwardArgs): void {

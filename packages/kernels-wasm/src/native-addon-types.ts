@@ -13,6 +13,17 @@ export interface NativeIsaKernels {
   readonly ceilingFlopsPerIteration: number;
   /** One part of the matmul whose argument block (csrc/matmul_gemm.h) is at argsPtr; dtype: 0 f32, 1 bf16, 2 f16. */
   matmul(memory: Uint8Array, argsPtr: number, part: number, parts: number, dtype: number): void;
+  /** One part of an attention forward / backward (the block of src/attention-dispatch.ts at argsPtr). */
+  attentionForward(memory: Uint8Array, argsPtr: number, part: number, parts: number): void;
+  attentionBackward(memory: Uint8Array, argsPtr: number, part: number, parts: number): void;
+  /** One part of a GELU forward / backward (ActivationArgs of csrc/activation.c at argsPtr). */
+  geluForward(memory: Uint8Array, argsPtr: number, part: number, parts: number): void;
+  geluBackward(memory: Uint8Array, argsPtr: number, part: number, parts: number): void;
+  /** One part of a LayerNorm / RMSNorm forward, or of the backward's rows pass (csrc/norm.c's argument blocks at argsPtr). */
+  layerNormForward(memory: Uint8Array, argsPtr: number, part: number, parts: number): void;
+  layerNormBackward(memory: Uint8Array, argsPtr: number, part: number, parts: number): void;
+  rmsNormForward(memory: Uint8Array, argsPtr: number, part: number, parts: number): void;
+  rmsNormBackward(memory: Uint8Array, argsPtr: number, part: number, parts: number): void;
   /** One part of the FMA ceiling (CeilingArgs of csrc/ceiling.c at argsPtr). */
   ceiling(memory: Uint8Array, argsPtr: number, part: number, parts: number): void;
   /** The GEMM's own conversions: 16-bit patterns to f32, and f32 rounded to 16-bit (dtype 1 bf16, 2 f16). */

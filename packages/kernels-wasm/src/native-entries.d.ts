@@ -1,7 +1,19 @@
 // Types of native-entries.js (plain JavaScript, shared with the unbundled Node worker).
 import type { NativeIsaKernels } from "./native-addon-types.js";
 
-export type NativeKernelName = "kiln_native_matmul_f32" | "kiln_native_matmul_bf16" | "kiln_native_matmul_f16" | "kiln_native_ceiling";
+export type NativeKernelName =
+  | "kiln_native_matmul_f32"
+  | "kiln_native_matmul_bf16"
+  | "kiln_native_matmul_f16"
+  | "kiln_native_ceiling"
+  | "kiln_native_attention_forward"
+  | "kiln_native_attention_backward"
+  | "kiln_native_gelu_forward"
+  | "kiln_native_gelu_backward"
+  | "kiln_native_layer_norm_forward"
+  | "kiln_native_layer_norm_backward"
+  | "kiln_native_rms_norm_forward"
+  | "kiln_native_rms_norm_backward";
 export declare const NATIVE_KERNEL_NAMES: readonly NativeKernelName[];
 
 /** The native kernels as pool entry points over `memory`. */

@@ -1,4 +1,4 @@
-import { DeviceError, type NativeKernels } from "@kiln/contract";
+import { DeviceError, type KernelName, type NativeKernels } from "@kiln/contract";
 import { NATIVE_ISAS, type NativeIsa, type NativeIsaKernels } from "./native-addon-types.js";
 import { platform } from "#platform";
 
@@ -7,6 +7,10 @@ export interface NativeSetup {
   path: string;
   isa: NativeIsa;
   kernels: NativeIsaKernels;
+  /** Whether attention, GELU and the norms run natively too (an addon built before them has only the matmul). */
+  attention: boolean;
+  gelu: boolean;
+  norm: boolean;
 }
 
 /** Whether the native kernels run, and what capabilities().device.native says about it. */
@@ -50,5 +54,20 @@ export function chooseNative(wanted: true | string, sharedMemory: boolean): Nati
   if (!isa) {
     return off(load.addon.arch === "x64" ? "this CPU has neither AVX-512F nor AVX2 with FMA and F16C" : "no native kernels for this CPU architecture yet (NEON is still to come)");
   }
-  return { setup: { path: load.path, isa, kernels: load.addon.kernels(isa) }, info: { kernels: ["matmul"], isa } };
+  const kernels = load.addon.kernels(isa);
+  const attention = typeof kernels.attentionForward === "function" && typeof kernels.attentionBackward === "function";
+  const gelu = typeof kernels.geluForward === "function" && typeof kernels.geluBackward === "function";
+  const norm = (["layerNormForward", "layerNormBackward", "rmsNormForward", "rmsNormBackward"] as const).every((k) => typeof kernels[k] === "function");
+  const names: KernelName[] = [
+    "matmul",
+    ...(attention ? (["attentionForward", "attentionBackward"] as const) : []),
+    ...(gelu ? (["geluForward", "geluBackward"] as const) : []),
+    ...(norm ? (["layerNormForward", "layerNormBackward", "rmsNormForward", "rmsNormBackward"] as const) : []),
+  ];
+  return { setup: { path: load.path, isa, kernels, attention, gelu, norm }, info: { kernels: names, isa } };
+}
+
+/** The families of kernels that run natively, for a device name: "matmul, attention". */
+export function nativeFamilies(info: NativeKernels): string {
+  return [...new Set(info.kernels.map((k) => k.replace(/(Forward|Backward)$/, "")))].join(", ");
 }

@@ -12,6 +12,7 @@ import { BackendMemory } from "./backend-memory.js";
 import { WASM_KERNELS, type WasmKernel } from "./kernel-table.js";
 import { type CeilingResult, measureCeiling, measureNativeCeiling } from "./ceiling-call.js";
 import { createKernelRuntime, type KernelRuntime, type RuntimeInfo, type RuntimeOptions } from "./kernel-runtime.js";
+import { nativeFamilies } from "./native-setup.js";
 
 /**
  * Supplies capabilities().peakFlops.f32 for a runtime with this SIMD variant, thread count
@@ -92,7 +93,7 @@ export async function createWasmBackend(options: WasmBackendOptions = {}): Promi
     name: "wasm",
     capabilities: () => ({
       device: {
-        name: `WebAssembly SIMD (${rt.info.simd})${rt.native ? `, native matmul (${rt.native.isa})` : ""} x ${rt.info.threads} thread${rt.info.threads > 1 ? "s" : ""}`,
+        name: `WebAssembly SIMD (${rt.info.simd})${rt.native ? `, native ${nativeFamilies(rt.info.native)} (${rt.native.isa})` : ""} x ${rt.info.threads} thread${rt.info.threads > 1 ? "s" : ""}`,
         kind: "cpu",
         memoryBytes: rt.info.maxMemoryBytes,
         parallelism: rt.info.threads,

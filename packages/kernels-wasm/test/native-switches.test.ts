@@ -12,6 +12,17 @@ import { nativeIsas, nativeSkipReason, withEnv } from "./support/native.js";
 // outside the memory; and that the browser bundle holds none of it.
 
 const skip = nativeSkipReason();
+const NATIVE_KERNELS = [
+  "matmul",
+  "attentionForward",
+  "attentionBackward",
+  "geluForward",
+  "geluBackward",
+  "layerNormForward",
+  "layerNormBackward",
+  "rmsNormForward",
+  "rmsNormBackward",
+];
 
 /** One f32 matmul of seeded operands (m x k times k x n); C's bytes, and whether it ran natively. */
 async function matmulOnce(backend: Backend, m: number, n: number, k: number): Promise<{ c: Uint8Array; native: boolean }> {
@@ -34,8 +45,8 @@ describe.skipIf(skip !== undefined)(`native matmul switches${skip ? ` (skipped: 
     const backend = await createWasmBackend({ threads: 2, measurePeak: false });
     try {
       const device = backend.capabilities().device;
-      expect(device.native).toEqual({ kernels: ["matmul"], isa: nativeIsas()[0] });
-      expect(device.name).toContain(`native matmul (${nativeIsas()[0]})`);
+      expect(device.native).toEqual({ kernels: NATIVE_KERNELS, isa: nativeIsas()[0] });
+      expect(device.name).toContain(`native matmul, attention, gelu, layerNorm, rmsNorm (${nativeIsas()[0]})`);
       expect((await matmulOnce(backend, 40, 50, 60)).native).toBe(true);
     } finally {
       backend.dispose();
@@ -76,7 +87,7 @@ describe.skipIf(skip !== undefined)(`native matmul switches${skip ? ` (skipped: 
     await plain.dispose();
     const native = await createKernels({ threads: 2, native: true });
     try {
-      expect(native.info.native).toEqual({ kernels: ["matmul"], isa: nativeIsas()[0] });
+      expect(native.info.native).toEqual({ kernels: NATIVE_KERNELS, isa: nativeIsas()[0] });
       const before = nativeMatmulCalls();
       const c = native.matmul(new Float32Array([1, 2, 3, 4]), new Float32Array([5, 6, 7, 8]), { m: 2, n: 2, k: 2 });
       expect(Array.from(c)).toEqual([19, 22, 43, 50]);

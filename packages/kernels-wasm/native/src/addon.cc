@@ -10,6 +10,12 @@
 //                      { isa, mr, nr, kc, ceilingFlopsPerIteration,
 //                        matmul(view, argsPtr, part, parts, dtype),  one part of a matmul
 //                        ceiling(view, argsPtr, part, parts),        register-only FMAs
+//                        attentionForward(view, argsPtr, part, parts),
+//                        attentionBackward(view, argsPtr, part, parts),  attention_call.h
+//                        geluForward(view, argsPtr, part, parts),
+//                        geluBackward(view, argsPtr, part, parts),       activation_call.h
+//                        layerNormForward, layerNormBackward, rmsNormForward,
+//                        rmsNormBackward (view, argsPtr, part, parts)    norm_call.h
 //                        widen(u16, f32, dtype), narrow(f32, u16, dtype) }  (tests)
 // The pool calling convention is csrc's: (argsPtr, part, parts) with the call's argument
 // block at argsPtr; every thread of the pool (the caller and each worker) loads this addon
@@ -21,9 +27,12 @@
 
 #include <string>
 
+#include "activation_args.h"
+#include "attention_args.h"
 #include "cpu_isa.h"
 #include "matmul_args.h"
 #include "matmul_call.h"
+#include "norm_args.h"
 
 namespace {
 
@@ -84,6 +93,48 @@ Napi::Value Matmul(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+/* One part of an attention forward or backward (the block of src/attention-dispatch.ts at argsPtr). */
+template <bool kBackward>
+Napi::Value Attention(const Napi::CallbackInfo& info) {
+  const auto* k = static_cast<const IsaKernels*>(info.Data());
+  const Memory mem = memory_of(info[0]);
+  int part, parts;
+  part_args(info, &part, &parts);
+  kiln_native::AttentionCall call;
+  const std::string error = kiln_native::decode_attention(mem.base, mem.bytes, u32_arg(info, 1, "argsPtr"), kBackward, &call);
+  if (!error.empty()) throw Napi::RangeError::New(info.Env(), "native attention: " + error);
+  (kBackward ? k->attention_backward : k->attention_forward)(call, part, parts);
+  return info.Env().Undefined();
+}
+
+/* One part of a GELU forward or backward (ActivationArgs of csrc/activation.c at argsPtr). */
+template <bool kBackward>
+Napi::Value Gelu(const Napi::CallbackInfo& info) {
+  const auto* k = static_cast<const IsaKernels*>(info.Data());
+  const Memory mem = memory_of(info[0]);
+  int part, parts;
+  part_args(info, &part, &parts);
+  kiln_native::ActivationCall call;
+  const std::string error = kiln_native::decode_activation(mem.base, mem.bytes, u32_arg(info, 1, "argsPtr"), kBackward, &call);
+  if (!error.empty()) throw Napi::RangeError::New(info.Env(), "native gelu: " + error);
+  (kBackward ? k->gelu_backward : k->gelu_forward)(call, part, parts);
+  return info.Env().Undefined();
+}
+
+/* One part of a LayerNorm (kLayer) or RMSNorm forward, or of the backward's rows pass (csrc/norm.c's blocks at argsPtr). */
+template <bool kBackward, bool kLayer>
+Napi::Value Norm(const Napi::CallbackInfo& info) {
+  const auto* k = static_cast<const IsaKernels*>(info.Data());
+  const Memory mem = memory_of(info[0]);
+  int part, parts;
+  part_args(info, &part, &parts);
+  kiln_native::NormCall call;
+  const std::string error = kiln_native::decode_norm(mem.base, mem.bytes, u32_arg(info, 1, "argsPtr"), kBackward, kLayer, &call);
+  if (!error.empty()) throw Napi::RangeError::New(info.Env(), std::string(kLayer ? "native layerNorm: " : "native rmsNorm: ") + error);
+  (kBackward ? k->norm_backward : k->norm_forward)(call, part, parts);
+  return info.Env().Undefined();
+}
+
 /* CeilingArgs of csrc/ceiling.c: int32 iterations, then the byte offset of one f32 per part. */
 Napi::Value Ceiling(const Napi::CallbackInfo& info) {
   const auto* k = static_cast<const IsaKernels*>(info.Data());
@@ -137,6 +188,14 @@ Napi::Value Kernels(const Napi::CallbackInfo& info) {
   o.Set("ceilingFlopsPerIteration", Napi::Number::New(env, (double)k->ceiling_flops_per_iteration));
   o.Set("matmul", Napi::Function::New(env, Matmul, "matmul", data));
   o.Set("ceiling", Napi::Function::New(env, Ceiling, "ceiling", data));
+  o.Set("attentionForward", Napi::Function::New(env, Attention<false>, "attentionForward", data));
+  o.Set("attentionBackward", Napi::Function::New(env, Attention<true>, "attentionBackward", data));
+  o.Set("geluForward", Napi::Function::New(env, Gelu<false>, "geluForward", data));
+  o.Set("geluBackward", Napi::Function::New(env, Gelu<true>, "geluBackward", data));
+  o.Set("layerNormForward", Napi::Function::New(env, Norm<false, true>, "layerNormForward", data));
+  o.Set("layerNormBackward", Napi::Function::New(env, Norm<true, true>, "layerNormBackward", data));
+  o.Set("rmsNormForward", Napi::Function::New(env, Norm<false, false>, "rmsNormForward", data));
+  o.Set("rmsNormBackward", Napi::Function::New(env, Norm<true, false>, "rmsNormBackward", data));
   o.Set("widen", Napi::Function::New(env, Convert<true>, "widen", data));
   o.Set("narrow", Napi::Function::New(env, Convert<false>, "narrow", data));
   return o;

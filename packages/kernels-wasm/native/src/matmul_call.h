@@ -17,6 +17,10 @@
 
 #include <stdint.h>
 
+#include "activation_call.h"
+#include "attention_call.h"
+#include "norm_call.h"
+
 namespace kiln_native {
 
 // Storage dtype codes, as csrc/kiln_storage.h and src/storage-dtype.ts number them.
@@ -54,6 +58,18 @@ struct IsaKernels {
   void (*narrow)(const float* in, uint16_t* out, int64_t n, int32_t dt);
   // Allocates the calling thread's buffers, so that its first call does not.
   void (*prepare_thread)();
+  // Attention forward / backward (nest_attention.h): every part draws work units from the
+  // call's counter until none is left; each unit's results have one writer and a fixed sum
+  // order, so the bits do not depend on the parts or the threads.
+  void (*attention_forward)(const AttentionCall& call, int part, int parts);
+  void (*attention_backward)(const AttentionCall& call, int part, int parts);
+  // GELU forward / backward (nest_activation.h): a fixed share of the elements per part.
+  void (*gelu_forward)(const ActivationCall& call, int part, int parts);
+  void (*gelu_backward)(const ActivationCall& call, int part, int parts);
+  // LayerNorm / RMSNorm forward (rows split among the parts) and the backward's rows pass
+  // (nest_norm.h: its partials drawn from the call's counter).
+  void (*norm_forward)(const NormCall& call, int part, int parts);
+  void (*norm_backward)(const NormCall& call, int part, int parts);
 };
 
 #if defined(__x86_64__) || defined(_M_X64)

@@ -32,6 +32,34 @@ struct Avx2 {
   static inline vec mul(vec a, vec b) { return _mm256_mul_ps(a, b); }
   static inline vec add(vec a, vec b) { return _mm256_add_ps(a, b); }
 
+  static inline vec sub(vec a, vec b) { return _mm256_sub_ps(a, b); }
+  /* max(a, b); a NaN in b is kept (the second operand wins when either is NaN). */
+  static inline vec max(vec a, vec b) { return _mm256_max_ps(a, b); }
+  static inline float hsum(vec v) {
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_add_ss(x, _mm_shuffle_ps(x, x, 1)));
+  }
+  static inline float hmax(vec v) {
+    __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_max_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_max_ss(x, _mm_shuffle_ps(x, x, 1)));
+  }
+  /* Lanes [from, to) of x, the others `fill`. */
+  static inline vec keep(vec x, int from, int to, vec fill) {
+    const __m256i m = _mm256_andnot_si256(first(from), first(to));
+    return _mm256_blendv_ps(fill, x, _mm256_castsi256_ps(m));
+  }
+  static inline vec min(vec a, vec b) { return _mm256_min_ps(a, b); }
+  static inline vec div(vec a, vec b) { return _mm256_div_ps(a, b); }
+  static inline vec round(vec x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  /* 2^n for whole n in [-127, 127] (2^-127 as 0). */
+  static inline vec pow2(vec n) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)); }
+  /* -|x| */
+  static inline vec neg_abs(vec x) { return _mm256_or_ps(x, _mm256_set1_ps(-0.0f)); }
+  /* a where x < 0, else b */
+  static inline vec where_negative(vec x, vec a, vec b) { return _mm256_blendv_ps(b, a, _mm256_cmp_ps(x, zero(), _CMP_LT_OQ)); }
+
   /* 8 values of dtype dt (bf16 or f16) at p, in f32. */
   static inline vec widen(const uint16_t* p, int dt) {
     const __m128i h = _mm_loadu_si128((const __m128i*)p);

@@ -36,6 +36,26 @@ struct Avx512 {
   static inline vec mul(vec a, vec b) { return _mm512_mul_ps(a, b); }
   static inline vec add(vec a, vec b) { return _mm512_add_ps(a, b); }
 
+  static inline vec sub(vec a, vec b) { return _mm512_sub_ps(a, b); }
+  /* max(a, b); a NaN in b is kept (the second operand wins when either is NaN). */
+  static inline vec max(vec a, vec b) { return _mm512_max_ps(a, b); }
+  static inline float hsum(vec v) { return _mm512_reduce_add_ps(v); }
+  static inline float hmax(vec v) { return _mm512_reduce_max_ps(v); }
+  /* Lanes [from, to) of x, the others `fill` (from and to may lie outside 0..16). */
+  static inline vec keep(vec x, int from, int to, vec fill) {
+    const int f = from < 0 ? 0 : from > 16 ? 16 : from, t = to < 0 ? 0 : to > 16 ? 16 : to;
+    return _mm512_mask_blend_ps((__mmask16)(first(t) & ~first(f)), fill, x);
+  }
+  static inline vec min(vec a, vec b) { return _mm512_min_ps(a, b); }
+  static inline vec div(vec a, vec b) { return _mm512_div_ps(a, b); }
+  static inline vec round(vec x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  /* 2^n for whole n in [-127, 127] (2^-127 as 0). */
+  static inline vec pow2(vec n) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23)); }
+  /* -|x| */
+  static inline vec neg_abs(vec x) { return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(x), _mm512_set1_epi32((int32_t)0x80000000u))); }
+  /* a where x < 0, else b */
+  static inline vec where_negative(vec x, vec a, vec b) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, zero(), _CMP_LT_OQ), b, a); }
+
   /* 16 values of dtype dt (bf16 or f16) at p, in f32. */
   static inline vec widen(const uint16_t* p, int dt) {
     const __m256i h = _mm256_loadu_si256((const __m256i*)p);

@@ -1,7 +1,10 @@
 import fs from "node:fs";
 import type { Backend } from "@kiln/contract";
 import { loadNativeAddon } from "../../src/native-addon-node.js";
+import { nativeActivationCalls } from "../../src/activation-dispatch.js";
+import { nativeAttentionCalls } from "../../src/attention-dispatch.js";
 import { nativeMatmulCalls } from "../../src/matmul-dispatch.js";
+import { nativeNormCalls } from "../../src/backend-norm.js";
 
 const buildInfo = new URL("../../build-native/build-info.json", import.meta.url);
 
@@ -41,16 +44,35 @@ export async function withEnv<T>(vars: Record<string, string | undefined>, make:
   }
 }
 
+const checked = <A>(run: (args: A) => void, calls: () => number, native: (args: A) => boolean, what: string) => (args: A) => {
+  const before = calls();
+  run(args);
+  const ran = calls() === before + 1;
+  if (ran !== native(args)) throw new Error(ran ? `this ${what} ran natively, but should not have` : `this ${what} did not run on the native kernels`);
+};
+
 /** `backend`, whose matmul throws unless each call ran on the native kernels. */
 export function nativeMatmulOnly(backend: Backend): Backend {
-  const matmul = backend.kernels.matmul;
+  return { ...backend, kernels: { ...backend.kernels, matmul: checked(backend.kernels.matmul, nativeMatmulCalls, () => true, "matmul") } };
+}
+
+/**
+ * `backend`, whose matmul, attention, GELU and norms throw unless each call ran on the native
+ * kernels (attention with `docStarts` must run on the WebAssembly kernel instead).
+ */
+export function nativeKernelsOnly(backend: Backend): Backend {
+  const k = nativeMatmulOnly(backend).kernels;
+  const noDocs = (args: { docStarts?: unknown }) => args.docStarts === undefined;
   const kernels = {
-    ...backend.kernels,
-    matmul: (args: Parameters<typeof matmul>[0]) => {
-      const before = nativeMatmulCalls();
-      matmul(args);
-      if (nativeMatmulCalls() !== before + 1) throw new Error("this matmul did not run on the native kernels");
-    },
+    ...k,
+    attentionForward: checked(k.attentionForward, nativeAttentionCalls, noDocs, "attentionForward"),
+    attentionBackward: checked(k.attentionBackward, nativeAttentionCalls, noDocs, "attentionBackward"),
+    geluForward: checked(k.geluForward, nativeActivationCalls, () => true, "geluForward"),
+    geluBackward: checked(k.geluBackward, nativeActivationCalls, () => true, "geluBackward"),
+    layerNormForward: checked(k.layerNormForward, nativeNormCalls, () => true, "layerNormForward"),
+    layerNormBackward: checked(k.layerNormBackward, nativeNormCalls, () => true, "layerNormBackward"),
+    rmsNormForward: checked(k.rmsNormForward, nativeNormCalls, () => true, "rmsNormForward"),
+    rmsNormBackward: checked(k.rmsNormBackward, nativeNormCalls, () => true, "rmsNormBackward"),
   };
   return { ...backend, kernels };
 }
