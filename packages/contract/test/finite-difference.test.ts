@@ -190,6 +190,18 @@ forwardKernel("ropeForward", () => {
   }
 });
 
+forwardKernel("dropout", () => {
+  it("dX (the same call on dOut) matches finite differences: the mask is fixed by the seed", () => {
+    const n = 37;
+    const rand = rng(71);
+    const x = uniform(rand, n);
+    const R = uniform(rand, n);
+    const args = { n, p: 0.3, seed: 4242 };
+    const loss = () => dotAt(call(oracle.dropout, args, { x, out: new Float64Array(n) }).out, R);
+    expectGradient("dX", x, call(oracle.dropout, args, { x: R, out: new Float64Array(n) }).out, loss);
+  });
+});
+
 forwardKernel("attentionForward", () => {
   interface AttnCase {
     name: string;

@@ -36,6 +36,16 @@ kernel("attentionForward", () => {
     expectClose(arr(v.lse), [0.3, -2 + Math.log(2), 5 + Math.log(2), 1 + Math.log(2)]);
   });
 
+  it("averages the visible values of each document alone in a packed row (docStarts)", () => {
+    // Documents [0, 2) and [2, 5): the third query starts its own running mean.
+    const v = callOracle(
+      oracle.attentionForward,
+      { batch: 1, seqLen: 5, heads: 1, kvHeads: 1, headDim: 1 },
+      { q: [0.3, -2, 5, 1, 2], k: [1, 1, 1, 1, 1], v: [3, 6, 12, 2, 4], out: [0, 0, 0, 0, 0], lse: [0, 0, 0, 0, 0], docStarts: [0, 0, 2, 2, 2] },
+    );
+    expectClose(arr(v.out), [3, 4.5, 12, 7, 6]);
+  });
+
   it("is the causal mask when the window reaches the whole sequence or beyond", () => {
     const args = { q: [0.3, -2, 5], k: [1, 1, 1], v: [3, 6, 12], out: [0, 0, 0], lse: [0, 0, 0] };
     for (const window of [3, 40]) {

@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { KernelArgumentError } from "../src/errors.js";
 import { ropeInvFreq } from "../src/kernels/rope.js";
+import { dropoutMix } from "../src/kernels/dropout.js";
 import { oracle } from "../src/oracle/index.js";
 import { arr, callOracle, expectClose } from "./support/call-oracle.js";
 import { kernel } from "./support/hand-kernel.js";
@@ -16,7 +17,7 @@ it("every oracle kernel has hand-computed cases in the oracle-hand test files", 
   const files = fs.readdirSync(dir).filter((f) => /^oracle-hand.*\.test\.ts$/.test(f));
   const covered = new Set(files.flatMap((f) => [...fs.readFileSync(path.join(dir, f), "utf8").matchAll(/^kernel\("(\w+)"/gm)].map((m) => m[1])));
   expect(Object.keys(oracle).filter((k) => !covered.has(k))).toEqual([]);
-  expect(Object.keys(oracle)).toHaveLength(43);
+  expect(Object.keys(oracle)).toHaveLength(44);
 });
 
 const S1 = 1 / (1 + Math.exp(-1)); // sigmoid(1)
@@ -309,6 +310,12 @@ kernel("ropeForward", () => {
     expectClose(arr(v.out).slice(4), [Math.cos(1), -Math.sin(0.01), Math.sin(1), Math.cos(0.01)], 1e-15);
   });
 
+  it("counts positions from each token's document start in a packed row (docStarts)", () => {
+    // Two tokens, the second starting a document of its own: both at position 0, so both unrotated.
+    const v = callOracle(oracle.ropeForward, { ...dims, seqLen: 2 }, { x: [1, 2, 3, 4, 1, 0, 0, 1], out: new Array(8).fill(0), docStarts: [0, 1] });
+    expectClose(arr(v.out), [1, 2, 3, 4, 1, 0, 0, 1], 1e-15);
+  });
+
   it("starts positions at posOffset and restarts them for every batch item", () => {
     const x = [1, 0, 0, 0];
     const v = callOracle(oracle.ropeForward, { ...dims, batch: 2, seqLen: 1, posOffset: 3 }, { x: [...x, ...x], out: new Array(8).fill(0) });
@@ -449,6 +456,20 @@ kernel("scale", () => {
   it("multiplies by alpha", () => {
     const v = callOracle(oracle.scale, { n: 3, alpha: -2 }, { x: [1, 2, 0.25], out: [0, 0, 0] });
     expect(arr(v.out)).toEqual([-2, -4, -0.5]);
+  });
+});
+
+kernel("dropout", () => {
+  it("keeps element i when mix(i ^ mix(seed)) >> 8 reaches ceil(p 2^24), scaling it by 1 / (1 - p)", () => {
+    // mix(7) and the four hashes (>> 8) computed apart: 5549290, 8708068, 10036714, 5053508 against 2^23.
+    const v = callOracle(oracle.dropout, { n: 4, p: 0.5, seed: 7 }, { x: [1, 2, 3, 4], out: [9, 9, 9, 9] });
+    expect(arr(v.out)).toEqual([0, 4, 6, 0]);
+    expect(dropoutMix(0)).toBe(0);
+    expect(dropoutMix(1)).toBe(0x688990c0);
+  });
+
+  it("copies x at p = 0", () => {
+    expect(arr(callOracle(oracle.dropout, { n: 3, p: 0, seed: 1 }, { x: [1, -2, 0.5], out: [0, 0, 0] }).out)).toEqual([1, -2, 0.5]);
   });
 });
 
