@@ -3,8 +3,9 @@
 // attention_tiles.h.
 //
 // Math, for query head h reading kv head g = h / (heads / kvHeads), W the window (seqLen
-// unless a sliding window is given):
-//   s[t,u] = scale * q[t]·k[u] for t - W < u <= t;  p = softmax_u(s);  out[t] = sum_u p[t,u] v[u]
+// unless a sliding window is given), F[t] = max(t - W + 1, docStarts[t]) query t's first
+// key (docStarts, packed rows of several documents: where t's document begins; 0 without):
+//   s[t,u] = scale * q[t]·k[u] for F[t] <= u <= t;  p = softmax_u(s);  out[t] = sum_u p[t,u] v[u]
 //   lse[t] = log sum_u exp(s[t,u])
 // Backward, with D[t] = dOut[t]·out[t] and p recomputed as exp(s - lse):
 //   dP = dOut v^T;  dS = p (dP - D);  dQ = scale dS k;  dK = scale dS^T q;  dV = p^T dOut
@@ -18,6 +19,7 @@
 //   k, dK:     row (b*T + u), columns [g*D, g*D + D),    rows kvRowStride apart
 //   v, dV:     row (b*T + u), columns [g*DV, g*DV + DV), rows vRowStride apart
 //   lse:       f32 (batch, heads, T)
+//   docStarts: i32 (batch, T), optional
 // Only those logical elements are read or written, so q/k/v (and dQ/dK/dV) may be
 // interleaved slices of one packed buffer. dQ, dK, dV are overwritten.
 //
@@ -33,11 +35,12 @@
 //       thread columns blk*32 + cg*4 + e.
 // Tile sizes and register accumulators are chosen at launch from max(D, DV) (buckets
 // 32, 64, 128, 256); nothing of size T x T exists beyond one tile. Tiles above the
-// causal diagonal are skipped, and so are tiles wholly before a sliding window (query t
-// sees keys t - W < u <= t: attention_tiles.h's window helpers): a query tile starting
-// at q0 starts at key tile floor(max(0, q0 - W + 1) / BK), a key tile ending at key u
-// stops at the query tile holding u + W - 1; pairs before the window inside edge tiles
-// are masked as the diagonal's are.
+// causal diagonal are skipped, and so are tiles wholly before the rows' first keys
+// (attention_tiles.h's first_key, which never decreases along a row): a query tile
+// starting at q0 starts at key tile floor(F[q0] / BK), a key tile ending at key u stops
+// at the query tile holding u + W - 1, or before the first query tile whose first row's
+// F passes u; pairs before a row's first key inside edge tiles are masked as the
+// diagonal's are.
 //
 // Kernels:
 //   forward:  one block per (query tile, head, batch), online softmax over kv tiles;
@@ -62,7 +65,8 @@ template <typename T, int DMAX, int RM, int NW, int BK>
 __global__ void __launch_bounds__(NW * 32, 1)
     attention_forward_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ out,
                              float* __restrict__ lse, int batch, int seq, int heads, int kv_heads, int d, int dv,
-                             int64_t q_stride, int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale, int window) {
+                             int64_t q_stride, int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale, int window,
+                             const int* __restrict__ doc_starts) {
   constexpr int RW = 4 * RM, BQ = NW * RW, NB = DMAX / 32, NC = BK / 8, PS = BK + 4;
   // Every tile has the row pitch and zero padding of the wider head size; each product
   // runs the depth (dp4) or column blocks (nblk) of its own: gm for q/k, gv for v/dO.
@@ -81,23 +85,27 @@ __global__ void __launch_bounds__(NW * 32, 1)
   const QueryTile tile = query_tile(seq, batch, heads, kv_heads, BQ);
   const int h = tile.head, b = tile.batch, g = tile.kv_head, q0 = tile.row0, nq = tile.rows;
   const int64_t tok0 = tile.tok0;
+  const int* docs = doc_row(doc_starts, tok0);
 
   load_tile<T, NW>(qs, ds, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, BQ, nq, d, gw.dw, scale * kLog2e);
   const T* kb = k + tok0 * kv_stride + int64_t{g} * d;
   const T* vb = v + tok0 * v_stride + int64_t{g} * dv;
 
   float o[RM][NB * 4], m[RM], l[RM];
+  int fk[RM];  // the rows' first keys
 #pragma unroll
   for (int i = 0; i < RM; i++) {
     m[i] = neg_inf();
     l[i] = 0.0f;
+    fk[i] = first_key(docs, q0 + row0 + i, seq, window);
 #pragma unroll
     for (int c = 0; c < NB * 4; c++) o[i][c] = 0.0f;
   }
 
   const int n_kt = (q0 + nq - 1) / BK + 1;
   const int wfirst = q0 + warp * RW, wlast = wfirst + RW - 1;  // this warp's query rows
-  for (int kt = first_key_tile(q0, window, BK); kt < n_kt; kt++) {
+  const int wkey = first_key(docs, wfirst, seq, window);        // the lowest first key of the warp's rows
+  for (int kt = first_key_tile(docs, q0, seq, window, BK); kt < n_kt; kt++) {
     const int kv0 = kt * BK, nk = min(BK, seq - kv0);
     __syncthreads();  // the previous tile's K and V are no longer read
     load_tile<T, NW>(ks, ds, kb + int64_t{kv0} * kv_stride, kv_stride, BK, nk, d, gw.dw, 1.0f);
@@ -111,8 +119,8 @@ __global__ void __launch_bounds__(NW * 32, 1)
       for (int j = 0; j < NC; j++) s[i][j] = 0.0f;
     nt_product<RM, NC>(s, qs + row0 * ds, ds, ks + cg * ds, ds, gm.dp4);
 
-    // Online softmax. A row may meet tiles with no key in its window before its first
-    // live key (m = -inf); its exponentials then take base 0 (p = 0, alpha = 0, never NaN).
+    // Online softmax. A row may meet tiles with no key it sees before its first live
+    // key (m = -inf); its exponentials then take base 0 (p = 0, alpha = 0, never NaN).
 #pragma unroll
     for (int i = 0; i < RM; i++) {
       const int t = q0 + row0 + i;
@@ -120,7 +128,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
 #pragma unroll
       for (int j = 0; j < NC; j++) {
         const int u = kv0 + j * 8 + cg;
-        if (u > t || u >= seq || before_window(t, u, window)) s[i][j] = neg_inf();
+        if (u > t || u >= seq || u < fk[i]) s[i][j] = neg_inf();
         mx = fmaxf(mx, s[i][j]);
       }
       mx = max8(mx);
@@ -140,8 +148,8 @@ __global__ void __launch_bounds__(NW * 32, 1)
       for (int c = 0; c < NB * 4; c++) o[i][c] *= alpha;
     }
     __syncwarp();
-    // Keys past the warp's last query, or before its first query's window, have p = 0: skip them.
-    const int k0 = min(max(wfirst - window + 1 - kv0, 0) & ~3, BK), depth = min(BK, (wlast - kv0 + 1 + 3) & ~3);
+    // Keys past the warp's last query, or before its first query's first key, have p = 0: skip them.
+    const int k0 = min(max(wkey - kv0, 0) & ~3, BK), depth = min(BK, (wlast - kv0 + 1 + 3) & ~3);
     if (k0 < depth) nn_product<RM, NB>(o, pw, PS, vs + cg * 4, ds, k0, depth, gv.nblk);
     __syncwarp();
   }
@@ -156,11 +164,11 @@ __global__ void __launch_bounds__(NW * 32, 1)
   }
 }
 
-// attentionForward: q, k, v, out, lse | batch, seqLen, heads, kvHeads, headDim, vHeadDim, qRowStride, kvRowStride, vRowStride,
+// attentionForward: q, k, v, out, lse, docStarts | batch, seqLen, heads, kvHeads, headDim, vHeadDim, qRowStride, kvRowStride, vRowStride,
 //                   outRowStride, scale, dtype, window
 void launch_attention_forward(const KernelCall& c) {
   if (launch_attention_forward_tensor_cores(c)) return;
-  const Args a = read_args(c, 5);
+  const Args a = read_args(c, kForwardOperands);
   dispatch_float(a.dtype, "attentionForward", [&](auto tag) {
     using T = decltype(tag);
     dispatch_head_dim(a, "attentionForward", [&](auto dmax) {
@@ -173,7 +181,7 @@ void launch_attention_forward(const KernelCall& c) {
       const unsigned grid = ceil_div(a.seq, BQ) * static_cast<unsigned>(a.heads * a.batch);
       launch("attentionForward", kernel, dim3(grid), dim3(kWarps * 32), smem, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
              c.ptr<const T>(2), c.ptr<T>(3), c.ptr<float>(4), a.batch, a.seq, a.heads, a.kv_heads, a.d, a.dv, a.q_stride,
-             a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window);
+             a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window, a.doc_starts);
     });
   });
 }

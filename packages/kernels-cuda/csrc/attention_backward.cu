@@ -42,7 +42,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
     attention_dkdv_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                           const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dk, T* __restrict__ dv_out,
                           int batch, int seq, int heads, int kv_heads, int d, int dv, int64_t q_stride, int64_t kv_stride,
-                          int64_t v_stride, int64_t out_stride, float scale, int window) {
+                          int64_t v_stride, int64_t out_stride, float scale, int window, const int* __restrict__ doc_starts) {
   constexpr int RW = 4 * RM, BKV = NW * RW, NB = DMAX / 32, NC = BQ / 8, PS = BQ + 4;
   // Every tile has the row pitch and zero padding of the wider head size; each product
   // runs the depth (dp4) or column blocks (nblk) of its own: gm for q/k, gv for v/dO.
@@ -66,6 +66,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
   const KeyTile tile = key_tile(seq, batch, kv_heads, BKV);
   const int g = tile.kv_head, b = tile.batch, kv0 = tile.row0, nk = tile.rows, group = heads / kv_heads;
   const int64_t tok0 = tile.tok0;
+  const int* docs = doc_row(doc_starts, tok0);
 
   load_tile<T, NW>(ks, ds, k + (tok0 + kv0) * kv_stride + int64_t{g} * d, kv_stride, BKV, nk, d, gw.dw, 1.0f);
   load_tile<T, NW>(vs, ds, v + (tok0 + kv0) * v_stride + int64_t{g} * dv, v_stride, BKV, nk, dv, gw.dw, 1.0f);
@@ -77,7 +78,8 @@ __global__ void __launch_bounds__(NW * 32, 1)
     for (int c = 0; c < NB * 4; c++) ak[i][c] = av[i][c] = 0.0f;
 
   // Query tiles from the one holding the block's first key to the last one whose queries see its keys.
-  const int qt0 = kv0 / BQ, n_qt = min((seq + BQ - 1) / BQ, qt0 + window_query_tiles(BKV, window, BQ));
+  const int qt0 = kv0 / BQ;
+  const int n_qt = qt0 + key_block_query_tiles(docs, kv0, BKV, seq, window, BQ);
   const int wfirst = kv0 + warp * RW;  // first key row of this warp
   for (int hh = 0; hh < group; hh++) {
     const int h = g * group + hh;
@@ -98,13 +100,16 @@ __global__ void __launch_bounds__(NW * 32, 1)
         for (int j = 0; j < NC; j++) st[i][j] = dpt[i][j] = 0.0f;
       nt_product<RM, NC>(st, ks + row0 * ds, ds, qs + cg * ds, ds, gm.dp4);
       nt_product<RM, NC>(dpt, vs + row0 * ds, ds, dos + cg * ds, ds, gv.dp4);
+      int fq[NC];  // the first keys of this thread's query columns
+#pragma unroll
+      for (int j = 0; j < NC; j++) fq[j] = first_key(docs, q0 + j * 8 + cg, seq, window);
 #pragma unroll
       for (int i = 0; i < RM; i++) {
         const int u = kv0 + row0 + i;
 #pragma unroll
         for (int j = 0; j < NC; j++) {
           const int tl = j * 8 + cg, t = q0 + tl;
-          const float p = (t >= u && t < seq && u < seq && !before_window(t, u, window)) ? exp2f(st[i][j] * kLog2e - ls[tl]) : 0.0f;
+          const float p = (t >= u && t < seq && u < seq && u >= fq[j]) ? exp2f(st[i][j] * kLog2e - ls[tl]) : 0.0f;
           ptw[i * PS + tl] = p;
           dstw[i * PS + tl] = p * (dpt[i][j] - dl[tl]);
         }
@@ -138,7 +143,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
     attention_dq_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                         const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dq, int batch, int seq,
                         int heads, int kv_heads, int d, int dv, int64_t q_stride, int64_t kv_stride, int64_t v_stride,
-                        int64_t out_stride, float scale, int window) {
+                        int64_t out_stride, float scale, int window, const int* __restrict__ doc_starts) {
   constexpr int RW = 4 * RM, BQ = NW * RW, NB = DMAX / 32, NC = BK / 8, PS = BK + 4;
   // Every tile has the row pitch and zero padding of the wider head size; each product
   // runs the depth (dp4) or column blocks (nblk) of its own: gm for q/k, gv for v/dO.
@@ -159,6 +164,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
   const int h = tile.head, b = tile.batch, g = tile.kv_head, q0 = tile.row0, nq = tile.rows;
   const int64_t tok0 = tile.tok0;
   const int64_t lrow = (int64_t{b} * heads + h) * seq;
+  const int* docs = doc_row(doc_starts, tok0);
 
   load_tile<T, NW>(qs, ds, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, BQ, nq, d, gw.dw, scale * kLog2e);
   load_tile<T, NW>(dos, ds, dout + (tok0 + q0) * out_stride + int64_t{h} * dv, out_stride, BQ, nq, dv, gw.dw, 1.0f);
@@ -166,9 +172,11 @@ __global__ void __launch_bounds__(NW * 32, 1)
   const T* vb = v + tok0 * v_stride + int64_t{g} * dv;
 
   float lr[RM], dr[RM], acc[RM][NB * 4];
+  int fk[RM];  // the rows' first keys
 #pragma unroll
   for (int i = 0; i < RM; i++) {
     const int t = q0 + row0 + i;
+    fk[i] = first_key(docs, t, seq, window);
     lr[i] = t < seq ? lse[lrow + t] * kLog2e : 0.0f;
     dr[i] = t < seq ? dvec[lrow + t] : 0.0f;
 #pragma unroll
@@ -177,7 +185,8 @@ __global__ void __launch_bounds__(NW * 32, 1)
 
   const int n_kt = (q0 + nq - 1) / BK + 1;
   const int wfirst = q0 + warp * RW, wlast = wfirst + RW - 1;  // this warp's query rows
-  for (int kt = first_key_tile(q0, window, BK); kt < n_kt; kt++) {
+  const int wkey = first_key(docs, wfirst, seq, window);        // the lowest first key of the warp's rows
+  for (int kt = first_key_tile(docs, q0, seq, window, BK); kt < n_kt; kt++) {
     const int kv0 = kt * BK, nk = min(BK, seq - kv0);
     __syncthreads();
     load_tile<T, NW>(ks, ds, kb + int64_t{kv0} * kv_stride, kv_stride, BK, nk, d, gw.dw, 1.0f);
@@ -197,13 +206,13 @@ __global__ void __launch_bounds__(NW * 32, 1)
 #pragma unroll
       for (int j = 0; j < NC; j++) {
         const int u = kv0 + j * 8 + cg;
-        const float p = (u <= t && t < seq && u < seq && !before_window(t, u, window)) ? exp2f(s[i][j] - lr[i]) : 0.0f;
+        const float p = (u <= t && t < seq && u < seq && u >= fk[i]) ? exp2f(s[i][j] - lr[i]) : 0.0f;
         dsw[i * PS + j * 8 + cg] = p * (dp[i][j] - dr[i]);
       }
     }
     __syncwarp();
-    // Keys past the warp's last query, or before its first query's window, have dS = 0.
-    const int k0 = min(max(wfirst - window + 1 - kv0, 0) & ~3, BK), depth = min(BK, (wlast - kv0 + 1 + 3) & ~3);
+    // Keys past the warp's last query, or before its first query's first key, have dS = 0.
+    const int k0 = min(max(wkey - kv0, 0) & ~3, BK), depth = min(BK, (wlast - kv0 + 1 + 3) & ~3);
     if (k0 < depth) nn_product<RM, NB>(acc, dsw, PS, ks + cg * 4, ds, k0, depth, gm.nblk);
     __syncwarp();
   }
@@ -215,10 +224,10 @@ __global__ void __launch_bounds__(NW * 32, 1)
   }
 }
 
-// attentionBackward: dOut, q, k, v, out, lse, dQ, dK, dV | batch, seqLen, heads, kvHeads, headDim, vHeadDim, qRowStride,
+// attentionBackward: dOut, q, k, v, out, lse, dQ, dK, dV, docStarts | batch, seqLen, heads, kvHeads, headDim, vHeadDim, qRowStride,
 //                    kvRowStride, vRowStride, outRowStride, scale, dtype, window
 void launch_attention_backward(const KernelCall& c) {
-  const Args a = read_args(c, 9);
+  const Args a = read_args(c, kBackwardOperands);
   const int64_t items = int64_t{a.batch} * a.seq * a.heads;
   // D, then (KILN_ATTENTION_DQ=stored-ds, where the mma.sync kernels take it) the dS the dK/dV pass stores for the dQ pass.
   float* dvec = static_cast<float*>(c.scratch(backward_scratch_bytes(c, a)));
@@ -248,7 +257,7 @@ void launch_attention_backward(const KernelCall& c) {
         const unsigned grid = ceil_div(a.seq, BKV) * static_cast<unsigned>(a.kv_heads * a.batch);
         launch("attentionBackward", kernel, dim3(grid), dim3(kWarps * 32), smem, c.stream, dout, q, k, v, lse,
                static_cast<const float*>(dvec), dk, dv, a.batch, a.seq, a.heads, a.kv_heads, a.d, a.dv, a.q_stride,
-               a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window);
+               a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window, a.doc_starts);
       }
       {
         constexpr int RM = Config<DMAX>::kQRM, BK = Config<DMAX>::kQBK, BQ = kWarps * 4 * RM;
@@ -258,7 +267,7 @@ void launch_attention_backward(const KernelCall& c) {
         const unsigned grid = ceil_div(a.seq, BQ) * static_cast<unsigned>(a.heads * a.batch);
         launch("attentionBackward", kernel, dim3(grid), dim3(kWarps * 32), smem, c.stream, dout, q, k, v, lse,
                static_cast<const float*>(dvec), dq, a.batch, a.seq, a.heads, a.kv_heads, a.d, a.dv, a.q_stride,
-               a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window);
+               a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window, a.doc_starts);
       }
     });
   });

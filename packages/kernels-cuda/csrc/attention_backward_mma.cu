@@ -20,9 +20,12 @@
 //   above (per query row), dQ_w += dS K.
 // Under a sliding window of W keys the dK/dV loop stops at the query tile holding the
 // block's last key + W - 1 and the dQ loop starts at the key tile holding the block's
-// first query - W + 1; pairs before a query's window are dead like those above the
-// diagonal. dK and dQ are scaled once at the end. Tiles are copied by cp.async when every
-// row allows 16-byte copies (VEC), else by plain loads. Every sum runs in a fixed order:
+// first query - W + 1; with docStarts, the dK/dV loop also stops before the first query
+// tile whose first row's first key (attention_tiles.h's first_key) is past the block's
+// last key, and the dQ loop starts at the key tile holding the block's first row's first
+// key. Pairs before a query's first key are dead like those above the diagonal. dK and
+// dQ are scaled once at the end. Tiles are copied by cp.async when every row allows
+// 16-byte copies (VEC), else by plain loads. Every sum runs in a fixed order:
 // deterministic.
 #include "attention_mma.h"
 
@@ -43,7 +46,7 @@ struct BmConfig {
   static constexpr int LD = DP + 8;
   static constexpr size_t own_bytes = size_t{kBmRows} * LD * 2;
   static constexpr size_t tile_bytes = size_t{kTile} * LD * 2;
-  static constexpr size_t stats_bytes = size_t{kTile} * 4 * 2;  // lse * log2(e), D
+  static constexpr size_t stats_bytes = size_t{kTile} * 4 * 3;  // lse * log2(e), D, the first keys (dK/dV with docStarts)
   static constexpr size_t buffer_bytes = 2 * tile_bytes + stats_bytes;
   static constexpr size_t total = 2 * own_bytes + 2 * buffer_bytes;
 };
@@ -67,18 +70,18 @@ struct OwnRows<T, DP, false> {
 };
 
 /**
- * Zeroes dS of a dQ tile where the key is after the row's query or before its window, or
+ * Zeroes dS of a dQ tile where the key is after the row's query or before its first key, or
  * either is past the sequence: this lane's rows t_lo (x[j][0], x[j][1]) and t_hi (x[j][2],
  * x[j][3]), keys kv0 + 8 j + 2 qd and the one after. Only tiles that reach such pairs need it.
  */
 template <int NS>
-__device__ __forceinline__ void zero_dead_dq_pairs(float (&x)[NS][4], int kv0, int qd, int t_lo, int t_hi, int seq, int window) {
+__device__ __forceinline__ void zero_dead_dq_pairs(float (&x)[NS][4], int kv0, int qd, int t_lo, int t_hi, int seq, int window, const int* docs) {
 #pragma unroll
   for (int j = 0; j < NS; j++) {
 #pragma unroll
     for (int e = 0; e < 4; e++) {
       const int key = kv0 + j * 8 + 2 * qd + (e & 1), t = e < 2 ? t_lo : t_hi;
-      if (!(key <= t && t < seq && key < seq) || before_window(t, key, window)) x[j][e] = 0.0f;
+      if (!(key <= t && t < seq && key < seq) || before_first_key(docs, t, key, seq, window)) x[j][e] = 0.0f;
     }
   }
 }
@@ -93,12 +96,14 @@ __device__ __forceinline__ void store_dq_rows(T* dq_head, int64_t q_stride, cons
   }
 }
 
-template <typename T, int DP, bool VEC, bool STORE_DS = false>
+// DOCS: the call has docStarts. A kernel of its own, so that without them the kernel keeps the
+// registers it had (DP 64 storing dS uses all of them).
+template <typename T, int DP, bool VEC, bool STORE_DS = false, bool DOCS = false>
 __global__ void __launch_bounds__(kMmaWarps * 32, 1)
     attention_dkdv_mma_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                               const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dk, T* __restrict__ dv_out,
                               T* __restrict__ ds_out, int batch, int seq, int heads, int kv_heads, int d, int dv, int64_t q_stride,
-                              int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale, int window) {
+                              int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale, int window, const int* __restrict__ doc_starts) {
 #if defined(KILN_ATTENTION_TC)
   using C = BmConfig<DP>;
   constexpr int kTile = C::kTile, NS = kTile / 8, LD = C::LD, TILE = kTile * LD;
@@ -111,13 +116,14 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
   const KeyTile tile = key_tile(seq, batch, kv_heads, kBmRows);
   const int gh = tile.kv_head, b = tile.batch, kv0 = tile.row0, nk = tile.rows, group = heads / kv_heads;
   const int64_t tok0 = tile.tok0;
+  const int* docs = DOCS ? doc_row(doc_starts, tok0) : nullptr;
   const float s_mul = scale * kLog2e;
   const int key_lo = kv0 + wrow + g, key_hi = key_lo + 8;  // this lane's two key rows
 
   // Every (query head, query tile) pair the block visits, in order: tiles from the one holding its first key
-  // to the last one holding a query whose window reaches its last key.
-  const int qt0 = kv0 / kTile, n_qt = (seq + kTile - 1) / kTile;
-  const int per_head = min(n_qt - qt0, window_query_tiles(kBmRows, window, kTile)), steps = group * per_head;
+  // to the last one holding a query whose first key is at or before its last key (the stored dS: the
+  // tiles the dQ pass reads, from its first row's first key on).
+  const int qt0 = kv0 / kTile, per_head = key_block_query_tiles(docs, kv0, kBmRows, seq, window, kTile), steps = group * per_head;
   auto copy_step = [&](int step) {
     const int h = gh * group + step / per_head, q0 = (qt0 + step % per_head) * kTile, nq = min(kTile, seq - q0);
     unsigned char* buf = buffer(step & 1);
@@ -127,6 +133,10 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
     const int64_t lrow = (int64_t{b} * heads + h) * seq + q0;
     float* stats = reinterpret_cast<float*>(buf + 2 * C::tile_bytes);
     load_row_stats<kMmaWarps * 32>(stats, stats + kTile, lse + lrow, dvec + lrow, kTile, nq);
+    if constexpr (DOCS) {
+      int* fks = reinterpret_cast<int*>(stats + 2 * kTile);
+      for (int r = threadIdx.x; r < kTile; r += kMmaWarps * 32) fks[r] = first_key(docs, q0 + r, seq, window);
+    }
   };
 
   copy_tile<T, DP, VEC>(ks, k + (tok0 + kv0) * kv_stride + int64_t{gh} * d, kv_stride, kBmRows, nk, d);
@@ -147,9 +157,10 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
     const T* dot = qt + TILE;
     const float* ls = reinterpret_cast<const float*>(buf + 2 * C::tile_bytes);
     const float* dl = ls + kTile;
-    // Else every query of the tile is before every key of this warp, or past every key's window (a
-    // warp storing dS goes on: the dQ pass reads every piece of the tiles the block visits).
-    if (q0 + kTile - 1 >= kv0 + wrow && (STORE_DS || !before_window(q0, kv0 + wrow + 15, window))) {
+    const int* fks = reinterpret_cast<const int*>(dl + kTile);  // DOCS: the tile's queries' first keys
+    // Else every query of the tile is before every key of this warp, or sees none of them (its first key
+    // is past them; a warp storing dS goes on: the dQ pass reads every piece of the tiles the block visits).
+    if (q0 + kTile - 1 >= kv0 + wrow && (STORE_DS || (DOCS ? fks[0] <= kv0 + wrow + 15 : !before_first_key(nullptr, q0, kv0 + wrow + 15, seq, window)))) {
       float st[NS][4], dpt[NS][4];
       kw.nt(st, qt, lane);
       vw.nt(dpt, dot, lane);
@@ -161,15 +172,19 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
 #pragma unroll
         for (int e = 0; e < 4; e++) p_and_ds(st[j][e], dpt[j][e], s_mul, e & 1 ? lse_pair.y : lse_pair.x, e & 1 ? d_pair.y : d_pair.x);
       }
-      // Pairs with the query before the key, past the key's window, or either past the sequence: only
-      // in tiles that reach them (the tile's last query past the window of the warp's first key).
-      if (q0 < kv0 + wrow + 15 || q0 + kTile > seq || kv0 + wrow + 16 > seq || before_window(q0 + kTile - 1, kv0 + wrow, window)) {
+      // Pairs with the query before the key, the key before the query's first key, or either past the
+      // sequence: only in tiles that reach them (the warp's first key before the tile's last query's first key).
+      if (q0 < kv0 + wrow + 15 || q0 + kTile > seq || kv0 + wrow + 16 > seq ||
+          (DOCS ? kv0 + wrow < fks[kTile - 1] : before_first_key(nullptr, q0 + kTile - 1, kv0 + wrow, seq, window))) {
 #pragma unroll
         for (int j = 0; j < NS; j++) {
+          int2 fk_pair = make_int2(0, 0);  // DOCS: the first keys of queries 8 j + 2 qd and the one after
+          if constexpr (DOCS) fk_pair = *reinterpret_cast<const int2*>(fks + j * 8 + 2 * qd);
 #pragma unroll
           for (int e = 0; e < 4; e++) {
             const int query = q0 + j * 8 + 2 * qd + (e & 1), key = e < 2 ? key_lo : key_hi;
-            if (!(query >= key && query < seq && key < seq) || before_window(query, key, window)) st[j][e] = dpt[j][e] = 0.0f;
+            const bool unseen = DOCS ? key < (e & 1 ? fk_pair.y : fk_pair.x) : before_first_key(nullptr, query, key, seq, window);
+            if (!(query >= key && query < seq && key < seq) || unseen) st[j][e] = dpt[j][e] = 0.0f;
           }
         }
       }
@@ -204,7 +219,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
   }
 #else
   (void)dout; (void)q; (void)k; (void)v; (void)lse; (void)dvec; (void)dk; (void)dv_out; (void)ds_out; (void)batch; (void)seq; (void)heads;
-  (void)kv_heads; (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale; (void)window;
+  (void)kv_heads; (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale; (void)window; (void)doc_starts;
 #endif
 }
 
@@ -213,7 +228,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
     attention_dq_mma_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                             const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dq, int batch, int seq,
                             int heads, int kv_heads, int d, int dv, int64_t q_stride, int64_t kv_stride, int64_t v_stride,
-                            int64_t out_stride, float scale, int window) {
+                            int64_t out_stride, float scale, int window, const int* __restrict__ doc_starts) {
 #if defined(KILN_ATTENTION_TC)
   using C = BmConfig<DP>;
   constexpr int kTile = C::kTile, NS = kTile / 8, LD = C::LD, TILE = kTile * LD;
@@ -226,6 +241,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
   const QueryTile tile = query_tile(seq, batch, heads, kv_heads, kBmRows);
   const int h = tile.head, b = tile.batch, q0 = tile.row0, nq = tile.rows;
   const int64_t tok0 = tile.tok0, lrow = (int64_t{b} * heads + h) * seq;
+  const int* docs = doc_row(doc_starts, tok0);
   const float s_mul = scale * kLog2e;
   const int t_lo = q0 + wrow + g, t_hi = t_lo + 8;  // this lane's two query rows
   const float ls_lo = t_lo < seq ? lse[lrow + t_lo] * kLog2e : 0.0f, ls_hi = t_hi < seq ? lse[lrow + t_hi] * kLog2e : 0.0f;
@@ -233,7 +249,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
   const T* kb = k + tok0 * kv_stride + int64_t{tile.kv_head} * d;
   const T* vb = v + tok0 * v_stride + int64_t{tile.kv_head} * dv;
 
-  const int kt0 = first_key_tile(q0, window, kTile), n_kt = (q0 + nq - 1) / kTile + 1;  // tiles before kt0: before every query's window
+  const int kt0 = first_key_tile(docs, q0, seq, window, kTile), n_kt = (q0 + nq - 1) / kTile + 1;  // tiles before kt0: before every query's first key
   auto copy_keys = [&](int kt) {
     const int kv0 = kt * kTile, nk = min(kTile, seq - kv0);
     T* buf = buffer(kt & 1);
@@ -255,8 +271,8 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
     tile_copies_visible<VEC, 1>();  // this step's tiles, not the next one's
     const T* ks = buffer(kt & 1);
     const T* vs = ks + TILE;
-    // Else every key of the tile is after every query of this warp, or before every query's window.
-    if (kv0 <= q0 + wrow + 15 && !before_window(q0 + wrow, kv0 + kTile - 1, window)) {
+    // Else every key of the tile is after every query of this warp, or before every query's first key.
+    if (kv0 <= q0 + wrow + 15 && !before_first_key(docs, q0 + wrow, kv0 + kTile - 1, seq, window)) {
       float s[NS][4], dp[NS][4];
       qw.nt(s, ks, lane);
       dw.nt(dp, vs, lane);
@@ -266,10 +282,10 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
 #pragma unroll
         for (int e = 0; e < 4; e++) p_and_ds(s[j][e], dp[j][e], s_mul, e < 2 ? ls_lo : ls_hi, e < 2 ? dl_lo : dl_hi);
       }
-      // Pairs with the key after the query or before its window, or either past the sequence: only in tiles
+      // Pairs with the key after the query or before its first key, or either past the sequence: only in tiles
       // that reach them (P is not read again).
-      if (kv0 + kTile - 1 > q0 + wrow || kv0 + kTile > seq || q0 + wrow + 16 > seq || before_window(q0 + wrow + 15, kv0, window))
-        zero_dead_dq_pairs(dp, kv0, qd, t_lo, t_hi, seq, window);
+      if (kv0 + kTile - 1 > q0 + wrow || kv0 + kTile > seq || q0 + wrow + 16 > seq || before_first_key(docs, q0 + wrow + 15, kv0, seq, window))
+        zero_dead_dq_pairs(dp, kv0, qd, t_lo, t_hi, seq, window, docs);
       warp_mma_nn<T, DP, NS>(aq, dp, ks, lane);
     }
     __syncthreads();  // this buffer is free for tile kt + 2
@@ -277,7 +293,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
   store_dq_rows<T, DP>(dq + tok0 * q_stride + int64_t{h} * d, q_stride, aq, t_lo, t_hi, qd, seq, d, scale);
 #else
   (void)dout; (void)q; (void)k; (void)v; (void)lse; (void)dvec; (void)dq; (void)batch; (void)seq; (void)heads; (void)kv_heads;
-  (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale; (void)window;
+  (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale; (void)window; (void)doc_starts;
 #endif
 }
 
@@ -292,7 +308,8 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
 template <typename T, bool VEC>
 __global__ void __launch_bounds__(kMmaWarps * 32, 1)
     attention_dq_from_ds_mma_kernel(const T* __restrict__ k, const T* __restrict__ ds, T* __restrict__ dq, int batch, int seq, int heads,
-                                    int kv_heads, int d, int64_t q_stride, int64_t kv_stride, float scale, int window) {
+                                    int kv_heads, int d, int64_t q_stride, int64_t kv_stride, float scale, int window,
+                                    const int* __restrict__ doc_starts) {
 #if defined(KILN_ATTENTION_TC)
   constexpr int DP = 64, kTile = kStoredDsTile, NS = kTile / 8, LD = DP + 8, TILE = kTile * LD;
   KILN_DYNAMIC_SHARED(T, kbuf);  // two K tiles
@@ -300,10 +317,11 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
   const QueryTile tile = query_tile(seq, batch, heads, kv_heads, kBmRows);
   const int h = tile.head, b = tile.batch, q0 = tile.row0, nq = tile.rows;
   const int64_t tok0 = tile.tok0;
+  const int* docs = doc_row(doc_starts, tok0);
   const int t_lo = q0 + wrow + g, t_hi = t_lo + 8;  // this lane's two query rows
   const T* kb = k + tok0 * kv_stride + int64_t{tile.kv_head} * d;
   // The key tiles of query tile q0 / kTile's row of the stored dS, which lie one after another from row_ds.
-  const int kt0 = first_key_tile(q0, window, kTile), n_kt = (q0 + nq - 1) / kTile + 1;
+  const int kt0 = first_key_tile(docs, q0, seq, window, kTile), n_kt = (q0 + nq - 1) / kTile + 1;
   const T* row_ds = ds + stored_ds_offset(b, h, heads, seq, window, q0 / kTile, kt0);
   auto copy_keys = [&](int kt) {
     const int kv0 = kt * kTile;
@@ -319,13 +337,13 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
     const int kv0 = kt * kTile;
     if (kt + 1 < n_kt) copy_keys(kt + 1);  // into the buffer last read in iteration kt - 1
     tile_copies_visible<VEC, 1>();
-    // Else every key of the tile is after every query of this warp (pieces before a warp's window are
+    // Else every key of the tile is after every query of this warp (pieces before a warp's first keys are
     // zeros and multiplied as they are: a test for them would cost the kernel registers).
     if (kv0 <= q0 + wrow + 15) {
       const T* tile_ds = row_ds + int64_t{kt - kt0} * (kTile * kTile);
       // Each 16 keys' piece, one 16-byte load a lane, its four 8 x 8 blocks of dS^T transposed: the
       // A fragment of dS for those keys (rows g, g + 8; keys 2 qd.., 8 + 2 qd..). Dead pairs (a key
-      // after its query or before its window, either past the sequence) hold zeros, as the dK/dV pass
+      // after its query or before its first key, either past the sequence) hold zeros, as the dK/dV pass
       // wrote them.
       uint32_t dsf[NS / 2][4];
 #pragma unroll
@@ -343,7 +361,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
   store_dq_rows<T, DP>(dq + tok0 * q_stride + int64_t{h} * d, q_stride, aq, t_lo, t_hi, qd, seq, d, scale);
 #else
   (void)k; (void)ds; (void)dq; (void)batch; (void)seq; (void)heads; (void)kv_heads; (void)d; (void)q_stride; (void)kv_stride; (void)scale;
-  (void)window;
+  (void)window; (void)doc_starts;
 #endif
 }
 
@@ -352,24 +370,25 @@ void launch_backward_mma(const KernelCall& c, const Args& a, const float* dvec) 
   constexpr size_t smem = BmConfig<DP>::total;
   // KILN_ATTENTION_DQ=stored-ds: the dK/dV pass also stores dS (after D in the backward's scratch) and the dQ pass multiplies it by K.
   bool stored = false;
-  auto dkdv = attention_dkdv_mma_kernel<T, DP, VEC>;
+  const bool docs = a.doc_starts != nullptr;
+  auto dkdv = docs ? attention_dkdv_mma_kernel<T, DP, VEC, false, true> : attention_dkdv_mma_kernel<T, DP, VEC>;
   if constexpr (DP == kStoredDsTile) {
     stored = stored_ds_wanted(c, a);
-    if (stored) dkdv = attention_dkdv_mma_kernel<T, DP, VEC, true>;
+    if (stored) dkdv = docs ? attention_dkdv_mma_kernel<T, DP, VEC, true, true> : attention_dkdv_mma_kernel<T, DP, VEC, true>;
   }
   T* ds = stored ? stored_ds_of<T>(dvec, a) : nullptr;
   const unsigned kv_grid = ceil_div(a.seq, kBmRows) * static_cast<unsigned>(a.kv_heads * a.batch);
   allow_shared(dkdv, smem);
   launch("attentionBackward", dkdv, dim3(kv_grid), dim3(kMmaWarps * 32), smem, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
          c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(7), c.ptr<T>(8), ds, a.batch, a.seq, a.heads,
-         a.kv_heads, a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window);
+         a.kv_heads, a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window, a.doc_starts);
   const unsigned q_grid = ceil_div(a.seq, kBmRows) * static_cast<unsigned>(a.heads * a.batch);
   if constexpr (DP == kStoredDsTile) {
     if (stored) {
       constexpr size_t dq_smem = size_t{2} * kStoredDsTile * (DP + 8) * sizeof(T);  // two K tiles
       launch("attentionBackward", attention_dq_from_ds_mma_kernel<T, VEC>, dim3(q_grid), dim3(kMmaWarps * 32), dq_smem, c.stream,
              c.ptr<const T>(2), static_cast<const T*>(ds), c.ptr<T>(6), a.batch, a.seq, a.heads, a.kv_heads, a.d, a.q_stride, a.kv_stride, a.scale,
-             a.window);
+             a.window, a.doc_starts);
       return;
     }
   }
@@ -377,7 +396,7 @@ void launch_backward_mma(const KernelCall& c, const Args& a, const float* dvec) 
   allow_shared(dqk, smem);
   launch("attentionBackward", dqk, dim3(q_grid), dim3(kMmaWarps * 32), smem, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
          c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(6), a.batch, a.seq, a.heads, a.kv_heads, a.d,
-         a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window);
+         a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window, a.doc_starts);
 }
 
 template <typename T, int DP>
@@ -397,7 +416,7 @@ void launch_backward_mma(const KernelCall& c, const Args& a, const float* dvec) 
 }  // namespace
 
 bool launch_attention_backward_mma(const KernelCall& c, const float* dvec) {
-  const Args a = read_args(c, 9);
+  const Args a = read_args(c, kBackwardOperands);
   if (c.wmma_attention || !attention_tc_allowed(c, a.dtype, a.d_max())) return false;
   if (a.dtype == kBF16) launch_backward_mma<__nv_bfloat16>(c, a, dvec);
   else launch_backward_mma<__half>(c, a, dvec);

@@ -69,13 +69,13 @@ struct BwShared {
  */
 template <typename T, typename Pos>
 __device__ __forceinline__ void p_and_ds(const float* s, const float* dp, T* p_out, T* ds_out, int row, int half, float s_mul,
-                                         const float* lse_log2, const float* dvec, int seq, int window, Pos pos) {
+                                         const float* lse_log2, const float* dvec, int seq, int window, const int* docs, Pos pos) {
   constexpr int LS = kBwTile + 4, LP = kBwTile + 8;
 #pragma unroll
   for (int c = half * 16; c < half * 16 + 16; c++) {
     int key, query, vi;  // vi: index of the query's lse and D
     pos(row, c, key, query, vi);
-    const bool live = query >= key && query < seq && key < seq && !before_window(query, key, window);
+    const bool live = query >= key && query < seq && key < seq && !before_first_key(docs, query, key, seq, window);
     const float p = live ? exp2f(s[row * LS + c] * s_mul - lse_log2[vi]) : 0.0f;
     p_out[row * LP + c] = from_f32<T>(p);
     ds_out[row * LP + c] = from_f32<T>(p * (dp[row * LS + c] - dvec[vi]));
@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
     attention_dkdv_tc_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                              const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dk, T* __restrict__ dv_out,
                              int batch, int seq, int heads, int kv_heads, int d, int dv, int64_t q_stride, int64_t kv_stride,
-                             int64_t v_stride, int64_t out_stride, float scale, int window) {
+                             int64_t v_stride, int64_t out_stride, float scale, int window, const int* __restrict__ doc_starts) {
 #if defined(KILN_ATTENTION_TC)
   using namespace nvcuda;
   using L = BwLayout<DP>;
@@ -101,6 +101,7 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
   const KeyTile tile = key_tile(seq, batch, kv_heads, kBwRows);
   const int g = tile.kv_head, b = tile.batch, kv0 = tile.row0, nk = tile.rows, group = heads / kv_heads;
   const int64_t tok0 = tile.tok0;
+  const int* docs = doc_row(doc_starts, tok0);
   const float s_mul = scale * kLog2e;
 
   load_tile_t<T, DP>(ks, L::LQ, k + (tok0 + kv0) * kv_stride + int64_t{g} * d, kv_stride, kBwRows, nk, d);
@@ -114,7 +115,7 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
   }
 
   // Query tiles from the one holding the block's first key to the last one whose queries see its keys.
-  const int qt0 = kv0 / kBwTile, n_qt = min((seq + kBwTile - 1) / kBwTile, qt0 + window_query_tiles(kBwRows, window, kBwTile));
+  const int qt0 = kv0 / kBwTile, n_qt = qt0 + key_block_query_tiles(docs, kv0, kBwRows, seq, window, kBwTile);
   for (int hh = 0; hh < group; hh++) {
     const int h = g * group + hh;
     const int64_t lrow = (int64_t{b} * heads + h) * seq;
@@ -125,8 +126,8 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
       load_tile_t<T, DP>(dos, L::LQ, dout + (tok0 + q0) * out_stride + int64_t{h} * dv, out_stride, kBwTile, nq, dv);
       load_row_stats<kTcWarps * 32>(ls, dl, lse + lrow + q0, dvec + lrow + q0, kBwTile, nq);
       __syncthreads();
-      // Every query of the tile is before every key of this warp, or past every key's window.
-      if (q0 + kBwTile - 1 < kv0 + wrow || before_window(q0, kv0 + wrow + 15, window)) continue;
+      // Every query of the tile is before every key of this warp, or sees none of them (its first key is past them).
+      if (q0 + kBwTile - 1 < kv0 + wrow || before_first_key(docs, q0, kv0 + wrow + 15, seq, window)) continue;
 
       float* sw = sh.s + wrow * L::LS;
       float* dpw = sh.dp + wrow * L::LS;
@@ -135,7 +136,7 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
       warp_product_nt<T, DP, kBwTile>(sw, L::LS, ks + wrow * L::LQ, L::LQ, qs, L::LQ);
       warp_product_nt<T, DP, kBwTile>(dpw, L::LS, vs + wrow * L::LQ, L::LQ, dos, L::LQ);
       __syncwarp();
-      p_and_ds<T>(sw, dpw, pw, dsw, r, half, s_mul, ls, dl, seq, window, [&](int row, int col, int& key, int& query, int& vi) {
+      p_and_ds<T>(sw, dpw, pw, dsw, r, half, s_mul, ls, dl, seq, window, docs, [&](int row, int col, int& key, int& query, int& vi) {
         key = kv0 + wrow + row;
         query = q0 + col;
         vi = col;
@@ -154,7 +155,7 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
   warp_store_rows<T, DP / 16>(dv_out + tok * v_stride + int64_t{g} * dv, v_stride, valid, dv, av, stage, 1.0f);
 #else
   (void)dout; (void)q; (void)k; (void)v; (void)lse; (void)dvec; (void)dk; (void)dv_out; (void)batch; (void)seq; (void)heads;
-  (void)kv_heads; (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale; (void)window;
+  (void)kv_heads; (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale; (void)window; (void)doc_starts;
 #endif
 }
 
@@ -163,7 +164,7 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
     attention_dq_tc_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                            const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dq, int batch, int seq,
                            int heads, int kv_heads, int d, int dv, int64_t q_stride, int64_t kv_stride, int64_t v_stride,
-                           int64_t out_stride, float scale, int window) {
+                           int64_t out_stride, float scale, int window, const int* __restrict__ doc_starts) {
 #if defined(KILN_ATTENTION_TC)
   using namespace nvcuda;
   using L = BwLayout<DP>;
@@ -176,6 +177,7 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
   const QueryTile tile = query_tile(seq, batch, heads, kv_heads, kBwRows);
   const int h = tile.head, b = tile.batch, g = tile.kv_head, q0 = tile.row0, nq = tile.rows;
   const int64_t tok0 = tile.tok0, lrow = (int64_t{b} * heads + h) * seq;
+  const int* docs = doc_row(doc_starts, tok0);
   const float s_mul = scale * kLog2e;
 
   load_tile_t<T, DP>(qs, L::LQ, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, kBwRows, nq, d);
@@ -189,14 +191,14 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
   for (int j = 0; j < DP / 16; j++) wmma::fill_fragment(aq[j], 0.0f);
 
   const int n_kt = (q0 + nq - 1) / kBwTile + 1;
-  for (int kt = first_key_tile(q0, window, kBwTile); kt < n_kt; kt++) {
+  for (int kt = first_key_tile(docs, q0, seq, window, kBwTile); kt < n_kt; kt++) {
     const int kv0 = kt * kBwTile, nk = min(kBwTile, seq - kv0);
     __syncthreads();  // the previous key tile is no longer read (and the block's rows are in place)
     load_tile_t<T, DP>(ks, L::LQ, kb + int64_t{kv0} * kv_stride, kv_stride, kBwTile, nk, d);
     load_tile_t<T, DP>(vs, L::LQ, vb + int64_t{kv0} * v_stride, v_stride, kBwTile, nk, dv);
     __syncthreads();
-    // Every key of the tile is after every query of this warp, or before every query's window.
-    if (kv0 > q0 + wrow + 15 || before_window(q0 + wrow, kv0 + kBwTile - 1, window)) continue;
+    // Every key of the tile is after every query of this warp, or before every query's first key.
+    if (kv0 > q0 + wrow + 15 || before_first_key(docs, q0 + wrow, kv0 + kBwTile - 1, seq, window)) continue;
 
     float* sw = sh.s + wrow * L::LS;
     float* dpw = sh.dp + wrow * L::LS;
@@ -205,7 +207,7 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
     warp_product_nt<T, DP, kBwTile>(sw, L::LS, qs + wrow * L::LQ, L::LQ, ks, L::LQ);
     warp_product_nt<T, DP, kBwTile>(dpw, L::LS, dos + wrow * L::LQ, L::LQ, vs, L::LQ);
     __syncwarp();
-    p_and_ds<T>(sw, dpw, pw, dsw, r, half, s_mul, ls + wrow, dl + wrow, seq, window, [&](int row, int col, int& key, int& query, int& vi) {
+    p_and_ds<T>(sw, dpw, pw, dsw, r, half, s_mul, ls + wrow, dl + wrow, seq, window, docs, [&](int row, int col, int& key, int& query, int& vi) {
       key = kv0 + col;
       query = q0 + wrow + row;
       vi = row;
@@ -220,7 +222,7 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
   warp_store_rows<T, DP / 16>(dq + off, q_stride, valid, d, aq, sh.stage + wrow * (DP + 4), scale);
 #else
   (void)dout; (void)q; (void)k; (void)v; (void)lse; (void)dvec; (void)dq; (void)batch; (void)seq; (void)heads; (void)kv_heads;
-  (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale; (void)window;
+  (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale; (void)window; (void)doc_starts;
 #endif
 }
 
@@ -232,20 +234,20 @@ void launch_backward_tc(const KernelCall& c, const Args& a, const float* dvec) {
   allow_shared(dkdv, L::total);
   launch("attentionBackward", dkdv, dim3(kv_grid), dim3(kTcWarps * 32), L::total, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
          c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(7), c.ptr<T>(8), a.batch, a.seq, a.heads, a.kv_heads,
-         a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window);
+         a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window, a.doc_starts);
   const unsigned q_grid = ceil_div(a.seq, kBwRows) * static_cast<unsigned>(a.heads * a.batch);
   auto dqk = attention_dq_tc_kernel<T, DP>;
   allow_shared(dqk, L::total);
   launch("attentionBackward", dqk, dim3(q_grid), dim3(kTcWarps * 32), L::total, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
          c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(6), a.batch, a.seq, a.heads, a.kv_heads, a.d,
-         a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window);
+         a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window, a.doc_starts);
 }
 
 }  // namespace
 
 bool launch_attention_backward_tensor_cores(const KernelCall& c, const float* dvec) {
   if (launch_attention_backward_wgmma(c, dvec) || launch_attention_backward_mma(c, dvec)) return true;
-  const Args a = read_args(c, 9);
+  const Args a = read_args(c, kBackwardOperands);
   // Up to 64: a warp's dK and dV fragments for 128 columns would not fit in registers.
   if (!attention_tc_allowed(c, a.dtype, a.d_max()) || a.d_max() > 64) return false;
   if (a.dtype == kBF16) launch_backward_tc<__nv_bfloat16, 64>(c, a, dvec);

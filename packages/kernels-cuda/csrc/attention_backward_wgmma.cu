@@ -22,9 +22,11 @@
 // dQ: a block owns 64 NWG queries of one (head, batch), warpgroup g queries 64 g ..; for
 //   every tile of 64 keys at or before them (K and V double buffered): S = Q_g K^T,
 //   dP = dO_g V^T, dS as above (per query row), dQ_g += dS K (K MN-major).
-// Under a sliding window the loops skip the tiles outside it as attention_backward_mma.cu's
-// do. dK and dQ are scaled once at the end. Every output element has one writer and every
-// sum runs in a fixed order: deterministic, the same for any block order.
+// Under a sliding window or with docStarts the loops skip the tiles with no live pair as
+// attention_backward_mma.cu's do; backward calls with docStarts above head size 64 take
+// the mma.sync kernels (launch_attention_backward_wgmma). dK and dQ are scaled once at
+// the end. Every output element has one writer and every sum runs in a fixed order:
+// deterministic, the same for any block order.
 #include "attention_wgmma.h"
 
 namespace kiln {
@@ -70,12 +72,14 @@ __device__ __forceinline__ PassDescriptors pass_descriptors(const T* own1, const
           tile_descriptor<LoopTile>(loop + LoopTile::kElems)};
 }
 
-template <typename T, int DP, int NWG>
+// DOCS: the call has docStarts. A kernel of its own, so that without them the widest tiles
+// (254 registers at DP 128) keep the code they had.
+template <typename T, int DP, int NWG, bool DOCS>
 __global__ void __launch_bounds__(128 * NWG, 1)
     attention_dkdv_wgmma_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                                 const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dk, T* __restrict__ dv_out,
                                 int batch, int seq, int heads, int kv_heads, int d, int dv, int64_t q_stride, int64_t kv_stride,
-                                int64_t v_stride, int64_t out_stride, float scale, int window) {
+                                int64_t v_stride, int64_t out_stride, float scale, int window, const int* __restrict__ doc_starts) {
 #if defined(KILN_HAS_WGMMA)
   using L = WgBackwardLayout<DP, NWG>;
   using OwnTile = typename L::OwnTile;
@@ -91,14 +95,14 @@ __global__ void __launch_bounds__(128 * NWG, 1)
   const KeyTile tile = key_tile(seq, batch, kv_heads, OWN);
   const int gh = tile.kv_head, b = tile.batch, kv0 = tile.row0, nk = tile.rows, group = heads / kv_heads;
   const int64_t tok0 = tile.tok0;
+  const int* docs = DOCS ? doc_row(doc_starts, tok0) : nullptr;
   const float s_mul = scale * kLog2e;
   const int wg_first = kv0 + 64 * wg;                            // this warpgroup's first key
   const int key_lo = wg_first + 16 * warp + (lane >> 2), key_hi = key_lo + 8;  // this thread's two key rows
 
   // Every (query head, query tile) pair the block visits, in order: tiles from the one holding its first key
-  // to the last one holding a query whose window reaches its last key.
-  const int qt0 = kv0 / TILE, n_qt = (seq + TILE - 1) / TILE;
-  const int per_head = min(n_qt - qt0, window_query_tiles(OWN, window, TILE)), steps = group * per_head;
+  // to the last one holding a query whose first key is at or before its last key.
+  const int qt0 = kv0 / TILE, per_head = key_block_query_tiles(docs, kv0, OWN, seq, window, TILE), steps = group * per_head;
   auto copy_step = [&](int step) {
     const int h = gh * group + step / per_head, q0 = (qt0 + step % per_head) * TILE, nq = min(TILE, seq - q0);
     T* buf = tiles + (step & 1) * 2 * LoopTile::kElems;
@@ -125,8 +129,8 @@ __global__ void __launch_bounds__(128 * NWG, 1)
     if (step + 1 < steps) copy_step(step + 1);  // into the buffer read in step - 1 (freed by its closing barrier)
     commit_and_land_all_but_newest();           // this step's tiles (and K, V) and stats, everyone's
     const int q0 = (qt0 + step % per_head) * TILE;
-    // Uniform in the warpgroup: else every query is before every key or past every key's window, or no key is real.
-    if (q0 + TILE - 1 >= wg_first && wg_first < seq && !before_window(q0, wg_first + 63, window)) {
+    // Uniform in the warpgroup: else every query is before every key or sees none of them, or no key is real.
+    if (q0 + TILE - 1 >= wg_first && wg_first < seq && !before_first_key(docs, q0, wg_first + 63, seq, window)) {
       const uint64_t buf = (step & 1) * ((2 * L::tile_bytes) >> 4);  // descriptor start units of this step's buffer
       float st[TILE / 2], dpt[TILE / 2];  // S^T = K_g Q^T, dP^T = V_g dO^T
       score_products<T, DP, OwnTile, LoopTile>(st, dpt, desc_k, desc_q0 + buf, desc_v, desc_do0 + buf);
@@ -141,13 +145,13 @@ __global__ void __launch_bounds__(128 * NWG, 1)
 #pragma unroll
         for (int e = 0; e < 4; e++) p_and_ds(st[4 * j + e], dpt[4 * j + e], s_mul, e & 1 ? lse_pair.y : lse_pair.x, e & 1 ? d_pair.y : d_pair.x);
       }
-      // Pairs with the query before the key, past the key's window, or either past the sequence: only
-      // in tiles that reach them (the tile's last query past the window of the warpgroup's first key).
-      if (q0 < wg_first + 63 || q0 + TILE > seq || wg_first + 64 > seq || before_window(q0 + TILE - 1, wg_first, window)) {
+      // Pairs with the query before the key, the key before the query's first key, or either past the
+      // sequence: only in tiles that reach them (the warpgroup's first key before the tile's last query's first key).
+      if (q0 < wg_first + 63 || q0 + TILE > seq || wg_first + 64 > seq || before_first_key(docs, q0 + TILE - 1, wg_first, seq, window)) {
 #pragma unroll
         for (int i = 0; i < TILE / 2; i++) {
           const int query = q0 + 8 * (i >> 2) + 2 * qd + (i & 1), key = (i >> 1) & 1 ? key_hi : key_lo;
-          if (!(query >= key && query < seq && key < seq) || before_window(query, key, window)) st[i] = dpt[i] = 0.0f;
+          if (!(query >= key && query < seq && key < seq) || before_first_key(docs, query, key, seq, window)) st[i] = dpt[i] = 0.0f;
         }
       }
 
@@ -177,7 +181,7 @@ __global__ void __launch_bounds__(128 * NWG, 1)
   }
 #else
   (void)dout; (void)q; (void)k; (void)v; (void)lse; (void)dvec; (void)dk; (void)dv_out; (void)batch; (void)seq; (void)heads;
-  (void)kv_heads; (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale; (void)window;
+  (void)kv_heads; (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale; (void)window; (void)doc_starts;
 #if defined(__CUDA_ARCH__)
   __trap();  // only the sm_90a build has wgmma; the host never launches this elsewhere
 #endif
@@ -189,7 +193,7 @@ __global__ void __launch_bounds__(128 * NWG, 1)
     attention_dq_wgmma_kernel(const T* __restrict__ dout, const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                               const float* __restrict__ lse, const float* __restrict__ dvec, T* __restrict__ dq, int batch, int seq,
                               int heads, int kv_heads, int d, int dv, int64_t q_stride, int64_t kv_stride, int64_t v_stride,
-                              int64_t out_stride, float scale, int window) {
+                              int64_t out_stride, float scale, int window, const int* __restrict__ doc_starts) {
 #if defined(KILN_HAS_WGMMA)
   using L = WgBackwardLayout<DP, NWG>;
   using OwnTile = typename L::OwnTile;
@@ -204,6 +208,7 @@ __global__ void __launch_bounds__(128 * NWG, 1)
   const QueryTile tile = query_tile(seq, batch, heads, kv_heads, OWN);
   const int h = tile.head, b = tile.batch, q0 = tile.row0, nq = tile.rows;
   const int64_t tok0 = tile.tok0, lrow = (int64_t{b} * heads + h) * seq;
+  const int* docs = doc_row(doc_starts, tok0);
   const float s_mul = scale * kLog2e;
   const int wg_first = q0 + 64 * wg;                             // this warpgroup's first query
   const int t_lo = wg_first + 16 * warp + (lane >> 2), t_hi = t_lo + 8;  // this thread's two query rows
@@ -212,7 +217,7 @@ __global__ void __launch_bounds__(128 * NWG, 1)
   const T* kb = k + tok0 * kv_stride + int64_t{tile.kv_head} * d;
   const T* vb = v + tok0 * v_stride + int64_t{tile.kv_head} * dv;
 
-  const int kt0 = first_key_tile(q0, window, TILE), n_kt = (q0 + nq - 1) / TILE + 1;  // tiles before kt0: before every query's window
+  const int kt0 = first_key_tile(docs, q0, seq, window, TILE), n_kt = (q0 + nq - 1) / TILE + 1;  // tiles before kt0: before every query's first key
   auto copy_keys = [&](int kt) { copy_key_tile<T, LoopTile, TILE, DP, NT>(tiles, kb, vb, kv_stride, v_stride, kt, seq, d, dv); };
   copy_sw128<T, OwnTile, OWN, DP, NT>(qs, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, nq, d);
   copy_sw128<T, OwnTile, OWN, DP, NT>(dos, dout + (tok0 + q0) * out_stride + int64_t{h} * dv, out_stride, nq, dv);
@@ -230,8 +235,8 @@ __global__ void __launch_bounds__(128 * NWG, 1)
     const int kv0 = kt * TILE;
     if (kt + 1 < n_kt) copy_keys(kt + 1);  // into the buffer read in iteration kt - 1 (freed by its closing barrier)
     commit_and_land_all_but_newest();
-    // Uniform in the warpgroup: else every key is after every query or before every query's window, or no query is real.
-    if (kv0 <= wg_first + 63 && wg_first < seq && !before_window(wg_first, kv0 + TILE - 1, window)) {
+    // Uniform in the warpgroup: else every key is after every query or before every query's first key, or no query is real.
+    if (kv0 <= wg_first + 63 && wg_first < seq && !before_first_key(docs, wg_first, kv0 + TILE - 1, seq, window)) {
       const uint64_t buf = (kt & 1) * ((2 * L::tile_bytes) >> 4);  // descriptor start units of this tile's buffer
       float s[TILE / 2], dp[TILE / 2];  // S = Q_g K^T, dP = dO_g V^T
       score_products<T, DP, OwnTile, LoopTile>(s, dp, desc_q, desc_k0 + buf, desc_do, desc_v0 + buf);
@@ -242,13 +247,13 @@ __global__ void __launch_bounds__(128 * NWG, 1)
         const int hf = (i >> 1) & 1;
         p_and_ds(s[i], dp[i], s_mul, hf ? ls_hi : ls_lo, hf ? dl_hi : dl_lo);
       }
-      // Pairs with the key after the query or before its window, or either past the sequence: only in
-      // tiles that reach them (the tile's first key before the window of the warpgroup's last query).
-      if (kv0 + TILE - 1 > wg_first || kv0 + TILE > seq || wg_first + 64 > seq || before_window(wg_first + 63, kv0, window)) {
+      // Pairs with the key after the query or before its first key, or either past the sequence: only in
+      // tiles that reach them (the tile's first key before the warpgroup's last query's first key).
+      if (kv0 + TILE - 1 > wg_first || kv0 + TILE > seq || wg_first + 64 > seq || before_first_key(docs, wg_first + 63, kv0, seq, window)) {
 #pragma unroll
         for (int i = 0; i < TILE / 2; i++) {
           const int key = kv0 + 8 * (i >> 2) + 2 * qd + (i & 1), t = (i >> 1) & 1 ? t_hi : t_lo;
-          if (!(key <= t && t < seq && key < seq) || before_window(t, key, window)) s[i] = dp[i] = 0.0f;
+          if (!(key <= t && t < seq && key < seq) || before_first_key(docs, t, key, seq, window)) s[i] = dp[i] = 0.0f;
         }
       }
 
@@ -270,28 +275,28 @@ __global__ void __launch_bounds__(128 * NWG, 1)
   }
 #else
   (void)dout; (void)q; (void)k; (void)v; (void)lse; (void)dvec; (void)dq; (void)batch; (void)seq; (void)heads; (void)kv_heads;
-  (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale; (void)window;
+  (void)d; (void)dv; (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale; (void)window; (void)doc_starts;
 #if defined(__CUDA_ARCH__)
   __trap();  // only the sm_90a build has wgmma; the host never launches this elsewhere
 #endif
 #endif
 }
 
-template <typename T, int DP, int NWG>
+template <typename T, int DP, int NWG, bool DOCS = false>
 void launch_backward_wgmma(const KernelCall& c, const Args& a, const float* dvec) {
   using L = WgBackwardLayout<DP, NWG>;
   const unsigned kv_grid = ceil_div(a.seq, L::OWN) * static_cast<unsigned>(a.kv_heads * a.batch);
-  auto dkdv = attention_dkdv_wgmma_kernel<T, DP, NWG>;
+  auto dkdv = attention_dkdv_wgmma_kernel<T, DP, NWG, DOCS>;
   allow_shared(dkdv, L::total);
   launch("attentionBackward", dkdv, dim3(kv_grid), dim3(L::NT), L::total, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
          c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(7), c.ptr<T>(8), a.batch, a.seq, a.heads,
-         a.kv_heads, a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window);
+         a.kv_heads, a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window, a.doc_starts);
   const unsigned q_grid = ceil_div(a.seq, L::OWN) * static_cast<unsigned>(a.heads * a.batch);
   auto dqk = attention_dq_wgmma_kernel<T, DP, NWG>;
   allow_shared(dqk, L::total);
   launch("attentionBackward", dqk, dim3(q_grid), dim3(L::NT), L::total, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
          c.ptr<const T>(2), c.ptr<const T>(3), c.ptr<const float>(5), dvec, c.ptr<T>(6), a.batch, a.seq, a.heads, a.kv_heads, a.d,
-         a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window);
+         a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window, a.doc_starts);
 }
 
 /**
@@ -301,19 +306,23 @@ void launch_backward_wgmma(const KernelCall& c, const Args& a, const float* dvec
  */
 template <typename T>
 void launch_by_width(const KernelCall& c, const Args& a, const float* dvec) {
+  const bool docs = a.doc_starts != nullptr;
   if (a.d_max() > 64) launch_backward_wgmma<T, 128, 2>(c, a, dvec);
-  else if (wgmma_attention_warpgroups(c) == 2) launch_backward_wgmma<T, 64, 2>(c, a, dvec);
-  else launch_backward_wgmma<T, 64, 1>(c, a, dvec);
+  else if (wgmma_attention_warpgroups(c) == 2) docs ? launch_backward_wgmma<T, 64, 2, true>(c, a, dvec) : launch_backward_wgmma<T, 64, 2>(c, a, dvec);
+  else docs ? launch_backward_wgmma<T, 64, 1, true>(c, a, dvec) : launch_backward_wgmma<T, 64, 1>(c, a, dvec);
 }
 
 }  // namespace
 
 bool launch_attention_backward_wgmma(const KernelCall& c, const float* dvec) {
   if (!c.wgmma_attention) return false;
-  const Args a = read_args(c, 9);
+  const Args a = read_args(c, kBackwardOperands);
   if (!attention_tc_allowed(c, a.dtype, a.d_max())) return false;
   // dOut, q, k and v are copied.
   if (!allows_16_byte_copies(c, {0, 1, 2, 3}, {a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride, a.out_stride})) return false;
+  // docStarts above head size 64 take the mma.sync kernels: the dK/dV kernel at DP 128 uses 254 registers
+  // without them, and every form of the document mask tried spilled there (ptxas, sm_90a).
+  if (a.doc_starts && a.d_max() > 64) return false;
   if (a.dtype == kBF16) launch_by_width<__nv_bfloat16>(c, a, dvec);
   else launch_by_width<__half>(c, a, dvec);
   return true;

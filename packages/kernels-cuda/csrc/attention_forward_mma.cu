@@ -29,10 +29,10 @@
 // banks). Key tile kt + 1 is copied into the other buffer while tile kt is used: by
 // cp.async (16-byte pieces, zero fill past the sequence and the head size) when every
 // row and head offset allows 16-byte copies (VEC), else by plain loads before tile kt.
-// Tiles wholly after a warp's last row, or before its first row's window, are skipped
-// by that warp (and tiles before the window of the block's first row by the block);
-// tiles that reach past its first row, past the sequence or before its last row's
-// window are masked. Scores are scaled in f32 after the product (scale * log2 e,
+// Tiles wholly after a warp's last row, or before its first row's first key (the window's,
+// or its document's start: attention_tiles.h's first_key), are skipped by that warp (and
+// tiles before the block's first row's first key by the block); tiles that reach past its
+// first row, past the sequence or before its last row's first key are masked. Scores are scaled in f32 after the product (scale * log2 e,
 // exponentials base 2).
 // One writer per output element and a fixed order of every sum: deterministic.
 #include "attention_mma.h"
@@ -59,7 +59,8 @@ template <typename T, int DP, bool WIDE, bool VOWN, bool VEC>
 __global__ void __launch_bounds__(kMmaWarps * 32, 1)
     attention_forward_mma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ out,
                                  float* __restrict__ lse, int batch, int seq, int heads, int kv_heads, int d, int dv,
-                                 int64_t q_stride, int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale, int window) {
+                                 int64_t q_stride, int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale, int window,
+                                 const int* __restrict__ doc_starts) {
 #if defined(KILN_ATTENTION_TC)
   using L = MmaLayout<DP, WIDE>;
   constexpr int MI = L::MI, KEYS = L::KEYS;
@@ -74,6 +75,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
   const QueryTile tile = query_tile(seq, batch, heads, kv_heads, L::ROWS);
   const int h = tile.head, b = tile.batch, q0 = tile.row0, nq = tile.rows;
   const int64_t tok0 = tile.tok0;
+  const int* docs = doc_row(doc_starts, tok0);
   const int wrow = warp * 16 * MI;  // this warp's first row in the tile; row tile i starts 16 i further
   const float s_mul = scale * kLog2e;
   const int dvo = VOWN ? dv : d;  // v and out columns
@@ -81,7 +83,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
   const T* kb = k + tok0 * kv_stride + int64_t{tile.kv_head} * d;
   const T* vb = v + tok0 * vstride + int64_t{tile.kv_head} * dvo;
 
-  const int kt0 = first_key_tile(q0, window, KEYS), n_kt = (q0 + nq - 1) / KEYS + 1;  // tiles before kt0: before every row's window
+  const int kt0 = first_key_tile(docs, q0, seq, window, KEYS), n_kt = (q0 + nq - 1) / KEYS + 1;  // tiles before kt0: before every row's first key
   auto copy_keys = [&](int kt) {
     const int kv0 = kt * KEYS, nk = min(KEYS, seq - kv0);
     T* buf = kvs + (kt & 1) * 2 * TILE;
@@ -113,20 +115,20 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
     tile_copies_visible<VEC, 1>();  // tile kt, not tile kt + 1 (plain loads of tile kt: the previous closing barrier)
     const T* ks = kvs + (kt & 1) * 2 * TILE;
     const T* vs = ks + TILE;
-    // Else every key of the tile is after every row of this warp, or before every row's window.
-    if (kv0 <= q0 + wrow + 16 * MI - 1 && !before_window(q0 + wrow, kv0 + KEYS - 1, window)) {
+    // Else every key of the tile is after every row of this warp, or before every row's first key.
+    if (kv0 <= q0 + wrow + 16 * MI - 1 && !before_first_key(docs, q0 + wrow, kv0 + KEYS - 1, seq, window)) {
       // S_w = Q_w K^T
       float s[MI][NS][4];
       if constexpr (MI == 1) warp_mma_nt<T, DP, NS, 1>(s, qf, ks, lane);
       else warp_mma_nt<T, DP, NS, MI>(s, qs + wrow * L::LD, ks, lane);
 
       // Online softmax per row tile (attention_mma.h): masked tiles reach keys after a row, past the
-      // sequence, or before the window of a row (of the last row r0 + 15 first).
+      // sequence, or before the first key of a row (of the last row r0 + 15 first).
 #pragma unroll
       for (int i = 0; i < MI; i++) {
         const int r0 = q0 + wrow + 16 * i;  // the row tile's first row
-        const bool masked = kv0 + KEYS - 1 > r0 || kv0 + KEYS > seq || before_window(r0 + 15, kv0, window);
-        online_softmax_tile(flat(s[i]), flat(o[i]), m[i], l[i], kv0, r0 + g, qd, seq, window, masked, s_mul);
+        const bool masked = kv0 + KEYS - 1 > r0 || kv0 + KEYS > seq || before_first_key(docs, r0 + 15, kv0, seq, window);
+        online_softmax_tile(flat(s[i]), flat(o[i]), m[i], l[i], kv0, r0 + g, qd, seq, window, docs, masked, s_mul);
       }
 
       // O_w += P_w V
@@ -150,7 +152,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 1)
     }
 #else
   (void)q; (void)k; (void)v; (void)out; (void)lse; (void)batch; (void)seq; (void)heads; (void)kv_heads; (void)d; (void)dv;
-  (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale; (void)window;
+  (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale; (void)window; (void)doc_starts;
 #endif
 }
 
@@ -168,7 +170,7 @@ void launch_mma(const KernelCall& c, const Args& a) {
   const unsigned grid = ceil_div(a.seq, L::ROWS) * static_cast<unsigned>(a.heads * a.batch);
   launch("attentionForward", kernel, dim3(grid), dim3(kMmaWarps * 32), L::total, c.stream, c.ptr<const T>(0),
          c.ptr<const T>(1), c.ptr<const T>(2), c.ptr<T>(3), c.ptr<float>(4), a.batch, a.seq, a.heads, a.kv_heads, a.d, a.dv,
-         a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window);
+         a.q_stride, a.kv_stride, a.v_stride, a.out_stride, a.scale, a.window, a.doc_starts);
 }
 
 }  // namespace
@@ -179,7 +181,7 @@ int default_mma_attention_keys(size_t shared_memory_per_sm) {
 }
 
 bool launch_attention_forward_mma(const KernelCall& c) {
-  const Args a = read_args(c, 5);
+  const Args a = read_args(c, kForwardOperands);
   if (c.wmma_attention || !attention_tc_allowed(c, a.dtype, a.d_max())) return false;
   const bool wide = c.mma_attention_keys == 64;
   if (a.dtype == kBF16) {

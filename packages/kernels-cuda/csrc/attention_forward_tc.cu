@@ -41,7 +41,8 @@ template <typename T, int DP, bool VOWN>
 __global__ void __launch_bounds__(kTcWarps * 32, 1)
     attention_forward_tc_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ out,
                                 float* __restrict__ lse, int batch, int seq, int heads, int kv_heads, int d, int dv,
-                                int64_t q_stride, int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale, int window) {
+                                int64_t q_stride, int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale, int window,
+                                const int* __restrict__ doc_starts) {
 #if defined(KILN_ATTENTION_TC)
   using namespace nvcuda;
   using L = TcLayout<DP>;
@@ -60,6 +61,8 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
   const int wrow = warp * 16;       // this warp's first row in the tile
   const int t = q0 + wrow + r;      // this lane pair's query row
   const float s_mul = scale * kLog2e;
+  const int* docs = doc_row(doc_starts, tok0);
+  const int ft = first_key(docs, t, seq, window);  // the row's first key
 
   load_tile_t<T, DP>(qs, L::LQ, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, kTcRows, nq, d);
   for (int i = threadIdx.x; i < kTcRows * DP; i += kTcWarps * 32) os[(i / DP) * L::LO + i % DP] = 0.0f;
@@ -68,18 +71,18 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
   const T* kb = k + tok0 * kv_stride + int64_t{g} * d;
   const T* vb = v + tok0 * vstride + int64_t{g} * dvo;
 
-  // m starts at the lowest finite float, not -inf: a row whose keys so far all lie before its window
+  // m starts at the lowest finite float, not -inf: a row whose keys so far all lie before its first key
   // (mx = -inf) then takes p = 2^-inf = 0 and alpha = 1, never NaN; later tiles' finite scores pass it.
   float m = -3.402823466e38f, l = 0.0f;
   const int n_kt = (q0 + nq - 1) / kTcKeys + 1;
-  for (int kt = first_key_tile(q0, window, kTcKeys); kt < n_kt; kt++) {
+  for (int kt = first_key_tile(docs, q0, seq, window, kTcKeys); kt < n_kt; kt++) {
     const int kv0 = kt * kTcKeys, nk = min(kTcKeys, seq - kv0);
     __syncthreads();  // the previous tile's K and V are no longer read (and Q, O are in place)
     load_tile_t<T, DP>(ks, L::LQ, kb + int64_t{kv0} * kv_stride, kv_stride, kTcKeys, nk, d);
     load_tile_t<T, DP>(vs, L::LQ, vb + int64_t{kv0} * vstride, vstride, kTcKeys, nk, dvo);
     __syncthreads();
-    // Every key of the tile is after every row of this warp. (A warp whose rows all lie past the tile's
-    // window masks it whole: skipping it too cost the f16 kernel 23 registers on sm_80, for edge tiles.)
+    // Every key of the tile is after every row of this warp. (A warp whose rows' first keys all lie past
+    // the tile masks it whole: skipping it too cost the f16 kernel 23 registers on sm_80, for edge tiles.)
     if (kv0 > q0 + wrow + 15) continue;
 
     // S_w = Q_w K^T
@@ -92,7 +95,7 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
 #pragma unroll
     for (int c = 0; c < 16; c++) {
       const int u = kv0 + half * 16 + c;
-      sv[c] = (u > t || u >= seq || before_window(t, u, window)) ? neg_inf() : srow[c] * s_mul;
+      sv[c] = (u > t || u >= seq || u < ft) ? neg_inf() : srow[c] * s_mul;
       mx = fmaxf(mx, sv[c]);
     }
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
@@ -131,7 +134,7 @@ __global__ void __launch_bounds__(kTcWarps * 32, 1)
   }
 #else
   (void)q; (void)k; (void)v; (void)out; (void)lse; (void)batch; (void)seq; (void)heads; (void)kv_heads; (void)d; (void)dv;
-  (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale; (void)window;
+  (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale; (void)window; (void)doc_starts;
 #endif
 }
 
@@ -143,14 +146,14 @@ void launch_tc(const KernelCall& c, const Args& a) {
   const unsigned grid = ceil_div(a.seq, kTcRows) * static_cast<unsigned>(a.heads * a.batch);
   launch("attentionForward", kernel, dim3(grid), dim3(kTcWarps * 32), TcLayout<DP>::total, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
          c.ptr<const T>(2), c.ptr<T>(3), c.ptr<float>(4), a.batch, a.seq, a.heads, a.kv_heads, a.d, a.dv, a.q_stride, a.kv_stride,
-         a.v_stride, a.out_stride, a.scale, a.window);
+         a.v_stride, a.out_stride, a.scale, a.window, a.doc_starts);
 }
 
 }  // namespace
 
 bool launch_attention_forward_tensor_cores(const KernelCall& c) {
   if (launch_attention_forward_wgmma(c) || launch_attention_forward_mma(c)) return true;
-  const Args a = read_args(c, 5);
+  const Args a = read_args(c, kForwardOperands);
   if (!attention_tc_allowed(c, a.dtype, a.d_max())) return false;
   if (a.dtype == kBF16) {
     if (a.d_max() <= 64) launch_tc<__nv_bfloat16, 64>(c, a);

@@ -26,9 +26,10 @@
 // has them: Q (A) and K (B) K-major, V (B) MN-major.
 // Key tile kt + 1 is copied (cp.async, zero fill past the sequence and the head sizes)
 // while tile kt is used; the barrier at the end of an iteration frees tile kt's buffer.
-// Tiles wholly after a warpgroup's last row or before its first row's window are skipped
-// by it (tiles before the block's first row's window by the block); tiles reaching past
-// its first row or the sequence, or before its last row's window, are masked. Scores
+// Tiles wholly after a warpgroup's last row or before its first row's first key (window or
+// document: attention_tiles.h's first_key) are skipped by it (tiles before the block's
+// first row's first key by the block); tiles reaching past its first row or the
+// sequence, or before its last row's first key, are masked. Scores
 // are scaled in f32 after the product (scale * log2 e, exponentials base 2). One writer
 // per output element, every sum in a fixed order: deterministic, and the same for any
 // block order.
@@ -53,7 +54,8 @@ template <typename T, int DP, int NWG>
 __global__ void __launch_bounds__(128 * NWG, 1)
     attention_forward_wgmma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ out,
                                    float* __restrict__ lse, int batch, int seq, int heads, int kv_heads, int d, int dv, int64_t q_stride,
-                                   int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale, int window) {
+                                   int64_t kv_stride, int64_t v_stride, int64_t out_stride, float scale, int window,
+                                   const int* __restrict__ doc_starts) {
 #if defined(KILN_HAS_WGMMA)
   using L = WgmmaLayout<DP, NWG>;
   using QTile = typename L::QTile;
@@ -67,13 +69,14 @@ __global__ void __launch_bounds__(128 * NWG, 1)
   const QueryTile tile = query_tile(seq, batch, heads, kv_heads, ROWS);
   const int h = tile.head, b = tile.batch, q0 = tile.row0, nq = tile.rows;
   const int64_t tok0 = tile.tok0;
+  const int* docs = doc_row(doc_starts, tok0);
   const int wg_first = q0 + 64 * wg, wg_last = wg_first + 63;  // this warpgroup's rows
   const int row_lo = wg_first + 16 * warp + g, row_hi = row_lo + 8;  // this thread's two rows
   const float s_mul = scale * kLog2e;
   const T* kb = k + tok0 * kv_stride + int64_t{tile.kv_head} * d;
   const T* vb = v + tok0 * v_stride + int64_t{tile.kv_head} * dv;
 
-  const int kt0 = first_key_tile(q0, window, KEYS), n_kt = (q0 + nq - 1) / KEYS + 1;  // tiles before kt0: before every row's window
+  const int kt0 = first_key_tile(docs, q0, seq, window, KEYS), n_kt = (q0 + nq - 1) / KEYS + 1;  // tiles before kt0: before every row's first key
   auto copy_keys = [&](int kt) { copy_key_tile<T, KvTile, KEYS, DP, NT>(kvs, kb, vb, kv_stride, v_stride, kt, seq, d, dv); };
   copy_sw128<T, QTile, ROWS, DP, NT>(qs, q + (tok0 + q0) * q_stride + int64_t{h} * d, q_stride, nq, d);
   copy_keys(kt0);
@@ -95,8 +98,8 @@ __global__ void __launch_bounds__(128 * NWG, 1)
     const int kv0 = kt * KEYS;
     if (kt + 1 < n_kt) copy_keys(kt + 1);  // into the buffer read in iteration kt - 1 (freed by its closing barrier)
     commit_and_land_all_but_newest();  // tile kt (and Q), everyone's; tile kt + 1 may be in flight
-    // Uniform in the warpgroup: else every key is after every row or before every row's window, or no row is real.
-    if (kv0 <= wg_last && wg_first < seq && !before_window(wg_first, kv0 + KEYS - 1, window)) {
+    // Uniform in the warpgroup: else every key is after every row or before every row's first key, or no row is real.
+    if (kv0 <= wg_last && wg_first < seq && !before_first_key(docs, wg_first, kv0 + KEYS - 1, seq, window)) {
       const uint64_t buf = (kt & 1) * kBufferStep;
       // S_g = Q_g K^T
       float s[KEYS / 2];
@@ -107,9 +110,9 @@ __global__ void __launch_bounds__(128 * NWG, 1)
         ptx::wgmma_m64k16<T, KEYS, false, false>(s, desc_q + k_major_step<QTile>(kk), desc_k0 + buf + k_major_step<KvTile>(kk));
       wgmma_commit_and_wait(s);
 
-      // Online softmax (attention_mma.h): masked tiles reach keys after a row, past the sequence or before a row's window.
-      const bool masked = kv0 + KEYS - 1 > wg_first || kv0 + KEYS > seq || before_window(wg_last, kv0, window);
-      online_softmax_tile(s, o, m, l, kv0, row_lo, qd, seq, window, masked, s_mul);
+      // Online softmax (attention_mma.h): masked tiles reach keys after a row, past the sequence or before a row's first key.
+      const bool masked = kv0 + KEYS - 1 > wg_first || kv0 + KEYS > seq || before_first_key(docs, wg_last, kv0, seq, window);
+      online_softmax_tile(s, o, m, l, kv0, row_lo, qd, seq, window, docs, masked, s_mul);
 
       // O_g += P_g V
       uint32_t p[KEYS / 16][4];
@@ -140,7 +143,7 @@ __global__ void __launch_bounds__(128 * NWG, 1)
   }
 #else
   (void)q; (void)k; (void)v; (void)out; (void)lse; (void)batch; (void)seq; (void)heads; (void)kv_heads; (void)d; (void)dv;
-  (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale; (void)window;
+  (void)q_stride; (void)kv_stride; (void)v_stride; (void)out_stride; (void)scale; (void)window; (void)doc_starts;
 #if defined(__CUDA_ARCH__)
   __trap();  // only the sm_90a build has wgmma; the host never launches this elsewhere
 #endif
@@ -155,7 +158,7 @@ void launch_wgmma(const KernelCall& c, const Args& a) {
   const unsigned grid = ceil_div(a.seq, L::ROWS) * static_cast<unsigned>(a.heads * a.batch);
   launch("attentionForward", kernel, dim3(grid), dim3(L::NT), L::total, c.stream, c.ptr<const T>(0), c.ptr<const T>(1),
          c.ptr<const T>(2), c.ptr<T>(3), c.ptr<float>(4), a.batch, a.seq, a.heads, a.kv_heads, a.d, a.dv, a.q_stride, a.kv_stride,
-         a.v_stride, a.out_stride, a.scale, a.window);
+         a.v_stride, a.out_stride, a.scale, a.window, a.doc_starts);
 }
 
 template <int NWG>
@@ -173,7 +176,7 @@ void launch_by_type(const KernelCall& c, const Args& a) {
 
 bool launch_attention_forward_wgmma(const KernelCall& c) {
   if (!c.wgmma_attention) return false;
-  const Args a = read_args(c, 5);
+  const Args a = read_args(c, kForwardOperands);
   if (!attention_tc_allowed(c, a.dtype, a.d_max())) return false;
   if (!allows_16_byte_copies(c, {0, 1, 2}, {a.d, a.dv, a.q_stride, a.kv_stride, a.v_stride})) return false;  // q, k, v
   if (wgmma_attention_warpgroups(c) == 2) launch_by_type<2>(c, a);

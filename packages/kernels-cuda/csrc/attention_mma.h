@@ -292,14 +292,15 @@ __device__ __forceinline__ float quad_sum(float x) {
  * tiles most tiles skip the rescale's multiplies and exponentials (p <= 256 is exact in
  * f32 and bf16/f16's range; lse = m + log2 l holds for any reference m). Must be called
  * by the whole warp (the vote). `masked`: the tile reaches keys after a row, past the
- * sequence or before a row's window (the same for every lane of the warp); such tiles
+ * sequence or before a row's first key (attention_tiles.h's first_key, from the window
+ * and the batch item's docStarts row `docs`; the same for every lane of the warp); such tiles
  * mask first and scale each score. A tile with every key live under a positive scale
  * takes the max of the raw scores, scales it once, and makes each p with one FFMA and
  * one EX2.
  */
 template <int R, int RO>
 __device__ __forceinline__ void online_softmax_tile(float (&s)[R], float (&o)[RO], float (&m)[2], float (&l)[2], int kv0, int t_lo, int qd, int seq,
-                                                    int window, bool masked, float s_mul) {
+                                                    int window, const int* docs, bool masked, float s_mul) {
   const bool fast = !masked && s_mul > 0.0f;
   float mx[2] = {neg_inf(), neg_inf()};
   if (fast) {
@@ -309,13 +310,13 @@ __device__ __forceinline__ void online_softmax_tile(float (&s)[R], float (&o)[RO
     mx[1] = quad_max(mx[1]) * s_mul;
   } else {
     // Row hf's live keys, as offsets c = 8 (i / 4) + (i % 2) from this lane's first key kv0 + 2 qd:
-    // lo <= c <= lo + span, from the window's first key to the row itself or the sequence's
+    // lo <= c <= lo + span, from the row's first key to the row itself or the sequence's
     // last key; one unsigned compare a score (c - lo < 0 wraps above any span). A row with
     // none moves lo past every c.
     unsigned lo[2], span[2];
 #pragma unroll
     for (int hf = 0; hf < 2; hf++) {
-      const int t = t_lo + 8 * hf, u0 = kv0 + 2 * qd, first = t - window + 1 - u0, last = min(t, seq - 1) - u0;
+      const int t = t_lo + 8 * hf, u0 = kv0 + 2 * qd, first = first_key(docs, t, seq, window) - u0, last = min(t, seq - 1) - u0;
       lo[hf] = static_cast<unsigned>(first <= last ? first : R * 2);
       span[hf] = static_cast<unsigned>(first <= last ? last - first : 0);
     }

@@ -219,24 +219,66 @@ template <> struct Config<256> {
 };
 constexpr int kWarps = 4;
 
-// ---- sliding window ----------------------------------------------------------------
-// Query t sees keys t - window < u <= t. A call whose window covers the sequence runs
-// with kNoWindow, which no distance between two rows of a launch (padding rows included)
-// reaches: every window test below is then false and the causal kernels run as before.
+// ---- which keys a query sees -----------------------------------------------------
+// Query t sees keys first_key(t) <= u <= t: first_key(t) = max(t - window + 1, docStarts[t])
+// (packed rows; 0 without docStarts). A call whose window covers the sequence runs with
+// kNoWindow, which no distance between two rows of a launch (padding rows included)
+// reaches: without docStarts every test below is then false and the causal kernels run
+// as before. Documents are contiguous, so first_key never decreases along a row: the
+// first row of a query tile has the tile's lowest first key, its last row the highest,
+// and whole tiles are skipped or masked on those two alone.
 constexpr int kNoWindow = 1 << 30;
 
-/** Key u lies before query t's window (t - u >= window); never under kNoWindow. */
-__host__ __device__ __forceinline__ bool before_window(int t, int u, int window) { return t - u >= window; }
+/**
+ * Query t's first key; docs: the batch item's row of docStarts, or null. Rows past the
+ * sequence (padding) take its last row's document, which keeps first_key non-decreasing.
+ */
+__host__ __device__ __forceinline__ int first_key(const int* docs, int t, int seq, int window) {
+  const int w = t - window + 1;
+  return docs ? max(w, docs[min(t, seq - 1)]) : w;
+}
+
+/** Key u lies before query t's first key: before its window, or before its document. */
+__host__ __device__ __forceinline__ bool before_first_key(const int* docs, int t, int u, int seq, int window) {
+  return t - u >= window || (docs && u < docs[min(t, seq - 1)]);
+}
 
 /** The tile (of `tile` keys) holding query q0's first key: no query from q0 on sees a key before it. */
-__host__ __device__ __forceinline__ int first_key_tile(int q0, int window, int tile) { return (q0 >= window ? q0 - window + 1 : 0) / tile; }
+__host__ __device__ __forceinline__ int first_key_tile(const int* docs, int q0, int seq, int window, int tile) {
+  return max(first_key(docs, q0, seq, window), 0) / tile;
+}
 
 /**
- * Query tiles (of `tile` rows) that a block of `own` keys starting at a multiple of `tile`
- * visits at most: from the one holding its first key to the one holding its last key +
- * window - 1, the last query that sees it (the sequence's end may come first).
+ * The last query that sees key u: the queries whose first key is at most u are rows
+ * 0 .. last_query(u), and those from u on see u. Without docStarts u + window - 1 (which
+ * may pass the sequence's end); with them the last row t from u on (at most seq - 1)
+ * with docStarts[t] <= u and t - u < window, by a binary search (docStarts never
+ * decreases along a row). Keys past the sequence get its last row.
  */
-__host__ __device__ __forceinline__ int window_query_tiles(int own, int window, int tile) { return (own + window - 2) / tile + 1; }
+__device__ __forceinline__ int last_query(const int* docs, int u, int seq, int window) {
+  if (!docs) return u + window - 1;
+  int lo = min(u, seq - 1), hi = min(seq - 1, u + window - 1);  // row lo sees u (or u is past the sequence)
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (docs[mid] <= u) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/**
+ * Query tiles (of `tile` rows) that a block of `own` keys from kv0 (a multiple of `tile`)
+ * visits: from the one holding its first key to the last one holding a query that sees
+ * its last key (window: that key + window - 1; the sequence's end may come first) or,
+ * with docStarts, one of its keys (first keys never decrease: the tiles after it see none).
+ */
+__device__ __forceinline__ int key_block_query_tiles(const int* docs, int kv0, int own, int seq, int window, int tile) {
+  const int qt0 = kv0 / tile, n = min((seq + tile - 1) / tile - qt0, (own + window - 2) / tile + 1);
+  return docs ? min(n, last_query(docs, kv0 + own - 1, seq, window) / tile + 1 - qt0) : n;
+}
+
+/** The batch item's row of docStarts (from token row tok0), or null without docStarts. */
+__device__ __forceinline__ const int* doc_row(const int* doc_starts, int64_t tok0) { return doc_starts ? doc_starts + tok0 : nullptr; }
 
 /** d: query/key head size; dv: value/output head size (Multi-head Latent Attention: dv != d). */
 struct Args {
@@ -246,14 +288,24 @@ struct Args {
   int dtype;
   /** Keys a query sees, its own included: the contract's window below seqLen, else kNoWindow. */
   int window;
+  /** docStarts (batch x seq, i32), or null: every row one document. */
+  const int* doc_starts;
   /** The wider of the two head sizes: what picks the tile bucket. */
   int d_max() const { return d > dv ? d : dv; }
 };
 
+/**
+ * Operands in the contract's order, before the scalars: attentionForward q, k, v, out,
+ * lse, docStarts; attentionBackward dOut, q, k, v, out, lse, dQ, dK, dV, docStarts. The
+ * optional docStarts, last, is 0 when absent.
+ */
+constexpr int kForwardOperands = 6, kBackwardOperands = 10;
+
 // Scalars after the operands, in src/kernel-call.ts's order: batch, seqLen, heads, kvHeads,
 // headDim, vHeadDim, qRowStride, kvRowStride, vRowStride, outRowStride, scale, dtype, window
 // (min(window, seqLen)).
-Args read_args(const KernelCall& c, int first) {
+Args read_args(const KernelCall& c, int operands) {
+  const int first = operands;
   Args a;
   a.batch = c.i32(first);
   a.seq = c.i32(first + 1);
@@ -269,6 +321,7 @@ Args read_args(const KernelCall& c, int first) {
   a.dtype = c.i32(first + 11);
   const int window = c.i32(first + 12);
   a.window = window < a.seq ? window : kNoWindow;
+  a.doc_starts = c.ptr<const int>(operands - 1);
   return a;
 }
 
@@ -276,7 +329,8 @@ Args read_args(const KernelCall& c, int first) {
  * The stored dS of the mma.sync backward (KILN_ATTENTION_DQ=stored-ds): for each (batch,
  * head) the 64 x 64 tiles (query tile i, key tile j) the mask reaches, j from
  * first_key_tile(64 i) to i, lying row by row: (0,0), (1,0), (1,1), (2,0), ... (the lower
- * triangle; under a window, its band of stored_ds_band tiles below the diagonal). Inside
+ * triangle; under a window, its band of stored_ds_band tiles below the diagonal; with
+ * docStarts, of row i only the tiles from first_key_tile(64 i) on are written and read). Inside
  * a tile, 16 pieces of 512 bytes (stored_ds_piece): piece (w, kk) holds dS of queries
  * 16 w.. 16 w + 15 and keys 16 kk.. 16 kk + 15, lane by lane 16 bytes each, in the order
  * the dK/dV pass's warp kk holds them (8 x 8 blocks of dS^T in mma accumulator layout;

@@ -8,7 +8,9 @@ import { type ConformanceCase, conformanceCases } from "@kiln/contract/conforman
 // one, and layouts that rule out 16-byte copies (the plain-load path of the mma.sync
 // kernels); and sliding windows shorter than the sequence, so that every path skips
 // whole key tiles before the window (forward, dQ) and query tiles past it (dK/dV) and
-// masks the window's edge inside tiles.
+// masks the window's edge inside tiles; and packed rows of several documents (docStarts),
+// alone and under a window, on the same paths: query tiles start at their first row's
+// document, key tiles stop at the first query tile past their last key's document.
 
 export const attentionCases: ConformanceCase[] = [
   // DP 128, cp.async: 4 key tiles (the last of 8 keys), 4 query tiles, 2 query heads on one kv head.
@@ -38,6 +40,10 @@ export const attentionCases: ConformanceCase[] = [
   // A window of 5 keys (most rows of a tile see none of its first keys), vHeadDim > headDim.
   { kernel: "attentionForward", dtype: "f16", shape: "odd", label: "headDim 64 vHeadDim 128, window 5", args: { batch: 1, seqLen: 170, heads: 2, kvHeads: 1, headDim: 64, vHeadDim: 128, window: 5 } },
   { kernel: "attentionForward", dtype: "bf16", shape: "strided", label: "qRowStride 44 (plain loads), window 17", args: { batch: 1, seqLen: 150, heads: 1, kvHeads: 1, headDim: 40, qRowStride: 44, window: 17 } },
+  // Documents: 3 query tiles of 128 rows, gqa 2:1; DP 128 under a window too; plain loads.
+  { kernel: "attentionForward", dtype: "bf16", shape: "long", label: "headDim 64 gqa 2:1, documents", args: { batch: 2, seqLen: 300, heads: 2, kvHeads: 1, headDim: 64 }, present: ["docStarts"] },
+  { kernel: "attentionForward", dtype: "f16", shape: "long", label: "headDim 128, documents, window 40", args: { batch: 2, seqLen: 200, heads: 2, kvHeads: 2, headDim: 128, window: 40 }, present: ["docStarts"] },
+  { kernel: "attentionForward", dtype: "f16", shape: "strided", label: "qRowStride 44 (plain loads), documents", args: { batch: 1, seqLen: 150, heads: 1, kvHeads: 1, headDim: 40, qRowStride: 44 }, present: ["docStarts"] },
 ];
 
 // The backward's saved statistics (out, lse) come from the reference forward, as in the conformance suite.
@@ -71,5 +77,11 @@ attentionCases.push(
   backward({ dtype: "f16", shape: "long", label: "headDim 128 gqa 2:1, tiles of 32, window 50", args: { batch: 1, seqLen: 200, heads: 2, kvHeads: 1, headDim: 128, window: 50 } }),
   backward({ dtype: "bf16", shape: "odd", label: "headDim 96 vHeadDim 64, window 30", args: { batch: 1, seqLen: 150, heads: 2, kvHeads: 2, headDim: 96, vHeadDim: 64, window: 30 } }),
   backward({ dtype: "bf16", shape: "strided", label: "headDim 20 (plain loads), window 33", args: { batch: 1, seqLen: 160, heads: 2, kvHeads: 2, headDim: 20, window: 33 } }),
+  // Documents (the stored dS: only the tiles from a query tile's first document on).
+  backward({ dtype: "bf16", shape: "long", label: "headDim 64 gqa 3:1, documents", args: { batch: 2, seqLen: 300, heads: 3, kvHeads: 1, headDim: 64 }, present: ["docStarts"] }),
+  backward({ dtype: "f16", shape: "long", label: "headDim 32, documents, window 64", args: { batch: 2, seqLen: 257, heads: 2, kvHeads: 2, headDim: 32, window: 64 }, present: ["docStarts"] }),
+  backward({ dtype: "f16", shape: "long", label: "headDim 128 gqa 2:1, tiles of 32, documents", args: { batch: 2, seqLen: 200, heads: 2, kvHeads: 1, headDim: 128 }, present: ["docStarts"] }),
+  backward({ dtype: "bf16", shape: "odd", label: "headDim 96 vHeadDim 64, documents, window 30", args: { batch: 1, seqLen: 150, heads: 2, kvHeads: 2, headDim: 96, vHeadDim: 64, window: 30 }, present: ["docStarts"] }),
+  backward({ dtype: "bf16", shape: "strided", label: "headDim 20 (plain loads), documents", args: { batch: 1, seqLen: 160, heads: 2, kvHeads: 2, headDim: 20 }, present: ["docStarts"] }),
 );
 
