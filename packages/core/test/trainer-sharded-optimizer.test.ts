@@ -7,6 +7,7 @@ import path from "node:path";
 import { type Batch, Trainer, type TrainerConfig } from "../src/train/trainer.js";
 import { loadTrainerCheckpoint, saveTrainerCheckpoint } from "../src/train/checkpoint-state.js";
 import { optimizerShard, ownedElements } from "../src/train/optimizer-shard.js";
+import { halvesStateOffsets } from "../src/model/param-layout.js";
 import { localSyncGroup } from "./support/local-sync-group.js";
 import { globalBatch as batchOf, maxAbsDiff, sliceOf as rankSlice } from "./support/data-parallel-batches.js";
 import { loadFixture } from "./support/pytorch-fixture.js";
@@ -101,9 +102,11 @@ describe("sharded optimizer (ZeRO stage 1)", () => {
       expect(last).toBeLessThan(elements / 3 + 16 * 3);
       expect(sharded[0].memoryPlan.optimizerState).toBe(8 * last);
       expect(plain.memoryPlan.optimizerState).toBe(8 * elements);
-      // bf16: the owned masters and the parameters' 16-bit copy in state order replace the whole masters.
-      const extra = dtype === "bf16" ? 4 * last + 2 * elements - 4 * elements : 0;
-      expect(sharded[0].memoryPlan.parameters - plain.memoryPlan.parameters).toBe(extra);
+      // bf16: the owned masters replace the whole ones; the parameters lie at half their state offsets,
+      // so the all-gather fills them in place (no copy in state order).
+      expect(sharded[0].memoryPlan.parameters).toBe(sharded[0].layout.bytes + (dtype === "bf16" ? 4 * last : 0));
+      expect(plain.memoryPlan.parameters).toBe(plain.layout.bytes + (dtype === "bf16" ? 4 * elements : 0));
+      if (dtype === "bf16") expect(halvesStateOffsets(sharded[0].layout, sharded[0].stateLayout)).toBe(true);
       expect(sharded[0].memoryPlan.gradients).toBe(plain.memoryPlan.gradients);
       for (const t of [plain, ...sharded]) t.dispose();
     }

@@ -43,14 +43,17 @@ export interface ParamLayout {
   count: number;
 }
 
-/** The parameters of `config` (with its LoRA adapters, the base frozen), laid out in one flat buffer of `dtype`. */
-export function paramLayout(config: ModelConfig, dtype: FloatDType = "f32"): ParamLayout {
+/**
+ * The parameters of `config` (with its LoRA adapters, the base frozen), laid out in one flat buffer of
+ * `dtype`, each parameter `align`-byte aligned (default 64).
+ */
+export function paramLayout(config: ModelConfig, dtype: FloatDType = "f32", align?: number): ParamLayout {
   const base = ARCHITECTURES[config.arch].params(config);
   const specs = config.lora ? withLowRankAdapters(base, config.lora, archOf(config).linearLayout) : base;
   const trained = specs.filter((s) => !s.frozen);
   const frozen = specs.filter((s) => s.frozen);
   const stored = [...trained.filter((s) => s.decay), ...trained.filter((s) => !s.decay), ...frozen];
-  return layoutOf(specs, stored, dtype);
+  return layoutOf(specs, stored, dtype, align);
 }
 
 /**
@@ -67,7 +70,7 @@ export function trainableLayout(layout: ParamLayout): ParamLayout {
   );
 }
 
-function layoutOf(specs: ParamSpec[], stored: ParamSpec[], dtype: FloatDType): ParamLayout {
+function layoutOf(specs: ParamSpec[], stored: ParamSpec[], dtype: FloatDType, align?: number): ParamLayout {
   const offsets = new Map<string, number>();
   let bytes = 0;
   let count = 0;
@@ -75,9 +78,18 @@ function layoutOf(specs: ParamSpec[], stored: ParamSpec[], dtype: FloatDType): P
     offsets.set(s.name, bytes);
     const n = elementCount(s.shape);
     count += n;
-    bytes += alignUp(n * bytesPerElement(dtype));
+    bytes += alignUp(n * bytesPerElement(dtype), align);
   }
   return { specs, stored, offsets, dtype, bytes, count };
+}
+
+/**
+ * Whether every trained parameter of a 16-bit `layout` lies at half its offset in the f32
+ * `stateLayout` (a 16-bit layout aligned to half the f32 one's bytes: paramLayout(config, dtype, 32)),
+ * so the 16-bit trained parameters are the state layout's elements in its order, 2 bytes each.
+ */
+export function halvesStateOffsets(layout: ParamLayout, stateLayout: ParamLayout): boolean {
+  return layout.dtype !== "f32" && stateLayout.stored.every((s) => 2 * layout.offsets.get(s.name)! === stateLayout.offsets.get(s.name));
 }
 
 /** Where one parameter's values lie in a device buffer, and their dtype there. */

@@ -2,6 +2,9 @@ import type { ParamLayout } from "../model/param-layout.js";
 import type { MemoryPlan } from "./memory-plan.js";
 import { totalOf } from "./memory-plan.js";
 
+/** Bytes a 16-bit parameter layout of a sharded run aligns each parameter to: half the f32 layout's 64, so offsets halve. */
+export const SHARDED_PARAM_ALIGN = 32;
+
 /** Shard sizes are multiples of this many elements, so every chunk a collective moves starts 64-byte aligned. */
 const SHARD_ALIGN_ELEMENTS = 16;
 
@@ -42,16 +45,16 @@ export function shardTail(s: OptimizerShard): { first: number; n: number } {
 
 /**
  * The memory of one rank of a sharded run: AdamW's m and v (and under a 16-bit dtype the
- * f32 masters) for the most any rank owns (the last rank's, with the tail), plus under a
- * 16-bit dtype the parameters' copy in state order that the all-gather fills (2 bytes an
- * element). Gradients stay whole (stage 1).
+ * f32 masters) for the most any rank owns (the last rank's, with the tail). Gradients and the
+ * parameters stay whole (stage 1); 16-bit parameters are laid out at half their state offsets
+ * (SHARDED_PARAM_ALIGN), so the all-gather fills them in place.
  */
 export function shardedMemory(memory: MemoryPlan, layout: ParamLayout, stateLayout: ParamLayout, ranks: number): MemoryPlan {
   const elements = stateLayout.bytes / 4;
   const owned = ownedElements(optimizerShard(elements, ranks - 1, ranks));
   const mixed = layout.dtype !== "f32";
   return totalOf({
-    parameters: layout.bytes + (mixed ? 4 * owned + 2 * elements : 0),
+    parameters: layout.bytes + (mixed ? 4 * owned : 0),
     gradients: memory.gradients,
     optimizerState: 2 * 4 * owned,
     activations: memory.activations,

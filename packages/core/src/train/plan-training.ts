@@ -8,7 +8,7 @@ import { archOf } from "../model/architectures.js";
 import { planStep } from "../plan/plan-step.js";
 import type { RecomputePolicy } from "../autodiff/rematerialize.js";
 import { type MemoryPlan, totalOf } from "./memory-plan.js";
-import { shardedMemory } from "./optimizer-shard.js";
+import { SHARDED_PARAM_ALIGN, shardedMemory } from "./optimizer-shard.js";
 
 /** Bytes of the small scalar buffer a trainer keeps (gradient norm). */
 export const TRAINER_SCALAR_BYTES = 64;
@@ -41,7 +41,8 @@ export function planTraining(
   /** Rows packed with several documents (their starts an input of attention and rotary embeddings). */
   packed = false,
 ) {
-  const layout = paramLayout(model, dtype);
+  // Sharded under a 16-bit dtype, each parameter at half its state offset: the all-gather fills them in place.
+  const layout = shardRanks > 1 && dtype !== "f32" ? paramLayout(model, dtype, SHARDED_PARAM_ALIGN) : paramLayout(model, dtype);
   // Gradients, AdamW state and master weights cover the trained parameters alone.
   const state = trainableLayout(paramLayout(model, "f32"));
   const graph = buildTrainingGraph(model, layout, batchSize, seqLen, recompute, device, lossChunkBytes, packed);

@@ -1,6 +1,5 @@
 import type { Backend, BufferHandle } from "@kiln/contract";
-import type { ParamLayout } from "../model/param-layout.js";
-import { paramRuns } from "../model/param-runs.js";
+import { type ParamLayout, halvesStateOffsets } from "../model/param-layout.js";
 import type { GradientSync } from "./gradient-sync.js";
 import { type OptimizerShard, ownedElements, shardTail } from "./optimizer-shard.js";
 
@@ -12,15 +11,13 @@ import { type OptimizerShard, ownedElements, shardTail } from "./optimizer-shard
  *
  * f32: the parameters are their own weights, and the trained ones are the parameter
  * buffer's prefix in state-layout order, so the gather runs in place there.
- * bf16/f16: the f32 masters of the owned elements alone, and a copy of the trained
- * parameters in state-layout order (16-bit, `staging`) that AdamW rounds into and the
- * gather fills; publish() then copies it into the parameters' own layout, run by run.
+ * bf16/f16: the f32 masters of the owned elements alone, which AdamW rounds into the
+ * parameters; those lie at half their state offsets (halvesStateOffsets: the plan of a
+ * sharded run lays them out so), so they too are in state order and gathered in place.
  */
 export class ShardedWeights {
   /** 16-bit: f32 master weights of the owned state elements (element `shard.first` at byte 0). */
   readonly master: BufferHandle | undefined;
-  /** 16-bit: the trained parameters in state-layout order, 2 bytes an element. */
-  readonly staging: BufferHandle | undefined;
   private readonly width: number;
 
   constructor(
@@ -32,42 +29,33 @@ export class ShardedWeights {
   ) {
     const mixed = layout.dtype !== "f32";
     this.width = mixed ? 2 : 4;
-    if (mixed) {
-      this.master = backend.alloc(Math.max(4, 4 * ownedElements(shard)));
-      this.staging = backend.alloc(2 * shard.elements);
-    }
+    if (mixed && !halvesStateOffsets(layout, stateLayout)) throw new Error("a sharded optimizer's 16-bit parameters must lie at half their state offsets: plan the run for its ranks (planTraining's shardRanks)");
+    if (mixed) this.master = backend.alloc(Math.max(4, 4 * ownedElements(shard)));
   }
 
   /** Device bytes this holds beyond the parameters. */
   get allocatedBytes(): number {
-    return (this.master?.byteLength ?? 0) + (this.staging?.byteLength ?? 0);
+    return this.master?.byteLength ?? 0;
   }
 
-  /** 16-bit: rounds the owned masters into the staging copy (after they were written, before publish()). */
+  /** 16-bit: rounds the owned masters into the parameters (after they were written, before publish()). */
   roundOwnedMasters(): void {
     const n = ownedElements(this.shard);
     if (!this.master || n === 0) return;
-    this.backend.kernels.cast({ src: { buffer: this.master, byteOffset: 0 }, dst: { buffer: this.staging!, byteOffset: 2 * this.shard.first }, n, srcDtype: "f32", dstDtype: this.layout.dtype });
+    this.backend.kernels.cast({ src: { buffer: this.master, byteOffset: 0 }, dst: { buffer: this.params, byteOffset: 2 * this.shard.first }, n, srcDtype: "f32", dstDtype: this.layout.dtype });
   }
 
   /** Every rank takes each owner's trained parameters (a collective: every rank calls it). */
   async publish(sync: GradientSync): Promise<void> {
     const { chunk, ranks } = this.shard;
     const tail = shardTail(this.shard);
-    const gathered = this.staging ?? this.params;
     const w = this.width;
-    if (chunk > 0) await sync.allGather(this.backend, { buffer: gathered, byteOffset: 0 }, chunk * w);
-    if (tail.n > 0) await sync.broadcast(this.backend, { buffer: gathered, byteOffset: tail.first * w }, tail.n * w, ranks - 1);
-    if (!this.staging) return;
-    for (const run of paramRuns([this.layout, this.stateLayout])) {
-      const e0 = this.stateLayout.offsets.get(run.first.name)! / 4;
-      this.backend.copy({ buffer: this.staging, byteOffset: 2 * e0 }, { buffer: this.params, byteOffset: this.layout.offsets.get(run.first.name)! }, 2 * run.n);
-    }
+    if (chunk > 0) await sync.allGather(this.backend, { buffer: this.params, byteOffset: 0 }, chunk * w);
+    if (tail.n > 0) await sync.broadcast(this.backend, { buffer: this.params, byteOffset: tail.first * w }, tail.n * w, ranks - 1);
   }
 
   dispose(): void {
     if (this.master) this.backend.free(this.master);
-    if (this.staging) this.backend.free(this.staging);
   }
 }
 

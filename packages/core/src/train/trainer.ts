@@ -249,7 +249,8 @@ export class Trainer {
     this.kernels = exec.kernels;
     if (shard) {
       const sw = (this.sharded = new ShardedWeights(backend, this.layout, this.stateLayout, params, shard));
-      const owned = { first: shard.first, end: shard.end, ...(sw.staging ? { paramsInStateOrder: sw.staging } : {}) };
+      // Under a 16-bit dtype the parameters lie in state order (the sharded plan's layout): AdamW rounds into them there.
+      const owned = { first: shard.first, end: shard.end, ...(sw.master ? { paramsInStateOrder: params } : {}) };
       this.adamw = new AdamW(exec, this.layout, this.stateLayout, { params, grads, m, v, ...(sw.master ? { master: sw.master } : {}) }, config.optimizer, owned);
       uploadInitialParams(backend, params, this.layout, config.seed);
       if (sw.master) {
