@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Backend, ConfigError, createReferenceBackend } from "@kiln/contract";
 import { createWasmBackend } from "@kiln/kernels-wasm";
+import { createCudaSimBackend, cudaStatus } from "@kiln/kernels-cuda";
 import { type Batch, Trainer, type TrainerConfig } from "../src/train/trainer.js";
 import { loadFixture } from "./support/pytorch-fixture.js";
 import { maxAbsDiff } from "./support/data-parallel-batches.js";
@@ -58,10 +59,12 @@ describe.each([
   ["llama-tiny", "rotary positions"],
   ["gpt2-tiny", "learned positions"],
 ] as const)("packed rows, %s (%s)", (fixture) => {
-  for (const [name, make] of [
+  const backends: [string, () => Backend][] = [
     ["wasm", () => wasm],
     ["reference", () => createReferenceBackend()],
-  ] as const) {
+    ...(cudaStatus().simulator.built ? ([["cuda-sim", () => createCudaSimBackend()]] as [string, () => Backend][]) : []),
+  ];
+  for (const [name, make] of backends) {
     it(`${name}: one packed row trains as its documents each in a row of their own: loss and every gradient`, async () => {
       const backend = make();
       const f = await loadFixture(fixture);
