@@ -69,6 +69,16 @@ describe.skipIf(unavailable !== undefined).each([
     const [x, y] = await Promise.all([readCheckpoint(ws.path(out, "final.safetensors")), readCheckpoint(ws.path(`one-${n}`, "final.safetensors"))]);
     for (const [name, bytes] of y.tensors) expect(maxAbsDiff(x.tensors.get(name)!, bytes), name).toBeLessThan(1e-6);
   });
+
+  it.runIf(available)("with the optimizer state sharded over the hosts (--shard-optimizer): the same final weights", async () => {
+    const out = `hosts-${n}-${sync}-sharded`;
+    const runs = await onHosts(n, ["--sync-backend", sync, "--shard-optimizer"], out);
+    runs.forEach((r, i) => expectSuccess(r, `rank ${i}`));
+    expect(runs[0].stderr).toMatch(new RegExp(`optimizer state sharded over the ${n} ranks`));
+    await one(n);
+    const [x, y] = await Promise.all([readCheckpoint(ws.path(out, "final.safetensors")), readCheckpoint(ws.path(`one-${n}`, "final.safetensors"))]);
+    for (const [name, bytes] of y.tensors) expect(maxAbsDiff(x.tensors.get(name)!, bytes), name).toBeLessThan(1e-6);
+  });
 });
 
 describe.skipIf(unavailable !== undefined)("launched as srun launches (Slurm's variables)", () => {
