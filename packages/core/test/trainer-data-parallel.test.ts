@@ -9,7 +9,7 @@ import { loadTrainerCheckpoint, saveTrainerCheckpoint } from "../src/train/check
 import type { GradientSync } from "../src/train/gradient-sync.js";
 import { loadFixture } from "./support/pytorch-fixture.js";
 import { localSyncGroup } from "./support/local-sync-group.js";
-import { globalBatch as batchOf, maxAbsDiff, sliceOf as rankSlice } from "./support/data-parallel-batches.js";
+import { globalBatch as batchOf, dataParallelConfig, maxAbsDiff, sliceOf as rankSlice } from "./support/data-parallel-batches.js";
 
 
 // Data parallel on the wasm backend, llama-tiny: 2 ranks x batch 4 against 1 rank x batch 8
@@ -27,14 +27,7 @@ let config: TrainerConfig;
 beforeAll(async () => {
   backend = await createWasmBackend({ threads: 2, measurePeak: false });
   const f = await loadFixture("llama-tiny");
-  config = {
-    model: f.config,
-    batchSize: GLOBAL_ROWS,
-    seqLen: SEQ,
-    optimizer: { beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 },
-    schedule: { kind: "cosine", peak: 1e-2, min: 1e-3, warmupSteps: 2, maxSteps: STEPS },
-    seed: 5,
-  };
+  config = dataParallelConfig(f.config, GLOBAL_ROWS, SEQ, STEPS);
 });
 afterAll(() => backend?.dispose());
 

@@ -2,7 +2,7 @@ import type { Backend } from "@kiln/contract";
 import { runConformance } from "@kiln/contract/conformance/vitest";
 import { describe } from "vitest";
 import { createWasmBackend, type WasmBackendOptions } from "../src/index.js";
-import { nativeIsas, nativeKernelsOnly, nativeSkipReason, withEnv } from "./support/native.js";
+import { NATIVE_KERNELS, nativeIsas, nativeKernelsOnly, nativeSkipReason, withEnv } from "./support/native.js";
 
 // The conformance suite with the native kernels on (matmul, attention, GELU, the norms; every other kernel
 // is the WebAssembly one, as users get the backend): every case of those must run
@@ -11,18 +11,6 @@ import { nativeIsas, nativeKernelsOnly, nativeSkipReason, withEnv } from "./supp
 // this CPU runs (KILN_NATIVE_ISA=avx2 on an AVX-512 machine).
 
 const skip = nativeSkipReason();
-/** The kernels that run natively, whose cases run again on every other instruction set. */
-const NATIVE_KERNELS = [
-  "matmul",
-  "attentionForward",
-  "attentionBackward",
-  "geluForward",
-  "geluBackward",
-  "layerNormForward",
-  "layerNormBackward",
-  "rmsNormForward",
-  "rmsNormBackward",
-];
 const isas = nativeIsas();
 
 /** A backend on `isa` whose capabilities say so, and whose native kernels' calls are checked to run natively. */

@@ -5,24 +5,13 @@ import { createKernels, createWasmBackend, F32Buffer } from "../src/index.js";
 import { writeMatmulArgs } from "../src/matmul-call.js";
 import { nativeMatmulCalls } from "../src/matmul-dispatch.js";
 import { randomArray } from "./reference-matmul.js";
-import { nativeIsas, nativeSkipReason, withEnv } from "./support/native.js";
+import { NATIVE_KERNELS, nativeIsas, nativeSkipReason, withEnv } from "./support/native.js";
 
 // How the native matmul is turned on and off and what the backend says about it; that it
 // reads operands the memory grew to hold; that it refuses an argument block pointing
 // outside the memory; and that the browser bundle holds none of it.
 
 const skip = nativeSkipReason();
-const NATIVE_KERNELS = [
-  "matmul",
-  "attentionForward",
-  "attentionBackward",
-  "geluForward",
-  "geluBackward",
-  "layerNormForward",
-  "layerNormBackward",
-  "rmsNormForward",
-  "rmsNormBackward",
-];
 
 /** One f32 matmul of seeded operands (m x k times k x n); C's bytes, and whether it ran natively. */
 async function matmulOnce(backend: Backend, m: number, n: number, k: number): Promise<{ c: Uint8Array; native: boolean }> {

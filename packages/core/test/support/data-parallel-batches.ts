@@ -1,4 +1,17 @@
-import type { Batch } from "../../src/train/trainer.js";
+import type { ModelConfig } from "../../src/model/config.js";
+import type { Batch, TrainerConfig } from "../../src/train/trainer.js";
+
+/** The data-parallel tests' trainer: `rows` rows of `seq` a step, AdamW with clipping, a cosine schedule at lr 1e-2 over `steps`. */
+export function dataParallelConfig(model: ModelConfig, rows: number, seq: number, steps: number): TrainerConfig {
+  return {
+    model,
+    batchSize: rows,
+    seqLen: seq,
+    optimizer: { beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, gradClip: 1 },
+    schedule: { kind: "cosine", peak: 1e-2, min: 1e-3, warmupSteps: 2, maxSteps: steps },
+    seed: 5,
+  };
+}
 
 /**
  * Global batch `step` of `rows` rows of `seq` ids and next-token-like targets; the first

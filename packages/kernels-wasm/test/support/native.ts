@@ -8,6 +8,19 @@ import { nativeNormCalls } from "../../src/backend-norm.js";
 
 const buildInfo = new URL("../../build-native/build-info.json", import.meta.url);
 
+/** The kernels that run natively (in this order in capabilities().device.native.kernels). */
+export const NATIVE_KERNELS: readonly string[] = [
+  "matmul",
+  "attentionForward",
+  "attentionBackward",
+  "geluForward",
+  "geluBackward",
+  "layerNormForward",
+  "layerNormBackward",
+  "rmsNormForward",
+  "rmsNormBackward",
+];
+
 /**
  * Why the native kernels cannot run on this machine (no C++ toolchain when the package was
  * built, or a CPU with none of their instruction sets), or undefined when they must: an
