@@ -31,7 +31,7 @@
 
 namespace kiln {
 
-// Slot prefix of this collective; Gloo's own prefixes are 0x01 .. 0x08 (gloo/types.h).
+// Slot prefix of this collective; Gloo's own prefixes are 0x01 .. 0x08 (its types.h).
 constexpr uint8_t kRingReduceScatterSlotPrefix = 0x40;
 constexpr size_t kSegmentBytes = 1 << 20;
 

@@ -412,7 +412,7 @@ export class Trainer {
       const handOff = dp && i === count - 1 ? dp : undefined;
       if (pending.length === LOSS_SLOTS) await readPending();
       // The auxiliary loss is a mean over the micro-batches of every rank.
-      this.compiled.runtime.dropoutSeed = dropoutSeedOf(this.config.seed, this.stepCount, i, this.rank);
+      if (this.config.model.lora?.dropout) this.compiled.runtime.dropoutSeed = dropoutSeedOf(this.config.seed, this.stepCount, i, this.rank);
       await this.forwardBackward(batch, lossScale / denominator, lossScale / (count * worldSize), pending.length, handOff);
       pending.push(denominator);
       auxLoss += this.lastAuxLoss / (count * worldSize);
@@ -692,7 +692,7 @@ export class Trainer {
     this.lastLossScale = lossScale;
     this.zeroGradients();
     if (valid === 0) return 0;
-    this.compiled.runtime.dropoutSeed = dropoutSeedOf(this.config.seed, this.stepCount, 0, this.rank);
+    if (this.config.model.lora?.dropout) this.compiled.runtime.dropoutSeed = dropoutSeedOf(this.config.seed, this.stepCount, 0, this.rank);
     await this.forwardBackward(batch, lossScale / valid, lossScale, 0);
     return (await this.readLossSlots(1))[0] / valid;
   }
