@@ -24,6 +24,10 @@ export interface NativeIsaKernels {
   layerNormBackward(memory: Uint8Array, argsPtr: number, part: number, parts: number): void;
   rmsNormForward(memory: Uint8Array, argsPtr: number, part: number, parts: number): void;
   rmsNormBackward(memory: Uint8Array, argsPtr: number, part: number, parts: number): void;
+  /** One part of a cross-entropy forward, forward-backward or backward (CrossEntropyArgs of csrc/cross_entropy.c at argsPtr). */
+  crossEntropyForward(memory: Uint8Array, argsPtr: number, part: number, parts: number): void;
+  crossEntropyForwardBackward(memory: Uint8Array, argsPtr: number, part: number, parts: number): void;
+  crossEntropyBackward(memory: Uint8Array, argsPtr: number, part: number, parts: number): void;
   /** One part of the FMA ceiling (CeilingArgs of csrc/ceiling.c at argsPtr). */
   ceiling(memory: Uint8Array, argsPtr: number, part: number, parts: number): void;
   /** The GEMM's own conversions: 16-bit patterns to f32, and f32 rounded to 16-bit (dtype 1 bf16, 2 f16). */

@@ -13,7 +13,10 @@ export type NativeKernelName =
   | "kiln_native_layer_norm_forward"
   | "kiln_native_layer_norm_backward"
   | "kiln_native_rms_norm_forward"
-  | "kiln_native_rms_norm_backward";
+  | "kiln_native_rms_norm_backward"
+  | "kiln_native_cross_entropy_forward"
+  | "kiln_native_cross_entropy_forward_backward"
+  | "kiln_native_cross_entropy_backward";
 export declare const NATIVE_KERNEL_NAMES: readonly NativeKernelName[];
 
 /** The native kernels as pool entry points over `memory`. */

@@ -3,7 +3,7 @@
 // receives a Uint8Array over the memory's current buffer, taken again whenever the
 // memory has grown (memory.buffer is then a new SharedArrayBuffer).
 
-/** @typedef {"kiln_native_matmul_f32" | "kiln_native_matmul_bf16" | "kiln_native_matmul_f16" | "kiln_native_ceiling" | "kiln_native_attention_forward" | "kiln_native_attention_backward" | "kiln_native_gelu_forward" | "kiln_native_gelu_backward" | "kiln_native_layer_norm_forward" | "kiln_native_layer_norm_backward" | "kiln_native_rms_norm_forward" | "kiln_native_rms_norm_backward"} NativeKernelName */
+/** @typedef {"kiln_native_matmul_f32" | "kiln_native_matmul_bf16" | "kiln_native_matmul_f16" | "kiln_native_ceiling" | "kiln_native_attention_forward" | "kiln_native_attention_backward" | "kiln_native_gelu_forward" | "kiln_native_gelu_backward" | "kiln_native_layer_norm_forward" | "kiln_native_layer_norm_backward" | "kiln_native_rms_norm_forward" | "kiln_native_rms_norm_backward" | "kiln_native_cross_entropy_forward" | "kiln_native_cross_entropy_forward_backward" | "kiln_native_cross_entropy_backward"} NativeKernelName */
 
 /**
  * Pool names of the native entry points, after the wasm kernels' (kernel-names.ts).
@@ -22,6 +22,9 @@ export const NATIVE_KERNEL_NAMES = [
   "kiln_native_layer_norm_backward",
   "kiln_native_rms_norm_forward",
   "kiln_native_rms_norm_backward",
+  "kiln_native_cross_entropy_forward",
+  "kiln_native_cross_entropy_forward_backward",
+  "kiln_native_cross_entropy_backward",
 ];
 
 /**
@@ -54,5 +57,8 @@ export function nativeEntries(kernels, memory) {
     kiln_native_layer_norm_backward: (args, part, parts) => kernels.layerNormBackward(viewOf(), args, part, parts),
     kiln_native_rms_norm_forward: (args, part, parts) => kernels.rmsNormForward(viewOf(), args, part, parts),
     kiln_native_rms_norm_backward: (args, part, parts) => kernels.rmsNormBackward(viewOf(), args, part, parts),
+    kiln_native_cross_entropy_forward: (args, part, parts) => kernels.crossEntropyForward(viewOf(), args, part, parts),
+    kiln_native_cross_entropy_forward_backward: (args, part, parts) => kernels.crossEntropyForwardBackward(viewOf(), args, part, parts),
+    kiln_native_cross_entropy_backward: (args, part, parts) => kernels.crossEntropyBackward(viewOf(), args, part, parts),
   };
 }

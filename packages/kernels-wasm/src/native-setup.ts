@@ -7,10 +7,11 @@ export interface NativeSetup {
   path: string;
   isa: NativeIsa;
   kernels: NativeIsaKernels;
-  /** Whether attention, GELU and the norms run natively too (an addon built before them has only the matmul). */
+  /** Whether attention, GELU, the norms and cross-entropy run natively too (an addon built before them has only the matmul). */
   attention: boolean;
   gelu: boolean;
   norm: boolean;
+  crossEntropy: boolean;
 }
 
 /** Whether the native kernels run, and what capabilities().device.native says about it. */
@@ -58,13 +59,15 @@ export function chooseNative(wanted: true | string, sharedMemory: boolean): Nati
   const attention = typeof kernels.attentionForward === "function" && typeof kernels.attentionBackward === "function";
   const gelu = typeof kernels.geluForward === "function" && typeof kernels.geluBackward === "function";
   const norm = (["layerNormForward", "layerNormBackward", "rmsNormForward", "rmsNormBackward"] as const).every((k) => typeof kernels[k] === "function");
+  const crossEntropy = (["crossEntropyForward", "crossEntropyForwardBackward", "crossEntropyBackward"] as const).every((k) => typeof kernels[k] === "function");
   const names: KernelName[] = [
     "matmul",
     ...(attention ? (["attentionForward", "attentionBackward"] as const) : []),
     ...(gelu ? (["geluForward", "geluBackward"] as const) : []),
     ...(norm ? (["layerNormForward", "layerNormBackward", "rmsNormForward", "rmsNormBackward"] as const) : []),
+    ...(crossEntropy ? (["crossEntropyForward", "crossEntropyBackward"] as const) : []),
   ];
-  return { setup: { path: load.path, isa, kernels, attention, gelu, norm }, info: { kernels: names, isa } };
+  return { setup: { path: load.path, isa, kernels, attention, gelu, norm, crossEntropy }, info: { kernels: names, isa } };
 }
 
 /** The families of kernels that run natively, for a device name: "matmul, attention". */

@@ -16,6 +16,8 @@
 //                        geluBackward(view, argsPtr, part, parts),       activation_call.h
 //                        layerNormForward, layerNormBackward, rmsNormForward,
 //                        rmsNormBackward (view, argsPtr, part, parts)    norm_call.h
+//                        crossEntropyForward, crossEntropyForwardBackward,
+//                        crossEntropyBackward (view, argsPtr, part, parts)  cross_entropy_call.h
 //                        widen(u16, f32, dtype), narrow(f32, u16, dtype) }  (tests)
 // The pool calling convention is csrc's: (argsPtr, part, parts) with the call's argument
 // block at argsPtr; every thread of the pool (the caller and each worker) loads this addon
@@ -29,6 +31,7 @@
 
 #include "activation_args.h"
 #include "attention_args.h"
+#include "cross_entropy_args.h"
 #include "cpu_isa.h"
 #include "matmul_args.h"
 #include "matmul_call.h"
@@ -135,6 +138,20 @@ Napi::Value Norm(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+/* One part of a cross-entropy forward, forward-backward or backward (CrossEntropyArgs of csrc/cross_entropy.c at argsPtr). */
+template <kiln_native::CrossEntropyMode kMode>
+Napi::Value CrossEntropy(const Napi::CallbackInfo& info) {
+  const auto* k = static_cast<const IsaKernels*>(info.Data());
+  const Memory mem = memory_of(info[0]);
+  int part, parts;
+  part_args(info, &part, &parts);
+  kiln_native::CrossEntropyCall call;
+  const std::string error = kiln_native::decode_cross_entropy(mem.base, mem.bytes, u32_arg(info, 1, "argsPtr"), kMode, &call);
+  if (!error.empty()) throw Napi::RangeError::New(info.Env(), "native crossEntropy: " + error);
+  k->cross_entropy(call, part, parts);
+  return info.Env().Undefined();
+}
+
 /* CeilingArgs of csrc/ceiling.c: int32 iterations, then the byte offset of one f32 per part. */
 Napi::Value Ceiling(const Napi::CallbackInfo& info) {
   const auto* k = static_cast<const IsaKernels*>(info.Data());
@@ -196,6 +213,9 @@ Napi::Value Kernels(const Napi::CallbackInfo& info) {
   o.Set("layerNormBackward", Napi::Function::New(env, Norm<true, true>, "layerNormBackward", data));
   o.Set("rmsNormForward", Napi::Function::New(env, Norm<false, false>, "rmsNormForward", data));
   o.Set("rmsNormBackward", Napi::Function::New(env, Norm<true, false>, "rmsNormBackward", data));
+  o.Set("crossEntropyForward", Napi::Function::New(env, CrossEntropy<kiln_native::kCrossEntropyForward>, "crossEntropyForward", data));
+  o.Set("crossEntropyForwardBackward", Napi::Function::New(env, CrossEntropy<kiln_native::kCrossEntropyForwardBackward>, "crossEntropyForwardBackward", data));
+  o.Set("crossEntropyBackward", Napi::Function::New(env, CrossEntropy<kiln_native::kCrossEntropyBackward>, "crossEntropyBackward", data));
   o.Set("widen", Napi::Function::New(env, Convert<true>, "widen", data));
   o.Set("narrow", Napi::Function::New(env, Convert<false>, "narrow", data));
   return o;

@@ -19,6 +19,7 @@
 
 #include "activation_call.h"
 #include "attention_call.h"
+#include "cross_entropy_call.h"
 #include "norm_call.h"
 
 namespace kiln_native {
@@ -70,6 +71,9 @@ struct IsaKernels {
   // (nest_norm.h: its partials drawn from the call's counter).
   void (*norm_forward)(const NormCall& call, int part, int parts);
   void (*norm_backward)(const NormCall& call, int part, int parts);
+  // Cross-entropy forward, forward-backward or backward, the call's mode (nest_cross_entropy.h):
+  // a fixed share of the rows per part.
+  void (*cross_entropy)(const CrossEntropyCall& call, int part, int parts);
 };
 
 #if defined(__x86_64__) || defined(_M_X64)

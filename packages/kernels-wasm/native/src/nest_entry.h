@@ -1,6 +1,6 @@
 // One instruction set's kernels table (IsaKernels in matmul_call.h) from the templates of
 // nest_gemm.h and nest_matvec.h: the matmul split into parts as csrc/matmul.c splits it,
-// the register-only FMA ceiling, the conversions for tests, attention (nest_attention.h), GELU (nest_activation.h) and the norms (nest_norm.h). Included once by each
+// the register-only FMA ceiling, the conversions for tests, attention (nest_attention.h), GELU (nest_activation.h), the norms (nest_norm.h) and cross-entropy (nest_cross_entropy.h). Included once by each
 // gemm_<isa>.cc after its simd_<isa>.h; ISA_KERNELS(V) then defines the table.
 #ifndef KILN_NATIVE_NEST_ENTRY_H
 #define KILN_NATIVE_NEST_ENTRY_H
@@ -9,6 +9,7 @@
 
 #include "nest_activation.h"
 #include "nest_attention.h"
+#include "nest_cross_entropy.h"
 #include "nest_gemm.h"
 #include "nest_norm.h"
 #include "nest_matvec.h"
@@ -193,7 +194,7 @@ template <class V>
 static IsaKernels isa_kernels() {
   return IsaKernels{V::name,   V::MR,       V::NRV * V::L, KC,       &matmul<V>, &ceiling<V>, (int64_t)V::CHAINS * V::L * 2,
                     &widen<V>, &narrow<V>, &prepare_thread<V>, &attention_forward<V>, &attention_backward<V>,
-                    &gelu<V, false>, &gelu<V, true>, &norm_forward<V>, &norm_backward<V>};
+                    &gelu<V, false>, &gelu<V, true>, &norm_forward<V>, &norm_backward<V>, &cross_entropy<V>};
 }
 
 }  // namespace

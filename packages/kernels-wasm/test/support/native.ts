@@ -4,6 +4,7 @@ import { loadNativeAddon } from "../../src/native-addon-node.js";
 import { nativeActivationCalls } from "../../src/activation-dispatch.js";
 import { nativeAttentionCalls } from "../../src/attention-dispatch.js";
 import { nativeMatmulCalls } from "../../src/matmul-dispatch.js";
+import { nativeCrossEntropyCalls } from "../../src/backend-cross-entropy.js";
 import { nativeNormCalls } from "../../src/backend-norm.js";
 
 const buildInfo = new URL("../../build-native/build-info.json", import.meta.url);
@@ -19,6 +20,8 @@ export const NATIVE_KERNELS: readonly string[] = [
   "layerNormBackward",
   "rmsNormForward",
   "rmsNormBackward",
+  "crossEntropyForward",
+  "crossEntropyBackward",
 ];
 
 /**
@@ -70,7 +73,7 @@ export function nativeMatmulOnly(backend: Backend): Backend {
 }
 
 /**
- * `backend`, whose matmul, attention, GELU and norms throw unless each call ran on the native
+ * `backend`, whose matmul, attention, GELU, norms and cross-entropy throw unless each call ran on the native
  * kernels (attention with `docStarts` must run on the WebAssembly kernel instead).
  */
 export function nativeKernelsOnly(backend: Backend): Backend {
@@ -86,6 +89,8 @@ export function nativeKernelsOnly(backend: Backend): Backend {
     layerNormBackward: checked(k.layerNormBackward, nativeNormCalls, () => true, "layerNormBackward"),
     rmsNormForward: checked(k.rmsNormForward, nativeNormCalls, () => true, "rmsNormForward"),
     rmsNormBackward: checked(k.rmsNormBackward, nativeNormCalls, () => true, "rmsNormBackward"),
+    crossEntropyForward: checked(k.crossEntropyForward, nativeCrossEntropyCalls, () => true, "crossEntropyForward"),
+    crossEntropyBackward: checked(k.crossEntropyBackward, nativeCrossEntropyCalls, () => true, "crossEntropyBackward"),
   };
   return { ...backend, kernels };
 }
