@@ -35,7 +35,7 @@ describe.skipIf(skip !== undefined)(`native matmul switches${skip ? ` (skipped: 
     try {
       const device = backend.capabilities().device;
       expect(device.native).toEqual({ kernels: NATIVE_KERNELS, isa: nativeIsas()[0] });
-      expect(device.name).toContain(`native matmul, attention, gelu, layerNorm, rmsNorm (${nativeIsas()[0]})`);
+      expect(device.name).toContain(`native matmul, attention, gelu, layerNorm, rmsNorm, crossEntropy (${nativeIsas()[0]})`);
       expect((await matmulOnce(backend, 40, 50, 60)).native).toBe(true);
     } finally {
       backend.dispose();
