@@ -50,6 +50,24 @@ if [ ! -f /usr/include/gloo/allreduce.h ]; then
   fi
 fi
 
+# On x86-64 the arm64 build of the native kernels (NEON) is checked by cross-compiling it,
+# and its kernels run under qemu-user (test/native-arm64-build.test.ts): optional, the test
+# skips what is missing and says why.
+cross=()
+if [ "$(uname -m)" = x86_64 ]; then
+  command -v aarch64-linux-gnu-g++ >/dev/null 2>&1 || cross+=(g++-aarch64-linux-gnu)
+  command -v qemu-aarch64 >/dev/null 2>&1 || cross+=(qemu-user)
+fi
+if [ ${#cross[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "bootstrap: installing ${cross[*]} (the arm64 build check) with apt-get"
+    (apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${cross[@]}" >/dev/null) \
+      || echo "bootstrap: could not install ${cross[*]}, so the arm64 build check will be skipped"
+  else
+    echo "bootstrap: ${cross[*]} not installed, so the arm64 build check will be skipped (sudo apt-get install ${cross[*]})"
+  fi
+fi
+
 echo "bootstrap: installing JavaScript dependencies"
 pnpm install --frozen-lockfile --reporter=silent
 echo "bootstrap: building"

@@ -35,14 +35,14 @@ export interface NativeIsaKernels {
   narrow(input: Float32Array, output: Uint16Array, dtype: number): void;
 }
 
-/** Instruction sets the addon has kernels for, best first. */
-export const NATIVE_ISAS = ["avx512", "avx2"] as const;
+/** Instruction sets the addon has kernels for, best first (x86-64: AVX-512F, AVX2; arm64: NEON). */
+export const NATIVE_ISAS = ["avx512", "avx2", "neon"] as const;
 export type NativeIsa = (typeof NATIVE_ISAS)[number];
 
 export interface NativeAddon {
   /** The instruction sets this CPU and build run, best first. */
   isas(): NativeIsa[];
-  /** "x64", or "other" for a build with no kernels for its CPU yet. */
+  /** "x64", "arm64", or "other" for a build with no kernels for its CPU. */
   readonly arch: string;
   kernels(isa: NativeIsa): NativeIsaKernels;
 }

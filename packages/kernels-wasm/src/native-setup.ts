@@ -24,8 +24,8 @@ const off = (reason: string): NativeChoice => ({ info: { kernels: [], reason } }
 
 /**
  * Picks the native kernels for a runtime. `wanted` is true, or the reason they are not
- * wanted (an option). KILN_NATIVE=0 turns them off; KILN_NATIVE_ISA=avx2 or avx512 forces
- * an instruction set (an error when this CPU or build lacks it), else the best one runs.
+ * wanted (an option). KILN_NATIVE=0 turns them off; KILN_NATIVE_ISA=avx512, avx2 or neon
+ * forces an instruction set (an error when this CPU or build lacks it), else the best one runs.
  * Anything missing (a browser, no addon built, a CPU with neither) leaves the WebAssembly
  * kernels in charge, with the reason.
  */
@@ -53,7 +53,7 @@ export function chooseNative(wanted: true | string, sharedMemory: boolean): Nati
   }
   const isa = (forced || isas[0]) as NativeIsa | undefined;
   if (!isa) {
-    return off(load.addon.arch === "x64" ? "this CPU has neither AVX-512F nor AVX2 with FMA and F16C" : "no native kernels for this CPU architecture yet (NEON is still to come)");
+    return off(load.addon.arch === "x64" ? "this CPU has neither AVX-512F nor AVX2 with FMA and F16C" : "no native kernels for this CPU architecture (x86-64 and arm64 have them)");
   }
   const kernels = load.addon.kernels(isa);
   const attention = typeof kernels.attentionForward === "function" && typeof kernels.attentionBackward === "function";

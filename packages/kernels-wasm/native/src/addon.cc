@@ -4,8 +4,9 @@
 // length are read from that view on every call, so a memory that grew (a new buffer)
 // is seen as soon as the caller passes a view of the new buffer.
 //
-//   isas()             the instruction sets this CPU runs, best first: ["avx512", "avx2"]
-//   arch               process.arch's view of the build: "x64", or "other" (no kernels yet)
+//   isas()             the instruction sets this CPU runs, best first: ["avx512", "avx2"],
+//                      or ["neon"] on arm64
+//   arch               process.arch's view of the build: "x64", "arm64", or "other" (no kernels)
 //   kernels(isa)       the calling thread's buffers allocated, and
 //                      { isa, mr, nr, kc, ceilingFlopsPerIteration,
 //                        matmul(view, argsPtr, part, parts, dtype),  one part of a matmul
@@ -47,6 +48,9 @@ const IsaKernels* find_kernels(const std::string& name) {
   static const kiln_native::CpuIsas isas = kiln_native::detect_cpu_isas();
   if (name == "avx512" && isas.avx512) return &kiln_native::avx512_kernels();
   if (name == "avx2" && isas.avx2) return &kiln_native::avx2_kernels();
+#elif defined(__aarch64__)
+  static const kiln_native::CpuIsas isas = kiln_native::detect_cpu_isas();
+  if (name == "neon" && isas.neon) return &kiln_native::neon_kernels();
 #else
   (void)name;
 #endif
@@ -224,7 +228,7 @@ Napi::Value Kernels(const Napi::CallbackInfo& info) {
 Napi::Value Isas(const Napi::CallbackInfo& info) {
   Napi::Array out = Napi::Array::New(info.Env());
   uint32_t n = 0;
-  for (const char* name : {"avx512", "avx2"})
+  for (const char* name : {"avx512", "avx2", "neon"})
     if (find_kernels(name)) out.Set(n++, Napi::String::New(info.Env(), name));
   return out;
 }
@@ -234,6 +238,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("kernels", Napi::Function::New(env, Kernels, "kernels"));
 #if defined(__x86_64__) || defined(_M_X64)
   exports.Set("arch", Napi::String::New(env, "x64"));
+#elif defined(__aarch64__)
+  exports.Set("arch", Napi::String::New(env, "arm64"));
 #else
   exports.Set("arch", Napi::String::New(env, "other"));
 #endif

@@ -1,5 +1,6 @@
 // cpuid and xgetbv: an instruction set counts only when the CPU has it and the OS saves
-// its registers across context switches (XCR0), else its first instruction faults.
+// its registers across context switches (XCR0), else its first instruction faults. On
+// AArch64 NEON is part of the architecture (and its registers always saved): nothing to ask.
 #include "cpu_isa.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -17,7 +18,7 @@ static uint64_t xcr0() {
 }
 
 CpuIsas detect_cpu_isas() {
-  CpuIsas isas{false, false};
+  CpuIsas isas{false, false, false};
   unsigned eax, ebx, ecx, edx;
   if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return isas;
   const bool osxsave = ecx & (1u << 27), fma = ecx & (1u << 12), f16c = ecx & (1u << 29);
@@ -30,8 +31,10 @@ CpuIsas detect_cpu_isas() {
   isas.avx512 = isas.avx2 && zmm_saved && (ebx & (1u << 16));
   return isas;
 }
+#elif defined(__aarch64__)
+CpuIsas detect_cpu_isas() { return CpuIsas{false, false, true}; }
 #else
-CpuIsas detect_cpu_isas() { return CpuIsas{false, false}; }
+CpuIsas detect_cpu_isas() { return CpuIsas{false, false, false}; }
 #endif
 
 }  // namespace kiln_native

@@ -43,7 +43,7 @@ struct MatmulCall {
   uint32_t* tickets;
 };
 
-// One instruction set's kernels (gemm_avx512.cc, gemm_avx2.cc).
+// One instruction set's kernels (gemm_avx512.cc, gemm_avx2.cc, gemm_neon.cc).
 struct IsaKernels {
   const char* name;
   int32_t mr, nr, kc;  // register tile and k block of the GEMM
@@ -79,6 +79,8 @@ struct IsaKernels {
 #if defined(__x86_64__) || defined(_M_X64)
 const IsaKernels& avx512_kernels();
 const IsaKernels& avx2_kernels();
+#elif defined(__aarch64__)
+const IsaKernels& neon_kernels();
 #endif
 
 }  // namespace kiln_native

@@ -1,13 +1,13 @@
 // Loads and stores of dtype arrays for the native matmul, on the vectors of one
-// instruction set V (simd_avx512.h, simd_avx2.h): an array is (base bytes, element index,
-// dtype), the dtype a template constant. 16-bit values are widened to f32 exactly and
-// stored rounded once, through V's conversions; a partial vector reads and writes only its
-// first n elements.
+// instruction set V (simd_avx512.h, simd_avx2.h, simd_neon.h): an array is (base bytes,
+// element index, dtype), the dtype a template constant. 16-bit values are widened to f32
+// exactly and stored rounded once, through V's conversions; a partial vector reads and
+// writes only its first n elements.
 //
 // The nest_*.h headers are included only by the per-instruction-set translation units
-// (gemm_avx512.cc, gemm_avx2.cc), each compiled with its own target flags. Everything in
-// them sits in an anonymous namespace, so each unit has its own copy and no function
-// compiled for one instruction set can stand in for another's at link time.
+// (gemm_avx512.cc, gemm_avx2.cc, gemm_neon.cc), each compiled with its own target flags.
+// Everything in them sits in an anonymous namespace, so each unit has its own copy and no
+// function compiled for one instruction set can stand in for another's at link time.
 #ifndef KILN_NATIVE_NEST_ACCESS_H
 #define KILN_NATIVE_NEST_ACCESS_H
 

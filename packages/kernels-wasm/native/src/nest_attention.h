@@ -40,11 +40,12 @@ constexpr int kAttnBQ = 48;  // queries a block
 constexpr float kLog2e = 1.44269504088896341f;
 constexpr double kLn2 = 0.69314718055994530942;
 
-/* Register tile of the attention products: 6 rows x 4 vectors on AVX-512 (24 of 32 registers), 6 x 2 on AVX2. */
+/* Register tile of the attention products: 6 rows x 4 vectors on AVX-512 (24 of 32 registers), 6 x 2 on AVX2, 6 x 3 on NEON
+ * (18 accumulators, 6 broadcasts and 3 vectors of B: 27 of 32; 6 x 4 spills, simd_neon.h). */
 template <class V>
 struct AttnTile {
   static constexpr int MR = 6;
-  static constexpr int NV = V::L == 16 ? 4 : 2;
+  static constexpr int NV = V::L == 16 ? 4 : V::L == 8 ? 2 : 3;
 };
 
 static inline int round_up_to(int x, int m) { return (x + m - 1) / m * m; }

@@ -129,10 +129,10 @@ static inline void prefetch_tile(const uint8_t* c, int64_t c_at, int64_t ldc, in
   constexpr int64_t row_bytes = (int64_t)V::NRV * V::L * (CT == kF32 ? 4 : 2);
   for (int r = 0; r < rows; r++) {
     const char* row = io.out ? (const char*)(io.out + r * io.ld_out) : (const char*)(c + (c_at + r * ldc) * (CT == kF32 ? 4 : 2));
-    for (int64_t b = 0; b < row_bytes; b += 64) _mm_prefetch(row + b, _MM_HINT_T0);
+    for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(row + b, 0, 3);
     if (io.in && io.in != io.out && CT != kF32) {
       const char* part = (const char*)(io.in + r * io.ld_in);
-      for (int64_t b = 0; b < (int64_t)V::NRV * V::L * 4; b += 64) _mm_prefetch(part + b, _MM_HINT_T0);
+      for (int64_t b = 0; b < (int64_t)V::NRV * V::L * 4; b += 64) __builtin_prefetch(part + b, 0, 3);
     }
   }
 }

@@ -5,16 +5,44 @@
 //   Bp: sliver s holds cols s*NR .. s*NR+NR-1, p-major: Bp[s][p][c]   (NR floats a k step)
 // Operands stored across the order the packed layout wants (A stored (m, k), B stored
 // (n, k)) are read eight (or four) stored rows by as many values at a time and transposed
-// in registers.
+// in registers (AVX on x86-64; on AArch64 four 4 x 4 NEON transposes make the 8 x 8 one).
 #ifndef KILN_NATIVE_NEST_PACK_H
 #define KILN_NATIVE_NEST_PACK_H
 
+#if defined(__aarch64__)
+#include <arm_neon.h>
+#else
 #include <immintrin.h>
+#endif
 
 #include "nest_access.h"
 
 namespace kiln_native {
 namespace {
+
+#if defined(__aarch64__)
+/*
+ * Four stored rows (at, at + ld, at + 2 ld, at + 3 ld), four values each from `at`,
+ * transposed: value q of every row goes to dst + q * step (four floats).
+ */
+template <class V, int DT>
+static inline void transpose_4x4(const uint8_t* src, int64_t at, int64_t ld, float* dst, int64_t step) {
+  static_assert(V::L == 4, "the NEON transposes take vectors of four lanes");
+  const float32x4x2_t t01 = vtrnq_f32(vload<V, DT>(src, at), vload<V, DT>(src, at + ld));  // r0[0] r1[0] r0[2] r1[2] | r0[1] r1[1] r0[3] r1[3]
+  const float32x4x2_t t23 = vtrnq_f32(vload<V, DT>(src, at + 2 * ld), vload<V, DT>(src, at + 3 * ld));
+  vst1q_f32(dst, vcombine_f32(vget_low_f32(t01.val[0]), vget_low_f32(t23.val[0])));
+  vst1q_f32(dst + step, vcombine_f32(vget_low_f32(t01.val[1]), vget_low_f32(t23.val[1])));
+  vst1q_f32(dst + 2 * step, vcombine_f32(vget_high_f32(t01.val[0]), vget_high_f32(t23.val[0])));
+  vst1q_f32(dst + 3 * step, vcombine_f32(vget_high_f32(t01.val[1]), vget_high_f32(t23.val[1])));
+}
+
+/* transpose_4x4 on eight rows by eight values: value q of every row goes to dst + q * step (eight floats). */
+template <class V, int DT>
+static inline void transpose_8x8(const uint8_t* src, int64_t at, int64_t ld, float* dst, int64_t step) {
+  for (int r = 0; r < 8; r += 4)
+    for (int q = 0; q < 8; q += 4) transpose_4x4<V, DT>(src, at + r * ld + q, ld, dst + q * step + r, step);
+}
+#else
 
 /* Elements [i, i + 4) of a dtype array as four f32 lanes. */
 template <class V, int DT>
@@ -73,6 +101,7 @@ static inline void transpose_4x4(const uint8_t* src, int64_t at, int64_t ld, flo
   _mm_storeu_ps(dst + 2 * step, r2);
   _mm_storeu_ps(dst + 3 * step, r3);
 }
+#endif
 
 /*
  * `width` stored rows starting at row0 (ld apart), values p0 .. p0+kc of each, into the
@@ -110,7 +139,11 @@ static inline void pack_a(const uint8_t* a, int64_t lda, bool trans_a, int i0, i
     /* A stored (k, m): one k step of the block is a contiguous stored row, read once across the slivers. */
     int64_t at = (int64_t)p0 * lda + i0;
     for (int p = 0; p < kc; p++, at += lda)
-      for (int s = 0; s < mc; s += MR) V::store_n(ap + (int64_t)s * kc + (int64_t)p * MR, vload_n<V, DT>(a, at + s, imin(MR, mc - s)), MR);
+      for (int s = 0; s < mc; s += MR)
+        for (int v = 0; v < MR; v += V::L) { /* one vector when MR <= L */
+          const int rows = imin(MR, mc - s) - v;
+          V::store_n(ap + (int64_t)s * kc + (int64_t)p * MR + v, rows > 0 ? vload_n<V, DT>(a, at + s + v, rows) : V::zero(), imin(V::L, MR - v));
+        }
     return;
   }
   for (int s = 0; s < mc; s += MR) pack_rows_transposed<V, DT>(a, (int64_t)(i0 + s) * lda, lda, imin(MR, mc - s), p0, kc, ap + (int64_t)s * kc, MR);

@@ -1,9 +1,10 @@
-// 2^x and e^x on any instruction set's vectors V (simd_avx512.h, simd_avx2.h), for the
-// native attention and activations: x = n + f (n the nearest integer, |f| <= 1/2, or for
-// e^x, x = n ln 2 + r with ln 2 in two parts, |r| <= ln2 / 2), the Taylor series of 2^f or
-// e^r by Horner's rule in fused multiply-adds (degree 7: truncation below 1e-8 relative),
-// times 2^n through the exponent bits. Inputs are clamped so that n stays in [-127, 127]:
-// results below 2^-126 come out 0 (or a normal number just above), NaN stays NaN.
+// 2^x and e^x on any instruction set's vectors V (simd_avx512.h, simd_avx2.h,
+// simd_neon.h), for the native attention and activations: x = n + f (n the nearest
+// integer, |f| <= 1/2, or for e^x, x = n ln 2 + r with ln 2 in two parts, |r| <= ln2 / 2),
+// the Taylor series of 2^f or e^r by Horner's rule in fused multiply-adds (degree 7:
+// truncation below 1e-8 relative), times 2^n through the exponent bits. Inputs are clamped
+// so that n stays in [-127, 127]: results below 2^-126 come out 0 (or a normal number just
+// above), NaN stays NaN.
 #ifndef KILN_NATIVE_SIMD_EXP_H
 #define KILN_NATIVE_SIMD_EXP_H
 
