@@ -75,7 +75,7 @@ export function writeCachedPeak(file: string, key: string, entry: CachedPeak | u
 
 /** The fastest peak cached for this machine, CPU and V8 at `threads` threads, whichever SIMD variant or native instruction set. */
 export function bestCachedPeak(threads: number, file = peakCacheFile()): CachedPeak | undefined {
-  const keys = [...(["relaxed", "plain"] satisfies SimdVariant[]), "native avx512", "native avx2"].map((simd) => peakKey(simd, threads));
+  const keys = [...(["relaxed", "plain"] satisfies SimdVariant[]), "native avx512", "native avx2", "native neon"].map((simd) => peakKey(simd, threads));
   const peaks = Object.entries(readCache(file).peaks)
     .filter(([key, p]) => keys.includes(key) && Number.isFinite(p.flopsPerSecond) && p.flopsPerSecond > 0)
     .map(([, p]) => p);
