@@ -18,7 +18,7 @@ import { operandAddresses } from "./operand-addresses.js";
 import { runSumRows } from "./backend-reduce.js";
 import { storageDtypeCode } from "./storage-dtype.js";
 import { threadsForWork } from "./work-threads.js";
-import { nativeActivationEntry } from "./activation-dispatch.js";
+import { nativeActivations } from "./activation-dispatch.js";
 
 /** Word index of each field of ActivationArgs in csrc/activation.c. */
 const FIELD = { n: 0, dtype: 1, in0: 2, in1: 3, in2: 4, out0: 5, out1: 6 } as const;
@@ -52,7 +52,7 @@ function activation<A extends { n: number; dtype: string }>(spec: KernelSpec<A>,
     u32[FIELD.in2] = ptr(slots.in2);
     u32[FIELD.out0] = ptr(slots.out0);
     u32[FIELD.out1] = ptr(slots.out1);
-    ctx.rt.run(nativeActivationEntry(ctx.rt, entry) ?? entry, threadsForWork(ctx.rt, Math.ceil(args.n / CHUNK), CHUNK * COST));
+    ctx.rt.run(nativeActivations.entry(ctx.rt, entry), threadsForWork(ctx.rt, Math.ceil(args.n / CHUNK), CHUNK * COST));
   };
 }
 

@@ -8,9 +8,8 @@ import {
   crossEntropyForwardSpec,
   softmaxForwardSpec,
 } from "@kiln/contract";
-import type { PoolKernelName } from "./kernel-names.js";
-import type { KernelRuntime } from "./kernel-runtime.js";
 import type { WasmKernelContext, WasmKernelTable } from "./kernel-table.js";
+import { nativeRouting } from "./native-routing.js";
 import { operandAddresses } from "./operand-addresses.js";
 import { storageDtypeCode } from "./storage-dtype.js";
 import { threadsForWork } from "./work-threads.js";
@@ -22,26 +21,12 @@ const FORWARD_COST = 24;
 const BACKWARD_COST = 20;
 const SOFTMAX_COST = 40;
 
-/** The native kernels that read csrc/cross_entropy.c's block as it is (softmax stays WebAssembly). */
-const NATIVE_ENTRY = {
+/** The cross-entropy calls that run natively: they read csrc/cross_entropy.c's block as it is (softmax stays WebAssembly). */
+export const nativeCrossEntropy = nativeRouting("crossEntropy", {
   kiln_cross_entropy_forward: "kiln_native_cross_entropy_forward",
   kiln_cross_entropy_forward_backward: "kiln_native_cross_entropy_forward_backward",
   kiln_cross_entropy_backward: "kiln_native_cross_entropy_backward",
-} as const satisfies Record<string, PoolKernelName>;
-
-let nativeCalls = 0;
-
-/** Cross-entropy calls this process has run on the native kernels so far (tests check that the native path ran). */
-export function nativeCrossEntropyCalls(): number {
-  return nativeCalls;
-}
-
-/** The native kernel for `entry` when the runtime runs cross-entropy natively, else `entry`. */
-function entryFor(rt: KernelRuntime, entry: keyof typeof NATIVE_ENTRY): PoolKernelName {
-  if (!rt.native?.crossEntropy) return entry;
-  nativeCalls++;
-  return NATIVE_ENTRY[entry];
-}
+});
 
 /** Throws like the reference when a target is >= vocab (negative targets are ignored rows). */
 function checkTargets(ctx: WasmKernelContext, kernel: string, ptr: number, rows: number, vocab: number): void {
@@ -71,8 +56,8 @@ function runForward(ctx: WasmKernelContext, args: CrossEntropyForwardArgs): void
   const { rows, vocab } = args;
   const dLogits = at.dLogits?.ptr;
   writeArgs(ctx, { logits: at.logits.ptr, targets: at.targets.ptr, losses: at.losses.ptr, lse: at.lse.ptr, dLogits, rows, vocab, dtype }, args.lossScale ?? 1);
-  if (dLogits === undefined) ctx.rt.run(entryFor(ctx.rt, "kiln_cross_entropy_forward"), threadsForWork(ctx.rt, rows, vocab * FORWARD_COST));
-  else ctx.rt.run(entryFor(ctx.rt, "kiln_cross_entropy_forward_backward"), threadsForWork(ctx.rt, rows, vocab * (FORWARD_COST + BACKWARD_COST)));
+  if (dLogits === undefined) ctx.rt.run(nativeCrossEntropy.entry(ctx.rt, "kiln_cross_entropy_forward"), threadsForWork(ctx.rt, rows, vocab * FORWARD_COST));
+  else ctx.rt.run(nativeCrossEntropy.entry(ctx.rt, "kiln_cross_entropy_forward_backward"), threadsForWork(ctx.rt, rows, vocab * (FORWARD_COST + BACKWARD_COST)));
 }
 
 function runBackward(ctx: WasmKernelContext, args: CrossEntropyBackwardArgs): void {
@@ -82,7 +67,7 @@ function runBackward(ctx: WasmKernelContext, args: CrossEntropyBackwardArgs): vo
   checkTargets(ctx, "crossEntropyBackward", at.targets.ptr, args.rows, args.vocab);
   const { rows, vocab } = args;
   writeArgs(ctx, { logits: at.logits.ptr, targets: at.targets.ptr, lse: at.lse.ptr, dLogits: at.dLogits.ptr, rows, vocab, dtype }, args.lossScale);
-  ctx.rt.run(entryFor(ctx.rt, "kiln_cross_entropy_backward"), threadsForWork(ctx.rt, rows, vocab * BACKWARD_COST));
+  ctx.rt.run(nativeCrossEntropy.entry(ctx.rt, "kiln_cross_entropy_backward"), threadsForWork(ctx.rt, rows, vocab * BACKWARD_COST));
 }
 
 function runSoftmax(ctx: WasmKernelContext, args: SoftmaxForwardArgs): void {

@@ -14,9 +14,8 @@ import type { WasmKernelContext, WasmKernelTable } from "./kernel-table.js";
 import { operandAddresses } from "./operand-addresses.js";
 import { gradDtypeCode, storageDtypeCode } from "./storage-dtype.js";
 import { threadsForWork } from "./work-threads.js";
-import type { KernelName, PoolKernelName } from "./kernel-names.js";
 import type { KernelRuntime } from "./kernel-runtime.js";
-import type { NativeKernelName } from "./native-entries.js";
+import { nativeRouting } from "./native-routing.js";
 
 /** Word index of each field of NormForwardArgs in csrc/norm.c. */
 const FWD = { rows: 0, dim: 1, dtype: 2, eps: 3, x: 4, weight: 5, bias: 6, out: 7, mean: 8, rstd: 9, residual: 10, sum: 11, weightOffset: 12 } as const;
@@ -30,26 +29,13 @@ const BWD = {
 const NATIVE_PARTIALS = 32;
 const NATIVE_TICKETS = 32;
 
-const NATIVE_ENTRY = {
+/** The norms that run natively: they read csrc/norm.c's blocks as they are. */
+export const nativeNorms = nativeRouting("norm", {
   kiln_layer_norm_forward: "kiln_native_layer_norm_forward",
   kiln_layer_norm_backward: "kiln_native_layer_norm_backward",
   kiln_rms_norm_forward: "kiln_native_rms_norm_forward",
   kiln_rms_norm_backward: "kiln_native_rms_norm_backward",
-} as const satisfies Partial<Record<KernelName, NativeKernelName>>;
-
-let nativeCalls = 0;
-
-/** Norm calls this process has run on the native kernels so far (tests check that the native path ran). */
-export function nativeNormCalls(): number {
-  return nativeCalls;
-}
-
-/** The native kernel for `entry` when the runtime runs the norms natively (they read csrc/norm.c's blocks as they are), else `entry`. */
-function normEntry(rt: KernelRuntime, entry: keyof typeof NATIVE_ENTRY): PoolKernelName {
-  if (!rt.native?.norm) return entry;
-  nativeCalls++;
-  return NATIVE_ENTRY[entry];
-}
+});
 
 /** Rough cost of one element in flops, to decide how many threads to wake. */
 const FORWARD_COST = 8;
@@ -60,7 +46,7 @@ function runLayerNormForward(ctx: WasmKernelContext, args: LayerNormForwardArgs)
   const dtype = storageDtypeCode("layerNormForward", args.dtype);
   const at = operandAddresses(layerNormForwardSpec, ctx.memory, args);
   writeForwardArgs(ctx, args, dtype, at);
-  ctx.rt.run(normEntry(ctx.rt, "kiln_layer_norm_forward"), threadsForWork(ctx.rt, args.rows, args.dim * FORWARD_COST));
+  ctx.rt.run(nativeNorms.entry(ctx.rt, "kiln_layer_norm_forward"), threadsForWork(ctx.rt, args.rows, args.dim * FORWARD_COST));
 }
 
 function runRmsNormForward(ctx: WasmKernelContext, args: RmsNormForwardArgs): void {
@@ -68,7 +54,7 @@ function runRmsNormForward(ctx: WasmKernelContext, args: RmsNormForwardArgs): vo
   const dtype = storageDtypeCode("rmsNormForward", args.dtype);
   const at = operandAddresses(rmsNormForwardSpec, ctx.memory, args);
   writeForwardArgs(ctx, args, dtype, at);
-  ctx.rt.run(normEntry(ctx.rt, "kiln_rms_norm_forward"), threadsForWork(ctx.rt, args.rows, args.dim * FORWARD_COST));
+  ctx.rt.run(nativeNorms.entry(ctx.rt, "kiln_rms_norm_forward"), threadsForWork(ctx.rt, args.rows, args.dim * FORWARD_COST));
 }
 
 type Ranges = ReturnType<typeof operandAddresses>;
@@ -126,7 +112,7 @@ function runNormBackward(ctx: WasmKernelContext, args: RmsNormBackwardArgs, dtyp
   u32[BWD.dResidual] = at.dResidual?.ptr ?? 0;
   u32[BWD.dXColSums] = at.dXColSums?.ptr ?? 0;
   u32[NATIVE_TICKETS] = 0;
-  rt.run(normEntry(rt, layer ? "kiln_layer_norm_backward" : "kiln_rms_norm_backward"), threads);
+  rt.run(nativeNorms.entry(rt, layer ? "kiln_layer_norm_backward" : "kiln_rms_norm_backward"), threads);
   rt.run("kiln_norm_param_grad_reduce", threadsForWork(rt, Math.ceil(args.dim / 4), 8 * partials));
 }
 

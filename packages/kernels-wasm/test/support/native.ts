@@ -1,11 +1,11 @@
 import fs from "node:fs";
 import type { Backend } from "@kiln/contract";
 import { loadNativeAddon } from "../../src/native-addon-node.js";
-import { nativeActivationCalls } from "../../src/activation-dispatch.js";
+import { nativeActivations } from "../../src/activation-dispatch.js";
 import { nativeAttentionCalls } from "../../src/attention-dispatch.js";
 import { nativeMatmulCalls } from "../../src/matmul-dispatch.js";
-import { nativeCrossEntropyCalls } from "../../src/backend-cross-entropy.js";
-import { nativeNormCalls } from "../../src/backend-norm.js";
+import { nativeCrossEntropy } from "../../src/backend-cross-entropy.js";
+import { nativeNorms } from "../../src/backend-norm.js";
 
 const buildInfo = new URL("../../build-native/build-info.json", import.meta.url);
 
@@ -83,14 +83,14 @@ export function nativeKernelsOnly(backend: Backend): Backend {
     ...k,
     attentionForward: checked(k.attentionForward, nativeAttentionCalls, noDocs, "attentionForward"),
     attentionBackward: checked(k.attentionBackward, nativeAttentionCalls, noDocs, "attentionBackward"),
-    geluForward: checked(k.geluForward, nativeActivationCalls, () => true, "geluForward"),
-    geluBackward: checked(k.geluBackward, nativeActivationCalls, () => true, "geluBackward"),
-    layerNormForward: checked(k.layerNormForward, nativeNormCalls, () => true, "layerNormForward"),
-    layerNormBackward: checked(k.layerNormBackward, nativeNormCalls, () => true, "layerNormBackward"),
-    rmsNormForward: checked(k.rmsNormForward, nativeNormCalls, () => true, "rmsNormForward"),
-    rmsNormBackward: checked(k.rmsNormBackward, nativeNormCalls, () => true, "rmsNormBackward"),
-    crossEntropyForward: checked(k.crossEntropyForward, nativeCrossEntropyCalls, () => true, "crossEntropyForward"),
-    crossEntropyBackward: checked(k.crossEntropyBackward, nativeCrossEntropyCalls, () => true, "crossEntropyBackward"),
+    geluForward: checked(k.geluForward, nativeActivations.calls, () => true, "geluForward"),
+    geluBackward: checked(k.geluBackward, nativeActivations.calls, () => true, "geluBackward"),
+    layerNormForward: checked(k.layerNormForward, nativeNorms.calls, () => true, "layerNormForward"),
+    layerNormBackward: checked(k.layerNormBackward, nativeNorms.calls, () => true, "layerNormBackward"),
+    rmsNormForward: checked(k.rmsNormForward, nativeNorms.calls, () => true, "rmsNormForward"),
+    rmsNormBackward: checked(k.rmsNormBackward, nativeNorms.calls, () => true, "rmsNormBackward"),
+    crossEntropyForward: checked(k.crossEntropyForward, nativeCrossEntropy.calls, () => true, "crossEntropyForward"),
+    crossEntropyBackward: checked(k.crossEntropyBackward, nativeCrossEntropy.calls, () => true, "crossEntropyBackward"),
   };
   return { ...backend, kernels };
 }
