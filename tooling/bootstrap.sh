@@ -51,7 +51,7 @@ if [ ! -f /usr/include/gloo/allreduce.h ]; then
 fi
 
 # On x86-64 the arm64 build of the native kernels (NEON) is checked by cross-compiling it,
-# and its kernels run under qemu-user (test/native-arm64-build.test.ts): optional, the test
+# and its kernels run under qemu-user (packages/kernels-wasm/test/native-arm64-build.test.ts): optional, the test
 # skips what is missing and says why.
 cross=()
 if [ "$(uname -m)" = x86_64 ]; then
